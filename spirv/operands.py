@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import SpirvError
 from .grammar import ExtInstSet, Grammar, OperandSpec, grammar
-from .module import Instruction
+from .module import Instruction, Module
 
 OP_EXT_INST_IMPORT = 11
 OP_EXT_INST = 12
@@ -220,3 +220,19 @@ def decode_operands(inst: Instruction, defs: dict[int, Instruction], bound: int)
     walker = _Walker(grammar(), inst, defs, bound)
     walker.ext = ext
     return walker.run(specs)
+
+
+def referenced_ids(inst: Instruction, module: Module) -> list[int]:
+    """Every <id> operand of `inst` other than its result id (fast for one-word layouts)."""
+    info = grammar().instructions[inst.opcode]
+    words = inst.words
+    n = len(words)
+    if info.fast:
+        ids = [words[s] for s in info.id_slots if s < n and s != info.result_index]
+        if info.tail_start >= 0:
+            pattern = info.tail_pattern
+            span = len(pattern)
+            ids += [words[k] for k in range(info.tail_start, n) if pattern[(k - info.tail_start) % span]]
+        return ids
+    return [op.value for op in decode_operands(inst, module.defs, module.bound)
+            if op.kind in _ID_KINDS and op.kind != "IdResult"]  # type: ignore[misc]

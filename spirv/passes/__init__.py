@@ -1,0 +1,1 @@
+"""Module rewriting passes built on tessera.spirv.editor (block counters first)."""
