@@ -349,6 +349,76 @@ class Context:
         pipeline = vk.vkCreateComputePipelines(self.device, None, 1, [info], None)[0]
         return self.own(vk.vkDestroyPipeline, pipeline)
 
+    def graphics_pipeline(self, vert: str, frag: str, layout: Any, *, render_pass: Any = None, subpass: int = 0,
+                          color_formats: Sequence[int] = (), vec2_input: bool = True) -> Any:
+        """A triangle-list pipeline with one color attachment, no blending, no culling,
+        dynamic viewport and scissor. With `render_pass` None it is for dynamic
+        rendering (VkPipelineRenderingCreateInfo with `color_formats`).
+        `vec2_input`: one vec2 vertex attribute at location 0 from binding 0."""
+        vmod, fmod = self.shader(vert), self.shader(frag)
+        stages = [
+            vk.VkPipelineShaderStageCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, stage=vk.VK_SHADER_STAGE_VERTEX_BIT,
+                module=vmod, pName="main"),
+            vk.VkPipelineShaderStageCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, stage=vk.VK_SHADER_STAGE_FRAGMENT_BIT,
+                module=fmod, pName="main"),
+        ]
+        bindings = [vk.VkVertexInputBindingDescription(binding=0, stride=8, inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX)]
+        attributes = [vk.VkVertexInputAttributeDescription(location=0, binding=0, format=vk.VK_FORMAT_R32G32_SFLOAT,
+                                                           offset=0)]
+        vertex_input = vk.VkPipelineVertexInputStateCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO,
+            vertexBindingDescriptionCount=1 if vec2_input else 0, pVertexBindingDescriptions=bindings if vec2_input else None,
+            vertexAttributeDescriptionCount=1 if vec2_input else 0,
+            pVertexAttributeDescriptions=attributes if vec2_input else None,
+        )
+        assembly = vk.VkPipelineInputAssemblyStateCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+            topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+        )
+        viewport = vk.VkPipelineViewportStateCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO, viewportCount=1, scissorCount=1,
+        )
+        raster = vk.VkPipelineRasterizationStateCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
+            polygonMode=vk.VK_POLYGON_MODE_FILL, cullMode=vk.VK_CULL_MODE_NONE,
+            frontFace=vk.VK_FRONT_FACE_COUNTER_CLOCKWISE, lineWidth=1.0,
+        )
+        multisample = vk.VkPipelineMultisampleStateCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+            rasterizationSamples=vk.VK_SAMPLE_COUNT_1_BIT,
+        )
+        blend_attachment = vk.VkPipelineColorBlendAttachmentState(
+            blendEnable=vk.VK_FALSE,
+            colorWriteMask=vk.VK_COLOR_COMPONENT_R_BIT | vk.VK_COLOR_COMPONENT_G_BIT
+            | vk.VK_COLOR_COMPONENT_B_BIT | vk.VK_COLOR_COMPONENT_A_BIT,
+        )
+        blend = vk.VkPipelineColorBlendStateCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+            attachmentCount=1, pAttachments=[blend_attachment],
+        )
+        dynamic_states = [vk.VK_DYNAMIC_STATE_VIEWPORT, vk.VK_DYNAMIC_STATE_SCISSOR]
+        dynamic = vk.VkPipelineDynamicStateCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
+            dynamicStateCount=len(dynamic_states), pDynamicStates=dynamic_states,
+        )
+        rendering = None
+        if render_pass is None:
+            rendering = vk.VkPipelineRenderingCreateInfo(
+                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+                colorAttachmentCount=len(color_formats), pColorAttachmentFormats=list(color_formats),
+            )
+        info = vk.VkGraphicsPipelineCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, pNext=rendering,
+            stageCount=len(stages), pStages=stages, pVertexInputState=vertex_input,
+            pInputAssemblyState=assembly, pViewportState=viewport, pRasterizationState=raster,
+            pMultisampleState=multisample, pColorBlendState=blend, pDynamicState=dynamic,
+            layout=layout, renderPass=render_pass, subpass=subpass, basePipelineIndex=-1,
+        )
+        pipeline = vk.vkCreateGraphicsPipelines(self.device, None, 1, [info], None)[0]
+        return self.own(vk.vkDestroyPipeline, pipeline)
+
     # -- commands ---------------------------------------------------------
     def command_buffer(self) -> Any:
         """A primary command buffer in the recording state (one-time submit)."""
@@ -446,6 +516,12 @@ def copy_image_to_buffer(cmd: Any, img: Image, layout: int, buf: Buffer, offset:
     vk.vkCmdCopyImageToBuffer(cmd, img.handle, layout, buf.handle, 1, [region])
 
 
+def set_viewport_scissor(cmd: Any, width: int, height: int) -> None:
+    viewport = vk.VkViewport(x=0.0, y=0.0, width=float(width), height=float(height), minDepth=0.0, maxDepth=1.0)
+    scissor = vk.VkRect2D(offset=vk.VkOffset2D(x=0, y=0), extent=vk.VkExtent2D(width=width, height=height))
+    vk.vkCmdSetViewport(cmd, 0, 1, [viewport])
+    vk.vkCmdSetScissor(cmd, 0, 1, [scissor])
+
 def check_equal(what: str, got: np.ndarray, want: np.ndarray) -> None:
     """Raise CheckFailed naming the first mismatch if arrays differ."""
     if got.shape != want.shape:
@@ -481,3 +557,4 @@ def run_main(name: str, body: Callable[[Context], str], **context_args: Any) -> 
               f"{ctx.validation_messages[0][:300]}", file=sys.stderr)
         sys.exit(1)
     print(f"{name}: OK {summary}")
+
