@@ -44,6 +44,8 @@ WHOLE_SIZE = 0xFFFFFFFFFFFFFFFF  # VK_WHOLE_SIZE; the package's constant is nega
 EXAMPLES_DIR = Path(__file__).resolve().parent
 REPO_DIR = EXAMPLES_DIR.parent
 SHADER_DIR = EXAMPLES_DIR / "shaders"
+# Optional device extensions that need an instance extension enabled first (registry "depends").
+DEVICE_EXTENSION_NEEDS = {"VK_EXT_debug_marker": "VK_EXT_debug_report"}
 
 
 class CheckFailed(Exception):
@@ -117,6 +119,7 @@ class Context:
     """Instance, first device, one queue, and ownership of created objects."""
 
     def __init__(self, settings: Settings, app_name: str, *,
+                 optional_instance_extensions: Sequence[str] = (),
                  optional_device_extensions: Sequence[str] = (),
                  dynamic_rendering: bool = False) -> None:
         self.settings = settings
@@ -126,7 +129,9 @@ class Context:
 
         inst_exts = _names(vk.vkEnumerateInstanceExtensionProperties(None))
         self.has_debug_utils = "VK_EXT_debug_utils" in inst_exts
-        enabled_inst = ["VK_EXT_debug_utils"] if self.has_debug_utils else []
+        wanted_inst = ["VK_EXT_debug_utils", *optional_instance_extensions]
+        enabled_inst = [e for e in wanted_inst if e in inst_exts]
+        self.instance_extensions = enabled_inst
         app_info = vk.VkApplicationInfo(
             sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, pApplicationName=app_name,
             applicationVersion=1, pEngineName="tessera-examples", engineVersion=1,
@@ -151,8 +156,13 @@ class Context:
         want = vk.VK_QUEUE_GRAPHICS_BIT | vk.VK_QUEUE_COMPUTE_BIT
         self.queue_family = next(i for i, f in enumerate(families) if f.queueFlags & want == want)
 
+        # With pLayerName NULL only the driver's and implicit layers' extensions are listed;
+        # explicitly enabled layers (e.g. validation, which offers VK_EXT_debug_marker) are asked by name.
         dev_exts = _names(vk.vkEnumerateDeviceExtensionProperties(self.physical_device, None))
-        self.device_extensions = [e for e in optional_device_extensions if e in dev_exts]
+        for layer in vk.vkEnumerateDeviceLayerProperties(self.physical_device):
+            dev_exts |= _names(vk.vkEnumerateDeviceExtensionProperties(self.physical_device, _text(layer.layerName)))
+        self.device_extensions = [e for e in optional_device_extensions if e in dev_exts
+                                  and DEVICE_EXTENSION_NEEDS.get(e, e) in (*enabled_inst, e)]
         prio = vk.ffi.new("float[1]", [1.0])
         queue_info = vk.VkDeviceQueueCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
