@@ -1,0 +1,106 @@
+"""Device hooks: creation (stripping what the backend does not know), queues, GetDeviceProcAddr."""
+from __future__ import annotations
+
+from tessera.vkapi import structs
+from tessera.vkapi.dispatch import DispatchTable, canonical, is_device_command
+from tessera.vkapi.vkconst import vk
+
+from . import identity
+from .driver import Driver
+from .instance import physical_device_info
+from .objects import Device, IcdError, PhysicalDevice, Queue
+from .shim_spec import HOOKS, LABEL_HOOKS
+
+DEVICE_COMMANDS = sorted(n for n in HOOKS if is_device_command(n))
+# Commands this driver implements itself when the backend lacks them.
+EMULATED_COMMANDS = frozenset(LABEL_HOOKS)
+
+
+def _api(version: int) -> tuple[int, int]:
+    return ((version >> 22) & 0x7F, (version >> 12) & 0x3FF)
+
+
+def backend_knows(entry, phys: PhysicalDevice) -> bool:
+    """Whether a registry struct (name, core version, extensions) is known to the backend."""
+    _, version, extensions = entry
+    if version is not None and tuple(version) <= _api(phys.api_version):
+        return True
+    return any(e in phys.extensions for e in extensions)
+
+
+def strip_chain(ffi, pnext, phys: PhysicalDevice, keep: structs.Keepalive):
+    """The pNext chain without structs the backend does not know; the original if nothing goes."""
+    nodes = list(structs.chain(ffi, pnext))
+    known = [n for n in nodes if (e := vk.STRUCTS.get(n.sType)) is None or backend_knows(e, phys)]
+    if len(known) == len(nodes):
+        return pnext
+    head = ffi.NULL
+    for node in reversed(known):
+        entry = vk.STRUCTS.get(node.sType)
+        if entry is None:   # not a registry struct (the loader's own): size unknown, cannot copy
+            raise IcdError(vk.VK_ERROR_INITIALIZATION_FAILED,
+                           f"cannot rebuild a pNext chain holding unknown sType {node.sType}")
+        copy = structs.copy(ffi, f"{entry[0]} *", node, keep)
+        ffi.cast("VkBaseOutStructure *", copy).pNext = ffi.cast("VkBaseOutStructure *", head)
+        head = copy
+    return head
+
+
+def register(drv: Driver) -> None:
+    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+
+    @hooks.replace("vkCreateDevice")
+    def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):
+        phys = physical_device_info(drv, objects.get(physicalDevice, PhysicalDevice))
+        keep: structs.Keepalive = []
+        names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+        emulated = frozenset(n for n in names if n not in phys.extensions)
+        if not emulated <= identity.EMULATED_DEVICE_EXTENSIONS.keys():
+            return vk.VK_ERROR_EXTENSION_NOT_PRESENT
+        info = structs.copy(ffi, "VkDeviceCreateInfo *", pCreateInfo, keep)
+        kept = [n for n in names if n not in emulated]
+        info.ppEnabledExtensionNames = structs.string_array(ffi, kept, keep)
+        info.enabledExtensionCount = len(kept)
+        info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep)
+        result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
+        if result != vk.VK_SUCCESS:
+            return result
+        handle = pDevice[0]
+        table = DispatchTable(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
+        objects.add(Device(handle, table, phys, frozenset(names), emulated))
+        return result
+
+    @hooks.replace("vkDestroyDevice")
+    def destroy_device(device, pAllocator):
+        if device == ffi.NULL:
+            return
+        dev = objects.get(device, Device)
+        dev.next.vkDestroyDevice(device, pAllocator)
+        with objects.lock:
+            for address, obj in list(objects.by_address.items()):
+                if getattr(obj, "device", None) is dev:
+                    del objects.by_address[address]
+        objects.remove(device)
+
+    def track_queue(dev: Device, handle, family: int, index: int) -> None:
+        if handle != ffi.NULL and objects.by_address.get(objects.address(handle)) is None:
+            objects.add(Queue(handle, dev, family, index))
+
+    @hooks.after("vkGetDeviceQueue")
+    def after_get_queue(dev, result, device, family, index, pQueue):
+        track_queue(dev, pQueue[0], family, index)
+
+    @hooks.after("vkGetDeviceQueue2")
+    def after_get_queue2(dev, result, device, pQueueInfo, pQueue):
+        track_queue(dev, pQueue[0], pQueueInfo.queueFamilyIndex, pQueueInfo.queueIndex)
+
+    @hooks.replace("vkGetDeviceProcAddr")
+    def get_device_proc_addr(device, pName):
+        dev = objects.get(device, Device)
+        name = canonical(ffi.string(pName).decode())
+        backend_gdpa = dev.physical.instance.next.vkGetDeviceProcAddr
+        if name in drv.pointers and is_device_command(name):
+            if name in EMULATED_COMMANDS or getattr(dev.next, name) is not None:
+                return drv.pointers[name]
+            return ffi.NULL
+        return backend_gdpa(device, pName)

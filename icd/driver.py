@@ -1,0 +1,22 @@
+"""The driver's shared context: handed to every hook module at install time."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tessera.vkapi.dispatch import HookSet
+
+from .backend import Backend
+from .objects import Objects
+from .profiles import GpuProfile
+
+
+@dataclass
+class Driver:
+    ffi: Any
+    lib: Any
+    hooks: HookSet
+    objects: Objects
+    backend: Backend
+    profile: GpuProfile
+    pointers: dict = field(default_factory=dict)   # command -> our hook (PFN_vkVoidFunction)

@@ -1,0 +1,69 @@
+"""Entry of the emulated Mali driver: runs once, inside the application, when the shim loads.
+
+Reads settings, opens the backend driver, registers every hook module and
+binds the loader-ICD entry points (negotiate, GetInstanceProcAddr,
+GetPhysicalDeviceProcAddr). Called by the shim's init code as `install(ffi, lib)`.
+"""
+from __future__ import annotations
+
+import sys
+
+from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_command
+from tessera.vkapi.log import HookErrors, configure
+from tessera.vkapi.vkconst import vk
+
+from . import command_buffer, device, instance, labels
+from .backend import BackendError, default_manifest, negotiate, open_backend
+from .device import EMULATED_COMMANDS
+from .driver import Driver
+from .objects import Objects
+from .settings import IcdSettings
+from .shim_spec import HOOKS
+
+
+def install(ffi, lib) -> None:
+    try:
+        settings = IcdSettings.from_environ()
+        backend = open_backend(ffi, lib, settings.backend_manifest or default_manifest())
+    except (BackendError, ValueError) as e:
+        _refuse(ffi, str(e))
+        return
+    log = configure("icd", settings.log)
+    errors = HookErrors(log)
+    drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile)
+    for module in (instance, device, command_buffer, labels):
+        module.register(drv)
+    drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS)
+
+    def negotiate_version(pVersion):
+        pVersion[0] = negotiate(ffi, backend, pVersion[0])
+        return vk.VK_SUCCESS
+
+    def gipa(inst, pName):
+        name = canonical(ffi.string(pName).decode())
+        if name in drv.pointers:
+            if name in instance.GLOBAL_COMMANDS or name in EMULATED_COMMANDS:
+                return drv.pointers[name]
+            return drv.pointers[name] if backend.gipa(inst, pName) != ffi.NULL else ffi.NULL
+        return backend.gipa(inst, pName)
+
+    def gpdpa(inst, pName):
+        name = canonical(ffi.string(pName).decode())
+        if name in drv.pointers and not is_device_command(name):
+            return drv.pointers[name]
+        return backend.gpdpa(inst, pName) if backend.gpdpa is not None else ffi.NULL
+
+    ffi.def_extern(name="tessera_icd_negotiate")(
+        guarded(errors, "vk_icdNegotiateLoaderICDInterfaceVersion", negotiate_version,
+                vk.VK_ERROR_INCOMPATIBLE_DRIVER))
+    ffi.def_extern(name="tessera_icd_gipa")(guarded(errors, "vk_icdGetInstanceProcAddr", gipa, ffi.NULL))
+    ffi.def_extern(name="tessera_icd_gpdpa")(guarded(errors, "vk_icdGetPhysicalDeviceProcAddr", gpdpa, ffi.NULL))
+    log.info("emulated %s on %s", settings.profile.device_name, backend.library)
+
+
+def _refuse(ffi, reason: str) -> None:
+    """Without a backend the driver cannot work: say why once; the loader skips it."""
+    print(f"tessera: emulated Mali driver unavailable: {reason}", file=sys.stderr)
+    ffi.def_extern(name="tessera_icd_negotiate")(lambda pVersion: vk.VK_ERROR_INCOMPATIBLE_DRIVER)
+    ffi.def_extern(name="tessera_icd_gipa")(lambda inst, pName: ffi.NULL)
+    ffi.def_extern(name="tessera_icd_gpdpa")(lambda inst, pName: ffi.NULL)

@@ -1,0 +1,73 @@
+"""The Mali identity: what the emulated GPU reports about itself.
+
+Applied after the backend has filled a query, so every field the identity does
+not own (limits, UUIDs, apiVersion, conformance) stays the backend's truth.
+"""
+from __future__ import annotations
+
+from tessera.vkapi import structs
+from tessera.vkapi.vkconst import vk
+
+from .profiles import ARM_VENDOR_ID, GpuProfile
+
+DRIVER_NAME = "Mali (Tessera emulation)"
+# Extensions this driver adds on top of the backend, with their spec versions (vk.xml).
+EMULATED_DEVICE_EXTENSIONS = {
+    "VK_EXT_debug_marker": 4,
+    "VK_ARM_shader_core_properties": 1,
+    "VK_ARM_shader_core_builtins": 2,
+}
+EMULATED_INSTANCE_EXTENSIONS = {"VK_EXT_debug_utils": 2}
+
+
+def _set_string(ffi, field, text: str) -> None:
+    size = ffi.sizeof(field)
+    data = text.encode()[: size - 1] + b"\0"
+    ffi.memmove(field, data, len(data))
+
+
+def apply_properties(ffi, props, profile: GpuProfile) -> None:
+    """VkPhysicalDeviceProperties: vendor, device, name and type of the Mali."""
+    props.vendorID = ARM_VENDOR_ID
+    props.deviceID = profile.device_id
+    props.deviceType = vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU
+    _set_string(ffi, props.deviceName, profile.device_name)
+
+
+def apply_properties2(ffi, props2, profile: GpuProfile) -> None:
+    """VkPhysicalDeviceProperties2 and every struct of its pNext chain we own."""
+    backend_name = structs.string(ffi, props2.properties.deviceName)
+    apply_properties(ffi, props2.properties, profile)
+    for p in structs.chain(ffi, props2.pNext):
+        if p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES:
+            _driver(ffi, ffi.cast("VkPhysicalDeviceDriverProperties *", p), backend_name)
+        elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES:
+            _driver(ffi, ffi.cast("VkPhysicalDeviceVulkan12Properties *", p), backend_name)
+        elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_ARM:
+            s = ffi.cast("VkPhysicalDeviceShaderCorePropertiesARM *", p)
+            s.pixelRate, s.texelRate, s.fmaRate = profile.pixel_rate, profile.texel_rate, profile.fma_rate
+        elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM:
+            s = ffi.cast("VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM *", p)
+            s.shaderCoreMask = profile.shader_core_mask
+            s.shaderCoreCount = profile.shader_cores
+            s.shaderWarpsPerCore = profile.warps_per_core
+
+
+def _driver(ffi, s, backend_name: str) -> None:
+    """driverID/driverName of Arm's driver; driverInfo says what really executes."""
+    backend_info = structs.string(ffi, s.driverInfo)
+    s.driverID = vk.VK_DRIVER_ID_ARM_PROPRIETARY
+    _set_string(ffi, s.driverName, DRIVER_NAME)
+    _set_string(ffi, s.driverInfo, f"executes on {backend_name}; {backend_info}".strip("; "))
+
+
+def apply_features2(ffi, features2) -> None:
+    """Features of the emulated extensions.
+
+    shaderCoreBuiltins stays VK_FALSE: the backend cannot compile the
+    CoreIDARM/WarpIDARM built-ins until the driver lowers them, and a feature
+    must not be claimed that shaders cannot use.
+    """
+    for p in structs.chain(ffi, features2.pNext):
+        if p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_FEATURES_ARM:
+            ffi.cast("VkPhysicalDeviceShaderCoreBuiltinsFeaturesARM *", p).shaderCoreBuiltins = vk.VK_FALSE

@@ -1,0 +1,116 @@
+"""Instance and physical-device hooks: creation, enumeration, identity, extensions."""
+from __future__ import annotations
+
+from tessera.vkapi import structs
+from tessera.vkapi.dispatch import DispatchTable, is_device_command
+from tessera.vkapi.vkconst import vk
+
+from . import identity
+from .driver import Driver
+from .enumerate import fill_extensions, query_extensions
+from .objects import Instance, PhysicalDevice
+from .shim_spec import HOOKS
+
+GLOBAL_COMMANDS = frozenset({"vkCreateInstance", "vkEnumerateInstanceExtensionProperties",
+                             "vkEnumerateInstanceLayerProperties", "vkEnumerateInstanceVersion"})
+INSTANCE_COMMANDS = sorted({n for n in HOOKS if not is_device_command(n) and n not in GLOBAL_COMMANDS}
+                           | {"vkGetDeviceProcAddr"})
+
+
+def backend_global(drv: Driver, name: str):
+    p = drv.backend.gipa(drv.ffi.NULL, name.encode())
+    return drv.ffi.cast(f"PFN_{name}", p) if p != drv.ffi.NULL else None
+
+
+def physical_device_info(drv: Driver, phys: PhysicalDevice) -> PhysicalDevice:
+    """Backend extensions and apiVersion of a physical device, queried once."""
+    if phys.extensions is None:
+        ffi = drv.ffi
+        phys.extensions = query_extensions(ffi, phys.next.vkEnumerateDeviceExtensionProperties,
+                                           phys.handle, ffi.NULL)
+        props = ffi.new("VkPhysicalDeviceProperties *")
+        phys.next.vkGetPhysicalDeviceProperties(phys.handle, props)
+        phys.api_version = props.apiVersion
+    return phys
+
+
+def register(drv: Driver) -> None:
+    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+
+    @hooks.replace("vkEnumerateInstanceExtensionProperties")
+    def enumerate_instance_extensions(pLayerName, pPropertyCount, pProperties):
+        backend = backend_global(drv, "vkEnumerateInstanceExtensionProperties")
+        if pLayerName != ffi.NULL:
+            return backend(pLayerName, pPropertyCount, pProperties)
+        exts = {**identity.EMULATED_INSTANCE_EXTENSIONS, **query_extensions(ffi, backend, ffi.NULL)}
+        return fill_extensions(ffi, exts, pPropertyCount, pProperties)
+
+    @hooks.replace("vkCreateInstance")
+    def create_instance(pCreateInfo, pAllocator, pInstance):
+        keep: structs.Keepalive = []
+        backend_exts = query_extensions(ffi, backend_global(drv, "vkEnumerateInstanceExtensionProperties"), ffi.NULL)
+        names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+        info = pCreateInfo
+        if any(n not in backend_exts for n in names):
+            info = structs.copy(ffi, "VkInstanceCreateInfo *", pCreateInfo, keep)
+            kept = [n for n in names if n in backend_exts]
+            info.ppEnabledExtensionNames = structs.string_array(ffi, kept, keep)
+            info.enabledExtensionCount = len(kept)
+        result = backend_global(drv, "vkCreateInstance")(info, pAllocator, pInstance)
+        if result != vk.VK_SUCCESS:
+            return result
+        handle = pInstance[0]
+        app = pCreateInfo.pApplicationInfo
+        api = app.apiVersion if app != ffi.NULL else vk.VK_API_VERSION_1_0
+        objects.add(Instance(handle, DispatchTable(ffi, drv.backend.gipa, handle, INSTANCE_COMMANDS), api))
+        return result
+
+    @hooks.replace("vkDestroyInstance")
+    def destroy_instance(instance, pAllocator):
+        if instance == ffi.NULL:
+            return
+        inst = objects.get(instance, Instance)
+        inst.next.vkDestroyInstance(instance, pAllocator)
+        for phys in inst.physical_devices:
+            objects.remove(phys.handle)
+        objects.remove(instance)
+
+    def track(inst: Instance, handle) -> None:
+        if all(p.handle != handle for p in inst.physical_devices):
+            phys = PhysicalDevice(handle, inst)
+            inst.physical_devices.append(phys)
+            objects.add(phys)
+
+    @hooks.after("vkEnumeratePhysicalDevices")
+    def after_enumerate(inst, result, instance, pCount, pPhysicalDevices):
+        if result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE) and pPhysicalDevices != ffi.NULL:
+            for i in range(pCount[0]):
+                track(inst, pPhysicalDevices[i])
+
+    @hooks.after("vkEnumeratePhysicalDeviceGroups")
+    def after_enumerate_groups(inst, result, instance, pCount, pGroups):
+        if result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE) and pGroups != ffi.NULL:
+            for i in range(pCount[0]):
+                for j in range(pGroups[i].physicalDeviceCount):
+                    track(inst, pGroups[i].physicalDevices[j])
+
+    @hooks.after("vkGetPhysicalDeviceProperties")
+    def after_properties(phys, result, physicalDevice, pProperties):
+        identity.apply_properties(ffi, pProperties, drv.profile)
+
+    @hooks.after("vkGetPhysicalDeviceProperties2")
+    def after_properties2(phys, result, physicalDevice, pProperties):
+        identity.apply_properties2(ffi, pProperties, drv.profile)
+
+    @hooks.after("vkGetPhysicalDeviceFeatures2")
+    def after_features2(phys, result, physicalDevice, pFeatures):
+        identity.apply_features2(ffi, pFeatures)
+
+    @hooks.replace("vkEnumerateDeviceExtensionProperties")
+    def enumerate_device_extensions(physicalDevice, pLayerName, pPropertyCount, pProperties):
+        phys = objects.get(physicalDevice, PhysicalDevice)
+        if pLayerName != ffi.NULL:
+            return phys.next.vkEnumerateDeviceExtensionProperties(physicalDevice, pLayerName,
+                                                                   pPropertyCount, pProperties)
+        exts = {**identity.EMULATED_DEVICE_EXTENSIONS, **physical_device_info(drv, phys).extensions}
+        return fill_extensions(ffi, exts, pPropertyCount, pProperties)

@@ -1,0 +1,136 @@
+"""Emulated objects of the driver and the handle map that finds them.
+
+Dispatchable handles are the backend's own (the loader writes its dispatch
+pointer into them, as it does for the backend). Every object the driver
+tracks is an `IcdObject` keyed by handle address; look-ups check the type.
+Written by create/destroy hooks under `Objects.lock`; read lock-free.
+"""
+from __future__ import annotations
+
+import enum
+import threading
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from tessera.vkapi.dispatch import DispatchTable
+
+
+class IcdError(Exception):
+    """A failure with the VkResult the command returns."""
+
+    def __init__(self, result: int, message: str) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass(eq=False)
+class IcdObject:
+    handle: Any
+
+
+@dataclass(eq=False)
+class Instance(IcdObject):
+    next: DispatchTable
+    api_version: int
+    physical_devices: list = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class PhysicalDevice(IcdObject):
+    instance: Instance
+    extensions: dict[str, int] | None = None   # backend's device extensions -> spec version
+    api_version: int = 0                       # backend's apiVersion
+
+    @property
+    def next(self) -> DispatchTable:
+        return self.instance.next
+
+
+@dataclass(eq=False)
+class Device(IcdObject):
+    next: DispatchTable
+    physical: PhysicalDevice
+    enabled_extensions: frozenset[str]
+    emulated_extensions: frozenset[str]        # enabled by the app, provided by this driver
+    object_names: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class Queue(IcdObject):
+    device: Device
+    family: int
+    index: int
+    labels: list[str] = field(default_factory=list)   # queue debug-label stack
+
+    @property
+    def next(self) -> DispatchTable:
+        return self.device.next
+
+
+class CommandBufferState(enum.Enum):
+    """Vulkan spec 6.1 "Command Buffer Lifecycle"."""
+    INITIAL = "initial"
+    RECORDING = "recording"
+    EXECUTABLE = "executable"
+    INVALID = "invalid"
+
+
+@dataclass(eq=False)
+class CommandBuffer(IcdObject):
+    device: Device
+    pool: int
+    level: int
+    state: CommandBufferState = CommandBufferState.INITIAL
+    # Recorded label operations in command order: ("begin", name) | ("end", None) | ("insert", name).
+    label_ops: list[tuple[str, str | None]] = field(default_factory=list)
+
+    @property
+    def next(self) -> DispatchTable:
+        return self.device.next
+
+    def reset(self) -> None:
+        self.state = CommandBufferState.INITIAL
+        self.label_ops.clear()
+
+    def label_stack(self) -> list[str]:
+        """Labels open at the current end of the recording (pops without pushes tolerated)."""
+        stack: list[str] = []
+        for op, name in self.label_ops:
+            if op == "begin":
+                stack.append(name)
+            elif op == "end" and stack:
+                stack.pop()
+        return stack
+
+
+T = TypeVar("T", bound=IcdObject)
+
+
+class Objects:
+    def __init__(self, ffi) -> None:
+        self.ffi = ffi
+        self.by_address: dict[int, IcdObject] = {}
+        self.pools: dict[int, set[int]] = {}   # command pool -> command buffer addresses
+        self.lock = threading.Lock()
+
+    def address(self, handle) -> int:
+        return int(self.ffi.cast("uintptr_t", handle))
+
+    def add(self, obj: IcdObject) -> IcdObject:
+        with self.lock:
+            self.by_address[self.address(obj.handle)] = obj
+        return obj
+
+    def remove(self, handle) -> IcdObject | None:
+        with self.lock:
+            return self.by_address.pop(self.address(handle), None)
+
+    def get(self, handle, kind: type[T]) -> T:
+        obj = self.by_address.get(int(self.ffi.cast("uintptr_t", handle)))
+        if not isinstance(obj, kind):
+            raise IcdError(-3, f"{handle} is not a known {kind.__name__} (found {type(obj).__name__})")
+        return obj
+
+    def owner(self, handle) -> IcdObject:
+        """Any tracked dispatchable object: the resolver of observer hooks."""
+        return self.by_address[int(self.ffi.cast("uintptr_t", handle))]

@@ -1,0 +1,31 @@
+"""Driver settings, read once from the environment when the driver loads.
+
+TESSERA_BACKEND_ICD  manifest (JSON) of the backend driver; default: lavapipe's
+                     from the standard driver-manifest directories.
+TESSERA_GPU          GPU profile key (see profiles.PROFILES); default mali-g720.
+TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tessera.vkapi.log import LogSettings
+
+from .profiles import DEFAULT_PROFILE, PROFILES, GpuProfile
+
+
+@dataclass(frozen=True)
+class IcdSettings:
+    backend_manifest: Path | None
+    profile: GpuProfile
+    log: LogSettings
+
+    @classmethod
+    def from_environ(cls, environ=os.environ) -> "IcdSettings":
+        key = environ.get("TESSERA_GPU", DEFAULT_PROFILE).lower()
+        if key not in PROFILES:
+            raise ValueError(f"TESSERA_GPU={key!r} is not a known profile: {', '.join(sorted(PROFILES))}")
+        backend = environ.get("TESSERA_BACKEND_ICD")
+        return cls(Path(backend) if backend else None, PROFILES[key], LogSettings.from_environ(environ))

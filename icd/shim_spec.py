@@ -1,0 +1,102 @@
+"""What the emulated Mali driver's shim exports and intercepts.
+
+`HOOKS` is the intercept set (each command gets a Python callback; the
+build fails if no module registers it). Commands not listed go straight to
+the backend driver: the ICD's GetProcAddr returns the backend's own pointer.
+"""
+from __future__ import annotations
+
+from tessera.vkapi import paths, registry
+from tessera.vkapi.shim import ShimSpec
+
+LIBRARY = "libtessera_mali_icd.so"
+
+INSTANCE_HOOKS = (
+    "vkCreateInstance", "vkDestroyInstance", "vkEnumerateInstanceExtensionProperties",
+    "vkEnumeratePhysicalDevices", "vkEnumeratePhysicalDeviceGroups",
+    "vkGetPhysicalDeviceProperties", "vkGetPhysicalDeviceProperties2", "vkGetPhysicalDeviceFeatures2",
+    "vkEnumerateDeviceExtensionProperties", "vkCreateDevice",
+)
+DEVICE_HOOKS = (
+    "vkGetDeviceProcAddr", "vkDestroyDevice", "vkGetDeviceQueue", "vkGetDeviceQueue2",
+    "vkAllocateCommandBuffers", "vkFreeCommandBuffers", "vkDestroyCommandPool", "vkResetCommandPool",
+    "vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandBuffer",
+)
+LABEL_HOOKS = (
+    "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT", "vkCmdInsertDebugUtilsLabelEXT",
+    "vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT", "vkQueueInsertDebugUtilsLabelEXT",
+    "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
+    "vkDebugMarkerSetObjectNameEXT", "vkDebugMarkerSetObjectTagEXT", "vkSetDebugUtilsObjectNameEXT",
+)
+HOOKS = INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS
+CALLS = ()
+
+C_GLUE = r"""
+VkResult tessera_icd_negotiate(uint32_t* pVersion);
+PFN_vkVoidFunction tessera_icd_gipa(VkInstance instance, const char* pName);
+PFN_vkVoidFunction tessera_icd_gpdpa(VkInstance instance, const char* pName);
+
+TESSERA_EXPORT VkResult vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t* pVersion);
+TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetInstanceProcAddr(VkInstance instance, const char* pName);
+TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance instance, const char* pName);
+
+#define TESSERA_VK_ERROR_INCOMPATIBLE_DRIVER (-9)
+
+TESSERA_EXPORT VkResult vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t* pVersion)
+{
+    if (tessera_refuse || !pVersion) return TESSERA_VK_ERROR_INCOMPATIBLE_DRIVER;
+    return tessera_icd_negotiate(pVersion);
+}
+
+TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetInstanceProcAddr(VkInstance instance, const char* pName)
+{
+    if (tessera_refuse || !pName) return NULL;
+    if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)vk_icdGetInstanceProcAddr;
+    return tessera_icd_gipa(instance, pName);
+}
+
+TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance instance, const char* pName)
+{
+    if (tessera_refuse || !pName) return NULL;
+    return tessera_icd_gpdpa(instance, pName);
+}
+"""
+
+# cffi-only declarations: dlopen of the backend driver (the C side is <dlfcn.h>).
+DLFCN_CDEF = """
+#define RTLD_NOW ...
+#define RTLD_LOCAL ...
+void* dlopen(const char* filename, int flags);
+void* dlsym(void* handle, const char* symbol);
+char* dlerror(void);
+"""
+
+
+def _pnext_types() -> tuple[str, ...]:
+    """Structs a hook may copy or fill: everything that extends the create/query structs."""
+    vk = registry.load()
+    names: set[str] = set()
+    for base in ("VkDeviceCreateInfo", "VkPhysicalDeviceProperties2", "VkPhysicalDeviceFeatures2",
+                 "VkInstanceCreateInfo"):
+        names.update(vk.structs[base].extendedBy)
+    return tuple(sorted(names))
+
+
+def spec() -> ShimSpec:
+    return ShimSpec(
+        module_name="_tessera_mali_icd_shim",
+        library_name=LIBRARY,
+        hooks=HOOKS,
+        calls=CALLS,
+        extra_types=_pnext_types(),
+        embedding_api="""
+            VkResult tessera_icd_negotiate(uint32_t* pVersion);
+            PFN_vkVoidFunction tessera_icd_gipa(VkInstance instance, const char* pName);
+            PFN_vkVoidFunction tessera_icd_gpdpa(VkInstance instance, const char* pName);
+        """,
+        c_glue=C_GLUE,
+        init_module="tessera.icd.entry",
+        extra_cdef=DLFCN_CDEF,
+        manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},
+        manifest_dir=paths.ICD_MANIFEST_DIR,
+    )

@@ -1,0 +1,171 @@
+"""Dispatch chains: vkCreate/Destroy Instance and Device, layer queries, GetProcAddr.
+
+Follows the Khronos loader-layer interface (version 2): in vkCreateInstance /
+vkCreateDevice the loader passes a VkLayer*CreateInfo link whose head holds
+the next element's GetProcAddr; the layer advances the link, calls down, and
+resolves its dispatch table from the next element right away.
+"""
+from __future__ import annotations
+
+from tessera.vkapi import structs
+from tessera.vkapi.dispatch import DispatchTable, canonical, is_device_command
+from tessera.vkapi.vkconst import vk
+
+from .shim_spec import CALLS, HOOKS, LAYER_NAME
+from .state import DeviceState, InstanceState, LayerState
+
+LOADER_INSTANCE_CREATE_INFO = 47
+LOADER_DEVICE_CREATE_INFO = 48
+LAYER_LINK_INFO = 0
+GLOBAL_COMMANDS = frozenset({"vkCreateInstance", "vkEnumerateInstanceExtensionProperties",
+                             "vkEnumerateInstanceLayerProperties", "vkEnumerateInstanceVersion"})
+# Extensions the layer needs below it to label workloads.
+REQUIRED_INSTANCE_EXTENSIONS = ("VK_EXT_debug_utils",)
+
+_NEEDED = sorted(set(HOOKS) | set(CALLS))
+INSTANCE_COMMANDS = [n for n in _NEEDED if not is_device_command(n) and n not in GLOBAL_COMMANDS]
+DEVICE_COMMANDS = [n for n in _NEEDED if is_device_command(n)]
+
+
+def _link(ffi, pnext, stype: int, ctype: str):
+    for p in structs.chain(ffi, pnext):
+        info = ffi.cast(ctype, p)
+        if p.sType == stype and info.function == LAYER_LINK_INFO:
+            return info
+    return None
+
+
+def register(hooks, state: LayerState, ffi) -> None:
+    def with_extensions(pCreateInfo, next_gipa, keep):
+        try:
+            return _with_extensions(ffi, pCreateInfo, next_gipa, keep)
+        except Exception:  # labels are lost, the application's instance is not
+            hooks.errors.report("vkCreateInstance", "adding instance extensions; created without them")
+            names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+            return pCreateInfo, frozenset(names)
+
+    @hooks.replace("vkCreateInstance")
+    def create_instance(pCreateInfo, pAllocator, pInstance):
+        link = _link(ffi, pCreateInfo.pNext, LOADER_INSTANCE_CREATE_INFO, "VkLayerInstanceCreateInfo *")
+        if link is None:
+            return vk.VK_ERROR_INITIALIZATION_FAILED
+        next_gipa = link.u.pLayerInfo.pfnNextGetInstanceProcAddr
+        link.u.pLayerInfo = link.u.pLayerInfo.pNext
+        create = ffi.cast("PFN_vkCreateInstance", next_gipa(ffi.NULL, b"vkCreateInstance"))
+        keep: structs.Keepalive = []
+        info, enabled = with_extensions(pCreateInfo, next_gipa, keep)
+        result = create(info, pAllocator, pInstance)
+        if result != vk.VK_SUCCESS:
+            return result
+        handle = pInstance[0]
+        table = DispatchTable(ffi, next_gipa, handle, INSTANCE_COMMANDS)
+        with state.lock:
+            state.instances[state.key(handle)] = InstanceState(handle, table, next_gipa, enabled)
+        return result
+
+    @hooks.replace("vkDestroyInstance")
+    def destroy_instance(instance, pAllocator):
+        if instance == ffi.NULL:
+            return
+        key = state.key(instance)
+        owner = state.instances[key]
+        owner.next.vkDestroyInstance(instance, pAllocator)
+        with state.lock:
+            state.instances.pop(key, None)
+
+    @hooks.replace("vkCreateDevice")
+    def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):
+        inst = state.instance_of(physicalDevice)
+        link = _link(ffi, pCreateInfo.pNext, LOADER_DEVICE_CREATE_INFO, "VkLayerDeviceCreateInfo *")
+        if link is None:
+            return vk.VK_ERROR_INITIALIZATION_FAILED
+        next_gipa = link.u.pLayerInfo.pfnNextGetInstanceProcAddr
+        next_gdpa = link.u.pLayerInfo.pfnNextGetDeviceProcAddr
+        link.u.pLayerInfo = link.u.pLayerInfo.pNext
+        create = ffi.cast("PFN_vkCreateDevice", next_gipa(inst.handle, b"vkCreateDevice"))
+        result = create(physicalDevice, pCreateInfo, pAllocator, pDevice)
+        if result != vk.VK_SUCCESS:
+            return result
+        handle = pDevice[0]
+        table = DispatchTable(ffi, next_gdpa, handle, DEVICE_COMMANDS)
+        enabled = frozenset(structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames,
+                                            pCreateInfo.enabledExtensionCount))
+        with state.lock:
+            state.devices[state.key(handle)] = DeviceState(handle, table, next_gdpa, inst, enabled)
+        return result
+
+    @hooks.replace("vkDestroyDevice")
+    def destroy_device(device, pAllocator):
+        if device == ffi.NULL:
+            return
+        key = state.key(device)
+        owner = state.devices[key]
+        owner.next.vkDestroyDevice(device, pAllocator)
+        with state.lock:
+            state.devices.pop(key, None)
+
+    @hooks.replace("vkEnumerateDeviceExtensionProperties")
+    def enumerate_device_extensions(physicalDevice, pLayerName, pPropertyCount, pProperties):
+        if pLayerName != ffi.NULL and structs.string(ffi, pLayerName) == LAYER_NAME:
+            pPropertyCount[0] = 0  # the layer adds no device extensions
+            return vk.VK_SUCCESS
+        inst = state.instance_of(physicalDevice)
+        return inst.next.vkEnumerateDeviceExtensionProperties(physicalDevice, pLayerName,
+                                                              pPropertyCount, pProperties)
+
+
+def _with_extensions(ffi, pCreateInfo, next_gipa, keep):
+    """The create info with the instance extensions the layer needs, where available."""
+    names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+    available = _instance_extensions(ffi, next_gipa)
+    missing = [e for e in REQUIRED_INSTANCE_EXTENSIONS if e not in names and e in available]
+    if not missing:
+        return pCreateInfo, frozenset(names)
+    info = structs.copy(ffi, "VkInstanceCreateInfo *", pCreateInfo, keep)
+    names += missing
+    info.ppEnabledExtensionNames = structs.string_array(ffi, names, keep)
+    info.enabledExtensionCount = len(names)
+    return info, frozenset(names)
+
+
+def _instance_extensions(ffi, next_gipa) -> set[str]:
+    enumerate_ = ffi.cast("PFN_vkEnumerateInstanceExtensionProperties",
+                          next_gipa(ffi.NULL, b"vkEnumerateInstanceExtensionProperties"))
+    if enumerate_ == ffi.NULL:
+        return set()
+    count = ffi.new("uint32_t *")
+    if enumerate_(ffi.NULL, count, ffi.NULL) != vk.VK_SUCCESS:
+        return set()
+    props = ffi.new("VkExtensionProperties[]", count[0])
+    enumerate_(ffi.NULL, count, props)
+    return {structs.string(ffi, props[i].extensionName) for i in range(count[0])}
+
+
+def make_proc_addr(ffi, state: LayerState, pointers: dict):
+    """GetInstanceProcAddr and GetDeviceProcAddr of the layer (C glue handles their own names)."""
+    null = ffi.NULL
+
+    def gipa(instance, pName):
+        name = canonical(ffi.string(pName).decode())
+        if name in GLOBAL_COMMANDS and name in pointers:
+            return pointers[name]
+        if instance == null:
+            return null
+        inst = state.instances.get(state.key(instance))
+        if inst is None:
+            return null
+        if name in pointers:
+            if is_device_command(name) or getattr(inst.next, name, None) is not None:
+                return pointers[name]
+        return inst.next_gipa(instance, pName)
+
+    def gdpa(device, pName):
+        name = canonical(ffi.string(pName).decode())
+        dev = state.devices.get(state.key(device))
+        if dev is None:
+            return null
+        if name in pointers and is_device_command(name):
+            return pointers[name] if getattr(dev.next, name, None) is not None else null
+        return dev.next_gdpa(device, pName)
+
+    return gipa, gdpa

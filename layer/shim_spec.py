@@ -1,0 +1,88 @@
+"""What the layer's shim exports and intercepts (input of the shim builder).
+
+`HOOKS` is the intercept set: each command gets a Python callback, and the
+build fails if a hook module does not register it. `CALLS` are commands the
+layer calls down itself (for example to insert debug labels).
+"""
+from __future__ import annotations
+
+from tessera.vkapi import paths
+from tessera.vkapi.shim import ShimSpec
+
+LAYER_NAME = "VK_LAYER_TESSERA_timeline"
+LIBRARY = "libVkLayer_tessera_timeline.so"
+
+# Commands answered before any instance exists, or that create/destroy dispatch chains.
+CHAIN_HOOKS = (
+    "vkCreateInstance", "vkDestroyInstance", "vkCreateDevice", "vkDestroyDevice",
+    "vkEnumerateDeviceExtensionProperties",
+)
+WORKLOAD_HOOKS = (
+    "vkCmdDispatch",
+)
+HOOKS = CHAIN_HOOKS + WORKLOAD_HOOKS
+CALLS = (
+    "vkEnumerateInstanceExtensionProperties",
+    "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT",
+)
+
+C_GLUE = r"""
+PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
+PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
+
+TESSERA_EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char* pName);
+TESSERA_EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char* pName);
+
+TESSERA_EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char* pName)
+{
+    if (tessera_refuse || !pName) return NULL;
+    if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)vkGetInstanceProcAddr;
+    if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
+    return tessera_layer_gipa(instance, pName);
+}
+
+TESSERA_EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char* pName)
+{
+    if (tessera_refuse || !pName) return NULL;
+    if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
+    return tessera_layer_gdpa(device, pName);
+}
+
+/* Loader-layer interface version 2 (the loader's LoaderLayerInterface.md). */
+TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerInterface* p)
+{
+    if (tessera_refuse || !p || p->sType != 1 || p->loaderLayerInterfaceVersion < 2)
+        return TESSERA_VK_ERROR_INITIALIZATION_FAILED;
+    p->loaderLayerInterfaceVersion = 2;
+    p->pfnGetInstanceProcAddr = vkGetInstanceProcAddr;
+    p->pfnGetDeviceProcAddr = vkGetDeviceProcAddr;
+    p->pfnGetPhysicalDeviceProcAddr = NULL;
+    return 0;
+}
+"""
+
+SPEC = ShimSpec(
+    module_name="_tessera_layer_shim",
+    library_name=LIBRARY,
+    hooks=HOOKS,
+    calls=CALLS,
+    extra_types=(),
+    embedding_api="""
+        PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
+        PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
+    """,
+    c_glue=C_GLUE,
+    init_module="tessera.layer.entry",
+    manifest={
+        "file_format_version": "1.2.0",
+        "layer": {
+            "name": LAYER_NAME,
+            "type": "GLOBAL",
+            "library_path": "",
+            "api_version": "1.4.366",
+            "implementation_version": "1",
+            "description": "Tessera GPU timeline: tags every workload for the Arm-style timeline",
+        },
+    },
+    manifest_dir=paths.LAYER_MANIFEST_DIR,
+)

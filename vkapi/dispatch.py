@@ -1,0 +1,184 @@
+"""Dispatch tables and hook trampolines shared by the layer and the driver.
+
+A `DispatchTable` holds the next element's function pointers for one instance
+or device, resolved eagerly when the object is created (asking the next
+GetProcAddr later can hand back a loader trampoline that re-enters us).
+
+`HookSet` collects, per command, either observers (`before`, `after`) or a
+`replace`ment, and turns them into the `extern "Python"` callbacks of a shim:
+
+- observer trampoline: resolve the dispatchable handle to its owner; run
+  `before` (which may return replacement arguments); call the next element
+  (when the next element lacks the command, the hook alone implements it and
+  the call succeeds: the driver emulates label commands this way); run
+  `after` with the result. An exception in `before` or `after` is reported
+  and the call is still forwarded with the original arguments: a bug in
+  Tessera never breaks the application's call.
+- replacement trampoline: the hook does everything (create/destroy, queries
+  that answer for the next element); an exception is reported and the call
+  returns the command's failure value (VK_ERROR_INITIALIZATION_FAILED,
+  NULL or nothing).
+No Python exception ever propagates into C.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .log import HookErrors
+from .vkconst import vk
+
+VK_ERROR_INITIALIZATION_FAILED = vk.VK_ERROR_INITIALIZATION_FAILED
+
+
+def canonical(name: str) -> str:
+    entry = vk.COMMANDS.get(name)
+    return entry[0] if entry else name
+
+
+def is_device_command(name: str) -> bool:
+    entry = vk.COMMANDS.get(name)
+    return bool(entry and entry[1])
+
+
+def aliases_of(canonical_name: str) -> list[str]:
+    return [n for n, (c, _) in vk.COMMANDS.items() if c == canonical_name]
+
+
+class DispatchTable:
+    """Typed function pointers of the next element; None where it lacks a command."""
+
+    def __init__(self, ffi, get_proc_addr, handle, names: Iterable[str]) -> None:
+        for name in names:
+            setattr(self, name, resolve(ffi, get_proc_addr, handle, name))
+
+
+def resolve(ffi, get_proc_addr, handle, name: str):
+    """`name` (canonical) from `get_proc_addr`, trying its aliases; None if absent."""
+    for candidate in (name, *[a for a in aliases_of(name) if a != name]):
+        ptr = get_proc_addr(handle, candidate.encode())
+        if ptr != ffi.NULL:
+            return ffi.cast(f"PFN_{name}", ptr)
+    return None
+
+
+Resolver = Callable[[Any], Any]  # dispatchable handle -> owner with `.next` DispatchTable
+
+
+class HookSet:
+    """The hooks of one shim, by canonical command name."""
+
+    def __init__(self, errors: HookErrors) -> None:
+        self.errors = errors
+        self.observers: dict[str, tuple[Callable | None, Callable | None]] = {}
+        self.replacements: dict[str, Callable] = {}
+
+    def before(self, name: str):
+        def register(fn):
+            b, a = self.observers.get(name, (None, None))
+            self.observers[name] = (fn, a)
+            return fn
+        return register
+
+    def after(self, name: str):
+        def register(fn):
+            b, a = self.observers.get(name, (None, None))
+            self.observers[name] = (b, fn)
+            return fn
+        return register
+
+    def replace(self, name: str):
+        def register(fn):
+            self.replacements[name] = fn
+            return fn
+        return register
+
+    def forward(self, name: str) -> None:
+        """A command that is only forwarded (implemented as success when the next element lacks it)."""
+        self.observers.setdefault(name, (None, None))
+
+    def names(self) -> set[str]:
+        return set(self.observers) | set(self.replacements)
+
+    def install(self, ffi, lib, resolver: Resolver, declared: Iterable[str]) -> dict[str, Any]:
+        """Bind every declared hook; returns name -> PFN_vkVoidFunction for GetProcAddr.
+
+        Every command the shim declares must have a hook: a declared command
+        without one is a build/registration mismatch, reported loudly.
+        """
+        pointers: dict[str, Any] = {}
+        missing = set(declared) - self.names()
+        if missing:
+            raise RuntimeError(f"commands declared in the shim without a hook: {sorted(missing)}")
+        for name in declared:
+            if name in self.replacements:
+                fn = self._replacement(name, self.replacements[name], lib)
+            else:
+                b, a = self.observers[name]
+                fn = self._observer(name, resolver, b, a, lib)
+            ffi.def_extern(name=f"hook_{name}")(fn)
+            pointers[name] = ffi.cast("PFN_vkVoidFunction", getattr(lib, f"hook_{name}"))
+        return pointers
+
+    def _replacement(self, name: str, hook: Callable, lib) -> Callable:
+        errors = self.errors
+        failure = _failure_for(name)
+
+        def trampoline(*args):
+            try:
+                return hook(*args)
+            except Exception:
+                errors.report(name, "the call failed with its error value")
+                return failure
+        trampoline.__name__ = f"hook_{name}"
+        return trampoline
+
+    def _observer(self, name: str, resolver: Resolver, before, after, lib) -> Callable:
+        errors = self.errors
+        failure = _failure_for(name)
+        success = vk.VK_SUCCESS if vk.COMMAND_RETURNS.get(name) == "VkResult" else None
+
+        def trampoline(*args):
+            try:
+                owner = resolver(args[0])
+                call = getattr(owner.next, name)
+            except Exception:
+                errors.report(name, "unknown handle: the call could not be forwarded")
+                return failure
+            if before is not None:
+                try:
+                    replaced = before(owner, *args)
+                except Exception:
+                    errors.report(name, "in a before-hook; the call was still forwarded")
+                    replaced = None
+                if replaced is not None:
+                    args = replaced
+            result = call(*args) if call is not None else success
+            if after is not None:
+                try:
+                    after(owner, result, *args)
+                except Exception:
+                    errors.report(name, "in an after-hook; the call was forwarded")
+            return result
+        trampoline.__name__ = f"hook_{name}"
+        return trampoline
+
+
+def guarded(errors: HookErrors, name: str, fn: Callable, failure) -> Callable:
+    """`fn` that reports an exception and returns `failure` instead of raising into C."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except Exception:
+            errors.report(name, "returned its failure value")
+            return failure
+    return call
+
+
+def _failure_for(name: str):
+    """Return value used when a hook cannot complete: by the command's return type."""
+    return _RETURN_FAILURE.get(vk.COMMAND_RETURNS.get(name, "void"))
+
+
+_RETURN_FAILURE = {"VkResult": VK_ERROR_INITIALIZATION_FAILED, "void": None, "PFN_vkVoidFunction": None,
+                   "VkBool32": 0, "uint32_t": 0, "uint64_t": 0, "VkDeviceAddress": 0, "VkDeviceSize": 0}

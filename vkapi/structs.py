@@ -1,0 +1,53 @@
+"""pNext chains and C strings: walking, finding and rebuilding Vulkan structs.
+
+Rebuilt structs are new cffi allocations owned by a `Keepalive` list that
+the caller holds until the call they are passed to returns; the
+application's own (const) structs are never modified.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+Keepalive = list
+
+
+def string(ffi, p) -> str:
+    return ffi.string(p).decode("utf-8", "replace") if p != ffi.NULL else ""
+
+
+def strings(ffi, array, count: int) -> list[str]:
+    return [string(ffi, array[i]) for i in range(count)]
+
+
+def string_array(ffi, names: list[str], keep: Keepalive):
+    """A `const char* const*` for `names`; the buffers live as long as `keep`."""
+    bufs = [ffi.new("char[]", n.encode()) for n in names]
+    arr = ffi.new("const char*[]", bufs) if bufs else ffi.NULL
+    keep.extend(bufs)
+    keep.append(arr)
+    return arr
+
+
+def chain(ffi, pnext) -> Iterator[Any]:
+    """Every struct of a pNext chain, as VkBaseOutStructure*."""
+    p = ffi.cast("VkBaseOutStructure *", pnext)
+    while p != ffi.NULL:
+        yield p
+        p = p.pNext
+
+
+def find(ffi, pnext, stype: int, ctype: str):
+    """The first struct with sType `stype` in a chain, cast to `ctype`, or None."""
+    for p in chain(ffi, pnext):
+        if p.sType == stype:
+            return ffi.cast(ctype, p)
+    return None
+
+
+def copy(ffi, ctype: str, src, keep: Keepalive):
+    """A shallow copy of *src (a `ctype` pointer) that the caller may edit."""
+    dst = ffi.new(ctype)
+    ffi.memmove(dst, src, ffi.sizeof(ctype.rstrip("* ")))
+    keep.append(dst)
+    return dst
