@@ -105,7 +105,7 @@ def parse(data: bytes | bytearray | memoryview | Sequence[int]) -> Module:
             try:
                 decode_operands(inst, defs, bound)
             except SpirvError as exc:
-                raise SpirvError(str(exc), offset=i, expected=exc.expected) from None
+                raise SpirvError(exc.message, offset=i, expected=exc.expected) from None
         if result_id:
             if result_id in defs:
                 raise SpirvError(f"id {result_id} is defined twice", offset=i, expected="a fresh result id")

@@ -19,6 +19,7 @@ class SpirvError(Exception):
     """
 
     def __init__(self, message: str, offset: int | None = None, expected: str | None = None) -> None:
+        self.message = message
         self.offset = offset
         self.expected = expected
         text = message
