@@ -15,7 +15,7 @@ import struct
 
 from .grammar import Grammar, grammar
 from .module import Instruction, Module
-from .operands import OP_SPEC_CONSTANT_OP, OP_SWITCH, OP_TYPE_FLOAT, OP_TYPE_INT, Operand, decode_operands
+from .operands import OP_SWITCH, OP_TYPE_FLOAT, OP_TYPE_INT, Operand, decode_operands
 
 _ID_OPERANDS = frozenset({"IdRef", "IdResultType", "IdScope", "IdMemorySemantics"})
 
