@@ -31,8 +31,8 @@ $(STAMPS)/venv: pyproject.toml
 shims: venv
 	@$(PY) -m tessera.vkapi.build
 
-examples: venv
-	@$(PY) -m tessera.tools.cli build-examples
+examples: apt
+	@$(MAKE) -s -C examples
 
 test: setup
 	$(PY) -m pytest -q tests

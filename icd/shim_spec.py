@@ -48,11 +48,18 @@ TESSERA_EXPORT VkResult vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t* pVers
     return tessera_icd_negotiate(pVersion);
 }
 
-TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetInstanceProcAddr(VkInstance instance, const char* pName)
+/* Static, so that references from inside this library never bind to another
+   library's exported vk_icdGetInstanceProcAddr (ELF symbol interposition). */
+static PFN_vkVoidFunction icd_gipa(VkInstance instance, const char* pName)
 {
     if (tessera_refuse || !pName) return NULL;
-    if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)vk_icdGetInstanceProcAddr;
+    if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)icd_gipa;
     return tessera_icd_gipa(instance, pName);
+}
+
+TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetInstanceProcAddr(VkInstance instance, const char* pName)
+{
+    return icd_gipa(instance, pName);
 }
 
 TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance instance, const char* pName)

@@ -30,22 +30,35 @@ C_GLUE = r"""
 PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
 PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
 
-TESSERA_EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char* pName);
-TESSERA_EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char* pName);
+/* Internal (static) entry points: exported names such as vkGetInstanceProcAddr
+   would bind to libvulkan's definition through ELF symbol interposition when
+   referenced from inside this library, so the library refers only to these. */
+static PFN_vkVoidFunction layer_gipa(VkInstance instance, const char* pName);
+static PFN_vkVoidFunction layer_gdpa(VkDevice device, const char* pName);
+
+static PFN_vkVoidFunction layer_gipa(VkInstance instance, const char* pName)
+{
+    if (tessera_refuse || !pName) return NULL;
+    if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)layer_gipa;
+    if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)layer_gdpa;
+    return tessera_layer_gipa(instance, pName);
+}
+
+static PFN_vkVoidFunction layer_gdpa(VkDevice device, const char* pName)
+{
+    if (tessera_refuse || !pName) return NULL;
+    if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)layer_gdpa;
+    return tessera_layer_gdpa(device, pName);
+}
 
 TESSERA_EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char* pName)
 {
-    if (tessera_refuse || !pName) return NULL;
-    if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)vkGetInstanceProcAddr;
-    if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
-    return tessera_layer_gipa(instance, pName);
+    return layer_gipa(instance, pName);
 }
 
 TESSERA_EXPORT PFN_vkVoidFunction vkGetDeviceProcAddr(VkDevice device, const char* pName)
 {
-    if (tessera_refuse || !pName) return NULL;
-    if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)vkGetDeviceProcAddr;
-    return tessera_layer_gdpa(device, pName);
+    return layer_gdpa(device, pName);
 }
 
 /* Loader-layer interface version 2 (the loader's LoaderLayerInterface.md). */
@@ -54,8 +67,8 @@ TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerI
     if (tessera_refuse || !p || p->sType != 1 || p->loaderLayerInterfaceVersion < 2)
         return TESSERA_VK_ERROR_INITIALIZATION_FAILED;
     p->loaderLayerInterfaceVersion = 2;
-    p->pfnGetInstanceProcAddr = vkGetInstanceProcAddr;
-    p->pfnGetDeviceProcAddr = vkGetDeviceProcAddr;
+    p->pfnGetInstanceProcAddr = layer_gipa;
+    p->pfnGetDeviceProcAddr = layer_gdpa;
     p->pfnGetPhysicalDeviceProcAddr = NULL;
     return 0;
 }
