@@ -8,7 +8,7 @@ from tessera.vkapi.vkconst import vk
 from . import identity
 from .driver import Driver
 from .instance import physical_device_info
-from .objects import Device, IcdError, PhysicalDevice, Queue
+from .objects import Device, PhysicalDevice, Queue
 from .shim_spec import HOOKS, LABEL_HOOKS
 
 DEVICE_COMMANDS = sorted(n for n in HOOKS if is_device_command(n))
@@ -28,19 +28,32 @@ def backend_knows(entry, phys: PhysicalDevice) -> bool:
     return any(e in phys.extensions for e in extensions)
 
 
-def strip_chain(ffi, pnext, phys: PhysicalDevice, keep: structs.Keepalive):
-    """The pNext chain without structs the backend does not know; the original if nothing goes."""
+# The loader's own structs (vk_layer.h), passed down to drivers too.
+LOADER_STRUCTS = {47: "VkLayerInstanceCreateInfo", 48: "VkLayerDeviceCreateInfo"}
+
+
+def _struct_name(stype: int) -> str | None:
+    entry = vk.STRUCTS.get(stype)
+    return entry[0] if entry else LOADER_STRUCTS.get(stype)
+
+
+def strip_chain(ffi, pnext, phys: PhysicalDevice, keep: structs.Keepalive, log=None):
+    """The pNext chain without structs the backend does not know; the original if nothing goes.
+
+    Structs newer than our registry cannot be sized, so they cannot be copied:
+    they are dropped with a warning (the backend predates them too).
+    """
     nodes = list(structs.chain(ffi, pnext))
-    known = [n for n in nodes if (e := vk.STRUCTS.get(n.sType)) is None or backend_knows(e, phys)]
+    known = [n for n in nodes if n.sType in LOADER_STRUCTS
+             or ((e := vk.STRUCTS.get(n.sType)) is not None and backend_knows(e, phys))]
     if len(known) == len(nodes):
         return pnext
+    if log is not None:
+        dropped = [_struct_name(n.sType) or f"sType {n.sType}" for n in nodes if n not in known]
+        log.info("vkCreateDevice: backend does not know %s: not passed down", ", ".join(dropped))
     head = ffi.NULL
     for node in reversed(known):
-        entry = vk.STRUCTS.get(node.sType)
-        if entry is None:   # not a registry struct (the loader's own): size unknown, cannot copy
-            raise IcdError(vk.VK_ERROR_INITIALIZATION_FAILED,
-                           f"cannot rebuild a pNext chain holding unknown sType {node.sType}")
-        copy = structs.copy(ffi, f"{entry[0]} *", node, keep)
+        copy = structs.copy(ffi, f"{_struct_name(node.sType)} *", node, keep)
         ffi.cast("VkBaseOutStructure *", copy).pNext = ffi.cast("VkBaseOutStructure *", head)
         head = copy
     return head
@@ -61,7 +74,7 @@ def register(drv: Driver) -> None:
         kept = [n for n in names if n not in emulated]
         info.ppEnabledExtensionNames = structs.string_array(ffi, kept, keep)
         info.enabledExtensionCount = len(kept)
-        info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep)
+        info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep, drv.hooks.errors.log)
         result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result

@@ -1,0 +1,64 @@
+"""Shared fixtures: running applications under Tessera through the real loader."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+LAVAPIPE = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
+
+
+@pytest.fixture(scope="session")
+def shims():
+    from tessera.tools.launch import ensure_shims
+
+    ensure_shims()
+
+
+@pytest.fixture
+def tessera_env(shims, tmp_path):
+    """Environment of `tessera run` for a fresh session folder."""
+    from tessera.tools.launch import LaunchConfig, environment
+
+    return environment(LaunchConfig(tmp_path / "session"))
+
+
+@pytest.fixture
+def lavapipe_env():
+    env = dict(os.environ, VK_DRIVER_FILES=LAVAPIPE, XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
+    env.pop("VK_INSTANCE_LAYERS", None)
+    return env
+
+
+def run(argv, env, timeout=300, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="session")
+def xvfb_display():
+    """A private X server for windowed apps (vkcube)."""
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        pytest.fail("Xvfb missing: `make setup` installs xvfb")
+    for n in range(90, 120):
+        if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
+            break
+    proc = subprocess.Popen([xvfb, f":{n}", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while not Path(f"/tmp/.X11-unix/X{n}").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"Xvfb :{n} did not start")
+        time.sleep(0.05)
+    yield f":{n}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+PYTHON = sys.executable

@@ -1,0 +1,127 @@
+"""The foundation end to end: real loader, real manifests, the emulated Mali
+driver over lavapipe, the Tessera layer, real applications."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+from conftest import LAVAPIPE, PYTHON, REPO, run
+
+from tessera.icd.profiles import PROFILES
+
+EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels"]
+APPS = REPO / "tests" / "integration" / "apps"
+G720 = PROFILES["mali-g720"]
+
+
+def test_vulkaninfo_sees_one_mali_and_the_layer(tessera_env):
+    out = run(["vulkaninfo", "--summary"], tessera_env)
+    assert out.returncode == 0, out.stderr
+    gpus = re.findall(r"^GPU\d+:", out.stdout, re.M)
+    assert len(gpus) == 1
+    assert re.search(r"deviceName\s+= Mali-G720 \(emulated\)$", out.stdout, re.M)
+    assert re.search(r"vendorID\s+= 0x13b5$", out.stdout, re.M)
+    assert re.search(r"deviceType\s+= PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU$", out.stdout, re.M)
+    assert re.search(r"driverID\s+= DRIVER_ID_ARM_PROPRIETARY$", out.stdout, re.M)
+    assert re.search(r"^VK_LAYER_TESSERA_timeline\s", out.stdout, re.M)
+
+
+def test_tessera_run_command_passes_exit_code(shims, tmp_path):
+    out = run([REPO / ".venv/bin/tessera", "run", "--out", tmp_path / "s", "--", PYTHON, "-c",
+               "import sys; sys.exit(7)"], None)
+    assert out.returncode == 7
+    assert f"session outputs in {tmp_path / 's'}" in out.stderr
+
+
+def _identity(env) -> dict:
+    out = run([PYTHON, APPS / "identity_query.py"], env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_identity_and_properties2_chain(tessera_env, lavapipe_env):
+    mali, backend = _identity(tessera_env), _identity(lavapipe_env)
+    assert mali["device_count"] == 1
+    assert (mali["vendorID"], mali["deviceType"]) == (0x13B5, 1)           # INTEGRATED_GPU = 1
+    assert mali["deviceName"] == mali["props2_deviceName"] == "Mali-G720 (emulated)"
+    assert mali["props2_vendorID"] == 0x13B5
+    assert mali["driverID"] == mali["v12_driverID"] == 9                    # VK_DRIVER_ID_ARM_PROPRIETARY
+    assert backend["deviceName"] in mali["driverInfo"]                      # what really executes
+    assert (mali["pixelRate"], mali["texelRate"], mali["fmaRate"]) == (G720.pixel_rate, G720.texel_rate,
+                                                                        G720.fma_rate)
+    assert (mali["shaderCoreCount"], mali["shaderWarpsPerCore"]) == (G720.shader_cores, G720.warps_per_core)
+    assert mali["shaderCoreMask"] == (1 << G720.shader_cores) - 1
+    # The rest of the chain and the core properties stay the backend's truth.
+    for key in ("deviceUUID", "driverUUID", "apiVersion", "limits_maxImageDimension2D", "conformance"):
+        assert mali[key] == backend[key], key
+    for ext in ("VK_ARM_shader_core_properties", "VK_ARM_shader_core_builtins", "VK_EXT_debug_marker"):
+        assert ext in mali["extensions"] and ext not in backend["extensions"]
+    assert mali["shaderCoreBuiltins_feature"] == 0    # not claimed until the built-ins are lowered
+    # Emulated extensions and their feature struct are stripped before the backend sees them.
+    assert mali["created_with"] and mali["device_created"] is True
+
+
+def test_gpu_profile_is_selectable(tessera_env):
+    g78 = PROFILES["mali-g78"]
+    mali = _identity(dict(tessera_env, TESSERA_GPU="mali-g78"))
+    assert mali["deviceName"] == "Mali-G78 (emulated)"
+    assert (mali["fmaRate"], mali["shaderCoreCount"]) == (g78.fma_rate, g78.shader_cores)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_under_tessera(example, tessera_env):
+    out = run([PYTHON, REPO / "examples" / f"{example}.py"], tessera_env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith(f"{example}: OK"), out.stdout
+    assert "on Mali-G720 (emulated)" in out.stdout
+    assert "Traceback" not in out.stderr
+
+
+def test_c_example_under_tessera(tessera_env):
+    subprocess.run(["make", "-s", "-C", REPO / "examples"], check=True)
+    out = run([REPO / "build/examples/compute_and_draw"], tessera_env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_vkcube_under_tessera(tessera_env, xvfb_display):
+    out = run(["vkcube", "--c", "20"], dict(tessera_env, DISPLAY=xvfb_display), timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert "Selected GPU 0: Mali-G720 (emulated)" in out.stdout + out.stderr
+
+
+def test_validation_layer_below_tessera_finds_nothing(tessera_env):
+    """Khronos validation between our layer and the driver checks what the layer sends down."""
+    env = dict(tessera_env, VK_INSTANCE_LAYERS="VK_LAYER_TESSERA_timeline:VK_LAYER_KHRONOS_validation")
+    out = run([PYTHON, REPO / "examples" / "compute_collatz.py"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Validation Error" not in out.stdout + out.stderr
+
+
+def test_two_instances_and_devices_in_one_process(tessera_env):
+    out = run([PYTHON, APPS / "two_devices.py"], tessera_env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "two_devices: OK" in out.stdout
+
+
+def test_failing_intercept_never_breaks_the_call(tessera_env):
+    env = dict(tessera_env, TESSERA_LAYER_FAULT="vkCmdDispatch")
+    out = run([PYTHON, REPO / "examples" / "compute_collatz.py"], env)
+    assert out.returncode == 0, out.stdout + out.stderr      # results still correct
+    assert out.stderr.count("exception in vkCmdDispatch") == 1  # reported once, with a traceback
+    assert "InjectedFault" in out.stderr
+
+
+def test_foreign_python_is_refused_cleanly(tessera_env, tmp_path):
+    """An app on another Python (Debian's static /usr/bin/python3) must not get a second interpreter."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import ctypes\n"
+        "vk = ctypes.CDLL('libvulkan.so.1')\n"
+        "n = ctypes.c_uint32(0)\n"
+        "print('result', vk.vkEnumerateInstanceExtensionProperties(None, ctypes.byref(n), None))\n")
+    out = run(["/usr/bin/python3", script], tessera_env)
+    assert out.returncode == 0, out.stderr
+    assert "not loaded: this process runs Python from" in out.stderr

@@ -1,0 +1,40 @@
+"""The `tessera` command. Subcommands are imported only when invoked, so
+`tessera --help` loads neither cffi nor the Vulkan registry."""
+from __future__ import annotations
+
+import importlib
+
+import click
+
+COMMANDS = {
+    "run": ("tessera.tools.cmd_run", "run", "Run a Vulkan application on the emulated Mali GPU with the layer."),
+    "doctor": ("tessera.tools.doctor", "doctor", "Report what is installed and what is missing, with the fix."),
+    "demo": ("tessera.tools.demo", "demo", "Run the example applications end to end under Tessera."),
+    "spirv": ("tessera.spirv.cli", "spirv", "SPIR-V tools: disassemble and reflect."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="tessera")
+def main() -> None:
+    """Tessera: profile Vulkan applications on an emulated Arm Mali GPU."""
+
+
+if __name__ == "__main__":
+    main()
