@@ -29,7 +29,7 @@ $(STAMPS)/venv: pyproject.toml
 
 # The generator rebuilds only when the intercept set or generator changed (content hash).
 shims: venv
-	@$(PY) -m tessera.vkapi.build
+	@$(PY) -m tessera.tools.build_shims
 
 examples: apt
 	@$(MAKE) -s -C examples
