@@ -87,7 +87,7 @@ def _number(module: Module, type_id: int, value: int, words: int) -> str:
     type_inst = module.defs.get(type_id)
     if type_inst is not None and type_inst.opcode == OP_TYPE_INT and len(type_inst.words) >= 3:
         width = type_inst.words[1]
-        if type_inst.words[2] and value >= 1 << (width - 1):
+        if type_inst.words[2] and 0 < width <= 64 and value >= 1 << (width - 1):
             value -= 1 << width
         return str(value)
     if type_inst is not None and type_inst.opcode == OP_TYPE_FLOAT and type_inst.words[1] in (32, 64):

@@ -9,6 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests run the same examples on every machine, so CI is reproducible;
+# TESSERA_HYPOTHESIS=explore draws new random examples instead.
+settings.register_profile("ci", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("TESSERA_HYPOTHESIS", "ci"))
 
 REPO = Path(__file__).resolve().parent.parent
 LAVAPIPE = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
