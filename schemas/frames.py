@@ -1,0 +1,163 @@
+"""The wire format between the layer and hostd (protocol constants: changing
+one needs a PROTOCOL_VERSION bump).
+
+A frame is a little-endian header followed by UTF-8 JSON:
+
+    u8  type        bit 7 set: a u64 sequence (the submitID) follows
+    u64 sequence    only when type & 0x80
+    u64 tag         the workload's tagID (0 when the message is not about one)
+    u32 json_length bytes of JSON that follow
+    u8  json[json_length]
+
+Putting "has a sequence" in the type byte lets any decoder skip message
+types it does not know (forward compatibility). A stream (socket, the
+daemon's session log, the layer's spool file) is frames concatenated.
+The header is packed with `struct` (one precompiled format per shape): the
+layer encodes on application threads and construct costs ~20x more per frame.
+
+`FrameDecoder` is sans-IO: bytes in, frames out, with the stream offset of
+each frame so errors can name where they are.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+PROTOCOL_VERSION = 1
+SEQUENCE_BIT = 0x80
+DEFAULT_MAX_JSON = 16 << 20
+
+_PLAIN = struct.Struct("<BQI")      # type, tag, length
+_SEQUENCED = struct.Struct("<BQQI")  # type, sequence, tag, length
+_TYPE = struct.Struct("<B")
+
+
+class MessageType(enum.IntEnum):
+    HELLO = 0x01      # first message of a connection: protocol version, process
+    DEVICE = 0x02     # a VkDevice and what it is
+    WORKLOAD = 0x03   # metadata of one tagged workload (tag = tagID)
+    FRAME = 0x04      # a frame boundary (vkQueuePresentKHR / VK_EXT_frame_boundary)
+    SUBMIT = 0x81     # a queue submit (sequence = submitID)
+    ANNEX = 0x82      # submit-time metadata of one workload (sequence = submitID, tag = tagID)
+
+
+class FrameError(Exception):
+    """A stream that cannot be decoded at `offset`; `fatal` when the stream cannot resynchronize."""
+
+    def __init__(self, offset: int, message: str, fatal: bool) -> None:
+        super().__init__(f"at byte {offset}: {message}")
+        self.offset = offset
+        self.fatal = fatal
+
+
+@dataclass(frozen=True)
+class Frame:
+    type: int
+    sequence: int | None
+    tag: int
+    body: bytes         # the JSON bytes, undecoded
+    offset: int         # stream offset of the frame's first byte
+    size: int           # bytes of the whole frame
+
+    @property
+    def known(self) -> bool:
+        return self.type in MessageType._value2member_map_
+
+    def payload(self) -> Any:
+        """The decoded JSON; FrameError (not fatal) when it is not valid UTF-8 JSON."""
+        try:
+            return json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as e:
+            raise FrameError(self.offset, f"{_name(self.type)} frame: invalid JSON ({e})", fatal=False) from e
+
+
+def _name(t: int) -> str:
+    return MessageType(t).name if t in MessageType._value2member_map_ else f"type 0x{t:02x}"
+
+
+def encode(type_: int, payload: Any, tag: int = 0, sequence: int | None = None) -> bytes:
+    """One frame; `payload` is JSON-serialisable (or already-encoded JSON bytes)."""
+    body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
+    if type_ & SEQUENCE_BIT:
+        if sequence is None:
+            raise ValueError(f"{_name(type_)} carries a sequence")
+        return _SEQUENCED.pack(type_, sequence, tag, len(body)) + body
+    if sequence is not None:
+        raise ValueError(f"{_name(type_)} carries no sequence")
+    return _PLAIN.pack(type_, tag, len(body)) + body
+
+
+class FrameDecoder:
+    """Incremental decoder: `feed()` bytes, get the complete frames so far.
+
+    A length above `max_json` is fatal (the header may be garbage; nothing
+    after it can be trusted). `pending` says how many bytes wait for more
+    input, so a stream that ends mid-frame is reported as truncated.
+    """
+
+    def __init__(self, max_json: int = DEFAULT_MAX_JSON) -> None:
+        self.max_json = max_json
+        self._buf = bytearray()
+        self._offset = 0          # stream offset of _buf[0]
+        self.failed: FrameError | None = None
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf)
+
+    @property
+    def offset(self) -> int:
+        return self._offset
+
+    def feed(self, data: bytes) -> list[Frame]:
+        if self.failed:
+            raise self.failed
+        self._buf += data
+        frames = []
+        pos = 0
+        buf = self._buf
+        while True:
+            if len(buf) - pos < 1:
+                break
+            t = buf[pos]
+            shape = _SEQUENCED if t & SEQUENCE_BIT else _PLAIN
+            if len(buf) - pos < shape.size:
+                break
+            if shape is _SEQUENCED:
+                t, seq, tag, length = shape.unpack_from(buf, pos)
+            else:
+                t, tag, length = shape.unpack_from(buf, pos)
+                seq = None
+            if length > self.max_json:
+                self._consume(pos)
+                self.failed = FrameError(self._offset, f"{_name(t)} frame declares {length} bytes of JSON, "
+                                         f"above the limit of {self.max_json}", fatal=True)
+                raise self.failed
+            end = pos + shape.size + length
+            if len(buf) < end:
+                break
+            frames.append(Frame(t, seq, tag, bytes(buf[pos + shape.size:end]), self._offset + pos, end - pos))
+            pos = end
+        self._consume(pos)
+        return frames
+
+    def _consume(self, n: int) -> None:
+        del self._buf[:n]
+        self._offset += n
+
+    def finish(self) -> None:
+        """End of stream: raise if a frame was cut short."""
+        if self._buf:
+            raise FrameError(self._offset, f"stream ends inside a frame ({len(self._buf)} bytes of it)", fatal=True)
+
+
+def iter_file(path, max_json: int = DEFAULT_MAX_JSON, chunk: int = 1 << 20):
+    """Frames of a spool file or session log, streamed; the last error (if any) is raised at the end."""
+    decoder = FrameDecoder(max_json)
+    with open(path, "rb") as f:
+        while data := f.read(chunk):
+            yield from decoder.feed(data)
+    decoder.finish()
