@@ -17,8 +17,9 @@ def register(drv: Driver) -> None:
         pool = int(pAllocateInfo.commandPool)
         members = objects.pools.setdefault(pool, set())
         for i in range(pAllocateInfo.commandBufferCount):
-            cb = objects.add(CommandBuffer(pCommandBuffers[i], dev, pool, pAllocateInfo.level))
-            members.add(objects.address(cb.handle))
+            address = objects.address(pCommandBuffers[i])
+            objects.add(CommandBuffer(pCommandBuffers[i], dev, pool, pAllocateInfo.level, address=address))
+            members.add(address)
 
     def forget(pool: int, handle) -> None:
         address = objects.address(handle)

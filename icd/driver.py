@@ -19,4 +19,5 @@ class Driver:
     objects: Objects
     backend: Backend
     profile: GpuProfile
+    timeline: Any = None                          # the emulated timeline (timeline.Timeline)
     pointers: dict = field(default_factory=dict)   # command -> our hook (PFN_vkVoidFunction)

@@ -7,18 +7,21 @@ GetPhysicalDeviceProcAddr). Called by the shim's init code as `install(ffi, lib)
 from __future__ import annotations
 
 import sys
+import tempfile
+from pathlib import Path
 
 from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_command
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.vkconst import vk
 
-from . import command_buffer, device, instance, labels
+from . import command_buffer, device, instance, labels, pipelines, recording, resource_hooks, submit
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
 from .objects import Objects
 from .settings import IcdSettings
 from .shim_spec import HOOKS
+from .timeline import Timeline
 
 
 def install(ffi, lib) -> None:
@@ -31,7 +34,8 @@ def install(ffi, lib) -> None:
     log = configure("icd", settings.log)
     errors = HookErrors(log)
     drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile)
-    for module in (instance, device, command_buffer, labels):
+    drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session())
+    for module in (instance, device, command_buffer, labels, resource_hooks, pipelines, recording, submit):
         module.register(drv)
     drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS)
 
@@ -59,6 +63,12 @@ def install(ffi, lib) -> None:
     ffi.def_extern(name="tessera_icd_gipa")(guarded(errors, "vk_icdGetInstanceProcAddr", gipa, ffi.NULL))
     ffi.def_extern(name="tessera_icd_gpdpa")(guarded(errors, "vk_icdGetPhysicalDeviceProcAddr", gpdpa, ffi.NULL))
     log.info("emulated %s on %s", settings.profile.device_name, backend.library)
+
+
+def _temporary_session() -> Path:
+    path = Path(tempfile.mkdtemp(prefix="tessera-session-"))
+    print(f"tessera: TESSERA_SESSION_DIR not set; GPU trace goes to {path}", file=sys.stderr)
+    return path
 
 
 def _refuse(ffi, reason: str) -> None:

@@ -20,27 +20,27 @@ def register(drv: Driver) -> None:
 
     @hooks.before("vkCmdBeginDebugUtilsLabelEXT")
     def cmd_begin_label(cb, commandBuffer, pLabelInfo):
-        cb.label_ops.append(("begin", name_of(pLabelInfo.pLabelName)))
+        cb.ops.append(("begin", name_of(pLabelInfo.pLabelName)))
 
     @hooks.before("vkCmdEndDebugUtilsLabelEXT")
     def cmd_end_label(cb, commandBuffer):
-        cb.label_ops.append(("end", None))
+        cb.ops.append(("end", None))
 
     @hooks.before("vkCmdInsertDebugUtilsLabelEXT")
     def cmd_insert_label(cb, commandBuffer, pLabelInfo):
-        cb.label_ops.append(("insert", name_of(pLabelInfo.pLabelName)))
+        cb.ops.append(("insert", name_of(pLabelInfo.pLabelName)))
 
     @hooks.before("vkCmdDebugMarkerBeginEXT")
     def marker_begin(cb, commandBuffer, pMarkerInfo):
-        cb.label_ops.append(("begin", name_of(pMarkerInfo.pMarkerName)))
+        cb.ops.append(("begin", name_of(pMarkerInfo.pMarkerName)))
 
     @hooks.before("vkCmdDebugMarkerEndEXT")
     def marker_end(cb, commandBuffer):
-        cb.label_ops.append(("end", None))
+        cb.ops.append(("end", None))
 
     @hooks.before("vkCmdDebugMarkerInsertEXT")
     def marker_insert(cb, commandBuffer, pMarkerInfo):
-        cb.label_ops.append(("insert", name_of(pMarkerInfo.pMarkerName)))
+        cb.ops.append(("insert", name_of(pMarkerInfo.pMarkerName)))
 
     @hooks.before("vkQueueBeginDebugUtilsLabelEXT")
     def queue_begin_label(queue, vkqueue, pLabelInfo):

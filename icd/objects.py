@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 from tessera.vkapi.dispatch import DispatchTable
 
+from .resources import Resources
+
 
 class IcdError(Exception):
     """A failure with the VkResult the command returns."""
@@ -53,6 +55,7 @@ class Device(IcdObject):
     enabled_extensions: frozenset[str]
     emulated_extensions: frozenset[str]        # enabled by the app, provided by this driver
     object_names: dict[int, str] = field(default_factory=dict)
+    res: "Resources" = field(default_factory=lambda: Resources())
 
 
 @dataclass(eq=False)
@@ -60,7 +63,7 @@ class Queue(IcdObject):
     device: Device
     family: int
     index: int
-    labels: list[str] = field(default_factory=list)   # queue debug-label stack
+    labels: list[str] = field(default_factory=list)   # debug-label stack of the queue (queue and command labels)
 
     @property
     def next(self) -> DispatchTable:
@@ -81,8 +84,11 @@ class CommandBuffer(IcdObject):
     pool: int
     level: int
     state: CommandBufferState = CommandBufferState.INITIAL
-    # Recorded label operations in command order: ("begin", name) | ("end", None) | ("insert", name).
-    label_ops: list[tuple[str, str | None]] = field(default_factory=list)
+    # The shadow recording, in command order (see recording.py for the op kinds).
+    ops: list[tuple] = field(default_factory=list)
+    compute_pipeline: Any = None    # bound at record time
+    graphics_pipeline: Any = None
+    address: int = 0                # the handle as an integer (trace command_buffer_handle)
 
     @property
     def next(self) -> DispatchTable:
@@ -90,17 +96,8 @@ class CommandBuffer(IcdObject):
 
     def reset(self) -> None:
         self.state = CommandBufferState.INITIAL
-        self.label_ops.clear()
-
-    def label_stack(self) -> list[str]:
-        """Labels open at the current end of the recording (pops without pushes tolerated)."""
-        stack: list[str] = []
-        for op, name in self.label_ops:
-            if op == "begin":
-                stack.append(name)
-            elif op == "end" and stack:
-                stack.pop()
-        return stack
+        self.ops.clear()
+        self.compute_pipeline = self.graphics_pipeline = None
 
 
 T = TypeVar("T", bound=IcdObject)

@@ -3,6 +3,7 @@
 TESSERA_BACKEND_ICD  manifest (JSON) of the backend driver; default: lavapipe's
                      from the standard driver-manifest directories.
 TESSERA_GPU          GPU profile key (see profiles.PROFILES); default mali-g720.
+TESSERA_SESSION_DIR  where gpu.perfetto-trace goes; default: a new temporary folder.
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ class IcdSettings:
     backend_manifest: Path | None
     profile: GpuProfile
     log: LogSettings
+    session_dir: Path | None
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "IcdSettings":
@@ -28,4 +30,6 @@ class IcdSettings:
         if key not in PROFILES:
             raise ValueError(f"TESSERA_GPU={key!r} is not a known profile: {', '.join(sorted(PROFILES))}")
         backend = environ.get("TESSERA_BACKEND_ICD")
-        return cls(Path(backend) if backend else None, PROFILES[key], LogSettings.from_environ(environ))
+        session = environ.get("TESSERA_SESSION_DIR")
+        return cls(Path(backend) if backend else None, PROFILES[key], LogSettings.from_environ(environ),
+                   Path(session) if session else None)

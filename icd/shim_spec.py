@@ -9,6 +9,9 @@ from __future__ import annotations
 from tessera.vkapi import paths, registry
 from tessera.vkapi.shim import ShimSpec
 
+from .recording import RECORDING_HOOKS
+from .submit import SUBMIT_HOOKS
+
 LIBRARY = "libtessera_mali_icd.so"
 
 INSTANCE_HOOKS = (
@@ -28,7 +31,13 @@ LABEL_HOOKS = (
     "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
     "vkDebugMarkerSetObjectNameEXT", "vkDebugMarkerSetObjectTagEXT", "vkSetDebugUtilsObjectNameEXT",
 )
-HOOKS = INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS
+RESOURCE_HOOKS = (
+    "vkCreateBuffer", "vkDestroyBuffer", "vkCreateImage", "vkDestroyImage", "vkCreateImageView",
+    "vkDestroyImageView", "vkCreateFramebuffer", "vkDestroyFramebuffer", "vkCreateRenderPass",
+    "vkCreateRenderPass2", "vkDestroyRenderPass", "vkCreateShaderModule", "vkDestroyShaderModule",
+    "vkCreateComputePipelines", "vkCreateGraphicsPipelines", "vkDestroyPipeline",
+)
+HOOKS = INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS + RESOURCE_HOOKS + RECORDING_HOOKS + SUBMIT_HOOKS
 CALLS = ()
 
 C_GLUE = r"""

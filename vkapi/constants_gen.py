@@ -54,6 +54,14 @@ def generate() -> str:
     lines.append("COMMAND_RETURNS = {")
     lines += [f"    {name!r}: {cmd.returnType!r}," for name, cmd in sorted(vk.commands.items())]
     lines.append("}")
+    lines.append("# VkFormat value -> (name without VK_FORMAT_, bytes per block, texels per block, block extent)")
+    lines.append("FORMATS = {")
+    format_values = {f.name: f.value for f in vk.enums["VkFormat"].fields}
+    for name, fmt in sorted(vk.formats.items(), key=lambda kv: format_values.get(kv[0], 0)):
+        extent = tuple(int(x) for x in fmt.blockExtent) if fmt.blockExtent else (1, 1, 1)
+        lines.append(f"    {format_values[name]}: ({name.removeprefix('VK_FORMAT_')!r}, {fmt.blockSize}, "
+                     f"{fmt.texelsPerBlock}, {extent!r}),")
+    lines.append("}")
     exts = [f"    {e.name!r}: {e.device!r}," for e in vk.extensions.values()]
     lines.append("# extension name -> True for device extensions, False for instance extensions")
     lines.append("EXTENSIONS = {")

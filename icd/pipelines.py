@@ -1,0 +1,87 @@
+"""Shader modules and pipelines: what a bound pipeline tells the timeline.
+
+At pipeline creation the driver keeps, per pipeline, the compute work-group
+size (from the SPIR-V, specialization applied) and per-stage shader costs
+(shader_costs.py). SPIR-V is kept per shader module until it is destroyed.
+"""
+from __future__ import annotations
+
+from tessera.spirv import SpirvError, spec_values_from_map, workgroup_size
+from tessera.vkapi import structs
+from tessera.vkapi.vkconst import vk
+
+from . import shader_costs
+from .driver import Driver
+from .resources import Pipeline
+
+STAGE_NAMES = {
+    vk.VK_SHADER_STAGE_VERTEX_BIT: "vertex",
+    vk.VK_SHADER_STAGE_FRAGMENT_BIT: "fragment",
+    vk.VK_SHADER_STAGE_COMPUTE_BIT: "compute",
+}
+
+
+def _spec_values(ffi, info) -> dict[int, bytes] | None:
+    if info == ffi.NULL or info.mapEntryCount == 0:
+        return None
+    entries = [(info.pMapEntries[i].constantID, info.pMapEntries[i].offset, info.pMapEntries[i].size)
+               for i in range(info.mapEntryCount)]
+    return spec_values_from_map(entries, bytes(ffi.buffer(info.pData, info.dataSize)))
+
+
+def _stage_code(drv: Driver, dev, stage) -> bytes | None:
+    """SPIR-V of a pipeline stage: its module, or a VkShaderModuleCreateInfo in its pNext."""
+    ffi = drv.ffi
+    if int(stage.module):
+        return dev.res.shaders.get(int(stage.module))
+    inline = structs.find(ffi, stage.pNext, vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                          "VkShaderModuleCreateInfo *")
+    return bytes(ffi.buffer(inline.pCode, inline.codeSize)) if inline is not None else None
+
+
+def register(drv: Driver) -> None:
+    ffi, hooks, log = drv.ffi, drv.hooks, drv.hooks.errors.log
+
+    @hooks.after("vkCreateShaderModule")
+    def after_create_shader(dev, result, device, ci, pAllocator, pModule):
+        if result == vk.VK_SUCCESS:
+            dev.res.shaders[int(pModule[0])] = bytes(ffi.buffer(ci.pCode, ci.codeSize))
+
+    @hooks.before("vkDestroyShaderModule")
+    def before_destroy_shader(dev, device, module, pAllocator):
+        dev.res.shaders.pop(int(module), None)
+
+    def stage_info(dev, stage) -> tuple[str, bytes | None, str, dict | None]:
+        name = STAGE_NAMES.get(stage.stage, f"stage 0x{stage.stage:x}")
+        return name, _stage_code(drv, dev, stage), structs.string(ffi, stage.pName), _spec_values(ffi, stage.pSpecializationInfo)
+
+    @hooks.after("vkCreateComputePipelines")
+    def after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        for i in range(count):
+            handle = int(pPipelines[i])
+            if not handle:
+                continue
+            name, code, entry, spec = stage_info(dev, pInfos[i].stage)
+            size = None
+            if code is not None:
+                try:
+                    size = workgroup_size(code, entry, spec)
+                except SpirvError as e:
+                    log.info("compute pipeline %#x: work-group size unknown (%s)", handle, e)
+            costs = shader_costs.of_stages(drv.profile.key, [(name, code, entry, spec)], log)
+            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_COMPUTE, size, costs)
+
+    @hooks.after("vkCreateGraphicsPipelines")
+    def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        for i in range(count):
+            handle = int(pPipelines[i])
+            if not handle:
+                continue
+            info = pInfos[i]
+            stages = [stage_info(dev, info.pStages[s]) for s in range(info.stageCount)]
+            costs = shader_costs.of_stages(drv.profile.key, stages, log)
+            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_GRAPHICS, None, costs)
+
+    @hooks.before("vkDestroyPipeline")
+    def before_destroy_pipeline(dev, device, pipeline, pAllocator):
+        dev.res.pipelines.pop(int(pipeline), None)

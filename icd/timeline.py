@@ -1,0 +1,189 @@
+"""The emulated timeline: at each queue submit, what runs where and when.
+
+For every batch of a submit, the shadow recordings of its command buffers
+(secondaries expanded) are walked in order. Label ops update the queue's
+debug-label stack (labels may open in one command buffer and close in a
+later one, so the stack belongs to the queue); render-pass parts suspended
+and resumed across command buffers become one pass; each workload gets its
+phases from the timing model, a place on the emulated hardware queues from
+the scheduler, and one render-stage event per phase in the trace, carrying
+the label stack in effect when it began. The trace is flushed before the
+submit returns. One Timeline per process, guarded by one lock (never held
+while calling the backend).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import timing
+from .objects import CommandBuffer, Queue
+from .recording import Draw, PassInfo, Work
+from .scheduler import EmulatedGpu, QueueOrder
+from .trace import GpuTrace, boottime_ns
+
+
+@dataclass
+class Batch:
+    command_buffers: list[CommandBuffer]
+    waits: list[int]
+    signals: list[int]
+
+
+@dataclass
+class PassRun:
+    """One render pass as executed: all its parts and draws."""
+    info: PassInfo
+    labels: list[str]
+    command_buffer: int
+    draws: list[Draw] = field(default_factory=list)
+    parts: int = 1
+
+
+class Timeline:
+    def __init__(self, profile, session_dir: Path) -> None:
+        self.profile = profile
+        self.session_dir = session_dir
+        self._trace: GpuTrace | None = None
+        self._lock = threading.Lock()
+        self._gpus: dict[int, tuple[int, EmulatedGpu]] = {}   # id(physical device) -> (gpu_id, gpu)
+        self._orders: dict[int, QueueOrder] = {}               # id(queue) -> ordering
+        self._semaphores: dict[int, int] = {}                  # semaphore -> time of its signal
+        self._submissions = 0
+        self._render_pass_instances = 0
+
+    @property
+    def trace(self) -> GpuTrace:
+        if self._trace is None:
+            self._trace = GpuTrace(self.session_dir)
+        return self._trace
+
+    def submit(self, queue: Queue, batches: list[Batch]) -> None:
+        host = boottime_ns()
+        with self._lock:
+            self._submissions += 1
+            gpu_id, gpu = self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
+            order = self._orders.setdefault(id(queue), QueueOrder())
+            for batch in batches:
+                earliest = max([host, *(self._semaphores.get(s, 0) for s in batch.waits)])
+                end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(batch.command_buffers)
+                for s in batch.signals:
+                    self._semaphores[s] = max(end, earliest)
+            self.trace.flush()
+
+    def forget_semaphore(self, semaphore: int) -> None:
+        self._semaphores.pop(semaphore, None)
+
+
+class _Placer:
+    """Walks one batch: labels, passes, work; places and writes each phase."""
+
+    def __init__(self, tl: Timeline, queue: Queue, gpu_id: int, gpu: EmulatedGpu, order: QueueOrder,
+                 earliest: int) -> None:
+        self.tl, self.queue, self.gpu_id, self.gpu, self.order = tl, queue, gpu_id, gpu, order
+        self.earliest = earliest
+        self.end = earliest
+        self.current: PassRun | None = None
+        self.suspended: PassRun | None = None
+
+    def run(self, command_buffers: list[CommandBuffer]) -> int:
+        for cb in command_buffers:
+            self._walk(cb)
+        if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
+            self._emit_pass(self.suspended)
+            self.suspended = None
+        return self.end
+
+    def _walk(self, cb: CommandBuffer) -> None:
+        labels, handle = self.queue.labels, cb.address
+        for op, value in cb.ops:
+            if op == "begin":
+                labels.append(value)
+            elif op == "end":
+                if labels:   # a pop without a push is tolerated
+                    labels.pop()
+            elif op == "pass_begin":
+                if value.resuming and self.suspended is not None:
+                    self.current, self.suspended = self.suspended, None
+                    self.current.parts += 1
+                else:
+                    self.current = PassRun(value, list(labels), handle)
+            elif op == "draw":
+                if self.current is not None:
+                    self.current.draws.append(value)
+            elif op == "pass_end":
+                if self.current is not None:
+                    if value:
+                        self.suspended = self.current
+                    else:
+                        self._emit_pass(self.current)
+                    self.current = None
+            elif op == "work":
+                self._emit_work(value, list(labels), handle)
+            elif op == "barrier":
+                self.order.barrier()
+            elif op == "execute":
+                for secondary in value:
+                    self._walk(secondary)
+
+    def _start_floor(self) -> int:
+        return max(self.earliest, self.order.barrier_floor)
+
+    def _placed(self, start: int, duration: int) -> None:
+        self.order.placed(start + duration)
+        self.end = max(self.end, start + duration)
+
+    def _emit_pass(self, run: PassRun) -> None:
+        info = run.info
+        vertices = sum(d.vertices for d in run.draws)
+        primitives = sum(d.primitives for d in run.draws)
+        v_cycles = _mean([d.vertex_cycles for d in run.draws])
+        f_cycles = _mean([d.fragment_cycles for d in run.draws])
+        binning, main = timing.render_pass(
+            self.tl.profile, width=info.width, height=info.height, layers=info.layers, draws=len(run.draws),
+            vertices=vertices, primitives=primitives, load_bytes=info.load_bytes, store_bytes=info.store_bytes,
+            vertex_cycles=v_cycles, fragment_cycles=f_cycles)
+        self.tl._render_pass_instances += 1
+        rp = (info.handle, self.tl._render_pass_instances)
+        extra = {"Workload": "render pass", "Area": f"{info.width}x{info.height}", "Draws": len(run.draws),
+                 "Vertices": vertices, "Subpasses": info.subpasses, "Command": info.command}
+        if run.parts > 1:
+            extra["Parts"] = run.parts
+        if any(d.estimated for d in run.draws):
+            extra["Estimated"] = "indirect draw sizes"
+        b_start = self.gpu.place(binning, self._start_floor())
+        self._write(b_start, binning, run, extra, rp)
+        m_start = self.gpu.place(main, max(self._start_floor(), b_start + binning.duration_ns))
+        self._write(m_start, main, run, extra, rp)
+        self._placed(m_start, main.duration_ns)
+
+    def _emit_work(self, work: Work, labels: list[str], handle: int) -> None:
+        p = self.tl.profile
+        if work.kind == "dispatch":
+            phase = timing.dispatch(p, work.invocations, work.cycles)
+        elif work.kind == "trace_rays":
+            phase = timing.trace_rays(p, work.invocations, work.cycles)
+        else:
+            phase = timing.transfer(p, work.stage, work.nbytes)
+        start = self.gpu.place(phase, self._start_floor())
+        extra = {"Workload": work.kind.replace("_", " "), "Command": work.command,
+                 **{k.replace("_", " ").capitalize(): v for k, v in work.info.items()}}
+        if work.kind in ("dispatch", "trace_rays"):
+            extra["Items"] = work.invocations if not work.estimated else -1
+        if work.estimated:
+            extra["Estimated"] = "indirect sizes"
+        self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
+                            gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
+                            labels=labels, extra=extra)
+        self._placed(start, phase.duration_ns)
+
+    def _write(self, start: int, phase: timing.Phase, run: PassRun, extra: dict, rp: tuple[int, int]) -> None:
+        self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
+                            gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=run.command_buffer,
+                            labels=run.labels, extra=extra, render_pass=rp)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None

@@ -1,0 +1,95 @@
+"""The emulated Mali's timing model: how long each workload phase takes.
+
+Pure functions of the workload and the GPU profile, so two runs of the same
+application give identical durations. Every constant is here, named, with
+its reason; docs/timing.md explains the model. Start times are not decided
+here (see scheduler.py).
+
+Units: cycles of the shader-core clock (`GpuProfile.clock_mhz`), converted
+to nanoseconds at the end. Work spreads evenly over `shader_cores`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .profiles import GpuProfile
+
+TILE_SIZE = 16                       # Mali tiles are 16x16 pixels
+# Fixed cost to start any job on a hardware queue (job descriptor fetch, setup).
+JOB_SETUP_CYCLES = 2_000
+# Position shading + varying shading of one vertex, when no shader cost is known
+# (about 20 FMA-pipe cycles per thread on a 16-wide warp for a transform-only shader).
+DEFAULT_VERTEX_CYCLES = 20.0
+# Tiler: binning one primitive into the tile lists (cycles, whole GPU; the tiler is one unit).
+TILER_CYCLES_PER_PRIMITIVE = 1.0
+# Fragment shading of one fragment when no shader cost is known.
+DEFAULT_FRAGMENT_CYCLES = 10.0
+# Until real fragment counts exist (per-region counters), a draw is assumed to
+# cover this fraction of the render area.
+DRAW_COVERAGE = 0.25
+# Per-tile work of the main phase (tile list read, tile buffer init and write-back start).
+TILE_CYCLES = 64.0
+# Compute: one invocation when no shader cost is known.
+DEFAULT_INVOCATION_CYCLES = 50.0
+# Indirect draws/dispatches whose parameters the driver cannot read at submit time:
+# sizes assumed (marked "estimated" in the trace).
+INDIRECT_DRAW_VERTICES = 3 * 1024
+INDIRECT_DISPATCH_GROUPS = 64
+# External memory bandwidth in bytes per ns (LPDDR5 class phone memory, ~32 GB/s usable).
+MEMORY_BYTES_PER_NS = 32.0
+# Copy engine efficiency: transfers read and write, so each byte moves twice.
+TRANSFER_TRAFFIC_PER_BYTE = 2.0
+# A vertex's shaded output written to and read back from memory (position + 3 vec4 varyings).
+VARYING_BYTES_PER_VERTEX = 64
+
+
+@dataclass(frozen=True)
+class Phase:
+    stage: str        # stage name in the trace (binning, main, compute, copy buffer, ...)
+    queue: str        # non-fragment, fragment or transfer
+    duration_ns: int
+
+
+def _ns(profile: GpuProfile, cycles: float) -> int:
+    return max(1, math.ceil(cycles * 1000.0 / profile.clock_mhz))
+
+
+def _mem_ns(nbytes: float) -> int:
+    return math.ceil(nbytes / MEMORY_BYTES_PER_NS)
+
+
+def render_pass(profile: GpuProfile, *, width: int, height: int, layers: int, draws: int, vertices: int,
+                primitives: int, load_bytes: int, store_bytes: int,
+                vertex_cycles: float | None = None, fragment_cycles: float | None = None) -> tuple[Phase, Phase]:
+    """Binning (non-fragment queue) and main (fragment queue) phases of one render pass."""
+    cores = profile.shader_cores
+    v_cycles = vertex_cycles if vertex_cycles is not None else DEFAULT_VERTEX_CYCLES
+    shading = vertices * v_cycles / cores
+    tiling = primitives * TILER_CYCLES_PER_PRIMITIVE
+    binning = _ns(profile, JOB_SETUP_CYCLES + max(shading, tiling)) + _mem_ns(vertices * VARYING_BYTES_PER_VERTEX)
+
+    area = width * height * max(1, layers)
+    tiles = math.ceil(width / TILE_SIZE) * math.ceil(height / TILE_SIZE) * max(1, layers)
+    fragments = area * draws * DRAW_COVERAGE
+    f_cycles = fragment_cycles if fragment_cycles is not None else DEFAULT_FRAGMENT_CYCLES
+    shader_bound = fragments * f_cycles / cores
+    pixel_bound = fragments / (profile.pixel_rate * cores)
+    tile_cycles = tiles * TILE_CYCLES / cores
+    main = (_ns(profile, JOB_SETUP_CYCLES + max(shader_bound, pixel_bound) + tile_cycles)
+            + _mem_ns(load_bytes + store_bytes))
+    return Phase("binning", "non-fragment", binning), Phase("main", "fragment", main)
+
+
+def dispatch(profile: GpuProfile, invocations: int, invocation_cycles: float | None = None) -> Phase:
+    cycles = invocation_cycles if invocation_cycles is not None else DEFAULT_INVOCATION_CYCLES
+    return Phase("compute", "non-fragment", _ns(profile, JOB_SETUP_CYCLES + invocations * cycles / profile.shader_cores))
+
+
+def trace_rays(profile: GpuProfile, rays: int, ray_cycles: float | None = None) -> Phase:
+    cycles = ray_cycles if ray_cycles is not None else DEFAULT_INVOCATION_CYCLES
+    return Phase("trace_rays", "non-fragment", _ns(profile, JOB_SETUP_CYCLES + rays * cycles / profile.shader_cores))
+
+
+def transfer(profile: GpuProfile, stage: str, nbytes: int) -> Phase:
+    return Phase(stage, "transfer", _ns(profile, JOB_SETUP_CYCLES) + _mem_ns(nbytes * TRANSFER_TRAFFIC_PER_BYTE))

@@ -1,0 +1,110 @@
+"""The driver's Perfetto output: GPU render-stage events in `gpu.perfetto-trace`.
+
+One packet sequence per process, laid out as docs/formats.md says: a first
+packet with the clock snapshot and the interned queue/stage specifications
+and graphics context, then one packet per workload phase. Packets are
+buffered and appended at each flush (every queue submit), so the file is a
+valid trace at all times. Thread-safe: the timeline calls it under its lock.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+from tessera.schemas import perfetto as pf
+
+QUEUES = {"non-fragment": 1, "fragment": 2, "transfer": 3}
+_GRAPHICS, _COMPUTE, _OTHER = (pf.pb.InternedGpuRenderStageSpecification.GRAPHICS,
+                               pf.pb.InternedGpuRenderStageSpecification.COMPUTE,
+                               pf.pb.InternedGpuRenderStageSpecification.OTHER)
+STAGES = {name: (10 + i, category) for i, (name, category) in enumerate([
+    ("binning", _GRAPHICS), ("main", _GRAPHICS), ("compute", _COMPUTE), ("trace_rays", _COMPUTE),
+    ("fill buffer", _OTHER), ("update buffer", _OTHER), ("copy buffer", _OTHER), ("clear image", _OTHER),
+    ("copy image", _OTHER), ("blit image", _OTHER), ("resolve image", _OTHER),
+    ("copy buffer to image", _OTHER), ("copy image to buffer", _OTHER), ("tensor copy", _OTHER),
+])}
+GRAPHICS_CONTEXT_IID = 1
+TAG_LABEL = re.compile(r"t\d+")
+SEQUENCE_BASE = 0x7E550000   # sequence id = base + pid (unique per process in one file)
+
+
+def boottime_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+
+
+def innermost_tag(stack: list[str]) -> str | None:
+    return next((name for name in reversed(stack) if TAG_LABEL.fullmatch(name)), None)
+
+
+class GpuTrace:
+    def __init__(self, session_dir: Path) -> None:
+        session_dir.mkdir(parents=True, exist_ok=True)
+        self.path = session_dir / "gpu.perfetto-trace"
+        self.pid = os.getpid()
+        self.sequence = (SEQUENCE_BASE + self.pid) & 0xFFFFFFFF
+        self._writer = pf.PacketWriter(self.path)
+        self._next_event = 1
+        self._started = False
+
+    def _start(self) -> None:
+        p = pf.TracePacket()
+        p.timestamp = boottime_ns()
+        p.trusted_packet_sequence_id = self.sequence
+        p.sequence_flags = pf.SEQ_INCREMENTAL_STATE_CLEARED
+        p.first_packet_on_sequence = True
+        snap = p.clock_snapshot
+        snap.primary_trace_clock = pf.CLOCK_BOOTTIME
+        for clock_id, clock in ((pf.CLOCK_BOOTTIME, time.CLOCK_BOOTTIME),
+                                (pf.CLOCK_MONOTONIC_RAW, time.CLOCK_MONOTONIC_RAW),
+                                (pf.CLOCK_MONOTONIC, time.CLOCK_MONOTONIC),
+                                (pf.CLOCK_REALTIME, time.CLOCK_REALTIME)):
+            snap.clocks.add(clock_id=clock_id, timestamp=time.clock_gettime_ns(clock))
+        interned = p.interned_data
+        for name, iid in QUEUES.items():
+            interned.gpu_specifications.add(iid=iid, name=name, description=f"Mali {name} hardware queue")
+        for name, (iid, category) in STAGES.items():
+            interned.gpu_specifications.add(iid=iid, name=name, category=category)
+        ctx = interned.graphics_contexts.add(iid=GRAPHICS_CONTEXT_IID, pid=self.pid)
+        ctx.api = pf.pb.InternedGraphicsContext.VULKAN
+        self._writer.write(p)
+        self._started = True
+
+    def event(self, *, start_ns: int, duration_ns: int, queue: str, stage: str, gpu_id: int, submission_id: int,
+              command_buffer: int, labels: list[str], extra: dict[str, object],
+              render_pass: tuple[int, int] | None = None) -> int:
+        """Append one render-stage event; returns its event_id."""
+        if not self._started:
+            self._start()
+        p = pf.TracePacket()
+        p.timestamp = start_ns
+        p.trusted_packet_sequence_id = self.sequence
+        p.sequence_flags = pf.SEQ_NEEDS_INCREMENTAL_STATE
+        e = p.gpu_render_stage_event
+        e.event_id = self._next_event
+        self._next_event += 1
+        e.duration = duration_ns
+        e.hw_queue_iid = QUEUES[queue]
+        e.stage_iid = STAGES[stage][0]
+        e.gpu_id = gpu_id
+        e.context = GRAPHICS_CONTEXT_IID
+        e.submission_id = submission_id
+        e.command_buffer_handle = command_buffer
+        if render_pass is not None:
+            e.render_pass_handle, e.render_pass_instance_id = render_pass
+        tag = innermost_tag(labels)
+        if tag is not None:
+            e.extra_data.add(name=pf.LABELS_KEY, value=tag)
+        if labels:
+            e.extra_data.add(name=pf.LABEL_STACK_KEY, value=" / ".join(labels))
+        for name, value in extra.items():
+            e.extra_data.add(name=name, value=str(value))
+        self._writer.write(p)
+        return e.event_id
+
+    def flush(self) -> None:
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
