@@ -1,63 +1,82 @@
-"""Debug labels and markers, recorded per command buffer and per queue.
+"""Debug labels and markers: consumed by the driver, as Mali's driver does.
 
 VK_EXT_debug_utils command-buffer and queue labels and VK_EXT_debug_marker
-markers are recorded here whether or not the backend has them (the layer's
-`t<tagID>` labels arrive this way), then forwarded when it does. The
-recorded label operations feed the emulated timeline.
+markers are recorded into the shadow recording (command buffers) or the
+queue's label stack, where the emulated timeline reads them; they are not
+passed to the backend, which needs none of them (and lavapipe crashes on
+labels that open in one command buffer and close in another, which Vulkan
+allows and the layer's split render-pass tags rely on). Object names are
+recorded and forwarded when the backend has the command.
 """
 from __future__ import annotations
 
 from tessera.vkapi import structs
+from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
+from .objects import CommandBuffer, Device, Queue
 
 
 def register(drv: Driver) -> None:
-    ffi, hooks = drv.ffi, drv.hooks
+    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
 
-    def name_of(p) -> str:
-        return structs.string(ffi, p)
+    def record(commandBuffer, op: str, name_ptr=None) -> None:
+        name = structs.string(ffi, name_ptr) if name_ptr is not None else None
+        objects.get(commandBuffer, CommandBuffer).ops.append((op, name))
 
-    @hooks.before("vkCmdBeginDebugUtilsLabelEXT")
-    def cmd_begin_label(cb, commandBuffer, pLabelInfo):
-        cb.ops.append(("begin", name_of(pLabelInfo.pLabelName)))
+    @hooks.replace("vkCmdBeginDebugUtilsLabelEXT")
+    def cmd_begin_label(commandBuffer, pLabelInfo):
+        record(commandBuffer, "begin", pLabelInfo.pLabelName)
 
-    @hooks.before("vkCmdEndDebugUtilsLabelEXT")
-    def cmd_end_label(cb, commandBuffer):
-        cb.ops.append(("end", None))
+    @hooks.replace("vkCmdEndDebugUtilsLabelEXT")
+    def cmd_end_label(commandBuffer):
+        record(commandBuffer, "end")
 
-    @hooks.before("vkCmdInsertDebugUtilsLabelEXT")
-    def cmd_insert_label(cb, commandBuffer, pLabelInfo):
-        cb.ops.append(("insert", name_of(pLabelInfo.pLabelName)))
+    @hooks.replace("vkCmdInsertDebugUtilsLabelEXT")
+    def cmd_insert_label(commandBuffer, pLabelInfo):
+        record(commandBuffer, "insert", pLabelInfo.pLabelName)
 
-    @hooks.before("vkCmdDebugMarkerBeginEXT")
-    def marker_begin(cb, commandBuffer, pMarkerInfo):
-        cb.ops.append(("begin", name_of(pMarkerInfo.pMarkerName)))
+    @hooks.replace("vkCmdDebugMarkerBeginEXT")
+    def marker_begin(commandBuffer, pMarkerInfo):
+        record(commandBuffer, "begin", pMarkerInfo.pMarkerName)
 
-    @hooks.before("vkCmdDebugMarkerEndEXT")
-    def marker_end(cb, commandBuffer):
-        cb.ops.append(("end", None))
+    @hooks.replace("vkCmdDebugMarkerEndEXT")
+    def marker_end(commandBuffer):
+        record(commandBuffer, "end")
 
-    @hooks.before("vkCmdDebugMarkerInsertEXT")
-    def marker_insert(cb, commandBuffer, pMarkerInfo):
-        cb.ops.append(("insert", name_of(pMarkerInfo.pMarkerName)))
+    @hooks.replace("vkCmdDebugMarkerInsertEXT")
+    def marker_insert(commandBuffer, pMarkerInfo):
+        record(commandBuffer, "insert", pMarkerInfo.pMarkerName)
 
-    @hooks.before("vkQueueBeginDebugUtilsLabelEXT")
-    def queue_begin_label(queue, vkqueue, pLabelInfo):
-        queue.labels.append(name_of(pLabelInfo.pLabelName))
+    @hooks.replace("vkQueueBeginDebugUtilsLabelEXT")
+    def queue_begin_label(queue, pLabelInfo):
+        objects.get(queue, Queue).labels.append(structs.string(ffi, pLabelInfo.pLabelName))
 
-    @hooks.before("vkQueueEndDebugUtilsLabelEXT")
-    def queue_end_label(queue, vkqueue):
-        if queue.labels:  # a pop without a push is tolerated
-            queue.labels.pop()
+    @hooks.replace("vkQueueEndDebugUtilsLabelEXT")
+    def queue_end_label(queue):
+        labels = objects.get(queue, Queue).labels
+        if labels:  # a pop without a push is tolerated
+            labels.pop()
 
-    hooks.forward("vkQueueInsertDebugUtilsLabelEXT")  # a point label: nothing stays open
+    @hooks.replace("vkQueueInsertDebugUtilsLabelEXT")
+    def queue_insert_label(queue, pLabelInfo):
+        objects.get(queue, Queue)  # a point label: nothing stays open
 
-    @hooks.before("vkSetDebugUtilsObjectNameEXT")
-    def set_object_name(dev, device, pNameInfo):
-        dev.object_names[int(pNameInfo.objectHandle)] = name_of(pNameInfo.pObjectName)
+    @hooks.replace("vkSetDebugUtilsObjectNameEXT")
+    def set_object_name(device, pNameInfo):
+        dev = objects.get(device, Device)
+        dev.object_names[int(pNameInfo.objectHandle)] = structs.string(ffi, pNameInfo.pObjectName)
+        forward = dev.next.vkSetDebugUtilsObjectNameEXT
+        return forward(device, pNameInfo) if forward is not None else vk.VK_SUCCESS
 
-    @hooks.before("vkDebugMarkerSetObjectNameEXT")
-    def marker_object_name(dev, device, pNameInfo):
-        dev.object_names[int(pNameInfo.object)] = name_of(pNameInfo.pObjectName)
-    hooks.forward("vkDebugMarkerSetObjectTagEXT")  # binary tags: nothing here reads them
+    @hooks.replace("vkDebugMarkerSetObjectNameEXT")
+    def marker_object_name(device, pNameInfo):
+        dev = objects.get(device, Device)
+        dev.object_names[int(pNameInfo.object)] = structs.string(ffi, pNameInfo.pObjectName)
+        forward = dev.next.vkDebugMarkerSetObjectNameEXT
+        return forward(device, pNameInfo) if forward is not None else vk.VK_SUCCESS
+
+    @hooks.replace("vkDebugMarkerSetObjectTagEXT")
+    def marker_object_tag(device, pTagInfo):
+        forward = objects.get(device, Device).next.vkDebugMarkerSetObjectTagEXT
+        return forward(device, pTagInfo) if forward is not None else vk.VK_SUCCESS

@@ -45,12 +45,18 @@ class MessageType(enum.IntEnum):
 
 
 class FrameError(Exception):
-    """A stream that cannot be decoded at `offset`; `fatal` when the stream cannot resynchronize."""
+    """A stream that cannot be decoded at `offset`; `fatal` when the stream cannot resynchronize.
+
+    `frames`: when raised by `FrameDecoder.feed`, the complete frames that
+    call decoded before the error (so a receiver loses none of them).
+    """
 
     def __init__(self, offset: int, message: str, fatal: bool) -> None:
         super().__init__(f"at byte {offset}: {message}")
         self.offset = offset
+        self.message = message
         self.fatal = fatal
+        self.frames: list[Frame] = []
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,7 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[Frame]:
         if self.failed:
+            self.failed.frames = []  # delivered with the first raise
             raise self.failed
         self._buf += data
         frames = []
@@ -135,6 +142,7 @@ class FrameDecoder:
                 self._consume(pos)
                 self.failed = FrameError(self._offset, f"{_name(t)} frame declares {length} bytes of JSON, "
                                          f"above the limit of {self.max_json}", fatal=True)
+                self.failed.frames = frames
                 raise self.failed
             end = pos + shape.size + length
             if len(buf) < end:
