@@ -14,7 +14,9 @@ from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_comman
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.vkconst import vk
 
-from . import command_buffer, device, instance, labels, pipelines, recording, resource_hooks, submit
+from tessera.vkapi import pipelines, resource_hooks
+
+from . import command_buffer, device, instance, labels, recording, shader_costs, submit
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
@@ -35,8 +37,10 @@ def install(ffi, lib) -> None:
     errors = HookErrors(log)
     drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile)
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session())
-    for module in (instance, device, command_buffer, labels, resource_hooks, pipelines, recording, submit):
+    for module in (instance, device, command_buffer, labels, recording, submit):
         module.register(drv)
+    resource_hooks.register(drv.hooks, ffi)
+    pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))
     drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS)
 
     def negotiate_version(pVersion):

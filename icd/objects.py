@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 from tessera.vkapi.dispatch import DispatchTable
 
-from .resources import Resources
+from tessera.vkapi.resources import Resources
 
 
 class IcdError(Exception):

@@ -18,29 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tessera.vkapi.render_passes import describe_begin, describe_rendering
+from tessera.vkapi.resources import (blit_pixels, buffer_image_pixels, fill_bytes, image_bytes, image_copy_pixels,
+                                     subresource_pixels)
 from tessera.vkapi.vkconst import vk
 
 from . import timing
 from .driver import Driver
 from .objects import CommandBuffer
-from .resources import format_name, texel_bytes
-
-
-@dataclass
-class PassInfo:
-    command: str
-    handle: int                  # VkRenderPass, 0 for dynamic rendering
-    width: int
-    height: int
-    layers: int
-    subpasses: int
-    attachments: list[dict]      # aspect, format, samples, load_op, store_op, resolve
-    load_bytes: int
-    store_bytes: int
-    dynamic: bool
-    resuming: bool = False
-    suspending: bool = False
-    waits_after: bool = False    # external subpass dependency: later work waits for this pass
 
 
 @dataclass
@@ -64,12 +49,6 @@ class Work:
     estimated: bool = False
 
 
-_OP_NAMES = {v: k.removeprefix("VK_ATTACHMENT_LOAD_OP_").lower() for k, v in vars(vk).items()
-             if k.startswith("VK_ATTACHMENT_LOAD_OP_") and not k.endswith(("_EXT", "_KHR"))}
-_STORE_NAMES = {v: k.removeprefix("VK_ATTACHMENT_STORE_OP_").lower() for k, v in vars(vk).items()
-                if k.startswith("VK_ATTACHMENT_STORE_OP_") and not k.endswith(("_EXT", "_KHR", "_QCOM"))}
-
-
 def _primitives(vertices: int) -> int:
     return vertices // 3   # triangle lists; strips and fans shade about as many vertices
 
@@ -82,35 +61,11 @@ def register(drv: Driver) -> None:
         cb.ops.append((op, value))
 
     # ---- render passes -------------------------------------------------
-    def attachment(aspect: str, fmt: int, samples: int, load: int, store: int, resolve: bool,
-                   area: int, layers: int) -> tuple[dict, int, int]:
-        size = int(area * layers * texel_bytes(fmt) * max(1, samples))
-        info = {"aspect": aspect, "format": format_name(fmt), "samples": samples,
-                "load_op": _OP_NAMES.get(load, str(load)), "store_op": _STORE_NAMES.get(store, str(store)),
-                "resolve": resolve}
-        return info, size if load == vk.VK_ATTACHMENT_LOAD_OP_LOAD else 0, \
-            size if store == vk.VK_ATTACHMENT_STORE_OP_STORE else 0
-
     def begin_render_pass(cb, begin, command: str):
-        rp = res(cb).render_passes.get(int(begin.renderPass))
-        fb = res(cb).framebuffers.get(int(begin.framebuffer))
-        ext = begin.renderArea.extent
-        layers = fb.layers if fb else 1
-        atts, load, store = [], 0, 0
-        if rp is not None:
-            for i, a in enumerate(rp.attachments):
-                fmt = a.format
-                is_ds = "D" in format_name(fmt).split("_")[0] or format_name(fmt).startswith("S8")
-                aspect = "resolve" if i in rp.resolves else ("depth_stencil" if is_ds else "color")
-                info, lb, sb = attachment(aspect, fmt, a.samples, a.load_op, a.store_op, i in rp.resolves,
-                                          ext.width * ext.height, layers)
-                atts.append(info)
-                load, store = load + lb, store + sb
-        if rp is not None and rp.waits_before:
+        info = describe_begin(res(cb), begin, command)
+        if info.waits_before:
             add(cb, "barrier")   # spec 8.1: a dependency from VK_SUBPASS_EXTERNAL orders earlier work first
-        add(cb, "pass_begin", PassInfo(command, int(begin.renderPass), ext.width, ext.height, layers,
-                                       rp.subpasses if rp else 1, atts, load, store, dynamic=False,
-                                       waits_after=bool(rp and rp.waits_after)))
+        add(cb, "pass_begin", info)
 
     def end_render_pass(cb) -> None:
         begin = next((v for op, v in reversed(cb.ops) if op == "pass_begin"), None)
@@ -144,38 +99,7 @@ def register(drv: Driver) -> None:
 
     @hooks.before("vkCmdBeginRendering")
     def cmd_begin_rendering(cb, commandBuffer, info):
-        ext = info.renderArea.extent
-        area, layers = ext.width * ext.height, max(1, info.layerCount)
-        atts, load, store = [], 0, 0
-
-        def view_format(view) -> tuple[int, int]:
-            v = res(cb).views.get(int(view))
-            img = res(cb).images.get(v.image) if v else None
-            return (v.format if v else vk.VK_FORMAT_UNDEFINED), (img.samples if img else 1)
-
-        def one(aspect: str, a) -> None:
-            nonlocal load, store
-            if a == ffi.NULL or not int(a.imageView):
-                return
-            fmt, samples = view_format(a.imageView)
-            entry, lb, sb = attachment(aspect, fmt, samples, a.loadOp, a.storeOp, False, area, layers)
-            atts.append(entry)
-            load, store = load + lb, store + sb
-            if a.resolveMode and int(a.resolveImageView):
-                rfmt, _ = view_format(a.resolveImageView)
-                entry, _, sb = attachment("resolve", rfmt, 1, vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-                                          vk.VK_ATTACHMENT_STORE_OP_STORE, True, area, layers)
-                atts.append(entry)
-                store += sb
-
-        for i in range(info.colorAttachmentCount):
-            one("color", info.pColorAttachments + i)
-        one("depth", info.pDepthAttachment)
-        one("stencil", info.pStencilAttachment)
-        flags = info.flags
-        add(cb, "pass_begin", PassInfo("vkCmdBeginRendering", 0, ext.width, ext.height, layers, 1, atts, load, store,
-                                       dynamic=True, resuming=bool(flags & vk.VK_RENDERING_RESUMING_BIT),
-                                       suspending=bool(flags & vk.VK_RENDERING_SUSPENDING_BIT)))
+        add(cb, "pass_begin", describe_rendering(ffi, res(cb), info))
 
     @hooks.before("vkCmdEndRendering")
     def cmd_end_rendering(cb, commandBuffer):
@@ -263,15 +187,12 @@ def register(drv: Driver) -> None:
         add(cb, "work", Work("transfer", stage, command, {"bytes": nbytes, **info}, nbytes=nbytes))
 
     def image_transfer(cb, stage: str, command: str, image: int, pixels: int, regions: int) -> None:
-        img = res(cb).images.get(int(image))
-        nbytes = int(pixels * texel_bytes(img.format) * img.samples) if img else 0
+        nbytes = image_bytes(res(cb).images.get(int(image)), pixels)
         transfer(cb, stage, command, nbytes, pixels=pixels, regions=regions)
 
     @hooks.before("vkCmdFillBuffer")
     def cmd_fill_buffer(cb, commandBuffer, buffer, offset, size, data):
-        if size == vk.VK_WHOLE_SIZE:
-            size = (res(cb).buffers.get(int(buffer), offset) - offset) & ~3
-        transfer(cb, "fill buffer", "vkCmdFillBuffer", size)
+        transfer(cb, "fill buffer", "vkCmdFillBuffer", fill_bytes(size, offset, res(cb).buffers.get(int(buffer))))
 
     @hooks.before("vkCmdUpdateBuffer")
     def cmd_update_buffer(cb, commandBuffer, buffer, offset, dataSize, pData):
@@ -288,16 +209,7 @@ def register(drv: Driver) -> None:
 
     def clear_pixels(cb, image, count, pRanges) -> int:
         img = res(cb).images.get(int(image))
-        if img is None:
-            return 0
-        total = 0
-        for i in range(count):
-            r = pRanges[i]
-            levels = img.mips - r.baseMipLevel if r.levelCount == vk.VK_REMAINING_MIP_LEVELS else r.levelCount
-            layers = img.layers - r.baseArrayLayer if r.layerCount == vk.VK_REMAINING_ARRAY_LAYERS else r.layerCount
-            for m in range(r.baseMipLevel, r.baseMipLevel + levels):
-                total += max(1, img.width >> m) * max(1, img.height >> m) * max(1, img.depth >> m) * layers
-        return total
+        return sum(subresource_pixels(img, pRanges[i]) for i in range(count)) if img else 0
 
     @hooks.before("vkCmdClearColorImage")
     def cmd_clear_color(cb, commandBuffer, image, layout, pColor, count, pRanges):
@@ -308,22 +220,8 @@ def register(drv: Driver) -> None:
         image_transfer(cb, "clear image", "vkCmdClearDepthStencilImage", image,
                        clear_pixels(cb, image, count, pRanges), count)
 
-    def extent_pixels(e, layers: int) -> int:
-        return e.width * e.height * e.depth * layers
-
-    def copy_regions(regions, count, extent_of) -> int:
-        return sum(extent_of(regions[i]) for i in range(count))
-
-    def image_copy_pixels(r) -> int:
-        return extent_pixels(r.extent, r.srcSubresource.layerCount)
-
-    def buffer_image_pixels(r) -> int:
-        e = r.imageExtent
-        return extent_pixels(e, r.imageSubresource.layerCount)
-
-    def blit_pixels(r) -> int:
-        a, b = r.dstOffsets[0], r.dstOffsets[1]
-        return abs(b.x - a.x) * abs(b.y - a.y) * max(1, abs(b.z - a.z)) * r.dstSubresource.layerCount
+    def copy_regions(regions, count, pixels_of) -> int:
+        return sum(pixels_of(regions[i]) for i in range(count))
 
     @hooks.before("vkCmdCopyImage")
     def cmd_copy_image(cb, commandBuffer, src, srcLayout, dst, dstLayout, count, pRegions):

@@ -7,6 +7,8 @@ the backend driver: the ICD's GetProcAddr returns the backend's own pointer.
 from __future__ import annotations
 
 from tessera.vkapi import paths, registry
+from tessera.vkapi.pipelines import PIPELINE_HOOKS
+from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.shim import ShimSpec
 
 from .recording import RECORDING_HOOKS
@@ -31,13 +33,8 @@ LABEL_HOOKS = (
     "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
     "vkDebugMarkerSetObjectNameEXT", "vkDebugMarkerSetObjectTagEXT", "vkSetDebugUtilsObjectNameEXT",
 )
-RESOURCE_HOOKS = (
-    "vkCreateBuffer", "vkDestroyBuffer", "vkCreateImage", "vkDestroyImage", "vkCreateImageView",
-    "vkDestroyImageView", "vkCreateFramebuffer", "vkDestroyFramebuffer", "vkCreateRenderPass",
-    "vkCreateRenderPass2", "vkDestroyRenderPass", "vkCreateShaderModule", "vkDestroyShaderModule",
-    "vkCreateComputePipelines", "vkCreateGraphicsPipelines", "vkDestroyPipeline",
-)
-HOOKS = INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS + RESOURCE_HOOKS + RECORDING_HOOKS + SUBMIT_HOOKS
+HOOKS = (INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS + RESOURCE_HOOKS + PIPELINE_HOOKS + RECORDING_HOOKS
+         + SUBMIT_HOOKS)
 CALLS = ()
 
 C_GLUE = r"""

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from . import timing
 from .objects import CommandBuffer, Queue
-from .recording import Draw, PassInfo, Work
+from tessera.vkapi.render_passes import PassInfo
+
+from .recording import Draw, Work
 from .scheduler import EmulatedGpu, QueueOrder
 from .trace import GpuTrace, boottime_ns
 

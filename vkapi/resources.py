@@ -1,16 +1,17 @@
-"""What the driver remembers about resources, to size workloads at submit:
+"""What the layer and the driver remember about resources, to size workloads:
 buffer sizes (VK_WHOLE_SIZE), images and views (pixels, bytes), framebuffers
 and render passes (attachments, load/store ops), shader modules and
-pipelines (work-group size, shader costs).
+pipelines (work-group size, shader costs), and the size arithmetic of
+transfer commands.
 
-Keyed by non-dispatchable handle value; owned by the Device; written by
-create/destroy hooks, read by recording hooks.
+Keyed by non-dispatchable handle value; owned by a device object; written by
+create/destroy hooks (resource_hooks.py), read by recording hooks.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tessera.vkapi.vkconst import vk
+from .vkconst import vk
 
 
 @dataclass(frozen=True)
@@ -88,3 +89,42 @@ def texel_bytes(fmt: int) -> float:
 def format_name(fmt: int) -> str:
     entry = vk.FORMATS.get(fmt)
     return entry[0] if entry else f"format {fmt}"
+
+
+# ---- sizes of transfer commands ------------------------------------------------
+
+def fill_bytes(size: int, offset: int, buffer_size: int | None) -> int:
+    """vkCmdFillBuffer: VK_WHOLE_SIZE fills to the end, rounded down to 4 bytes (spec 20.3)."""
+    if size != vk.VK_WHOLE_SIZE:
+        return size
+    return max(0, (buffer_size if buffer_size is not None else offset) - offset) & ~3
+
+
+def subresource_pixels(img: Image, r) -> int:
+    """Texels of a VkImageSubresourceRange (all mips and layers it names)."""
+    levels = img.mips - r.baseMipLevel if r.levelCount == vk.VK_REMAINING_MIP_LEVELS else r.levelCount
+    layers = img.layers - r.baseArrayLayer if r.layerCount == vk.VK_REMAINING_ARRAY_LAYERS else r.layerCount
+    return sum(max(1, img.width >> m) * max(1, img.height >> m) * max(1, img.depth >> m) * layers
+               for m in range(r.baseMipLevel, r.baseMipLevel + levels))
+
+
+def image_copy_pixels(r) -> int:
+    """VkImageCopy / VkImageResolve (and their 2 variants)."""
+    e = r.extent
+    return e.width * e.height * e.depth * r.srcSubresource.layerCount
+
+
+def buffer_image_pixels(r) -> int:
+    """VkBufferImageCopy (and 2)."""
+    e = r.imageExtent
+    return e.width * e.height * e.depth * r.imageSubresource.layerCount
+
+
+def blit_pixels(r) -> int:
+    """VkImageBlit (and 2): texels written to the destination."""
+    a, b = r.dstOffsets[0], r.dstOffsets[1]
+    return abs(b.x - a.x) * abs(b.y - a.y) * max(1, abs(b.z - a.z)) * r.dstSubresource.layerCount
+
+
+def image_bytes(img: Image | None, pixels: int) -> int:
+    return int(pixels * texel_bytes(img.format) * img.samples) if img else 0

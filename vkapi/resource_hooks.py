@@ -1,14 +1,21 @@
-"""Create/destroy hooks that remember resource properties (see resources.py)."""
+"""Create/destroy hooks that remember resource properties (see resources.py).
+
+Shared by the layer and the driver: the observer's owner (their device
+object) must have a `res` attribute holding a `Resources`.
+"""
 from __future__ import annotations
 
-from tessera.vkapi.vkconst import vk
-
-from .driver import Driver
 from .resources import Attachment, Framebuffer, Image, ImageView, RenderPass
+from .vkconst import vk
+
+RESOURCE_HOOKS = (
+    "vkCreateBuffer", "vkDestroyBuffer", "vkCreateImage", "vkDestroyImage", "vkCreateImageView",
+    "vkDestroyImageView", "vkCreateFramebuffer", "vkDestroyFramebuffer", "vkCreateRenderPass",
+    "vkCreateRenderPass2", "vkDestroyRenderPass",
+)
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks = drv.ffi, drv.hooks
+def register(hooks, ffi) -> None:
 
     def ok(result) -> bool:
         return result == vk.VK_SUCCESS

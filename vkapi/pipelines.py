@@ -1,18 +1,27 @@
-"""Shader modules and pipelines: what a bound pipeline tells the timeline.
+"""Shader modules and pipelines: what a bound pipeline tells about its work.
 
-At pipeline creation the driver keeps, per pipeline, the compute work-group
-size (from the SPIR-V, specialization applied) and per-stage shader costs
-(shader_costs.py). SPIR-V is kept per shader module until it is destroyed.
+At pipeline creation, per pipeline: the compute work-group size (from the
+SPIR-V, specialization applied) and, when the caller supplies a cost
+function, per-stage shader costs. SPIR-V is kept per shader module until it
+is destroyed. Shared by the layer and the driver (the owner of an observer
+must have `res`). vkapi imports the SPIR-V toolkit here, which sits beside
+it in the import order and never imports vkapi.
 """
 from __future__ import annotations
 
-from tessera.spirv import SpirvError, spec_values_from_map, workgroup_size
-from tessera.vkapi import structs
-from tessera.vkapi.vkconst import vk
+import logging
+from collections.abc import Callable
 
-from . import shader_costs
-from .driver import Driver
+from tessera.spirv import SpirvError, spec_values_from_map, workgroup_size
+
+from . import structs
 from .resources import Pipeline
+from .vkconst import vk
+
+PIPELINE_HOOKS = ("vkCreateShaderModule", "vkDestroyShaderModule", "vkCreateComputePipelines",
+                  "vkCreateGraphicsPipelines", "vkDestroyPipeline")
+# (stage name, SPIR-V or None, entry point, specialization values) per stage -> stage name -> cycles
+CostFunction = Callable[[list[tuple[str, bytes | None, str, dict | None]]], dict[str, float]]
 
 STAGE_NAMES = {
     vk.VK_SHADER_STAGE_VERTEX_BIT: "vertex",
@@ -29,9 +38,8 @@ def _spec_values(ffi, info) -> dict[int, bytes] | None:
     return spec_values_from_map(entries, bytes(ffi.buffer(info.pData, info.dataSize)))
 
 
-def _stage_code(drv: Driver, dev, stage) -> bytes | None:
+def _stage_code(ffi, dev, stage) -> bytes | None:
     """SPIR-V of a pipeline stage: its module, or a VkShaderModuleCreateInfo in its pNext."""
-    ffi = drv.ffi
     if int(stage.module):
         return dev.res.shaders.get(int(stage.module))
     inline = structs.find(ffi, stage.pNext, vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -39,8 +47,8 @@ def _stage_code(drv: Driver, dev, stage) -> bytes | None:
     return bytes(ffi.buffer(inline.pCode, inline.codeSize)) if inline is not None else None
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, log = drv.ffi, drv.hooks, drv.hooks.errors.log
+def register(hooks, ffi, costs: CostFunction | None = None, log: logging.Logger | None = None) -> None:
+    log = log or hooks.errors.log
 
     @hooks.after("vkCreateShaderModule")
     def after_create_shader(dev, result, device, ci, pAllocator, pModule):
@@ -53,7 +61,7 @@ def register(drv: Driver) -> None:
 
     def stage_info(dev, stage) -> tuple[str, bytes | None, str, dict | None]:
         name = STAGE_NAMES.get(stage.stage, f"stage 0x{stage.stage:x}")
-        return name, _stage_code(drv, dev, stage), structs.string(ffi, stage.pName), _spec_values(ffi, stage.pSpecializationInfo)
+        return name, _stage_code(ffi, dev, stage), structs.string(ffi, stage.pName), _spec_values(ffi, stage.pSpecializationInfo)
 
     @hooks.after("vkCreateComputePipelines")
     def after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
@@ -68,8 +76,8 @@ def register(drv: Driver) -> None:
                     size = workgroup_size(code, entry, spec)
                 except SpirvError as e:
                     log.info("compute pipeline %#x: work-group size unknown (%s)", handle, e)
-            costs = shader_costs.of_stages(drv.profile.key, [(name, code, entry, spec)], log)
-            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_COMPUTE, size, costs)
+            cycles = costs([(name, code, entry, spec)]) if costs else {}
+            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_COMPUTE, size, cycles)
 
     @hooks.after("vkCreateGraphicsPipelines")
     def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
@@ -79,8 +87,8 @@ def register(drv: Driver) -> None:
                 continue
             info = pInfos[i]
             stages = [stage_info(dev, info.pStages[s]) for s in range(info.stageCount)]
-            costs = shader_costs.of_stages(drv.profile.key, stages, log)
-            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_GRAPHICS, None, costs)
+            cycles = costs(stages) if costs else {}
+            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_GRAPHICS, None, cycles)
 
     @hooks.before("vkDestroyPipeline")
     def before_destroy_pipeline(dev, device, pipeline, pAllocator):
