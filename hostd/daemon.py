@@ -1,0 +1,224 @@
+"""The daemon's transport: asyncio listener, one protocol object per connection, ordered shutdown.
+
+Role: sockets only. Bytes go straight to the connection's `Ingest`
+(ingest.py), which logs, decodes and checks them; this module decides only
+when a transport closes. All of it runs on one event-loop thread (the main
+thread for `tessera hostd`, a background thread for `EmbeddedDaemon`).
+
+Listening: a Unix socket made owner-only (bound under umask 0177, then
+chmod 0600; its folder created 0700 when hostd creates it; a stale socket
+left by a dead daemon is replaced, a live one is an error), or TCP on a
+loopback address (config.parse_address refuses others).
+
+Shutdown (`stop()`), in order: stop accepting; let open connections finish
+on their own until `drain_timeout` (or a second signal); close the rest
+(`Ingest.close` fsyncs and writes each record); remove the socket file.
+Everything waits on futures, nothing sleeps and polls.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+import signal
+import socket
+import stat
+
+from .config import Address, DaemonConfig
+from .ingest import Ingest
+
+LOG = logging.getLogger("tessera.hostd")
+
+
+class DaemonError(Exception):
+    """The daemon cannot start (address in use, bad folder…)."""
+
+
+class _Connection(asyncio.Protocol):
+    def __init__(self, daemon: "HostDaemon") -> None:
+        self.daemon = daemon
+        self.transport: asyncio.Transport | None = None
+        self.ingest: Ingest | None = None
+        self.done = daemon.loop.create_future()
+        self._eof = False
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unix"
+        try:
+            self.ingest = Ingest(self.daemon.cfg, peer_text)
+        except OSError as e:
+            LOG.error("hostd: cannot open a session folder in %s for a %s client: %s; refusing it",
+                      self.daemon.cfg.out, peer_text, e)
+            transport.abort()
+            return
+        self.daemon.connections.add(self)
+        LOG.info("hostd: %s connected", self.ingest.client)
+
+    def data_received(self, data: bytes) -> None:
+        if self.ingest is None or self.ingest.close_reason is not None:
+            return
+        try:
+            keep = self.ingest.feed(data)
+        except Exception as e:  # disk full, a bug: this connection ends, the daemon carries on
+            LOG.exception("hostd: client %s: internal error while ingesting (%s); closing it", self.ingest.client, e)
+            self.ingest.close_reason = f"internal error: {e}"
+            keep = False
+        if not keep:
+            self.transport.close()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        if self.ingest is not None and self.ingest.close_reason is None:
+            self.ingest.eof()
+        return False  # close our side too
+
+    def connection_lost(self, exc) -> None:
+        if self.ingest is not None:
+            how = "client closed" if self._eof else ("shutdown" if self.daemon.stopping else
+                                                     f"connection lost ({exc})" if exc else "closed")
+            try:
+                self.ingest.close(how)
+            except Exception as e:
+                LOG.exception("hostd: client %s: error while finishing: %s", self.ingest.client, e)
+        self.daemon.connections.discard(self)
+        if not self.done.done():
+            self.done.set_result(None)
+
+    def shut(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+
+class HostDaemon:
+    """Start with `await start()` (returns the bound address), end with `await stop()`."""
+
+    def __init__(self, cfg: DaemonConfig) -> None:
+        self.cfg = cfg
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.connections: set[_Connection] = set()
+        self.stopping = False
+        self.address: Address | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._hurry: asyncio.Event | None = None
+
+    async def start(self) -> Address:
+        self.loop = asyncio.get_running_loop()
+        self._hurry = asyncio.Event()
+        try:
+            self.cfg.out.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise DaemonError(f"cannot create the output folder {self.cfg.out}: {e}") from e
+        factory = lambda: _Connection(self)  # noqa: E731
+        listen = self.cfg.listen
+        if listen.kind == "unix":
+            sock = _unix_socket(listen)
+            self._server = await self.loop.create_unix_server(factory, sock=sock)
+            self.address = listen
+        else:
+            try:
+                self._server = await self.loop.create_server(factory, listen.host, listen.port, reuse_address=True)
+            except OSError as e:
+                raise DaemonError(f"cannot listen on {listen}: {e.strerror or e}") from e
+            port = self._server.sockets[0].getsockname()[1]
+            self.address = Address("tcp", host=listen.host, port=port)
+        LOG.info("hostd: listening on %s; sessions in %s", self.address, self.cfg.out)
+        return self.address
+
+    def hurry(self) -> None:
+        """Skip the rest of the drain (second SIGINT/SIGTERM)."""
+        if self._hurry is not None:
+            self._hurry.set()
+
+    async def stop(self) -> None:
+        if self.stopping:
+            return
+        self.stopping = True
+        if self._server is not None:
+            self._server.close()                       # 1. stop accepting
+        pending = [c.done for c in self.connections]
+        if pending:                                    # 2. let connections finish on their own
+            LOG.info("hostd: stopping; waiting up to %.0f s for %d connection(s) to finish",
+                     self.cfg.drain_timeout, len(pending))
+            drained = asyncio.ensure_future(asyncio.wait(pending, timeout=self.cfg.drain_timeout))
+            hurry = asyncio.ensure_future(self._hurry.wait())
+            await asyncio.wait([drained, hurry], return_when=asyncio.FIRST_COMPLETED)
+            drained.cancel()
+            hurry.cancel()
+        for c in list(self.connections):               # 3. close the rest; each finishes writing
+            c.shut()
+        if pending:
+            await asyncio.gather(*pending)
+        if self._server is not None:
+            await self._server.wait_closed()
+        if self.cfg.listen.kind == "unix":             # 4. remove the socket
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.cfg.listen.path)
+        LOG.info("hostd: stopped")
+
+
+def _unix_socket(address: Address) -> socket.socket:
+    path = address.path
+    parent = path.parent
+    if not parent.exists():
+        try:
+            parent.mkdir(mode=0o700, parents=True)
+        except OSError as e:
+            raise DaemonError(f"cannot create {parent}: {e}") from e
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise DaemonError(f"{path} exists and is not a socket; not replacing it")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(os.fspath(path))
+        except OSError as e:
+            if e.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+                raise DaemonError(f"cannot check {path}: {e}") from e
+            os.unlink(path)                             # stale: its daemon is gone
+        else:
+            raise DaemonError(f"another daemon is listening on {path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(os.fspath(path))
+    except OSError as e:
+        sock.close()
+        raise DaemonError(f"cannot listen on {address}: {e.strerror or e}") from e
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(cfg: DaemonConfig, ready=None) -> None:
+    """Run until SIGINT/SIGTERM (a second one skips the drain); `ready(address)` once listening."""
+    daemon = HostDaemon(cfg)
+    address = await daemon.start()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal(signame: str) -> None:
+        if stop.is_set():
+            LOG.warning("hostd: %s again: closing connections now", signame)
+            daemon.hurry()
+        else:
+            LOG.info("hostd: %s: shutting down", signame)
+            stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    try:
+        if ready is not None:
+            ready(address)
+        await stop.wait()
+        await daemon.stop()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)

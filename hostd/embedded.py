@@ -1,0 +1,102 @@
+"""A daemon inside another program (`tessera run`), on a private Unix socket.
+
+    with EmbeddedDaemon(session_dir) as hostd:
+        env["TESSERA_HOSTD"] = hostd.address
+        subprocess.call(app, env=env)
+    # here every connection has ended (or was closed after drain_timeout)
+    # and every log is fsynced and has its session.json
+    result = merge_session(session_dir)
+
+Threads: the daemon's event loop runs on one background thread, started
+in `__enter__` and joined in `__exit__`; the caller's thread only waits on
+threading events. The socket lives in a fresh 0700 folder from
+`tempfile.mkdtemp` (short path: Unix socket paths are limited to ~107 bytes),
+removed at exit.
+"""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from .config import DEFAULT_DRAIN_TIMEOUT, Address, DaemonConfig, Validation
+from .daemon import HostDaemon
+from tessera.schemas.frames import DEFAULT_MAX_JSON
+
+
+class EmbeddedDaemon:
+    def __init__(self, session_dir: Path, *, validate: Validation = Validation.WARN,
+                 max_frame: int = DEFAULT_MAX_JSON, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+                 socket_dir: Path | None = None) -> None:
+        self.session_dir = Path(session_dir)
+        self._options = dict(validate=validate, max_frame=max_frame, drain_timeout=drain_timeout)
+        self._socket_root = socket_dir
+        self._socket_dir: Path | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.daemon: HostDaemon | None = None
+        self.bound: Address | None = None
+
+    @property
+    def address(self) -> str:
+        """The `TESSERA_HOSTD` value for the application."""
+        if self.bound is None:
+            raise RuntimeError("the embedded daemon is not running")
+        return str(self.bound)
+
+    def __enter__(self) -> "EmbeddedDaemon":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="tessera-hostd-", dir=self._socket_root))
+        cfg = DaemonConfig(Address("unix", path=self._socket_dir / "hostd.sock"), self.session_dir, **self._options)
+        self._thread = threading.Thread(target=self._main, args=(cfg,), name="tessera-hostd", daemon=True)
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            self._thread.join()
+            self._cleanup()
+            raise self._error
+
+    def stop(self) -> None:
+        """Stop in order (stop accepting, drain, close, finish writing) and wait for it."""
+        if self._thread is None:
+            return
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join()
+        self._thread = None
+        self._cleanup()
+        if self._error is not None:
+            raise self._error
+
+    def _cleanup(self) -> None:
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
+
+    def _main(self, cfg: DaemonConfig) -> None:
+        try:
+            asyncio.run(self._serve(cfg))
+        except BaseException as e:  # reported to the caller's thread
+            self._error = e
+        finally:
+            self._ready.set()
+
+    async def _serve(self, cfg: DaemonConfig) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self.daemon = HostDaemon(cfg)
+        self.bound = await self.daemon.start()
+        self._ready.set()
+        await self._stop.wait()
+        await self.daemon.stop()

@@ -1,0 +1,347 @@
+"""Merge a session folder into one new Perfetto trace.
+
+Role: `merge_session(session_dir)` finds, recursively, the layer's session
+logs (`*.tessera-log`) and spool files (`*.spool`), read into an in-memory
+MetadataIndex (metadata.py), and the emulated driver's `gpu*.perfetto-trace`
+files, streamed packet by packet (memory stays bounded whatever their size).
+It writes `merged.perfetto-trace` (docs/hostd.md "Merge rules"):
+
+  - every packet of the GPU traces, unmodified packets copied byte for byte;
+  - each render-stage event joined to its workload metadata by the tagID of
+    its `Labels` extra_data (`t<N>`) in its process (pid of the event's
+    graphics context), with the ANNEX of `s<M>.t<N>` merged over it when the
+    `Label stack` holds an `s<M>` label; it keeps all its fields, gets a
+    readable `name` (naming.py) and one extra_data per metadata field
+    (`layer <field>` if the driver already used the name), plus `tag` and
+    `submit`; `Labels` stays exactly as the driver wrote it; an event with
+    no metadata gets `metadata = missing` and keeps the driver's view;
+  - one process track per application process (tracks.py): per queue a
+    `vkQueueSubmit (<queue>)` track of submit slices, each holding one child
+    slice per workload it ran, the render passes' with
+    `correlation_id_str = "rp:#N"` matching the GPU's render_pass_instance_id;
+    a `Frames` track of instants. Layer times are MONOTONIC_RAW, converted to
+    BOOTTIME with the clock_sync of the HELLO before them.
+
+Events without metadata and metadata without events are counted in the
+MergeResult (and the summary), never dropped. Single-threaded, no state
+outside one call.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
+                                      TraceFormatError, TracePacket, extra)
+
+from .metadata import MetadataIndex, ProcessMeta, load_file
+from .naming import arg_value, slice_name, split_stack, submit_of, tag_of
+from .summary import FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, Summary, SummaryBuilder
+from .traceio import TraceOut, iter_raw
+from .tracks import TrackWriter
+
+MERGED_NAME = "merged.perfetto-trace"
+NOMINAL_SUBMIT_NS = 10_000      # a submit slice's length when the layer did not measure it (SUBMIT.duration_ns)
+PROGRESS_THRESHOLD = 32 << 20   # GPU trace bytes above which progress is shown by default
+MAX_EXAMPLES = 5
+
+
+class MergeError(Exception):
+    """The session cannot be merged (nothing to merge, output not writable…)."""
+
+
+@dataclass
+class Inputs:
+    logs: list[Path] = field(default_factory=list)
+    spools: list[Path] = field(default_factory=list)
+    gpu_traces: list[Path] = field(default_factory=list)
+
+
+@dataclass
+class MergeResult:
+    output: Path
+    inputs: Inputs
+    gpu_events: int = 0
+    events_with_metadata: int = 0
+    events_without_metadata: int = 0
+    metadata_without_events: int = 0
+    processes: int = 0
+    submits: int = 0
+    frames: int = 0
+    problems: list[str] = field(default_factory=list)
+    examples: list[str] = field(default_factory=list)    # a few unmatched events / workloads, for the report
+    summary: Summary = field(default_factory=Summary)
+
+
+def find_inputs(session_dir: Path) -> Inputs:
+    inputs = Inputs()
+    for path in sorted(Path(session_dir).rglob("*")):
+        if not path.is_file():
+            continue
+        if path.name.endswith(".tessera-log"):
+            inputs.logs.append(path)
+        elif path.name.endswith(".spool"):
+            inputs.spools.append(path)
+        elif path.name.startswith("gpu") and path.name.endswith(".perfetto-trace"):
+            inputs.gpu_traces.append(path)
+    return inputs
+
+
+class _Progress:
+    def __init__(self, total: int, enabled: bool, stream=None) -> None:
+        self.total = max(total, 1)
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self._last = 0.0
+        self._shown = False
+
+    def update(self, done: int, events: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self._last < 0.5:
+            return
+        self._last = now
+        self._shown = True
+        end = "\r" if self.stream.isatty() else "\n"
+        self.stream.write(f"tessera merge: {100 * done // self.total:3d}% of the GPU trace, {events} events{end}")
+        self.stream.flush()
+
+    def done(self, events: int) -> None:
+        if self._shown:
+            self.stream.write(f"tessera merge: 100% of the GPU trace, {events} events\n")
+            self.stream.flush()
+
+
+class _Merger:
+    def __init__(self, index: MetadataIndex, out: TraceOut, result: MergeResult, top: int) -> None:
+        self.index = index
+        self.out = out
+        self.r = result
+        self.summary = SummaryBuilder(top)
+        self.contexts: dict[tuple[int, int], dict[int, int]] = {}   # (file, sequence) -> context iid -> pid
+        self.specs: dict[tuple[int, int, int], str] = {}            # (file, sequence, iid) -> queue/stage name
+        self.seqmap: dict[tuple[int, int], int] = {}                # (file, sequence) -> sequence in the output
+        self.used: set[int] = set()
+        self.matched: set[tuple[int, int]] = set()                  # (pid, tag)
+        self.rp_links: dict[tuple[int, int | None, int], list[int]] = {}
+        self.rp_seen: set[tuple[int, int]] = set()
+        only = list(index.processes)
+        self.default_pid = only[0] if len(only) == 1 else None
+
+    def emit(self, packet: TracePacket, raw: bytes | None = None) -> None:
+        if raw is None:
+            self.out.packet(packet)
+        else:
+            self.out.raw(raw)
+        self.summary.feed(packet)
+
+    # -- the GPU traces, streamed ------------------------------------------
+    def gpu_trace(self, fi: int, path: Path, progress: _Progress, done_before: int) -> None:
+        try:
+            for raw, body_at, end in iter_raw(path):
+                p = TracePacket()
+                try:
+                    p.ParseFromString(raw[body_at:])
+                except Exception as e:  # protobuf DecodeError
+                    self.r.problems.append(f"{path}: undecodable packet ending at byte {end} ({e}); skipped")
+                    continue
+                seq = p.trusted_packet_sequence_id
+                out_seq = self._out_sequence(fi, seq)
+                changed = out_seq != seq
+                if p.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED or p.incremental_state_cleared:
+                    self.contexts[(fi, seq)] = {}
+                if p.HasField("interned_data"):
+                    ctx = self.contexts.setdefault((fi, seq), {})
+                    for gc in p.interned_data.graphics_contexts:
+                        ctx[gc.iid] = gc.pid
+                    for spec in p.interned_data.gpu_specifications:
+                        self.specs[(fi, seq, spec.iid)] = spec.name
+                if p.HasField("gpu_render_stage_event"):
+                    self._event(fi, seq, p.gpu_render_stage_event)
+                    changed = True
+                    progress.update(done_before + end, self.r.gpu_events)
+                if changed:
+                    p.trusted_packet_sequence_id = out_seq
+                    self.emit(p)
+                else:
+                    self.emit(p, raw)
+        except TraceFormatError as e:
+            self.r.problems.append(f"{path}: {e}; the packets before it are merged")
+        except OSError as e:
+            self.r.problems.append(f"{path}: cannot read ({e})")
+
+    def _out_sequence(self, fi: int, seq: int) -> int:
+        out = self.seqmap.get((fi, seq))
+        if out is None:
+            out = seq
+            if out in self.used:      # another GPU trace file used this id: give this one a fresh id
+                out = max(self.used) + 1
+            self.used.add(out)
+            self.seqmap[(fi, seq)] = out
+        return out
+
+    def _event(self, fi: int, seq: int, e) -> None:
+        self.r.gpu_events += 1
+        pid = self.contexts.get((fi, seq), {}).get(e.context) if e.HasField("context") else None
+        if pid is None:
+            pid = self.default_pid
+        labels = extra(e, LABELS_KEY)
+        stack = split_stack(extra(e, LABEL_STACK_KEY))
+        tag = tag_of(labels, stack)
+        submit = submit_of(stack)
+        proc = self.index.processes.get(pid) if pid is not None else None
+        meta = proc.workload(tag, submit) if proc is not None and tag is not None else None
+        stage = self.specs.get((fi, seq, e.stage_iid), "")
+        fallback = e.name or extra(e, "Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
+        e.name = slice_name(meta, stack, fallback)
+        if meta is None:
+            self.r.events_without_metadata += 1
+            d = e.extra_data.add()
+            d.name, d.value = MISSING_KEY, MISSING_VALUE
+            if len(self.r.examples) < MAX_EXAMPLES:
+                why = ("no Labels tag" if tag is None else "no process for its graphics context" if proc is None
+                       else f"no WORKLOAD for t{tag} in pid {pid}")
+                self.r.examples.append(f"GPU event {e.event_id} ({stage or 'stage ?'}): {why}")
+            return
+        self.r.events_with_metadata += 1
+        self.matched.add((pid, tag))
+        existing = {d.name for d in e.extra_data}
+        for key, value in meta.items():
+            d = e.extra_data.add()
+            d.name = key if key not in existing else f"layer {key}"
+            d.value = arg_value(value)
+        for key, value in (("tag", tag), ("submit", submit)):
+            if value is not None and key not in existing and key not in meta:
+                d = e.extra_data.add()
+                d.name, d.value = key, str(value)
+        if e.render_pass_instance_id and (pid, e.render_pass_instance_id) not in self.rp_seen:
+            self.rp_seen.add((pid, e.render_pass_instance_id))
+            self.rp_links.setdefault((pid, submit, tag), []).append(e.render_pass_instance_id)
+
+    # -- the application's tracks -------------------------------------------
+    def app_tracks(self) -> None:
+        seq = max(self.used | {0}) + 1
+        w = TrackWriter(self.emit, seq)
+        for pid in sorted(self.index.processes):
+            proc = self.index.processes[pid]
+            self.r.processes += 1
+            ptrack = w.process(pid, proc.process)
+            self._submits(w, ptrack, proc)
+            self._frames(w, ptrack, proc)
+            unmatched = [t for t in proc.workloads if (pid, t) not in self.matched]
+            self.r.metadata_without_events += len(unmatched)
+            for t in unmatched[:max(0, MAX_EXAMPLES - len(self.r.examples))]:
+                self.r.examples.append(f"WORKLOAD t{t} of {proc.process or '?'}[{pid}]: no GPU event")
+
+    def _rp_link(self, pid: int, submit: int, tag: int) -> str | None:
+        links = self.rp_links.get((pid, submit, tag)) or self.rp_links.get((pid, None, tag))
+        return f"rp:#{links.pop(0)}" if links else None
+
+    def _submits(self, w: TrackWriter, ptrack: int, proc: ProcessMeta) -> None:
+        by_queue: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
+        for sid, s in proc.submits.items():
+            if isinstance(s.get("boot_ns"), int):
+                by_queue.setdefault(str(s.get("queue", "?")), []).append((s["boot_ns"], sid, s))
+            else:
+                self.r.problems.append(f"SUBMIT s{sid} of pid {proc.pid} has no time; not on the timeline")
+        for queue in sorted(by_queue):
+            submits = sorted(by_queue[queue], key=lambda x: (x[0], x[1]))
+            track = w.track(ptrack, f"{SUBMIT_SLICE} ({queue})")
+            for i, (ts, sid, s) in enumerate(submits):
+                measured = s.get("duration_ns")
+                dur = measured if isinstance(measured, int) and measured > 0 else NOMINAL_SUBMIT_NS
+                if i + 1 < len(submits):
+                    dur = max(1, min(dur, submits[i + 1][0] - ts))
+                tags = [t for t in s.get("tags") or [] if isinstance(t, int)]
+                args = {"submit": sid, "queue": queue, "device": s.get("device", ""),
+                        "command_buffers": arg_value(s.get("command_buffers", [])), "tags": arg_value(tags)}
+                if isinstance(s.get("frame"), int):
+                    args["frame"] = s["frame"]
+                self.r.submits += 1
+                w.begin(track, ts, SUBMIT_SLICE, args)
+                step = dur // len(tags) if tags else 0
+                for k, tag in enumerate(tags):
+                    meta = proc.workload(tag, sid)
+                    start = ts + k * step
+                    name = slice_name(meta, [], f"t{tag}")
+                    child = {"tag": tag, "kind": (meta or {}).get("kind", "unknown")}
+                    link = self._rp_link(proc.pid, sid, tag) if meta and meta.get("kind") == "render_pass" else None
+                    w.begin(track, start, name, child, correlation=link)
+                    w.end(track, start + step)
+                w.end(track, ts + dur)
+
+    def _frames(self, w: TrackWriter, ptrack: int, proc: ProcessMeta) -> None:
+        frames = sorted((f["boot_ns"], n, f) for n, f in proc.frames.items() if isinstance(f.get("boot_ns"), int))
+        if not frames:
+            return
+        track = w.track(ptrack, FRAMES_TRACK)
+        for ts, n, f in frames:
+            self.r.frames += 1
+            args = {k: v for k, v in f.items() if k in ("frame", "queue", "device", "source")}
+            w.instant(track, ts, f"Frame {n}", args)
+
+
+def merge_session(session_dir: Path, output: Path | None = None, *, top: int = 10,
+                  progress: bool | None = None, progress_stream=None,
+                  on_status: Callable[[str], None] | None = None) -> MergeResult:
+    """Merge SESSION_DIR into `output` (default SESSION_DIR/merged.perfetto-trace).
+
+    `progress`: a progress line on stderr while streaming the GPU traces;
+    None shows it only when they exceed PROGRESS_THRESHOLD bytes.
+    """
+    session_dir = Path(session_dir)
+    if not session_dir.is_dir():
+        raise MergeError(f"{session_dir} is not a folder")
+    output = Path(output) if output else session_dir / MERGED_NAME
+    inputs = find_inputs(session_dir)
+    if not (inputs.logs or inputs.spools or inputs.gpu_traces):
+        raise MergeError(f"nothing to merge in {session_dir}: no *.tessera-log, *.spool or gpu*.perfetto-trace")
+    result = MergeResult(output, inputs)
+    index = MetadataIndex()
+    for path in inputs.logs + inputs.spools:
+        load_file(index, path)
+    result.problems.extend(index.problems)
+    if not inputs.gpu_traces:
+        result.problems.append(f"no gpu*.perfetto-trace in {session_dir}: only the application's tracks are written")
+    total = sum(p.stat().st_size for p in inputs.gpu_traces)
+    show = total >= PROGRESS_THRESHOLD if progress is None else progress
+    bar = _Progress(total, show, progress_stream)
+    try:
+        out = TraceOut(output)
+    except OSError as e:
+        raise MergeError(f"cannot write {output}: {e}") from e
+    merger = _Merger(index, out, result, top)
+    try:
+        done = 0
+        for fi, path in enumerate(inputs.gpu_traces):
+            merger.gpu_trace(fi, path, bar, done)
+            done += path.stat().st_size
+        bar.done(result.gpu_events)
+        merger.app_tracks()
+        out.commit()
+    except BaseException:
+        out.abort()
+        raise
+    result.summary = merger.summary.result()
+    result.summary.metadata_without_events = result.metadata_without_events
+    return result
+
+
+def format_result(r: MergeResult) -> str:
+    """The merge's own report: inputs, joins, problems."""
+    lines = [f"merged {len(r.inputs.gpu_traces)} GPU trace(s), {len(r.inputs.logs)} session log(s), "
+             f"{len(r.inputs.spools)} spool file(s) into {r.output}",
+             f"GPU events: {r.gpu_events} ({r.events_with_metadata} with metadata, "
+             f"{r.events_without_metadata} without); metadata without GPU events: {r.metadata_without_events}"]
+    lines += [f"  {x}" for x in r.examples]
+    if r.problems:
+        lines.append(f"{len(r.problems)} problem(s) in the inputs:")
+        lines += [f"  {p}" for p in r.problems[:20]]
+        if len(r.problems) > 20:
+            lines.append(f"  … and {len(r.problems) - 20} more")
+    return "\n".join(lines)

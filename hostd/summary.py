@@ -1,0 +1,169 @@
+"""The session summary: frames, submits, workloads by type, GPU time per queue, longest workloads.
+
+Role: one code path for `tessera run` (fed the merged packets as the merge
+writes them) and `tessera report` (fed a merged trace read back). Memory is
+bounded: counters plus a heap of the `top` longest events.
+
+What it reads in a merged trace (merge.py writes it so):
+  - GPU render-stage events; queue and stage names from the interned specs of
+    their sequence; the workload kind from the `kind` arg, `metadata=missing`
+    marking events the merge found no metadata for; a render pass's binning
+    and main phases (same render_pass_instance_id) count as one workload;
+  - TrackEvent slices named `vkQueueSubmit` (submits) and instants on tracks
+    named `Frames` (frames).
+"""
+from __future__ import annotations
+
+import heapq
+import json
+from dataclasses import asdict, dataclass, field
+
+from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket, extra
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+SUBMIT_SLICE = "vkQueueSubmit"
+FRAMES_TRACK = "Frames"
+MISSING_KEY = "metadata"
+MISSING_VALUE = "missing"
+
+
+@dataclass(frozen=True)
+class LongWorkload:
+    duration_ns: int
+    name: str
+    queue: str
+    stage: str
+    labels: str
+    kind: str
+
+
+@dataclass
+class Summary:
+    processes: list[str] = field(default_factory=list)
+    frames: int = 0
+    submits: int = 0
+    gpu_events: int = 0
+    workloads: dict[str, int] = field(default_factory=dict)
+    gpu_time_ns: dict[str, int] = field(default_factory=dict)
+    longest: list[LongWorkload] = field(default_factory=list)
+    events_without_metadata: int = 0
+    metadata_without_events: int | None = None     # known only to the merge
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def kind_label(kind: str | None) -> str:
+    return kind.replace("_", " ") if kind else "unknown"
+
+
+class SummaryBuilder:
+    def __init__(self, top: int = 10) -> None:
+        self.top = top
+        self.s = Summary()
+        self._specs: dict[tuple[int, int], str] = {}
+        self._tracks: dict[int, str] = {}
+        self._render_passes: set[tuple[int, int]] = set()
+        self._heap: list[tuple[int, int, LongWorkload]] = []
+        self._n = 0
+
+    def feed(self, p: TracePacket) -> None:
+        seq = p.trusted_packet_sequence_id
+        if p.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED:
+            for key in [k for k in self._specs if k[0] == seq]:
+                del self._specs[key]
+        if p.HasField("interned_data"):
+            for spec in p.interned_data.gpu_specifications:
+                self._specs[(seq, spec.iid)] = spec.name
+        if p.HasField("track_descriptor"):
+            d = p.track_descriptor
+            self._tracks[d.uuid] = d.name
+            if d.HasField("process"):
+                self.s.processes.append(f"{d.process.process_name or '?'} [{d.process.pid}]")
+        if p.HasField("track_event"):
+            e = p.track_event
+            if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN and e.name == SUBMIT_SLICE:
+                self.s.submits += 1
+            elif e.type == pb.TrackEvent.TYPE_INSTANT and self._tracks.get(e.track_uuid) == FRAMES_TRACK:
+                self.s.frames += 1
+        if p.HasField("gpu_render_stage_event"):
+            self._gpu(seq, p.gpu_render_stage_event)
+
+    def _gpu(self, seq: int, e) -> None:
+        s = self.s
+        s.gpu_events += 1
+        queue = self._specs.get((seq, e.hw_queue_iid), f"queue {e.hw_queue_iid}")
+        stage = self._specs.get((seq, e.stage_iid), f"stage {e.stage_iid}")
+        missing = extra(e, MISSING_KEY) == MISSING_VALUE
+        s.events_without_metadata += missing
+        kind = extra(e, "kind")
+        label = kind_label(kind) if kind else ("unknown (no metadata)" if missing else "unknown")
+        if e.render_pass_instance_id:
+            key = (seq, e.render_pass_instance_id)
+            new = key not in self._render_passes
+            if new:
+                self._render_passes.add(key)
+        else:
+            new = True
+        if new:
+            s.workloads[label] = s.workloads.get(label, 0) + 1
+        s.gpu_time_ns[queue] = s.gpu_time_ns.get(queue, 0) + e.duration
+        if self.top <= 0:
+            return
+        if len(self._heap) >= self.top and e.duration <= self._heap[0][0]:
+            return
+        labels = extra(e, "labels")
+        try:
+            app = json.loads(labels) if labels else []
+        except ValueError:
+            app = [labels]
+        tag = extra(e, "Labels")
+        shown = " / ".join([*map(str, app if isinstance(app, list) else [app]), *([tag] if tag else [])])
+        item = LongWorkload(e.duration, e.name or stage, queue, stage, shown, label)
+        self._n += 1
+        if len(self._heap) < self.top:
+            heapq.heappush(self._heap, (e.duration, -self._n, item))
+        else:
+            heapq.heapreplace(self._heap, (e.duration, -self._n, item))
+
+    def result(self) -> Summary:
+        self.s.longest = [item for _, _, item in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
+        return self.s
+
+
+def summarize_trace(path, top: int = 10) -> Summary:
+    from tessera.schemas.perfetto import read_packets
+
+    b = SummaryBuilder(top)
+    for p in read_packets(path):
+        b.feed(p)
+    return b.result()
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:10.3f} ms"
+
+
+def format_summary(s: Summary) -> str:
+    lines = []
+    if s.processes:
+        lines.append(f"{'processes':<28}{', '.join(s.processes)}")
+    lines.append(f"{'frames':<28}{s.frames}")
+    lines.append(f"{'submits':<28}{s.submits}")
+    lines.append(f"{'GPU render-stage events':<28}{s.gpu_events}")
+    lines.append("workloads by type")
+    for kind, n in sorted(s.workloads.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {kind:<26}{n}")
+    lines.append("GPU time per queue")
+    for queue, ns in sorted(s.gpu_time_ns.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"  {queue:<24}{_ms(ns)}")
+    if s.events_without_metadata or s.metadata_without_events:
+        lines.append(f"{'GPU events without metadata':<28}{s.events_without_metadata}")
+        if s.metadata_without_events is not None:
+            lines.append(f"{'metadata without GPU events':<28}{s.metadata_without_events}")
+    if s.longest:
+        lines.append(f"{len(s.longest)} longest workloads")
+        for w in s.longest:
+            labels = f"  [{w.labels}]" if w.labels else ""
+            lines.append(f"  {_ms(w.duration_ns)}  {w.queue:<13} {w.stage:<20} {w.name}{labels}")
+    return "\n".join(lines)
