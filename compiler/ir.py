@@ -558,7 +558,8 @@ class _Builder:
     def _uses(self, inst, vals: dict, ptrs: dict, gidx: int) -> list[int]:
         out: list[int] = []
         try:
-            ids = referenced_ids(inst, self.m)
+            # OpExtInst (GLSL.std.450): every operand after the set and number is an <id>
+            ids = inst.words[4:] if inst.opcode == 12 else referenced_ids(inst, self.m)
         except SpirvError as exc:
             raise CompileError(str(exc), instruction_text(self.m, inst), gidx) from None
         tid = inst.type_id
