@@ -1,6 +1,9 @@
 """The daemon's transport: asyncio listener, one protocol object per connection, ordered shutdown.
 
-Role: sockets only. Bytes go straight to the connection's `Ingest`
+Role: sockets only. The listening socket is read by our own accept
+callback (not asyncio.Server) so that every accepted client is registered
+at once: shutdown then knows every connection, including one accepted an
+instant before it. Bytes go straight to the connection's `Ingest`
 (ingest.py), which logs, decodes and checks them; this module decides only
 when a transport closes. All of it runs on one event-loop thread (the main
 thread for `tessera hostd`, a background thread for `EmbeddedDaemon`).
@@ -10,7 +13,9 @@ chmod 0600; its folder created 0700 when hostd creates it; a stale socket
 left by a dead daemon is replaced, a live one is an error), or TCP on a
 loopback address (config.parse_address refuses others).
 
-Shutdown (`stop()`), in order: stop accepting; let open connections finish
+Shutdown (`stop()`), in order: stop accepting (clients already queued by
+the kernel are accepted first: they connected before the stop, and their
+bytes must not be lost); let open connections finish
 on their own until `drain_timeout` (or a second signal); close the rest
 (`Ingest.close` fsyncs and writes each record); remove the socket file.
 Everything waits on futures, nothing sleeps and polls.
@@ -38,7 +43,7 @@ class DaemonError(Exception):
 
 class _Connection(asyncio.Protocol):
     def __init__(self, daemon: "HostDaemon") -> None:
-        self.daemon = daemon
+        self.daemon = daemon        # registers us in daemon.connections; connection_lost removes us
         self.transport: asyncio.Transport | None = None
         self.ingest: Ingest | None = None
         self.done = daemon.loop.create_future()
@@ -55,7 +60,6 @@ class _Connection(asyncio.Protocol):
                       self.daemon.cfg.out, peer_text, e)
             transport.abort()
             return
-        self.daemon.connections.add(self)
         LOG.info("hostd: %s connected", self.ingest.client)
 
     def data_received(self, data: bytes) -> None:
@@ -102,7 +106,8 @@ class HostDaemon:
         self.connections: set[_Connection] = set()
         self.stopping = False
         self.address: Address | None = None
-        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._socket: socket.socket | None = None
         self._hurry: asyncio.Event | None = None
 
     async def start(self) -> Address:
@@ -112,21 +117,46 @@ class HostDaemon:
             self.cfg.out.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise DaemonError(f"cannot create the output folder {self.cfg.out}: {e}") from e
-        factory = lambda: _Connection(self)  # noqa: E731
         listen = self.cfg.listen
         if listen.kind == "unix":
-            sock = _unix_socket(listen)
-            self._server = await self.loop.create_unix_server(factory, sock=sock)
+            self._socket = _unix_socket(listen)
             self.address = listen
         else:
             try:
-                self._server = await self.loop.create_server(factory, listen.host, listen.port, reuse_address=True)
+                family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+                self._socket = socket.create_server((listen.host, listen.port), family=family, backlog=128)
             except OSError as e:
                 raise DaemonError(f"cannot listen on {listen}: {e.strerror or e}") from e
-            port = self._server.sockets[0].getsockname()[1]
-            self.address = Address("tcp", host=listen.host, port=port)
+            self._socket.setblocking(False)
+            self.address = Address("tcp", host=listen.host, port=self._socket.getsockname()[1])
+        self.loop.add_reader(self._socket.fileno(), self._accept)
         LOG.info("hostd: listening on %s; sessions in %s", self.address, self.cfg.out)
         return self.address
+
+    def _accept(self) -> None:
+        """Accept every client the kernel has queued; each is registered before any await."""
+        while self._socket is not None:
+            try:
+                conn, _ = self._socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:   # EMFILE and the like: the client stays queued, try again later
+                LOG.warning("hostd: cannot accept a client: %s", e)
+                return
+            conn.setblocking(False)
+            protocol = _Connection(self)
+            self.connections.add(protocol)
+            task = self.loop.create_task(self._attach(conn, protocol))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _attach(self, conn: socket.socket, protocol: "_Connection") -> None:
+        try:
+            await self.loop.connect_accepted_socket(lambda: protocol, conn)
+        except Exception as e:
+            LOG.warning("hostd: cannot set up a connection: %s", e)
+            conn.close()
+            protocol.connection_lost(e)
 
     def hurry(self) -> None:
         """Skip the rest of the drain (second SIGINT/SIGTERM)."""
@@ -137,8 +167,11 @@ class HostDaemon:
         if self.stopping:
             return
         self.stopping = True
-        if self._server is not None:
-            self._server.close()                       # 1. stop accepting
+        if self._socket is not None:                   # 1. stop accepting, keeping the clients the
+            self.loop.remove_reader(self._socket.fileno())   # kernel already queued (their bytes count)
+            self._accept()
+            self._socket.close()
+            self._socket = None
         pending = [c.done for c in self.connections]
         if pending:                                    # 2. let connections finish on their own
             LOG.info("hostd: stopping; waiting up to %.0f s for %d connection(s) to finish",
@@ -152,8 +185,6 @@ class HostDaemon:
             c.shut()
         if pending:
             await asyncio.gather(*pending)
-        if self._server is not None:
-            await self._server.wait_closed()
         if self.cfg.listen.kind == "unix":             # 4. remove the socket
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.cfg.listen.path)

@@ -11,7 +11,7 @@ Threads: the daemon's event loop runs on one background thread, started
 in `__enter__` and joined in `__exit__`; the caller's thread only waits on
 threading events. The socket lives in a fresh 0700 folder from
 `tempfile.mkdtemp` (short path: Unix socket paths are limited to ~107 bytes),
-removed at exit.
+removed at exit. `listen=` picks another address instead (tests, TCP).
 """
 from __future__ import annotations
 
@@ -21,16 +21,20 @@ import tempfile
 import threading
 from pathlib import Path
 
+from tessera.schemas.frames import DEFAULT_MAX_JSON
+
 from .config import DEFAULT_DRAIN_TIMEOUT, Address, DaemonConfig, Validation
 from .daemon import HostDaemon
-from tessera.schemas.frames import DEFAULT_MAX_JSON
+from .merge import MergeResult, merge_session  # noqa: F401  (re-exported for embedders)
+from .summary import Summary
 
 
 class EmbeddedDaemon:
     def __init__(self, session_dir: Path, *, validate: Validation = Validation.WARN,
                  max_frame: int = DEFAULT_MAX_JSON, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
-                 socket_dir: Path | None = None) -> None:
+                 socket_dir: Path | None = None, listen: Address | None = None) -> None:
         self.session_dir = Path(session_dir)
+        self._listen = listen
         self._options = dict(validate=validate, max_frame=max_frame, drain_timeout=drain_timeout)
         self._socket_root = socket_dir
         self._socket_dir: Path | None = None
@@ -57,8 +61,11 @@ class EmbeddedDaemon:
         self.stop()
 
     def start(self) -> None:
-        self._socket_dir = Path(tempfile.mkdtemp(prefix="tessera-hostd-", dir=self._socket_root))
-        cfg = DaemonConfig(Address("unix", path=self._socket_dir / "hostd.sock"), self.session_dir, **self._options)
+        listen = self._listen
+        if listen is None:
+            self._socket_dir = Path(tempfile.mkdtemp(prefix="tessera-hostd-", dir=self._socket_root))
+            listen = Address("unix", path=self._socket_dir / "hostd.sock")
+        cfg = DaemonConfig(listen, self.session_dir, **self._options)
         self._thread = threading.Thread(target=self._main, args=(cfg,), name="tessera-hostd", daemon=True)
         self._thread.start()
         self._ready.wait()
@@ -100,3 +107,15 @@ class EmbeddedDaemon:
         self._ready.set()
         await self._stop.wait()
         await self.daemon.stop()
+
+
+def summary(source: "MergeResult | Summary | Path", top: int = 10) -> str:
+    """The report table (frames, submits, workloads by type, GPU time per queue, longest workloads)
+    of a MergeResult, a Summary, or a merged trace file."""
+    from .summary import format_summary, summarize_trace
+
+    if isinstance(source, MergeResult):
+        return format_summary(source.summary)
+    if isinstance(source, Summary):
+        return format_summary(source)
+    return format_summary(summarize_trace(Path(source), top))

@@ -154,6 +154,8 @@ class Ingest:
             self.log.warning("hostd: client %s: more problems; counting them, summary at close", self.client)
 
     def _fatal(self, offset: int, problem: str) -> bool:
+        if self.hello is None and "HELLO" not in problem:
+            problem += " (before any HELLO: not a Tessera layer?)"
         self._problem(offset, problem, "closing the connection")
         self.close_reason = f"at byte {offset}: {problem}"
         return False

@@ -21,9 +21,11 @@ shutdown.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,20 @@ REJECTED_NAME = "session.rejected.jsonl"
 RECORD_NAME = "session.json"
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]+")
+_NUMBERED = re.compile(r"-(\d+)(?:\.\d+)?$")
+_counters: dict[Path, itertools.count] = {}
+_counters_lock = threading.Lock()   # several embedded daemons may share a process
+
+
+def _next_number(out: Path) -> int:
+    """Connection numbers unique within an output folder, continuing after the ones already there."""
+    key = out.resolve()
+    with _counters_lock:
+        counter = _counters.get(key)
+        if counter is None:
+            used = [int(m.group(1)) for d in out.iterdir() if (m := _NUMBERED.search(d.name))]
+            counter = _counters[key] = itertools.count(max(used, default=0) + 1)
+        return next(counter)
 
 
 def safe_name(text: str, limit: int = 64) -> str:
@@ -43,14 +59,14 @@ def safe_name(text: str, limit: int = 64) -> str:
 class ConnectionStore:
     def __init__(self, out: Path, fsync_interval: float) -> None:
         out.mkdir(parents=True, exist_ok=True)
-        n = 1
         while True:
+            n = _next_number(out)
             folder = out / f"conn-{n}"
             try:
                 folder.mkdir(mode=0o755)
                 break
             except FileExistsError:
-                n += 1
+                continue
         self.number = n
         self.folder = folder
         self.fsync_interval = fsync_interval

@@ -11,6 +11,10 @@ COMMANDS = {
     "doctor": ("tessera.tools.doctor", "doctor", "Report what is installed and what is missing, with the fix."),
     "demo": ("tessera.tools.demo", "demo", "Run the example applications end to end under Tessera."),
     "spirv": ("tessera.spirv.cli", "spirv", "SPIR-V tools: disassemble and reflect."),
+    "hostd": ("tessera.hostd.cli", "hostd", "Receive the layer's stream into durable session logs."),
+    "merge": ("tessera.hostd.cli", "merge", "Merge a session's logs and GPU trace into one Perfetto trace."),
+    "report": ("tessera.hostd.cli", "report", "Summarise a session or merged trace (frames, workloads, GPU time)."),
+    "view": ("tessera.hostd.cli", "view", "Serve a trace on 127.0.0.1 for ui.perfetto.dev and print the link."),
 }
 
 

@@ -1,10 +1,21 @@
-"""`tessera run`: an application on the emulated Mali GPU, through the layer."""
+"""`tessera run`: an application on the emulated Mali GPU, through the layer, to one merged trace.
+
+With no `--hostd`, an embedded host daemon (tessera.hostd.embedded) listens
+on a private Unix socket for the run; when the app has exited and every
+connection has ended (the logs are then complete and fsynced; the driver
+appends the GPU trace synchronously at each submit, so it is complete once
+the app is gone), the session is merged and the summary table and merged
+trace path are printed. With `--hostd ADDRESS` the app talks to an external
+daemon and nothing is merged unless `--merge` asks.
+"""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import click
+
+from tessera.hostd.cli import AddressType
 
 from .launch import LaunchConfig, LaunchError, default_session_dir
 from .launch import run as launch
@@ -17,18 +28,52 @@ from .launch import run as launch
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Session folder for the outputs; default: tessera-out/<app>-<time>.")
 @click.option("--no-layer", is_flag=True, help="Emulated driver only, without the Tessera layer.")
+@click.option("--hostd", "hostd_address", type=AddressType(), default=None,
+              help="Send the layer's stream to this running daemon instead of an embedded one.")
+@click.option("--merge/--no-merge", "do_merge", default=None,
+              help="Merge the session at the end (default: yes with the embedded daemon, no with --hostd).")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Longest workloads listed in the summary.")
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(backend, gpu, out, no_layer, app) -> None:
+def run(backend, gpu, out, no_layer, hostd_address, do_merge, top, app) -> None:
     """Run APP (with its arguments, after --) and return its exit code."""
     from tessera.icd.profiles import PROFILES
 
     if gpu is not None and gpu.lower() not in PROFILES:
         raise click.BadParameter(f"unknown profile {gpu!r}; known: {', '.join(sorted(PROFILES))}", param_hint="--gpu")
     session = out or default_session_dir(app[0])
-    cfg = LaunchConfig(session, backend, gpu, layer=not no_layer)
+    session.mkdir(parents=True, exist_ok=True)
     try:
-        code = launch(cfg, list(app))
+        if hostd_address is None:
+            from tessera.hostd.embedded import EmbeddedDaemon
+
+            with EmbeddedDaemon(session) as daemon:
+                code = launch(LaunchConfig(session, backend, gpu, layer=not no_layer, hostd=daemon.address),
+                              list(app))
+            merge = True if do_merge is None else do_merge
+        else:
+            code = launch(LaunchConfig(session, backend, gpu, layer=not no_layer, hostd=str(hostd_address)),
+                          list(app))
+            merge = bool(do_merge)
     except LaunchError as e:
         raise click.ClickException(str(e)) from e
     click.echo(f"tessera: {app[0]} exited with {code}; session outputs in {session}", err=True)
+    if merge:
+        _merge(session, top)
     sys.exit(code)
+
+
+def _merge(session: Path, top: int) -> None:
+    from tessera.hostd.embedded import merge_session, summary
+    from tessera.hostd.merge import MergeError
+
+    try:
+        result = merge_session(session, top=top)
+    except MergeError as e:
+        click.echo(f"tessera: nothing merged: {e}", err=True)
+        return
+    click.echo(summary(result))
+    if result.problems:
+        click.echo(f"tessera: {len(result.problems)} problem(s) in the inputs; `tessera merge {session}` lists them",
+                   err=True)
+    click.echo(f"merged trace: {result.output}")

@@ -2,7 +2,9 @@
 
 `environment()` makes the app see only the emulated Mali driver, with the
 Tessera layer enabled (other explicit layers stay discoverable: the layer
-folder is *added* to the loader's search path).
+folder is *added* to the loader's search path). With `hostd` set, the layer
+is told where the host daemon listens (`TESSERA_HOSTD`); without it the
+layer spools into the session folder when no daemon is reachable.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ class LaunchConfig:
     backend_manifest: Path | None = None
     gpu: str | None = None
     layer: bool = True
+    hostd: str | None = None        # TESSERA_HOSTD for the app: unix:PATH or tcp:127.0.0.1:PORT
 
 
 def ensure_shims() -> None:
@@ -60,6 +63,8 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
         env["TESSERA_BACKEND_ICD"] = str(Path(cfg.backend_manifest).resolve())
     if cfg.gpu:
         env["TESSERA_GPU"] = cfg.gpu
+    if cfg.hostd:
+        env["TESSERA_HOSTD"] = cfg.hostd
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")
     return env
 

@@ -1,0 +1,143 @@
+"""Click commands of the host side: `tessera hostd`, `merge`, `report`, `view`.
+
+Settings are parsed here, at the edge (parameter types turn bad addresses
+and modes into usage errors), and handed down as frozen dataclasses.
+tools/cli.py imports this module only when one of these commands runs.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+import click
+
+from .config import AddressError, DaemonConfig, Validation, parse_address
+
+
+class AddressType(click.ParamType):
+    name = "unix:PATH|tcp:127.0.0.1:PORT"
+
+    def convert(self, value, param, ctx):
+        try:
+            return parse_address(value)
+        except AddressError as e:
+            self.fail(str(e), param, ctx)
+
+
+def default_listen() -> str:
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(tempfile.gettempdir(), f"tessera-{os.getuid()}")
+    return f"unix:{Path(base) / 'tessera' / 'hostd.sock'}"
+
+
+@click.command("hostd")
+@click.option("--listen", type=AddressType(), default=None,
+              help="unix:PATH (default $XDG_RUNTIME_DIR/tessera/hostd.sock) or tcp:127.0.0.1:PORT (loopback only).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("tessera-out/hostd"),
+              show_default=True, help="Folder for the per-connection session folders.")
+@click.option("--validate", type=click.Choice([v.value for v in Validation]), default="warn", show_default=True,
+              help="Check payloads against the JSON Schemas: strict rejects bad frames, warn logs them.")
+@click.option("--max-frame", type=click.IntRange(min=64), default=None, metavar="BYTES",
+              help="Largest JSON payload accepted (default 16 MiB); a larger length closes the connection.")
+@click.option("--drain-timeout", type=click.FloatRange(min=0), default=10.0, show_default=True,
+              help="Seconds connections get to finish after SIGINT/SIGTERM.")
+@click.option("--verbose", "-v", is_flag=True, help="Log connections as well as problems.")
+def hostd(listen, out, validate, max_frame, drain_timeout, verbose) -> None:
+    """Receive the Tessera layer's stream; one session log per connection. Stop with Ctrl-C."""
+    from .daemon import DaemonError, serve
+
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
+    address = listen or parse_address(default_listen())
+    options = {} if max_frame is None else {"max_frame": max_frame}
+    cfg = DaemonConfig(address, out, Validation(validate), drain_timeout=drain_timeout, **options)
+
+    def ready(bound) -> None:
+        click.echo(f"tessera hostd: listening on {bound}; sessions in {out}", err=True)
+        click.echo(f"  export TESSERA_HOSTD={bound}", err=True)
+
+    try:
+        asyncio.run(serve(cfg, ready))
+    except DaemonError as e:
+        raise click.ClickException(str(e)) from e
+
+
+@click.command("merge")
+@click.argument("session_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Merged trace (default SESSION_DIR/merged.perfetto-trace).")
+@click.option("--progress/--no-progress", default=None, help="Progress line on stderr (default: for large traces).")
+def merge(session_dir, output, progress) -> None:
+    """Merge a session's layer logs, spools and GPU trace into one Perfetto trace."""
+    from .merge import MergeError, format_result, merge_session
+
+    try:
+        result = merge_session(session_dir, output, progress=progress)
+    except MergeError as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(format_result(result))
+    click.echo(str(result.output))
+
+
+def _newer(trace: Path, session_dir: Path) -> bool:
+    from .merge import find_inputs
+
+    inputs = find_inputs(session_dir)
+    mtime = trace.stat().st_mtime
+    return all(p.stat().st_mtime <= mtime for p in inputs.logs + inputs.spools + inputs.gpu_traces)
+
+
+@click.command("report")
+@click.argument("target", type=click.Path(exists=True, path_type=Path))
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Longest workloads to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def report(target, top, as_json) -> None:
+    """Summarise a session folder (merging it if needed) or a merged trace."""
+    from tessera.schemas.perfetto import TraceFormatError
+
+    from .merge import MERGED_NAME, MergeError, merge_session
+    from .summary import format_summary, summarize_trace
+
+    try:
+        if target.is_dir():
+            merged = target / MERGED_NAME
+            if merged.exists() and _newer(merged, target):
+                summary = summarize_trace(merged, top)
+            else:
+                summary = merge_session(target, top=top).summary
+                click.echo(f"tessera report: merged {target} into {merged}", err=True)
+        else:
+            summary = summarize_trace(target, top)
+    except (MergeError, TraceFormatError) as e:
+        raise click.ClickException(f"{target}: {e}") from e
+    click.echo(json.dumps(summary.to_json(), indent=2) if as_json else format_summary(summary))
+
+
+@click.command("view")
+@click.argument("trace", type=click.Path(exists=True, path_type=Path))
+@click.option("--port", type=click.IntRange(0, 65535), default=9001, show_default=True)
+@click.option("--once", is_flag=True, help="Exit after the UI fetched the trace once.")
+def view(trace, port, once) -> None:
+    """Serve TRACE on 127.0.0.1 for ui.perfetto.dev and print the link to open."""
+    from .merge import MERGED_NAME
+    from .view import serve
+
+    if trace.is_dir():
+        trace = trace / MERGED_NAME
+        if not trace.exists():
+            raise click.ClickException(f"no {MERGED_NAME} in {trace.parent}: run `tessera merge {trace.parent}`")
+    try:
+        server = serve(trace, port)
+    except OSError as e:
+        raise click.ClickException(f"cannot serve on 127.0.0.1:{port}: {e.strerror or e} (try --port)") from e
+    click.echo(f"Open {server.link}")
+    click.echo("(serving on 127.0.0.1 only; Ctrl-C to stop)", err=True)
+    try:
+        (server.served_event if once else threading.Event()).wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
