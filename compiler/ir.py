@@ -42,6 +42,7 @@ STAGES = {"Fragment": "fragment", "Vertex": "vertex", "GLCompute": "compute", "T
 
 # storage classes
 SC_UNIFORM_CONSTANT, SC_INPUT, SC_UNIFORM, SC_OUTPUT, SC_PRIVATE, SC_FUNCTION, SC_PUSH = 0, 1, 2, 3, 6, 7, 9
+SC_STORAGE_BUFFER = 12
 REGISTER_CLASSES = (SC_PRIVATE, SC_FUNCTION)
 UNIFORM_CLASSES = (SC_UNIFORM, SC_PUSH)
 
@@ -177,7 +178,7 @@ class _Types:
             for m in w[1:]:
                 out += self._regs(m)
             return out
-        if op == 32 and w[0] == 5349:       # PhysicalStorageBuffer pointer: a 64-bit address
+        if op == 32 and w[1] == 5349:       # PhysicalStorageBuffer pointer: a 64-bit address
             return [2]
         return []
 
@@ -297,6 +298,7 @@ class _Builder:
         self.shader = Shader(entry, self.stage, [], [], [], origins)
         self.ext_sets: dict[int, str] = {}
         self.builtins: set[int] = set()
+        self.buffer_blocks: set[int] = set()    # Uniform + BufferBlock = a storage buffer (SPIR-V < 1.3)
         self.global_ptrs: dict[int, _Ptr] = {}
         self.uniform_keys: set = set()
         self.constant_words: set[int] = set()
@@ -315,16 +317,26 @@ class _Builder:
                 self.builtins.add(inst.words[0])
             elif op == 72 and len(inst.words) >= 3 and inst.words[2] == 11:   # MemberDecorate BuiltIn
                 self.builtins.add(inst.words[0])
+            elif op == 71 and len(inst.words) >= 2 and inst.words[1] == 3:    # Decorate BufferBlock
+                self.buffer_blocks.add(inst.words[0])
         for inst in self.m.globals:
             if inst.opcode == 59:                               # OpVariable
                 ptype = self.m.defs.get(inst.type_id)
                 if ptype is None or ptype.opcode != 32:
                     raise CompileError("OpVariable whose type is not a pointer", instruction_text(self.m, inst))
-                storage, pointee = inst.words[2], ptype.words[1]
+                storage, pointee = inst.words[2], ptype.words[2]
+                if storage == SC_UNIFORM and self._innermost(pointee) in self.buffer_blocks:
+                    storage = SC_STORAGE_BUFFER
                 builtin = inst.result_id in self.builtins or pointee in self.builtins or \
                     self._struct_builtin(pointee)
                 self.global_ptrs[inst.result_id] = _Ptr(inst.result_id, storage, pointee, 0,
                                                         len(self.types.parts(pointee)), False, False, (), builtin)
+
+    def _innermost(self, tid: int) -> int:
+        t = self.m.defs.get(tid)
+        while t is not None and t.opcode in (28, 29):
+            t = self.m.defs.get(t.words[1])
+        return t.result_id if t is not None else 0
 
     def _struct_builtin(self, tid: int) -> bool:
         t = self.m.defs.get(tid)
@@ -421,7 +433,7 @@ class _Builder:
                 if not rid or inst.opcode in (59, 65, 66, 67, 70):
                     continue
                 tinst = m.defs.get(inst.type_id)
-                if tinst is None or tinst.opcode in (19, 32) and (tinst.opcode == 19 or tinst.words[0] != 5349):
+                if tinst is None or tinst.opcode in (19, 32) and (tinst.opcode == 19 or tinst.words[1] != 5349):
                     continue
                 vals[rid] = [sh.new_vreg(w, VALUE) for w in types.parts(inst.type_id)]
         for inst in f.header:
@@ -622,7 +634,7 @@ class _Builder:
             ptype = m.defs.get(inst.type_id)
             if ptype is None or ptype.opcode != 32:
                 raise CompileError("OpVariable whose type is not a pointer", instruction_text(m, inst), gidx)
-            pointee = ptype.words[1]
+            pointee = ptype.words[2]
             nparts = len(self.types.parts(pointee))
             p = _Ptr(inst.result_id, w[2], pointee, 0, nparts, False, False)
             ptrs[inst.result_id] = p
@@ -646,7 +658,7 @@ class _Builder:
             for i in ([w[3]] if op in (67, 70) else []) + list(idx):
                 uses += vals.get(i, ())
             ptype = m.defs.get(inst.type_id)
-            pointee = ptype.words[1] if ptype is not None and ptype.opcode == 32 else 0
+            pointee = ptype.words[2] if ptype is not None and ptype.opcode == 32 else 0
             if dynamic:
                 start, stop, partial, path = base.start, base.stop, True, None
             else:
