@@ -231,7 +231,6 @@ def _unix_socket(address: Address) -> socket.socket:
 async def serve(cfg: DaemonConfig, ready=None) -> None:
     """Run until SIGINT/SIGTERM (a second one skips the drain); `ready(address)` once listening."""
     daemon = HostDaemon(cfg)
-    address = await daemon.start()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -243,9 +242,10 @@ async def serve(cfg: DaemonConfig, ready=None) -> None:
             LOG.info("hostd: %s: shutting down", signame)
             stop.set()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM):      # before listening: a client may signal as soon as it sees us
         loop.add_signal_handler(sig, on_signal, sig.name)
     try:
+        address = await daemon.start()
         if ready is not None:
             ready(address)
         await stop.wait()

@@ -33,8 +33,12 @@ def connect(address: str) -> socket.socket:
 
 
 def wait_closed_by_server(s: socket.socket) -> None:
-    """Block until the daemon closes the connection (no sleeping)."""
+    """Say we are done sending, then block until the daemon closes the connection (no sleeping)."""
     s.settimeout(20)
+    try:
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass                      # the daemon closed first
     try:
         while s.recv(4096):
             pass
