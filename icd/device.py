@@ -28,15 +28,6 @@ def backend_knows(entry, phys: PhysicalDevice) -> bool:
     return any(e in phys.extensions for e in extensions)
 
 
-# The loader's own structs (vk_layer.h), passed down to drivers too.
-LOADER_STRUCTS = {47: "VkLayerInstanceCreateInfo", 48: "VkLayerDeviceCreateInfo"}
-
-
-def _struct_name(stype: int) -> str | None:
-    entry = vk.STRUCTS.get(stype)
-    return entry[0] if entry else LOADER_STRUCTS.get(stype)
-
-
 def strip_chain(ffi, pnext, phys: PhysicalDevice, keep: structs.Keepalive, log=None):
     """The pNext chain without structs the backend does not know; the original if nothing goes.
 
@@ -44,19 +35,14 @@ def strip_chain(ffi, pnext, phys: PhysicalDevice, keep: structs.Keepalive, log=N
     they are dropped with a warning (the backend predates them too).
     """
     nodes = list(structs.chain(ffi, pnext))
-    known = [n for n in nodes if n.sType in LOADER_STRUCTS
+    known = [n for n in nodes if n.sType in structs.LOADER_STRUCTS
              or ((e := vk.STRUCTS.get(n.sType)) is not None and backend_knows(e, phys))]
     if len(known) == len(nodes):
         return pnext
     if log is not None:
-        dropped = [_struct_name(n.sType) or f"sType {n.sType}" for n in nodes if n not in known]
+        dropped = [structs.struct_name(n.sType) or f"sType {n.sType}" for n in nodes if n not in known]
         log.info("vkCreateDevice: backend does not know %s: not passed down", ", ".join(dropped))
-    head = ffi.NULL
-    for node in reversed(known):
-        copy = structs.copy(ffi, f"{_struct_name(node.sType)} *", node, keep)
-        ffi.cast("VkBaseOutStructure *", copy).pNext = ffi.cast("VkBaseOutStructure *", head)
-        head = copy
-    return head
+    return structs.rebuild_chain(ffi, known, keep)
 
 
 def register(drv: Driver) -> None:

@@ -7,7 +7,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import identity
 from .driver import Driver
-from .enumerate import fill_extensions, query_extensions
+from tessera.vkapi.enumerate import fill_extensions, query_extensions
 from .objects import Instance, PhysicalDevice
 from .shim_spec import HOOKS
 

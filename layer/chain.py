@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from tessera.vkapi import structs
 from tessera.vkapi.dispatch import DispatchTable, canonical, is_device_command
+from tessera.vkapi.enumerate import fill_extensions, query_extensions
 from tessera.vkapi.vkconst import vk
 
+from . import encoder
 from .shim_spec import CALLS, HOOKS, LAYER_NAME
 from .state import DeviceState, InstanceState, LayerState
 
@@ -21,6 +23,8 @@ GLOBAL_COMMANDS = frozenset({"vkCreateInstance", "vkEnumerateInstanceExtensionPr
                              "vkEnumerateInstanceLayerProperties", "vkEnumerateInstanceVersion"})
 # Extensions the layer needs below it to label workloads.
 REQUIRED_INSTANCE_EXTENSIONS = ("VK_EXT_debug_utils",)
+# Device extensions the layer provides itself when the driver lacks them (name -> spec version).
+LAYER_DEVICE_EXTENSIONS = {"VK_EXT_frame_boundary": 1}
 
 _NEEDED = sorted(set(HOOKS) | set(CALLS))
 INSTANCE_COMMANDS = [n for n in _NEEDED if not is_device_command(n) and n not in GLOBAL_COMMANDS]
@@ -35,7 +39,8 @@ def _link(ffi, pnext, stype: int, ctype: str):
     return None
 
 
-def register(hooks, state: LayerState, ffi) -> None:
+def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
+    """`on_destroy_device(dev)` runs before a device is destroyed (read back captures, flush)."""
     def with_extensions(pCreateInfo, next_gipa, keep):
         try:
             return _with_extensions(ffi, pCreateInfo, next_gipa, keep)
@@ -69,6 +74,7 @@ def register(hooks, state: LayerState, ffi) -> None:
             return
         key = state.key(instance)
         owner = state.instances[key]
+        state.session.transport.flush()
         owner.next.vkDestroyInstance(instance, pAllocator)
         with state.lock:
             state.instances.pop(key, None)
@@ -83,16 +89,52 @@ def register(hooks, state: LayerState, ffi) -> None:
         next_gdpa = link.u.pLayerInfo.pfnNextGetDeviceProcAddr
         link.u.pLayerInfo = link.u.pLayerInfo.pNext
         create = ffi.cast("PFN_vkCreateDevice", next_gipa(inst.handle, b"vkCreateDevice"))
-        result = create(physicalDevice, pCreateInfo, pAllocator, pDevice)
+        keep: structs.Keepalive = []
+        names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+        below = query_extensions(ffi, inst.next.vkEnumerateDeviceExtensionProperties, physicalDevice, ffi.NULL)
+        emulated = frozenset(n for n in names if n in LAYER_DEVICE_EXTENSIONS and n not in below)
+        info = _without_emulated(pCreateInfo, emulated, keep) if emulated else pCreateInfo
+        result = create(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
         handle = pDevice[0]
         table = DispatchTable(ffi, next_gdpa, handle, DEVICE_COMMANDS)
-        enabled = frozenset(structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames,
-                                            pCreateInfo.enabledExtensionCount))
+        dev = DeviceState(handle, state.address(handle), table, next_gdpa, inst, physicalDevice,
+                          frozenset(names), emulated)
         with state.lock:
-            state.devices[state.key(handle)] = DeviceState(handle, table, next_gdpa, inst, enabled)
+            state.devices[state.key(handle)] = dev
+        try:
+            _announce(dev)
+        except Exception:
+            hooks.errors.report("vkCreateDevice", "describing the device")
         return result
+
+    def _without_emulated(pCreateInfo, emulated, keep):
+        """The create info without extensions (and their feature structs) the layer provides itself."""
+        info = structs.copy(ffi, "VkDeviceCreateInfo *", pCreateInfo, keep)
+        kept = [n for n in structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames,
+                                           pCreateInfo.enabledExtensionCount) if n not in emulated]
+        info.ppEnabledExtensionNames = structs.string_array(ffi, kept, keep)
+        info.enabledExtensionCount = len(kept)
+        nodes = list(structs.chain(ffi, pCreateInfo.pNext))
+        dropped = {vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT}
+        if any(n.sType in dropped for n in nodes):
+            info.pNext = structs.rebuild_chain(ffi, [n for n in nodes if n.sType not in dropped], keep)
+        return info
+
+    def _announce(dev: DeviceState) -> None:
+        props = ffi.new("VkPhysicalDeviceProperties *")
+        dev.instance.next.vkGetPhysicalDeviceProperties(dev.physical, props)
+        state.session.transport.send(encoder.device(
+            dev.address, structs.string(ffi, props.deviceName), props.vendorID, props.deviceID,
+            "", props.apiVersion, sorted(dev.enabled_extensions)))
+
+    @hooks.after("vkGetPhysicalDeviceFeatures2")
+    def after_features2(inst, result, physicalDevice, pFeatures):
+        fb = structs.find(ffi, pFeatures.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT,
+                          "VkPhysicalDeviceFrameBoundaryFeaturesEXT *")
+        if fb is not None:
+            fb.frameBoundary = vk.VK_TRUE   # provided by the layer when the driver lacks it
 
     @hooks.replace("vkDestroyDevice")
     def destroy_device(device, pAllocator):
@@ -100,6 +142,10 @@ def register(hooks, state: LayerState, ffi) -> None:
             return
         key = state.key(device)
         owner = state.devices[key]
+        try:
+            on_destroy_device(owner)
+        except Exception:
+            hooks.errors.report("vkDestroyDevice", "reading back captures before destruction")
         owner.next.vkDestroyDevice(device, pAllocator)
         with state.lock:
             state.devices.pop(key, None)
@@ -107,8 +153,7 @@ def register(hooks, state: LayerState, ffi) -> None:
     @hooks.replace("vkEnumerateDeviceExtensionProperties")
     def enumerate_device_extensions(physicalDevice, pLayerName, pPropertyCount, pProperties):
         if pLayerName != ffi.NULL and structs.string(ffi, pLayerName) == LAYER_NAME:
-            pPropertyCount[0] = 0  # the layer adds no device extensions
-            return vk.VK_SUCCESS
+            return fill_extensions(ffi, LAYER_DEVICE_EXTENSIONS, pPropertyCount, pProperties)
         inst = state.instance_of(physicalDevice)
         return inst.next.vkEnumerateDeviceExtensionProperties(physicalDevice, pLayerName,
                                                               pPropertyCount, pProperties)

@@ -1,19 +1,22 @@
 """Entry of the layer: runs once, inside the application, when the shim loads.
 
-Reads the settings, registers every hook module, binds the shim's callbacks
-and its GetProcAddr functions. Called by the shim's init code as
-`install(ffi, lib)`; nothing here runs at import time.
+Reads the settings, creates the session (transport, counters), registers
+every hook module, binds the shim's callbacks and its GetProcAddr functions.
+Called by the shim's init code as `install(ffi, lib)`.
 """
 from __future__ import annotations
 
+from tessera.vkapi import pipelines, resource_hooks
 from tessera.vkapi.dispatch import HookSet, guarded
 from tessera.vkapi.log import HookErrors, configure
 
-from . import chain, dispatches
+from . import chain, commands, encoder, queues, render_passes, workloads
+from .indirect import Capturer
 from .settings import LayerSettings
 from .shim_spec import HOOKS
-from .state import LayerState
+from .state import LayerState, Session
 from .tagging import Labeller
+from .transport import Transport
 
 
 class InjectedFault(RuntimeError):
@@ -25,9 +28,23 @@ def install(ffi, lib) -> None:
     log = configure("layer", settings.log)
     errors = HookErrors(log)
     hooks = HookSet(errors)
-    state = LayerState(ffi)
-    chain.register(hooks, state, ffi)
-    dispatches.register(hooks, Labeller(ffi))
+    transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
+    state = LayerState(ffi, Session(transport))
+    labeller = Labeller(ffi)
+    capturer = Capturer(ffi, transport.send, labeller, log)
+
+    def on_destroy_device(dev) -> None:
+        capturer.destroy(dev)
+        transport.flush()
+
+    chain.register(hooks, state, ffi, on_destroy_device)
+    resource_hooks.register(hooks, ffi)
+    pipelines.register(hooks, ffi)
+    commands.register(hooks, state, ffi, capturer.release)
+    render_passes.register(hooks, state, labeller, capturer)
+    workloads.register(hooks, state, labeller, capturer)
+    queues.register(hooks, state, ffi, labeller, capturer, errors)
+    capturer.register(hooks)
     for name in settings.fault_commands:
         hooks.before(name)(_raise_injected)
     pointers = hooks.install(ffi, lib, state.owner_of, HOOKS)

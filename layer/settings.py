@@ -1,8 +1,15 @@
-"""Layer settings, read once from the environment when the layer loads."""
+"""Layer settings, read once from the environment when the layer loads.
+
+TESSERA_HOSTD        where hostd listens (unix:PATH or tcp:127.0.0.1:PORT); unset: spool to a file
+TESSERA_SESSION_DIR  where the spool file goes; unset: a new temporary folder
+TESSERA_LAYER_FAULT  testing: comma-separated commands whose hooks raise on purpose
+TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log
+"""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from tessera.vkapi.log import LogSettings
 
@@ -10,11 +17,15 @@ from tessera.vkapi.log import LogSettings
 @dataclass(frozen=True)
 class LayerSettings:
     log: LogSettings
-    # Testing knob: commands whose hooks raise on purpose (TESSERA_LAYER_FAULT=vkCmdDispatch,...),
-    # to prove that a failing hook never breaks the application's call.
+    hostd: str | None
+    session_dir: Path | None
+    # Testing knob: commands whose hooks raise on purpose, to prove that a
+    # failing hook never breaks the application's call.
     fault_commands: frozenset[str]
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "LayerSettings":
         faults = frozenset(n for n in environ.get("TESSERA_LAYER_FAULT", "").split(",") if n)
-        return cls(LogSettings.from_environ(environ), faults)
+        session = environ.get("TESSERA_SESSION_DIR")
+        return cls(LogSettings.from_environ(environ), environ.get("TESSERA_HOSTD") or None,
+                   Path(session) if session else None, faults)

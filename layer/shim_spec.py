@@ -7,7 +7,14 @@ layer calls down itself (for example to insert debug labels).
 from __future__ import annotations
 
 from tessera.vkapi import paths
+from tessera.vkapi.pipelines import PIPELINE_HOOKS
+from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.shim import ShimSpec
+
+from .commands import COMMAND_HOOKS
+from .queues import QUEUE_HOOKS
+from .render_passes import RENDER_PASS_HOOKS
+from .workloads import WORKLOAD_HOOKS
 
 LAYER_NAME = "VK_LAYER_TESSERA_timeline"
 LIBRARY = "libVkLayer_tessera_timeline.so"
@@ -15,16 +22,26 @@ LIBRARY = "libVkLayer_tessera_timeline.so"
 # Commands answered before any instance exists, or that create/destroy dispatch chains.
 CHAIN_HOOKS = (
     "vkCreateInstance", "vkDestroyInstance", "vkCreateDevice", "vkDestroyDevice",
-    "vkEnumerateDeviceExtensionProperties",
+    "vkEnumerateDeviceExtensionProperties", "vkGetPhysicalDeviceFeatures2",
 )
-WORKLOAD_HOOKS = (
-    "vkCmdDispatch",
-)
-HOOKS = CHAIN_HOOKS + WORKLOAD_HOOKS
+HOOKS = (CHAIN_HOOKS + RESOURCE_HOOKS + PIPELINE_HOOKS + COMMAND_HOOKS + RENDER_PASS_HOOKS + WORKLOAD_HOOKS
+         + QUEUE_HOOKS)
+# Commands the layer calls down itself: labels, indirect captures, device description.
 CALLS = (
-    "vkEnumerateInstanceExtensionProperties",
-    "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT",
+    "vkEnumerateInstanceExtensionProperties", "vkGetPhysicalDeviceProperties",
+    "vkGetPhysicalDeviceMemoryProperties", "vkGetBufferMemoryRequirements", "vkAllocateMemory",
+    "vkBindBufferMemory", "vkMapMemory", "vkUnmapMemory", "vkFreeMemory", "vkCmdPipelineBarrier",
+    "vkCreateFence", "vkDestroyFence", "vkGetFenceStatus",
 )
+EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT")
+
+
+def _pnext_types() -> tuple[str, ...]:
+    """Structs the layer may copy when it rebuilds a device create chain."""
+    from tessera.vkapi import registry
+
+    return tuple(sorted(set(registry.load().structs["VkDeviceCreateInfo"].extendedBy) | set(EXTRA_TYPES)))
+
 
 C_GLUE = r"""
 PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
@@ -74,28 +91,30 @@ TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerI
 }
 """
 
-SPEC = ShimSpec(
-    module_name="_tessera_layer_shim",
-    library_name=LIBRARY,
-    hooks=HOOKS,
-    calls=CALLS,
-    extra_types=(),
-    embedding_api="""
-        PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
-        PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
-    """,
-    c_glue=C_GLUE,
-    init_module="tessera.layer.entry",
-    manifest={
-        "file_format_version": "1.2.0",
-        "layer": {
-            "name": LAYER_NAME,
-            "type": "GLOBAL",
-            "library_path": "",
-            "api_version": "1.4.366",
-            "implementation_version": "1",
-            "description": "Tessera GPU timeline: tags every workload for the Arm-style timeline",
+
+def spec() -> ShimSpec:
+    return ShimSpec(
+        module_name="_tessera_layer_shim",
+        library_name=LIBRARY,
+        hooks=HOOKS,
+        calls=CALLS,
+        extra_types=_pnext_types(),
+        embedding_api="""
+            PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
+            PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
+        """,
+        c_glue=C_GLUE,
+        init_module="tessera.layer.entry",
+        manifest={
+            "file_format_version": "1.2.0",
+            "layer": {
+                "name": LAYER_NAME,
+                "type": "GLOBAL",
+                "library_path": "",
+                "api_version": "1.4.366",
+                "implementation_version": "1",
+                "description": "Tessera GPU timeline: tags every workload for the Arm-style timeline",
+            },
         },
-    },
-    manifest_dir=paths.LAYER_MANIFEST_DIR,
-)
+        manifest_dir=paths.LAYER_MANIFEST_DIR,
+    )

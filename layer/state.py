@@ -1,18 +1,23 @@
-"""The layer's dispatch state: instances and devices keyed by dispatch key.
+"""The layer's state: instances and devices keyed by dispatch key, and the
+process-wide session (transport, counters).
 
 The dispatch key of a dispatchable handle is the loader's dispatch-table
 pointer stored in its first word; a physical device shares its instance's
 key, and queues and command buffers share their device's key. The maps are
-written only by create/destroy hooks (under a lock) and read lock-free on
-every intercepted call (dict reads are atomic under the GIL).
+written by create/destroy hooks (under a lock) and read lock-free on every
+intercepted call (dict reads are atomic under the GIL).
 """
 from __future__ import annotations
 
+import itertools
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from tessera.vkapi.dispatch import DispatchTable
+from tessera.vkapi.resources import Resources
+
+from .trackers import CommandBufferTracker, QueueTracker
 
 
 @dataclass
@@ -26,22 +31,42 @@ class InstanceState:
 @dataclass
 class DeviceState:
     handle: Any
+    address: int
     next: DispatchTable
     next_gdpa: Any                 # PFN_vkGetDeviceProcAddr of the next element
     instance: InstanceState
+    physical: Any
     enabled_extensions: frozenset[str]
-    extra: dict = field(default_factory=dict)
+    emulated_extensions: frozenset[str] = frozenset()   # enabled by the app, provided by the layer
+    res: Resources = field(default_factory=Resources)
+    command_buffers: dict[int, CommandBufferTracker] = field(default_factory=dict)
+    queues: dict[int, QueueTracker] = field(default_factory=dict)
+    pools: dict[int, set[int]] = field(default_factory=dict)     # command pool -> buffer addresses
+    capture: Any = None            # indirect.CaptureBuffer, created on first use
+
+
+class Session:
+    """Process-wide counters and the transport (tagIDs, submitIDs and frames are per process)."""
+
+    def __init__(self, transport) -> None:
+        self.transport = transport
+        self.next_submit = itertools.count(1).__next__    # atomic under the GIL
+        self.frame = 0
 
 
 class LayerState:
-    def __init__(self, ffi) -> None:
+    def __init__(self, ffi, session: Session) -> None:
         self.ffi = ffi
+        self.session = session
         self.instances: dict[Any, InstanceState] = {}
         self.devices: dict[Any, DeviceState] = {}
         self.lock = threading.Lock()
 
     def key(self, handle) -> int:
         return int(self.ffi.cast("uintptr_t *", handle)[0])
+
+    def address(self, handle) -> int:
+        return int(self.ffi.cast("uintptr_t", handle))
 
     def owner_of(self, handle) -> InstanceState | DeviceState:
         k = int(self.ffi.cast("uintptr_t *", handle)[0])
@@ -52,3 +77,6 @@ class LayerState:
 
     def instance_of(self, handle) -> InstanceState:
         return self.instances[self.key(handle)]
+
+    def command_buffer(self, dev: DeviceState, handle) -> CommandBufferTracker:
+        return dev.command_buffers[int(self.ffi.cast("uintptr_t", handle))]

@@ -1,8 +1,9 @@
 """Workload tags: a process-wide counter and the `t<tagID>` debug labels.
 
 Each workload is wrapped in a debug label `t<tagID>` sent down to the driver
-(begin just before the command, end just after), exactly as Arm's GPU
-Timeline layer does, so the driver's render-stage events carry the tag.
+(begin just before the command, end just after), as Arm's GPU Timeline layer
+does, so the driver's render-stage events carry the tag. VK_EXT_debug_utils
+labels are used; VK_EXT_debug_marker markers when only they are available.
 """
 from __future__ import annotations
 
@@ -10,26 +11,45 @@ import itertools
 
 from tessera.vkapi.vkconst import vk
 
-_next_tag = itertools.count(1).__next__  # atomic under the GIL
+next_tag = itertools.count(1).__next__  # atomic under the GIL
 
 
 class Labeller:
-    """Begins and ends `t<tagID>` labels on a command buffer."""
-
     def __init__(self, ffi) -> None:
         self.ffi = ffi
-        self.stype = vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT
 
-    def begin(self, device, command_buffer) -> int:
-        tag = _next_tag()
-        begin = device.next.vkCmdBeginDebugUtilsLabelEXT
+    def push(self, dev, command_buffer, name: str) -> bool:
+        """Begin a label named `name` below the application; False if the device has no label command."""
+        ffi = self.ffi
+        text = ffi.new("char[]", name.encode())
+        begin = dev.next.vkCmdBeginDebugUtilsLabelEXT
         if begin is not None:
-            name = self.ffi.new("char[]", b"t%d" % tag)
-            label = self.ffi.new("VkDebugUtilsLabelEXT *", {"sType": self.stype, "pLabelName": name})
-            begin(command_buffer, label)
-        return tag
+            begin(command_buffer, ffi.new("VkDebugUtilsLabelEXT *",
+                                          {"sType": vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, "pLabelName": text}))
+            return True
+        marker = dev.next.vkCmdDebugMarkerBeginEXT
+        if marker is not None:
+            marker(command_buffer, ffi.new("VkDebugMarkerMarkerInfoEXT *",
+                                           {"sType": vk.VK_STRUCTURE_TYPE_DEBUG_MARKER_MARKER_INFO_EXT,
+                                            "pMarkerName": text}))
+            return True
+        return False
 
-    def end(self, device, command_buffer) -> None:
-        end = device.next.vkCmdEndDebugUtilsLabelEXT
+    def pop(self, dev, command_buffer) -> None:
+        end = dev.next.vkCmdEndDebugUtilsLabelEXT
         if end is not None:
             end(command_buffer)
+        elif dev.next.vkCmdDebugMarkerEndEXT is not None:
+            dev.next.vkCmdDebugMarkerEndEXT(command_buffer)
+
+    def queue_push(self, dev, queue, name: str) -> bool:
+        begin = dev.next.vkQueueBeginDebugUtilsLabelEXT
+        if begin is None:
+            return False
+        text = self.ffi.new("char[]", name.encode())
+        begin(queue, self.ffi.new("VkDebugUtilsLabelEXT *",
+                                  {"sType": vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, "pLabelName": text}))
+        return True
+
+    def queue_pop(self, dev, queue) -> None:
+        dev.next.vkQueueEndDebugUtilsLabelEXT(queue)

@@ -13,9 +13,9 @@ from tessera.vkapi import constants_gen, paths, shim, vkconst
 
 def specs():
     from tessera.icd.shim_spec import spec as icd_spec
-    from tessera.layer.shim_spec import SPEC as LAYER_SPEC
+    from tessera.layer.shim_spec import spec as layer_spec
 
-    return [LAYER_SPEC, icd_spec()]
+    return [layer_spec(), icd_spec()]
 
 
 def build_constants() -> None:

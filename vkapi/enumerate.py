@@ -1,7 +1,7 @@
 """The two-call enumeration idiom (Vulkan spec 3.6.1 "Opaque ... Queries")."""
 from __future__ import annotations
 
-from tessera.vkapi.vkconst import vk
+from .vkconst import vk
 
 
 def fill_extensions(ffi, extensions: dict[str, int], pCount, pProperties) -> int:

@@ -51,3 +51,25 @@ def copy(ffi, ctype: str, src, keep: Keepalive):
     ffi.memmove(dst, src, ffi.sizeof(ctype.rstrip("* ")))
     keep.append(dst)
     return dst
+
+
+# The loader's own structs (vk_layer.h), which it passes down to layers and drivers.
+LOADER_STRUCTS = {47: "VkLayerInstanceCreateInfo", 48: "VkLayerDeviceCreateInfo"}
+
+
+def struct_name(stype: int) -> str | None:
+    """Registry (or loader) name of a struct type; None when unknown."""
+    from .vkconst import vk
+
+    entry = vk.STRUCTS.get(stype)
+    return entry[0] if entry else LOADER_STRUCTS.get(stype)
+
+
+def rebuild_chain(ffi, nodes: list, keep: Keepalive):
+    """A new pNext chain of shallow copies of `nodes` (each a known struct), linked in order."""
+    head = ffi.NULL
+    for node in reversed(nodes):
+        dup = copy(ffi, f"{struct_name(node.sType)} *", node, keep)
+        ffi.cast("VkBaseOutStructure *", dup).pNext = ffi.cast("VkBaseOutStructure *", head)
+        head = dup
+    return head

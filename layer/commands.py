@@ -1,0 +1,150 @@
+"""Command buffers, queues and the application's debug labels.
+
+Application labels (VK_EXT_debug_utils command-buffer and queue labels,
+VK_EXT_debug_marker markers) are recorded by the layer and not passed down,
+as in Arm's layer: below the layer, the label stack holds only the layer's
+`t<tagID>` and `s<submitID>` labels. Each workload carries the application
+stack in effect when it began, resolved per queue at submit (queues.py).
+"""
+from __future__ import annotations
+
+from tessera.vkapi import structs
+from tessera.vkapi.vkconst import vk
+
+from .state import LayerState
+from .trackers import CommandBufferTracker, QueueTracker
+
+COMMAND_HOOKS = (
+    "vkAllocateCommandBuffers", "vkFreeCommandBuffers", "vkDestroyCommandPool", "vkResetCommandPool",
+    "vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandBuffer", "vkGetDeviceQueue", "vkGetDeviceQueue2",
+    "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT", "vkCmdInsertDebugUtilsLabelEXT",
+    "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
+    "vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT", "vkQueueInsertDebugUtilsLabelEXT",
+    "vkCmdExecuteCommands",
+)
+
+
+def register(hooks, state: LayerState, ffi, release_captures) -> None:
+    """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py)."""
+
+    @hooks.after("vkAllocateCommandBuffers")
+    def after_allocate(dev, result, device, info, pCommandBuffers):
+        if result != vk.VK_SUCCESS:
+            return
+        pool = int(info.commandPool)
+        members = dev.pools.setdefault(pool, set())
+        for i in range(info.commandBufferCount):
+            address = state.address(pCommandBuffers[i])
+            dev.command_buffers[address] = CommandBufferTracker(pCommandBuffers[i], address, info.level, pool)
+            members.add(address)
+
+    def forget(dev, address: int) -> None:
+        tracker = dev.command_buffers.pop(address, None)
+        if tracker is not None:
+            release_captures(dev, tracker)
+
+    @hooks.before("vkFreeCommandBuffers")
+    def before_free(dev, device, commandPool, count, pCommandBuffers):
+        for i in range(count):
+            if pCommandBuffers[i] != ffi.NULL:
+                address = state.address(pCommandBuffers[i])
+                dev.pools.get(int(commandPool), set()).discard(address)
+                forget(dev, address)
+
+    @hooks.before("vkDestroyCommandPool")
+    def before_destroy_pool(dev, device, commandPool, pAllocator):
+        for address in dev.pools.pop(int(commandPool), set()):
+            forget(dev, address)
+
+    def reset(dev, tracker: CommandBufferTracker) -> None:
+        release_captures(dev, tracker)
+        tracker.reset()
+
+    @hooks.after("vkResetCommandPool")
+    def after_reset_pool(dev, result, device, commandPool, flags):
+        for address in dev.pools.get(int(commandPool), ()):
+            if address in dev.command_buffers:
+                reset(dev, dev.command_buffers[address])
+
+    @hooks.before("vkBeginCommandBuffer")
+    def before_begin(dev, commandBuffer, pBeginInfo):
+        tracker = state.command_buffer(dev, commandBuffer)
+        reset(dev, tracker)   # spec 6.4: begin implicitly resets
+        tracker.one_time = bool(pBeginInfo.flags & vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+
+    @hooks.after("vkResetCommandBuffer")
+    def after_reset(dev, result, commandBuffer, flags):
+        reset(dev, state.command_buffer(dev, commandBuffer))
+
+    # vkEndCommandBuffer: a render pass still suspended is finished by render_passes.py.
+
+    def track_queue(dev, handle, family: int, index: int) -> None:
+        address = state.address(handle)
+        if handle != ffi.NULL and address not in dev.queues:
+            dev.queues[address] = QueueTracker(handle, f"queue {family}.{index}")
+
+    @hooks.after("vkGetDeviceQueue")
+    def after_get_queue(dev, result, device, family, index, pQueue):
+        track_queue(dev, pQueue[0], family, index)
+
+    @hooks.after("vkGetDeviceQueue2")
+    def after_get_queue2(dev, result, device, pQueueInfo, pQueue):
+        track_queue(dev, pQueue[0], pQueueInfo.queueFamilyIndex, pQueueInfo.queueIndex)
+
+    # ---- application labels: recorded, not passed down --------------------
+    def tracker_of(commandBuffer) -> CommandBufferTracker:
+        return state.command_buffer(state.owner_of(commandBuffer), commandBuffer)
+
+    def label_begin(commandBuffer, name_ptr) -> None:
+        t = tracker_of(commandBuffer)
+        name = structs.string(ffi, name_ptr)
+        t.ops.append(("label_begin", name))
+        t.labels.append(name)
+
+    def label_end(commandBuffer) -> None:
+        t = tracker_of(commandBuffer)
+        t.ops.append(("label_end", None))
+        if t.labels:
+            t.labels.pop()
+        else:
+            t.pops_below_start += 1   # closes a label opened in an earlier command buffer
+
+    def label_insert(commandBuffer, name_ptr) -> None:
+        tracker_of(commandBuffer).ops.append(("label_insert", structs.string(ffi, name_ptr)))
+
+    hooks.replace("vkCmdBeginDebugUtilsLabelEXT")(lambda cb, info: label_begin(cb, info.pLabelName))
+    hooks.replace("vkCmdEndDebugUtilsLabelEXT")(label_end)
+    hooks.replace("vkCmdInsertDebugUtilsLabelEXT")(lambda cb, info: label_insert(cb, info.pLabelName))
+    hooks.replace("vkCmdDebugMarkerBeginEXT")(lambda cb, info: label_begin(cb, info.pMarkerName))
+    hooks.replace("vkCmdDebugMarkerEndEXT")(label_end)
+    hooks.replace("vkCmdDebugMarkerInsertEXT")(lambda cb, info: label_insert(cb, info.pMarkerName))
+
+    def queue_of(queue) -> QueueTracker:
+        return state.owner_of(queue).queues[state.address(queue)]
+
+    @hooks.replace("vkQueueBeginDebugUtilsLabelEXT")
+    def queue_begin_label(queue, pLabelInfo):
+        queue_of(queue).labels.append(structs.string(ffi, pLabelInfo.pLabelName))
+
+    @hooks.replace("vkQueueEndDebugUtilsLabelEXT")
+    def queue_end_label(queue):
+        labels = queue_of(queue).labels
+        if labels:   # a pop without a push is tolerated
+            labels.pop()
+
+    @hooks.replace("vkQueueInsertDebugUtilsLabelEXT")
+    def queue_insert_label(queue, pLabelInfo):
+        queue_of(queue)
+
+    @hooks.before("vkCmdExecuteCommands")
+    def before_execute(dev, commandBuffer, count, pCommandBuffers):
+        t = state.command_buffer(dev, commandBuffer)
+        secondaries = [state.command_buffer(dev, pCommandBuffers[i]) for i in range(count)]
+        t.ops.append(("execute", secondaries))
+        if t.part is not None:   # draws recorded in secondaries continue this render pass
+            t.part.draws += sum(_draws(s) for s in secondaries)
+
+
+def _draws(tracker: CommandBufferTracker) -> int:
+    """Draws a secondary records inside the render pass it continues."""
+    return tracker.continued_draws

@@ -1,0 +1,74 @@
+"""Turns tracker state into wire frames (tessera.schemas.frames).
+
+The only module of the layer that knows the message layout; trackers stay
+free of it. Payloads follow schemas/json/*.schema.json.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from tessera.schemas.frames import PROTOCOL_VERSION, MessageType, encode
+
+from .trackers import Workload
+
+LAYER_VERSION = "0.1.0"
+
+
+def hex_handle(address: int) -> str:
+    return f"0x{address:x}"
+
+
+def hello() -> bytes:
+    return encode(MessageType.HELLO, {
+        "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "process": _process_name(), "layer": LAYER_VERSION,
+        "clock_sync": {"monotonic_raw_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW),
+                       "boottime_ns": time.clock_gettime_ns(time.CLOCK_BOOTTIME)},
+    })
+
+
+def _process_name() -> str:
+    try:
+        with open("/proc/self/comm") as f:
+            comm = f.read().strip()
+    except OSError:
+        comm = ""
+    argv0 = os.path.basename(sys.argv[0]) if getattr(sys, "argv", None) and sys.argv[0] else ""
+    return argv0 if comm.startswith("python") and argv0 else (comm or argv0 or "app")
+
+
+def device(address: int, name: str, vendor_id: int, device_id: int, driver: str, api: int,
+           extensions: list[str]) -> bytes:
+    return encode(MessageType.DEVICE, {
+        "device": hex_handle(address), "name": name, "vendor_id": vendor_id, "device_id": device_id,
+        "driver": driver, "api_version": f"{api >> 22}.{(api >> 12) & 0x3FF}.{api & 0xFFF}",
+        "extensions": sorted(extensions)})
+
+
+def workload(w: Workload, device_address: int, cb_address: int, annex: bool) -> bytes:
+    payload = {"kind": w.kind, "device": hex_handle(device_address), "command_buffer": hex_handle(cb_address),
+               **w.meta}
+    if w.local_labels and not w.pops_below_start:
+        payload["labels"] = list(w.local_labels)
+    if annex:
+        payload["annex"] = True
+    return encode(MessageType.WORKLOAD, payload, tag=w.tag)
+
+
+def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[int], tags: list[int],
+           frame: int, annexed: bool) -> bytes:
+    return encode(MessageType.SUBMIT, {
+        "device": hex_handle(device_address), "queue": queue,
+        "time_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW),
+        "command_buffers": [hex_handle(a) for a in cb_addresses], "tags": tags, "frame": frame,
+        "annexed": annexed}, sequence=submit_id)
+
+
+def annex(submit_id: int, tag: int, fields: dict) -> bytes:
+    return encode(MessageType.ANNEX, fields, tag=tag, sequence=submit_id)
+
+
+def frame(number: int, device_address: int, queue: str, source: str) -> bytes:
+    return encode(MessageType.FRAME, {"frame": number, "time_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW),
+                                      "device": hex_handle(device_address), "queue": queue, "source": source})

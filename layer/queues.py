@@ -1,0 +1,199 @@
+"""Submits and frames: submitIDs, annexes, `s<submitID>` wrapping, frame boundaries.
+
+At each vkQueueSubmit/vkQueueSubmit2 the layer walks the submitted command
+buffers in order (secondaries expanded) against the queue's application
+label stack and any render pass still suspended on that queue, and works
+out what is known only now: each workload's full label stack (when it
+differs from what its WORKLOAD message said), the draw count of render
+passes split across command buffers, and which workloads carry indirect
+captures. If anything needs an ANNEX, or a command buffer is submitted again
+(its tags repeat), the submit is wrapped in an `s<submitID>` queue label, so
+the driver's events carry `s<submitID> / … / t<tagID>` and `submitID.tagID`
+names one running workload. Frames end at vkQueuePresentKHR or at a
+VkFrameBoundaryEXT (VK_EXT_frame_boundary, emulated by the layer when the
+driver lacks it) in a submit or present.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tessera.vkapi import structs
+from tessera.vkapi.vkconst import vk
+
+from . import encoder
+from .trackers import Capture, CommandBufferTracker, OpenPass, QueueTracker
+
+QUEUE_HOOKS = ("vkQueueSubmit", "vkQueueSubmit2", "vkQueuePresentKHR", "vkQueueWaitIdle", "vkDeviceWaitIdle",
+               "vkWaitForFences")
+
+
+@dataclass
+class Plan:
+    submit_id: int
+    trackers: list[CommandBufferTracker] = field(default_factory=list)   # every buffer run, secondaries too
+    primaries: list[CommandBufferTracker] = field(default_factory=list)
+    tags: list[int] = field(default_factory=list)
+    annexes: dict[int, dict] = field(default_factory=dict)                # tag -> fields
+    captures: list[tuple[int, Capture]] = field(default_factory=list)
+    reused: bool = False
+    frame_ends: list[int] = field(default_factory=list)                   # VkFrameBoundaryEXT frame ids
+
+    @property
+    def wrap(self) -> bool:
+        return bool(self.annexes or self.captures or self.reused)
+
+
+def plan_submit(submit_id: int, queue: QueueTracker, batches: list[list[CommandBufferTracker]]) -> Plan:
+    plan = Plan(submit_id)
+    stack = queue.labels     # the queue's application label stack: updated as buffers run
+    for batch in batches:
+        for t in batch:
+            t.submits += 1
+            plan.reused |= t.submits > 1
+            plan.primaries.append(t)
+            _walk(plan, queue, stack, t)
+    return plan
+
+
+def _walk(plan: Plan, queue: QueueTracker, stack: list[str], t: CommandBufferTracker) -> None:
+    plan.trackers.append(t)
+    for op, v in t.ops:
+        if op == "label_begin":
+            stack.append(v)
+        elif op == "label_end":
+            if stack:    # a pop without a push is tolerated
+                stack.pop()
+        elif op == "workload":
+            plan.tags.append(v.tag)
+            if list(v.local_labels) != stack or v.pops_below_start:
+                plan.annexes.setdefault(v.tag, {})["labels"] = list(stack)
+            if v.capture is not None:
+                plan.captures.append((v.tag, v.capture))
+        elif op == "pass":
+            _pass(plan, queue, stack, v)
+        elif op == "execute":
+            for secondary in v:
+                _walk(plan, queue, stack, secondary)
+
+
+def _pass(plan: Plan, queue: QueueTracker, stack: list[str], part) -> None:
+    if part.workload is not None:                        # the pass begins here
+        w = part.workload
+        plan.tags.append(w.tag)
+        opened = OpenPass(w, list(stack), part.draws, captures=list(part.captures))
+        if part.suspends:
+            queue.open_pass = opened
+            return
+        _close(plan, opened)
+        return
+    opened = queue.open_pass                              # resumes the pass suspended earlier on this queue
+    if opened is None:
+        return                                            # invalid usage; nothing to join
+    opened.draws += part.draws
+    opened.parts += 1
+    opened.captures += part.captures
+    if not part.suspends:
+        queue.open_pass = None
+        _close(plan, opened)
+
+
+def _close(plan: Plan, opened: OpenPass) -> None:
+    w = opened.workload
+    fields = {}
+    if opened.labels != list(w.local_labels) or w.pops_below_start:
+        fields["labels"] = opened.labels
+    if opened.parts > 1:
+        fields["draw_call_count"] = opened.draws
+        fields["parts"] = opened.parts
+    if fields:
+        plan.annexes.setdefault(w.tag, {}).update(fields)
+    plan.captures += [(w.tag, c) for c in opened.captures]
+
+
+def register(hooks, state, ffi, labeller, capturer, errors) -> None:
+    session = state.session
+    send = session.transport.send
+
+    def frame_boundaries(pnext) -> list[int]:
+        fb = structs.find(ffi, pnext, vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT, "VkFrameBoundaryEXT *")
+        return [fb.frameID] if fb is not None and fb.flags & vk.VK_FRAME_BOUNDARY_FRAME_END_BIT_EXT else []
+
+    def submit(queue, batches_of, pnexts, forward):
+        """Plan (guarded), wrap, forward, then report; the forward always happens exactly once."""
+        dev = state.owner_of(queue)
+        q = dev.queues[state.address(queue)]
+        plan = None
+        try:
+            batches = [[state.command_buffer(dev, h) for h in handles] for handles in batches_of()]
+            plan = plan_submit(session.next_submit(), q, batches)
+            plan.frame_ends = [f for p in pnexts() for f in frame_boundaries(p)]
+            capturer.before_submit(dev, plan.trackers)
+        except Exception:
+            errors.report("vkQueueSubmit", "planning the submit; forwarded without metadata")
+        wrapped = False
+        if plan is not None and plan.wrap:
+            try:
+                wrapped = labeller.queue_push(dev, queue, f"s{plan.submit_id}")
+            except Exception:
+                errors.report("vkQueueSubmit", "wrapping in s<submitID>; forwarded unwrapped")
+        result = forward()
+        if wrapped:
+            labeller.queue_pop(dev, queue)
+        if plan is not None and result == vk.VK_SUCCESS:
+            try:
+                report(dev, q, queue, plan, wrapped)
+            except Exception:
+                errors.report("vkQueueSubmit", "sending the submit's metadata")
+        return result
+
+    def report(dev, q: QueueTracker, queue, plan: Plan, wrapped: bool) -> None:
+        send(encoder.submit(plan.submit_id, dev.address, q.name, [t.address for t in plan.primaries], plan.tags,
+                            session.frame, wrapped))
+        for tag, fields in plan.annexes.items():
+            send(encoder.annex(plan.submit_id, tag, fields))
+        if plan.captures:
+            capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers)
+        for frame_id in plan.frame_ends:
+            end_frame(dev, q, "frame_boundary", frame_id)
+
+    def end_frame(dev, q: QueueTracker, source: str, frame_id: int | None = None) -> None:
+        number = frame_id if frame_id is not None else session.frame
+        send(encoder.frame(number, dev.address, q.name, source))
+        session.frame = max(session.frame, number) + 1
+
+    @hooks.replace("vkQueueSubmit")
+    def queue_submit(queue, count, pSubmits, fence):
+        def batches():
+            return [[pSubmits[i].pCommandBuffers[j] for j in range(pSubmits[i].commandBufferCount)]
+                    for i in range(count)]
+        return submit(queue, batches, lambda: [pSubmits[i].pNext for i in range(count)],
+                      lambda: state.owner_of(queue).next.vkQueueSubmit(queue, count, pSubmits, fence))
+
+    @hooks.replace("vkQueueSubmit2")
+    def queue_submit2(queue, count, pSubmits, fence):
+        def batches():
+            return [[pSubmits[i].pCommandBufferInfos[j].commandBuffer
+                     for j in range(pSubmits[i].commandBufferInfoCount)] for i in range(count)]
+        return submit(queue, batches, lambda: [pSubmits[i].pNext for i in range(count)],
+                      lambda: state.owner_of(queue).next.vkQueueSubmit2(queue, count, pSubmits, fence))
+
+    @hooks.after("vkQueuePresentKHR")
+    def after_present(dev, result, queue, pPresentInfo):
+        q = dev.queues.get(state.address(queue))
+        if q is None:
+            return
+        ids = frame_boundaries(pPresentInfo.pNext)
+        end_frame(dev, q, "present", ids[0] if ids else None)
+        capturer.poll(dev)
+
+    @hooks.after("vkQueueWaitIdle")
+    def after_queue_wait(dev, result, queue):
+        capturer.poll(dev)
+
+    @hooks.after("vkDeviceWaitIdle")
+    def after_device_wait(dev, result, device):
+        capturer.poll(dev)
+
+    @hooks.after("vkWaitForFences")
+    def after_wait_fences(dev, result, device, count, pFences, waitAll, timeout):
+        capturer.poll(dev)

@@ -1,0 +1,144 @@
+"""Render passes: one tag around the whole pass, and its metadata.
+
+Classic render passes (1 and 2) and dynamic rendering get a `t<tagID>`
+label pushed before the begin and popped after the end. A dynamic render
+pass suspended and resumed keeps one tag: the label is pushed on the first
+begin (not on resume) and popped on the final end (not on suspend), even
+when that is in another command buffer. Parts within one command buffer
+merge as they are recorded; parts across command buffers are joined at
+submit (queues.py), which sends the whole pass's draw count as an ANNEX.
+Draw counts include draws recorded in secondaries that continue the pass.
+"""
+from __future__ import annotations
+
+from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
+from tessera.vkapi.vkconst import vk
+
+from . import encoder
+from .tagging import Labeller, next_tag
+from .trackers import CommandBufferTracker, PassPart, Workload
+
+RENDER_PASS_HOOKS = (
+    "vkCmdBeginRenderPass", "vkCmdBeginRenderPass2", "vkCmdNextSubpass", "vkCmdNextSubpass2",
+    "vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdBeginRendering", "vkCmdEndRendering",
+    "vkCmdDraw", "vkCmdDrawIndexed", "vkCmdDrawIndirect", "vkCmdDrawIndexedIndirect",
+    "vkCmdDrawIndirectCount", "vkCmdDrawIndexedIndirectCount", "vkEndCommandBuffer",
+)
+
+
+def _meta(info: PassInfo) -> dict:
+    return {"command": info.command, "width": info.width, "height": info.height, "render_area": info.render_area,
+            "subpass_count": info.subpasses, "dynamic": info.dynamic, "attachments": info.attachments,
+            "draw_call_count": 0}
+
+
+def register(hooks, state, labeller: Labeller, capture) -> None:
+    send = state.session.transport.send
+
+    def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo) -> None:
+        w = Workload(next_tag(), "render_pass", _meta(info), tuple(t.labels), t.pops_below_start)
+        labeller.push(dev, commandBuffer, f"t{w.tag}")
+        t.part = PassPart(w, suspends=info.suspending)
+
+    def finish(dev, t: CommandBufferTracker, commandBuffer, suspended: bool) -> None:
+        """The pass (or this command buffer's part of it) is recorded."""
+        part, t.part = t.part, None
+        part.suspends = suspended
+        if not suspended:
+            labeller.pop(dev, commandBuffer)
+            # Indirect draws: their parameters are copied once the pass is over (no copies inside one).
+            part.captures += [c for c in (pending(commandBuffer) for pending in t.deferred_captures) if c]
+            t.deferred_captures.clear()
+        t.ops.append(("pass", part))
+        if part.workload is not None:
+            part.workload.meta["draw_call_count"] = part.draws
+            send(encoder.workload(part.workload, dev.address, t.address, annex=suspended or bool(part.captures)))
+
+    # ---- begin / end ---------------------------------------------------------
+    @hooks.before("vkCmdBeginRenderPass")
+    def begin1(dev, commandBuffer, pBegin, contents):
+        start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
+              describe_begin(dev.res, pBegin, "vkCmdBeginRenderPass"))
+
+    @hooks.before("vkCmdBeginRenderPass2")
+    def begin2(dev, commandBuffer, pBegin, pSubpassBegin):
+        start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
+              describe_begin(dev.res, pBegin, "vkCmdBeginRenderPass2"))
+
+    @hooks.after("vkCmdEndRenderPass")
+    def end1(dev, result, commandBuffer):
+        t = state.command_buffer(dev, commandBuffer)
+        if t.part is not None:
+            finish(dev, t, commandBuffer, suspended=False)
+
+    @hooks.after("vkCmdEndRenderPass2")
+    def end2(dev, result, commandBuffer, pSubpassEnd):
+        end1(dev, result, commandBuffer)
+
+    hooks.forward("vkCmdNextSubpass")
+    hooks.forward("vkCmdNextSubpass2")
+
+    @hooks.before("vkCmdBeginRendering")
+    def begin_rendering(dev, commandBuffer, pRenderingInfo):
+        t = state.command_buffer(dev, commandBuffer)
+        info = describe_rendering(state.ffi, dev.res, pRenderingInfo)
+        if info.resuming and t.part is not None:          # resumed in the same command buffer: same part
+            t.part.suspends = info.suspending
+        elif info.resuming:                               # resumes a pass begun in an earlier command buffer
+            t.part = PassPart(None, suspends=info.suspending, resumes=True)
+        else:
+            start(dev, t, commandBuffer, info)
+
+    @hooks.after("vkCmdEndRendering")
+    def end_rendering(dev, result, commandBuffer):
+        t = state.command_buffer(dev, commandBuffer)
+        if t.part is not None and not t.part.suspends:
+            finish(dev, t, commandBuffer, suspended=False)
+        # suspended: the part stays open; a resume in this buffer continues it, else vkEndCommandBuffer ends it
+
+    @hooks.before("vkEndCommandBuffer")
+    def before_end_command_buffer(dev, commandBuffer):
+        t = state.command_buffer(dev, commandBuffer)
+        if t.part is not None:   # suspended at the end of this buffer: resumed in a later one
+            t.deferred_captures.clear()   # no copy can go between suspended parts: sizes stay unknown
+            finish(dev, t, commandBuffer, suspended=True)
+
+    # ---- draws ------------------------------------------------------------------
+    def count(dev, commandBuffer, n: int = 1) -> CommandBufferTracker:
+        t = state.command_buffer(dev, commandBuffer)
+        if t.part is not None:
+            t.part.draws += n
+        elif t.level == vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY:
+            t.continued_draws += n
+        return t
+
+    @hooks.before("vkCmdDraw")
+    def draw(dev, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):
+        count(dev, commandBuffer)
+
+    @hooks.before("vkCmdDrawIndexed")
+    def draw_indexed(dev, commandBuffer, indexCount, instanceCount, firstIndex, vertexOffset, firstInstance):
+        count(dev, commandBuffer)
+
+    def indirect(dev, commandBuffer, buffer, offset, drawCount, stride, kind: str) -> None:
+        t = count(dev, commandBuffer, drawCount)
+        if t.part is not None and drawCount:
+            t.deferred_captures.append(
+                lambda cb: capture.draws(dev, cb, buffer, offset, drawCount, stride, kind))
+
+    @hooks.before("vkCmdDrawIndirect")
+    def draw_indirect(dev, commandBuffer, buffer, offset, drawCount, stride):
+        indirect(dev, commandBuffer, buffer, offset, drawCount, stride, "draw")
+
+    @hooks.before("vkCmdDrawIndexedIndirect")
+    def draw_indexed_indirect(dev, commandBuffer, buffer, offset, drawCount, stride):
+        indirect(dev, commandBuffer, buffer, offset, drawCount, stride, "draw_indexed")
+
+    @hooks.before("vkCmdDrawIndirectCount")
+    def draw_indirect_count(dev, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
+        count(dev, commandBuffer)   # the real count is in a buffer: counted as one draw call
+
+    @hooks.before("vkCmdDrawIndexedIndirectCount")
+    def draw_indexed_indirect_count(dev, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount,
+                                    stride):
+        count(dev, commandBuffer)

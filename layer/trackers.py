@@ -1,0 +1,98 @@
+"""Trackers: what the layer knows about command buffers and queues.
+
+They record what the application did, free of any wire format (encoder.py
+turns them into messages). Each command buffer's recording is a list of ops,
+walked in submission order at submit time (queues.py):
+
+    ("label_begin", name) / ("label_end", None) / ("label_insert", name)
+    ("workload", Workload)      a tagged dispatch, transfer, trace rays
+    ("pass", PassPart)          a render pass, or one part of a split one
+    ("execute", [CommandBufferTracker])   secondaries
+
+Written by the application thread recording the command buffer (Vulkan
+requires external synchronization of a command buffer), read at submit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Capture:
+    """Indirect parameters copied into the layer's buffer for one tag."""
+    offset: int            # in the device's capture buffer
+    size: int
+    kind: str              # dispatch, draw, draw_indexed
+    count: int             # records (draws) in the region
+    group_size: tuple[int, int, int] | None = None
+
+
+@dataclass
+class Workload:
+    tag: int
+    kind: str                               # render_pass, dispatch, trace_rays, buffer_transfer, image_transfer
+    meta: dict                              # WORKLOAD payload fields known at record time
+    local_labels: tuple[str, ...]           # labels opened in this command buffer and still open
+    pops_below_start: int                   # ends that closed labels opened before this command buffer
+    capture: Capture | None = None
+
+
+@dataclass
+class PassPart:
+    """One begin..end (or suspend) of a render pass in one command buffer."""
+    workload: Workload | None               # None: resumes a pass begun in an earlier command buffer
+    draws: int = 0
+    captures: list[Capture] = field(default_factory=list)
+    suspends: bool = False                  # ends suspended (resumed later)
+    resumes: bool = False
+
+
+@dataclass
+class CommandBufferTracker:
+    handle: Any
+    address: int
+    level: int
+    pool: int
+    ops: list[tuple[str, Any]] = field(default_factory=list)
+    one_time: bool = False
+    submits: int = 0                         # times submitted since recorded
+    part: PassPart | None = None             # render pass part being recorded
+    labels: list[str] = field(default_factory=list)   # labels opened in this buffer and open now
+    pops_below_start: int = 0
+    compute_pipeline: Any = None
+    deferred_captures: list = field(default_factory=list)   # indirect draws: copied after the pass ends
+    pending_fence: Any = None                # layer fence of the last submit with captures, until read back
+    continued_draws: int = 0                 # secondary: draws inside the render pass it continues
+    label_pushed: bool = False               # a t<tag> label is open around the command being recorded
+
+    def reset(self) -> None:
+        self.ops.clear()
+        self.submits = 0
+        self.part = None
+        self.labels.clear()
+        self.pops_below_start = 0
+        self.compute_pipeline = None
+        self.deferred_captures.clear()
+        self.continued_draws = 0
+        self.label_pushed = False
+
+    def has_captures(self) -> bool:
+        return any((op == "workload" and v.capture) or (op == "pass" and v.captures) for op, v in self.ops)
+
+
+@dataclass
+class QueueTracker:
+    handle: Any
+    name: str
+    labels: list[str] = field(default_factory=list)   # the application's label stack on this queue
+    open_pass: "OpenPass | None" = None                # a render pass suspended at the end of a submit
+
+
+@dataclass
+class OpenPass:
+    workload: Workload
+    labels: list[str]
+    draws: int
+    parts: int = 1
+    captures: list[Capture] = field(default_factory=list)
