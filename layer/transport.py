@@ -6,7 +6,9 @@ writes them out. Destination: the daemon at TESSERA_HOSTD (`unix:PATH` or
 to `layer-<pid>.spool` in the session folder instead (same bytes: the
 daemon's log and the spool are both frames concatenated). A frame that was
 not fully sent is written to the spool whole, so nothing recorded is lost.
-Every connection and every spool file starts with the HELLO frame.
+While spooling with a daemon configured, the sender retries the daemon at
+most every RETRY_S seconds and goes back to it when it answers; merge reads
+both. Every connection and every spool file starts with the HELLO frame.
 """
 from __future__ import annotations
 
@@ -15,9 +17,14 @@ import os
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 CONNECT_TIMEOUT_S = 2.0
+RETRY_S = 0.5
+# A C application runs our embedded Python without its SIGPIPE handling: writing to a
+# socket the daemon closed must fail with EPIPE, not kill the application.
+NO_SIGPIPE = socket.MSG_NOSIGNAL
 
 
 def _connect(address: str) -> socket.socket:
@@ -53,6 +60,7 @@ class Transport:
         self._sock: socket.socket | None = None
         self._spool = None
         self._busy = False
+        self._last_attempt = float("-inf")
         self.spool_path: Path | None = None
 
     def send(self, frame: bytes) -> None:
@@ -87,19 +95,24 @@ class Transport:
                     self._cond.notify_all()
 
     def _write(self, frames: list[bytes]) -> None:
-        if self._spool is None and self._sock is None and self.address:
+        now = time.monotonic()
+        if self._sock is None and self.address and now - self._last_attempt >= RETRY_S:
+            self._last_attempt = now
             try:
                 self._sock = _connect(self.address)
-                self._sock.sendall(self.hello)
+                self._sock.sendall(self.hello, NO_SIGPIPE)
+                if self._spool is not None:
+                    self.log.info("hostd at %s reachable again: sending there", self.address)
             except OSError as e:
-                self.log.warning("hostd at %s unreachable (%s): spooling to a file", self.address, e)
+                if self._spool is None:
+                    self.log.warning("hostd at %s unreachable (%s): spooling to a file", self.address, e)
                 self._sock = None
         if self._sock is not None:
             data = memoryview(b"".join(frames))
             sent = 0
             try:
                 while sent < len(data):
-                    sent += self._sock.send(data[sent:])
+                    sent += self._sock.send(data[sent:], NO_SIGPIPE)
                 return
             except OSError as e:
                 self.log.warning("hostd connection lost (%s): spooling the rest to a file", e)
