@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
-from .trackers import Capture, CommandBufferTracker
+from .tagging import next_tag
+from .trackers import Capture, CommandBufferTracker, Workload
 
 CAPTURE_BUFFER_BYTES = 1 << 20
 RECORD_BYTES = {"dispatch": 12, "draw": 16, "draw_indexed": 20}
 ALIGN = 16
-# The layer's own copies are labelled so a trace shows what they are.
+# The layer's own copies are named so a trace shows what they are.
 CAPTURE_LABEL = "tessera: indirect capture"
 UINT64_MAX = 0xFFFFFFFFFFFFFFFF
 
@@ -138,7 +139,12 @@ class Capturer:
             self.log.warning("indirect capture buffer full: sizes of this workload stay unknown")
             return None
         ffi, nxt = self.ffi, dev.next
-        labelled = self.labeller.push(dev, cb, CAPTURE_LABEL)
+        # The copy is a workload of its own on the GPU: tag it, so every GPU slice has metadata.
+        tag = next_tag()
+        self.send(encoder.workload(Workload(tag, "buffer_transfer", {
+            "command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size, "regions": count,
+            "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), dev.address, int(ffi.cast("uintptr_t", cb)), False))
+        labelled = self.labeller.push(dev, cb, f"t{tag}")
         self._barrier(nxt, cb, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_MEMORY_WRITE_BIT,
                       vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
         regions = ffi.new("VkBufferCopy[]", [{"srcOffset": offset + i * stride, "dstOffset": dst + i * rec,

@@ -11,6 +11,8 @@ COMMANDS = {
     "doctor": ("tessera.tools.doctor", "doctor", "Report what is installed and what is missing, with the fix."),
     "demo": ("tessera.tools.demo", "demo", "Run the example applications end to end under Tessera."),
     "spirv": ("tessera.spirv.cli", "spirv", "SPIR-V tools: disassemble and reflect."),
+    "compile": ("tessera.compiler.cli", "compile_command",
+                "Mali Offline Compiler-style report of a shader (registers, spills, cycles per pipe)."),
     "hostd": ("tessera.hostd.cli", "hostd", "Receive the layer's stream into durable session logs."),
     "merge": ("tessera.hostd.cli", "merge", "Merge a session's logs and GPU trace into one Perfetto trace."),
     "report": ("tessera.hostd.cli", "report", "Summarise a session or merged trace (frames, workloads, GPU time)."),
