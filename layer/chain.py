@@ -13,7 +13,7 @@ from tessera.vkapi.enumerate import fill_extensions, query_extensions
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
-from .shim_spec import CALLS, HOOKS, LAYER_NAME
+from .shim_spec import CALLS, HOOKS, LAYER_DEVICE_EXTENSIONS, LAYER_NAME
 from .state import DeviceState, InstanceState, LayerState
 
 LOADER_INSTANCE_CREATE_INFO = 47
@@ -23,8 +23,6 @@ GLOBAL_COMMANDS = frozenset({"vkCreateInstance", "vkEnumerateInstanceExtensionPr
                              "vkEnumerateInstanceLayerProperties", "vkEnumerateInstanceVersion"})
 # Extensions the layer needs below it to label workloads.
 REQUIRED_INSTANCE_EXTENSIONS = ("VK_EXT_debug_utils",)
-# Device extensions the layer provides itself when the driver lacks them (name -> spec version).
-LAYER_DEVICE_EXTENSIONS = {"VK_EXT_frame_boundary": 1}
 
 _NEEDED = sorted(set(HOOKS) | set(CALLS))
 INSTANCE_COMMANDS = [n for n in _NEEDED if not is_device_command(n) and n not in GLOBAL_COMMANDS]

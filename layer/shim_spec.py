@@ -92,6 +92,12 @@ TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerI
 """
 
 
+# Device extensions the layer provides itself when the driver lacks them (name -> spec version).
+# Listed in the manifest too: the loader rejects a vkCreateDevice enabling an extension that
+# neither the driver nor an enabled layer's manifest declares.
+LAYER_DEVICE_EXTENSIONS = {"VK_EXT_frame_boundary": 1}
+
+
 def spec() -> ShimSpec:
     return ShimSpec(
         module_name="_tessera_layer_shim",
@@ -114,6 +120,8 @@ def spec() -> ShimSpec:
                 "api_version": "1.4.366",
                 "implementation_version": "1",
                 "description": "Tessera GPU timeline: tags every workload for the Arm-style timeline",
+                "device_extensions": [{"name": name, "spec_version": str(version), "entrypoints": []}
+                                      for name, version in LAYER_DEVICE_EXTENSIONS.items()],
             },
         },
         manifest_dir=paths.LAYER_MANIFEST_DIR,
