@@ -57,10 +57,10 @@ def workload(w: Workload, device_address: int, cb_address: int, annex: bool) -> 
 
 
 def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[int], tags: list[int],
-           frame: int, annexed: bool) -> bytes:
+           frame: int, annexed: bool, time_ns: int, duration_ns: int) -> bytes:
+    """`time_ns`: CLOCK_MONOTONIC_RAW when the application called the submit; `duration_ns`: how long it took."""
     return encode(MessageType.SUBMIT, {
-        "device": hex_handle(device_address), "queue": queue,
-        "time_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW),
+        "device": hex_handle(device_address), "queue": queue, "time_ns": time_ns, "duration_ns": duration_ns,
         "command_buffers": [hex_handle(a) for a in cb_addresses], "tags": tags, "frame": frame,
         "annexed": annexed}, sequence=submit_id)
 

@@ -15,6 +15,7 @@ driver lacks it) in a submit or present.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from tessera.vkapi import structs
@@ -120,6 +121,7 @@ def register(hooks, state, ffi, labeller, capturer, errors) -> None:
 
     def submit(queue, batches_of, pnexts, forward):
         """Plan (guarded), wrap, forward, then report; the forward always happens exactly once."""
+        called_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)   # the submit's host time: when it was called
         dev = state.owner_of(queue)
         q = dev.queues[state.address(queue)]
         plan = None
@@ -137,18 +139,19 @@ def register(hooks, state, ffi, labeller, capturer, errors) -> None:
             except Exception:
                 errors.report("vkQueueSubmit", "wrapping in s<submitID>; forwarded unwrapped")
         result = forward()
+        returned_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
         if wrapped:
             labeller.queue_pop(dev, queue)
         if plan is not None and result == vk.VK_SUCCESS:
             try:
-                report(dev, q, queue, plan, wrapped)
+                report(dev, q, queue, plan, wrapped, called_ns, returned_ns - called_ns)
             except Exception:
                 errors.report("vkQueueSubmit", "sending the submit's metadata")
         return result
 
-    def report(dev, q: QueueTracker, queue, plan: Plan, wrapped: bool) -> None:
+    def report(dev, q: QueueTracker, queue, plan: Plan, wrapped: bool, time_ns: int, duration_ns: int) -> None:
         send(encoder.submit(plan.submit_id, dev.address, q.name, [t.address for t in plan.primaries], plan.tags,
-                            session.frame, wrapped))
+                            session.frame, wrapped, time_ns, duration_ns))
         for tag, fields in plan.annexes.items():
             send(encoder.annex(plan.submit_id, tag, fields))
         if plan.captures:
