@@ -1,0 +1,195 @@
+"""Placement on the emulated hardware queues (icd/scheduler.py, icd/timeline.py), by hand.
+
+The Timeline tests feed shadow recordings straight to `Timeline.submit` with
+the host clock pinned to T, and read the written gpu.perfetto-trace back.
+Durations (Mali-G720, 1 cycle = 1 ns, see test_timing.py for the model):
+  pass P (16x16, one 8-vertex draw, nothing loaded or stored):
+    binning 2000 + 8*20/8 + 8*64/32 = 2036; main 2000 + 64*10/8 + 1*64/8 = 2088
+  dispatch of 800 invocations: 2000 + 800*50/8 = 7000
+  transfer of 3200 bytes: 2000 + 6400/32 = 2200
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from tessera.icd import timeline as tl
+from tessera.icd.profiles import PROFILES
+from tessera.icd.recording import Draw, Work
+from tessera.icd.scheduler import EmulatedGpu, QueueOrder
+from tessera.icd.timeline import Batch, Timeline
+from tessera.icd.timing import Phase
+from tessera.schemas import perfetto as pf
+from tessera.vkapi.render_passes import PassInfo
+
+T = 5_000_000_000
+BIN, MAIN, DISPATCH, COPY = 2036, 2088, 7000, 2200
+
+
+# ---- EmulatedGpu and QueueOrder ------------------------------------------------------------
+def test_a_queue_runs_one_phase_at_a_time():
+    gpu = EmulatedGpu()
+    assert gpu.place(Phase("compute", "non-fragment", 100), 1000) == 1000
+    assert gpu.place(Phase("compute", "non-fragment", 50), 0) == 1100        # waits for the queue
+    assert gpu.place(Phase("binning", "non-fragment", 10), 5000) == 5000     # idle gap allowed
+    assert gpu.free_at == {"non-fragment": 5010, "fragment": 0, "transfer": 0}
+
+
+def test_queues_are_independent():
+    gpu = EmulatedGpu()
+    gpu.place(Phase("compute", "non-fragment", 100), 0)
+    assert gpu.place(Phase("copy buffer", "transfer", 30), 0) == 0
+    assert gpu.place(Phase("main", "fragment", 30), 0) == 0
+
+
+def test_barrier_floor_is_the_end_of_everything_before_it():
+    order = QueueOrder()
+    order.placed(500)
+    order.placed(300)
+    assert order.barrier_floor == 0
+    order.barrier()
+    assert order.barrier_floor == 500
+    order.placed(900)
+    assert order.barrier_floor == 500          # until the next barrier
+    order.barrier()
+    assert order.barrier_floor == 900
+
+
+# ---- Timeline: recordings in, trace out ------------------------------------------------------------
+def pass_info(**kw) -> PassInfo:
+    return PassInfo(command="vkCmdBeginRendering", handle=0, width=16, height=16, layers=1, subpasses=1,
+                    attachments=[], load_bytes=0, store_bytes=0, dynamic=True, **kw)
+
+
+DRAW = ("draw", Draw(8, 2, False, None, None))
+
+
+def render_pass(tag: str, **kw) -> list:
+    return [("begin", tag), ("pass_begin", pass_info(**kw)), DRAW, ("pass_end", False), ("end", None)]
+
+
+def dispatch(tag: str, invocations: int = 800) -> list:
+    return [("begin", tag), ("work", Work("dispatch", "compute", "vkCmdDispatch", {}, invocations=invocations)),
+            ("end", None)]
+
+
+def copy(tag: str, nbytes: int = 3200) -> list:
+    return [("begin", tag), ("work", Work("transfer", "copy buffer", "vkCmdCopyBuffer", {}, nbytes=nbytes)),
+            ("end", None)]
+
+
+def cb(ops: list, address: int = 0x1000) -> SimpleNamespace:
+    return SimpleNamespace(ops=ops, address=address)
+
+
+@pytest.fixture
+def emu(tmp_path, monkeypatch):
+    monkeypatch.setattr(tl, "boottime_ns", lambda: T)
+    timeline = Timeline(PROFILES["mali-g720"], tmp_path)
+    device = SimpleNamespace(physical=object())
+    queues = [SimpleNamespace(device=device, labels=[]) for _ in range(2)]
+
+    def events():
+        packets = list(pf.read_packets(tmp_path / "gpu.perfetto-trace"))
+        check = pf.check_render_stages(packets)
+        assert check.problems == []
+        specs = {iid: name for (_, iid), name in check.specs.items()}
+        out = {}
+        for p in packets:
+            if p.HasField("gpu_render_stage_event"):
+                e = p.gpu_render_stage_event
+                key = (pf.extra(e, "Labels"), specs[e.stage_iid])
+                assert key not in out
+                out[key] = (p.timestamp - T, p.timestamp - T + e.duration, specs[e.hw_queue_iid],
+                            pf.extra(e, "Label stack"), {d.name: d.value for d in e.extra_data})
+        return out
+
+    return SimpleNamespace(timeline=timeline, queues=queues, events=events)
+
+
+def spans(events) -> dict:
+    return {k: v[:2] for k, v in events.items()}
+
+
+def test_binning_of_the_next_pass_overlaps_main_without_barrier(emu):
+    emu.timeline.submit(emu.queues[0], [Batch([cb(render_pass("t1") + render_pass("t2"))], [], [])])
+    assert spans(emu.events()) == {
+        ("t1", "binning"): (0, BIN),
+        ("t1", "main"): (BIN, BIN + MAIN),                      # after its own binning
+        ("t2", "binning"): (BIN, 2 * BIN),                      # overlaps main of t1
+        ("t2", "main"): (BIN + MAIN, BIN + 2 * MAIN),           # fragment queue busy until t1's main ends
+    }
+
+
+def test_barrier_serializes_the_next_pass(emu):
+    ops = render_pass("t1") + [("barrier", None)] + render_pass("t2")
+    emu.timeline.submit(emu.queues[0], [Batch([cb(ops)], [], [])])
+    got = spans(emu.events())
+    assert got[("t2", "binning")] == (BIN + MAIN, 2 * BIN + MAIN)
+    assert got[("t2", "main")] == (2 * BIN + MAIN, 2 * BIN + 2 * MAIN)
+
+
+def test_compute_shares_the_non_fragment_queue_and_transfers_run_alongside(emu):
+    ops = render_pass("t1") + dispatch("t2") + copy("t3")
+    emu.timeline.submit(emu.queues[0], [Batch([cb(ops)], [], [])])
+    got = emu.events()
+    assert got[("t2", "compute")][:3] == (BIN, BIN + DISPATCH, "non-fragment")
+    assert got[("t3", "copy buffer")][:3] == (0, COPY, "transfer")
+
+
+def test_semaphore_wait_starts_after_the_signal(emu):
+    emu.timeline.submit(emu.queues[0], [Batch([cb(dispatch("t1"))], [], [77])])
+    emu.timeline.submit(emu.queues[1], [Batch([cb(copy("t2"))], [77], [])])
+    emu.timeline.submit(emu.queues[1], [Batch([cb(copy("t3"))], [], [])])
+    got = spans(emu.events())
+    assert got[("t1", "compute")] == (0, DISPATCH)
+    assert got[("t2", "copy buffer")] == (DISPATCH, DISPATCH + COPY)
+    assert got[("t3", "copy buffer")] == (DISPATCH + COPY, DISPATCH + 2 * COPY)   # transfer queue busy
+
+
+def test_nothing_starts_before_the_host_time_of_its_submit(emu, monkeypatch):
+    emu.timeline.submit(emu.queues[0], [Batch([cb(copy("t1"))], [], [])])
+    monkeypatch.setattr(tl, "boottime_ns", lambda: T + 1_000_000)
+    emu.timeline.submit(emu.queues[0], [Batch([cb(copy("t2"))], [], [])])
+    got = spans(emu.events())
+    assert got[("t1", "copy buffer")] == (0, COPY)
+    assert got[("t2", "copy buffer")] == (1_000_000, 1_000_000 + COPY)
+
+
+def test_label_stack_belongs_to_the_queue(emu):
+    q = emu.queues[0]
+    q.labels.append("s4")
+    first = cb([("begin", "outer")] + dispatch("t1"), 0x10)
+    second = cb(copy("t2") + [("end", None), ("end", None), ("end", None)] + copy("t3"), 0x20)   # extra pops tolerated
+    emu.timeline.submit(q, [Batch([first, second], [], [])])
+    got = emu.events()
+    assert got[("t1", "compute")][3] == "s4 / outer / t1"
+    assert got[("t2", "copy buffer")][3] == "s4 / outer / t2"
+    assert got[("t3", "copy buffer")][3] == "t3"
+    assert q.labels == []
+
+
+def test_pass_suspended_and_resumed_across_command_buffers_is_one_pass(emu):
+    x = cb([("begin", "t9"), ("pass_begin", pass_info(suspending=True)), DRAW, ("pass_end", True)], 0x10)
+    y = cb([("pass_begin", pass_info(resuming=True)), DRAW, DRAW, ("pass_end", False), ("end", None)], 0x20)
+    emu.timeline.submit(emu.queues[0], [Batch([x, y], [], [])])
+    got = emu.events()
+    assert sorted(got) == [("t9", "binning"), ("t9", "main")]
+    # 3 draws of 8 vertices: binning 2000 + 24*20/8 + 24*64/32 = 2108; main 2000 + 192*10/8 + 8 = 2248
+    assert got[("t9", "binning")][:2] == (0, 2108)
+    assert got[("t9", "main")][:2] == (2108, 2108 + 2248)
+    assert got[("t9", "main")][4]["Draws"] == "3" and got[("t9", "main")][4]["Parts"] == "2"
+
+
+def test_same_submits_same_trace_durations(tmp_path, monkeypatch):
+    monkeypatch.setattr(tl, "boottime_ns", lambda: T)
+    runs = []
+    for i in range(2):
+        timeline = Timeline(PROFILES["mali-g720"], tmp_path / str(i))
+        q = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
+        timeline.submit(q, [Batch([cb(render_pass("t1") + dispatch("t2") + copy("t3"))], [], [])])
+        runs.append([(p.timestamp, p.gpu_render_stage_event.duration)
+                     for p in pf.read_packets(tmp_path / str(i) / "gpu.perfetto-trace")
+                     if p.HasField("gpu_render_stage_event")])
+    assert runs[0] == runs[1] and len(runs[0]) == 4

@@ -1,0 +1,108 @@
+"""The timing model (icd/timing.py) against durations computed by hand from its documented constants.
+
+Mali-G720 profile: 8 shader cores at 1000 MHz (1 cycle = 1 ns), pixel rate 4/clk/core.
+Mali-G78 profile: 20 cores at 850 MHz. Constants used: job setup 2000 cycles,
+50 cycles per invocation, 20 per vertex, 10 per fragment, 1 tiler cycle per
+primitive, 64 cycles per 16x16 tile, draws cover 1/4 of the area, 64 varying
+bytes per vertex, 32 bytes/ns memory, transfers move each byte twice.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tessera.icd import timing
+from tessera.icd.profiles import PROFILES
+
+G720, G78 = PROFILES["mali-g720"], PROFILES["mali-g78"]
+
+
+def test_constants_are_the_documented_ones():
+    # If one changes, every hand computation below must be redone.
+    assert (timing.JOB_SETUP_CYCLES, timing.DEFAULT_INVOCATION_CYCLES, timing.DEFAULT_VERTEX_CYCLES,
+            timing.DEFAULT_FRAGMENT_CYCLES, timing.TILER_CYCLES_PER_PRIMITIVE, timing.TILE_CYCLES,
+            timing.DRAW_COVERAGE, timing.VARYING_BYTES_PER_VERTEX, timing.MEMORY_BYTES_PER_NS,
+            timing.TRANSFER_TRAFFIC_PER_BYTE, timing.TILE_SIZE) == (2000, 50.0, 20.0, 10.0, 1.0, 64.0, 0.25, 64,
+                                                                    32.0, 2.0, 16)
+    assert (G720.shader_cores, G720.clock_mhz, G720.pixel_rate) == (8, 1000, 4)
+    assert (G78.shader_cores, G78.clock_mhz) == (20, 850)
+
+
+@pytest.mark.parametrize("invocations, cycles, want", [
+    (1000, None, 2000 + 1000 * 50 // 8),       # 8250 ns
+    (64, None, 2000 + 64 * 50 // 8),           # 2400
+    (64, 12.5, 2000 + 100),                    # compiler-model cost: 64 * 12.5 / 8 = 100
+    (0, None, 2000),                           # setup only
+    (3, None, 2019),                           # 2000 + 18.75 cycles, rounded up
+])
+def test_dispatch_on_g720(invocations, cycles, want):
+    phase = timing.dispatch(G720, invocations, cycles)
+    assert (phase.stage, phase.queue, phase.duration_ns) == ("compute", "non-fragment", want)
+
+
+def test_dispatch_on_g78_converts_cycles_at_850_mhz():
+    # 2000 + 1000 * 50 / 20 = 4500 cycles; 4500 / 0.85 = 5294.1 ns, rounded up
+    assert timing.dispatch(G78, 1000).duration_ns == 5295
+
+
+def test_trace_rays():
+    phase = timing.trace_rays(G720, 800)
+    assert (phase.stage, phase.queue, phase.duration_ns) == ("trace_rays", "non-fragment", 2000 + 5000)
+
+
+@pytest.mark.parametrize("stage, nbytes, want", [
+    ("fill buffer", 988, 2000 + 62),           # 988 * 2 / 32 = 61.75 -> 62
+    ("copy image to buffer", 16384, 2000 + 1024),
+    ("update buffer", 64, 2000 + 4),
+    ("copy buffer", 0, 2000),
+])
+def test_transfer(stage, nbytes, want):
+    phase = timing.transfer(G720, stage, nbytes)
+    assert (phase.stage, phase.queue, phase.duration_ns) == (stage, "transfer", want)
+
+
+def test_render_pass_shader_bound():
+    # 64x64, 2 draws of 6 vertices (4 triangles), one RGBA8 attachment stored (16384 bytes).
+    binning, main = timing.render_pass(G720, width=64, height=64, layers=1, draws=2, vertices=12, primitives=4,
+                                       load_bytes=0, store_bytes=16384)
+    # binning: 2000 + max(12 * 20 / 8 = 30, 4 * 1) = 2030 cycles, + 12 * 64 / 32 = 24 ns of varyings
+    assert (binning.stage, binning.queue, binning.duration_ns) == ("binning", "non-fragment", 2054)
+    # main: fragments 4096 * 2 * 0.25 = 2048; shading 2048 * 10 / 8 = 2560 > pixels 2048 / (4 * 8) = 64;
+    # 16 tiles * 64 / 8 = 128; 2000 + 2560 + 128 = 4688, + 16384 / 32 = 512 ns stored
+    assert (main.stage, main.queue, main.duration_ns) == ("main", "fragment", 5200)
+
+
+def test_render_pass_tiler_bound_binning():
+    binning, _ = timing.render_pass(G720, width=16, height=16, layers=1, draws=1, vertices=30, primitives=1000,
+                                    load_bytes=0, store_bytes=0)
+    # shading 30 * 20 / 8 = 75 < tiling 1000: 2000 + 1000, + 30 * 64 / 32 = 60
+    assert binning.duration_ns == 3060
+
+
+def test_render_pass_pixel_bound_and_partial_tiles():
+    # 17x17: ceil(17/16)^2 = 4 tiles; fragments 289 * 4 * 0.25 = 289; shading 289 * 0.01 / 8 = 0.36
+    # < pixels 289 / 32 = 9.03; tiles 4 * 64 / 8 = 32; 2000 + 9.03 + 32 = 2041.03 -> 2042; load 100 + store 28 = 4 ns
+    _, main = timing.render_pass(G720, width=17, height=17, layers=1, draws=4, vertices=12, primitives=4,
+                                 load_bytes=100, store_bytes=28, fragment_cycles=0.01)
+    assert main.duration_ns == 2042 + 4
+
+
+def test_render_pass_layers_multiply_area_and_tiles():
+    # 16x16 x 2 layers, 1 draw: fragments 512 * 0.25 = 128; 128 * 10 / 8 = 160; 2 tiles * 8 = 16
+    _, main = timing.render_pass(G720, width=16, height=16, layers=2, draws=1, vertices=3, primitives=1,
+                                 load_bytes=0, store_bytes=0)
+    assert main.duration_ns == 2000 + 160 + 16
+
+
+def test_compiler_model_costs_replace_defaults():
+    binning, main = timing.render_pass(G720, width=16, height=16, layers=1, draws=1, vertices=80, primitives=1,
+                                       load_bytes=0, store_bytes=0, vertex_cycles=4.0, fragment_cycles=2.0)
+    assert binning.duration_ns == 2000 + 80 * 4 // 8 + 80 * 64 // 32          # 2000 + 40 + 160
+    assert main.duration_ns == 2000 + 64 * 2 // 8 + 8                          # 64 fragments * 2 / 8 = 16
+
+
+def test_same_workload_same_duration():
+    a = timing.render_pass(G78, width=100, height=60, layers=1, draws=3, vertices=99, primitives=33,
+                           load_bytes=24000, store_bytes=24000)
+    b = timing.render_pass(G78, width=100, height=60, layers=1, draws=3, vertices=99, primitives=33,
+                           load_bytes=24000, store_bytes=24000)
+    assert a == b
