@@ -164,21 +164,42 @@ def register(hooks, state, ffi, labeller, capturer, errors) -> None:
         send(encoder.frame(number, dev.address, q.name, source))
         session.frame = max(session.frame, number) + 1
 
+    def for_driver(queue, ctype: str, count: int, pSubmits, keep: list):
+        """The submits as the driver may see them: without VkFrameBoundaryEXT when the layer emulates
+        VK_EXT_frame_boundary (the driver never enabled it; an unknown struct is invalid usage)."""
+        dev = state.owner_of(queue)
+        if "VK_EXT_frame_boundary" not in dev.emulated_extensions or not any(
+                n.sType == vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
+                for i in range(count) for n in structs.chain(ffi, pSubmits[i].pNext)):
+            return pSubmits
+        copies = ffi.new(f"{ctype}[]", count)
+        keep.append(copies)
+        ffi.memmove(copies, pSubmits, ffi.sizeof(ctype) * count)
+        for i in range(count):
+            nodes = [n for n in structs.chain(ffi, pSubmits[i].pNext)
+                     if n.sType != vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT]
+            copies[i].pNext = structs.rebuild_chain(ffi, nodes, keep)
+        return copies
+
     @hooks.replace("vkQueueSubmit")
     def queue_submit(queue, count, pSubmits, fence):
         def batches():
             return [[pSubmits[i].pCommandBuffers[j] for j in range(pSubmits[i].commandBufferCount)]
                     for i in range(count)]
+        keep: list = []
         return submit(queue, batches, lambda: [pSubmits[i].pNext for i in range(count)],
-                      lambda: state.owner_of(queue).next.vkQueueSubmit(queue, count, pSubmits, fence))
+                      lambda: state.owner_of(queue).next.vkQueueSubmit(
+                          queue, count, for_driver(queue, "VkSubmitInfo", count, pSubmits, keep), fence))
 
     @hooks.replace("vkQueueSubmit2")
     def queue_submit2(queue, count, pSubmits, fence):
         def batches():
             return [[pSubmits[i].pCommandBufferInfos[j].commandBuffer
                      for j in range(pSubmits[i].commandBufferInfoCount)] for i in range(count)]
+        keep: list = []
         return submit(queue, batches, lambda: [pSubmits[i].pNext for i in range(count)],
-                      lambda: state.owner_of(queue).next.vkQueueSubmit2(queue, count, pSubmits, fence))
+                      lambda: state.owner_of(queue).next.vkQueueSubmit2(
+                          queue, count, for_driver(queue, "VkSubmitInfo2", count, pSubmits, keep), fence))
 
     @hooks.after("vkQueuePresentKHR")
     def after_present(dev, result, queue, pPresentInfo):
