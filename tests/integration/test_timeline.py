@@ -350,3 +350,18 @@ def test_durations_are_identical_on_two_runs(sessions):
         return {(e.submit, e.tag, e.stage): e.duration for e in sess.events}
     a, b = (durations(x) for x in sessions)
     assert a == b and len(a) == len(sessions[0].events)
+
+
+def test_app_is_valid_with_validation_below_the_layer(shims, tmp_path):
+    """Khronos validation between the layer and the driver: the layer's injected labels, capture
+    copies and barriers, and what it forwards (no VkFrameBoundaryEXT to a driver that never
+    enabled it), cause no message; the app fails on any."""
+    import os
+
+    from tessera.tools.launch import LaunchConfig, environment
+
+    env = environment(LaunchConfig(tmp_path / "session"), {**os.environ, "VK_INSTANCE_LAYERS": "VK_LAYER_KHRONOS_validation"})
+    assert env["VK_INSTANCE_LAYERS"] == "VK_LAYER_TESSERA_timeline:VK_LAYER_KHRONOS_validation"
+    proc = run([PYTHON, APP], env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "validation" not in proc.stderr
