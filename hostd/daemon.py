@@ -31,6 +31,8 @@ import signal
 import socket
 import stat
 
+from tessera.schemas.frames import ACK
+
 from .config import Address, DaemonConfig
 from .ingest import Ingest
 
@@ -48,6 +50,7 @@ class _Connection(asyncio.Protocol):
         self.ingest: Ingest | None = None
         self.done = daemon.loop.create_future()
         self._eof = False
+        self.logged = 0             # bytes of this client's stream appended to its session log
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -67,6 +70,11 @@ class _Connection(asyncio.Protocol):
             return
         try:
             keep = self.ingest.feed(data)
+            self.logged += len(data)
+            # Acknowledge what the session log holds to clients that asked (HELLO "acks"), so they
+            # can spool what this daemon might lose if it dies (schemas.frames.ACK).
+            if self.ingest.hello is not None and self.ingest.hello.get("acks") is True:
+                self.transport.write(ACK.pack(self.logged))
         except Exception as e:  # disk full, a bug: this connection ends, the daemon carries on
             LOG.exception("hostd: client %s: internal error while ingesting (%s); closing it", self.ingest.client, e)
             self.ingest.close_reason = f"internal error: {e}"

@@ -120,7 +120,10 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
         if t == MessageType.WORKLOAD:
             proc.workloads[frame.tag] = payload
         elif t == MessageType.ANNEX:
-            proc.annexes[(frame.sequence, frame.tag)] = payload
+            # Several annexes may describe one submitID.tagID (labels at submit, indirect sizes
+            # after completion): their fields add up. A frame seen twice (resent after a lost
+            # acknowledgement) changes nothing.
+            proc.annexes.setdefault((frame.sequence, frame.tag), {}).update(payload)
         elif t == MessageType.SUBMIT:
             _boot(payload, clock)
             proc.submits[frame.sequence] = payload

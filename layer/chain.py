@@ -72,10 +72,12 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
             return
         key = state.key(instance)
         owner = state.instances[key]
-        state.session.transport.flush()
         owner.next.vkDestroyInstance(instance, pAllocator)
         with state.lock:
             state.instances.pop(key, None)
+            last = not state.instances
+        transport = state.session.transport
+        transport.close() if last else transport.flush()
 
     @hooks.replace("vkCreateDevice")
     def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):

@@ -23,6 +23,7 @@ def hex_handle(address: int) -> str:
 def hello() -> bytes:
     return encode(MessageType.HELLO, {
         "protocol": PROTOCOL_VERSION, "pid": os.getpid(), "process": _process_name(), "layer": LAYER_VERSION,
+        "acks": True,
         "clock_sync": {"monotonic_raw_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW),
                        "boottime_ns": time.clock_gettime_ns(time.CLOCK_BOOTTIME)},
     })

@@ -4,14 +4,19 @@ Application threads only append encoded frames to a queue; one sender thread
 writes them out. Destination: the daemon at TESSERA_HOSTD (`unix:PATH` or
 `tcp:HOST:PORT`); when it is unset, unreachable, or goes away, the frames go
 to `layer-<pid>.spool` in the session folder instead (same bytes: the
-daemon's log and the spool are both frames concatenated). A frame that was
-not fully sent is written to the spool whole, so nothing recorded is lost.
+daemon's log and the spool are both frames concatenated). The daemon
+acknowledges how many bytes its session log holds; frames not acknowledged
+when the connection fails (or by the end of a flush) are written to the
+spool whole, so nothing recorded is lost even if the daemon is killed with
+data in its socket buffer. A frame may then be in both places; merge
+treats the copies as one.
 While spooling with a daemon configured, the sender retries the daemon at
 most every RETRY_S seconds and goes back to it when it answers; merge reads
 both. Every connection and every spool file starts with the HELLO frame.
 """
 from __future__ import annotations
 
+import atexit
 import collections
 import os
 import socket
@@ -20,8 +25,11 @@ import threading
 import time
 from pathlib import Path
 
+from tessera.schemas.frames import ACK
+
 CONNECT_TIMEOUT_S = 2.0
 RETRY_S = 0.5
+SETTLE_S = 2.0      # flush: how long to wait for the daemon's acknowledgements
 # A C application runs our embedded Python without its SIGPIPE handling: writing to a
 # socket the daemon closed must fail with EPIPE, not kill the application.
 NO_SIGPIPE = socket.MSG_NOSIGNAL
@@ -48,22 +56,77 @@ def _connect(address: str) -> socket.socket:
     return s
 
 
+class _Connection:
+    """One connection to hostd and the frames it has not acknowledged yet."""
+
+    def __init__(self, sock: socket.socket, hello: bytes) -> None:
+        self.sock = sock
+        self.sent = 0                    # bytes of this connection's stream sent (HELLO included)
+        self.acked = 0                   # bytes the daemon says its session log holds
+        self.unacked: collections.deque[tuple[int, bytes]] = collections.deque()   # (end offset, frame)
+        self._pending = b""
+        self.send([hello], keep=False)
+
+    def send(self, frames: list[bytes], keep: bool = True) -> None:
+        """Send whole frames; remember them until acknowledged. OSError if the daemon is gone."""
+        end = self.sent
+        for frame in frames:
+            end += len(frame)
+            if keep:
+                self.unacked.append((end, frame))
+        data = memoryview(b"".join(frames))
+        done = 0
+        while done < len(data):
+            done += self.sock.send(data[done:], NO_SIGPIPE)
+        self.sent = end
+        self.read_acks(block_s=0.0)
+
+    def read_acks(self, block_s: float) -> None:
+        """Take the acknowledgements that arrived (waiting up to `block_s` for the first)."""
+        self.sock.settimeout(block_s if block_s > 0 else None)
+        flags = 0 if block_s > 0 else socket.MSG_DONTWAIT
+        try:
+            while True:
+                data = self.sock.recv(4096, flags)
+                if not data:
+                    raise ConnectionResetError("hostd closed the connection")
+                self._pending += data
+                whole = len(self._pending) // ACK.size * ACK.size
+                for (value,) in ACK.iter_unpack(self._pending[:whole]):
+                    self.acked = max(self.acked, value)
+                self._pending = self._pending[whole:]
+                flags = socket.MSG_DONTWAIT
+        except (BlockingIOError, socket.timeout):
+            pass
+        finally:
+            self.sock.settimeout(None)
+        while self.unacked and self.unacked[0][0] <= self.acked:
+            self.unacked.popleft()
+
+    def settle(self, timeout_s: float) -> None:
+        """Wait (bounded) until everything sent is acknowledged."""
+        deadline = time.monotonic() + timeout_s
+        while self.acked < self.sent and (left := deadline - time.monotonic()) > 0:
+            self.read_acks(block_s=min(left, 0.05))
+
+
 class Transport:
     def __init__(self, address: str | None, session_dir: Path | None, hello: bytes, log) -> None:
         self.address = address
         self.session_dir = session_dir
         self.hello = hello
         self.log = log
-        self._queue: collections.deque[bytes] = collections.deque()
+        self._queue: collections.deque[bytes | None] = collections.deque()   # None: settle request
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
-        self._sock: socket.socket | None = None
+        self._conn: _Connection | None = None
         self._spool = None
         self._busy = False
         self._last_attempt = float("-inf")
         self.spool_path: Path | None = None
+        atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
-    def send(self, frame: bytes) -> None:
+    def send(self, frame: bytes | None) -> None:
         with self._cond:
             self._queue.append(frame)
             if self._thread is None:
@@ -72,13 +135,22 @@ class Transport:
             self._cond.notify()
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until every queued frame is written (and a spool file synced)."""
+        """Wait until every queued frame is acknowledged by hostd or written to the spool (synced)."""
+        self.send(None)
         with self._cond:
             done = self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
         if self._spool is not None:
             self._spool.flush()
             os.fsync(self._spool.fileno())
         return done
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Flush, then end the connection (a later frame reconnects)."""
+        self.flush(timeout)
+        with self._cond:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.sock.close()
 
     def _run(self) -> None:
         while True:
@@ -88,45 +160,60 @@ class Transport:
                 self._queue.clear()
                 self._busy = True
             try:
-                self._write(batch)
+                frames = [f for f in batch if f is not None]
+                if frames:
+                    self._write(frames)
+                if len(frames) < len(batch):
+                    self._settle()
+            except Exception:   # never let the sender die: the frames are in the spool or reported
+                self.log.exception("tessera sender: unexpected error")
             finally:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
 
-    def _write(self, frames: list[bytes]) -> None:
+    def _connect(self) -> None:
         now = time.monotonic()
-        if self._sock is None and self.address and now - self._last_attempt >= RETRY_S:
-            self._last_attempt = now
+        if self._conn is not None or not self.address or now - self._last_attempt < RETRY_S:
+            return
+        self._last_attempt = now
+        try:
+            self._conn = _Connection(_connect(self.address), self.hello)
+            if self._spool is not None:
+                self.log.info("hostd at %s reachable again: sending there", self.address)
+        except OSError as e:
+            if self._spool is None:
+                self.log.warning("hostd at %s unreachable (%s): spooling to a file", self.address, e)
+
+    def _write(self, frames: list[bytes]) -> None:
+        self._connect()
+        if self._conn is not None:
             try:
-                self._sock = _connect(self.address)
-                self._sock.sendall(self.hello, NO_SIGPIPE)
-                if self._spool is not None:
-                    self.log.info("hostd at %s reachable again: sending there", self.address)
-            except OSError as e:
-                if self._spool is None:
-                    self.log.warning("hostd at %s unreachable (%s): spooling to a file", self.address, e)
-                self._sock = None
-        if self._sock is not None:
-            data = memoryview(b"".join(frames))
-            sent = 0
-            try:
-                while sent < len(data):
-                    sent += self._sock.send(data[sent:], NO_SIGPIPE)
+                self._conn.send(frames)
                 return
             except OSError as e:
-                self.log.warning("hostd connection lost (%s): spooling the rest to a file", e)
-                self._sock.close()
-                self._sock = None
-            # Frames the daemon got whole stay there; the first one it did not get whole, and
-            # all after it, go to the spool (the daemon reports its cut frame as truncated).
-            end = 0
-            for i, frame in enumerate(frames):
-                end += len(frame)
-                if end > sent:
-                    frames = frames[i:]
-                    break
+                self._lost(e)
+                return
         self._spool_write(b"".join(frames))
+
+    def _settle(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.settle(SETTLE_S)
+        except OSError as e:
+            self._lost(e)
+            return
+        if self._conn.unacked:   # not confirmed in time: keep a copy (merge ignores duplicates)
+            self._spool_write(b"".join(frame for _, frame in self._conn.unacked))
+            self._conn.unacked.clear()
+
+    def _lost(self, error: OSError) -> None:
+        """The daemon went away: every frame it did not acknowledge goes to the spool."""
+        conn, self._conn = self._conn, None
+        self.log.warning("hostd connection lost (%s): spooling unacknowledged frames", error)
+        conn.sock.close()
+        self._spool_write(b"".join(frame for _, frame in conn.unacked))
 
     def _spool_write(self, data: bytes) -> None:
         if self._spool is None:

@@ -30,6 +30,12 @@ PROTOCOL_VERSION = 1
 SEQUENCE_BIT = 0x80
 DEFAULT_MAX_JSON = 16 << 20
 
+# The daemon's only message to a client, sent when the client's HELLO says "acks": true:
+# u64, how many bytes of the client's stream (HELLO included) its session log holds, after
+# each chunk it logs. A client keeps frames until they are acknowledged, and spools the
+# unacknowledged ones if the daemon dies.
+ACK = struct.Struct("<Q")
+
 _PLAIN = struct.Struct("<BQI")      # type, tag, length
 _SEQUENCED = struct.Struct("<BQQI")  # type, sequence, tag, length
 _TYPE = struct.Struct("<B")

@@ -5,11 +5,15 @@ Every frame must arrive exactly once, at the daemon or in the spool file.
 from __future__ import annotations
 
 import logging
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
+from tessera.hostd.embedded import EmbeddedDaemon
 from tessera.layer import transport as tr
 from tessera.schemas.frames import FrameDecoder, MessageType, encode
 
@@ -61,7 +65,7 @@ def workload(tag: int) -> bytes:
     return encode(MessageType.WORKLOAD, {"kind": "dispatch", "device": "0x1", "command_buffer": "0x2"}, tag=tag)
 
 
-HELLO = encode(MessageType.HELLO, {"protocol": 1, "pid": 1, "process": "t", "layer": "x",
+HELLO = encode(MessageType.HELLO, {"protocol": 1, "pid": 1, "process": "t", "layer": "x", "acks": True,
                                    "clock_sync": {"monotonic_raw_ns": 1, "boottime_ns": 2}})
 
 
@@ -72,18 +76,40 @@ def wait_for(predicate, timeout=10.0) -> None:
         time.sleep(0.01)
 
 
+def hostd(sock: Path, out: Path) -> subprocess.Popen:
+    """The real daemon, as a separate process that can be killed."""
+    proc = subprocess.Popen([sys.executable, "-m", "tessera.tools.cli", "hostd", "--listen", f"unix:{sock}",
+                             "--out", str(out)], stderr=subprocess.DEVNULL)
+    wait_for(lambda: listening(sock))
+    return proc
+
+
+def listening(sock: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(sock))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def logged_frames(folder: Path) -> list:
+    return [f for log in sorted(folder.rglob("*.tessera-log")) for f in frames_of(log.read_bytes())]
+
+
 def test_frames_reach_the_daemon_after_hello(tmp_path):
-    rx = Receiver(tmp_path / "s.sock")
-    t = tr.Transport(f"unix:{tmp_path / 's.sock'}", tmp_path, HELLO, LOG)
-    for tag in range(1, 51):
-        t.send(workload(tag))
-    assert t.flush()
-    wait_for(lambda: rx.connections and len(frames_of(rx.connections[0])) == 51)
-    got = frames_of(rx.connections[0])
+    with EmbeddedDaemon(tmp_path / "session") as daemon:
+        t = tr.Transport(daemon.address, tmp_path, HELLO, LOG)
+        for tag in range(1, 51):
+            t.send(workload(tag))
+        assert t.flush()
+        t.close()
+    got = logged_frames(tmp_path / "session")
     assert got[0].type == MessageType.HELLO
     assert [f.tag for f in got[1:]] == list(range(1, 51))
-    assert t.spool_path is None
-    rx.close()
+    assert t.spool_path is None          # every frame acknowledged: nothing spooled
 
 
 def test_no_daemon_spools_everything(tmp_path):
@@ -95,27 +121,40 @@ def test_no_daemon_spools_everything(tmp_path):
     assert got[0].type == MessageType.HELLO and [f.tag for f in got[1:]] == list(range(1, 21))
 
 
-def test_daemon_gone_and_back_loses_nothing(tmp_path, monkeypatch):
+def test_unacknowledged_frames_are_spooled(tmp_path, monkeypatch):
+    """A peer that reads but never logs (acknowledges) anything: flush keeps a copy of every frame."""
+    monkeypatch.setattr(tr, "SETTLE_S", 0.2)
+    rx = Receiver(tmp_path / "s.sock")
+    t = tr.Transport(f"unix:{tmp_path / 's.sock'}", tmp_path, HELLO, LOG)
+    for tag in range(1, 11):
+        t.send(workload(tag))
+    assert t.flush()
+    assert [f.tag for f in frames_of(t.spool_path.read_bytes())[1:]] == list(range(1, 11))
+    rx.close()
+
+
+def test_daemon_killed_and_restarted_loses_nothing(tmp_path, monkeypatch):
     monkeypatch.setattr(tr, "RETRY_S", 0.0)
-    sock = tmp_path / "s.sock"
-    rx = Receiver(sock)
+    sock, out = tmp_path / "hostd.sock", tmp_path / "out"
+    daemon = hostd(sock, out)
     t = tr.Transport(f"unix:{sock}", tmp_path, HELLO, LOG)
     for tag in range(1, 11):
         t.send(workload(tag))
     assert t.flush()
-    wait_for(lambda: rx.connections and len(frames_of(rx.connections[0])) == 11)
-    rx.close()                                    # the daemon dies
+    daemon.send_signal(signal.SIGKILL)   # dies without a chance to finish anything
+    daemon.wait()
     for tag in range(11, 31):
         t.send(workload(tag))
-        t.flush()
-    rx2 = Receiver(sock)                          # and comes back
+        t.flush(timeout=5)
+    daemon = hostd(sock, out)           # a new daemon on the same address
     for tag in range(31, 41):
         t.send(workload(tag))
-        t.flush()
-    wait_for(lambda: sum(len(frames_of(c)) for c in rx2.connections) >= 1)
-    time.sleep(0.2)
-    received = [f.tag for c in rx.connections + rx2.connections for f in frames_of(c) if f.type != MessageType.HELLO]
-    spooled = [f.tag for f in frames_of(t.spool_path.read_bytes()) if f.type != MessageType.HELLO]
-    assert sorted(received + spooled) == list(range(1, 41))   # each exactly once
-    assert spooled and any(tag > 30 for tag in received)      # it did spool, and it did reconnect
-    rx2.close()
+    assert t.flush()
+    t.close()
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=30)
+    received = {f.tag for f in logged_frames(out) if f.type == MessageType.WORKLOAD}
+    spooled = {f.tag for f in frames_of(t.spool_path.read_bytes()) if f.type == MessageType.WORKLOAD}
+    assert received | spooled == set(range(1, 41))          # nothing lost (copies may exist in both)
+    assert set(range(11, 31)) <= spooled, (sorted(received), sorted(spooled))
+    assert set(range(31, 41)) <= received, (sorted(received), sorted(spooled))   # reconnected
