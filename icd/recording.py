@@ -8,7 +8,8 @@ Each recorded command appends one op to `CommandBuffer.ops`:
     ("draw", Draw)
     ("pass_end", suspending)   ends (or suspends) the current render pass
     ("work", Work)             a dispatch, trace rays or transfer
-    ("barrier", None)          pipeline barrier / wait events: later work waits for earlier
+    ("barrier", scope)         barrier / wait events: (source classes, destination classes), or None
+                               for a full barrier (external subpass dependency)
     ("execute", [CommandBuffer, ...])   secondaries, expanded at submit
 
 Sizes that depend only on the recording are computed here; what depends on
@@ -26,6 +27,7 @@ from tessera.vkapi.vkconst import vk
 from . import timing
 from .driver import Driver
 from .objects import CommandBuffer
+from .scheduler import ALL
 
 
 @dataclass
@@ -47,6 +49,34 @@ class Work:
     cycles: float | None = None
     nbytes: int = 0
     estimated: bool = False
+
+
+# Pipeline stages (VkPipelineStageFlags2 bits; the first 17 equal VkPipelineStageFlags) by work class.
+_NO_WORK = 0x1 | 0x2 | 0x4000                     # top of pipe, draw indirect, host
+_VERTEX = 0x4 | 0x8 | 0x10 | 0x20 | 0x40 | (0x7 << 36)   # vertex input .. geometry; index/attribute/pre-raster
+_FRAGMENT = 0x80 | 0x100 | 0x200 | 0x400         # fragment shader, depth tests, color attachment output
+_COMPUTE = 0x800 | 0x200000                       # compute shader, ray tracing
+_TRANSFER = 0x1000 | (0xF << 32)                  # transfer; copy, resolve, blit, clear
+_ALL_GRAPHICS = 0x8000
+
+
+def stage_classes(mask: int, role: str) -> frozenset[str]:
+    """The work classes a barrier's source or destination stage mask covers (scheduler.CLASSES).
+
+    Bottom-of-pipe is every class as a source and none as a destination (spec 7.6.2);
+    bits this table does not know count as every class, to stay safe.
+    """
+    if mask & 0x2000:                    # BOTTOM_OF_PIPE
+        return ALL if role == "src" else frozenset()
+    classes = set()
+    for bits, cls in ((_VERTEX, "vertex"), (_FRAGMENT, "fragment"), (_COMPUTE, "compute"), (_TRANSFER, "transfer")):
+        if mask & bits:
+            classes.add(cls)
+    if mask & _ALL_GRAPHICS:
+        classes |= {"vertex", "fragment"}
+    if mask & ~(_NO_WORK | _VERTEX | _FRAGMENT | _COMPUTE | _TRANSFER | _ALL_GRAPHICS):
+        return ALL                       # ALL_COMMANDS and anything unknown
+    return frozenset(classes)
 
 
 def _primitives(vertices: int) -> int:
@@ -272,8 +302,36 @@ def register(drv: Driver) -> None:
                        copy_regions(info.pRegions, info.regionCount, buffer_image_pixels), info.regionCount)
 
     # ---- ordering and secondaries ---------------------------------------
-    for name in ("vkCmdPipelineBarrier", "vkCmdPipelineBarrier2", "vkCmdWaitEvents", "vkCmdWaitEvents2"):
-        hooks.before(name)(lambda cb, *args: add(cb, "barrier"))
+    def barrier(cb, masks: list[tuple[int, int]]) -> None:
+        if masks:
+            add(cb, "barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
+                                frozenset().union(*(stage_classes(d, "dst") for _, d in masks))))
+
+    def dependency_masks(info) -> list[tuple[int, int]]:
+        """Stage masks of every barrier in a VkDependencyInfo (synchronization2)."""
+        out = [(b.srcStageMask, b.dstStageMask) for b in (info.pMemoryBarriers[i]
+                                                          for i in range(info.memoryBarrierCount))]
+        out += [(b.srcStageMask, b.dstStageMask) for b in (info.pBufferMemoryBarriers[i]
+                                                           for i in range(info.bufferMemoryBarrierCount))]
+        out += [(b.srcStageMask, b.dstStageMask) for b in (info.pImageMemoryBarriers[i]
+                                                           for i in range(info.imageMemoryBarrierCount))]
+        return out
+
+    @hooks.before("vkCmdPipelineBarrier")
+    def cmd_barrier(cb, commandBuffer, src, dst, flags, *barriers):
+        barrier(cb, [(src, dst)])
+
+    @hooks.before("vkCmdPipelineBarrier2")
+    def cmd_barrier2(cb, commandBuffer, info):
+        barrier(cb, dependency_masks(info))
+
+    @hooks.before("vkCmdWaitEvents")
+    def cmd_wait_events(cb, commandBuffer, count, pEvents, src, dst, *barriers):
+        barrier(cb, [(src, dst)])
+
+    @hooks.before("vkCmdWaitEvents2")
+    def cmd_wait_events2(cb, commandBuffer, count, pEvents, pInfos):
+        barrier(cb, [m for i in range(count) for m in dependency_masks(pInfos[i])])
 
     @hooks.before("vkCmdExecuteCommands")
     def cmd_execute(cb, commandBuffer, count, pCommandBuffers):

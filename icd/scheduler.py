@@ -3,17 +3,26 @@
 Three queues per emulated GPU: non-fragment (binning, compute, trace rays),
 fragment (main phases) and transfer. Each queue runs one phase at a time and
 is monotonic. A phase starts at the latest of: the host time of its submit,
-its queue being free, the last barrier of its Vulkan queue (everything
-recorded before a pipeline barrier or event wait ends first), the signals of
-the semaphores its batch waits for, and for a main phase the end of its own
-binning phase. So binning of pass N+1 overlaps the main phase of pass N, as
-on a tile-based GPU, while barriers and semaphores serialize what they must.
+its queue being free, the barriers before it on its Vulkan queue, the
+signals of the semaphores its batch waits for, and for a main phase the end
+of its own binning phase.
+
+Barriers are scoped by pipeline stage (Vulkan spec 7.6, execution
+dependencies): work falls into classes (vertex = binning, fragment = main,
+compute, transfer); a barrier makes the classes of its destination stages
+wait for the end of all earlier work in the classes of its source stages.
+So binning of pass N+1 overlaps main of pass N unless a barrier's
+destination covers vertex stages, as on a tile-based GPU, and a barrier
+that only feeds the host (or only reads indirect arguments) stalls nothing.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from .timing import Phase
+
+CLASSES = ("vertex", "fragment", "compute", "transfer")
+ALL = frozenset(CLASSES)
 
 
 @dataclass
@@ -30,11 +39,20 @@ class EmulatedGpu:
 @dataclass
 class QueueOrder:
     """Ordering state of one Vulkan queue's stream of work."""
-    barrier_floor: int = 0     # work after the last barrier starts no earlier
-    last_end: int = 0          # end of everything placed so far
+    ends: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))     # last end per class
+    floors: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLASSES, 0))   # earliest start per class
 
-    def barrier(self) -> None:
-        self.barrier_floor = max(self.barrier_floor, self.last_end)
+    @property
+    def last_end(self) -> int:
+        return max(self.ends.values())
 
-    def placed(self, end: int) -> None:
-        self.last_end = max(self.last_end, end)
+    def barrier(self, src: frozenset[str] = ALL, dst: frozenset[str] = ALL) -> None:
+        done = max((self.ends[c] for c in src), default=0)
+        for c in dst:
+            self.floors[c] = max(self.floors[c], done)
+
+    def floor(self, cls: str) -> int:
+        return self.floors[cls]
+
+    def placed(self, cls: str, end: int) -> None:
+        self.ends[cls] = max(self.ends[cls], end)

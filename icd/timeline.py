@@ -124,16 +124,16 @@ class _Placer:
             elif op == "work":
                 self._emit_work(value, list(labels), handle)
             elif op == "barrier":
-                self.order.barrier()
+                self.order.barrier(*value) if value else self.order.barrier()
             elif op == "execute":
                 for secondary in value:
                     self._walk(secondary)
 
-    def _start_floor(self) -> int:
-        return max(self.earliest, self.order.barrier_floor)
+    def _start_floor(self, cls: str) -> int:
+        return max(self.earliest, self.order.floor(cls))
 
-    def _placed(self, start: int, duration: int) -> None:
-        self.order.placed(start + duration)
+    def _placed(self, cls: str, start: int, duration: int) -> None:
+        self.order.placed(cls, start + duration)
         self.end = max(self.end, start + duration)
 
     def _emit_pass(self, run: PassRun) -> None:
@@ -154,11 +154,12 @@ class _Placer:
             extra["Parts"] = run.parts
         if any(d.estimated for d in run.draws):
             extra["Estimated"] = "indirect draw sizes"
-        b_start = self.gpu.place(binning, self._start_floor())
+        b_start = self.gpu.place(binning, self._start_floor("vertex"))
         self._write(b_start, binning, run, extra, rp)
-        m_start = self.gpu.place(main, max(self._start_floor(), b_start + binning.duration_ns))
+        self._placed("vertex", b_start, binning.duration_ns)
+        m_start = self.gpu.place(main, max(self._start_floor("fragment"), b_start + binning.duration_ns))
         self._write(m_start, main, run, extra, rp)
-        self._placed(m_start, main.duration_ns)
+        self._placed("fragment", m_start, main.duration_ns)
 
     def _emit_work(self, work: Work, labels: list[str], handle: int) -> None:
         p = self.tl.profile
@@ -168,7 +169,8 @@ class _Placer:
             phase = timing.trace_rays(p, work.invocations, work.cycles)
         else:
             phase = timing.transfer(p, work.stage, work.nbytes)
-        start = self.gpu.place(phase, self._start_floor())
+        cls = "transfer" if work.kind == "transfer" else "compute"
+        start = self.gpu.place(phase, self._start_floor(cls))
         extra = {"Workload": work.kind.replace("_", " "), "Command": work.command,
                  **{k.replace("_", " ").capitalize(): v for k, v in work.info.items()}}
         if work.kind in ("dispatch", "trace_rays"):
@@ -178,7 +180,7 @@ class _Placer:
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
                             labels=labels, extra=extra)
-        self._placed(start, phase.duration_ns)
+        self._placed(cls, start, phase.duration_ns)
 
     def _write(self, start: int, phase: timing.Phase, run: PassRun, extra: dict, rp: tuple[int, int]) -> None:
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,

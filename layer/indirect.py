@@ -4,8 +4,8 @@ Buffers created with INDIRECT_BUFFER usage get TRANSFER_SRC added, so they
 can be copied from. For an indirect dispatch (and the indirect draws of a render pass, copied
 after the pass ends, since copies cannot go inside one) the layer records a
 vkCmdCopyBuffer of the arguments into a region of its own host-visible
-buffer, unique to that tag, between two memory barriers (earlier writes ->
-the copy -> host reads). After a submit that carries captures, the layer
+buffer, unique to that tag, between two memory barriers (indirect reads ->
+the copy -> host reads), scoped so that no other work waits for them. After a submit that carries captures, the layer
 submits an empty batch with its own fence (vkQueueSubmit with no batches
 signals once all earlier work on the queue is done), which leaves the
 application's synchronization untouched. Completed fences are read back
@@ -145,7 +145,10 @@ class Capturer:
             "command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size, "regions": count,
             "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), dev.address, int(ffi.cast("uintptr_t", cb)), False))
         labelled = self.labeller.push(dev, cb, f"t{tag}")
-        self._barrier(nxt, cb, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_MEMORY_WRITE_BIT,
+        # The application already made the arguments visible to indirect reads (it must, for its
+        # own command); chaining on that stage makes them visible to the copy without waiting
+        # for unrelated earlier work (spec 7.6: execution dependency chains, visibility).
+        self._barrier(nxt, cb, vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0,
                       vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
         regions = ffi.new("VkBufferCopy[]", [{"srcOffset": offset + i * stride, "dstOffset": dst + i * rec,
                                               "size": rec} for i in range(count)])
@@ -154,7 +157,7 @@ class Capturer:
                       vk.VK_PIPELINE_STAGE_HOST_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         if labelled:
             self.labeller.pop(dev, cb)
-        return Capture(dst, size, kind, count, tuple(group_size) if group_size else None)
+        return Capture(dst, size, kind, count, tuple(group_size) if group_size else None, tag)
 
     def _barrier(self, nxt, cb, src_stage, src_access, dst_stage, dst_access) -> None:
         barrier = self.ffi.new("VkMemoryBarrier *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,

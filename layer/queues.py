@@ -65,9 +65,11 @@ def _walk(plan: Plan, queue: QueueTracker, stack: list[str], t: CommandBufferTra
             if stack:    # a pop without a push is tolerated
                 stack.pop()
         elif op == "workload":
-            plan.tags.append(v.tag)
+            if v.capture is not None:
+                plan.tags.append(v.capture.tag)   # the capture copy runs just before the workload
             if list(v.local_labels) != stack or v.pops_below_start:
                 plan.annexes.setdefault(v.tag, {})["labels"] = list(stack)
+            plan.tags.append(v.tag)
             if v.capture is not None:
                 plan.captures.append((v.tag, v.capture))
         elif op == "pass":
@@ -109,6 +111,7 @@ def _close(plan: Plan, opened: OpenPass) -> None:
     if fields:
         plan.annexes.setdefault(w.tag, {}).update(fields)
     plan.captures += [(w.tag, c) for c in opened.captures]
+    plan.tags += [c.tag for c in opened.captures]   # copies recorded after the pass ended
 
 
 def register(hooks, state, ffi, labeller, capturer, errors) -> None:

@@ -26,6 +26,7 @@ class Capture:
     kind: str              # dispatch, draw, draw_indexed
     count: int             # records (draws) in the region
     group_size: tuple[int, int, int] | None = None
+    tag: int = 0           # the tag of the copy itself (a workload of its own on the GPU)
 
 
 @dataclass

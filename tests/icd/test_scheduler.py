@@ -43,17 +43,46 @@ def test_queues_are_independent():
     assert gpu.place(Phase("main", "fragment", 30), 0) == 0
 
 
-def test_barrier_floor_is_the_end_of_everything_before_it():
+def test_full_barrier_floor_is_the_end_of_everything_before_it():
     order = QueueOrder()
-    order.placed(500)
-    order.placed(300)
-    assert order.barrier_floor == 0
+    order.placed("compute", 500)
+    order.placed("transfer", 300)
+    assert order.floor("compute") == 0
     order.barrier()
-    assert order.barrier_floor == 500
-    order.placed(900)
-    assert order.barrier_floor == 500          # until the next barrier
+    assert all(order.floor(c) == 500 for c in ("vertex", "fragment", "compute", "transfer"))
+    order.placed("fragment", 900)
+    assert order.floor("vertex") == 500        # until the next barrier
     order.barrier()
-    assert order.barrier_floor == 900
+    assert order.floor("vertex") == 900
+
+
+def test_barrier_is_scoped_by_its_stages():
+    """src: the classes waited for; dst: the classes that wait (spec 7.6)."""
+    order = QueueOrder()
+    order.placed("fragment", 700)
+    order.placed("transfer", 400)
+    order.barrier(frozenset({"transfer"}), frozenset({"compute"}))
+    assert (order.floor("compute"), order.floor("vertex"), order.floor("fragment")) == (400, 0, 0)
+    order.barrier(frozenset({"fragment"}), frozenset({"fragment"}))   # e.g. color output -> fragment shader
+    assert (order.floor("fragment"), order.floor("vertex")) == (700, 0)  # binning of the next pass runs on
+    order.barrier(frozenset(), frozenset({"vertex"}))                  # source covers no work: no wait
+    assert order.floor("vertex") == 0
+
+
+def test_stage_masks_map_to_work_classes():
+    from tessera.icd.recording import stage_classes
+    from tessera.vkapi.vkconst import vk
+
+    assert stage_classes(vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, "src") == {"fragment"}
+    assert stage_classes(vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT | vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         "dst") == {"vertex", "compute"}
+    assert stage_classes(vk.VK_PIPELINE_STAGE_HOST_BIT | vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, "src") == set()
+    assert stage_classes(vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, "src") == {"vertex", "fragment", "compute",
+                                                                              "transfer"}
+    assert stage_classes(vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, "dst") == set()
+    assert stage_classes(vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, "dst") == {"vertex", "fragment", "compute",
+                                                                            "transfer"}
+    assert stage_classes(vk.VK_PIPELINE_STAGE_2_COPY_BIT, "src") == {"transfer"}
 
 
 # ---- Timeline: recordings in, trace out ------------------------------------------------------------

@@ -365,3 +365,11 @@ def test_app_is_valid_with_validation_below_the_layer(shims, tmp_path):
     proc = run([PYTHON, APP], env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "validation" not in proc.stderr
+
+
+def test_layer_capture_copies_are_listed_in_their_submits(sessions):
+    """The layer's own indirect-capture copies run on the GPU, so their tags are in SUBMIT.tags."""
+    for s in sessions:
+        internal = {t for t, w in s.workloads.items() if "internal" in w}
+        in_submits = {t for sub in s.submits.values() for t in sub["tags"]}
+        assert internal and internal <= in_submits
