@@ -17,7 +17,7 @@ import click
 
 from tessera.hostd.cli import AddressType
 
-from .launch import LaunchConfig, LaunchError, default_session_dir
+from .launch import LaunchConfig, LaunchError, default_session_dir, run_with_embedded_daemon
 from .launch import run as launch
 
 
@@ -45,11 +45,7 @@ def run(backend, gpu, out, no_layer, hostd_address, do_merge, top, app) -> None:
     session.mkdir(parents=True, exist_ok=True)
     try:
         if hostd_address is None:
-            from tessera.hostd.embedded import EmbeddedDaemon
-
-            with EmbeddedDaemon(session) as daemon:
-                code = launch(LaunchConfig(session, backend, gpu, layer=not no_layer, hostd=daemon.address),
-                              list(app))
+            code = run_with_embedded_daemon(LaunchConfig(session, backend, gpu, layer=not no_layer), list(app))
             merge = True if do_merge is None else do_merge
         else:
             code = launch(LaunchConfig(session, backend, gpu, layer=not no_layer, hostd=str(hostd_address)),

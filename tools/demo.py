@@ -1,8 +1,10 @@
 """`tessera demo`: the example applications end to end on the emulated Mali GPU.
 
-Runs vulkaninfo and every example app (Python and C) under `tessera run`
-(emulated Mali driver over lavapipe, Tessera layer enabled) and prints one
-line per app with its own result check and its session folder.
+Runs vulkaninfo and every example app (Python and C) like `tessera run`
+does (emulated Mali driver over lavapipe, Tessera layer, an embedded host
+daemon), merges each session into one Perfetto trace, and prints one line
+per app: its own result check, its GPU workloads, and the merged trace to
+open in ui.perfetto.dev (`tessera view TRACE`).
 """
 from __future__ import annotations
 
@@ -15,14 +17,14 @@ import click
 
 from tessera.vkapi import paths
 
-from .launch import LaunchConfig, environment, ensure_shims
+from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
 
 EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels"]
 
 
 def _apps(root: Path) -> list[tuple[str, list[str]]]:
     apps = [(name, [sys.executable, str(root / "examples" / f"{name}.py")]) for name in EXAMPLES]
-    apps.append(("compute_and_draw (C)", [str(paths.BUILD_DIR / "examples" / "compute_and_draw")]))
+    apps.append(("compute_and_draw", [str(paths.BUILD_DIR / "examples" / "compute_and_draw")]))
     return apps
 
 
@@ -30,7 +32,9 @@ def _apps(root: Path) -> list[tuple[str, list[str]]]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("tessera-out/demo"),
               show_default=True, help="Folder for the demo's session folders.")
 def demo(out: Path) -> None:
-    """Run every example under Tessera; exit 1 if any fails."""
+    """Run every example under Tessera and merge its trace; exit 1 if any fails."""
+    from tessera.hostd.embedded import merge_session
+
     ensure_shims()
     root = paths.SOURCE_ROOT
     subprocess.run(["make", "-s", "-C", str(root / "examples")], check=True)
@@ -41,16 +45,22 @@ def demo(out: Path) -> None:
     click.echo(f"device seen through the loader: {device}")
     failures = 0
     for name, argv in _apps(root):
-        session = out / name.split()[0]
-        session.mkdir(parents=True, exist_ok=True)
+        session = out / name
         start = time.perf_counter()
-        proc = subprocess.run(argv, env=environment(LaunchConfig(session)), capture_output=True, text=True)
+        proc_out = session / "app-output.txt"
+        session.mkdir(parents=True, exist_ok=True)
+        with open(proc_out, "w") as f:
+            code = run_with_embedded_daemon(LaunchConfig(session), argv, stdout=f, stderr=subprocess.STDOUT)
         took = time.perf_counter() - start
-        ok = proc.returncode == 0
+        lines = proc_out.read_text().splitlines()
+        check = next((ln for ln in reversed(lines) if ln.startswith(f"{name}:")), lines[-1] if lines else "")
+        result = merge_session(session)
+        ok = code == 0 and not result.events_without_metadata
         failures += not ok
-        summary = (proc.stdout.strip().splitlines() or [""])[-1] if ok else proc.stderr.strip()[-400:]
-        click.echo(f"  {'ok  ' if ok else 'FAIL'} {name:22s} {took:5.2f} s  {summary}")
+        click.echo(f"  {'ok  ' if ok else 'FAIL'} {name:18s} {took:5.2f} s  {check[:110]}")
+        click.echo(f"       {result.gpu_events} GPU events, {result.events_without_metadata} without metadata -> "
+                   f"{result.output}")
     if failures:
         raise SystemExit(1)
     click.echo(f"all {len(EXAMPLES) + 1} applications passed their own checks on the emulated Mali; "
-               f"session folders under {out}")
+               f"open a trace with `tessera view <merged trace>`")

@@ -69,11 +69,22 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
     return env
 
 
-def run(cfg: LaunchConfig, argv: list[str]) -> int:
-    """Run the app to completion under Tessera; its exit code."""
+def run(cfg: LaunchConfig, argv: list[str], **popen) -> int:
+    """Run the app to completion under Tessera; its exit code (`popen`: e.g. stdout=)."""
     ensure_shims()
     cfg.session_dir.mkdir(parents=True, exist_ok=True)
     try:
-        return subprocess.call(argv, env=environment(cfg))
+        return subprocess.call(argv, env=environment(cfg), **popen)
     except FileNotFoundError as e:
         raise LaunchError(f"cannot run {argv[0]!r}: {e.strerror}") from e
+
+
+def run_with_embedded_daemon(cfg: LaunchConfig, argv: list[str], **popen) -> int:
+    """Run the app with a host daemon of its own for the run; returns once the logs are complete."""
+    from dataclasses import replace
+
+    from tessera.hostd.embedded import EmbeddedDaemon
+
+    cfg.session_dir.mkdir(parents=True, exist_ok=True)
+    with EmbeddedDaemon(cfg.session_dir) as daemon:
+        return run(replace(cfg, hostd=daemon.address), argv, **popen)
