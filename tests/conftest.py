@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,8 +16,6 @@ settings.register_profile("ci", derandomize=True)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("TESSERA_HYPOTHESIS", "ci"))
 
-REPO = Path(__file__).resolve().parent.parent
-LAVAPIPE = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
 
 
 @pytest.fixture(scope="session")
@@ -38,13 +35,12 @@ def tessera_env(shims, tmp_path):
 
 @pytest.fixture
 def lavapipe_env():
-    env = dict(os.environ, VK_DRIVER_FILES=LAVAPIPE, XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
+    from tessera.icd.backend import default_manifest
+
+    env = dict(os.environ, VK_DRIVER_FILES=str(default_manifest()),
+               XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
     env.pop("VK_INSTANCE_LAYERS", None)
     return env
-
-
-def run(argv, env, timeout=300, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in argv], env=env, capture_output=True, text=True, timeout=timeout, **kw)
 
 
 @pytest.fixture(scope="session")
@@ -67,5 +63,3 @@ def xvfb_display():
     proc.terminate()
     proc.wait(timeout=10)
 
-
-PYTHON = sys.executable

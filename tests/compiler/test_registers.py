@@ -102,7 +102,7 @@ def random_shader(seed: int) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    from conftest import glsl
+    from compiler_support import glsl
     tmp = tmp_path_factory.mktemp("ra_corpus")
     out = []
     for seed in range(10):

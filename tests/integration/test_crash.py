@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 
-from conftest import PYTHON, REPO
+from integration_support import PYTHON, REPO
 
 from tessera.schemas import frames as fr
 from tessera.schemas import perfetto as pf

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import PYTHON, REPO, run
+from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import frames as fr
 from tessera.schemas import messages

@@ -7,7 +7,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import LAVAPIPE, PYTHON, REPO, run
+from integration_support import PYTHON, REPO, run
 
 from tessera.icd.profiles import PROFILES
 

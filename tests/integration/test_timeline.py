@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from conftest import PYTHON, REPO, run
+from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import perfetto as pf
 from tessera.schemas.frames import MessageType, iter_file

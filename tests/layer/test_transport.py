@@ -130,6 +130,7 @@ def test_unacknowledged_frames_are_spooled(tmp_path, monkeypatch):
         t.send(workload(tag))
     assert t.flush()
     assert [f.tag for f in frames_of(t.spool_path.read_bytes())[1:]] == list(range(1, 11))
+    t.close()
     rx.close()
 
 
