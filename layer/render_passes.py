@@ -19,8 +19,7 @@ from .tagging import Labeller, next_tag
 from .trackers import CommandBufferTracker, PassPart, Workload
 
 RENDER_PASS_HOOKS = (
-    "vkCmdBeginRenderPass", "vkCmdBeginRenderPass2", "vkCmdNextSubpass", "vkCmdNextSubpass2",
-    "vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdBeginRendering", "vkCmdEndRendering",
+    "vkCmdBeginRenderPass", "vkCmdBeginRenderPass2", "vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdBeginRendering", "vkCmdEndRendering",
     "vkCmdDraw", "vkCmdDrawIndexed", "vkCmdDrawIndirect", "vkCmdDrawIndexedIndirect",
     "vkCmdDrawIndirectCount", "vkCmdDrawIndexedIndirectCount", "vkEndCommandBuffer",
 )
@@ -74,9 +73,6 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
     @hooks.after("vkCmdEndRenderPass2")
     def end2(dev, result, commandBuffer, pSubpassEnd):
         end1(dev, result, commandBuffer)
-
-    hooks.forward("vkCmdNextSubpass")
-    hooks.forward("vkCmdNextSubpass2")
 
     @hooks.before("vkCmdBeginRendering")
     def begin_rendering(dev, commandBuffer, pRenderingInfo):
