@@ -6,7 +6,7 @@ the backend driver: the ICD's GetProcAddr returns the backend's own pointer.
 """
 from __future__ import annotations
 
-from tessera.vkapi import paths, registry
+from tessera.vkapi import paths
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.shim import ShimSpec
@@ -85,14 +85,9 @@ char* dlerror(void);
 """
 
 
-def _pnext_types() -> tuple[str, ...]:
-    """Structs a hook may copy or fill: everything that extends the create/query structs."""
-    vk = registry.load()
-    names: set[str] = set()
-    for base in ("VkDeviceCreateInfo", "VkPhysicalDeviceProperties2", "VkPhysicalDeviceFeatures2",
-                 "VkInstanceCreateInfo"):
-        names.update(vk.structs[base].extendedBy)
-    return tuple(sorted(names))
+# Structs a hook may copy or fill: everything that extends the create/query structs.
+PNEXT_TYPES = tuple(f"extenders:{base}" for base in (
+    "VkDeviceCreateInfo", "VkPhysicalDeviceProperties2", "VkPhysicalDeviceFeatures2", "VkInstanceCreateInfo"))
 
 
 def spec() -> ShimSpec:
@@ -101,7 +96,7 @@ def spec() -> ShimSpec:
         library_name=LIBRARY,
         hooks=HOOKS,
         calls=CALLS,
-        extra_types=_pnext_types(),
+        extra_types=PNEXT_TYPES,
         embedding_api="""
             VkResult tessera_icd_negotiate(uint32_t* pVersion);
             PFN_vkVoidFunction tessera_icd_gipa(VkInstance instance, const char* pName);

@@ -33,14 +33,8 @@ CALLS = (
     "vkBindBufferMemory", "vkMapMemory", "vkUnmapMemory", "vkFreeMemory", "vkCmdPipelineBarrier",
     "vkCreateFence", "vkDestroyFence", "vkGetFenceStatus",
 )
-EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT")
-
-
-def _pnext_types() -> tuple[str, ...]:
-    """Structs the layer may copy when it rebuilds a device create chain."""
-    from tessera.vkapi import registry
-
-    return tuple(sorted(set(registry.load().structs["VkDeviceCreateInfo"].extendedBy) | set(EXTRA_TYPES)))
+# Structs the layer reads, and those it may copy when it rebuilds a device create chain.
+EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT", "extenders:VkDeviceCreateInfo")
 
 
 C_GLUE = r"""
@@ -104,7 +98,7 @@ def spec() -> ShimSpec:
         library_name=LIBRARY,
         hooks=HOOKS,
         calls=CALLS,
-        extra_types=_pnext_types(),
+        extra_types=EXTRA_TYPES,
         embedding_api="""
             PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
             PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);

@@ -25,6 +25,7 @@ MANUAL_BASE = frozenset({
     "VkBool32", "VkFlags", "VkFlags64", "VkDeviceSize", "VkDeviceAddress", "VkSampleMask", "VkRemoteAddressNV",
 })
 ALWAYS_COMMANDS = ("vkGetInstanceProcAddr", "vkGetDeviceProcAddr", "vkDestroyDevice")
+EXTENDERS = "extenders:"
 
 _ARRAY_DIM = re.compile(r"\[([A-Za-z_][A-Za-z0-9_]*)\]")
 
@@ -144,7 +145,9 @@ def _struct_order(vk, alias, names: list[str]) -> list[str]:
 
 def generate(commands: Iterable[str], extra_types: Iterable[str] = (), hooks: Iterable[str] = ()) -> Declarations:
     """Declarations for `commands` (PFN types) and `extra_types`; `hooks`
-    (a subset of commands) also get `extern "Python" hook_<name>` callbacks."""
+    (a subset of commands) also get `extern "Python" hook_<name>` callbacks.
+    An extra type written `extenders:VkStruct` stands for every struct that
+    may appear in VkStruct's pNext chain."""
     vk = registry.load()
     alias = registry.aliases()
     wanted = sorted({alias.command(c) for c in (*commands, *ALWAYS_COMMANDS)})
@@ -159,7 +162,11 @@ def generate(commands: Iterable[str], extra_types: Iterable[str] = (), hooks: It
             closure.add(p.type)
         closure.add(cmd.returnType)
     for t in extra_types:
-        closure.add(t)
+        if t.startswith(EXTENDERS):
+            for ext in vk.structs[t.removeprefix(EXTENDERS)].extendedBy:
+                closure.add(ext)
+        else:
+            closure.add(t)
     closure.add("VkStructureType")
     closure.add("VkBaseOutStructure")
     closure.add("VkBaseInStructure")

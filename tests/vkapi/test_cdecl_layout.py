@@ -22,7 +22,7 @@ HEADER = Path("/usr/include/vulkan/vulkan_core.h")
 
 @pytest.fixture(scope="module")
 def declarations():
-    return cdecl.generate((*icd_spec.HOOKS, *layer_spec.HOOKS, *layer_spec.CALLS), icd_spec._pnext_types(),
+    return cdecl.generate((*icd_spec.HOOKS, *layer_spec.HOOKS, *layer_spec.CALLS), icd_spec.PNEXT_TYPES,
                           icd_spec.HOOKS)
 
 
