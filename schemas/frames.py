@@ -12,8 +12,10 @@ A frame is a little-endian header followed by UTF-8 JSON:
 Putting "has a sequence" in the type byte lets any decoder skip message
 types it does not know (forward compatibility). A stream (socket, the
 daemon's session log, the layer's spool file) is frames concatenated.
-The header is packed with `struct` (one precompiled format per shape): the
-layer encodes on application threads and construct costs ~20x more per frame.
+The header is defined once, declaratively, with `construct` (`HEADER`); the
+two precompiled `struct` shapes the encoder and decoder use are derived
+from it at import, because the layer encodes on application threads and
+even compiled construct costs ~50x more per frame (2.4 us vs 0.05 us).
 
 `FrameDecoder` is sans-IO: bytes in, frames out, with the stream offset of
 each frame so errors can name where they are.
@@ -26,6 +28,8 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+import construct as cs
+
 PROTOCOL_VERSION = 1
 SEQUENCE_BIT = 0x80
 DEFAULT_MAX_JSON = 16 << 20
@@ -36,9 +40,28 @@ DEFAULT_MAX_JSON = 16 << 20
 # unacknowledged ones if the daemon dies.
 ACK = struct.Struct("<Q")
 
-_PLAIN = struct.Struct("<BQI")      # type, tag, length
-_SEQUENCED = struct.Struct("<BQQI")  # type, sequence, tag, length
-_TYPE = struct.Struct("<B")
+HEADER = cs.Struct(
+    "type" / cs.Int8ul,
+    "sequence" / cs.If(cs.this.type & SEQUENCE_BIT, cs.Int64ul),
+    "tag" / cs.Int64ul,
+    "json_length" / cs.Int32ul,
+)
+
+
+def _shape(sequenced: bool) -> struct.Struct:
+    """The fixed-size struct of HEADER for one value of the sequence bit."""
+    fmt = ""
+    for sub in HEADER.subcons:
+        field = sub.subcon
+        if isinstance(field, cs.IfThenElse):
+            field = field.thensubcon if sequenced else None
+        if field is not None:
+            fmt += field.fmtstr.lstrip("<")
+    return struct.Struct("<" + fmt)
+
+
+_PLAIN = _shape(False)       # type, tag, json_length
+_SEQUENCED = _shape(True)    # type, sequence, tag, json_length
 
 
 class MessageType(enum.IntEnum):

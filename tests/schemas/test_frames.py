@@ -128,3 +128,18 @@ def test_schemas_accept_valid_and_name_violations():
     errors = messages.problems(MessageType.WORKLOAD, {"kind": "teapot", "device": "d", "command_buffer": "c"})
     assert errors and errors[0].startswith("kind:")
     assert messages.problems(0x55, {"anything": 1}) == []      # unknown types have no schema
+
+
+@given(st.sampled_from([t.value for t in MessageType] + [0x05, 0x7F, 0x83, 0xFF]),
+       st.integers(0, 2**64 - 1), st.integers(0, 2**64 - 1), st.binary(max_size=64))
+def test_header_matches_its_construct_definition(type_, sequence, tag, body):
+    """The struct shapes the encoder and decoder use agree with the one declarative HEADER."""
+    from tessera.schemas.frames import HEADER
+
+    seq = sequence if type_ & 0x80 else None
+    data = encode(type_, body, tag=tag, sequence=seq)
+    parsed = HEADER.parse(data)
+    assert (parsed.type, parsed.sequence, parsed.tag, parsed.json_length) == (type_, seq, tag, len(body))
+    assert HEADER.build(dict(type=type_, sequence=seq, tag=tag, json_length=len(body))) + body == data
+    (frame,) = FrameDecoder().feed(data)
+    assert (frame.type, frame.sequence, frame.tag, frame.body) == (type_, seq, tag, body)
