@@ -35,12 +35,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import GpuRenderStageEvent
+
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
-                                      TraceFormatError, TracePacket, extra)
+                                      TraceFormatError, TracePacket)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from .naming import arg_value, slice_name, split_stack, submit_of, tag_of
-from .summary import FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, Summary, SummaryBuilder
+from .summary import FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, Summary, SummaryBuilder, first_values
 from .traceio import TraceOut, iter_raw
 from .tracks import TrackWriter
 
@@ -127,18 +129,19 @@ class _Merger:
         self.specs: dict[tuple[int, int, int], str] = {}            # (file, sequence, iid) -> queue/stage name
         self.seqmap: dict[tuple[int, int], int] = {}                # (file, sequence) -> sequence in the output
         self.used: set[int] = set()
-        self.matched: set[tuple[int, int]] = set()                  # (pid, tag)
+        self.matched: dict[int, set[int]] = {}                      # pid -> tags joined to a GPU event
+        self._last: tuple | None = None                              # the last join, reused (see _event)
         self.rp_links: dict[tuple[int, int | None, int], list[int]] = {}
         self.rp_seen: set[tuple[int, int]] = set()
         only = list(index.processes)
         self.default_pid = only[0] if len(only) == 1 else None
 
-    def emit(self, packet: TracePacket, raw: bytes | None = None) -> None:
+    def emit(self, packet: TracePacket, raw: bytes | None = None, extras: dict[str, str] | None = None) -> None:
         if raw is None:
             self.out.packet(packet)
         else:
             self.out.raw(raw)
-        self.summary.feed(packet)
+        self.summary.feed(packet, extras)
 
     # -- the GPU traces, streamed ------------------------------------------
     def gpu_trace(self, fi: int, path: Path, progress: _Progress, done_before: int) -> None:
@@ -161,13 +164,14 @@ class _Merger:
                         ctx[gc.iid] = gc.pid
                     for spec in p.interned_data.gpu_specifications:
                         self.specs[(fi, seq, spec.iid)] = spec.name
+                extras = None
                 if p.HasField("gpu_render_stage_event"):
-                    self._event(fi, seq, p.gpu_render_stage_event)
+                    extras = self._event(fi, seq, p.gpu_render_stage_event)
                     changed = True
                     progress.update(done_before + end, self.r.gpu_events)
                 if changed:
                     p.trusted_packet_sequence_id = out_seq
-                    self.emit(p)
+                    self.emit(p, None, extras)
                 else:
                     self.emit(p, raw)
         except TraceFormatError as e:
@@ -185,43 +189,69 @@ class _Merger:
             self.seqmap[(fi, seq)] = out
         return out
 
-    def _event(self, fi: int, seq: int, e) -> None:
+    def _event(self, fi: int, seq: int, e) -> dict[str, str]:
+        """Join one render-stage event to its metadata, in place; returns its extra_data as
+        name -> first value (for the summary).
+
+        What the join adds (name, extra_data) depends only on the process, tag, submit, label
+        stack and the names the driver already used (the index does not change), so it is
+        built once as a partial event and merged in with one MergeFrom (repeated extra_data appended, name set): the binning and
+        main phases of a render pass are consecutive and share it (`_last`, keyed by what
+        decides it: pid, Labels, Label stack, the names already there)."""
         self.r.gpu_events += 1
         pid = self.contexts.get((fi, seq), {}).get(e.context) if e.HasField("context") else None
         if pid is None:
             pid = self.default_pid
-        labels = extra(e, LABELS_KEY)
-        stack = split_stack(extra(e, LABEL_STACK_KEY))
-        tag = tag_of(labels, stack)
-        submit = submit_of(stack)
-        proc = self.index.processes.get(pid) if pid is not None else None
-        meta = proc.workload(tag, submit) if proc is not None and tag is not None else None
-        stage = self.specs.get((fi, seq, e.stage_iid), "")
-        fallback = e.name or extra(e, "Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
-        e.name = slice_name(meta, stack, fallback)
-        if meta is None:
-            self.r.events_without_metadata += 1
-            d = e.extra_data.add()
-            d.name, d.value = MISSING_KEY, MISSING_VALUE
-            if len(self.r.examples) < MAX_EXAMPLES:
-                why = ("no Labels tag" if tag is None else "no process for its graphics context" if proc is None
-                       else f"no WORKLOAD for t{tag} in pid {pid}")
-                self.r.examples.append(f"GPU event {e.event_id} ({stage or 'stage ?'}): {why}")
-            return
-        self.r.events_with_metadata += 1
-        self.matched.add((pid, tag))
-        existing = {d.name for d in e.extra_data}
-        for key, value in meta.items():
-            d = e.extra_data.add()
-            d.name = key if key not in existing else f"layer {key}"
-            d.value = arg_value(value)
-        for key, value in (("tag", tag), ("submit", submit)):
-            if value is not None and key not in existing and key not in meta:
+        ex = first_values(e)
+        labels = ex.get(LABELS_KEY)
+        stack_text = ex.get(LABEL_STACK_KEY)
+        key = (pid, labels, stack_text, tuple(ex))
+        if self._last is not None and self._last[0] == key:
+            _, tag, submit, add, added = self._last
+        else:
+            stack = split_stack(stack_text)
+            tag = tag_of(labels, stack)
+            submit = submit_of(stack)
+            proc = self.index.processes.get(pid) if pid is not None else None
+            meta = proc.workload(tag, submit) if proc is not None and tag is not None else None
+            if meta is None:
+                stage = self.specs.get((fi, seq, e.stage_iid), "")
+                fallback = e.name or ex.get("Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
+                e.name = slice_name(meta, stack, fallback)
+                self.r.events_without_metadata += 1
                 d = e.extra_data.add()
-                d.name, d.value = key, str(value)
+                d.name, d.value = MISSING_KEY, MISSING_VALUE
+                ex.setdefault(MISSING_KEY, MISSING_VALUE)
+                if len(self.r.examples) < MAX_EXAMPLES:
+                    why = ("no Labels tag" if tag is None else "no process for its graphics context" if proc is None
+                           else f"no WORKLOAD for t{tag} in pid {pid}")
+                    self.r.examples.append(f"GPU event {e.event_id} ({stage or 'stage ?'}): {why}")
+                return ex
+            fallback = ""     # slice_name uses it only for an empty WORKLOAD, with the driver's view
+            if not meta:
+                stage = self.specs.get((fi, seq, e.stage_iid), "")
+                fallback = e.name or ex.get("Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
+                key = None    # then the name depends on more than the key: not reused
+            add = GpuRenderStageEvent()
+            add.name = slice_name(meta, stack, fallback)
+            added: dict[str, str] = {}     # what the summary reads: the first value of each name
+            for k, value in meta.items():
+                name, v = (k if k not in ex else f"layer {k}"), arg_value(value)
+                add.extra_data.add(name=name, value=v)
+                added.setdefault(name, v)
+            for k, value in (("tag", tag), ("submit", submit)):
+                if value is not None and k not in ex and k not in meta:
+                    add.extra_data.add(name=k, value=str(value))
+                    added.setdefault(k, str(value))
+            self.matched.setdefault(pid, set()).add(tag)
+            self._last = (key, tag, submit, add, added) if key is not None else None
+        e.MergeFrom(add)
+        ex = added | ex      # the driver's entries come first in the event: theirs win
+        self.r.events_with_metadata += 1
         if e.render_pass_instance_id and (pid, e.render_pass_instance_id) not in self.rp_seen:
             self.rp_seen.add((pid, e.render_pass_instance_id))
             self.rp_links.setdefault((pid, submit, tag), []).append(e.render_pass_instance_id)
+        return ex
 
     # -- the application's tracks -------------------------------------------
     def app_tracks(self) -> None:
@@ -233,7 +263,8 @@ class _Merger:
             ptrack = w.process(pid, proc.process)
             self._submits(w, ptrack, proc)
             self._frames(w, ptrack, proc)
-            unmatched = [t for t in proc.workloads if (pid, t) not in self.matched]
+            matched = self.matched.get(pid, set())
+            unmatched = [t for t in proc.workloads if t not in matched]
             self.r.metadata_without_events += len(unmatched)
             for t in unmatched[:max(0, MAX_EXAMPLES - len(self.r.examples))]:
                 self.r.examples.append(f"WORKLOAD t{t} of {proc.process or '?'}[{pid}]: no GPU event")

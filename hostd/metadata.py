@@ -13,9 +13,16 @@ skipped, except in a spool named `layer-<pid>.spool`, whose pid is known.
 
 Times of SUBMIT and FRAME (CLOCK_MONOTONIC_RAW) are converted to BOOTTIME
 with the clock_sync reading of the HELLO that precedes them.
+
+Memory: WORKLOADs are by far the most numerous messages (one per recorded
+workload: millions in a long session), so they are kept as their JSON bytes
+(checked at load to be a JSON object) and decoded again when `workload()`
+asks for one. Bytes are one object, not traced by the garbage collector; the
+decoded dict of a render pass is ~10x larger and a dozen tracked objects.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,19 +40,20 @@ class ProcessMeta:
     pid: int
     process: str = ""
     hello: dict[str, Any] | None = None
-    workloads: dict[int, dict[str, Any]] = field(default_factory=dict)                 # tagID -> WORKLOAD
+    workloads: dict[int, bytes] = field(default_factory=dict)                          # tagID -> WORKLOAD JSON
     annexes: dict[tuple[int, int], dict[str, Any]] = field(default_factory=dict)       # (submitID, tagID) -> ANNEX
     submits: dict[int, dict[str, Any]] = field(default_factory=dict)                   # submitID -> SUBMIT (+ boot_ns)
     frames: dict[int, dict[str, Any]] = field(default_factory=dict)                    # frame -> FRAME (+ boot_ns)
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def workload(self, tag: int, submit: int | None) -> dict[str, Any] | None:
-        """The workload's metadata: WORKLOAD with the ANNEX of submit.tag merged over it."""
-        base = self.workloads.get(tag)
+        """The workload's metadata: WORKLOAD with the ANNEX of submit.tag merged over it (a new dict)."""
+        raw = self.workloads.get(tag)
+        base = json.loads(raw.decode("utf-8")) if raw is not None else None
         annex = self.annexes.get((submit, tag)) if submit is not None else None
         if annex is None:
             return base
-        merged = dict(base or {})
+        merged = base or {}
         merged.update(annex)
         return merged
 
@@ -118,7 +126,7 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
             index.skipped += 1
             return
         if t == MessageType.WORKLOAD:
-            proc.workloads[frame.tag] = payload
+            proc.workloads[frame.tag] = frame.body     # its JSON, decoded again on use (see above)
         elif t == MessageType.ANNEX:
             # Several annexes may describe one submitID.tagID (labels at submit, indirect sizes
             # after completion): their fields add up. A frame seen twice (resent after a lost

@@ -129,8 +129,22 @@ def slice_name(meta: dict[str, Any] | None, stack: list[str], fallback: str) -> 
     return describe(meta) if meta else fallback
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode   # what json.dumps(...) calls
+
+
 def arg_value(value: Any) -> str:
-    """An extra_data value: strings as they are, everything else as compact JSON."""
+    """An extra_data value: strings as they are, everything else as compact JSON.
+
+    Fast paths (the merge calls this for every field of every GPU event) give
+    exactly what json.dumps gives: an int's repr, a list of ints.
+    """
+    t = type(value)
+    if t is str:
+        return value
+    if t is int:
+        return int.__repr__(value)
+    if t is list and all(type(v) is int for v in value):
+        return "[" + ",".join(map(int.__repr__, value)) + "]"
     if isinstance(value, str):
         return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _JSON(value)

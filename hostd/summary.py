@@ -18,7 +18,7 @@ import heapq
 import json
 from dataclasses import asdict, dataclass, field
 
-from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket, extra
+from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 SUBMIT_SLICE = "vkQueueSubmit"
@@ -53,6 +53,17 @@ class Summary:
         return asdict(self)
 
 
+def first_values(e) -> dict[str, str]:
+    """A render-stage event's extra_data as name -> value, the first entry of a name winning
+    (as schemas.perfetto.extra() reads them), in one pass."""
+    ex: dict[str, str] = {}
+    for d in e.extra_data:
+        name = d.name
+        if name not in ex:
+            ex[name] = d.value
+    return ex
+
+
 def kind_label(kind: str | None) -> str:
     return kind.replace("_", " ") if kind else "unknown"
 
@@ -67,7 +78,9 @@ class SummaryBuilder:
         self._heap: list[tuple[int, int, LongWorkload]] = []
         self._n = 0
 
-    def feed(self, p: TracePacket) -> None:
+    def feed(self, p: TracePacket, extras: dict[str, str] | None = None) -> None:
+        """One packet of the merged trace. `extras`: its render-stage event's extra_data as
+        name -> first value, when the caller has it already (the merge), else read here."""
         seq = p.trusted_packet_sequence_id
         if p.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED:
             for key in [k for k in self._specs if k[0] == seq]:
@@ -87,16 +100,18 @@ class SummaryBuilder:
             elif e.type == pb.TrackEvent.TYPE_INSTANT and self._tracks.get(e.track_uuid) == FRAMES_TRACK:
                 self.s.frames += 1
         if p.HasField("gpu_render_stage_event"):
-            self._gpu(seq, p.gpu_render_stage_event)
+            self._gpu(seq, p.gpu_render_stage_event, extras)
 
-    def _gpu(self, seq: int, e) -> None:
+    def _gpu(self, seq: int, e, ex: dict[str, str] | None) -> None:
+        if ex is None:
+            ex = first_values(e)
         s = self.s
         s.gpu_events += 1
         queue = self._specs.get((seq, e.hw_queue_iid), f"queue {e.hw_queue_iid}")
         stage = self._specs.get((seq, e.stage_iid), f"stage {e.stage_iid}")
-        missing = extra(e, MISSING_KEY) == MISSING_VALUE
+        missing = ex.get(MISSING_KEY) == MISSING_VALUE
         s.events_without_metadata += missing
-        kind = extra(e, "kind")
+        kind = ex.get("kind")
         label = kind_label(kind) if kind else ("unknown (no metadata)" if missing else "unknown")
         if e.render_pass_instance_id:
             key = (seq, e.render_pass_instance_id)
@@ -112,12 +127,12 @@ class SummaryBuilder:
             return
         if len(self._heap) >= self.top and e.duration <= self._heap[0][0]:
             return
-        labels = extra(e, "labels")
+        labels = ex.get("labels")
         try:
             app = json.loads(labels) if labels else []
         except ValueError:
             app = [labels]
-        tag = extra(e, "Labels")
+        tag = ex.get("Labels")
         shown = " / ".join([*map(str, app if isinstance(app, list) else [app]), *([tag] if tag else [])])
         item = LongWorkload(e.duration, e.name or stage, queue, stage, shown, label)
         self._n += 1
