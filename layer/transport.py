@@ -30,6 +30,9 @@ from tessera.schemas.frames import ACK
 CONNECT_TIMEOUT_S = 2.0
 RETRY_S = 0.5
 SETTLE_S = 2.0      # flush: how long to wait for the daemon's acknowledgements
+# Bound of the queue between application threads and the sender: beyond it (a daemon too
+# slow to keep up), application threads append their frames to the spool file themselves.
+MAX_QUEUED_BYTES = 32 << 20
 # A C application runs our embedded Python without its SIGPIPE handling: writing to a
 # socket the daemon closed must fail with EPIPE, not kill the application.
 NO_SIGPIPE = socket.MSG_NOSIGNAL
@@ -122,17 +125,24 @@ class Transport:
         self._conn: _Connection | None = None
         self._spool = None
         self._busy = False
+        self._queued_bytes = 0
+        self._spool_lock = threading.Lock()
         self._last_attempt = float("-inf")
         self.spool_path: Path | None = None
         atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
     def send(self, frame: bytes | None) -> None:
+        """Queue a frame (None: a settle request); never waits for the network."""
         with self._cond:
-            self._queue.append(frame)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="tessera-sender", daemon=True)
-                self._thread.start()
-            self._cond.notify()
+            if frame is None or self._queued_bytes + len(frame) <= MAX_QUEUED_BYTES:
+                self._queue.append(frame)
+                self._queued_bytes += len(frame) if frame is not None else 0
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._run, name="tessera-sender", daemon=True)
+                    self._thread.start()
+                self._cond.notify()
+                return
+        self._spool_write(frame)   # the sender is behind (a slow daemon): the disk takes it now
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every queued frame is acknowledged by hostd or written to the spool (synced)."""
@@ -158,6 +168,7 @@ class Transport:
                 self._cond.wait_for(lambda: self._queue)
                 batch = list(self._queue)
                 self._queue.clear()
+                self._queued_bytes = 0
                 self._busy = True
             try:
                 frames = [f for f in batch if f is not None]
@@ -216,6 +227,10 @@ class Transport:
         self._spool_write(b"".join(frame for _, frame in conn.unacked))
 
     def _spool_write(self, data: bytes) -> None:
+        with self._spool_lock:   # the sender thread, and application threads when the queue is full
+            self._spool_write_locked(data)
+
+    def _spool_write_locked(self, data: bytes) -> None:
         if self._spool is None:
             folder = self.session_dir or Path(tempfile.mkdtemp(prefix="tessera-session-"))
             folder.mkdir(parents=True, exist_ok=True)

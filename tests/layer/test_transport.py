@@ -23,8 +23,9 @@ LOG = logging.getLogger("test-transport")
 class Receiver:
     """A minimal listener that keeps every byte each connection sends."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, reading: bool = True) -> None:
         self.path = path
+        self.reading = reading
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(str(path))
         self.server.listen()
@@ -42,7 +43,8 @@ class Receiver:
             self._conns.append(conn)
             buf = bytearray()
             self.connections.append(buf)
-            threading.Thread(target=self._read, args=(conn, buf), daemon=True).start()
+            if self.reading:
+                threading.Thread(target=self._read, args=(conn, buf), daemon=True).start()
 
     @staticmethod
     def _read(conn: socket.socket, buf: bytearray) -> None:
@@ -159,3 +161,23 @@ def test_daemon_killed_and_restarted_loses_nothing(tmp_path, monkeypatch):
     assert received | spooled == set(range(1, 41))          # nothing lost (copies may exist in both)
     assert set(range(11, 31)) <= spooled, (sorted(received), sorted(spooled))
     assert set(range(31, 41)) <= received, (sorted(received), sorted(spooled))   # reconnected
+
+
+def test_full_queue_spools_on_the_calling_thread(tmp_path, monkeypatch):
+    """A daemon that stops reading: the sender blocks on the socket, the bounded queue fills,
+    and application threads put their frames in the spool instead of waiting."""
+    monkeypatch.setattr(tr, "MAX_QUEUED_BYTES", 64 << 10)
+    monkeypatch.setattr(tr, "SETTLE_S", 0.2)
+    rx = Receiver(tmp_path / "s.sock", reading=False)
+    t = tr.Transport(f"unix:{tmp_path / 's.sock'}", tmp_path, HELLO, LOG)
+    frames = [encode(MessageType.WORKLOAD, {"kind": "dispatch", "device": "0x1", "command_buffer": "0x2",
+                                            "pad": "x" * 10_000}, tag=tag) for tag in range(1, 2001)]
+    for frame in frames:          # 20 MB: more than the socket and the queue hold
+        t.send(frame)
+    assert t.spool_path is not None and t.spool_path.stat().st_size > 0   # spooled by this thread
+    rx.close()                    # the daemon goes away: the blocked sender spools the rest
+    assert t.flush()
+    t.close()
+    received = {f.tag for c in rx.connections for f in frames_of(c) if f.type == MessageType.WORKLOAD}
+    spooled = {f.tag for f in frames_of(t.spool_path.read_bytes()) if f.type == MessageType.WORKLOAD}
+    assert received | spooled == set(range(1, 2001))
