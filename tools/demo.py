@@ -4,7 +4,9 @@ Runs vulkaninfo and every example app (Python and C) like `tessera run`
 does (emulated Mali driver over lavapipe, Tessera layer, an embedded host
 daemon), merges each session into one Perfetto trace, and prints one line
 per app: its own result check, its GPU workloads, and the merged trace to
-open in ui.perfetto.dev (`tessera view TRACE`).
+open in ui.perfetto.dev (`tessera view TRACE`). Each app's session folder
+under `--out` keeps its merged trace, `summary.txt` (the `tessera run`
+table) and `app-output.txt`.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ def _apps(root: Path) -> list[tuple[str, list[str]]]:
               show_default=True, help="Folder for the demo's session folders.")
 def demo(out: Path) -> None:
     """Run every example under Tessera and merge its trace; exit 1 if any fails."""
-    from tessera.hostd.embedded import merge_session
+    from tessera.hostd.embedded import merge_session, summary
 
     ensure_shims()
     root = paths.SOURCE_ROOT
@@ -55,6 +57,7 @@ def demo(out: Path) -> None:
         lines = proc_out.read_text().splitlines()
         check = next((ln for ln in reversed(lines) if ln.startswith(f"{name}:")), lines[-1] if lines else "")
         result = merge_session(session)
+        (session / "summary.txt").write_text(summary(result) + "\n")
         ok = code == 0 and not result.events_without_metadata
         failures += not ok
         click.echo(f"  {'ok  ' if ok else 'FAIL'} {name:18s} {took:5.2f} s  {check[:110]}")
