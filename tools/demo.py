@@ -5,11 +5,12 @@ does (emulated Mali driver over lavapipe, Tessera layer, an embedded host
 daemon), merges each session into one Perfetto trace, and prints one line
 per app: its own result check, its GPU workloads, and the merged trace to
 open in ui.perfetto.dev (`tessera view TRACE`). Each app's session folder
-under `--out` keeps its merged trace, `summary.txt` (the `tessera run`
-table) and `app-output.txt`.
+under `--out` (replaced at every demo run) keeps its merged trace,
+`summary.txt` (the `tessera run` table) and `app-output.txt`.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -48,6 +49,7 @@ def demo(out: Path) -> None:
     failures = 0
     for name, argv in _apps(root):
         session = out / name
+        shutil.rmtree(session, ignore_errors=True)   # the demo's own folder: each run starts clean
         start = time.perf_counter()
         proc_out = session / "app-output.txt"
         session.mkdir(parents=True, exist_ok=True)
