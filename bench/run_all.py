@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = ["bench_foundation.py", "bench_spirv.py"]
+SCRIPTS = ["bench_foundation.py", "bench_layer.py", "bench_emulation.py", "bench_pipeline.py", "bench_spirv.py"]
 
 
 def main() -> int:

@@ -1,0 +1,62 @@
+"""CPU cost per vkCmdDraw, vkCmdDispatch and vkQueueSubmit: lavapipe vs emulated driver vs driver + layer.
+
+What it measures, in one run, on one machine: build/bench/record_cost (bench/record_cost.c)
+in each mode, in three loader environments (bench/common.py): plain lavapipe, the emulated
+Mali driver alone ("ICD only"), and the driver with the Tessera layer (everything tracked,
+spooling to a temporary session folder). Inputs:
+  draw      N x vkCmdDraw(3,1,0,0) recorded in one dynamic-rendering instance (64x64 RGBA8,
+            trivial vertex + constant-color fragment shader);
+  dispatch  N x vkCmdDispatch(1,1,1) recorded with an empty compute pipeline bound;
+  submit    S x vkQueueSubmit of one pre-recorded 16-byte vkCmdFillBuffer command buffer
+            (fence waits every 64 submits are not timed).
+Each number is ns per call, best of R repetitions inside one process. Printed: ns/call, the ratio
+to lavapipe, the layer-vs-ICD-only ratio and the layer's own added ns per call (ICD + layer minus
+ICD only). A benchmark, not a test: it never fails on a number.
+
+Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R] [--modes draw,dispatch,submit]
+"""
+from __future__ import annotations
+
+import argparse
+
+from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
+
+MODES = ("draw", "dispatch", "submit")
+WHAT = {"draw": "vkCmdDraw", "dispatch": "vkCmdDispatch", "submit": "vkQueueSubmit"}
+
+
+def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, float]:
+    """ns per call of `mode` in each environment (best of `reps` repetitions of `calls` calls)."""
+    return {name: run_json([BUILD_BENCH / "record_cost", mode, calls, reps], env)["ns_per_call"]
+            for name, env in envs.items()}
+
+
+def print_costs(mode: str, calls: int, reps: int, ns: dict[str, float]) -> None:
+    base = ns[LAVAPIPE_ENV]
+    print(f"{WHAT[mode]} ({calls} calls, best of {reps}):")
+    for name, value in ns.items():
+        print(f"  {name:18s} {value:10.1f} ns/call   x{value / base:7.1f} vs lavapipe")
+    if ICD_ENV in ns and LAYER_ENV in ns:
+        icd, layer = ns[ICD_ENV], ns[LAYER_ENV]
+        print(f"  layer vs ICD only  x{layer / icd:.2f}, the layer adds {layer - icd:+.0f} ns per {WHAT[mode]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=20_000, help="recorded draws/dispatches per repetition")
+    ap.add_argument("--submits", type=int, default=5_000, help="vkQueueSubmit calls per repetition")
+    ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of draw,dispatch,submit")
+    args = ap.parse_args()
+    modes = [m for m in args.modes.split(",") if m]
+    if unknown := set(modes) - set(MODES):
+        ap.error(f"unknown mode(s): {', '.join(sorted(unknown))}")
+    build()
+    with bench_environments() as envs:
+        for mode in modes:
+            calls = args.submits if mode == "submit" else args.calls
+            print_costs(mode, calls, args.reps, record_costs(envs, mode, calls, args.reps))
+
+
+if __name__ == "__main__":
+    main()

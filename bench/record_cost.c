@@ -1,0 +1,410 @@
+/*
+ * record_cost: CPU cost per call of vkCmdDispatch, vkCmdDraw and vkQueueSubmit (C11, links -lvulkan).
+ *
+ * Build and run:
+ *     make -C examples            # builds build/bench/record_cost (shaders from bench/shaders/)
+ *     VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json build/bench/record_cost MODE [N] [REPS]
+ *
+ * MODE is one of:
+ *   dispatch  with an empty compute pipeline (local size 64) bound, the wall time of recording
+ *             N vkCmdDispatch(1,1,1) into one primary command buffer (as bench/dispatch_cost.c).
+ *   draw      inside one vkCmdBeginRendering (dynamic rendering, Vulkan 1.3) on a 64x64
+ *             R8G8B8A8_UNORM color image, with a graphics pipeline bound (a vertex shader making a
+ *             triangle from gl_VertexIndex, a constant-color fragment shader), the wall time of
+ *             recording N vkCmdDraw(3,1,0,0).
+ *   submit    N vkQueueSubmit calls, each of one pre-recorded command buffer holding one 16-byte
+ *             vkCmdFillBuffer. A ring of 64 command buffers (each filling its own 16 bytes of one
+ *             buffer, each with its own fence) is submitted in order; after every 64 submits the
+ *             program waits for and resets the 64 fences. Only the vkQueueSubmit calls are timed:
+ *             the fence waits and resets are outside the timed part. The backend executes earlier
+ *             submits (on its own thread) while later ones are being submitted.
+ * Recorded command buffers (dispatch, draw) are never submitted: only recording is timed, so those
+ * numbers are the per-call cost of the loader trampoline, any layers and the driver's recording path.
+ * Timing is CLOCK_MONOTONIC; each of REPS repetitions times N calls and the best is reported.
+ * Defaults: N = 200000 (dispatch, draw) or 20000 (submit), REPS = 5.
+ * Output: one line of JSON, {"mode":M,"calls":N,"ns_per_call":X,"repetitions":REPS}.
+ * Exit 0 on success, 1 with a message on stderr otherwise.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <vulkan/vulkan.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Generated at build time by glslangValidator -V --vn from bench/shaders/ (examples/Makefile). */
+#include "record_empty.comp.h"
+#include "record_red.frag.h"
+#include "record_tri.vert.h"
+
+#define VK_CHECK(call)                                                                              \
+    do {                                                                                            \
+        VkResult r_ = (call);                                                                       \
+        if (r_ != VK_SUCCESS) {                                                                     \
+            fprintf(stderr, "record_cost: %s returned %d (line %d)\n", #call, (int)r_, __LINE__);  \
+            exit(1);                                                                                \
+        }                                                                                           \
+    } while (0)
+
+enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT };
+static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit"};
+
+#define RING 64            /* submit mode: command buffers (and fences) in flight at most */
+#define FILL_BYTES 16      /* submit mode: bytes each command buffer fills */
+#define EXTENT 64          /* draw mode: color image width and height */
+#define COLOR_FORMAT VK_FORMAT_R8G8B8A8_UNORM
+
+struct ctx {
+    VkInstance instance;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t family;
+    VkCommandPool pool;
+};
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static long parse_arg(int argc, char **argv, int i, long fallback)
+{
+    if (argc <= i)
+        return fallback;
+    char *end;
+    long v = strtol(argv[i], &end, 10);
+    if (*end || v <= 0) {
+        fprintf(stderr, "record_cost: argument %d must be a positive integer, got '%s'\n", i, argv[i]);
+        exit(1);
+    }
+    return v;
+}
+
+static void fail(const char *message)
+{
+    fprintf(stderr, "record_cost: %s\n", message);
+    exit(1);
+}
+
+static void init(struct ctx *c, enum mode mode)
+{
+    VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "record_cost",
+                             .apiVersion = VK_API_VERSION_1_3};
+    VkInstanceCreateInfo inst_info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    VK_CHECK(vkCreateInstance(&inst_info, NULL, &c->instance));
+    uint32_t count = 1;
+    VkResult r = vkEnumeratePhysicalDevices(c->instance, &count, &c->physical);
+    if ((r != VK_SUCCESS && r != VK_INCOMPLETE) || count == 0)
+        fail("no Vulkan physical device");
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(c->physical, &props);
+    if (mode == MODE_DRAW && props.apiVersion < VK_API_VERSION_1_3)
+        fail("draw mode needs a Vulkan 1.3 device (dynamic rendering)");
+
+    uint32_t nfam = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(c->physical, &nfam, NULL);
+    VkQueueFamilyProperties *fams = calloc(nfam, sizeof *fams);
+    vkGetPhysicalDeviceQueueFamilyProperties(c->physical, &nfam, fams);
+    const VkQueueFlags want = VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT;
+    c->family = UINT32_MAX;
+    for (uint32_t i = 0; i < nfam && c->family == UINT32_MAX; i++)
+        if ((fams[i].queueFlags & want) == want)
+            c->family = i;
+    free(fams);
+    if (c->family == UINT32_MAX)
+        fail("no graphics+compute queue family");
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queue_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+                                          .queueFamilyIndex = c->family, .queueCount = 1,
+                                          .pQueuePriorities = &priority};
+    VkPhysicalDeviceVulkan13Features features13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+                                                   .dynamicRendering = VK_TRUE};
+    VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+                                   .pNext = mode == MODE_DRAW ? &features13 : NULL,
+                                   .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
+    VK_CHECK(vkCreateDevice(c->physical, &dev_info, NULL, &c->device));
+    vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
+    VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                         .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                         .queueFamilyIndex = c->family};
+    VK_CHECK(vkCreateCommandPool(c->device, &pool_info, NULL, &c->pool));
+}
+
+static void finish(struct ctx *c)
+{
+    vkDestroyCommandPool(c->device, c->pool, NULL);
+    vkDestroyDevice(c->device, NULL);
+    vkDestroyInstance(c->instance, NULL);
+}
+
+static VkShaderModule shader(struct ctx *c, const uint32_t *code, size_t size)
+{
+    VkShaderModuleCreateInfo info = {.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = size,
+                                     .pCode = code};
+    VkShaderModule module;
+    VK_CHECK(vkCreateShaderModule(c->device, &info, NULL, &module));
+    return module;
+}
+
+static VkDeviceMemory allocate(struct ctx *c, VkMemoryRequirements reqs)
+{
+    VkPhysicalDeviceMemoryProperties mem;
+    vkGetPhysicalDeviceMemoryProperties(c->physical, &mem);
+    uint32_t type = UINT32_MAX;
+    for (uint32_t i = 0; i < mem.memoryTypeCount && type == UINT32_MAX; i++)
+        if (reqs.memoryTypeBits & (1u << i))
+            type = i;
+    if (type == UINT32_MAX)
+        fail("no memory type fits");
+    VkMemoryAllocateInfo info = {.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = reqs.size,
+                                 .memoryTypeIndex = type};
+    VkDeviceMemory memory;
+    VK_CHECK(vkAllocateMemory(c->device, &info, NULL, &memory));
+    return memory;
+}
+
+static VkCommandBuffer command_buffer(struct ctx *c)
+{
+    VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                         .commandPool = c->pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                         .commandBufferCount = 1};
+    VkCommandBuffer cmd;
+    VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, &cmd));
+    return cmd;
+}
+
+static void begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags)
+{
+    VkCommandBufferBeginInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .flags = flags};
+    VK_CHECK(vkBeginCommandBuffer(cmd, &info));
+}
+
+/* Best of `reps` times of recording `calls` vkCmdDispatch. */
+static double bench_dispatch(struct ctx *c, long calls, long reps)
+{
+    VkShaderModule module = shader(c, record_empty_comp, sizeof record_empty_comp);
+    VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    VkPipelineLayout layout;
+    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &layout));
+    VkComputePipelineCreateInfo pipe_info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = module, .pName = "main"},
+        .layout = layout, .basePipelineIndex = -1};
+    VkPipeline pipeline;
+    VK_CHECK(vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &pipeline));
+    VkCommandBuffer cmd = command_buffer(c);
+
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        VK_CHECK(vkResetCommandBuffer(cmd, 0));
+        begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+        double t0 = now_ns();
+        for (long i = 0; i < calls; i++)
+            vkCmdDispatch(cmd, 1, 1, 1);
+        double elapsed = now_ns() - t0;
+        VK_CHECK(vkEndCommandBuffer(cmd));
+        if (best < 0.0 || elapsed < best)
+            best = elapsed;
+    }
+
+    vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
+    vkDestroyPipeline(c->device, pipeline, NULL);
+    vkDestroyPipelineLayout(c->device, layout, NULL);
+    vkDestroyShaderModule(c->device, module, NULL);
+    return best;
+}
+
+/* Best of `reps` times of recording `calls` vkCmdDraw inside one dynamic-rendering instance. */
+static double bench_draw(struct ctx *c, long calls, long reps)
+{
+    VkImageCreateInfo image_info = {
+        .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = COLOR_FORMAT,
+        .extent = {EXTENT, EXTENT, 1}, .mipLevels = 1, .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT,
+        .tiling = VK_IMAGE_TILING_OPTIMAL, .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE, .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED};
+    VkImage image;
+    VK_CHECK(vkCreateImage(c->device, &image_info, NULL, &image));
+    VkMemoryRequirements reqs;
+    vkGetImageMemoryRequirements(c->device, image, &reqs);
+    VkDeviceMemory memory = allocate(c, reqs);
+    VK_CHECK(vkBindImageMemory(c->device, image, memory, 0));
+    const VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    VkImageViewCreateInfo view_info = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = image,
+                                       .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = COLOR_FORMAT,
+                                       .subresourceRange = range};
+    VkImageView view;
+    VK_CHECK(vkCreateImageView(c->device, &view_info, NULL, &view));
+
+    VkShaderModule vert = shader(c, record_tri_vert, sizeof record_tri_vert);
+    VkShaderModule frag = shader(c, record_red_frag, sizeof record_red_frag);
+    VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    VkPipelineLayout layout;
+    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &layout));
+    VkPipelineShaderStageCreateInfo stages[2] = {
+        {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_VERTEX_BIT,
+         .module = vert, .pName = "main"},
+        {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
+         .module = frag, .pName = "main"}};
+    VkPipelineVertexInputStateCreateInfo vertex_input = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
+    VkPipelineInputAssemblyStateCreateInfo assembly = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
+        .topology = VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST};
+    VkViewport viewport = {0.0f, 0.0f, (float)EXTENT, (float)EXTENT, 0.0f, 1.0f};
+    VkRect2D scissor = {{0, 0}, {EXTENT, EXTENT}};
+    VkPipelineViewportStateCreateInfo viewport_state = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO, .viewportCount = 1, .pViewports = &viewport,
+        .scissorCount = 1, .pScissors = &scissor};
+    VkPipelineRasterizationStateCreateInfo raster = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO, .polygonMode = VK_POLYGON_MODE_FILL,
+        .cullMode = VK_CULL_MODE_NONE, .frontFace = VK_FRONT_FACE_COUNTER_CLOCKWISE, .lineWidth = 1.0f};
+    VkPipelineMultisampleStateCreateInfo multisample = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
+        .rasterizationSamples = VK_SAMPLE_COUNT_1_BIT};
+    VkPipelineColorBlendAttachmentState blend_attachment = {
+        .colorWriteMask = VK_COLOR_COMPONENT_R_BIT | VK_COLOR_COMPONENT_G_BIT | VK_COLOR_COMPONENT_B_BIT
+                          | VK_COLOR_COMPONENT_A_BIT};
+    VkPipelineColorBlendStateCreateInfo blend = {.sType = VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
+                                                 .attachmentCount = 1, .pAttachments = &blend_attachment};
+    const VkFormat color_format = COLOR_FORMAT;
+    VkPipelineRenderingCreateInfo rendering_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+                                                    .colorAttachmentCount = 1,
+                                                    .pColorAttachmentFormats = &color_format};
+    VkGraphicsPipelineCreateInfo pipe_info = {
+        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, .pNext = &rendering_info, .stageCount = 2,
+        .pStages = stages, .pVertexInputState = &vertex_input, .pInputAssemblyState = &assembly,
+        .pViewportState = &viewport_state, .pRasterizationState = &raster, .pMultisampleState = &multisample,
+        .pColorBlendState = &blend, .layout = layout, .basePipelineIndex = -1};
+    VkPipeline pipeline;
+    VK_CHECK(vkCreateGraphicsPipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &pipeline));
+    VkCommandBuffer cmd = command_buffer(c);
+
+    /* The image enters COLOR_ATTACHMENT_OPTIMAL in the same command buffer, so it would be valid if submitted. */
+    VkImageMemoryBarrier to_attachment = {
+        .sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+        .oldLayout = VK_IMAGE_LAYOUT_UNDEFINED, .newLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+        .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+        .image = image, .subresourceRange = range};
+    VkRenderingAttachmentInfo color = {.sType = VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO, .imageView = view,
+                                       .imageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                                       .loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+                                       .storeOp = VK_ATTACHMENT_STORE_OP_STORE};
+    VkRenderingInfo rendering = {.sType = VK_STRUCTURE_TYPE_RENDERING_INFO, .renderArea = scissor,
+                                 .layerCount = 1, .colorAttachmentCount = 1, .pColorAttachments = &color};
+
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        VK_CHECK(vkResetCommandBuffer(cmd, 0));
+        begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+        vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                             0, 0, NULL, 0, NULL, 1, &to_attachment);
+        vkCmdBeginRendering(cmd, &rendering);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+        double t0 = now_ns();
+        for (long i = 0; i < calls; i++)
+            vkCmdDraw(cmd, 3, 1, 0, 0);
+        double elapsed = now_ns() - t0;
+        vkCmdEndRendering(cmd);
+        VK_CHECK(vkEndCommandBuffer(cmd));
+        if (best < 0.0 || elapsed < best)
+            best = elapsed;
+    }
+
+    vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
+    vkDestroyPipeline(c->device, pipeline, NULL);
+    vkDestroyPipelineLayout(c->device, layout, NULL);
+    vkDestroyShaderModule(c->device, frag, NULL);
+    vkDestroyShaderModule(c->device, vert, NULL);
+    vkDestroyImageView(c->device, view, NULL);
+    vkDestroyImage(c->device, image, NULL);
+    vkFreeMemory(c->device, memory, NULL);
+    return best;
+}
+
+/* Best of `reps` times of `calls` vkQueueSubmit (fence waits excluded, see the header). */
+static double bench_submit(struct ctx *c, long calls, long reps)
+{
+    VkBufferCreateInfo buffer_info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = RING * FILL_BYTES,
+                                      .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                                      .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkBuffer buffer;
+    VK_CHECK(vkCreateBuffer(c->device, &buffer_info, NULL, &buffer));
+    VkMemoryRequirements reqs;
+    vkGetBufferMemoryRequirements(c->device, buffer, &reqs);
+    VkDeviceMemory memory = allocate(c, reqs);
+    VK_CHECK(vkBindBufferMemory(c->device, buffer, memory, 0));
+
+    VkCommandBuffer cmds[RING];
+    VkFence fences[RING];
+    VkSubmitInfo submits[RING];
+    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    for (uint32_t k = 0; k < RING; k++) {
+        cmds[k] = command_buffer(c);
+        begin(cmds[k], 0); /* reusable: submitted many times, never pending twice (fence per slot) */
+        vkCmdFillBuffer(cmds[k], buffer, (VkDeviceSize)k * FILL_BYTES, FILL_BYTES, k);
+        VK_CHECK(vkEndCommandBuffer(cmds[k]));
+        VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fences[k]));
+        submits[k] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                                    .pCommandBuffers = &cmds[k]};
+    }
+
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        double elapsed = 0.0;
+        for (long done = 0; done < calls;) {
+            uint32_t batch = calls - done < RING ? (uint32_t)(calls - done) : RING;
+            double t0 = now_ns();
+            for (uint32_t k = 0; k < batch; k++)
+                VK_CHECK(vkQueueSubmit(c->queue, 1, &submits[k], fences[k]));
+            elapsed += now_ns() - t0;
+            VK_CHECK(vkWaitForFences(c->device, batch, fences, VK_TRUE, UINT64_MAX));
+            VK_CHECK(vkResetFences(c->device, batch, fences));
+            done += batch;
+        }
+        if (best < 0.0 || elapsed < best)
+            best = elapsed;
+    }
+
+    VK_CHECK(vkQueueWaitIdle(c->queue));
+    for (uint32_t k = 0; k < RING; k++)
+        vkDestroyFence(c->device, fences[k], NULL);
+    vkFreeCommandBuffers(c->device, c->pool, RING, cmds);
+    vkDestroyBuffer(c->device, buffer, NULL);
+    vkFreeMemory(c->device, memory, NULL);
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    enum mode mode = MODE_DISPATCH;
+    int known = 0;
+    for (int m = 0; argc > 1 && m < 3; m++)
+        if (strcmp(argv[1], MODE_NAMES[m]) == 0) {
+            mode = (enum mode)m;
+            known = 1;
+        }
+    if (!known) {
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit [N] [REPS]\n");
+        return 1;
+    }
+    const long calls = parse_arg(argc, argv, 2, mode == MODE_SUBMIT ? 20000 : 200000);
+    const long reps = parse_arg(argc, argv, 3, 5);
+
+    struct ctx c;
+    init(&c, mode);
+    double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps)
+                  : mode == MODE_DRAW   ? bench_draw(&c, calls, reps)
+                                        : bench_submit(&c, calls, reps);
+    finish(&c);
+    printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.2f,\"repetitions\":%ld}\n", MODE_NAMES[mode], calls,
+           best / (double)calls, reps);
+    return 0;
+}
