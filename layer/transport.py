@@ -32,7 +32,7 @@ RETRY_S = 0.5
 SETTLE_S = 2.0      # flush: how long to wait for the daemon's acknowledgements
 # Bound of the queue between application threads and the sender: beyond it (a daemon too
 # slow to keep up), application threads append their frames to the spool file themselves.
-MAX_QUEUED_BYTES = 32 << 20
+MAX_QUEUED_FRAMES = 50_000
 # A C application runs our embedded Python without its SIGPIPE handling: writing to a
 # socket the daemon closed must fail with EPIPE, not kill the application.
 NO_SIGPIPE = socket.MSG_NOSIGNAL
@@ -114,74 +114,83 @@ class _Connection:
 
 
 class Transport:
+    """Application threads call `send` (a deque append, atomic under the GIL, and a wake-up
+    only when the sender sleeps); one sender thread does all network and spool I/O."""
+
     def __init__(self, address: str | None, session_dir: Path | None, hello: bytes, log) -> None:
         self.address = address
         self.session_dir = session_dir
         self.hello = hello
         self.log = log
-        self._queue: collections.deque[bytes | None] = collections.deque()   # None: settle request
-        self._cond = threading.Condition()
+        self._queue: collections.deque = collections.deque()   # frames, and flush markers (Events)
+        self._wake = threading.Event()
+        self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._conn: _Connection | None = None
         self._spool = None
-        self._busy = False
-        self._queued_bytes = 0
         self._spool_lock = threading.Lock()
         self._last_attempt = float("-inf")
         self.spool_path: Path | None = None
         atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
-    def send(self, frame: bytes | None) -> None:
-        """Queue a frame (None: a settle request); never waits for the network."""
-        with self._cond:
-            if frame is None or self._queued_bytes + len(frame) <= MAX_QUEUED_BYTES:
-                self._queue.append(frame)
-                self._queued_bytes += len(frame) if frame is not None else 0
+    def send(self, frame: bytes) -> None:
+        """Queue a frame; never waits for the network."""
+        if len(self._queue) >= MAX_QUEUED_FRAMES:
+            self._spool_write(frame)   # the sender is behind (a slow daemon): the disk takes it now
+            return
+        self._queue.append(frame)
+        self._kick()
+
+    def _kick(self) -> None:
+        if self._thread is None:
+            with self._start_lock:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name="tessera-sender", daemon=True)
                     self._thread.start()
-                self._cond.notify()
-                return
-        self._spool_write(frame)   # the sender is behind (a slow daemon): the disk takes it now
+        if not self._wake.is_set():
+            self._wake.set()
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until every queued frame is acknowledged by hostd or written to the spool (synced)."""
-        self.send(None)
-        with self._cond:
-            done = self._cond.wait_for(lambda: not self._queue and not self._busy, timeout)
-        if self._spool is not None:
-            self._spool.flush()
-            os.fsync(self._spool.fileno())
+        """Wait until every frame queued so far is acknowledged by hostd or written to the spool (synced)."""
+        marker = threading.Event()
+        self._queue.append(marker)
+        self._kick()
+        done = marker.wait(timeout)
+        with self._spool_lock:
+            if self._spool is not None:
+                self._spool.flush()
+                os.fsync(self._spool.fileno())
         return done
 
     def close(self, timeout: float = 10.0) -> None:
         """Flush, then end the connection (a later frame reconnects)."""
         self.flush(timeout)
-        with self._cond:
-            conn, self._conn = self._conn, None
+        conn, self._conn = self._conn, None   # the sender is idle after a flush
         if conn is not None:
             conn.sock.close()
 
     def _run(self) -> None:
+        queue = self._queue
         while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._queue)
-                batch = list(self._queue)
-                self._queue.clear()
-                self._queued_bytes = 0
-                self._busy = True
-            try:
-                frames = [f for f in batch if f is not None]
-                if frames:
-                    self._write(frames)
-                if len(frames) < len(batch):
-                    self._settle()
-            except Exception:   # never let the sender die: the frames are in the spool or reported
-                self.log.exception("tessera sender: unexpected error")
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+            self._wake.wait()
+            self._wake.clear()
+            while queue:
+                frames, marker = [], None
+                while queue and marker is None:
+                    item = queue.popleft()
+                    if isinstance(item, threading.Event):
+                        marker = item
+                    else:
+                        frames.append(item)
+                try:
+                    if frames:
+                        self._write(frames)
+                    if marker is not None:
+                        self._settle()
+                except Exception:   # never let the sender die: the frames are in the spool or reported
+                    self.log.exception("tessera sender: unexpected error")
+                if marker is not None:
+                    marker.set()
 
     def _connect(self) -> None:
         now = time.monotonic()

@@ -109,13 +109,16 @@ class Frame:
             raise FrameError(self.offset, f"{_name(self.type)} frame: invalid JSON ({e})", fatal=False) from e
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"))   # made once: json.dumps with separators makes one per call
+
+
 def _name(t: int) -> str:
     return MessageType(t).name if t in MessageType._value2member_map_ else f"type 0x{t:02x}"
 
 
 def encode(type_: int, payload: Any, tag: int = 0, sequence: int | None = None) -> bytes:
     """One frame; `payload` is JSON-serialisable (or already-encoded JSON bytes)."""
-    body = payload if isinstance(payload, bytes) else json.dumps(payload, separators=(",", ":")).encode()
+    body = payload if isinstance(payload, bytes) else _JSON.encode(payload).encode()
     if type_ & SEQUENCE_BIT:
         if sequence is None:
             raise ValueError(f"{_name(type_)} carries a sequence")

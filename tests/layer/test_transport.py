@@ -166,7 +166,7 @@ def test_daemon_killed_and_restarted_loses_nothing(tmp_path, monkeypatch):
 def test_full_queue_spools_on_the_calling_thread(tmp_path, monkeypatch):
     """A daemon that stops reading: the sender blocks on the socket, the bounded queue fills,
     and application threads put their frames in the spool instead of waiting."""
-    monkeypatch.setattr(tr, "MAX_QUEUED_BYTES", 64 << 10)
+    monkeypatch.setattr(tr, "MAX_QUEUED_FRAMES", 8)
     monkeypatch.setattr(tr, "SETTLE_S", 0.2)
     rx = Receiver(tmp_path / "s.sock", reading=False)
     t = tr.Transport(f"unix:{tmp_path / 's.sock'}", tmp_path, HELLO, LOG)
