@@ -170,6 +170,13 @@ def register(hooks, state, ffi, labeller, capturer, errors) -> None:
     def for_driver(queue, ctype: str, count: int, pSubmits, keep: list):
         """The submits as the driver may see them: without VkFrameBoundaryEXT when the layer emulates
         VK_EXT_frame_boundary (the driver never enabled it; an unknown struct is invalid usage)."""
+        try:
+            return _without_frame_boundary(queue, ctype, count, pSubmits, keep)
+        except Exception:   # forwarded as the application wrote it
+            errors.report("vkQueueSubmit", "removing VkFrameBoundaryEXT; forwarded unchanged")
+            return pSubmits
+
+    def _without_frame_boundary(queue, ctype: str, count: int, pSubmits, keep: list):
         dev = state.owner_of(queue)
         if "VK_EXT_frame_boundary" not in dev.emulated_extensions or not any(
                 n.sType == vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
