@@ -28,6 +28,7 @@ outside one call.
 """
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable
@@ -324,7 +325,24 @@ def merge_session(session_dir: Path, output: Path | None = None, *, top: int = 1
 
     `progress`: a progress line on stderr while streaming the GPU traces;
     None shows it only when they exceed PROGRESS_THRESHOLD bytes.
+
+    The cyclic garbage collector is paused while it runs (and restored after):
+    what the merge allocates is acyclic, freed by reference counting, and the
+    collector's full passes over the index and the join state cost ~10% of a
+    million-event merge for nothing. Cycles made meanwhile are collected after.
     """
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _merge_session(session_dir, output, top=top, progress=progress, progress_stream=progress_stream,
+                              on_status=on_status)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _merge_session(session_dir: Path, output: Path | None, *, top: int, progress: bool | None, progress_stream,
+                   on_status: Callable[[str], None] | None) -> MergeResult:
     session_dir = Path(session_dir)
     if not session_dir.is_dir():
         raise MergeError(f"{session_dir} is not a folder")
