@@ -122,12 +122,15 @@ class Image:
 
 
 class Context:
-    """Instance, first device, one queue, and ownership of created objects."""
+    """Instance, first device, one queue, and ownership of created objects.
+
+    `device_features`: a feature struct (chain) for VkDeviceCreateInfo.pNext
+    when `dynamic_rendering` is off."""
 
     def __init__(self, settings: Settings, app_name: str, *,
                  optional_instance_extensions: Sequence[str] = (),
                  optional_device_extensions: Sequence[str] = (),
-                 dynamic_rendering: bool = False) -> None:
+                 dynamic_rendering: bool = False, device_features: Any = None) -> None:
         self.settings = settings
         self.validation_messages: list[str] = []
         self._owned: list[tuple[Callable[..., None], Any]] = []
@@ -180,7 +183,7 @@ class Context:
         )
         dev_info = vk.VkDeviceCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-            pNext=features13 if dynamic_rendering else None,
+            pNext=features13 if dynamic_rendering else device_features,
             queueCreateInfoCount=1, pQueueCreateInfos=[queue_info],
             enabledExtensionCount=len(self.device_extensions),
             ppEnabledExtensionNames=self.device_extensions,

@@ -62,12 +62,8 @@ def _driver(ffi, s, backend_name: str) -> None:
 
 
 def apply_features2(ffi, features2) -> None:
-    """Features of the emulated extensions.
-
-    shaderCoreBuiltins stays VK_FALSE: the backend cannot compile the
-    CoreIDARM/WarpIDARM built-ins until the driver lowers them, and a feature
-    must not be claimed that shaders cannot use.
-    """
+    """Features of the emulated extensions: the core built-ins work because the driver
+    lowers them before the backend sees a shader (core_builtins.py)."""
     for p in structs.chain(ffi, features2.pNext):
         if p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_FEATURES_ARM:
-            ffi.cast("VkPhysicalDeviceShaderCoreBuiltinsFeaturesARM *", p).shaderCoreBuiltins = vk.VK_FALSE
+            ffi.cast("VkPhysicalDeviceShaderCoreBuiltinsFeaturesARM *", p).shaderCoreBuiltins = vk.VK_TRUE

@@ -58,7 +58,7 @@ def test_identity_and_properties2_chain(tessera_env, lavapipe_env):
         assert mali[key] == backend[key], key
     for ext in ("VK_ARM_shader_core_properties", "VK_ARM_shader_core_builtins", "VK_EXT_debug_marker"):
         assert ext in mali["extensions"] and ext not in backend["extensions"]
-    assert mali["shaderCoreBuiltins_feature"] == 0    # not claimed until the built-ins are lowered
+    assert mali["shaderCoreBuiltins_feature"] == 1    # the driver lowers the built-ins (test_core_builtins_driver)
     # Emulated extensions and their feature struct are stripped before the backend sees them.
     assert mali["created_with"] and mali["device_created"] is True
 
