@@ -1,7 +1,9 @@
 """Turns tracker state into wire frames (tessera.schemas.frames).
 
 The only module of the layer that knows the message layout; trackers stay
-free of it. Payloads follow schemas/json/*.schema.json.
+free of it. Payloads follow schemas/json/*.schema.json. Hooks pass these
+functions with their arguments to `Transport.send`, which encodes on the
+sender thread; so every time in a message is taken by the caller.
 """
 from __future__ import annotations
 
@@ -70,6 +72,11 @@ def annex(submit_id: int, tag: int, fields: dict) -> bytes:
     return encode(MessageType.ANNEX, fields, tag=tag, sequence=submit_id)
 
 
-def frame(number: int, device_address: int, queue: str, source: str) -> bytes:
-    return encode(MessageType.FRAME, {"frame": number, "time_ns": time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW),
-                                      "device": hex_handle(device_address), "queue": queue, "source": source})
+def frame(number: int, device_address: int, queue: str, source: str, time_ns: int) -> bytes:
+    """`time_ns`: CLOCK_MONOTONIC_RAW when the frame ended."""
+    return encode(MessageType.FRAME, {"frame": number, "time_ns": time_ns, "device": hex_handle(device_address),
+                                      "queue": queue, "source": source})
+
+
+def now_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)

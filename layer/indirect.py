@@ -141,9 +141,9 @@ class Capturer:
         ffi, nxt = self.ffi, dev.next
         # The copy is a workload of its own on the GPU: tag it, so every GPU slice has metadata.
         tag = next_tag()
-        self.send(encoder.workload(Workload(tag, "buffer_transfer", {
+        self.send(encoder.workload, Workload(tag, "buffer_transfer", {
             "command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size, "regions": count,
-            "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), dev.address, int(ffi.cast("uintptr_t", cb)), False))
+            "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), dev.address, int(ffi.cast("uintptr_t", cb)), False)
         labelled = self.labeller.push(dev, cb, f"t{tag}")
         # The application already made the arguments visible to indirect reads (it must, for its
         # own command); chaining on that stage makes them visible to the copy without waiting
@@ -223,7 +223,7 @@ class Capturer:
             for tag, fields in per_tag.items():
                 if not fields["draws"]:
                     del fields["draws"]
-                self.send(encoder.annex(p.submit_id, tag, fields))
+                self.send(encoder.annex, p.submit_id, tag, fields)
             for t in p.trackers:
                 if t.pending_fence == p.fence:
                     t.pending_fence = None

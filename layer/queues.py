@@ -153,10 +153,10 @@ def register(hooks, state, ffi, labeller, capturer, errors) -> None:
         return result
 
     def report(dev, q: QueueTracker, queue, plan: Plan, wrapped: bool, time_ns: int, duration_ns: int) -> None:
-        send(encoder.submit(plan.submit_id, dev.address, q.name, [t.address for t in plan.primaries], plan.tags,
-                            session.frame, wrapped, time_ns, duration_ns))
+        send(encoder.submit, plan.submit_id, dev.address, q.name, [t.address for t in plan.primaries], plan.tags,
+             session.frame, wrapped, time_ns, duration_ns)
         for tag, fields in plan.annexes.items():
-            send(encoder.annex(plan.submit_id, tag, fields))
+            send(encoder.annex, plan.submit_id, tag, fields)
         if plan.captures:
             capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers)
         for frame_id in plan.frame_ends:
@@ -164,7 +164,7 @@ def register(hooks, state, ffi, labeller, capturer, errors) -> None:
 
     def end_frame(dev, q: QueueTracker, source: str, frame_id: int | None = None) -> None:
         number = frame_id if frame_id is not None else session.frame
-        send(encoder.frame(number, dev.address, q.name, source))
+        send(encoder.frame, number, dev.address, q.name, source, encoder.now_ns())
         session.frame = max(session.frame, number) + 1
 
     def for_driver(queue, ctype: str, count: int, pSubmits, keep: list):

@@ -51,7 +51,7 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
         t.ops.append(("pass", part))
         if part.workload is not None:
             part.workload.meta["draw_call_count"] = part.draws
-            send(encoder.workload(part.workload, dev.address, t.address, annex=suspended or bool(part.captures)))
+            send(encoder.workload, part.workload, dev.address, t.address, suspended or bool(part.captures))
 
     # ---- begin / end ---------------------------------------------------------
     @hooks.before("vkCmdBeginRenderPass")

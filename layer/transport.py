@@ -23,6 +23,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tessera.schemas.frames import ACK
@@ -133,12 +134,15 @@ class Transport:
         self.spool_path: Path | None = None
         atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
-    def send(self, frame: bytes) -> None:
-        """Queue a frame; never waits for the network."""
+    def send(self, frame: bytes | Callable[..., bytes], *args) -> None:
+        """Queue a frame, or `frame(*args)` to encode it on the sender thread (off the
+        application's hot path: the arguments must not change afterwards). Never waits for
+        the network."""
         if len(self._queue) >= MAX_QUEUED_FRAMES:
-            self._spool_write(frame)   # the sender is behind (a slow daemon): the disk takes it now
+            # The sender is behind (a slow daemon): the disk takes it now.
+            self._spool_write(frame if isinstance(frame, bytes) else frame(*args))
             return
-        self._queue.append(frame)
+        self._queue.append(frame if isinstance(frame, bytes) else (frame, args))
         self._kick()
 
     def _kick(self) -> None:
@@ -180,8 +184,10 @@ class Transport:
                     item = queue.popleft()
                     if isinstance(item, threading.Event):
                         marker = item
-                    else:
+                    elif isinstance(item, bytes):
                         frames.append(item)
+                    else:
+                        frames.append(self._encode(*item))
                 try:
                     if frames:
                         self._write(frames)
@@ -191,6 +197,13 @@ class Transport:
                     self.log.exception("tessera sender: unexpected error")
                 if marker is not None:
                     marker.set()
+
+    def _encode(self, encode: Callable[..., bytes], args: tuple) -> bytes:
+        try:
+            return encode(*args)
+        except Exception:   # a bug in an encoder loses that message only, and says so
+            self.log.exception("tessera sender: cannot encode a %s message", getattr(encode, "__name__", "?"))
+            return b""
 
     def _connect(self) -> None:
         now = time.monotonic()

@@ -43,7 +43,7 @@ def tag_command(hooks, state, labeller: Labeller, name: str, describe: Describe)
         w = Workload(next_tag(), kind, {"command": name, **meta}, tuple(t.labels), t.pops_below_start, capture)
         t.label_pushed = labeller.push(dev, commandBuffer, f"t{w.tag}")
         t.ops.append(("workload", w))
-        state.session.transport.send(encoder.workload(w, dev.address, t.address, annex=capture is not None))
+        state.session.transport.send(encoder.workload, w, dev.address, t.address, capture is not None)
 
     @hooks.after(name)
     def after(dev, result, commandBuffer, *args):
