@@ -39,12 +39,12 @@ from typing import Any
 from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import GpuRenderStageEvent
 
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
-                                      TraceFormatError, TracePacket)
+                                      TraceFormatError, TracePacket, iter_raw)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from .naming import arg_value, slice_name, split_stack, submit_of, tag_of
 from .summary import FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, Summary, SummaryBuilder, first_values
-from .traceio import TraceOut, iter_raw
+from .traceio import TraceOut
 from .tracks import TrackWriter
 
 MERGED_NAME = "merged.perfetto-trace"
@@ -147,12 +147,12 @@ class _Merger:
     # -- the GPU traces, streamed ------------------------------------------
     def gpu_trace(self, fi: int, path: Path, progress: _Progress, done_before: int) -> None:
         try:
-            for raw, body_at, end in iter_raw(path):
+            for buf, start, body, end, offset in iter_raw(path):
                 p = TracePacket()
                 try:
-                    p.ParseFromString(raw[body_at:])
+                    p.ParseFromString(buf[body:end])
                 except Exception as e:  # protobuf DecodeError
-                    self.r.problems.append(f"{path}: undecodable packet ending at byte {end} ({e}); skipped")
+                    self.r.problems.append(f"{path}: undecodable packet ending at byte {offset} ({e}); skipped")
                     continue
                 seq = p.trusted_packet_sequence_id
                 out_seq = self._out_sequence(fi, seq)
@@ -169,12 +169,12 @@ class _Merger:
                 if p.HasField("gpu_render_stage_event"):
                     extras = self._event(fi, seq, p.gpu_render_stage_event)
                     changed = True
-                    progress.update(done_before + end, self.r.gpu_events)
+                    progress.update(done_before + offset, self.r.gpu_events)
                 if changed:
                     p.trusted_packet_sequence_id = out_seq
                     self.emit(p, None, extras)
                 else:
-                    self.emit(p, raw)
+                    self.emit(p, buf[start:end])
         except TraceFormatError as e:
             self.r.problems.append(f"{path}: {e}; the packets before it are merged")
         except OSError as e:

@@ -1,63 +1,17 @@
-"""Perfetto trace files, raw: stream packets with their bytes, write them back unchanged or re-encoded.
+"""Perfetto trace files, raw: write packets back unchanged or re-encoded.
 
-Role: the merge's I/O. `iter_raw()` yields each packet's encoded field (so an
-unmodified packet is copied byte for byte, never re-serialised) and the file
-offset reached, for progress. `TraceOut` writes to a temporary file renamed
-into place by `commit()`, so a failed merge never leaves half a trace under
-the final name. Uses the framing of tessera.schemas.perfetto (Trace.packet,
-field 1).
+Role: the merge's output. Reading is tessera.schemas.perfetto.iter_raw (the one
+implementation of the Trace.packet framing): it yields each packet's encoded
+field, so an unmodified packet is copied byte for byte, never re-serialised.
+`TraceOut` writes to a temporary file renamed into place by `commit()`, so a
+failed merge never leaves half a trace under the final name.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-from tessera.schemas.perfetto import TraceFormatError, TracePacket, frame_packet
-
-
-def iter_raw(path: Path, chunk: int = 1 << 20) -> Iterator[tuple[bytes, int, int]]:
-    """(field bytes, body start within them, file offset after the packet) per packet.
-
-    Raises TraceFormatError where the file stops being a trace (e.g. a packet cut
-    short by a crash); everything before it has been yielded.
-    """
-    with open(path, "rb") as f:
-        buf = b""
-        base = 0            # file offset of buf[0]
-        while True:
-            data = f.read(chunk)
-            if data:
-                buf = buf + data if buf else data
-            pos = 0
-            n = len(buf)
-            while pos < n:
-                if buf[pos] != 0x0A:
-                    raise TraceFormatError(base + pos, f"expected a Trace.packet field (0x0a), found 0x{buf[pos]:02x}")
-                length = shift = 0
-                i = pos + 1
-                while i < n:
-                    b = buf[i]
-                    length |= (b & 0x7F) << shift
-                    i += 1
-                    if not b & 0x80:
-                        break
-                    shift += 7
-                    if shift > 63:
-                        raise TraceFormatError(base + pos, "packet length varint too long")
-                else:
-                    break
-                end = i + length
-                if end > n:
-                    break
-                yield buf[pos:end], i - pos, base + end
-                pos = end
-            buf = buf[pos:]
-            base += pos
-            if not data:
-                if buf:
-                    raise TraceFormatError(base, f"trace ends inside a packet ({len(buf)} bytes)")
-                return
+from tessera.schemas.perfetto import TracePacket, frame_packet
 
 
 class TraceOut:

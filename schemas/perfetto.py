@@ -92,56 +92,66 @@ class TraceFormatError(Exception):
         self.offset = offset
 
 
-def read_packets(path: str | os.PathLike, chunk: int = 1 << 20) -> Iterator[TracePacket]:
-    """Stream the packets of a trace file (bounded memory: one packet at a time)."""
+def iter_raw(path: str | os.PathLike, chunk: int = 1 << 20) -> Iterator[tuple[bytes, int, int, int, int]]:
+    """The packets of a trace file, raw, read `chunk` bytes at a time: per packet
+    (buf, start, body, end, offset) where `buf[start:end]` is its `Trace.packet`
+    field as it is in the file (tag, length, body: copy it to copy the packet byte
+    for byte), `buf[body:end]` the encoded TracePacket, `offset` the file offset
+    after it. Nothing is copied until the caller slices `buf`.
+
+    The one implementation of the framing: `read_packets` and the merge
+    (tessera.hostd.merge) stream through it.
+
+    Raises TraceFormatError where the file stops being a trace (e.g. a packet cut
+    short by a crash); everything before it has been yielded.
+    """
     with open(path, "rb") as f:
         buf = b""
-        offset = 0
+        base = 0            # file offset of buf[0]
         while True:
             data = f.read(chunk)
-            buf += data
+            if data:
+                buf = buf + data if buf else data
             pos = 0
-            while True:
-                parsed = _next_field(buf, pos, offset)
-                if parsed is None:
-                    break
-                start, end = parsed
-                packet = TracePacket()
-                try:
-                    packet.ParseFromString(buf[start:end])
-                except Exception as e:  # protobuf's DecodeError
-                    raise TraceFormatError(offset + pos, f"undecodable TracePacket ({e})") from e
-                yield packet
+            n = len(buf)
+            while pos < n:
+                if buf[pos] != 0x0A:
+                    raise TraceFormatError(base + pos, f"expected a Trace.packet field (0x0a), found 0x{buf[pos]:02x}")
+                length = shift = 0
+                i = pos + 1
+                while i < n:
+                    b = buf[i]
+                    length |= (b & 0x7F) << shift
+                    i += 1
+                    if not b & 0x80:
+                        break
+                    shift += 7
+                    if shift > 63:
+                        raise TraceFormatError(base + pos, "packet length varint too long")
+                else:
+                    break       # the length continues in the next chunk
+                end = i + length
+                if end > n:
+                    break       # so does the body
+                yield buf, pos, i, end, base + end
                 pos = end
             buf = buf[pos:]
-            offset += pos
+            base += pos
             if not data:
                 if buf:
-                    raise TraceFormatError(offset, f"trace ends inside a packet ({len(buf)} bytes)")
+                    raise TraceFormatError(base, f"trace ends inside a packet ({len(buf)} bytes)")
                 return
 
 
-def _next_field(buf: bytes, pos: int, offset: int) -> tuple[int, int] | None:
-    if pos >= len(buf):
-        return None
-    if buf[pos] != 0x0A:
-        raise TraceFormatError(offset + pos, f"expected a Trace.packet field (0x0a), found 0x{buf[pos]:02x}")
-    n = shift = 0
-    i = pos + 1
-    while True:
-        if i >= len(buf):
-            return None
-        b = buf[i]
-        n |= (b & 0x7F) << shift
-        i += 1
-        if not b & 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise TraceFormatError(offset + pos, "packet length varint too long")
-    if i + n > len(buf):
-        return None
-    return i, i + n
+def read_packets(path: str | os.PathLike, chunk: int = 1 << 20) -> Iterator[TracePacket]:
+    """Stream the packets of a trace file (bounded memory: one packet at a time)."""
+    for buf, start, body, end, offset in iter_raw(path, chunk):
+        packet = TracePacket()
+        try:
+            packet.ParseFromString(buf[body:end])
+        except Exception as e:  # protobuf's DecodeError
+            raise TraceFormatError(offset - (end - start), f"undecodable TracePacket ({e})") from e
+        yield packet
 
 
 @dataclass
