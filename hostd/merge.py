@@ -144,6 +144,11 @@ class _Merger:
             self.out.raw(raw)
         self.summary.feed(packet, extras)
 
+    def emit_raw(self, field: bytes, type_: int, track: int, name: str | None) -> None:
+        """A TrackEvent packet tracks.py encoded itself (TrackWriter's raw_sink)."""
+        self.out.raw(field)
+        self.summary.track_event(type_, track, name)
+
     # -- the GPU traces, streamed ------------------------------------------
     def gpu_trace(self, fi: int, path: Path, progress: _Progress, done_before: int) -> None:
         try:
@@ -257,7 +262,7 @@ class _Merger:
     # -- the application's tracks -------------------------------------------
     def app_tracks(self) -> None:
         seq = max(self.used | {0}) + 1
-        w = TrackWriter(self.emit, seq)
+        w = TrackWriter(self.emit, seq, self.emit_raw)
         for pid in sorted(self.index.processes):
             proc = self.index.processes[pid]
             self.r.processes += 1

@@ -25,6 +25,8 @@ SUBMIT_SLICE = "vkQueueSubmit"
 FRAMES_TRACK = "Frames"
 MISSING_KEY = "metadata"
 MISSING_VALUE = "missing"
+_SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
+_INSTANT = pb.TrackEvent.TYPE_INSTANT
 
 
 @dataclass(frozen=True)
@@ -95,12 +97,17 @@ class SummaryBuilder:
                 self.s.processes.append(f"{d.process.process_name or '?'} [{d.process.pid}]")
         if p.HasField("track_event"):
             e = p.track_event
-            if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN and e.name == SUBMIT_SLICE:
-                self.s.submits += 1
-            elif e.type == pb.TrackEvent.TYPE_INSTANT and self._tracks.get(e.track_uuid) == FRAMES_TRACK:
-                self.s.frames += 1
+            self.track_event(e.type, e.track_uuid, e.name)
         if p.HasField("gpu_render_stage_event"):
             self._gpu(seq, p.gpu_render_stage_event, extras)
+
+    def track_event(self, type_: int, track_uuid: int, name: str | None) -> None:
+        """A TrackEvent of the merged trace (from feed(), or from the merge for the packets
+        tracks.py encodes itself)."""
+        if type_ == _SLICE_BEGIN and name == SUBMIT_SLICE:
+            self.s.submits += 1
+        elif type_ == _INSTANT and self._tracks.get(track_uuid) == FRAMES_TRACK:
+            self.s.frames += 1
 
     def _gpu(self, seq: int, e, ex: dict[str, str] | None) -> None:
         if ex is None:
