@@ -25,6 +25,11 @@ It writes `merged.perfetto-trace` (docs/hostd.md "Merge rules"):
 Events without metadata and metadata without events are counted in the
 MergeResult (and the summary), never dropped. Single-threaded, no state
 outside one call.
+
+The join notes what each joined workload's child slice on the submit tracks
+shows (name, kind, render pass?, and which ANNEX the metadata included): the
+tracks reuse the note when their submit's metadata is the same, and decode
+the WORKLOAD again only otherwise (`_remember`, `_child`).
 """
 from __future__ import annotations
 
@@ -42,7 +47,7 @@ from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENT
                                       TraceFormatError, TracePacket, iter_raw)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
-from .naming import arg_value, slice_name, split_stack, submit_of, tag_of
+from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from .summary import FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, Summary, SummaryBuilder, first_values
 from .traceio import TraceOut
 from .tracks import TrackWriter
@@ -130,7 +135,8 @@ class _Merger:
         self.specs: dict[tuple[int, int, int], str] = {}            # (file, sequence, iid) -> queue/stage name
         self.seqmap: dict[tuple[int, int], int] = {}                # (file, sequence) -> sequence in the output
         self.used: set[int] = set()
-        self.matched: dict[int, set[int]] = {}                      # pid -> tags joined to a GPU event
+        self.matched: dict[int, dict[int, tuple]] = {}              # pid -> tag joined to a GPU event -> its child slice
+        self._slices: dict[tuple, tuple] = {}                        # one tuple per distinct child slice (see _child)
         self._last: tuple | None = None                              # the last join, reused (see _event)
         self.rp_links: dict[tuple[int, int | None, int], list[int]] = {}
         self.rp_seen: set[tuple[int, int]] = set()
@@ -239,7 +245,12 @@ class _Merger:
                 fallback = e.name or ex.get("Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
                 key = None    # then the name depends on more than the key: not reused
             add = GpuRenderStageEvent()
-            add.name = slice_name(meta, stack, fallback)
+            own = app_labels(meta, [])
+            if own:       # the metadata's own label names both the GPU slice and the submit's child slice
+                add.name = child_name = own[-1]
+            else:
+                add.name = slice_name(meta, stack, fallback)
+                child_name = describe(meta) if meta else f"t{tag}"
             added: dict[str, str] = {}     # what the summary reads: the first value of each name
             for k, value in meta.items():
                 name, v = (k if k not in ex else f"layer {k}"), arg_value(value)
@@ -249,7 +260,7 @@ class _Merger:
                 if value is not None and k not in ex and k not in meta:
                     add.extra_data.add(name=k, value=str(value))
                     added.setdefault(k, str(value))
-            self.matched.setdefault(pid, set()).add(tag)
+            self._remember(pid, proc, tag, submit, meta, child_name)
             self._last = (key, tag, submit, add, added) if key is not None else None
         e.MergeFrom(add)
         ex = added | ex      # the driver's entries come first in the event: theirs win
@@ -269,11 +280,35 @@ class _Merger:
             ptrack = w.process(pid, proc.process)
             self._submits(w, ptrack, proc)
             self._frames(w, ptrack, proc)
-            matched = self.matched.get(pid, set())
+            matched = self.matched.get(pid, {})
             unmatched = [t for t in proc.workloads if t not in matched]
             self.r.metadata_without_events += len(unmatched)
             for t in unmatched[:max(0, MAX_EXAMPLES - len(self.r.examples))]:
                 self.r.examples.append(f"WORKLOAD t{t} of {proc.process or '?'}[{pid}]: no GPU event")
+
+    def _remember(self, pid: int, proc: ProcessMeta, tag: int, submit: int | None, meta: dict[str, Any],
+                  name: str) -> None:
+        """Note that `tag` was joined, with what its child slice on the submit track will show, so
+        the tracks need not decode its WORKLOAD again: (the annex's submit or None, name, kind,
+        render pass?). Equal tuples are shared (most workloads of a session look alike)."""
+        kind = meta.get("kind", "unknown")
+        child = ((submit if (submit, tag) in proc.annexes else None), name, kind, kind == "render_pass")
+        try:
+            child = self._slices.setdefault(child, child) if len(self._slices) < 1 << 16 else child
+        except TypeError:       # a kind that is not hashable (a JSON list or object): not shared
+            pass
+        self.matched.setdefault(pid, {})[tag] = child
+
+    def _child(self, proc: ProcessMeta, sid: int, tag: int, joined: dict[int, tuple]) -> tuple[str, Any, bool]:
+        """Name, kind and render pass? of the child slice of workload `tag` in submit `sid`: what
+        the join noted when it used the same metadata (no annex, or this submit's), else from the
+        WORKLOAD (and ANNEX) decoded again."""
+        child = joined.get(tag)
+        if child is not None and child[0] == (sid if (sid, tag) in proc.annexes else None):
+            return child[1], child[2], child[3]
+        meta = proc.workload(tag, sid)
+        return (slice_name(meta, [], f"t{tag}"), (meta or {}).get("kind", "unknown"),
+                bool(meta) and meta.get("kind") == "render_pass")
 
     def _rp_link(self, pid: int, submit: int, tag: int) -> str | None:
         links = self.rp_links.get((pid, submit, tag)) or self.rp_links.get((pid, None, tag))
@@ -286,6 +321,7 @@ class _Merger:
                 by_queue.setdefault(str(s.get("queue", "?")), []).append((s["boot_ns"], sid, s))
             else:
                 self.r.problems.append(f"SUBMIT s{sid} of pid {proc.pid} has no time; not on the timeline")
+        joined = self.matched.get(proc.pid, {})
         for queue in sorted(by_queue):
             submits = sorted(by_queue[queue], key=lambda x: (x[0], x[1]))
             track = w.track(ptrack, f"{SUBMIT_SLICE} ({queue})")
@@ -303,11 +339,10 @@ class _Merger:
                 w.begin(track, ts, SUBMIT_SLICE, args)
                 step = dur // len(tags) if tags else 0
                 for k, tag in enumerate(tags):
-                    meta = proc.workload(tag, sid)
+                    name, kind, render_pass = self._child(proc, sid, tag, joined)
                     start = ts + k * step
-                    name = slice_name(meta, [], f"t{tag}")
-                    child = {"tag": tag, "kind": (meta or {}).get("kind", "unknown")}
-                    link = self._rp_link(proc.pid, sid, tag) if meta and meta.get("kind") == "render_pass" else None
+                    child = {"tag": tag, "kind": kind}
+                    link = self._rp_link(proc.pid, sid, tag) if render_pass else None
                     w.begin(track, start, name, child, correlation=link)
                     w.end(track, start + step)
                 w.end(track, ts + dur)

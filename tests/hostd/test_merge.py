@@ -225,3 +225,39 @@ def test_progress_line_and_errors(tmp_path):
 ])
 def test_describe(meta, name):
     assert describe(meta) == name
+
+
+def test_child_slices_use_the_metadata_of_their_own_submit(tmp_path):
+    """A workload the join saw with one submit's ANNEX (or none) is named on the submit
+    tracks with the metadata of each submit it ran in (the join's is reused only when equal)."""
+    log = tmp_path / f"app-4242-1/{LOG_NAME}"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"".join([
+        hello(), device(),
+        workload(5, "dispatch", groups=[-1, -1, -1], indirect=True),
+        workload(6, "dispatch", groups=[-1, -1, -1], indirect=True),
+        workload(7, "render_pass", width=64, height=64, draw_call_count=1, labels=["Shadow"]),
+        submit(1, RAW0 + 100_000, [5, 6, 7], annexed=True),
+        annex(1, 5, groups=[2, 2, 1], items=16),
+        annex(1, 6, groups=[4, 1, 1], items=4),
+        submit(2, RAW0 + 200_000, [5, 6, 7]),
+    ]))
+    g = GpuTrace(tmp_path / "gpu.perfetto-trace")
+    g.event(BOOT0 + 150_000, 100, "non-fragment", "compute", "t5", ["s1", "t5"])    # joined with annex s1.t5
+    g.event(BOOT0 + 160_000, 100, "non-fragment", "compute", "t6", ["t6"])          # joined without an annex
+    g.event(BOOT0 + 170_000, 100, "fragment", "main", "t7", ["t7"], rp=3)
+    g.close()
+    r = merge_session(tmp_path)
+    assert [p.gpu_render_stage_event.name for p in gpu_events(r.output)] == \
+        ["Dispatch 2×2×1 groups (16 items)", "Dispatch (indirect)", "Shadow"]
+    te = [p.track_event for p in read_packets(r.output) if p.HasField("track_event")]
+    children = [(e.name, e.correlation_id_str, {a.name: a.int_value or a.string_value for a in e.debug_annotations})
+                for e in te if e.type == pb.TrackEvent.TYPE_SLICE_BEGIN and e.name != "vkQueueSubmit"]
+    assert children == [
+        ("Dispatch 2×2×1 groups (16 items)", "", {"tag": 5, "kind": "dispatch"}),
+        ("Dispatch 4×1×1 groups (4 items)", "", {"tag": 6, "kind": "dispatch"}),
+        ("Shadow", "rp:#3", {"tag": 7, "kind": "render_pass"}),
+        ("Dispatch (indirect)", "", {"tag": 5, "kind": "dispatch"}),
+        ("Dispatch (indirect)", "", {"tag": 6, "kind": "dispatch"}),
+        ("Shadow", "", {"tag": 7, "kind": "render_pass"}),
+    ]
