@@ -41,10 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import GpuRenderStageEvent
-
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
-                                      TraceFormatError, TracePacket, iter_raw)
+                                      TraceFormatError, TracePacket, iter_raw, varint)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
@@ -56,6 +54,13 @@ MERGED_NAME = "merged.perfetto-trace"
 NOMINAL_SUBMIT_NS = 10_000      # a submit slice's length when the layer did not measure it (SUBMIT.duration_ns)
 PROGRESS_THRESHOLD = 32 << 20   # GPU trace bytes above which progress is shown by default
 MAX_EXAMPLES = 5
+_EXTRA_DATA_FIELD = b"\x32"      # GpuRenderStageEvent.extra_data: field 6, length-delimited
+_NAME_FIELD = b"\x8a\x01"       # GpuRenderStageEvent.name: field 17, length-delimited
+
+
+def _string_field(tag: bytes, text: str) -> bytes:
+    data = text.encode("utf-8")
+    return tag + varint(len(data)) + data
 
 
 class MergeError(Exception):
@@ -137,6 +142,7 @@ class _Merger:
         self.used: set[int] = set()
         self.matched: dict[int, dict[int, tuple]] = {}              # pid -> tag joined to a GPU event -> its child slice
         self._slices: dict[tuple, tuple] = {}                        # one tuple per distinct child slice (see _child)
+        self._entries: dict[tuple[str, str], bytes] = {}             # (name, value) -> encoded extra_data entry
         self._last: tuple | None = None                              # the last join, reused (see _event)
         self.rp_links: dict[tuple[int, int | None, int], list[int]] = {}
         self.rp_seen: set[tuple[int, int]] = set()
@@ -207,9 +213,11 @@ class _Merger:
 
         What the join adds (name, extra_data) depends only on the process, tag, submit, label
         stack and the names the driver already used (the index does not change), so it is
-        built once as a partial event and merged in with one MergeFrom (repeated extra_data appended, name set): the binning and
-        main phases of a render pass are consecutive and share it (`_last`, keyed by what
-        decides it: pid, Labels, Label stack, the names already there)."""
+        built once as the encoded fields of a partial event (extra_data entries, the common
+        ones kept encoded in `_entries`, and name) and merged in with one MergeFromString
+        (repeated extra_data appended, name set: the same message as building it field by
+        field): the binning and main phases of a render pass are consecutive and share it
+        (`_last`, keyed by what decides it: pid, Labels, Label stack, the names already there)."""
         self.r.gpu_events += 1
         pid = self.contexts.get((fi, seq), {}).get(e.context) if e.HasField("context") else None
         if pid is None:
@@ -244,25 +252,28 @@ class _Merger:
                 stage = self.specs.get((fi, seq, e.stage_iid), "")
                 fallback = e.name or ex.get("Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
                 key = None    # then the name depends on more than the key: not reused
-            add = GpuRenderStageEvent()
             own = app_labels(meta, [])
             if own:       # the metadata's own label names both the GPU slice and the submit's child slice
-                add.name = child_name = own[-1]
+                name = child_name = own[-1]
             else:
-                add.name = slice_name(meta, stack, fallback)
+                name = slice_name(meta, stack, fallback)
                 child_name = describe(meta) if meta else f"t{tag}"
+            entry = self._entry
+            parts = []
             added: dict[str, str] = {}     # what the summary reads: the first value of each name
             for k, value in meta.items():
-                name, v = (k if k not in ex else f"layer {k}"), arg_value(value)
-                add.extra_data.add(name=name, value=v)
-                added.setdefault(name, v)
+                k, v = (k if k not in ex else f"layer {k}"), arg_value(value)
+                parts.append(entry(k, v))
+                added.setdefault(k, v)
             for k, value in (("tag", tag), ("submit", submit)):
                 if value is not None and k not in ex and k not in meta:
-                    add.extra_data.add(name=k, value=str(value))
+                    parts.append(entry(k, str(value)))
                     added.setdefault(k, str(value))
+            parts.append(_string_field(_NAME_FIELD, name))
+            add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)
             self._last = (key, tag, submit, add, added) if key is not None else None
-        e.MergeFrom(add)
+        e.MergeFromString(add)
         ex = added | ex      # the driver's entries come first in the event: theirs win
         self.r.events_with_metadata += 1
         if e.render_pass_instance_id and (pid, e.render_pass_instance_id) not in self.rp_seen:
@@ -285,6 +296,16 @@ class _Merger:
             self.r.metadata_without_events += len(unmatched)
             for t in unmatched[:max(0, MAX_EXAMPLES - len(self.r.examples))]:
                 self.r.examples.append(f"WORKLOAD t{t} of {proc.process or '?'}[{pid}]: no GPU event")
+
+    def _entry(self, name: str, value: str) -> bytes:
+        """One encoded GpuRenderStageEvent.extra_data entry; the common ones are kept."""
+        field = self._entries.get((name, value))
+        if field is None:
+            inner = _string_field(b"\x0a", name) + _string_field(b"\x12", value)    # ExtraData name 1, value 2
+            field = _EXTRA_DATA_FIELD + varint(len(inner)) + inner
+            if len(self._entries) < 1 << 16:
+                self._entries[(name, value)] = field
+        return field
 
     def _remember(self, pid: int, proc: ProcessMeta, tag: int, submit: int | None, meta: dict[str, Any],
                   name: str) -> None:

@@ -28,31 +28,16 @@ from typing import Any
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from tessera.schemas.perfetto import (CLOCK_BOOTTIME, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
-                                      TracePacket)
+                                      TracePacket, varint)
 
 _UUID_BASE = 0x7E55E4A000000000
 _U64 = (1 << 64) - 1
-_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 _TRUE, _FALSE = b"\x10\x01", b"\x10\x00"          # DebugAnnotation.bool_value
-
-
-def _varint(n: int) -> bytes:
-    """Base-128 varint of 0 <= n < 2**64."""
-    if n < 0x80:
-        return _ONE_BYTE[n]
-    if n < 0x4000:
-        return bytes(((n & 0x7F) | 0x80, n >> 7))
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _string_field(tag: bytes, text: str) -> bytes:
     data = text.encode("utf-8")
-    return tag + _varint(len(data)) + data
+    return tag + varint(len(data)) + data
 
 
 # RawSink(field bytes, TrackEvent type, track uuid, name or None): one encoded Trace.packet field.
@@ -67,8 +52,8 @@ class TrackWriter:
         self._first = True
         self._next_uuid = _UUID_BASE
         # The pre-encoded pieces (module docstring).
-        self._seq_field = b"\x50" + _varint(sequence_id)
-        self._tail = b"\x68" + _varint(SEQ_NEEDS_INCREMENTAL_STATE) + b"\xd0\x03" + _varint(CLOCK_BOOTTIME)
+        self._seq_field = b"\x50" + varint(sequence_id)
+        self._tail = b"\x68" + varint(SEQ_NEEDS_INCREMENTAL_STATE) + b"\xd0\x03" + varint(CLOCK_BOOTTIME)
         self._heads: dict[tuple[int, int], bytes] = {}      # (type, track) -> TrackEvent type + track_uuid
         self._keys: dict[str, bytes] = {}                   # annotation name -> its encoded name field
 
@@ -146,21 +131,21 @@ class TrackWriter:
                 if value.__class__ is bool:         # bool cannot be subclassed: isinstance(value, bool)
                     v = _TRUE if value else _FALSE
                 elif isinstance(value, int) and -(1 << 63) <= value < (1 << 63):
-                    v = b"\x20" + _varint(value & _U64)
+                    v = b"\x20" + varint(value & _U64)
                 else:
                     v = _string_field(b"\x32", value if isinstance(value, str) else str(value))
-                parts.append(b"\x22" + _varint(len(v) + len(k)) + v + k)
+                parts.append(b"\x22" + varint(len(v) + len(k)) + v + k)
         head = self._heads.get((type_, track))
         if head is None:
-            head = self._heads[(type_, track)] = b"\x48" + _varint(type_) + b"\x58" + _varint(track)
+            head = self._heads[(type_, track)] = b"\x48" + varint(type_) + b"\x58" + varint(track)
         parts.append(head)
         if name is not None:
             parts.append(_string_field(b"\xba\x01", name))
         if correlation:
             parts.append(_string_field(b"\xaa\x03", correlation))
         event = b"".join(parts)
-        body = b"".join((b"\x40", _varint(ts), self._seq_field, b"\x5a", _varint(len(event)), event, self._tail))
-        self.raw_sink(b"\x0a" + _varint(len(body)) + body, type_, track, name)
+        body = b"".join((b"\x40", varint(ts), self._seq_field, b"\x5a", varint(len(event)), event, self._tail))
+        self.raw_sink(b"\x0a" + varint(len(body)) + body, type_, track, name)
 
     def begin(self, track: int, ts: int, name: str, args: dict[str, Any] | None = None,
               correlation: str | None = None) -> None:

@@ -37,22 +37,28 @@ LABEL_STACK_KEY = "Label stack"  # the whole label stack, outermost first, joine
 _PACKET_TAG = b"\x0a"  # Trace.packet: field 1, wire type 2
 
 
-def _varint(n: int) -> bytes:
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
+def varint(n: int) -> bytes:
+    """The base-128 varint of 0 <= n < 2**64 (protobuf's encoding of lengths and unsigned
+    fields; a negative int64 is `varint(n & (2**64 - 1))`)."""
+    if n < 0x80:
+        return _ONE_BYTE[n]
+    if n < 0x4000:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
     out = bytearray()
-    while True:
-        b = n & 0x7F
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
         n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    out.append(n)
+    return bytes(out)
 
 
 def frame_packet(packet: TracePacket) -> bytes:
     """The bytes that append `packet` to a trace file."""
     body = packet.SerializeToString()
-    return _PACKET_TAG + _varint(len(body)) + body
+    return _PACKET_TAG + varint(len(body)) + body
 
 
 class PacketWriter:

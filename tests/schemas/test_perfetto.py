@@ -80,3 +80,10 @@ def test_undecodable_packet_names_its_offset(tmp_path):
     with pytest.raises(pf.TraceFormatError, match="undecodable TracePacket") as err:
         list(pf.read_packets(tmp_path / "bad"))
     assert err.value.offset == len(data)
+
+
+def test_varint_is_protobufs():
+    from google.protobuf.internal.encoder import _VarintBytes
+    for n in [0, 1, 0x7F, 0x80, 0x3FFF, 0x4000, 0x1FFFFF, 0x200000, 5_000_000_000, (1 << 63) - 1, 1 << 63,
+              (1 << 64) - 1, *range(0, 70000, 97)]:
+        assert pf.varint(n) == _VarintBytes(n), n
