@@ -4,11 +4,13 @@ What it measures, in one run, on one machine:
 1. the generated fragment shader (bench/shader_gen.py, 6 passes x 16 dependent
    bicubic taps x 4 noise octaves, glslang + spirv-opt -O, >= 10,000
    instructions, spills): time of register allocation alone (liveness,
-   interference, colouring, spill rounds) and of the whole compile (parse, IR,
+   interference, colouring, spilling - incremental for sparse, one full
+   rebuild per spilled node for dense) and of the whole compile (parse, IR,
    allocation, costs), sparse allocator vs the 2021 dense baseline, and the
-   ratio. The dense allocator spills one node per full rebuild; on this input
-   it needs minutes, so it is stopped after `--dense-timeout` seconds (default
-   60) and the ratio printed is then a lower bound (marked ">=");
+   ratio, with the spill code each one inserted. The dense allocator spills
+   one node per full rebuild; on this input it needs minutes, so it is stopped
+   after `--dense-timeout` seconds (default 60) and the ratio printed is then a
+   lower bound (marked ">=");
 2. a smaller generated shader (1 pass, ~2,500 instructions) on which dense
    runs to completion, for an exact ratio;
 3. `shader_cost` latency on the examples' shaders (median, cold = cache
@@ -51,7 +53,7 @@ def compare(label: str, data: bytes, dense_timeout: float, sparse_runs: int = 3)
     assert check_allocation(s.shader, s.allocation.registers) == []
     print(f"sparse: RA {s.allocation.seconds:8.3f} s   compile {s.cost.compile_seconds:8.3f} s   "
           f"vregs {s.shader.vreg_count}  rounds {s.allocation.rounds}  work registers {s.cost.work_registers}  "
-          f"spills:fills {s.cost.spills}:{s.cost.fills}  (best of {sparse_runs})")
+          f"spills:fills {s.cost.spills}:{s.cost.fills}  (best of {sparse_runs}; {s.allocation.note})")
     t0 = time.perf_counter()
     try:
         d = compile_module(data, "main", "mali-g720", "dense", dense_deadline=dense_timeout)
