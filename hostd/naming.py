@@ -130,21 +130,31 @@ def slice_name(meta: dict[str, Any] | None, stack: list[str], fallback: str) -> 
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode   # what json.dumps(...) calls
+_JSON_ESCAPED = re.compile(r'[\x00-\x1f\\"]')     # what JSON escapes in a string when ensure_ascii=False
 
 
 def arg_value(value: Any) -> str:
     """An extra_data value: strings as they are, everything else as compact JSON.
 
-    Fast paths (the merge calls this for every field of every GPU event) give
-    exactly what json.dumps gives: an int's repr, a list of ints.
+    Fast paths (the merge calls this for every field of every joined workload) give
+    exactly what json.dumps gives: an int's repr, true/false/null, a list of ints, a
+    list of strings none of which JSON escapes (with ensure_ascii=False it escapes
+    only `"`, `\\` and U+0000..U+001F), in quotes.
     """
     t = type(value)
     if t is str:
         return value
     if t is int:
         return int.__repr__(value)
-    if t is list and all(type(v) is int for v in value):
-        return "[" + ",".join(map(int.__repr__, value)) + "]"
+    if t is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if t is list:
+        if all(type(v) is int for v in value):
+            return "[" + ",".join(map(int.__repr__, value)) + "]"
+        if all(type(v) is str for v in value) and not _JSON_ESCAPED.search("".join(value)):
+            return '["' + '","'.join(value) + '"]'
     if isinstance(value, str):
         return value
     return _JSON(value)
