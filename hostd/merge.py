@@ -26,6 +26,10 @@ Events without metadata and metadata without events are counted in the
 MergeResult (and the summary), never dropped. Single-threaded, no state
 outside one call.
 
+Streaming keeps the per-packet work in `gpu_trace`'s loop (locals, the
+sequence map looked up inline); a render-stage packet that holds nothing else
+the summary reads goes to `SummaryBuilder.gpu_event` directly.
+
 The join notes what each joined workload's child slice on the submit tracks
 shows (name, kind, render pass?, and which ANNEX the metadata included): the
 tracks reuse the note when their submit's metadata is the same, and decode
@@ -163,6 +167,9 @@ class _Merger:
 
     # -- the GPU traces, streamed ------------------------------------------
     def gpu_trace(self, fi: int, path: Path, progress: _Progress, done_before: int) -> None:
+        contexts, specs, seqmap = self.contexts, self.specs, self.seqmap
+        out, summary, join = self.out, self.summary, self._event
+        show = progress.enabled
         try:
             for buf, start, body, end, offset in iter_raw(path):
                 p = TracePacket()
@@ -172,24 +179,33 @@ class _Merger:
                     self.r.problems.append(f"{path}: undecodable packet ending at byte {offset} ({e}); skipped")
                     continue
                 seq = p.trusted_packet_sequence_id
-                out_seq = self._out_sequence(fi, seq)
-                changed = out_seq != seq
-                if p.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED or p.incremental_state_cleared:
-                    self.contexts[(fi, seq)] = {}
-                if p.HasField("interned_data"):
-                    ctx = self.contexts.setdefault((fi, seq), {})
+                out_seq = seqmap.get((fi, seq))
+                if out_seq is None:
+                    out_seq = self._out_sequence(fi, seq)
+                cleared = p.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED
+                if cleared or p.incremental_state_cleared:
+                    contexts[(fi, seq)] = {}
+                interned = p.HasField("interned_data")
+                if interned:
+                    ctx = contexts.setdefault((fi, seq), {})
                     for gc in p.interned_data.graphics_contexts:
                         ctx[gc.iid] = gc.pid
                     for spec in p.interned_data.gpu_specifications:
-                        self.specs[(fi, seq, spec.iid)] = spec.name
-                extras = None
+                        specs[(fi, seq, spec.iid)] = spec.name
                 if p.HasField("gpu_render_stage_event"):
-                    extras = self._event(fi, seq, p.gpu_render_stage_event)
-                    changed = True
-                    progress.update(done_before + offset, self.r.gpu_events)
-                if changed:
+                    e = p.gpu_render_stage_event
+                    extras = join(fi, seq, e)
+                    if show:
+                        progress.update(done_before + offset, self.r.gpu_events)
                     p.trusted_packet_sequence_id = out_seq
-                    self.emit(p, None, extras)
+                    out.packet(p)
+                    if interned or cleared:
+                        summary.feed(p, extras)
+                    else:       # all that feed() would do with this packet
+                        summary.gpu_event(out_seq, e, extras)
+                elif out_seq != seq:
+                    p.trusted_packet_sequence_id = out_seq
+                    self.emit(p)
                 else:
                     self.emit(p, buf[start:end])
         except TraceFormatError as e:

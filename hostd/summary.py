@@ -99,7 +99,7 @@ class SummaryBuilder:
             e = p.track_event
             self.track_event(e.type, e.track_uuid, e.name)
         if p.HasField("gpu_render_stage_event"):
-            self._gpu(seq, p.gpu_render_stage_event, extras)
+            self.gpu_event(seq, p.gpu_render_stage_event, extras)
 
     def track_event(self, type_: int, track_uuid: int, name: str | None) -> None:
         """A TrackEvent of the merged trace (from feed(), or from the merge for the packets
@@ -109,7 +109,9 @@ class SummaryBuilder:
         elif type_ == _INSTANT and self._tracks.get(track_uuid) == FRAMES_TRACK:
             self.s.frames += 1
 
-    def _gpu(self, seq: int, e, ex: dict[str, str] | None) -> None:
+    def gpu_event(self, seq: int, e, ex: dict[str, str] | None = None) -> None:
+        """The render-stage event of a packet on sequence `seq` (from feed(), or from the merge
+        when the packet holds nothing else feed() reads)."""
         if ex is None:
             ex = first_values(e)
         s = self.s
