@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from tessera.vkapi import structs
+from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import DispatchTable, canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
@@ -85,13 +86,7 @@ def register(drv: Driver) -> None:
         if handle != ffi.NULL and objects.by_address.get(objects.address(handle)) is None:
             objects.add(Queue(handle, dev, family, index))
 
-    @hooks.after("vkGetDeviceQueue")
-    def after_get_queue(dev, result, device, family, index, pQueue):
-        track_queue(dev, pQueue[0], family, index)
-
-    @hooks.after("vkGetDeviceQueue2")
-    def after_get_queue2(dev, result, device, pQueueInfo, pQueue):
-        track_queue(dev, pQueue[0], pQueueInfo.queueFamilyIndex, pQueueInfo.queueIndex)
+    track_device_queues(hooks, track_queue)
 
     @hooks.replace("vkGetDeviceProcAddr")
     def get_device_proc_addr(device, pName):

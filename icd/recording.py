@@ -4,7 +4,6 @@ Each recorded command appends one op to `CommandBuffer.ops`:
 
     ("begin", name) / ("end", None) / ("insert", name)   debug labels (labels.py)
     ("pass_begin", PassInfo)   render pass or dynamic rendering begins (or resumes)
-    ("subpass", None)
     ("draw", Draw)
     ("pass_end", suspending)   ends (or suspends) the current render pass
     ("work", Work)             a dispatch, trace rays or transfer
@@ -19,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tessera.vkapi.commands import (BARRIERS, BUFFER_TRANSFERS, DISPATCHES, DRAWS, IMAGE_TRANSFERS, RENDER_PASS,
+                                    TRACE_RAYS)
 from tessera.vkapi.render_passes import describe_begin, describe_rendering
 from tessera.vkapi.resources import (blit_pixels, buffer_image_pixels, fill_bytes, image_bytes, image_copy_pixels,
                                      subresource_pixels)
@@ -110,14 +111,6 @@ def register(drv: Driver) -> None:
     @hooks.before("vkCmdBeginRenderPass2")
     def cmd_begin_render_pass2(cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
         begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass2")
-
-    @hooks.before("vkCmdNextSubpass")
-    def cmd_next_subpass(cb, commandBuffer, contents):
-        add(cb, "subpass")
-
-    @hooks.before("vkCmdNextSubpass2")
-    def cmd_next_subpass2(cb, commandBuffer, pSubpassBeginInfo, pSubpassEndInfo):
-        add(cb, "subpass")
 
     @hooks.before("vkCmdEndRenderPass")
     def cmd_end_render_pass(cb, commandBuffer):
@@ -339,17 +332,5 @@ def register(drv: Driver) -> None:
         add(cb, "execute", [objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)])
 
 
-RECORDING_HOOKS = (
-    "vkCmdBeginRenderPass", "vkCmdBeginRenderPass2", "vkCmdNextSubpass", "vkCmdNextSubpass2",
-    "vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdBeginRendering", "vkCmdEndRendering",
-    "vkCmdDraw", "vkCmdDrawIndexed", "vkCmdDrawIndirect", "vkCmdDrawIndexedIndirect",
-    "vkCmdDrawIndirectCount", "vkCmdDrawIndexedIndirectCount",
-    "vkCmdBindPipeline", "vkCmdDispatch", "vkCmdDispatchBase", "vkCmdDispatchIndirect",
-    "vkCmdTraceRaysKHR", "vkCmdTraceRaysIndirectKHR",
-    "vkCmdFillBuffer", "vkCmdUpdateBuffer", "vkCmdCopyBuffer", "vkCmdCopyBuffer2",
-    "vkCmdClearColorImage", "vkCmdClearDepthStencilImage", "vkCmdCopyImage", "vkCmdCopyImage2",
-    "vkCmdBlitImage", "vkCmdBlitImage2", "vkCmdResolveImage", "vkCmdResolveImage2",
-    "vkCmdCopyBufferToImage", "vkCmdCopyBufferToImage2", "vkCmdCopyImageToBuffer", "vkCmdCopyImageToBuffer2",
-    "vkCmdPipelineBarrier", "vkCmdPipelineBarrier2", "vkCmdWaitEvents", "vkCmdWaitEvents2",
-    "vkCmdExecuteCommands",
-)
+RECORDING_HOOKS = (RENDER_PASS + DRAWS + ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS
+                   + IMAGE_TRANSFERS + BARRIERS + ("vkCmdExecuteCommands",))

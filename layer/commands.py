@@ -9,14 +9,15 @@ stack in effect when it began, resolved per queue at submit (queues.py).
 from __future__ import annotations
 
 from tessera.vkapi import structs
+from tessera.vkapi.commands import DEVICE_QUEUES, track_device_queues
 from tessera.vkapi.vkconst import vk
 
 from .state import LayerState
 from .trackers import CommandBufferTracker, QueueTracker
 
-COMMAND_HOOKS = (
+COMMAND_HOOKS = DEVICE_QUEUES + (
     "vkAllocateCommandBuffers", "vkFreeCommandBuffers", "vkDestroyCommandPool", "vkResetCommandPool",
-    "vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandBuffer", "vkGetDeviceQueue", "vkGetDeviceQueue2",
+    "vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandBuffer",
     "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT", "vkCmdInsertDebugUtilsLabelEXT",
     "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
     "vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT", "vkQueueInsertDebugUtilsLabelEXT",
@@ -83,13 +84,7 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
         if handle != ffi.NULL and address not in dev.queues:
             dev.queues[address] = QueueTracker(handle, f"queue {family}.{index}")
 
-    @hooks.after("vkGetDeviceQueue")
-    def after_get_queue(dev, result, device, family, index, pQueue):
-        track_queue(dev, pQueue[0], family, index)
-
-    @hooks.after("vkGetDeviceQueue2")
-    def after_get_queue2(dev, result, device, pQueueInfo, pQueue):
-        track_queue(dev, pQueue[0], pQueueInfo.queueFamilyIndex, pQueueInfo.queueIndex)
+    track_device_queues(hooks, track_queue)
 
     # ---- application labels: recorded, not passed down --------------------
     def tracker_of(commandBuffer) -> CommandBufferTracker:

@@ -11,6 +11,7 @@ Draw counts include draws recorded in secondaries that continue the pass.
 """
 from __future__ import annotations
 
+from tessera.vkapi.commands import DRAWS, RENDER_PASS
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.vkconst import vk
 
@@ -18,11 +19,7 @@ from . import encoder
 from .tagging import Labeller, next_tag
 from .trackers import CommandBufferTracker, PassPart, Workload
 
-RENDER_PASS_HOOKS = (
-    "vkCmdBeginRenderPass", "vkCmdBeginRenderPass2", "vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdBeginRendering", "vkCmdEndRendering",
-    "vkCmdDraw", "vkCmdDrawIndexed", "vkCmdDrawIndirect", "vkCmdDrawIndexedIndirect",
-    "vkCmdDrawIndirectCount", "vkCmdDrawIndexedIndirectCount", "vkEndCommandBuffer",
-)
+RENDER_PASS_HOOKS = RENDER_PASS + DRAWS + ("vkEndCommandBuffer",)
 
 
 def _meta(info: PassInfo) -> dict:

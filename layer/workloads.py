@@ -14,20 +14,14 @@ from collections.abc import Callable
 
 from tessera.vkapi.resources import (blit_pixels, buffer_image_pixels, fill_bytes, image_bytes, image_copy_pixels,
                                      subresource_pixels)
+from tessera.vkapi.commands import BUFFER_TRANSFERS, DISPATCHES, IMAGE_TRANSFERS, TRACE_RAYS
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
 from .tagging import Labeller, next_tag
 from .trackers import CommandBufferTracker, Workload
 
-WORKLOAD_HOOKS = (
-    "vkCmdBindPipeline", "vkCmdDispatch", "vkCmdDispatchBase", "vkCmdDispatchIndirect",
-    "vkCmdTraceRaysKHR", "vkCmdTraceRaysIndirectKHR",
-    "vkCmdFillBuffer", "vkCmdUpdateBuffer", "vkCmdCopyBuffer", "vkCmdCopyBuffer2",
-    "vkCmdClearColorImage", "vkCmdClearDepthStencilImage", "vkCmdCopyImage", "vkCmdCopyImage2",
-    "vkCmdBlitImage", "vkCmdBlitImage2", "vkCmdResolveImage", "vkCmdResolveImage2",
-    "vkCmdCopyBufferToImage", "vkCmdCopyBufferToImage2", "vkCmdCopyImageToBuffer", "vkCmdCopyImageToBuffer2",
-)
+WORKLOAD_HOOKS = ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS + IMAGE_TRANSFERS
 
 # describe(dev, tracker, *command args) -> (kind, metadata, capture or None)
 Describe = Callable[..., tuple]
