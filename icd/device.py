@@ -53,14 +53,12 @@ def register(drv: Driver) -> None:
     def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):
         phys = physical_device_info(drv, objects.get(physicalDevice, PhysicalDevice))
         keep: structs.Keepalive = []
-        names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+        names = structs.extension_names(ffi, pCreateInfo)
         emulated = frozenset(n for n in names if n not in phys.extensions)
         if not emulated <= identity.EMULATED_DEVICE_EXTENSIONS.keys():
             return vk.VK_ERROR_EXTENSION_NOT_PRESENT
-        info = structs.copy(ffi, "VkDeviceCreateInfo *", pCreateInfo, keep)
-        kept = [n for n in names if n not in emulated]
-        info.ppEnabledExtensionNames = structs.string_array(ffi, kept, keep)
-        info.enabledExtensionCount = len(kept)
+        info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
+                                       [n for n in names if n not in emulated], keep)
         info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep, drv.hooks.errors.log)
         result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:

@@ -49,13 +49,11 @@ def register(drv: Driver) -> None:
     def create_instance(pCreateInfo, pAllocator, pInstance):
         keep: structs.Keepalive = []
         backend_exts = query_extensions(ffi, backend_global(drv, "vkEnumerateInstanceExtensionProperties"), ffi.NULL)
-        names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+        names = structs.extension_names(ffi, pCreateInfo)
         info = pCreateInfo
         if any(n not in backend_exts for n in names):
-            info = structs.copy(ffi, "VkInstanceCreateInfo *", pCreateInfo, keep)
-            kept = [n for n in names if n in backend_exts]
-            info.ppEnabledExtensionNames = structs.string_array(ffi, kept, keep)
-            info.enabledExtensionCount = len(kept)
+            info = structs.with_extensions(ffi, "VkInstanceCreateInfo *", pCreateInfo,
+                                           [n for n in names if n in backend_exts], keep)
         result = backend_global(drv, "vkCreateInstance")(info, pAllocator, pInstance)
         if result != vk.VK_SUCCESS:
             return result

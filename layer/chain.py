@@ -44,7 +44,7 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
             return _with_extensions(ffi, pCreateInfo, next_gipa, keep)
         except Exception:  # labels are lost, the application's instance is not
             hooks.errors.report("vkCreateInstance", "adding instance extensions; created without them")
-            names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+            names = structs.extension_names(ffi, pCreateInfo)
             return pCreateInfo, frozenset(names)
 
     @hooks.replace("vkCreateInstance")
@@ -90,7 +90,7 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
         link.u.pLayerInfo = link.u.pLayerInfo.pNext
         create = ffi.cast("PFN_vkCreateDevice", next_gipa(inst.handle, b"vkCreateDevice"))
         keep: structs.Keepalive = []
-        names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+        names = structs.extension_names(ffi, pCreateInfo)
         below = query_extensions(ffi, inst.next.vkEnumerateDeviceExtensionProperties, physicalDevice, ffi.NULL)
         emulated = frozenset(n for n in names if n in LAYER_DEVICE_EXTENSIONS and n not in below)
         info = _without_emulated(pCreateInfo, emulated, keep) if emulated else pCreateInfo
@@ -111,11 +111,9 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
 
     def _without_emulated(pCreateInfo, emulated, keep):
         """The create info without extensions (and their feature structs) the layer provides itself."""
-        info = structs.copy(ffi, "VkDeviceCreateInfo *", pCreateInfo, keep)
-        kept = [n for n in structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames,
-                                           pCreateInfo.enabledExtensionCount) if n not in emulated]
-        info.ppEnabledExtensionNames = structs.string_array(ffi, kept, keep)
-        info.enabledExtensionCount = len(kept)
+        info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
+                                       [n for n in structs.extension_names(ffi, pCreateInfo) if n not in emulated],
+                                       keep)
         nodes = list(structs.chain(ffi, pCreateInfo.pNext))
         dropped = {vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT}
         if any(n.sType in dropped for n in nodes):
@@ -161,16 +159,13 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
 
 def _with_extensions(ffi, pCreateInfo, next_gipa, keep):
     """The create info with the instance extensions the layer needs, where available."""
-    names = structs.strings(ffi, pCreateInfo.ppEnabledExtensionNames, pCreateInfo.enabledExtensionCount)
+    names = structs.extension_names(ffi, pCreateInfo)
     available = _instance_extensions(ffi, next_gipa)
     missing = [e for e in REQUIRED_INSTANCE_EXTENSIONS if e not in names and e in available]
     if not missing:
         return pCreateInfo, frozenset(names)
-    info = structs.copy(ffi, "VkInstanceCreateInfo *", pCreateInfo, keep)
     names += missing
-    info.ppEnabledExtensionNames = structs.string_array(ffi, names, keep)
-    info.enabledExtensionCount = len(names)
-    return info, frozenset(names)
+    return structs.with_extensions(ffi, "VkInstanceCreateInfo *", pCreateInfo, names, keep), frozenset(names)
 
 
 def _instance_extensions(ffi, next_gipa) -> set[str]:

@@ -29,6 +29,19 @@ def string_array(ffi, names: list[str], keep: Keepalive):
     return arr
 
 
+def extension_names(ffi, create_info) -> list[str]:
+    """ppEnabledExtensionNames of a VkInstanceCreateInfo or VkDeviceCreateInfo."""
+    return strings(ffi, create_info.ppEnabledExtensionNames, create_info.enabledExtensionCount)
+
+
+def with_extensions(ffi, ctype: str, create_info, names: list[str], keep: Keepalive):
+    """A copy of a VkInstanceCreateInfo / VkDeviceCreateInfo enabling exactly `names`."""
+    info = copy(ffi, ctype, create_info, keep)
+    info.ppEnabledExtensionNames = string_array(ffi, names, keep)
+    info.enabledExtensionCount = len(names)
+    return info
+
+
 def chain(ffi, pnext) -> Iterator[Any]:
     """Every struct of a pNext chain, as VkBaseOutStructure*."""
     p = ffi.cast("VkBaseOutStructure *", pnext)
