@@ -12,7 +12,9 @@ built as protobuf objects and serialised. With a `raw_sink`, slices and
 instants (~10 per submit: millions in a long session) are encoded here from
 pre-encoded pieces instead: the constant fields (sequence id, flags, clock, the
 track's uuid and the event type) are bytes made once, only the timestamp, name,
-correlation id and args are encoded per packet. The bytes are exactly what
+correlation id and args are encoded per packet (a slice end is its timestamp
+and a per-track tail; common names and (key, string) args are kept encoded,
+a few thousand at most). The bytes are exactly what
 SerializeToString gives for the same packet (upb writes fields in field-number
 order: TracePacket timestamp 8, trusted_packet_sequence_id 10, track_event 11,
 sequence_flags 13, timestamp_clock_id 58; TrackEvent debug_annotations 4, type
@@ -33,6 +35,10 @@ from tessera.schemas.perfetto import (CLOCK_BOOTTIME, SEQ_INCREMENTAL_STATE_CLEA
 _UUID_BASE = 0x7E55E4A000000000
 _U64 = (1 << 64) - 1
 _TRUE, _FALSE = b"\x10\x01", b"\x10\x00"          # DebugAnnotation.bool_value
+_KEPT = 1 << 14                                     # encoded names/annotations kept per writer, at most
+_SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
+_SLICE_END = pb.TrackEvent.TYPE_SLICE_END
+_INSTANT = pb.TrackEvent.TYPE_INSTANT
 
 
 def _string_field(tag: bytes, text: str) -> bytes:
@@ -56,6 +62,9 @@ class TrackWriter:
         self._tail = b"\x68" + varint(SEQ_NEEDS_INCREMENTAL_STATE) + b"\xd0\x03" + varint(CLOCK_BOOTTIME)
         self._heads: dict[tuple[int, int], bytes] = {}      # (type, track) -> TrackEvent type + track_uuid
         self._keys: dict[str, bytes] = {}                   # annotation name -> its encoded name field
+        self._texts: dict[tuple[str, str], bytes] = {}      # (name, string value) -> encoded annotation
+        self._names: dict[str, bytes] = {}                  # event name -> its encoded field
+        self._ends: dict[int, bytes] = {}                   # track -> a slice end's bytes after its timestamp
 
     def _packet(self, ts: int | None = None) -> TracePacket:
         p = TracePacket()
@@ -123,8 +132,13 @@ class TrackWriter:
         """`_event`'s packet, encoded from the pre-encoded pieces (same bytes)."""
         parts = []
         if args:
-            keys = self._keys
+            keys, texts = self._keys, self._texts
             for key, value in args.items():
+                if value.__class__ is str:          # common (key, text) annotations are kept encoded
+                    a = texts.get((key, value))
+                    if a is not None:
+                        parts.append(a)
+                        continue
                 k = keys.get(key)
                 if k is None:
                     k = keys[key] = _string_field(b"\x52", key)
@@ -134,25 +148,45 @@ class TrackWriter:
                     v = b"\x20" + varint(value & _U64)
                 else:
                     v = _string_field(b"\x32", value if isinstance(value, str) else str(value))
-                parts.append(b"\x22" + varint(len(v) + len(k)) + v + k)
-        head = self._heads.get((type_, track))
-        if head is None:
-            head = self._heads[(type_, track)] = b"\x48" + varint(type_) + b"\x58" + varint(track)
-        parts.append(head)
+                a = b"\x22" + varint(len(v) + len(k)) + v + k
+                if value.__class__ is str and len(texts) < _KEPT:
+                    texts[(key, value)] = a
+                parts.append(a)
+        parts.append(self._head(type_, track))
         if name is not None:
-            parts.append(_string_field(b"\xba\x01", name))
+            n = self._names.get(name)
+            if n is None:
+                n = _string_field(b"\xba\x01", name)
+                if len(self._names) < _KEPT:
+                    self._names[name] = n
+            parts.append(n)
         if correlation:
             parts.append(_string_field(b"\xaa\x03", correlation))
         event = b"".join(parts)
         body = b"".join((b"\x40", varint(ts), self._seq_field, b"\x5a", varint(len(event)), event, self._tail))
         self.raw_sink(b"\x0a" + varint(len(body)) + body, type_, track, name)
 
+    def _head(self, type_: int, track: int) -> bytes:
+        head = self._heads.get((type_, track))
+        if head is None:
+            head = self._heads[(type_, track)] = b"\x48" + varint(type_) + b"\x58" + varint(track)
+        return head
+
     def begin(self, track: int, ts: int, name: str, args: dict[str, Any] | None = None,
               correlation: str | None = None) -> None:
-        self._event(track, ts, pb.TrackEvent.TYPE_SLICE_BEGIN, name, args, correlation)
+        self._event(track, ts, _SLICE_BEGIN, name, args, correlation)
 
     def end(self, track: int, ts: int) -> None:
-        self._event(track, ts, pb.TrackEvent.TYPE_SLICE_END, None, None)
+        if self.raw_sink is not None and not self._first and 0 <= ts <= _U64:
+            # everything after the timestamp is the same for every end on this track
+            tail = self._ends.get(track)
+            if tail is None:
+                head = self._head(_SLICE_END, track)
+                tail = self._ends[track] = self._seq_field + b"\x5a" + varint(len(head)) + head + self._tail
+            body = b"\x40" + varint(ts) + tail
+            self.raw_sink(b"\x0a" + varint(len(body)) + body, _SLICE_END, track, None)
+            return
+        self._event(track, ts, _SLICE_END, None, None)
 
     def instant(self, track: int, ts: int, name: str, args: dict[str, Any] | None = None) -> None:
-        self._event(track, ts, pb.TrackEvent.TYPE_INSTANT, name, args)
+        self._event(track, ts, _INSTANT, name, args)

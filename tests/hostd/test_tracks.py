@@ -29,22 +29,27 @@ def both(seq: int):
     return a, b, proto, raw
 
 
+event = st.tuples(st.integers(0, U64), names, args, st.none() | st.text(max_size=12),
+                  st.sampled_from(["begin", "end", "instant"]))
+
+
 @settings(max_examples=300, deadline=None)
-@example(seq=1, ts=0, name="", argv=EVERY_KIND, correlation="rp:#1", kind="begin")
-@example(seq=(1 << 32) - 1, ts=U64, name="Frame 1", argv=EVERY_KIND, correlation=None, kind="instant")
-@given(seq=st.integers(1, (1 << 32) - 1), ts=st.integers(0, U64), name=names, argv=args,
-       correlation=st.none() | st.text(max_size=12), kind=st.sampled_from(["begin", "end", "instant"]))
-def test_raw_events_are_the_protobuf_bytes(seq, ts, name, argv, correlation, kind):
+@example(seq=1, events=[(0, "", EVERY_KIND, "rp:#1", "begin")])
+@example(seq=(1 << 32) - 1, events=[(U64, "Frame 1", EVERY_KIND, None, "instant")])
+@given(seq=st.integers(1, (1 << 32) - 1), events=st.lists(event, min_size=1, max_size=4))
+def test_raw_events_are_the_protobuf_bytes(seq, events):
     a, b, proto, raw = both(seq)
     for w in (a, b):
         ptrack = w.process(4242, "app")
-        track = w.track(ptrack, "vkQueueSubmit (0xq1)")
-        if kind == "begin":
-            w.begin(track, ts, name if name is not None else "x", argv, correlation=correlation)
-        elif kind == "end":
-            w.end(track, ts)
-        else:
-            w.instant(track, ts, name if name is not None else "x", argv)
+        tracks = [w.track(ptrack, "vkQueueSubmit (0xq1)"), w.track(ptrack, "Frames")]
+        for i, (ts, name, argv, correlation, kind) in enumerate(events * 2):     # twice: what is kept is reused
+            track = tracks[i % 2]
+            if kind == "begin":
+                w.begin(track, ts, name if name is not None else "x", argv, correlation=correlation)
+            elif kind == "end":
+                w.end(track, ts)
+            else:
+                w.instant(track, ts, name if name is not None else "x", argv)
     assert raw == proto
 
 
