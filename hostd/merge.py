@@ -50,7 +50,8 @@ from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENT
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
-from .summary import FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, Summary, SummaryBuilder, first_values
+from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
+                      first_values)
 from .traceio import TraceOut
 from .tracks import TrackWriter
 
@@ -274,17 +275,20 @@ class _Merger:
             else:
                 name = slice_name(meta, stack, fallback)
                 child_name = describe(meta) if meta else f"t{tag}"
-            entry = self._entry
+            entries = self._entries
             parts = []
-            added: dict[str, str] = {}     # what the summary reads: the first value of each name
+            added: dict[str, str] = {}     # what the summary reads (SUMMARY_READS): the first value of each name
             for k, value in meta.items():
-                k, v = (k if k not in ex else f"layer {k}"), arg_value(value)
-                parts.append(entry(k, v))
-                added.setdefault(k, v)
+                if k in ex:
+                    k = f"layer {k}"
+                v = value if value.__class__ is str else arg_value(value)
+                field = entries.get((k, v))
+                parts.append(field if field is not None else self._entry(k, v))
+                if k in SUMMARY_READS and k not in added:
+                    added[k] = v
             for k, value in (("tag", tag), ("submit", submit)):
                 if value is not None and k not in ex and k not in meta:
-                    parts.append(entry(k, str(value)))
-                    added.setdefault(k, str(value))
+                    parts.append(self._entry(k, str(value)))
             parts.append(_string_field(_NAME_FIELD, name))
             add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)

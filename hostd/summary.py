@@ -25,6 +25,9 @@ SUBMIT_SLICE = "vkQueueSubmit"
 FRAMES_TRACK = "Frames"
 MISSING_KEY = "metadata"
 MISSING_VALUE = "missing"
+# The only extra_data names the summary reads from a render-stage event: the `extras` a
+# caller passes need hold no others.
+SUMMARY_READS = frozenset({MISSING_KEY, "kind", "labels", "Labels"})
 _SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 _INSTANT = pb.TrackEvent.TYPE_INSTANT
 
@@ -82,7 +85,8 @@ class SummaryBuilder:
 
     def feed(self, p: TracePacket, extras: dict[str, str] | None = None) -> None:
         """One packet of the merged trace. `extras`: its render-stage event's extra_data as
-        name -> first value, when the caller has it already (the merge), else read here."""
+        name -> first value (at least the SUMMARY_READS names), when the caller has it
+        already (the merge), else read here."""
         seq = p.trusted_packet_sequence_id
         if p.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED:
             for key in [k for k in self._specs if k[0] == seq]:
