@@ -130,6 +130,7 @@ def slice_name(meta: dict[str, Any] | None, stack: list[str], fallback: str) -> 
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode   # what json.dumps(...) calls
+_INTS, _STRS = frozenset({int}), frozenset({str})
 _JSON_ESCAPED = re.compile(r'[\x00-\x1f\\"]')     # what JSON escapes in a string when ensure_ascii=False
 
 
@@ -151,9 +152,10 @@ def arg_value(value: Any) -> str:
     if value is None:
         return "null"
     if t is list:
-        if all(type(v) is int for v in value):
+        types = set(map(type, value))
+        if types <= _INTS:
             return "[" + ",".join(map(int.__repr__, value)) + "]"
-        if all(type(v) is str for v in value) and not _JSON_ESCAPED.search("".join(value)):
+        if types == _STRS and not _JSON_ESCAPED.search("".join(value)):
             return '["' + '","'.join(value) + '"]'
     if isinstance(value, str):
         return value
