@@ -120,14 +120,21 @@ class SummaryBuilder:
             ex = first_values(e)
         s = self.s
         s.gpu_events += 1
-        queue = self._specs.get((seq, e.hw_queue_iid), f"queue {e.hw_queue_iid}")
-        stage = self._specs.get((seq, e.stage_iid), f"stage {e.stage_iid}")
+        specs = self._specs
+        q, st = e.hw_queue_iid, e.stage_iid
+        queue = specs.get((seq, q))           # (the default built only when needed: hot path)
+        if queue is None:
+            queue = f"queue {q}"
+        stage = specs.get((seq, st))
+        if stage is None:
+            stage = f"stage {st}"
         missing = ex.get(MISSING_KEY) == MISSING_VALUE
         s.events_without_metadata += missing
         kind = ex.get("kind")
         label = kind_label(kind) if kind else ("unknown (no metadata)" if missing else "unknown")
-        if e.render_pass_instance_id:
-            key = (seq, e.render_pass_instance_id)
+        rp = e.render_pass_instance_id
+        if rp:
+            key = (seq, rp)
             new = key not in self._render_passes
             if new:
                 self._render_passes.add(key)
@@ -135,10 +142,11 @@ class SummaryBuilder:
             new = True
         if new:
             s.workloads[label] = s.workloads.get(label, 0) + 1
-        s.gpu_time_ns[queue] = s.gpu_time_ns.get(queue, 0) + e.duration
+        duration = e.duration
+        s.gpu_time_ns[queue] = s.gpu_time_ns.get(queue, 0) + duration
         if self.top <= 0:
             return
-        if len(self._heap) >= self.top and e.duration <= self._heap[0][0]:
+        if len(self._heap) >= self.top and duration <= self._heap[0][0]:
             return
         labels = ex.get("labels")
         try:
