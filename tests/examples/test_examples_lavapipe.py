@@ -115,8 +115,9 @@ def test_c_compute_and_draw_reports_missing_shaders(built: Path, tmp_path: Path)
     assert "compute_and_draw: FAIL cannot open SPIR-V" in proc.stderr
 
 
-def test_dispatch_cost_bench(built: Path, shader_cache: Path) -> None:
-    proc = _run([str(built / "bench" / "dispatch_cost"), "5000", "2"], _env("plain", shader_cache))
+@pytest.mark.parametrize("mode", ["draw", "dispatch", "submit"])
+def test_record_cost_bench(built: Path, shader_cache: Path, mode: str) -> None:
+    proc = _run([str(built / "bench" / "record_cost"), mode, "500", "2"], _env("plain", shader_cache))
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert result["calls"] == 5000 and result["ns_per_call"] > 0
+    assert result["mode"] == mode and result["calls"] == 500 and result["ns_per_call"] > 0
