@@ -7,7 +7,7 @@
  *
  * MODE is one of:
  *   dispatch  with an empty compute pipeline (local size 64) bound, the wall time of recording
- *             N vkCmdDispatch(1,1,1) into one primary command buffer (as bench/dispatch_cost.c).
+ *             N vkCmdDispatch(1,1,1) into one primary command buffer.
  *   draw      inside one vkCmdBeginRendering (dynamic rendering, Vulkan 1.3) on a 64x64
  *             R8G8B8A8_UNORM color image, with a graphics pipeline bound (a vertex shader making a
  *             triangle from gl_VertexIndex, a constant-color fragment shader), the wall time of
