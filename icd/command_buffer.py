@@ -1,6 +1,7 @@
 """Command buffer lifecycle (Vulkan spec 6.1) and the pool -> buffers map."""
 from __future__ import annotations
 
+from tessera.vkapi.commands import track_command_buffers
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
@@ -10,39 +11,19 @@ from .objects import CommandBuffer, CommandBufferState
 def register(drv: Driver) -> None:
     ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
 
-    @hooks.after("vkAllocateCommandBuffers")
-    def after_allocate(dev, result, device, pAllocateInfo, pCommandBuffers):
-        if result != vk.VK_SUCCESS:
-            return
-        pool = int(pAllocateInfo.commandPool)
-        members = objects.pools.setdefault(pool, set())
-        for i in range(pAllocateInfo.commandBufferCount):
-            address = objects.address(pCommandBuffers[i])
-            objects.add(CommandBuffer(pCommandBuffers[i], dev, pool, pAllocateInfo.level, address=address))
-            members.add(address)
+    def added(dev, handle, address: int, level: int, pool: int) -> None:
+        objects.add(CommandBuffer(handle, dev, pool, level, address=address))
 
-    def forget(pool: int, handle) -> None:
-        address = objects.address(handle)
-        objects.pools.get(pool, set()).discard(address)
-        objects.remove(handle)
-
-    @hooks.before("vkFreeCommandBuffers")
-    def before_free(dev, device, commandPool, count, pCommandBuffers):
-        for i in range(count):
-            if pCommandBuffers[i] != ffi.NULL:
-                forget(int(commandPool), pCommandBuffers[i])
-
-    @hooks.before("vkDestroyCommandPool")
-    def before_destroy_pool(dev, device, commandPool, pAllocator):
-        for address in objects.pools.pop(int(commandPool), set()):
+    def gone(dev, address: int) -> None:
+        with objects.lock:
             objects.by_address.pop(address, None)
 
-    @hooks.after("vkResetCommandPool")
-    def after_reset_pool(dev, result, device, commandPool, flags):
-        for address in objects.pools.get(int(commandPool), ()):
-            cb = objects.by_address.get(address)
-            if isinstance(cb, CommandBuffer):
-                cb.reset()
+    def reset(dev, address: int) -> None:
+        cb = objects.by_address.get(address)
+        if isinstance(cb, CommandBuffer):
+            cb.reset()
+
+    track_command_buffers(hooks, ffi, lambda dev: objects.pools, added, gone, reset)
 
     @hooks.after("vkBeginCommandBuffer")
     def after_begin(cb, result, commandBuffer, pBeginInfo):

@@ -7,7 +7,7 @@ the backend driver: the ICD's GetProcAddr returns the backend's own pointer.
 from __future__ import annotations
 
 from tessera.vkapi import paths
-from tessera.vkapi.commands import DEVICE_QUEUES
+from tessera.vkapi.commands import COMMAND_BUFFER_LIFETIME, DEVICE_QUEUES
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.shim import ShimSpec
@@ -23,9 +23,8 @@ INSTANCE_HOOKS = (
     "vkGetPhysicalDeviceProperties", "vkGetPhysicalDeviceProperties2", "vkGetPhysicalDeviceFeatures2",
     "vkEnumerateDeviceExtensionProperties", "vkCreateDevice",
 )
-DEVICE_HOOKS = DEVICE_QUEUES + (
+DEVICE_HOOKS = DEVICE_QUEUES + COMMAND_BUFFER_LIFETIME + (
     "vkGetDeviceProcAddr", "vkDestroyDevice",
-    "vkAllocateCommandBuffers", "vkFreeCommandBuffers", "vkDestroyCommandPool", "vkResetCommandPool",
     "vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandBuffer",
 )
 LABEL_HOOKS = (

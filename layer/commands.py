@@ -9,14 +9,14 @@ stack in effect when it began, resolved per queue at submit (queues.py).
 from __future__ import annotations
 
 from tessera.vkapi import structs
-from tessera.vkapi.commands import DEVICE_QUEUES, track_device_queues
+from tessera.vkapi.commands import (COMMAND_BUFFER_LIFETIME, DEVICE_QUEUES, track_command_buffers,
+                                    track_device_queues)
 from tessera.vkapi.vkconst import vk
 
 from .state import LayerState
 from .trackers import CommandBufferTracker, QueueTracker
 
-COMMAND_HOOKS = DEVICE_QUEUES + (
-    "vkAllocateCommandBuffers", "vkFreeCommandBuffers", "vkDestroyCommandPool", "vkResetCommandPool",
+COMMAND_HOOKS = DEVICE_QUEUES + COMMAND_BUFFER_LIFETIME + (
     "vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandBuffer",
     "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT", "vkCmdInsertDebugUtilsLabelEXT",
     "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
@@ -28,44 +28,23 @@ COMMAND_HOOKS = DEVICE_QUEUES + (
 def register(hooks, state: LayerState, ffi, release_captures) -> None:
     """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py)."""
 
-    @hooks.after("vkAllocateCommandBuffers")
-    def after_allocate(dev, result, device, info, pCommandBuffers):
-        if result != vk.VK_SUCCESS:
-            return
-        pool = int(info.commandPool)
-        members = dev.pools.setdefault(pool, set())
-        for i in range(info.commandBufferCount):
-            address = state.address(pCommandBuffers[i])
-            dev.command_buffers[address] = CommandBufferTracker(pCommandBuffers[i], address, info.level, pool)
-            members.add(address)
+    def added(dev, handle, address: int, level: int, pool: int) -> None:
+        dev.command_buffers[address] = CommandBufferTracker(handle, address, level, pool)
 
-    def forget(dev, address: int) -> None:
+    def gone(dev, address: int) -> None:
         tracker = dev.command_buffers.pop(address, None)
         if tracker is not None:
             release_captures(dev, tracker)
-
-    @hooks.before("vkFreeCommandBuffers")
-    def before_free(dev, device, commandPool, count, pCommandBuffers):
-        for i in range(count):
-            if pCommandBuffers[i] != ffi.NULL:
-                address = state.address(pCommandBuffers[i])
-                dev.pools.get(int(commandPool), set()).discard(address)
-                forget(dev, address)
-
-    @hooks.before("vkDestroyCommandPool")
-    def before_destroy_pool(dev, device, commandPool, pAllocator):
-        for address in dev.pools.pop(int(commandPool), set()):
-            forget(dev, address)
 
     def reset(dev, tracker: CommandBufferTracker) -> None:
         release_captures(dev, tracker)
         tracker.reset()
 
-    @hooks.after("vkResetCommandPool")
-    def after_reset_pool(dev, result, device, commandPool, flags):
-        for address in dev.pools.get(int(commandPool), ()):
-            if address in dev.command_buffers:
-                reset(dev, dev.command_buffers[address])
+    def pool_reset(dev, address: int) -> None:
+        if address in dev.command_buffers:
+            reset(dev, dev.command_buffers[address])
+
+    track_command_buffers(hooks, ffi, lambda dev: dev.pools, added, gone, pool_reset)
 
     @hooks.before("vkBeginCommandBuffer")
     def before_begin(dev, commandBuffer, pBeginInfo):

@@ -29,3 +29,47 @@ def track_device_queues(hooks, track: Callable[..., None]) -> None:
     @hooks.after("vkGetDeviceQueue2")
     def after_get_queue2(owner, result, device, pQueueInfo, pQueue):
         track(owner, pQueue[0], pQueueInfo.queueFamilyIndex, pQueueInfo.queueIndex)
+
+COMMAND_BUFFER_LIFETIME = ("vkAllocateCommandBuffers", "vkFreeCommandBuffers", "vkDestroyCommandPool",
+                           "vkResetCommandPool")
+
+
+def track_command_buffers(hooks, ffi, pools_of: Callable, added: Callable, gone: Callable, reset: Callable) -> None:
+    """Follow command buffers through their pools (spec 6.2-6.3).
+
+    `pools_of(owner)` is the owner's dict pool -> buffer addresses; the callbacks get
+    (owner, handle, address, level, pool) when allocated, (owner, address) when freed
+    (alone or with their pool) and when their pool is reset.
+    """
+    def address(handle) -> int:
+        return int(ffi.cast("uintptr_t", handle))
+
+    @hooks.after("vkAllocateCommandBuffers")
+    def after_allocate(owner, result, device, info, pCommandBuffers):
+        if result != 0:   # VK_SUCCESS
+            return
+        pool = int(info.commandPool)
+        members = pools_of(owner).setdefault(pool, set())
+        for i in range(info.commandBufferCount):
+            a = address(pCommandBuffers[i])
+            added(owner, pCommandBuffers[i], a, info.level, pool)
+            members.add(a)
+
+    @hooks.before("vkFreeCommandBuffers")
+    def before_free(owner, device, commandPool, count, pCommandBuffers):
+        members = pools_of(owner).get(int(commandPool), set())
+        for i in range(count):
+            if pCommandBuffers[i] != ffi.NULL:
+                a = address(pCommandBuffers[i])
+                members.discard(a)
+                gone(owner, a)
+
+    @hooks.before("vkDestroyCommandPool")
+    def before_destroy_pool(owner, device, commandPool, pAllocator):
+        for a in pools_of(owner).pop(int(commandPool), set()):
+            gone(owner, a)
+
+    @hooks.after("vkResetCommandPool")
+    def after_reset_pool(owner, result, device, commandPool, flags):
+        for a in pools_of(owner).get(int(commandPool), ()):
+            reset(owner, a)
