@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from tessera.vkapi.commands import (BARRIERS, BUFFER_TRANSFERS, DISPATCHES, DRAWS, IMAGE_TRANSFERS, RENDER_PASS,
                                     TRACE_RAYS)
 from tessera.vkapi.render_passes import describe_begin, describe_rendering
-from tessera.vkapi.resources import (blit_pixels, buffer_image_pixels, fill_bytes, image_bytes, image_copy_pixels,
-                                     subresource_pixels)
+from tessera.vkapi.transfers import TRANSFERS
 from tessera.vkapi.vkconst import vk
 
 from . import timing
@@ -205,94 +204,17 @@ def register(drv: Driver) -> None:
         add(cb, "work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysIndirectKHR", {"width": -1},
                              invocations=timing.INDIRECT_DISPATCH_GROUPS * 64, estimated=True))
 
-    # ---- transfers -------------------------------------------------------
-    def transfer(cb, stage: str, command: str, nbytes: int, **info) -> None:
-        add(cb, "work", Work("transfer", stage, command, {"bytes": nbytes, **info}, nbytes=nbytes))
+    # ---- transfers (sizes from the table shared with the layer) -----------
+    def transfer_hook(name: str):
+        describe = TRANSFERS[name]
 
-    def image_transfer(cb, stage: str, command: str, image: int, pixels: int, regions: int) -> None:
-        nbytes = image_bytes(res(cb).images.get(int(image)), pixels)
-        transfer(cb, stage, command, nbytes, pixels=pixels, regions=regions)
+        def before(cb, commandBuffer, *args):
+            t = describe(res(cb), *args)
+            add(cb, "work", Work("transfer", t.stage, name, t.fields(), nbytes=t.nbytes))
+        return before
 
-    @hooks.before("vkCmdFillBuffer")
-    def cmd_fill_buffer(cb, commandBuffer, buffer, offset, size, data):
-        transfer(cb, "fill buffer", "vkCmdFillBuffer", fill_bytes(size, offset, res(cb).buffers.get(int(buffer))))
-
-    @hooks.before("vkCmdUpdateBuffer")
-    def cmd_update_buffer(cb, commandBuffer, buffer, offset, dataSize, pData):
-        transfer(cb, "update buffer", "vkCmdUpdateBuffer", dataSize)
-
-    @hooks.before("vkCmdCopyBuffer")
-    def cmd_copy_buffer(cb, commandBuffer, src, dst, count, pRegions):
-        transfer(cb, "copy buffer", "vkCmdCopyBuffer", sum(pRegions[i].size for i in range(count)), regions=count)
-
-    @hooks.before("vkCmdCopyBuffer2")
-    def cmd_copy_buffer2(cb, commandBuffer, info):
-        n = info.regionCount
-        transfer(cb, "copy buffer", "vkCmdCopyBuffer2", sum(info.pRegions[i].size for i in range(n)), regions=n)
-
-    def clear_pixels(cb, image, count, pRanges) -> int:
-        img = res(cb).images.get(int(image))
-        return sum(subresource_pixels(img, pRanges[i]) for i in range(count)) if img else 0
-
-    @hooks.before("vkCmdClearColorImage")
-    def cmd_clear_color(cb, commandBuffer, image, layout, pColor, count, pRanges):
-        image_transfer(cb, "clear image", "vkCmdClearColorImage", image, clear_pixels(cb, image, count, pRanges), count)
-
-    @hooks.before("vkCmdClearDepthStencilImage")
-    def cmd_clear_depth(cb, commandBuffer, image, layout, pValue, count, pRanges):
-        image_transfer(cb, "clear image", "vkCmdClearDepthStencilImage", image,
-                       clear_pixels(cb, image, count, pRanges), count)
-
-    def copy_regions(regions, count, pixels_of) -> int:
-        return sum(pixels_of(regions[i]) for i in range(count))
-
-    @hooks.before("vkCmdCopyImage")
-    def cmd_copy_image(cb, commandBuffer, src, srcLayout, dst, dstLayout, count, pRegions):
-        image_transfer(cb, "copy image", "vkCmdCopyImage", src, copy_regions(pRegions, count, image_copy_pixels), count)
-
-    @hooks.before("vkCmdCopyImage2")
-    def cmd_copy_image2(cb, commandBuffer, info):
-        image_transfer(cb, "copy image", "vkCmdCopyImage2", info.srcImage,
-                       copy_regions(info.pRegions, info.regionCount, image_copy_pixels), info.regionCount)
-
-    @hooks.before("vkCmdBlitImage")
-    def cmd_blit_image(cb, commandBuffer, src, srcLayout, dst, dstLayout, count, pRegions, filter_):
-        image_transfer(cb, "blit image", "vkCmdBlitImage", dst, copy_regions(pRegions, count, blit_pixels), count)
-
-    @hooks.before("vkCmdBlitImage2")
-    def cmd_blit_image2(cb, commandBuffer, info):
-        image_transfer(cb, "blit image", "vkCmdBlitImage2", info.dstImage,
-                       copy_regions(info.pRegions, info.regionCount, blit_pixels), info.regionCount)
-
-    @hooks.before("vkCmdResolveImage")
-    def cmd_resolve_image(cb, commandBuffer, src, srcLayout, dst, dstLayout, count, pRegions):
-        image_transfer(cb, "resolve image", "vkCmdResolveImage", src,
-                       copy_regions(pRegions, count, image_copy_pixels), count)
-
-    @hooks.before("vkCmdResolveImage2")
-    def cmd_resolve_image2(cb, commandBuffer, info):
-        image_transfer(cb, "resolve image", "vkCmdResolveImage2", info.srcImage,
-                       copy_regions(info.pRegions, info.regionCount, image_copy_pixels), info.regionCount)
-
-    @hooks.before("vkCmdCopyBufferToImage")
-    def cmd_copy_buffer_to_image(cb, commandBuffer, buffer, image, layout, count, pRegions):
-        image_transfer(cb, "copy buffer to image", "vkCmdCopyBufferToImage", image,
-                       copy_regions(pRegions, count, buffer_image_pixels), count)
-
-    @hooks.before("vkCmdCopyBufferToImage2")
-    def cmd_copy_buffer_to_image2(cb, commandBuffer, info):
-        image_transfer(cb, "copy buffer to image", "vkCmdCopyBufferToImage2", info.dstImage,
-                       copy_regions(info.pRegions, info.regionCount, buffer_image_pixels), info.regionCount)
-
-    @hooks.before("vkCmdCopyImageToBuffer")
-    def cmd_copy_image_to_buffer(cb, commandBuffer, image, layout, buffer, count, pRegions):
-        image_transfer(cb, "copy image to buffer", "vkCmdCopyImageToBuffer", image,
-                       copy_regions(pRegions, count, buffer_image_pixels), count)
-
-    @hooks.before("vkCmdCopyImageToBuffer2")
-    def cmd_copy_image_to_buffer2(cb, commandBuffer, info):
-        image_transfer(cb, "copy image to buffer", "vkCmdCopyImageToBuffer2", info.srcImage,
-                       copy_regions(info.pRegions, info.regionCount, buffer_image_pixels), info.regionCount)
+    for name in TRANSFERS:
+        hooks.before(name)(transfer_hook(name))
 
     # ---- ordering and secondaries ---------------------------------------
     def barrier(cb, masks: list[tuple[int, int]]) -> None:

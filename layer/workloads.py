@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from tessera.vkapi.resources import (blit_pixels, buffer_image_pixels, fill_bytes, image_bytes, image_copy_pixels,
-                                     subresource_pixels)
 from tessera.vkapi.commands import BUFFER_TRANSFERS, DISPATCHES, IMAGE_TRANSFERS, TRACE_RAYS
+from tessera.vkapi.transfers import TRANSFERS
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -91,60 +90,14 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
                      ("vkCmdTraceRaysIndirectKHR", trace_rays_indirect)):
         tag_command(hooks, state, labeller, name, fn)
 
-    # ---- transfers ---------------------------------------------------------
-    def buffer_transfer(subtype: str, nbytes: int, **more) -> tuple:
-        return "buffer_transfer", {"subtype": subtype, "bytes": nbytes, **more}, None
+    # ---- transfers (sizes from the table shared with the driver) ---------------
+    def transfer(name: str):
+        size = TRANSFERS[name]
 
-    def image_transfer(dev, subtype: str, image, pixels: int, regions: int) -> tuple:
-        nbytes = image_bytes(dev.res.images.get(int(image)), pixels)
-        return "image_transfer", {"subtype": subtype, "pixels": pixels, "bytes": nbytes, "regions": regions}, None
+        def describe(dev, t, cb, *args):
+            tr = size(dev.res, *args)
+            return tr.kind, {"subtype": tr.stage, **tr.fields()}, None
+        return describe
 
-    def total(regions, count, pixels_of) -> int:
-        return sum(pixels_of(regions[i]) for i in range(count))
-
-    def clear_pixels(dev, image, count, ranges) -> int:
-        img = dev.res.images.get(int(image))
-        return sum(subresource_pixels(img, ranges[i]) for i in range(count)) if img else -1
-
-    def sizes(regions, count) -> int:
-        return sum(regions[i].size for i in range(count))
-
-    transfers = {
-        "vkCmdFillBuffer": lambda dev, t, cb, buf, off, size, data: buffer_transfer(
-            "fill buffer", fill_bytes(size, off, dev.res.buffers.get(int(buf)))),
-        "vkCmdUpdateBuffer": lambda dev, t, cb, buf, off, size, data: buffer_transfer("update buffer", size),
-        "vkCmdCopyBuffer": lambda dev, t, cb, src, dst, n, regions: buffer_transfer(
-            "copy buffer", sizes(regions, n), regions=n),
-        "vkCmdCopyBuffer2": lambda dev, t, cb, info: buffer_transfer(
-            "copy buffer", sizes(info.pRegions, info.regionCount), regions=info.regionCount),
-        "vkCmdClearColorImage": lambda dev, t, cb, image, layout, color, n, ranges: image_transfer(
-            dev, "clear image", image, clear_pixels(dev, image, n, ranges), n),
-        "vkCmdClearDepthStencilImage": lambda dev, t, cb, image, layout, value, n, ranges: image_transfer(
-            dev, "clear image", image, clear_pixels(dev, image, n, ranges), n),
-        "vkCmdCopyImage": lambda dev, t, cb, src, sl, dst, dl, n, regions: image_transfer(
-            dev, "copy image", src, total(regions, n, image_copy_pixels), n),
-        "vkCmdCopyImage2": lambda dev, t, cb, info: image_transfer(
-            dev, "copy image", info.srcImage, total(info.pRegions, info.regionCount, image_copy_pixels),
-            info.regionCount),
-        "vkCmdBlitImage": lambda dev, t, cb, src, sl, dst, dl, n, regions, flt: image_transfer(
-            dev, "blit image", dst, total(regions, n, blit_pixels), n),
-        "vkCmdBlitImage2": lambda dev, t, cb, info: image_transfer(
-            dev, "blit image", info.dstImage, total(info.pRegions, info.regionCount, blit_pixels), info.regionCount),
-        "vkCmdResolveImage": lambda dev, t, cb, src, sl, dst, dl, n, regions: image_transfer(
-            dev, "resolve image", src, total(regions, n, image_copy_pixels), n),
-        "vkCmdResolveImage2": lambda dev, t, cb, info: image_transfer(
-            dev, "resolve image", info.srcImage, total(info.pRegions, info.regionCount, image_copy_pixels),
-            info.regionCount),
-        "vkCmdCopyBufferToImage": lambda dev, t, cb, buf, image, layout, n, regions: image_transfer(
-            dev, "copy buffer to image", image, total(regions, n, buffer_image_pixels), n),
-        "vkCmdCopyBufferToImage2": lambda dev, t, cb, info: image_transfer(
-            dev, "copy buffer to image", info.dstImage,
-            total(info.pRegions, info.regionCount, buffer_image_pixels), info.regionCount),
-        "vkCmdCopyImageToBuffer": lambda dev, t, cb, image, layout, buf, n, regions: image_transfer(
-            dev, "copy image to buffer", image, total(regions, n, buffer_image_pixels), n),
-        "vkCmdCopyImageToBuffer2": lambda dev, t, cb, info: image_transfer(
-            dev, "copy image to buffer", info.srcImage,
-            total(info.pRegions, info.regionCount, buffer_image_pixels), info.regionCount),
-    }
-    for name, fn in transfers.items():
-        tag_command(hooks, state, labeller, name, fn)
+    for name in TRANSFERS:
+        tag_command(hooks, state, labeller, name, transfer(name))
