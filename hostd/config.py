@@ -34,7 +34,8 @@ class Address:
     def __str__(self) -> str:
         if self.kind == "unix":
             return f"unix:{self.path}"
-        return f"tcp:{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in (self.host or "") else self.host   # IPv6, as in URLs
+        return f"tcp:{host}:{self.port}"
 
 
 class AddressError(ValueError):

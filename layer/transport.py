@@ -10,15 +10,27 @@ when the connection fails (or by the end of a flush) are written to the
 spool whole, so nothing recorded is lost even if the daemon is killed with
 data in its socket buffer. A frame may then be in both places; merge
 treats the copies as one.
-While spooling with a daemon configured, the sender retries the daemon at
-most every RETRY_S seconds and goes back to it when it answers; merge reads
-both. Every connection and every spool file starts with the HELLO frame.
+A daemon that stops reading (SIGSTOP, a hang) must not hold the app: the socket
+is non-blocking and every wait on the daemon is bounded by STALL_S without
+progress; a stalled connection is dropped like a dead one (its unacknowledged
+frames spooled), and a new connection counts only once the daemon acknowledges
+its HELLO (a stopped daemon's kernel still accepts connections).
+While spooling with a daemon configured, the sender retries the daemon (every
+RETRY_S after a refusal, backing off from STALL_RETRY_S after a stall) and goes
+back to it when it answers; merge reads both. One warning line, shown whatever
+TESSERA_LOG says, tells when frames start going to the spool instead of the
+daemon. Every connection and every spool file (0600) starts with the HELLO frame.
+
+Threads: application threads call `send`/`flush`/`close`; the sender thread
+owns the connection; the spool file is shared under `_spool_lock`.
 """
 from __future__ import annotations
 
 import atexit
 import collections
+import logging
 import os
+import select
 import socket
 import tempfile
 import threading
@@ -28,15 +40,26 @@ from pathlib import Path
 
 from tessera.schemas.frames import ACK
 
-CONNECT_TIMEOUT_S = 2.0
-RETRY_S = 0.5
-SETTLE_S = 2.0      # flush: how long to wait for the daemon's acknowledgements
+# How long the daemon may make no progress (read nothing we send, acknowledge nothing we wait
+# for) before it counts as stalled: the connection is dropped, what it did not acknowledge is
+# spooled, and the app's exit never waits on it for more than about this long (issue #10).
+STALL_S = 0.4
+CONNECT_TIMEOUT_S = 0.5      # a local daemon accepts at once; only a full backlog makes connect() wait
+RETRY_S = 0.5                # a daemon that refused or dropped us is retried at most this often
+# A stalled daemon still accepts connections (the kernel queues them), so retries back off:
+# each unanswered HELLO doubles the wait, and costs the daemon one queued connection.
+STALL_RETRY_S = (2.0, 16.0)  # (first, largest)
+SETTLE_S = 1.0               # flush: the longest wait for acknowledgements of a daemon still progressing
 # Bound of the queue between application threads and the sender: beyond it (a daemon too
 # slow to keep up), application threads append their frames to the spool file themselves.
 MAX_QUEUED_FRAMES = 50_000
 # A C application runs our embedded Python without its SIGPIPE handling: writing to a
 # socket the daemon closed must fail with EPIPE, not kill the application.
 NO_SIGPIPE = socket.MSG_NOSIGNAL
+
+
+class DaemonStalled(OSError):
+    """hostd is connected but made no progress for STALL_S (stopped, hung, or swamped)."""
 
 
 def _connect(address: str) -> socket.socket:
@@ -46,7 +69,9 @@ def _connect(address: str) -> socket.socket:
         target: object = rest
     elif kind == "tcp":
         host, _, port = rest.rpartition(":")
-        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        host = host.strip("[]")          # tcp:[::1]:PORT, as hostd prints an IPv6 address
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        s = socket.socket(family, socket.SOCK_STREAM)
         target = (host, int(port))
     else:
         raise OSError(f"TESSERA_HOSTD={address!r}: expected unix:PATH or tcp:HOST:PORT")
@@ -56,12 +81,17 @@ def _connect(address: str) -> socket.socket:
     except OSError:
         s.close()
         raise
-    s.settimeout(None)
+    s.setblocking(False)                 # every wait below is a poll with a deadline
     return s
 
 
 class _Connection:
-    """One connection to hostd and the frames it has not acknowledged yet."""
+    """One connection to hostd and the frames it has not acknowledged yet.
+
+    The socket is non-blocking; a send waits for room only while the daemon makes progress
+    (reads what we sent, or acknowledges), and raises DaemonStalled after STALL_S without.
+    A new connection counts once the daemon acknowledges its HELLO: a stopped daemon's kernel
+    accepts connections it will not read."""
 
     def __init__(self, sock: socket.socket, hello: bytes) -> None:
         self.sock = sock
@@ -69,10 +99,20 @@ class _Connection:
         self.acked = 0                   # bytes the daemon says its session log holds
         self.unacked: collections.deque[tuple[int, bytes]] = collections.deque()   # (end offset, frame)
         self._pending = b""
-        self.send([hello], keep=False)
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
+        try:
+            self.send([hello], keep=False)
+            self.settle(STALL_S)
+            if self.acked < self.sent:
+                raise DaemonStalled(f"no answer to HELLO within {STALL_S} s")
+        except OSError:
+            sock.close()
+            raise
 
     def send(self, frames: list[bytes], keep: bool = True) -> None:
-        """Send whole frames; remember them until acknowledged. OSError if the daemon is gone."""
+        """Send whole frames; remember them until acknowledged. OSError if the daemon is gone,
+        DaemonStalled if it stopped reading."""
         end = self.sent
         for frame in frames:
             end += len(frame)
@@ -81,17 +121,27 @@ class _Connection:
         data = memoryview(b"".join(frames))
         done = 0
         while done < len(data):
-            done += self.sock.send(data[done:], NO_SIGPIPE)
+            try:
+                done += self.sock.send(data[done:], NO_SIGPIPE)
+            except BlockingIOError:
+                if not self._wait(select.POLLIN | select.POLLOUT):
+                    raise DaemonStalled(f"read nothing for {STALL_S} s") from None
         self.sent = end
-        self.read_acks(block_s=0.0)
+        self.read_acks()
 
-    def read_acks(self, block_s: float) -> None:
-        """Take the acknowledgements that arrived (waiting up to `block_s` for the first)."""
-        self.sock.settimeout(block_s if block_s > 0 else None)
-        flags = 0 if block_s > 0 else socket.MSG_DONTWAIT
+    def _wait(self, events: int, timeout_s: float = STALL_S) -> bool:
+        """Wait up to `timeout_s` for `events`, taking acknowledgements as they come; False if none."""
+        self._poll.modify(self.sock, events)
+        ready = self._poll.poll(max(timeout_s, 0.0) * 1000)
+        if ready and ready[0][1] & (select.POLLIN | select.POLLERR | select.POLLHUP):
+            self.read_acks()
+        return bool(ready)
+
+    def read_acks(self) -> None:
+        """Take the acknowledgements that arrived; ConnectionResetError at end of stream."""
         try:
             while True:
-                data = self.sock.recv(4096, flags)
+                data = self.sock.recv(4096)
                 if not data:
                     raise ConnectionResetError("hostd closed the connection")
                 self._pending += data
@@ -99,19 +149,19 @@ class _Connection:
                 for (value,) in ACK.iter_unpack(self._pending[:whole]):
                     self.acked = max(self.acked, value)
                 self._pending = self._pending[whole:]
-                flags = socket.MSG_DONTWAIT
-        except (BlockingIOError, socket.timeout):
+        except BlockingIOError:
             pass
-        finally:
-            self.sock.settimeout(None)
         while self.unacked and self.unacked[0][0] <= self.acked:
             self.unacked.popleft()
 
     def settle(self, timeout_s: float) -> None:
-        """Wait (bounded) until everything sent is acknowledged."""
+        """Wait until everything sent is acknowledged: at most `timeout_s`, and DaemonStalled
+        after STALL_S without any answer."""
         deadline = time.monotonic() + timeout_s
+        self.read_acks()
         while self.acked < self.sent and (left := deadline - time.monotonic()) > 0:
-            self.read_acks(block_s=min(left, 0.05))
+            if not self._wait(select.POLLIN, min(left, STALL_S)) and left > STALL_S:
+                raise DaemonStalled(f"acknowledged nothing for {STALL_S} s")
 
 
 class Transport:
@@ -130,7 +180,9 @@ class Transport:
         self._conn: _Connection | None = None
         self._spool = None
         self._spool_lock = threading.Lock()
-        self._last_attempt = float("-inf")
+        self._retry_at = float("-inf")                     # monotonic time of the next connection attempt
+        self._stall_wait = STALL_RETRY_S[0]                 # retry delay after the next stall
+        self._diverting = False                             # the daemon is configured, the spool gets frames
         self.spool_path: Path | None = None
         atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
@@ -207,16 +259,20 @@ class Transport:
 
     def _connect(self) -> None:
         now = time.monotonic()
-        if self._conn is not None or not self.address or now - self._last_attempt < RETRY_S:
+        if self._conn is not None or not self.address or now < self._retry_at:
             return
-        self._last_attempt = now
+        self._retry_at = now + RETRY_S
         try:
             self._conn = _Connection(_connect(self.address), self.hello)
-            if self._spool is not None:
-                self.log.info("hostd at %s reachable again: sending there", self.address)
+        except DaemonStalled as e:
+            self._stalled(e)
         except OSError as e:
-            if self._spool is None:
-                self.log.warning("hostd at %s unreachable (%s): spooling to a file", self.address, e)
+            self._divert(f"hostd at {self.address} unreachable ({e})")
+        else:
+            if self._diverting:
+                self._diverting = False
+                self._stall_wait = STALL_RETRY_S[0]
+                self.log.info("hostd at %s answers again: sending there", self.address)
 
     def _write(self, frames: list[bytes]) -> None:
         self._connect()
@@ -242,11 +298,29 @@ class Transport:
             self._conn.unacked.clear()
 
     def _lost(self, error: OSError) -> None:
-        """The daemon went away: every frame it did not acknowledge goes to the spool."""
+        """The daemon went away or stalled: every frame it did not acknowledge goes to the spool
+        (it may log some of them later too, if it wakes up: merge keeps one copy)."""
         conn, self._conn = self._conn, None
-        self.log.warning("hostd connection lost (%s): spooling unacknowledged frames", error)
         conn.sock.close()
         self._spool_write(b"".join(frame for _, frame in conn.unacked))
+        if isinstance(error, DaemonStalled):
+            self._stalled(error)
+        else:
+            self._divert(f"hostd connection lost ({error})")
+
+    def _stalled(self, error: DaemonStalled) -> None:
+        wait, self._stall_wait = self._stall_wait, min(self._stall_wait * 2, STALL_RETRY_S[1])
+        self._retry_at = time.monotonic() + wait
+        self._divert(f"hostd at {self.address} stalled ({error})")
+
+    def _divert(self, why: str) -> None:
+        """Frames go to the spool from now on: say so once, until the daemon answers again."""
+        if self._diverting:
+            return
+        self._diverting = True
+        with self._spool_lock:
+            self._spool_write_locked(b"")
+        _always(self.log, "%s: spooling to %s; retrying later", why, self.spool_path)
 
     def _spool_write(self, data: bytes) -> None:
         with self._spool_lock:   # the sender thread, and application threads when the queue is full
@@ -257,7 +331,21 @@ class Transport:
             folder = self.session_dir or Path(tempfile.mkdtemp(prefix="tessera-session-"))
             folder.mkdir(parents=True, exist_ok=True)
             self.spool_path = folder / f"layer-{os.getpid()}.spool"
-            self._spool = open(self.spool_path, "ab", buffering=0)
+            # Private, as hostd's logs are: frames name the app's resources and labels.
+            fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._spool = open(fd, "ab", buffering=0)
             self._spool.write(self.hello)
             self.log.info("spooling layer frames to %s", self.spool_path)
-        self._spool.write(data)
+        if data:
+            self._spool.write(data)
+
+
+def _always(log: logging.Logger, msg: str, *args) -> None:
+    """A warning shown whatever TESSERA_LOG says: frames no longer reach the daemon the user
+    is watching, and only this line says where they are."""
+    if log.isEnabledFor(logging.WARNING) or not log.handlers:
+        log.warning(msg, *args)
+        return
+    record = log.makeRecord(log.name, logging.WARNING, __file__, 0, msg, args, None)
+    for handler in log.handlers:
+        handler.handle(record)

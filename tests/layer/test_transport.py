@@ -7,15 +7,17 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from tessera.hostd.config import parse_address
 from tessera.hostd.embedded import EmbeddedDaemon
 from tessera.layer import transport as tr
-from tessera.schemas.frames import FrameDecoder, MessageType, encode
+from tessera.schemas.frames import ACK, FrameDecoder, MessageType, encode, iter_file
 
 LOG = logging.getLogger("test-transport")
 
@@ -98,7 +100,8 @@ def listening(sock: Path) -> bool:
 
 
 def logged_frames(folder: Path) -> list:
-    return [f for log in sorted(folder.rglob("*.tessera-log")) for f in frames_of(log.read_bytes())]
+    """Frames of every session log hostd wrote (whatever its on-disk format)."""
+    return [f for log in sorted(folder.rglob("*.tessera-log")) for f in iter_file(log)]
 
 
 def test_frames_reach_the_daemon_after_hello(tmp_path):
@@ -181,3 +184,95 @@ def test_full_queue_spools_on_the_calling_thread(tmp_path, monkeypatch):
     received = {f.tag for c in rx.connections for f in frames_of(c) if f.type == MessageType.WORKLOAD}
     spooled = {f.tag for f in frames_of(t.spool_path.read_bytes()) if f.type == MessageType.WORKLOAD}
     assert received | spooled == set(range(1, 2001))
+
+
+class StallingReceiver:
+    """A daemon that stops: it acknowledges the HELLO (when `answer`), then never reads again,
+    like hostd under SIGSTOP once the socket buffers are full."""
+
+    def __init__(self, path: Path, answer: bool) -> None:
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen()
+        self.answer = answer
+        self.conns: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.conns.append(conn)
+            if self.answer:
+                hello = frames_of(conn.recv(len(HELLO), socket.MSG_WAITALL))
+                assert hello[0].type == MessageType.HELLO
+                conn.sendall(ACK.pack(len(HELLO)))
+
+    def close(self) -> None:
+        self.server.close()
+        for c in self.conns:
+            c.close()
+
+
+def big_workload(tag: int) -> bytes:
+    return encode(MessageType.WORKLOAD, {"kind": "dispatch", "device": "0x1", "command_buffer": "0x2",
+                                         "pad": "x" * 10_000}, tag=tag)
+
+
+def test_daemon_that_stops_reading_is_dropped_and_spooled(tmp_path, caplog):
+    """The sender never blocks on a stopped daemon: after STALL_S without progress its frames go to
+    the spool (all of them: the daemon acknowledged none), with one warning, and flush returns."""
+    rx = StallingReceiver(tmp_path / "s.sock", answer=True)
+    t = tr.Transport(f"unix:{tmp_path / 's.sock'}", tmp_path, HELLO, LOG)
+    with caplog.at_level(logging.WARNING, logger=LOG.name):
+        for tag in range(1, 501):                # 5 MB: far more than the socket buffers hold
+            t.send(big_workload(tag))
+        start = time.monotonic()
+        assert t.flush(timeout=30)
+        took = time.monotonic() - start
+    spooled = [f.tag for f in frames_of(t.spool_path.read_bytes()) if f.type == MessageType.WORKLOAD]
+    assert sorted(spooled) == list(range(1, 501))
+    stalls = [r for r in caplog.records if "stalled" in r.getMessage()]
+    assert len(stalls) == 1 and str(t.spool_path) in stalls[0].getMessage()
+    assert took < 10 * tr.STALL_S               # bounded by the stall timeout, not by the daemon
+    t.close()
+    rx.close()
+
+
+def test_daemon_that_never_answers_hello_gets_nothing_and_is_retried_later(tmp_path, caplog):
+    """A stopped daemon's kernel still accepts connections: a connection counts only once the
+    daemon acknowledges its HELLO; until then the frames are spooled and retries back off."""
+    rx = StallingReceiver(tmp_path / "s.sock", answer=False)
+    t = tr.Transport(f"unix:{tmp_path / 's.sock'}", tmp_path, HELLO, LOG)
+    with caplog.at_level(logging.WARNING, logger=LOG.name):
+        for tag in range(1, 11):
+            t.send(workload(tag))
+            assert t.flush(timeout=30)
+    assert [f.tag for f in frames_of(t.spool_path.read_bytes())[1:]] == list(range(1, 11))
+    assert len(rx.conns) == 1                   # backed off: not one connection per flush
+    assert len([r for r in caplog.records if "stalled" in r.getMessage()]) == 1
+    t.close()
+    rx.close()
+
+
+def test_spool_file_is_private(tmp_path):
+    t = tr.Transport(None, tmp_path, HELLO, LOG)
+    t.send(workload(1))
+    assert t.flush()
+    assert stat.S_IMODE(t.spool_path.stat().st_mode) == 0o600
+
+
+def test_ipv6_loopback_daemon(tmp_path):
+    """tcp:[::1]:PORT, as hostd prints it, is where the layer connects (not an AF_INET socket)."""
+    with EmbeddedDaemon(tmp_path / "session", listen=parse_address("tcp:[::1]:0")) as daemon:
+        assert daemon.address.startswith("tcp:[::1]:")
+        t = tr.Transport(daemon.address, tmp_path, HELLO, LOG)
+        for tag in range(1, 11):
+            t.send(workload(tag))
+        assert t.flush()
+        t.close()
+    assert [f.tag for f in logged_frames(tmp_path / "session")[1:]] == list(range(1, 11))
+    assert t.spool_path is None
