@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from tessera.vkapi import structs
 from tessera.vkapi.commands import track_device_queues
-from tessera.vkapi.dispatch import DispatchTable, canonical, is_device_command
+from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
 from . import identity
@@ -64,7 +64,7 @@ def register(drv: Driver) -> None:
         if result != vk.VK_SUCCESS:
             return result
         handle = pDevice[0]
-        table = DispatchTable(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
+        table = hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
         objects.add(Device(handle, table, phys, frozenset(names), emulated))
         return result
 

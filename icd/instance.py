@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tessera.vkapi import structs
-from tessera.vkapi.dispatch import DispatchTable, is_device_command
+from tessera.vkapi.dispatch import is_device_command
 from tessera.vkapi.vkconst import vk
 
 from . import identity
@@ -60,7 +60,7 @@ def register(drv: Driver) -> None:
         handle = pInstance[0]
         app = pCreateInfo.pApplicationInfo
         api = app.apiVersion if app != ffi.NULL else vk.VK_API_VERSION_1_0
-        objects.add(Instance(handle, DispatchTable(ffi, drv.backend.gipa, handle, INSTANCE_COMMANDS), api))
+        objects.add(Instance(handle, hooks.dispatch_table(ffi, drv.backend.gipa, handle, INSTANCE_COMMANDS), api))
         return result
 
     @hooks.replace("vkDestroyInstance")

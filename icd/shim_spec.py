@@ -50,7 +50,7 @@ TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance ins
 
 TESSERA_EXPORT VkResult vk_icdNegotiateLoaderICDInterfaceVersion(uint32_t* pVersion)
 {
-    if (tessera_refuse || !pVersion) return TESSERA_VK_ERROR_INCOMPATIBLE_DRIVER;
+    if (!pVersion || !tessera_python_enter()) return TESSERA_VK_ERROR_INCOMPATIBLE_DRIVER;
     return tessera_icd_negotiate(pVersion);
 }
 
@@ -60,7 +60,7 @@ static PFN_vkVoidFunction icd_gipa(VkInstance instance, const char* pName)
 {
     if (tessera_refuse || !pName) return NULL;
     if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)icd_gipa;
-    return tessera_icd_gipa(instance, pName);
+    return tessera_python_enter() ? tessera_icd_gipa(instance, pName) : NULL;
 }
 
 TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetInstanceProcAddr(VkInstance instance, const char* pName)
@@ -71,7 +71,7 @@ TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetInstanceProcAddr(VkInstance instance,
 TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance instance, const char* pName)
 {
     if (tessera_refuse || !pName) return NULL;
-    return tessera_icd_gpdpa(instance, pName);
+    return tessera_python_enter() ? tessera_icd_gpdpa(instance, pName) : NULL;
 }
 """
 

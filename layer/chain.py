@@ -8,7 +8,7 @@ resolves its dispatch table from the next element right away.
 from __future__ import annotations
 
 from tessera.vkapi import structs
-from tessera.vkapi.dispatch import DispatchTable, canonical, is_device_command
+from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.enumerate import fill_extensions, query_extensions
 from tessera.vkapi.vkconst import vk
 
@@ -61,7 +61,7 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
         if result != vk.VK_SUCCESS:
             return result
         handle = pInstance[0]
-        table = DispatchTable(ffi, next_gipa, handle, INSTANCE_COMMANDS)
+        table = hooks.dispatch_table(ffi, next_gipa, handle, INSTANCE_COMMANDS)
         with state.lock:
             state.instances[state.key(handle)] = InstanceState(handle, table, next_gipa, enabled)
         return result
@@ -98,7 +98,7 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
         if result != vk.VK_SUCCESS:
             return result
         handle = pDevice[0]
-        table = DispatchTable(ffi, next_gdpa, handle, DEVICE_COMMANDS)
+        table = hooks.dispatch_table(ffi, next_gdpa, handle, DEVICE_COMMANDS)
         dev = DeviceState(handle, state.address(handle), table, next_gdpa, inst, physicalDevice,
                           frozenset(names), emulated)
         with state.lock:

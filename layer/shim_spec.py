@@ -52,14 +52,14 @@ static PFN_vkVoidFunction layer_gipa(VkInstance instance, const char* pName)
     if (tessera_refuse || !pName) return NULL;
     if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)layer_gipa;
     if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)layer_gdpa;
-    return tessera_layer_gipa(instance, pName);
+    return tessera_python_enter() ? tessera_layer_gipa(instance, pName) : NULL;
 }
 
 static PFN_vkVoidFunction layer_gdpa(VkDevice device, const char* pName)
 {
     if (tessera_refuse || !pName) return NULL;
     if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)layer_gdpa;
-    return tessera_layer_gdpa(device, pName);
+    return tessera_python_enter() ? tessera_layer_gdpa(device, pName) : NULL;
 }
 
 TESSERA_EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char* pName)

@@ -38,6 +38,7 @@ class GeneratorError(Exception):
 class Declarations:
     cdef: str                 # C text: typedefs, structs, PFN types
     python_hooks: str         # extern "Python" declarations (cdef only)
+    hooks: tuple[str, ...]     # canonical names of the hooked commands, sorted (the guard table's order)
     commands: tuple[str, ...]  # canonical names with PFN types
     types: tuple[str, ...]     # every Vulkan type declared
 
@@ -185,7 +186,8 @@ def generate(commands: Iterable[str], extra_types: Iterable[str] = (), hooks: It
     out.append(cdecl_manual.LOADER_INTERFACE.strip())
 
     hook_lines = []
-    for h in sorted({alias.command(h) for h in hooks}):
+    hooked = tuple(sorted({alias.command(h) for h in hooks}))
+    for h in hooked:
         cmd = vk.commands[h]
         hook_lines.append(f'extern "Python" {cmd.returnType} hook_{h}({_param_list(cmd.params)});')
-    return Declarations("\n".join(out) + "\n", "\n".join(hook_lines) + "\n", tuple(wanted), tuple(types))
+    return Declarations("\n".join(out) + "\n", "\n".join(hook_lines) + "\n", hooked, tuple(wanted), tuple(types))

@@ -72,6 +72,7 @@ class HookSet:
         self.errors = errors
         self.observers: dict[str, tuple[Callable | None, Callable | None]] = {}
         self.replacements: dict[str, Callable] = {}
+        self._note_next: Callable[[str, Any], None] = lambda name, fn: None
 
     def before(self, name: str):
         def register(fn):
@@ -100,8 +101,18 @@ class HookSet:
     def names(self) -> set[str]:
         return set(self.observers) | set(self.replacements)
 
+    def dispatch_table(self, ffi, get_proc_addr, handle, names: Iterable[str]) -> DispatchTable:
+        """The next element's table for `handle`; the shim's C guards learn its functions too, so
+        they can forward calls once Python is gone (see vkapi/guards.py)."""
+        table = DispatchTable(ffi, get_proc_addr, handle, names)
+        for name, fn in vars(table).items():
+            if fn is not None:
+                self._note_next(name, fn)
+        return table
+
     def install(self, ffi, lib, resolver: Resolver, declared: Iterable[str]) -> dict[str, Any]:
-        """Bind every declared hook; returns name -> PFN_vkVoidFunction for GetProcAddr.
+        """Bind every declared hook; returns name -> PFN_vkVoidFunction for GetProcAddr
+        (the generated C guard of each hook, which calls it while Python is usable).
 
         Every command the shim declares must have a hook: a declared command
         without one is a build/registration mismatch, reported loudly.
@@ -110,6 +121,7 @@ class HookSet:
         missing = set(declared) - self.names()
         if missing:
             raise RuntimeError(f"commands declared in the shim without a hook: {sorted(missing)}")
+        guards = {ffi.string(lib.tessera_guard_name(i)).decode(): i for i in range(lib.tessera_guard_count())}
         for name in declared:
             if name in self.replacements:
                 fn = self._replacement(name, self.replacements[name], lib)
@@ -117,7 +129,13 @@ class HookSet:
                 b, a = self.observers[name]
                 fn = self._observer(name, resolver, b, a, lib)
             ffi.def_extern(name=f"hook_{name}")(fn)
-            pointers[name] = ffi.cast("PFN_vkVoidFunction", getattr(lib, f"hook_{name}"))
+            pointers[name] = lib.tessera_guard_address(guards[name])
+
+        def note_next(name: str, fn) -> None:
+            index = guards.get(name)
+            if index is not None:
+                lib.tessera_note_next(index, ffi.cast("PFN_vkVoidFunction", fn))
+        self._note_next = note_next
         return pointers
 
     def _replacement(self, name: str, hook: Callable, lib) -> Callable:

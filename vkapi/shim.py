@@ -31,9 +31,9 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cdecl, paths
+from . import cdecl, guards, paths
 
-GENERATOR_FILES = ("shim.py", "cdecl.py", "cdecl_manual.py", "registry.py", "constants_gen.py")
+GENERATOR_FILES = ("shim.py", "guards.py", "cdecl.py", "cdecl_manual.py", "registry.py", "constants_gen.py")
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ def _libpython() -> str:
 
 PRELUDE = r"""
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -71,31 +72,124 @@ PRELUDE = r"""
 #include <string.h>
 #define TESSERA_EXPORT __attribute__((visibility("default")))
 #define TESSERA_VK_ERROR_INITIALIZATION_FAILED (-3)
+#if PY_VERSION_HEX >= 0x030D0000
+#define TESSERA_PY_FINALIZING() Py_IsFinalizing()
+#else
+#define TESSERA_PY_FINALIZING() _Py_IsFinalizing()
+#endif
 
 static int tessera_refuse;
 
-/* Make our libpython global, or refuse if another Python runs this process. */
+/* Where this library is (for messages). */
+static const char *tessera_self_path(void)
+{
+    Dl_info info;
+    return dladdr((void *)&tessera_refuse, &info) && info.dli_fname ? info.dli_fname : TESSERA_SHIM_NAME;
+}
+
+/* Decide which Python serves this shim, before anything calls into it.
+   - The process already runs an initialised CPython (a Python app, shared or statically linked: its
+     C API is reachable through the global symbol scope, which comes first when our references bind):
+     that interpreter serves us if it is our major.minor version (one ABI); another version is refused.
+   - Otherwise (vulkaninfo, a C app): the libpython we were built against is promoted to RTLD_GLOBAL,
+     which cffi's _cffi_backend needs, and cffi starts it on the first call. */
 __attribute__((constructor)) static void tessera_prepare_python(void)
 {
-    const char *ours = TESSERA_LIBPYTHON;
-    void *sym = dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    if (sym) {
-        Dl_info info;
-        char a[4096], b[4096];
-        if (dladdr(sym, &info) && info.dli_fname &&
-            realpath(info.dli_fname, a) && realpath(ours, b) && strcmp(a, b) != 0) {
-            tessera_refuse = 1;
-            fprintf(stderr, "tessera: %s not loaded: this process runs Python from %s, "
-                    "but the shim was built for %s. Run Python apps with the project's "
-                    "interpreter (.venv/bin/python).\n", TESSERA_SHIM_NAME, a, b);
+    int (*initialised)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+    if (initialised && version && initialised()) {
+        int major = 0, minor = 0;
+        if (sscanf(version(), "%d.%d", &major, &minor) == 2 && major == PY_MAJOR_VERSION && minor == PY_MINOR_VERSION)
             return;
-        }
+        tessera_refuse = 1;
+        fprintf(stderr, "tessera: %s not loaded: this process runs Python %d.%d, but the shim was built for "
+                "Python %d.%d. Run the application with a Python %d.%d interpreter (for example %s), "
+                "or rebuild Tessera with PYTHON=python%d.%d.\n", tessera_self_path(), major, minor,
+                PY_MAJOR_VERSION, PY_MINOR_VERSION, PY_MAJOR_VERSION, PY_MINOR_VERSION, TESSERA_PYTHON,
+                major, minor);
+        return;
     }
+    const char *ours = TESSERA_LIBPYTHON;
     if (!dlopen(ours, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD) && !dlopen(ours, RTLD_NOW | RTLD_GLOBAL)) {
         tessera_refuse = 1;
-        fprintf(stderr, "tessera: %s not loaded: cannot load %s: %s\n", TESSERA_SHIM_NAME, ours, dlerror());
+        fprintf(stderr, "tessera: %s not loaded: cannot load %s: %s\n", tessera_self_path(), ours, dlerror());
     }
 }
+
+/* True while Python may be called: the interpreter runs and is not finalising. After
+   finalisation (a static destructor calling vkDestroyInstance at exit) a call into Python would
+   crash in PyGILState_Ensure; the generated guards then forward in C instead. */
+static int tessera_python_usable(void)
+{
+    return Py_IsInitialized() && !TESSERA_PY_FINALIZING();
+}
+
+/* Runs `code` in a fresh namespace (the GIL held); an error is printed, never raised. */
+static void tessera_run_python(const char *code)
+{
+    PyObject *globals = PyDict_New();
+    if (!globals || PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) < 0) {
+        Py_XDECREF(globals);
+        PyErr_Print();
+        return;
+    }
+    PyObject *result = PyRun_String(code, Py_file_input, globals, globals);
+    if (result) Py_DECREF(result);
+    else PyErr_Print();
+    Py_DECREF(globals);
+}
+
+static int tessera_python_started;
+static pthread_mutex_t tessera_start_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Before every entry point that calls Python: start the embedded module once, carefully.
+   cffi's start-up takes a process-wide spin lock that, on Python < 3.12, is
+   PyCapsule_Type.tp_version_tag; it spins forever if that tag is not 0, which it is not once any
+   capsule attribute was looked up (several frameworks do at import). In a process that already runs
+   Python we hold the GIL, reset the tag with PyType_Modified (the public way to invalidate a type's
+   method cache) and run cffi's start-up before releasing it, so no lookup can set the tag again in
+   between. Returns 0 when Python cannot be called (refused, failed to start, or finalised). */
+static int tessera_python_enter(void)
+{
+    if (tessera_refuse) return 0;
+    if (__atomic_load_n(&tessera_python_started, __ATOMIC_ACQUIRE))
+        return tessera_python_usable();
+    int ok = 1;
+    pthread_mutex_lock(&tessera_start_lock);
+    if (!tessera_python_started) {
+        if (Py_IsInitialized()) {
+            if (TESSERA_PY_FINALIZING()) {
+                ok = 0;
+            } else {
+                PyGILState_STATE gil = PyGILState_Ensure();
+#if PY_VERSION_HEX < 0x030C0000
+                PyType_Modified(&PyCapsule_Type);
+#endif
+                /* Our packages first: cffi imports _cffi_backend before the init code runs. */
+                tessera_run_python(TESSERA_PATH_PREFIX_CODE);
+                ok = _cffi_start_python() != NULL;
+                PyGILState_Release(gil);
+            }
+        } else {
+            ok = _cffi_start_python() != NULL;
+        }
+        if (ok) __atomic_store_n(&tessera_python_started, 1, __ATOMIC_RELEASE);
+        else tessera_refuse = 1;
+    }
+    pthread_mutex_unlock(&tessera_start_lock);
+    return ok && tessera_python_usable();
+}
+"""
+
+# Run in an interpreter that was already running (the application's): the project's
+# site-packages, when that interpreter does not have them already, go first, so `_cffi_backend` and Tessera's dependencies are the
+# project's versions even in an interpreter that has older ones of its own.
+PATH_PREFIX_CODE = """import site, sys
+_before = list(sys.path)
+for _p in {site_dirs!r}:
+    if _p not in sys.path:
+        site.addsitedir(_p)   # also runs their .pth files (the editable install of tessera)
+sys.path[:] = [_p for _p in sys.path if _p not in _before] + _before
 """
 
 INIT_CODE = """
@@ -152,14 +246,20 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
     ffi = cffi.FFI()
     ffi.cdef(decls.cdef)
     ffi.cdef(decls.python_hooks)
+    ffi.cdef(guards.CDEF)
     if spec.extra_cdef:
         ffi.cdef(spec.extra_cdef)
     ffi.embedding_api(spec.embedding_api)
     header = f"/* Generated by tessera.vkapi.shim for {spec.library_name}. Do not edit. */\n"
     defines = (f"#define TESSERA_LIBPYTHON {json.dumps(libpython)}\n"
-               f"#define TESSERA_SHIM_NAME {json.dumps(spec.library_name)}\n")
-    ffi.set_source(spec.module_name, header + defines + PRELUDE + decls.cdef + spec.c_glue,
-                   libraries=["dl"], extra_compile_args=["-O2", "-Wno-unused-function"])
+               f"#define TESSERA_PYTHON {json.dumps(sys.executable)}\n"
+               f"#define TESSERA_SHIM_NAME {json.dumps(spec.library_name)}\n"
+               f"#define TESSERA_PATH_PREFIX_CODE {json.dumps(PATH_PREFIX_CODE.format(site_dirs=_site_dirs()))}\n")
+    source = header + defines + PRELUDE + decls.cdef + guards.c_source(decls.hooks) + spec.c_glue
+    # -z nodelete: the loader dlcloses drivers and layers after the last vkDestroyInstance, but the
+    # embedded cffi modules stay in sys.modules and would point into unmapped memory.
+    ffi.set_source(spec.module_name, source, libraries=["dl", "pthread"],
+                   extra_compile_args=["-O2", "-Wno-unused-function"], extra_link_args=["-Wl,-z,nodelete"])
     ffi.embedding_init_code(INIT_CODE.format(site_dirs=_site_dirs(), module=spec.module_name,
                                              init_module=spec.init_module))
     workdir = out / "cffi" / spec.module_name

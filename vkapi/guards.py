@@ -1,0 +1,110 @@
+"""Generator: the C entry point of every hooked command, which works with or without Python.
+
+GetProcAddr hands out `guard_<command>`, never cffi's `hook_<command>`
+directly. While the embedded interpreter is usable a guard is one branch in
+front of the Python hook. Once it is not (a static destructor or an atexit
+handler calls vkDestroyInstance after the interpreter has finalised, or a
+thread calls in while it finalises), calling the hook would crash in
+PyGILState_Ensure, so the guard forwards the call in C to the next
+element's function, which Python noted when it resolved the dispatch table
+(`tessera_note_next`). One pointer per command: when two dispatch chains in
+the process disagree on it, the guard cannot tell which applies and returns
+the command's failure value instead (a destroy is then skipped: the process
+is exiting and nothing is left to observe a leak).
+
+Emitted C (appended to the shim source after cffi's declarations):
+    static RET hook_X(...);              cffi's extern "Python" callback
+    static RET guard_X(...)              the entry point handed to the loader
+    tessera_guard_count/_name/_address   the table Python binds by name
+    tessera_note_next(index, fn)         remembers the next element's function
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from . import registry
+
+# What a command returns when it can be neither run nor forwarded, by return type.
+# The Python trampolines of dispatch.py return the same values.
+FAILURE_BY_RETURN_TYPE = {
+    "VkResult": "VK_ERROR_INITIALIZATION_FAILED", "void": None, "PFN_vkVoidFunction": "NULL",
+    "VkBool32": "0", "uint32_t": "0", "uint64_t": "0", "VkDeviceAddress": "0", "VkDeviceSize": "0",
+}
+
+_NEXT_TABLE = r"""
+#define VK_ERROR_INITIALIZATION_FAILED (-3)
+#define TESSERA_NEXT_AMBIGUOUS ((PFN_vkVoidFunction)(uintptr_t)1)
+static PFN_vkVoidFunction tessera_next[TESSERA_GUARD_COUNT];
+
+/* Called from Python (holding the GIL) whenever it resolves a dispatch table. */
+void tessera_note_next(int index, PFN_vkVoidFunction fn)
+{
+    if (index < 0 || index >= TESSERA_GUARD_COUNT || !fn) return;
+    PFN_vkVoidFunction seen = __atomic_load_n(&tessera_next[index], __ATOMIC_ACQUIRE);
+    if (seen == NULL)
+        __atomic_store_n(&tessera_next[index], fn, __ATOMIC_RELEASE);
+    else if (seen != fn)
+        __atomic_store_n(&tessera_next[index], TESSERA_NEXT_AMBIGUOUS, __ATOMIC_RELEASE);
+}
+
+static PFN_vkVoidFunction tessera_next_of(int index)
+{
+    PFN_vkVoidFunction fn = __atomic_load_n(&tessera_next[index], __ATOMIC_ACQUIRE);
+    return fn == TESSERA_NEXT_AMBIGUOUS ? NULL : fn;
+}
+"""
+
+_TABLE_API = r"""
+int tessera_guard_count(void) { return TESSERA_GUARD_COUNT; }
+const char* tessera_guard_name(int index)
+{
+    return index >= 0 && index < TESSERA_GUARD_COUNT ? tessera_guard_names[index] : NULL;
+}
+PFN_vkVoidFunction tessera_guard_address(int index)
+{
+    return index >= 0 && index < TESSERA_GUARD_COUNT ? tessera_guard_pointers[index] : NULL;
+}
+"""
+
+# Declarations cffi needs to call the table functions from Python.
+CDEF = """
+int tessera_guard_count(void);
+const char* tessera_guard_name(int index);
+PFN_vkVoidFunction tessera_guard_address(int index);
+void tessera_note_next(int index, PFN_vkVoidFunction fn);
+"""
+
+
+def c_source(hooks: Iterable[str]) -> str:
+    """Guards for `hooks` (canonical command names, in the order of the table)."""
+    vk = registry.load()
+    names = list(hooks)
+    out = []
+    for index, name in enumerate(names):
+        cmd = vk.commands[name]
+        params = ", ".join(f"{p.fullType} {p.name}" for p in cmd.params) or "void"
+        args = ", ".join(p.name for p in cmd.params)
+        ret = cmd.returnType
+        if ret not in FAILURE_BY_RETURN_TYPE:
+            raise ValueError(f"{name}: no failure value for return type {ret!r}")
+        failure = FAILURE_BY_RETURN_TYPE[ret]
+        if ret == "void":
+            call_hook = f"hook_{name}({args}); return;"
+            forward = f"if (next) next({args});"
+        else:
+            call_hook = f"return hook_{name}({args});"
+            forward = f"return next ? next({args}) : {failure};"
+        out.append(
+            f"static {ret} hook_{name}({params});\n"
+            f"static {ret} guard_{name}({params})\n{{\n"
+            f"    if (__builtin_expect(tessera_python_usable(), 1)) {{ {call_hook} }}\n"
+            f"    PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"
+            f"    {forward}\n}}\n")
+    table_names = ",\n    ".join(f'"{n}"' for n in names)
+    table_pointers = ",\n    ".join(f"(PFN_vkVoidFunction)guard_{n}" for n in names)
+    return (f"#define TESSERA_GUARD_COUNT {len(names)}\n"
+            + _NEXT_TABLE
+            + "".join(out)
+            + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"
+            + f"static const PFN_vkVoidFunction tessera_guard_pointers[] = {{\n    {table_pointers}\n}};\n"
+            + _TABLE_API)
