@@ -10,12 +10,19 @@ asks jsonschema (schemas.messages.problems) for the verdict and the
 messages. So the result of validation is exactly jsonschema's; only the
 common, valid case is faster.
 
-Supported keywords: type, enum (of strings), required, properties, items
-(one schema), minItems, maxItems, minimum; annotations (title,
-description, $schema, $id) are ignored. A schema using any other keyword is
+Supported keywords: type, enum (of strings), required, properties,
+additionalProperties (false only), items (one schema), minItems, maxItems,
+minimum, maximum, maxLength; annotations (title, description, $schema, $id)
+are ignored. A schema using any other keyword is
 not compiled: its type always goes to jsonschema (`compiled()` says which).
 Conservative on purpose: "integer" accepts only int (not bool, not an
 integral float), "number" int or float (not bool), "boolean" only bool.
+
+Two predicates per schema: `valid` (the schema as written, for hostd's
+ingest) and `usable` (the same without `additionalProperties: false`, for
+the merge: a field a newer layer added is drift to report at ingest, not a
+reason to drop the frame's metadata; schemas.messages.problems takes the same
+`unknown_ok`).
 """
 from __future__ import annotations
 
@@ -27,7 +34,8 @@ from tessera.schemas.frames import MessageType
 from tessera.schemas.messages import SCHEMA_DIR, SCHEMA_FILES
 
 _ANNOTATIONS = {"title", "description", "$schema", "$id"}
-_KEYWORDS = _ANNOTATIONS | {"type", "enum", "required", "properties", "items", "minItems", "maxItems", "minimum"}
+_KEYWORDS = _ANNOTATIONS | {"type", "enum", "required", "properties", "additionalProperties", "items", "minItems",
+                            "maxItems", "minimum", "maximum", "maxLength"}
 _TYPES = {"object": "type({v}) is dict", "array": "type({v}) is list", "string": "type({v}) is str",
           "integer": "type({v}) is int", "boolean": "type({v}) is bool",
           "number": "(type({v}) is int or type({v}) is float)"}
@@ -38,7 +46,8 @@ class _Unsupported(Exception):
 
 
 class _Gen:
-    def __init__(self) -> None:
+    def __init__(self, unknown_ok: bool) -> None:
+        self.unknown_ok = unknown_ok    # ignore additionalProperties: false
         self.lines: list[str] = []
         self.consts: dict[str, Any] = {}
         self.n = 0
@@ -77,11 +86,25 @@ class _Gen:
                 raise _Unsupported(m)
             # applies to numbers only (not bool); NaN compares False and goes to jsonschema
             self.emit(depth, f"if (type({v}) is int or type({v}) is float) and not {v} >= {m!r}: return False")
-        obj = [k for k in ("required", "properties") if k in s]
+        if "maximum" in s:
+            m = s["maximum"]
+            if type(m) not in (int, float):
+                raise _Unsupported(m)
+            self.emit(depth, f"if (type({v}) is int or type({v}) is float) and not {v} <= {m!r}: return False")
+        if "maxLength" in s:
+            # code points, as jsonschema counts them (len of a str)
+            self.emit(depth, f"if type({v}) is str and len({v}) > {int(s['maxLength'])}: return False")
+        if "additionalProperties" in s and s["additionalProperties"] is not False:
+            raise _Unsupported(s["additionalProperties"])
+        closed = s.get("additionalProperties") is False and not self.unknown_ok
+        obj = [k for k in ("required", "properties") if k in s] or closed
         if obj:
             if t != "object":
                 self.emit(depth, f"if type({v}) is dict:")
                 depth += 1
+            if closed:     # dict keys <= frozenset: a set comparison, nothing allocated
+                names = self.const(frozenset(s.get("properties", {})))
+                self.emit(depth, f"if not {v}.keys() <= {names}: return False")
             for key in s.get("required", []):
                 self.emit(depth, f"if {json.dumps(key)} not in {v}: return False")
             for key, sub in s.get("properties", {}).items():
@@ -113,9 +136,10 @@ class _Gen:
                 depth -= 1
 
 
-def compile_schema(schema: dict) -> Callable[[Any], bool] | None:
-    """A predicate that is True only when `schema` certainly accepts the value; None if unsupported."""
-    g = _Gen()
+def compile_schema(schema: dict, unknown_ok: bool = False) -> Callable[[Any], bool] | None:
+    """A predicate that is True only when `schema` certainly accepts the value (ignoring
+    `additionalProperties: false` when `unknown_ok`); None if unsupported."""
+    g = _Gen(unknown_ok)
     try:
         g.schema(schema, "v0", 1)
     except _Unsupported:
@@ -129,10 +153,10 @@ def compile_schema(schema: dict) -> Callable[[Any], bool] | None:
 
 
 @functools.cache
-def _checks() -> dict[int, Callable[[Any], bool]]:
+def _checks(unknown_ok: bool = False) -> dict[int, Callable[[Any], bool]]:
     out = {}
     for message_type, name in SCHEMA_FILES.items():
-        check = compile_schema(json.loads((SCHEMA_DIR / name).read_text()))
+        check = compile_schema(json.loads((SCHEMA_DIR / name).read_text()), unknown_ok)
         if check is not None:
             out[int(message_type)] = check
     return out
@@ -146,4 +170,10 @@ def compiled() -> set[MessageType]:
 def valid(message_type: int, payload: Any) -> bool:
     """True only if `payload` certainly satisfies its type's schema (False: ask jsonschema)."""
     check = _checks().get(message_type)
+    return check is not None and check(payload)
+
+
+def usable(message_type: int, payload: Any) -> bool:
+    """`valid`, except that fields the schema does not declare are allowed (the merge's check)."""
+    check = _checks(True).get(message_type)
     return check is not None and check(payload)

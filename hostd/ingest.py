@@ -2,8 +2,10 @@
 
 Role: the policy of what hostd does with a client's bytes, kept apart from
 sockets (daemon.py) so it is tested without any. Every chunk is appended to
-the connection's log *before* it is decoded (storage.py), so whatever the
-decoder or the checks think of it, the bytes are kept.
+the connection's log *before* any frame in it is looked at (storage.py), so
+whatever the checks think of it, the bytes are kept; only the frame
+boundaries are found first, so that the log's records say where frames
+begin (a reader resumes there after damage).
 
 Problems (one log line each, naming client, stream offset, problem, action):
   - a length above `max_frame`, or garbage before a valid HELLO: the
@@ -65,17 +67,29 @@ class Ingest:
         """Log and process a chunk; False when the connection must be closed."""
         if self.close_reason is not None:
             return False
-        self.store.append(data)
+        start = self.store.bytes
         try:
             frames, error = self.decoder.feed(data), None
         except FrameError as e:
             frames, error = e.frames, e
+        finally:
+            # Logged whatever the decoder made of it, before any frame is looked at; the frame
+            # starts in the chunk let a reader of a damaged log resume (schemas/logfile.py).
+            self.store.append(data, self._starts(start, frames))
         for frame in frames:
             if not self._frame(frame):
                 return False
         if error is not None:
             return self._fatal(error.offset, error.message)
         return True
+
+    def _starts(self, start: int, frames: list[Frame]) -> list[int]:
+        """Stream offsets of the frames that begin at or after `start`: the decoded ones and the
+        one the decoder holds a part of."""
+        starts = [f.offset for f in frames if f.offset >= start] if frames and frames[-1].offset >= start else []
+        if self.decoder.pending and self.decoder.offset >= start:
+            starts.append(self.decoder.offset)
+        return starts
 
     def eof(self) -> None:
         """The client closed its side: report a frame cut short."""

@@ -4,12 +4,19 @@ Role: the merge's in-memory side (the GPU trace is streamed, the layer's
 metadata is indexed). Keyed by process id, because tagIDs and submitIDs
 come from per-process counters and several processes share one session.
 
-Reading is forgiving: a frame the daemon rejected in strict mode (listed in
-`session.rejected.jsonl`) is skipped, invalid JSON is counted and skipped,
-a file that ends inside a frame or has an undecodable length keeps every
-frame before the problem. Each problem becomes one line in `problems`.
-A log's frames before its first HELLO belong to no process and are
-skipped, except in a spool named `layer-<pid>.spool`, whose pid is known.
+Reading is forgiving: one frame never costs more than itself. A frame the
+daemon rejected in strict mode (listed in `session.rejected.jsonl`) is
+skipped; so is one the merge cannot use: invalid UTF-8 or JSON, nested too
+deeply, a lone surrogate, not an object, against its schema (fields the
+schema does not declare allowed: fastcheck.usable, then jsonschema), or a
+time outside the trace once converted. A damaged log loses only its damaged
+records (schemas/logfile.py); a version-1 log or spool that ends inside a
+frame or has an undecodable length keeps every frame before the problem.
+Each problem becomes one line in `problems` (MAX_FILE_PROBLEMS per file, the
+rest counted). Frames before a log's first HELLO (a damaged HELLO) belong to
+the process named by the spool's name (`layer-<pid>.spool`), else by the
+session.json hostd wrote beside the log (its HELLO, clock included), else by
+the folder's name (`<process>-<pid>-<n>`); otherwise they are skipped.
 
 Times of SUBMIT and FRAME (CLOCK_MONOTONIC_RAW) are converted to BOOTTIME
 with the clock_sync reading of the HELLO that precedes them.
@@ -30,9 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tessera.schemas.frames import DEFAULT_MAX_JSON, FrameDecoder, FrameError, MessageType
+from tessera.schemas import messages
+from tessera.schemas.frames import DEFAULT_MAX_JSON, LONE_SURROGATE, FrameError, MessageType, lone_surrogate
+from tessera.schemas.logfile import read_frames
 
-from .storage import rejected_offsets
+from . import fastcheck
+from .storage import RECORD_NAME, rejected_offsets
 
 _SPOOL_PID = re.compile(r"layer-(\d+)\.spool$")
 _SCAN = json.JSONDecoder().scan_once      # what json.loads runs after skipping leading whitespace
@@ -50,11 +60,15 @@ def loads(text: str) -> Any:
 
 
 def _payload(frame) -> Any:
-    """frame.payload() (FrameError for invalid UTF-8 or JSON), with the fast `loads`."""
+    """frame.payload() (FrameError for invalid UTF-8 or JSON, nesting too deep, a lone
+    surrogate), with the fast `loads`."""
     try:
-        return loads(frame.body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        value = loads(frame.body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return frame.payload()      # raises its FrameError
+    if lone_surrogate(frame.body, value):
+        raise FrameError(frame.offset, LONE_SURROGATE, fatal=False)
+    return value
 
 
 @dataclass
@@ -98,24 +112,89 @@ class MetadataIndex:
         return sum(len(p.workloads) for p in self.processes.values())
 
 
-def _boot(payload: dict[str, Any], offset: int | None) -> None:
+_MAX_NS = (1 << 63) - 1         # timestamps the merged trace can hold (int64 ns, as the schemas bound them)
+_MAX_PID = (1 << 31) - 1        # Perfetto's pid is an int32
+_FOLDER = re.compile(r"^(.*)-(\d+)-\d+(?:\.\d+)?$")     # <process>-<pid>-<n>[.k] (hostd/storage.py)
+MAX_FILE_PROBLEMS = 20          # problem lines per file; the rest are counted in one line
+
+
+def _boot(payload: dict[str, Any], offset: int | None) -> bool:
+    """Add `boot_ns` (BOOTTIME) to a SUBMIT or FRAME; False when it falls outside the trace's range."""
     t = payload.get("time_ns")
     if isinstance(t, int) and not isinstance(t, bool):
-        payload["boot_ns"] = t + offset if offset is not None else t
+        boot = t + offset if offset is not None else t
+        if not 0 <= boot <= _MAX_NS:
+            return False
+        payload["boot_ns"] = boot
+    return True
+
+
+def _clock(hello: dict[str, Any]) -> int | None:
+    """BOOTTIME - MONOTONIC_RAW from a HELLO's clock_sync reading."""
+    sync = hello.get("clock_sync")
+    if not isinstance(sync, dict):
+        return None
+    raw, boot = sync.get("monotonic_raw_ns"), sync.get("boottime_ns")
+    return boot - raw if isinstance(raw, int) and isinstance(boot, int) else None
+
+
+def _unusable(frame_type: int, payload: Any) -> str | None:
+    """Why the merge cannot use a payload (its schema, fields it does not know allowed), or None."""
+    if fastcheck.usable(frame_type, payload):
+        return None
+    errors = messages.problems(frame_type, payload, unknown_ok=True, limit=3)
+    return "; ".join(errors) if errors else None
+
+
+def owner_of(path: Path) -> tuple[int, str, dict[str, Any] | None] | None:
+    """Who wrote a log whose HELLO is lost: (pid, process, HELLO or None) from, in order, a spool's
+    name (layer-<pid>.spool), the session.json hostd wrote beside it (its HELLO, clock included)
+    and the folder's name (<process>-<pid>-<n>)."""
+    m = _SPOOL_PID.search(path.name)
+    if m and int(m.group(1)) <= _MAX_PID:
+        return int(m.group(1)), "", None
+    record = path.with_name(RECORD_NAME)
+    try:
+        hello = json.loads(record.read_text(encoding="utf-8")).get("hello")
+    except (OSError, ValueError, RecursionError, AttributeError):
+        hello = None
+    if isinstance(hello, dict) and not lone_surrogate(json.dumps(hello).encode(), hello) \
+            and _unusable(MessageType.HELLO, hello) is None:
+        return hello["pid"], hello["process"], hello
+    m = _FOLDER.match(path.parent.name)
+    if m and int(m.group(2)) <= _MAX_PID:
+        return int(m.group(2)), m.group(1), None
+    return None
 
 
 def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON, chunk: int = 1 << 20) -> None:
-    """Add the frames of one session log or spool file to `index`."""
+    """Add the frames of one session log or spool file to `index`. A frame the merge cannot use
+    (undecodable, not an object, against its schema, a time outside the trace) is skipped and
+    listed; every other frame is used."""
     index.files.append(path)
     rejected = rejected_offsets(path)
-    m = _SPOOL_PID.search(path.name)
-    proc = index.process(int(m.group(1))) if m else None
+    proc: ProcessMeta | None = None
     clock: int | None = None
     orphans = 0
-    decoder = FrameDecoder(max_json)
+    listed = 0
+    fallback_tried = False
+    m = _SPOOL_PID.search(path.name)
+    if m and int(m.group(1)) <= _MAX_PID:
+        proc = index.process(int(m.group(1)))
+
+    def problem(offset: int, message: str) -> None:
+        nonlocal listed
+        listed += 1
+        if listed <= MAX_FILE_PROBLEMS:
+            where = "at the end" if offset < 0 else f"at byte {offset}"
+            index.problems.append(f"{path}: {where}: {message}")
+
+    def skip(frame, why: str) -> None:
+        index.skipped += 1
+        problem(frame.offset, f"{MessageType(frame.type).name}: {why}; frame skipped")
 
     def handle(frame) -> None:
-        nonlocal proc, clock, orphans
+        nonlocal proc, clock, orphans, fallback_tried
         index.frames_read += 1
         if frame.offset in rejected or frame.type not in MessageType._value2member_map_:
             index.skipped += 1
@@ -123,26 +202,34 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
         try:
             payload = _payload(frame)
         except FrameError as e:
-            index.skipped += 1
-            index.problems.append(f"{path}: {e}; frame skipped")
+            skip(frame, e.message.split(": ", 1)[-1])
             return
         if not isinstance(payload, dict):
-            index.skipped += 1
-            index.problems.append(f"{path}: at byte {frame.offset}: payload is not a JSON object; frame skipped")
+            skip(frame, "payload is not a JSON object")
             return
         t = frame.type
-        if t == MessageType.HELLO:
-            pid = payload.get("pid")
-            if not isinstance(pid, int):
-                index.problems.append(f"{path}: at byte {frame.offset}: HELLO without a pid")
-                return
-            proc = index.process(pid)
-            proc.hello = proc.hello or payload
-            proc.process = str(payload.get("process", proc.process))
-            sync = payload.get("clock_sync") or {}
-            raw, boot = sync.get("monotonic_raw_ns"), sync.get("boottime_ns")
-            clock = boot - raw if isinstance(raw, int) and isinstance(boot, int) else None
+        why = _unusable(t, payload)
+        if why is not None:
+            skip(frame, f"unusable ({why})")
             return
+        if t == MessageType.HELLO:
+            proc = index.process(payload["pid"])
+            proc.hello = proc.hello or payload
+            proc.process = payload["process"]
+            clock = _clock(payload)
+            return
+        if proc is None and not fallback_tried:
+            fallback_tried = True       # the HELLO is lost (damaged): who wrote the log is known elsewhere
+            owner = owner_of(path)
+            if owner is not None:
+                pid, name, hello = owner
+                proc = index.process(pid)
+                proc.process = proc.process or name
+                if hello is not None:
+                    proc.hello = proc.hello or hello
+                    clock = _clock(hello)
+                problem(frame.offset, f"frames before any HELLO: attributed to {name or '?'}[{pid}] "
+                                      f"({'session.json' if hello else 'the file or folder name'})")
         if proc is None:
             orphans += 1
             index.skipped += 1
@@ -155,31 +242,25 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
             # acknowledgement) changes nothing.
             proc.annexes.setdefault((frame.sequence, frame.tag), {}).update(payload)
         elif t == MessageType.SUBMIT:
-            _boot(payload, clock)
+            if not _boot(payload, clock):
+                skip(frame, "its time, converted to BOOTTIME, falls outside the trace")
+                return
             proc.submits[frame.sequence] = payload
         elif t == MessageType.FRAME:
-            _boot(payload, clock)
-            n = payload.get("frame")
-            proc.frames[n if isinstance(n, int) else -len(proc.frames) - 1] = payload
+            if not _boot(payload, clock):
+                skip(frame, "its time, converted to BOOTTIME, falls outside the trace")
+                return
+            proc.frames[payload["frame"]] = payload
         elif t == MessageType.DEVICE:
-            proc.devices[str(payload.get("device"))] = payload
+            proc.devices[payload["device"]] = payload
 
     try:
-        with open(path, "rb") as f:
-            while data := f.read(chunk):
-                try:
-                    frames = decoder.feed(data)
-                except FrameError as e:
-                    for frame in e.frames:
-                        handle(frame)
-                    raise
-                for frame in frames:
-                    handle(frame)
-        decoder.finish()
-    except FrameError as e:
-        index.problems.append(f"{path}: {e}; the frames before it are used")
+        for frame in read_frames(path, max_json, chunk, problem):
+            handle(frame)
     except OSError as e:
         index.problems.append(f"{path}: cannot read ({e})")
+    if listed > MAX_FILE_PROBLEMS:
+        index.problems.append(f"{path}: {listed - MAX_FILE_PROBLEMS} more problem(s) not listed")
     if orphans:
         index.problems.append(f"{path}: {orphans} frame(s) before any HELLO belong to no process; skipped")
 

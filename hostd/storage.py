@@ -7,7 +7,8 @@ Layout (docs/hostd.md):
 
     OUT/conn-<n>/                        created at accept, before anything is decoded
     OUT/<process>-<pid>-<n>/             the same folder, renamed once HELLO names the client
-        session.tessera-log              the raw frames, byte for byte as received
+        session.tessera-log              the client's stream, byte for byte as received, in checksummed
+                                         records (schemas/logfile.py: a damaged record costs only itself)
         session.rejected.jsonl           frames rejected in strict mode (offset, size, reason), one per line
         session.json                     written at close: client, HELLO, counts, problems, clean or not
 
@@ -18,6 +19,9 @@ the log is fsynced when at least `fsync_interval` seconds passed since the
 last fsync and new data arrived (checked on each write, so an idle
 connection costs nothing), and always when the connection closes and at
 shutdown.
+
+Privacy: hostd has no authentication and the logs hold what the application
+did, so every file here is created 0600 and every folder 0700 (umask aside).
 """
 from __future__ import annotations
 
@@ -28,7 +32,9 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
+
+from tessera.schemas.logfile import FILE_HEADER, encode_records
 
 LOG_NAME = "session.tessera-log"
 REJECTED_NAME = "session.rejected.jsonl"
@@ -63,15 +69,16 @@ class ConnectionStore:
             n = _next_number(out)
             folder = out / f"conn-{n}"
             try:
-                folder.mkdir(mode=0o755)
+                folder.mkdir(mode=0o700)
                 break
             except FileExistsError:
                 continue
         self.number = n
         self.folder = folder
         self.fsync_interval = fsync_interval
-        self.bytes = 0
+        self.bytes = 0      # bytes of the client's stream logged (the log file holds more: record headers)
         self._fd = os.open(folder / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._write(FILE_HEADER)
         self._rejected = None
         self._last_sync = time.monotonic()
         self._dirty = False
@@ -80,15 +87,20 @@ class ConnectionStore:
     def log_path(self) -> Path:
         return self.folder / LOG_NAME
 
-    def append(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
+    def append(self, data: bytes, starts: Sequence[int] = ()) -> None:
+        """Log a chunk of the client's stream; `starts`: stream offsets, ascending, of the frames
+        that begin in it (they let a reader resume after a damaged record)."""
+        self._write(encode_records(data, self.bytes, starts))
         self.bytes += len(data)
         self._dirty = True
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_interval:
             self.sync(now)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
 
     def sync(self, now: float | None = None) -> None:
         if self._dirty:
@@ -109,7 +121,8 @@ class ConnectionStore:
 
     def reject(self, offset: int, size: int, reason: str) -> None:
         if self._rejected is None:
-            self._rejected = open(self.folder / REJECTED_NAME, "a", encoding="utf-8")
+            fd = os.open(self.folder / REJECTED_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._rejected = open(fd, "a", encoding="utf-8")
         self._rejected.write(json.dumps({"offset": offset, "size": size, "reason": reason}) + "\n")
         self._rejected.flush()
 
@@ -120,7 +133,9 @@ class ConnectionStore:
             os.fsync(self._rejected.fileno())
             self._rejected.close()
         tmp = self.folder / (RECORD_NAME + ".tmp")
-        tmp.write_text(json.dumps(record, indent=2) + "\n")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with open(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(record, indent=2) + "\n")
         tmp.replace(self.folder / RECORD_NAME)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
@@ -102,11 +103,42 @@ class Frame:
         return self.type in MessageType._value2member_map_
 
     def payload(self) -> Any:
-        """The decoded JSON; FrameError (not fatal) when it is not valid UTF-8 JSON."""
+        """The decoded JSON; FrameError (not fatal) when it is not valid UTF-8 JSON, is nested
+        too deeply to decode, or holds a lone surrogate (`lone_surrogate`)."""
         try:
-            return json.loads(self.body.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as e:
+            value = json.loads(self.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:   # RecursionError: nesting too deep
             raise FrameError(self.offset, f"{_name(self.type)} frame: invalid JSON ({e})", fatal=False) from e
+        if lone_surrogate(self.body, value):
+            raise FrameError(self.offset, f"{_name(self.type)} frame: {LONE_SURROGATE}", fatal=False)
+        return value
+
+
+LONE_SURROGATE = "a string holds a lone surrogate escape (\\udXXX), which no UTF-8 text can carry"
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(body: bytes, value: Any) -> bool:
+    """True when decoded JSON `value` (of text `body`) holds a string with an unpaired
+    surrogate. JSON allows the escape ("\\ud800") but UTF-8 cannot encode the result, so
+    nothing written from it (a trace, a record) would encode: such a payload is invalid here
+    (as in I-JSON, RFC 7493 §2.1). Paired escapes decode to one character and pass. Cheap: the
+    decoded value is walked only when the text holds a surrogate escape at all."""
+    if _SURROGATE_ESCAPE.search(body) is None:
+        return False
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"))   # made once: json.dumps with separators makes one per call
@@ -136,10 +168,10 @@ class FrameDecoder:
     input, so a stream that ends mid-frame is reported as truncated.
     """
 
-    def __init__(self, max_json: int = DEFAULT_MAX_JSON) -> None:
+    def __init__(self, max_json: int = DEFAULT_MAX_JSON, offset: int = 0) -> None:
         self.max_json = max_json
         self._buf = bytearray()
-        self._offset = 0          # stream offset of _buf[0]
+        self._offset = offset     # stream offset of _buf[0]
         self.failed: FrameError | None = None
 
     @property
@@ -195,9 +227,11 @@ class FrameDecoder:
 
 
 def iter_file(path, max_json: int = DEFAULT_MAX_JSON, chunk: int = 1 << 20):
-    """Frames of a spool file or session log, streamed; the last error (if any) is raised at the end."""
-    decoder = FrameDecoder(max_json)
-    with open(path, "rb") as f:
-        while data := f.read(chunk):
-            yield from decoder.feed(data)
-    decoder.finish()
+    """Frames of a spool file or session log (either version, logfile.py), streamed; frames after
+    damage are yielded too, and the first problem (if any) is raised at the end."""
+    from .logfile import read_frames     # logfile builds on this module
+
+    problems: list[tuple[int, str]] = []
+    yield from read_frames(path, max_json, chunk, lambda offset, message: problems.append((offset, message)))
+    if problems:
+        raise FrameError(problems[0][0], problems[0][1], fatal=True)

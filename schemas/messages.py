@@ -7,6 +7,7 @@ application threads.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -33,9 +34,20 @@ def validator(message_type: MessageType):
     return jsonschema.Draft202012Validator(schema)
 
 
-def problems(message_type: int, payload: Any) -> list[str]:
-    """Schema violations of a payload, as readable lines (empty when valid)."""
+def problems(message_type: int, payload: Any, unknown_ok: bool = False, limit: int = 10) -> list[str]:
+    """Schema violations of a payload, as readable lines (empty when valid), at most `limit`
+    (a hostile payload can break a rule a million times). `unknown_ok`: fields the schema does
+    not declare are not a violation (`additionalProperties: false` is for catching drift at
+    ingest; a reader can still use the rest)."""
     if message_type not in SCHEMA_FILES:
         return []
-    v = validator(MessageType(message_type))
-    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in v.iter_errors(payload)]
+    errors = validator(MessageType(message_type)).iter_errors(payload)
+    if unknown_ok:
+        errors = (e for e in errors if e.validator != "additionalProperties")
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {_short(e.message)}"
+            for e in itertools.islice(errors, limit)]
+
+
+def _short(message: str, limit: int = 200) -> str:
+    """jsonschema quotes the offending value whole: a 16 MiB string stays out of the logs."""
+    return message if len(message) <= limit else message[:limit] + "…"

@@ -17,6 +17,7 @@ from hostd_builders import annex, device, frame, hello, submit, workload
 from tessera.hostd.config import Address, AddressError, Validation, parse_address
 from tessera.hostd.daemon import DaemonError
 from tessera.hostd.embedded import EmbeddedDaemon
+from tessera.schemas.logfile import read_stream
 from tessera.hostd.storage import LOG_NAME, RECORD_NAME, REJECTED_NAME
 from tessera.schemas.frames import MessageType, encode
 
@@ -157,21 +158,21 @@ def test_concurrent_clients_one_misbehaving_each_way(out, caplog):
     for pid, (_, data) in good.items():
         name, r = by_pid[pid]
         assert name.startswith(f"app{pid}-{pid}-")
-        assert (out / name / LOG_NAME).read_bytes() == data          # byte for byte
+        assert read_stream(out / name / LOG_NAME) == data          # byte for byte
         assert r["frames"] == {"HELLO": 1, "DEVICE": 1, "WORKLOAD": 60, "SUBMIT": 60, "ANNEX": 1, "FRAME": 1}
         assert r["problems"] == 0 and r["end"] == "client closed"
     # every byte received from the bad clients is kept too
     name, r = by_pid[201]
-    assert (out / name / LOG_NAME).read_bytes() == oversized_bytes
+    assert read_stream(out / name / LOG_NAME) == oversized_bytes
     assert f"at byte {len(hello(pid=201)) + len(frame(1, 5))}" in r["end"] and "above the limit" in r["end"]
     name, r = by_pid[202]
-    assert (out / name / LOG_NAME).read_bytes() == badjson_bytes
+    assert read_stream(out / name / LOG_NAME) == badjson_bytes
     assert r["skipped"] == 2 and r["frames"] == {"HELLO": 1, "FRAME": 1}
     name, r = by_pid[203]
-    assert (out / name / LOG_NAME).read_bytes() == cut_bytes
+    assert read_stream(out / name / LOG_NAME) == cut_bytes
     nameless = [n for n, r in records.items() if r["hello"] is None]
     assert len(nameless) == 1 and "not a Tessera layer" in records[nameless[0]]["end"]
-    assert (out / nameless[0] / LOG_NAME).read_bytes().startswith(b"GET / HTTP/1.1")
+    assert read_stream(out / nameless[0] / LOG_NAME).startswith(b"GET / HTTP/1.1")
     # one clear line per problem, naming client, offset, problem
     lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     first_bad = len(hello(pid=202))
@@ -193,7 +194,7 @@ def test_strict_rejects_schema_violations_warn_keeps_them(tmp_path, caplog):
             c.sendall(stream)
             c.close()
         (name, r), = sessions(out).items()
-        assert (out / name / LOG_NAME).read_bytes() == stream
+        assert read_stream(out / name / LOG_NAME) == stream
         rejected = out / name / REJECTED_NAME
         if mode is Validation.STRICT:
             entry = json.loads(rejected.read_text())
@@ -211,7 +212,7 @@ def test_unknown_types_are_kept_and_warned_once(out, caplog):
         c.sendall(stream)
         c.close()
     (name, r), = sessions(out).items()
-    assert (out / name / LOG_NAME).read_bytes() == stream
+    assert read_stream(out / name / LOG_NAME) == stream
     assert r["skipped"] == 3 and r["frames"]["FRAME"] == 1
     warned = [m for m in caplog.messages if "unknown message type" in m]
     assert len(warned) == 2 and "0x7a" in warned[0] and "0xf0" in warned[1]
@@ -231,7 +232,7 @@ def test_shutdown_closes_lingering_clients_after_drain_and_finishes_writing(out)
     records = sessions(out)
     name = next(n for n, r in records.items() if r["hello"])
     assert records[name]["end"] == "shutdown"
-    assert (out / name / LOG_NAME).read_bytes() == stream + frame(1, 2)[:5]
+    assert read_stream(out / name / LOG_NAME) == stream + frame(1, 2)[:5]
 
 
 def test_sigterm_stops_tessera_hostd_in_order(tmp_path):
@@ -254,5 +255,5 @@ def test_sigterm_stops_tessera_hostd_in_order(tmp_path):
         if proc.poll() is None:
             proc.kill()
     (name, r), = sessions(out).items()
-    assert (out / name / LOG_NAME).read_bytes() == stream
+    assert read_stream(out / name / LOG_NAME) == stream
     assert not sock.exists()

@@ -11,6 +11,7 @@ from test_daemon import connect, good_stream, sessions, wait_closed_by_server
 
 from tessera.hostd.config import Validation
 from tessera.hostd.embedded import EmbeddedDaemon
+from tessera.schemas.logfile import read_stream
 from tessera.hostd.storage import LOG_NAME
 from tessera.schemas.frames import MessageType, encode
 
@@ -58,9 +59,9 @@ def test_ten_thousand_malformed_frames_and_garbage_clients(tmp_path):
     records = sessions(out)
     by_pid = {r["hello"]["pid"]: (n, r) for n, r in records.items() if r["hello"]}
     name, r = by_pid[9]
-    assert (out / name / LOG_NAME).read_bytes() == good_bytes and r["problems"] == 0
+    assert read_stream(out / name / LOG_NAME) == good_bytes and r["problems"] == 0
     name, r = by_pid[66]
-    assert (out / name / LOG_NAME).read_bytes() == noisy_bytes
+    assert read_stream(out / name / LOG_NAME) == noisy_bytes
     assert r["skipped"] + r["rejected"] + r["frames"].get("FRAME", 0) == 10_000 and r["end"] == "client closed"
     assert by_pid[77][1]["frames"] == {"HELLO": 1, "WORKLOAD": 1}
     assert len(records) == 43
