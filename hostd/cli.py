@@ -16,11 +16,12 @@ from pathlib import Path
 
 import click
 
-from .config import AddressError, DaemonConfig, Validation, parse_address
+from .config import (DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_CONNECTIONS, AddressError,
+                     DaemonConfig, Validation, parse_address)
 
 
 class AddressType(click.ParamType):
-    name = "unix:PATH|tcp:127.0.0.1:PORT"
+    name = "unix:PATH|tcp:127.0.0.1:PORT|tcp:[::1]:PORT"
 
     def convert(self, value, param, ctx):
         try:
@@ -29,14 +30,24 @@ class AddressType(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+def default_socket_dirs() -> tuple[Path, ...]:
+    """The default socket's folders, outermost first; each must be this user's and private
+    (daemon.private_dir): in a shared /tmp another user could have made them first."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return (Path(runtime) / "tessera",)
+    base = Path(tempfile.gettempdir()) / f"tessera-{os.getuid()}"
+    return (base, base / "tessera")
+
+
 def default_listen() -> str:
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.path.join(tempfile.gettempdir(), f"tessera-{os.getuid()}")
-    return f"unix:{Path(base) / 'tessera' / 'hostd.sock'}"
+    return f"unix:{default_socket_dirs()[-1] / 'hostd.sock'}"
 
 
 @click.command("hostd")
 @click.option("--listen", type=AddressType(), default=None,
-              help="unix:PATH (default $XDG_RUNTIME_DIR/tessera/hostd.sock) or tcp:127.0.0.1:PORT (loopback only).")
+              help="unix:PATH (default $XDG_RUNTIME_DIR/tessera/hostd.sock), tcp:127.0.0.1:PORT or "
+                   "tcp:[::1]:PORT (loopback only).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("tessera-out/hostd"),
               show_default=True, help="Folder for the per-connection session folders.")
 @click.option("--validate", type=click.Choice([v.value for v in Validation]), default="warn", show_default=True,
@@ -45,15 +56,24 @@ def default_listen() -> str:
               help="Largest JSON payload accepted (default 16 MiB); a larger length closes the connection.")
 @click.option("--drain-timeout", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds connections get to finish after SIGINT/SIGTERM.")
+@click.option("--hello-timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_HELLO_TIMEOUT,
+              show_default=True, help="Seconds a new connection gets to send its HELLO (after it, idle is fine).")
+@click.option("--max-connections", type=click.IntRange(min=1), default=DEFAULT_MAX_CONNECTIONS, show_default=True,
+              help="Open connections; more are closed at once (the layer spools and retries).")
+@click.option("--max-buffered", type=click.IntRange(min=1), default=DEFAULT_MAX_BUFFERED, show_default=True,
+              metavar="BYTES", help="Partial frames held across all connections; the one going above is closed.")
 @click.option("--verbose", "-v", is_flag=True, help="Log connections as well as problems.")
-def hostd(listen, out, validate, max_frame, drain_timeout, verbose) -> None:
+def hostd(listen, out, validate, max_frame, drain_timeout, hello_timeout, max_connections, max_buffered,
+          verbose) -> None:
     """Receive the Tessera layer's stream; one session log per connection. Stop with Ctrl-C."""
     from .daemon import DaemonError, serve
 
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
     address = listen or parse_address(default_listen())
     options = {} if max_frame is None else {"max_frame": max_frame}
-    cfg = DaemonConfig(address, out, Validation(validate), drain_timeout=drain_timeout, **options)
+    cfg = DaemonConfig(address, out, Validation(validate), drain_timeout=drain_timeout, hello_timeout=hello_timeout,
+                       max_connections=max_connections, max_buffered=max_buffered,
+                       private_dirs=() if listen else default_socket_dirs(), **options)
 
     def ready(bound) -> None:
         click.echo(f"tessera hostd: listening on {bound}; sessions in {out}", err=True)

@@ -16,6 +16,11 @@ from tessera.schemas.frames import DEFAULT_MAX_JSON
 
 DEFAULT_FSYNC_INTERVAL = 1.0   # seconds between fsyncs of a busy log (see docs/hostd.md)
 DEFAULT_DRAIN_TIMEOUT = 10.0   # seconds connections get to finish at shutdown before they are closed
+# Limits (docs/hostd.md "Limits"). Only a connection that has sent no HELLO is ever timed out:
+# an application may stay idle between frames for as long as it likes.
+DEFAULT_HELLO_TIMEOUT = 10.0               # seconds a new connection gets to complete its HELLO
+DEFAULT_MAX_CONNECTIONS = 256              # open connections; more are closed at accept
+DEFAULT_MAX_BUFFERED = 256 * 1024 * 1024   # bytes of partial frames held across all connections
 
 
 class Validation(enum.Enum):
@@ -75,3 +80,9 @@ class DaemonConfig:
     fsync_interval: float = DEFAULT_FSYNC_INTERVAL
     drain_timeout: float = DEFAULT_DRAIN_TIMEOUT
     max_problem_lines: int = 10                 # per connection; further problems are counted, summarised at close
+    hello_timeout: float = DEFAULT_HELLO_TIMEOUT
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_buffered: int = DEFAULT_MAX_BUFFERED
+    # Folders of the socket path that must be this user's and private (0700), created so if
+    # missing: the default folder, which another user could have made first in a shared /tmp.
+    private_dirs: tuple[Path, ...] = ()

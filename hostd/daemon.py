@@ -11,7 +11,17 @@ thread for `tessera hostd`, a background thread for `EmbeddedDaemon`).
 Listening: a Unix socket made owner-only (bound under umask 0177, then
 chmod 0600; its folder created 0700 when hostd creates it; a stale socket
 left by a dead daemon is replaced, a live one is an error), or TCP on a
-loopback address (config.parse_address refuses others).
+loopback address, IPv4 or IPv6 (config.parse_address refuses others). The
+folders in `cfg.private_dirs` (the default socket folder) must be this
+user's and private, as ssh-agent and tmux require of theirs: another user
+may have created them first in a shared /tmp.
+
+Limits (config.py, docs/hostd.md "Limits"): a connection that has not
+completed its HELLO within `hello_timeout` is closed (one that has may stay
+idle for ever: applications pause between frames); beyond `max_connections`
+open connections new ones are closed at accept; the partial frames held by
+all connections together may use `max_buffered` bytes, and a connection
+whose data takes the total above it is closed (its bytes are in its log).
 
 Shutdown (`stop()`), in order: stop accepting (clients already queued by
 the kernel are accepted first: they connected before the stop, and their
@@ -51,6 +61,8 @@ class _Connection(asyncio.Protocol):
         self.done = daemon.loop.create_future()
         self._eof = False
         self.logged = 0             # bytes of this client's stream appended to its session log
+        self.held = 0               # bytes of a partial frame its decoder holds (daemon.held counts all)
+        self._hello_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -64,6 +76,29 @@ class _Connection(asyncio.Protocol):
             transport.abort()
             return
         LOG.info("hostd: %s connected", self.ingest.client)
+        self._hello_timer = self.daemon.loop.call_later(self.daemon.cfg.hello_timeout, self._no_hello)
+
+    def _no_hello(self) -> None:
+        self._hello_timer = None
+        if self.ingest.hello is None and self.ingest.close_reason is None:
+            self._close_for(f"no HELLO within {self.daemon.cfg.hello_timeout:g} s")
+            self.transport.close()
+
+    def _close_for(self, reason: str) -> None:
+        LOG.warning("hostd: client %s: %s; closing the connection", self.ingest.client, reason)
+        self.ingest.close_reason = reason
+
+    def _hold(self) -> bool:
+        """Count this connection's partial frame in the daemon-wide budget; False to close it."""
+        held = self.ingest.decoder.pending
+        daemon = self.daemon
+        daemon.held += held - self.held
+        self.held = held
+        if held == 0 or daemon.held <= daemon.cfg.max_buffered:
+            return True
+        self._close_for(f"partial frames of all clients would hold {daemon.held} bytes (this one {held}), "
+                        f"above the budget of {daemon.cfg.max_buffered}")
+        return False
 
     def data_received(self, data: bytes) -> None:
         if self.ingest is None or self.ingest.close_reason is not None:
@@ -71,6 +106,10 @@ class _Connection(asyncio.Protocol):
         try:
             keep = self.ingest.feed(data)
             self.logged += len(data)
+            if self._hello_timer is not None and self.ingest.hello is not None:
+                self._hello_timer.cancel()
+                self._hello_timer = None
+            keep = keep and self._hold()
             # Acknowledge what the session log holds to clients that asked (HELLO "acks"), so they
             # can spool what this daemon might lose if it dies (schemas.frames.ACK).
             if self.ingest.hello is not None and self.ingest.hello.get("acks") is True:
@@ -89,6 +128,11 @@ class _Connection(asyncio.Protocol):
         return False  # close our side too
 
     def connection_lost(self, exc) -> None:
+        if self._hello_timer is not None:
+            self._hello_timer.cancel()
+            self._hello_timer = None
+        self.daemon.held -= self.held
+        self.held = 0
         if self.ingest is not None:
             how = "client closed" if self._eof else ("shutdown" if self.daemon.stopping else
                                                      f"connection lost ({exc})" if exc else "closed")
@@ -117,6 +161,8 @@ class HostDaemon:
         self._tasks: set[asyncio.Task] = set()
         self._socket: socket.socket | None = None
         self._hurry: asyncio.Event | None = None
+        self.held = 0                # bytes of partial frames held by all connections
+        self.refused = 0             # connections closed at accept (max_connections)
 
     async def start(self) -> Address:
         self.loop = asyncio.get_running_loop()
@@ -126,6 +172,8 @@ class HostDaemon:
         except OSError as e:
             raise DaemonError(f"cannot create the output folder {self.cfg.out}: {e}") from e
         listen = self.cfg.listen
+        for folder in self.cfg.private_dirs:
+            private_dir(folder)
         if listen.kind == "unix":
             self._socket = _unix_socket(listen)
             self.address = listen
@@ -151,6 +199,13 @@ class HostDaemon:
             except OSError as e:   # EMFILE and the like: the client stays queued, try again later
                 LOG.warning("hostd: cannot accept a client: %s", e)
                 return
+            if len(self.connections) >= self.cfg.max_connections:
+                conn.close()             # the layer spools and retries later
+                self.refused += 1
+                if self.refused == 1 or self.refused % 100 == 0:
+                    LOG.warning("hostd: %d connections open, the limit; closing new ones (%d so far)",
+                                len(self.connections), self.refused)
+                continue
             conn.setblocking(False)
             protocol = _Connection(self)
             self.connections.add(protocol)
@@ -197,6 +252,24 @@ class HostDaemon:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.cfg.listen.path)
         LOG.info("hostd: stopped")
+
+
+def private_dir(path, uid: int | None = None) -> None:
+    """Create `path` 0700 if it is missing; refuse it unless it is a real folder owned by `uid`
+    (this user) that no one else may enter (tmux checks its socket folder the same way)."""
+    uid = os.getuid() if uid is None else uid
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise DaemonError(f"cannot create {path}: {e.strerror or e}") from e
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise DaemonError(f"{path} is not a folder (a symbolic link?); refusing to put the socket there")
+    if st.st_uid != uid or st.st_mode & 0o077:
+        raise DaemonError(f"{path} belongs to uid {st.st_uid} with mode {stat.S_IMODE(st.st_mode):04o}; "
+                          f"the socket folder must be yours and private (0700): remove it, or use --listen")
 
 
 def _unix_socket(address: Address) -> socket.socket:

@@ -23,7 +23,8 @@ from pathlib import Path
 
 from tessera.schemas.frames import DEFAULT_MAX_JSON
 
-from .config import DEFAULT_DRAIN_TIMEOUT, Address, DaemonConfig, Validation
+from .config import (DEFAULT_DRAIN_TIMEOUT, DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_CONNECTIONS,
+                     Address, DaemonConfig, Validation)
 from .daemon import HostDaemon
 from .merge import MergeResult, merge_session  # noqa: F401  (re-exported for embedders)
 from .summary import Summary
@@ -32,10 +33,13 @@ from .summary import Summary
 class EmbeddedDaemon:
     def __init__(self, session_dir: Path, *, validate: Validation = Validation.WARN,
                  max_frame: int = DEFAULT_MAX_JSON, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
-                 socket_dir: Path | None = None, listen: Address | None = None) -> None:
+                 socket_dir: Path | None = None, listen: Address | None = None,
+                 hello_timeout: float = DEFAULT_HELLO_TIMEOUT, max_connections: int = DEFAULT_MAX_CONNECTIONS,
+                 max_buffered: int = DEFAULT_MAX_BUFFERED) -> None:
         self.session_dir = Path(session_dir)
         self._listen = listen
-        self._options = dict(validate=validate, max_frame=max_frame, drain_timeout=drain_timeout)
+        self._options = dict(validate=validate, max_frame=max_frame, drain_timeout=drain_timeout,
+                             hello_timeout=hello_timeout, max_connections=max_connections, max_buffered=max_buffered)
         self._socket_root = socket_dir
         self._socket_dir: Path | None = None
         self._thread: threading.Thread | None = None
