@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from tessera.vkapi import structs
+from tessera.vkapi.commands import UNTRACKED_WORKLOAD_EXTENSIONS
 from tessera.vkapi.dispatch import is_device_command
 from tessera.vkapi.vkconst import vk
 
@@ -26,8 +27,8 @@ def physical_device_info(drv: Driver, phys: PhysicalDevice) -> PhysicalDevice:
     """Backend extensions and apiVersion of a physical device, queried once."""
     if phys.extensions is None:
         ffi = drv.ffi
-        phys.extensions = query_extensions(ffi, phys.next.vkEnumerateDeviceExtensionProperties,
-                                           phys.handle, ffi.NULL)
+        backend = query_extensions(ffi, phys.next.vkEnumerateDeviceExtensionProperties, phys.handle, ffi.NULL)
+        phys.extensions = {n: v for n, v in backend.items() if n not in UNTRACKED_WORKLOAD_EXTENSIONS}
         props = ffi.new("VkPhysicalDeviceProperties *")
         phys.next.vkGetPhysicalDeviceProperties(phys.handle, props)
         phys.api_version = props.apiVersion

@@ -160,6 +160,42 @@ def register(drv: Driver) -> None:
                                         maxDrawCount, stride):
         draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
 
+    def multi(pInfo, drawCount: int, stride: int, ctype: str, field: str):
+        """The `field` of each element of a strided VkMultiDraw*InfoEXT array."""
+        base = ffi.cast("char *", pInfo)
+        return [getattr(ffi.cast(ctype, base + i * stride), field) for i in range(drawCount)]
+
+    @hooks.before("vkCmdDrawMultiEXT")
+    def cmd_draw_multi(cb, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance, stride):
+        for vertices in multi(pVertexInfo, drawCount, stride, "VkMultiDrawInfoEXT *", "vertexCount"):
+            draw(cb, vertices * instanceCount, False)
+
+    @hooks.before("vkCmdDrawMultiIndexedEXT")
+    def cmd_draw_multi_indexed(cb, commandBuffer, drawCount, pIndexInfo, instanceCount, firstInstance, stride,
+                               pVertexOffset):
+        for indices in multi(pIndexInfo, drawCount, stride, "VkMultiDrawIndexedInfoEXT *", "indexCount"):
+            draw(cb, indices * instanceCount, False)
+
+    @hooks.before("vkCmdDrawIndirectByteCountEXT")
+    def cmd_draw_indirect_byte_count(cb, commandBuffer, instanceCount, firstInstance, counterBuffer,
+                                     counterBufferOffset, counterOffset, vertexStride):
+        draw(cb, timing.INDIRECT_DRAW_VERTICES * instanceCount, True)   # the count is in a GPU buffer
+
+    # Mesh shading has no vertex count at record time: estimated like an indirect draw.
+    @hooks.before("vkCmdDrawMeshTasksEXT")
+    def cmd_draw_mesh_tasks(cb, commandBuffer, groupCountX, groupCountY, groupCountZ):
+        draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
+
+    @hooks.before("vkCmdDrawMeshTasksIndirectEXT")
+    def cmd_draw_mesh_tasks_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
+        for _ in range(drawCount):
+            draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
+
+    @hooks.before("vkCmdDrawMeshTasksIndirectCountEXT")
+    def cmd_draw_mesh_tasks_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                           maxDrawCount, stride):
+        draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
+
     # ---- compute and trace rays ---------------------------------------
     @hooks.before("vkCmdBindPipeline")
     def cmd_bind_pipeline(cb, commandBuffer, bindPoint, pipeline):

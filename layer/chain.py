@@ -153,8 +153,16 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
         if pLayerName != ffi.NULL and structs.string(ffi, pLayerName) == LAYER_NAME:
             return fill_extensions(ffi, LAYER_DEVICE_EXTENSIONS, pPropertyCount, pProperties)
         inst = state.instance_of(physicalDevice)
-        return inst.next.vkEnumerateDeviceExtensionProperties(physicalDevice, pLayerName,
-                                                              pPropertyCount, pProperties)
+        call = inst.next.vkEnumerateDeviceExtensionProperties
+        if pLayerName != ffi.NULL:
+            return call(physicalDevice, pLayerName, pPropertyCount, pProperties)
+        # The device's own list (pLayerName NULL) is where programs look: a layer that provides
+        # an extension the driver lacks lists it there too.
+        below = query_extensions(ffi, call, physicalDevice, ffi.NULL)
+        provided = {n: v for n, v in LAYER_DEVICE_EXTENSIONS.items() if n not in below}
+        if not provided:
+            return call(physicalDevice, pLayerName, pPropertyCount, pProperties)
+        return fill_extensions(ffi, {**below, **provided}, pPropertyCount, pProperties)
 
 
 def _with_extensions(ffi, pCreateInfo, next_gipa, keep):

@@ -135,3 +135,30 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
     def draw_indexed_indirect_count(dev, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount,
                                     stride):
         count(dev, commandBuffer)
+
+    @hooks.before("vkCmdDrawMultiEXT")
+    def draw_multi(dev, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance, stride):
+        count(dev, commandBuffer, drawCount)
+
+    @hooks.before("vkCmdDrawMultiIndexedEXT")
+    def draw_multi_indexed(dev, commandBuffer, drawCount, pIndexInfo, instanceCount, firstInstance, stride,
+                           pVertexOffset):
+        count(dev, commandBuffer, drawCount)
+
+    @hooks.before("vkCmdDrawIndirectByteCountEXT")
+    def draw_indirect_byte_count(dev, commandBuffer, instanceCount, firstInstance, counterBuffer,
+                                 counterBufferOffset, counterOffset, vertexStride):
+        count(dev, commandBuffer)
+
+    @hooks.before("vkCmdDrawMeshTasksEXT")
+    def draw_mesh_tasks(dev, commandBuffer, groupCountX, groupCountY, groupCountZ):
+        count(dev, commandBuffer)
+
+    @hooks.before("vkCmdDrawMeshTasksIndirectEXT")
+    def draw_mesh_tasks_indirect(dev, commandBuffer, buffer, offset, drawCount, stride):
+        count(dev, commandBuffer, drawCount)
+
+    @hooks.before("vkCmdDrawMeshTasksIndirectCountEXT")
+    def draw_mesh_tasks_indirect_count(dev, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                       maxDrawCount, stride):
+        count(dev, commandBuffer)   # the real count is in a buffer: counted as one draw call

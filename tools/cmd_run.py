@@ -10,6 +10,7 @@ daemon and nothing is merged unless `--merge` asks.
 """
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import click
 
 from tessera.hostd.cli import AddressType
 
-from .launch import LaunchConfig, LaunchError, default_session_dir, run_with_embedded_daemon
+from .launch import LaunchConfig, LaunchError, default_session_dir, prepare_session_dir, run_with_embedded_daemon
 from .launch import run as launch
 
 
@@ -27,6 +28,7 @@ from .launch import run as launch
 @click.option("--gpu", default=None, help="GPU profile: mali-g720 (default) or mali-g78.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Session folder for the outputs; default: tessera-out/<app>-<time>.")
+@click.option("--force", is_flag=True, help="Replace what an earlier run left in the --out folder.")
 @click.option("--no-layer", is_flag=True, help="Emulated driver only, without the Tessera layer.")
 @click.option("--hostd", "hostd_address", type=AddressType(), default=None,
               help="Send the layer's stream to this running daemon instead of an embedded one.")
@@ -35,15 +37,16 @@ from .launch import run as launch
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Longest workloads listed in the summary.")
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(backend, gpu, out, no_layer, hostd_address, do_merge, top, app) -> None:
-    """Run APP (with its arguments, after --) and return its exit code."""
+def run(backend, gpu, out, force, no_layer, hostd_address, do_merge, top, app) -> None:
+    """Run APP (with its arguments, after --) and return its exit code (128 + N when signal N killed it,
+    as a shell reports it)."""
     from tessera.icd.profiles import PROFILES
 
     if gpu is not None and gpu.lower() not in PROFILES:
         raise click.BadParameter(f"unknown profile {gpu!r}; known: {', '.join(sorted(PROFILES))}", param_hint="--gpu")
     session = out or default_session_dir(app[0])
-    session.mkdir(parents=True, exist_ok=True)
     try:
+        prepare_session_dir(session, force)
         if hostd_address is None:
             code = run_with_embedded_daemon(LaunchConfig(session, backend, gpu, layer=not no_layer), list(app))
             merge = True if do_merge is None else do_merge
@@ -53,10 +56,21 @@ def run(backend, gpu, out, no_layer, hostd_address, do_merge, top, app) -> None:
             merge = bool(do_merge)
     except LaunchError as e:
         raise click.ClickException(str(e)) from e
-    click.echo(f"tessera: {app[0]} exited with {code}; session outputs in {session}", err=True)
+    click.echo(f"tessera: {app[0]} {_how_it_ended(code)}; session outputs in {session}", err=True)
     if merge:
         _merge(session, top)
-    sys.exit(code)
+    sys.exit(128 - code if code < 0 else code)
+
+
+def _how_it_ended(code: int) -> str:
+    """subprocess reports death by signal N as -N."""
+    if code >= 0:
+        return f"exited with {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"was killed by {name} (signal {-code}; exit status {128 - code})"
 
 
 def _merge(session: Path, top: int) -> None:

@@ -2,14 +2,26 @@
 
 `environment()` makes the app see only the emulated Mali driver, with the
 Tessera layer enabled (other explicit layers stay discoverable: the layer
-folder is *added* to the loader's search path). With `hostd` set, the layer
-is told where the host daemon listens (`TESSERA_HOSTD`); without it the
-layer spools into the session folder when no daemon is reachable.
+folder is *added* to the loader's search path). The driver is *added*
+(`VK_ADD_DRIVER_FILES`) and selected (`VK_LOADER_DRIVERS_SELECT`) rather
+than named in `VK_DRIVER_FILES`: a program that reads that variable and
+loads the driver itself, bypassing the loader, would run without the layer;
+now it finds no such variable and goes through the loader like any other.
+With `hostd` set, the layer is told where the host daemon listens
+(`TESSERA_HOSTD`); without it the layer spools into the session folder when
+no daemon is reachable.
+
+`prepare_session_dir()` checks the session folder before the app starts: it
+must be writable (or nothing the run produces could be kept) and must not
+hold an earlier session (the merge would mix the two) unless replacing it
+was asked for.
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,10 +61,61 @@ def default_session_dir(app: str, root: Path = Path("tessera-out")) -> Path:
     return root / f"{Path(app).name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
 
 
+# What Tessera itself writes into a session folder; --force replaces only a folder holding nothing else.
+SESSION_FILES = ("gpu.perfetto-trace", "merged.perfetto-trace", "summary.txt", "app-output.txt")
+SESSION_SUFFIXES = (".spool", ".perfetto-trace", ".tessera-log", ".json", ".jsonl", ".tmp")
+
+
+def _is_session_entry(path: Path) -> bool:
+    if path.is_dir():   # one folder per connection: conn-<n> or <process>-<pid>-<n>
+        return all(p.is_file() and p.name.endswith(SESSION_SUFFIXES) for p in path.iterdir())
+    return path.name in SESSION_FILES or path.name.endswith(SESSION_SUFFIXES)
+
+
+def prepare_session_dir(session: Path, force: bool = False) -> None:
+    """Create `session`, or empty it with `force`; LaunchError if it cannot hold this run's outputs."""
+    if session.exists() and not session.is_dir():
+        raise LaunchError(f"--out {session}: exists and is not a folder")
+    if session.is_dir():
+        entries = list(session.iterdir())
+        if entries and not force:
+            raise LaunchError(f"--out {session} holds an earlier session ({len(entries)} entries); its "
+                              "outputs would be merged with this run's. Choose another folder, or pass "
+                              "--force to replace it.")
+        foreign = [e.name for e in entries if not _is_session_entry(e)]
+        if foreign:
+            raise LaunchError(f"--out {session}: not replaced, it holds files Tessera did not write: "
+                              f"{', '.join(sorted(foreign)[:5])}")
+        for entry in entries:
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    try:
+        session.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=session, prefix=".write-check-"):
+            pass
+    except OSError as e:
+        raise LaunchError(f"--out {session}: cannot write there ({e.strerror}); the run's trace and "
+                          "metadata would be lost. Choose a writable folder.") from e
+
+
+def check_executable(argv: list[str], env: dict[str, str]) -> None:
+    """LaunchError unless argv[0] names a program the OS can start (found on PATH, executable)."""
+    program = argv[0]
+    found = shutil.which(program, path=env.get("PATH")) if os.sep not in program else program
+    if found is None or not Path(found).exists():
+        raise LaunchError(f"cannot run {program!r}: no such file" + ("" if os.sep in program else " on PATH"))
+    if Path(found).is_dir():
+        raise LaunchError(f"cannot run {program!r}: it is a folder")
+    if not os.access(found, os.X_OK):
+        raise LaunchError(f"cannot run {program!r}: not executable (chmod +x it, or run it through its "
+                          "interpreter, e.g. `tessera run -- python3 script.py`)")
+
+
 def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
-    env["VK_DRIVER_FILES"] = str(ICD_MANIFEST)
-    env["VK_ICD_FILENAMES"] = str(ICD_MANIFEST)  # name used by loaders before 1.3.207
+    for name in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):   # they would override the selection below
+        env.pop(name, None)
+    env["VK_ADD_DRIVER_FILES"] = str(ICD_MANIFEST)
+    env["VK_LOADER_DRIVERS_SELECT"] = f"*{ICD_MANIFEST.name}"
     if cfg.layer:
         env["VK_ADD_LAYER_PATH"] = os.pathsep.join(filter(None, [str(paths.LAYER_MANIFEST_DIR),
                                                                    env.get("VK_ADD_LAYER_PATH")]))
@@ -73,9 +136,11 @@ def run(cfg: LaunchConfig, argv: list[str], **popen) -> int:
     """Run the app to completion under Tessera; its exit code (`popen`: e.g. stdout=)."""
     ensure_shims()
     cfg.session_dir.mkdir(parents=True, exist_ok=True)
+    env = environment(cfg)
+    check_executable(argv, env)
     try:
-        return subprocess.call(argv, env=environment(cfg), **popen)
-    except FileNotFoundError as e:
+        return subprocess.call(argv, env=env, **popen)
+    except OSError as e:
         raise LaunchError(f"cannot run {argv[0]!r}: {e.strerror}") from e
 
 
