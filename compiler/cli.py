@@ -50,7 +50,8 @@ def load_spirv(path: Path) -> bytes:
         argv = [glslang, "-V", str(path), "-o", str(out)]
         if path.suffix == ".glsl":
             raise click.ClickException(f"{path}: .glsl does not name a stage; use .vert/.frag/.comp")
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        # errors=replace: glslang quotes the source, which need not be UTF-8.
+        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace")
         if proc.returncode != 0:
             msg = (proc.stdout + proc.stderr).strip()
             raise click.ClickException(f"glslangValidator failed on {path}:\n{msg}")

@@ -143,12 +143,18 @@ def report(target, top, as_json) -> None:
 def view(trace, port, once) -> None:
     """Serve TRACE on 127.0.0.1 for ui.perfetto.dev and print the link to open."""
     from .merge import MERGED_NAME
-    from .view import serve
+    from .view import NotATrace, check_trace, serve
 
     if trace.is_dir():
         trace = trace / MERGED_NAME
         if not trace.exists():
             raise click.ClickException(f"no {MERGED_NAME} in {trace.parent}: run `tessera merge {trace.parent}`")
+    try:
+        check_trace(trace)
+    except NotATrace as e:
+        raise click.ClickException(f"{trace}: not a Perfetto trace: {e}") from None
+    except OSError as e:
+        raise click.ClickException(f"{trace}: cannot read it: {e.strerror or e}") from None
     try:
         server = serve(trace, port)
     except OSError as e:

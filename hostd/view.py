@@ -86,6 +86,45 @@ class TraceServer(http.server.ThreadingHTTPServer):
         self.server_close()
 
 
+# Reading the first packet is enough to tell a trace from something else; bounded so a huge
+# file of another kind is refused after reading this much, not after reading it whole.
+FIRST_PACKET_LIMIT = 64 << 20
+
+
+class NotATrace(ValueError):
+    """The file is not a Perfetto trace (why, in words)."""
+
+
+def check_trace(path: Path) -> None:
+    """NotATrace unless `path` starts with a `Trace.packet` (field 1, length-delimited) that
+    parses as a TracePacket: what the UI would load, as opposed to any file."""
+    from tessera.schemas.perfetto import TracePacket
+
+    with open(path, "rb") as f:
+        head = f.read(11)
+        if not head:
+            raise NotATrace("the file is empty")
+        if head[0] != 0x0A:
+            raise NotATrace(f"first byte 0x{head[0]:02x}: a Perfetto trace starts with a packet (0x0a)")
+        length, shift, i = 0, 0, 1
+        while True:
+            if i >= len(head) or shift > 63:
+                raise NotATrace("the first packet's length is not a valid varint")
+            byte = head[i]
+            length |= (byte & 0x7F) << shift
+            shift, i = shift + 7, i + 1
+            if not byte & 0x80:
+                break
+        size = os.fstat(f.fileno()).st_size
+        if length > min(FIRST_PACKET_LIMIT, size - i):
+            raise NotATrace(f"the first packet claims {length} bytes; the file has {size - i} after its header")
+        f.seek(i)
+        try:
+            TracePacket().ParseFromString(f.read(length))
+        except Exception as e:   # protobuf's DecodeError
+            raise NotATrace(f"the first packet does not parse ({e})") from None
+
+
 def serve(trace: Path, port: int = DEFAULT_PORT) -> TraceServer:
     """Start serving `trace` on 127.0.0.1:`port` (0: any free port) in a background thread."""
     return TraceServer(trace, port).start()

@@ -156,3 +156,12 @@ def test_generated_big_shader(tmp_path):
     assert c.cost.spills > 0 and c.cost.work_registers <= 64
     assert c.cost.total.t == 6 * 16 / 8               # 6 passes x 16 taps, 8 texels per clock
     assert check_allocation(c.shader, c.allocation.registers) == []
+
+
+def test_non_utf8_glsl_gets_glslangs_error_not_a_traceback(tmp_path):
+    src = tmp_path / "latin1.comp"
+    src.write_bytes(b"#version 450\n// caf\xe9\nlayout(local_size_x = 1) in;\nvoid main() { \xff }\n")
+    res = CliRunner().invoke(compile_command, [str(src)])
+    assert res.exit_code == 1, res.output
+    assert "glslangValidator failed on" in res.output
+    assert not isinstance(res.exception, UnicodeDecodeError)

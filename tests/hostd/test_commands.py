@@ -7,6 +7,8 @@ import sys
 import textwrap
 import urllib.request
 
+import pytest
+
 from click.testing import CliRunner
 from hostd_builders import RAW0, GpuTrace
 from test_merge import build_session
@@ -68,7 +70,7 @@ def test_view_serves_with_the_headers_the_ui_needs(tmp_path):
 
 def test_view_command_prints_the_link_and_exits_after_one_fetch(tmp_path):
     trace = tmp_path / "t.perfetto-trace"
-    trace.write_bytes(b"")
+    trace.write_bytes(b"\x0a\x00" * 3)   # three empty packets: the smallest trace the UI loads
     proc = subprocess.Popen([sys.executable, "-m", "tessera.tools.cli", "view", str(trace), "--port", "0", "--once"],
                             stdout=subprocess.PIPE, text=True)
     try:
@@ -152,3 +154,50 @@ def test_tessera_run_with_external_daemon_does_not_merge(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "merged trace" not in proc.stdout and not (tmp_path / "s" / "merged.perfetto-trace").exists()
     assert len(list((tmp_path / "external").rglob("*.tessera-log"))) == 1
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"", "the file is empty"),
+    (bytes(range(256)) * 4, "first byte 0x00"),
+    (b"\x03\x02\x23\x07" + b"\x00" * 60, "first byte 0x03"),                  # SPIR-V's magic, little-endian
+    (b"\x0a\xff\xff\xff\x7f" + b"\x00" * 10, "the first packet claims"),       # a length past the file
+    (b"\x0a\x02\xff\xff", "the first packet does not parse"),
+])
+def test_view_refuses_what_is_not_a_trace(tmp_path, content, why):
+    path = tmp_path / "x.perfetto-trace"
+    path.write_bytes(content)
+    r = CliRunner().invoke(view, [str(path), "--port", "0", "--once"])
+    assert r.exit_code == 1 and "not a Perfetto trace" in r.output and why in r.output, r.output
+    assert "Traceback" not in r.output
+
+
+def test_view_checks_a_huge_file_without_reading_it_whole(tmp_path, monkeypatch):
+    path = tmp_path / "big.perfetto-trace"
+    with open(path, "wb") as f:          # 2 GiB, sparse: only the head is ever written
+        f.write(b"\x0a\xff\xff\xff\xff\x07")
+        f.truncate(2 << 30)
+    reads = []
+    real_open = open
+
+    class Counting:
+        def __init__(self, f):
+            self.f = f
+
+        def __getattr__(self, name):
+            return getattr(self.f, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def read(self, n=-1):
+            reads.append(n)
+            return self.f.read(n)
+
+    import tessera.hostd.view as view_module
+    monkeypatch.setattr(view_module, "open", lambda *a, **k: Counting(real_open(*a, **k)), raising=False)
+    with pytest.raises(view_module.NotATrace, match="claims"):
+        view_module.check_trace(path)
+    assert reads and all(0 <= n <= view_module.FIRST_PACKET_LIMIT for n in reads)
