@@ -8,6 +8,10 @@ bytes per vertex, 32 bytes/ns memory, transfers move each byte twice.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from tessera.icd import timing
@@ -100,9 +104,18 @@ def test_compiler_model_costs_replace_defaults():
     assert main.duration_ns == 2000 + 64 * 2 // 8 + 8                          # 64 fragments * 2 / 8 = 16
 
 
-def test_same_workload_same_duration():
-    a = timing.render_pass(G78, width=100, height=60, layers=1, draws=3, vertices=99, primitives=33,
-                           load_bytes=24000, store_bytes=24000)
-    b = timing.render_pass(G78, width=100, height=60, layers=1, draws=3, vertices=99, primitives=33,
-                           load_bytes=24000, store_bytes=24000)
-    assert a == b
+_G78_PASS = "from tessera.icd import timing; from tessera.icd.profiles import PROFILES; print([p.duration_ns " \
+            "for p in timing.render_pass(PROFILES['mali-g78'], width=100, height=60, layers=1, draws=3, vertices=99, " \
+            "primitives=33, load_bytes=24000, store_bytes=24000)])"
+
+
+@pytest.mark.parametrize("hash_seed", ["0", "1", "random"])
+def test_same_workload_same_duration_in_any_run(hash_seed):
+    """Two runs of an app give the same durations: each run is a new interpreter (hash seeds
+    differ), and each must give the hand-computed values, so a drift in any one run fails."""
+    # binning: shading 99 * 20 / 20 = 99 > tiling 33: 2099 cycles / 0.85 = 2469.4 -> 2470 ns, + 99 * 64 / 32 = 198
+    # main: 100x60, 7 x 4 = 28 tiles; fragments 6000 * 3 * 0.25 = 4500; shading 4500 * 10 / 20 = 2250 > pixels
+    # 4500 / (2 * 20) = 112.5; tiles 28 * 64 / 20 = 89.6; 4339.6 / 0.85 = 5105.4 -> 5106, + 48000 / 32 = 1500
+    env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+    out = subprocess.run([sys.executable, "-c", _G78_PASS], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[2668, 6606]"

@@ -1,39 +1,52 @@
 """An application killed mid-run: the driver's trace stays readable and holds every
-completed submit; the layer's spool keeps everything written before the kill."""
+completed submit; the layer's spool keeps everything written before the kill.
+
+The app runs in lockstep with the test (submit_stepped.py): it has made exactly
+COMPLETED submits and is waiting for its next instruction when it is killed,
+once its layer has spooled the last one (read from the spool file, not
+guessed), so every count below is exact.
+"""
 from __future__ import annotations
 
 import signal
 import subprocess
 
+from hostd_process import wait_until
 from integration_support import PYTHON, REPO
 
 from tessera.schemas import frames as fr
 from tessera.schemas import perfetto as pf
 
-APP = REPO / "tests" / "integration" / "apps" / "submit_loop.py"
+APP = REPO / "tests" / "integration" / "apps" / "submit_stepped.py"
+COMPLETED = 25
+
+
+def spooled(session) -> list[fr.Frame]:
+    """Whole frames of the spool so far (a frame being written may be cut)."""
+    return [f for p in session.glob("layer-*.spool") for f in fr.FrameDecoder().feed(p.read_bytes())]
 
 
 def test_killed_app_leaves_a_valid_trace_with_every_completed_submit(tessera_env, tmp_path):
     session = tmp_path / "session"
-    proc = subprocess.Popen([PYTHON, str(APP), "100000"], env=tessera_env, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([PYTHON, str(APP)], env=tessera_env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
-    completed = 0
     for line in proc.stdout:
         completed = int(line.split()[1])
-        if completed >= 25:
+        if completed == COMPLETED:
             break
-    proc.send_signal(signal.SIGKILL)
+        proc.stdin.write("next\n")
+        proc.stdin.flush()
+    wait_until(lambda: any(f.type == fr.MessageType.SUBMIT and f.sequence == COMPLETED for f in spooled(session)))
+    proc.send_signal(signal.SIGKILL)             # waiting for its next line: killed mid-run
     proc.wait()
-    assert completed == 25
 
     packets = list(pf.read_packets(session / "gpu.perfetto-trace"))   # raises if a packet were cut
     assert pf.check_render_stages(packets).problems == []
     fills = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")]
-    assert len(fills) >= completed                     # each completed submit's transfer is there
-    assert len({e.submission_id for e in fills}) >= completed
+    assert len(fills) == COMPLETED                     # each completed submit's transfer, once
+    assert len({e.submission_id for e in fills}) == COMPLETED
 
     spool = next(session.glob("layer-*.spool"))
-    decoder = fr.FrameDecoder()
-    frames = decoder.feed(spool.read_bytes())          # whole frames up to the kill
-    submits = [f for f in frames if f.type == fr.MessageType.SUBMIT]
-    assert len(submits) >= completed - 3               # the sender thread may trail by a batch or two
+    frames = list(fr.iter_file(spool))                 # whole frames only: raises on a cut one
+    submits = [f.sequence for f in frames if f.type == fr.MessageType.SUBMIT]
+    assert submits == list(range(1, COMPLETED + 1))    # each once, in order, none missing

@@ -1,66 +1,73 @@
 """hostd killed mid-run and restarted: the layer spools, reconnects, and after the
-merge no message of a real application is missing."""
+merge no message of a real application is missing.
+
+The app runs in lockstep with the test (submit_stepped.py: one iteration per
+line on stdin), so the kill and the restart happen at known iterations, and
+the app keeps submitting until the restarted daemon has logged one of its
+later submits: the layer's reconnect interval is waited out by events, not
+raced against the app's speed.
+"""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
-import time
 from dataclasses import replace
 
+from hostd_process import logged_frames, start_hostd, wait_until
 from integration_support import PYTHON, REPO
 
 from tessera.hostd.embedded import merge_session
 from tessera.schemas import frames as fr
 
-APP = REPO / "tests" / "integration" / "apps" / "submit_loop.py"
-ITERATIONS = 150   # enough left after the restart for the layer to retry (RETRY_S)
+APP = REPO / "tests" / "integration" / "apps" / "submit_stepped.py"
+KILL_AT, RESTART_AT = 15, 30
+GIVE_UP_AT = 3000   # iterations: the layer retries every RETRY_S; thousands of submits take far longer
 
 
-def start_hostd(sock, out) -> subprocess.Popen:
-    proc = subprocess.Popen([PYTHON, "-m", "tessera.tools.cli", "hostd", "--listen", f"unix:{sock}",
-                             "--out", str(out)], stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while True:
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(sock))
-            return proc
-        except OSError:
-            assert time.monotonic() < deadline, "hostd did not start"
-            time.sleep(0.02)
-        finally:
-            probe.close()
+def reconnected(out, after: int) -> bool:
+    """The restarted daemon logged a submit made after the restart."""
+    return any(f.type == fr.MessageType.SUBMIT and f.sequence > after for f in logged_frames(out))
+
+
+def spooled_submits(session) -> set[int]:
+    out = set()
+    for spool in session.glob("*.spool"):
+        out |= {f.sequence for f in fr.FrameDecoder().feed(spool.read_bytes()) if f.type == fr.MessageType.SUBMIT}
+    return out
 
 
 def test_daemon_killed_and_restarted_mid_run(shims, tmp_path):
     from tessera.tools.launch import LaunchConfig, environment
 
     session, sock = tmp_path / "session", tmp_path / "hostd.sock"
-    daemon = start_hostd(sock, session / "hostd")
+    daemon, _ = start_hostd(sock, session / "hostd")
+    second_out = session / "hostd-restarted"
     env = environment(replace(LaunchConfig(session), hostd=f"unix:{sock}"))
-    app = subprocess.Popen([PYTHON, str(APP), str(ITERATIONS)], env=env, stdout=subprocess.PIPE,
+    app = subprocess.Popen([PYTHON, str(APP)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
+    last, back = 0, False
     for line in app.stdout:
-        n = int(line.split()[1])
-        if n == 15:
+        last = int(line.split()[1])
+        if last == KILL_AT:
             daemon.send_signal(signal.SIGKILL)   # gone without finishing anything
             daemon.wait()
-        if n == 30:
-            daemon = start_hostd(sock, session / "hostd")
+        if last == RESTART_AT:                   # once the layer has spooled this far without a daemon
+            wait_until(lambda: RESTART_AT in spooled_submits(session))
+            daemon, _ = start_hostd(sock, second_out)
+        back = last > RESTART_AT and reconnected(second_out, RESTART_AT)
+        app.stdin.write("stop\n" if back or last >= GIVE_UP_AT else "next\n")
+        app.stdin.flush()
     assert app.wait() == 0
     daemon.send_signal(signal.SIGTERM)
     daemon.wait(timeout=60)
+    assert back, f"the layer never reconnected in {last} iterations"
 
     stream = [f for p in sorted(session.rglob("*.tessera-log")) + sorted(session.rglob("*.spool"))
               for f in fr.iter_file(p)]
     submits = {f.sequence for f in stream if f.type == fr.MessageType.SUBMIT}
-    assert submits == set(range(1, ITERATIONS + 1))          # every submit, from log or spool
-    assert list(session.rglob("*.spool"))                    # it did spool
-    late = [p for p in session.rglob("*.tessera-log")
-            if any(f.type == fr.MessageType.SUBMIT and f.sequence > 100 for f in fr.iter_file(p))]
-    assert late                                               # and it did reconnect
+    assert submits == set(range(1, last + 1))                 # every submit, from a log or the spool
+    assert set(range(KILL_AT + 1, RESTART_AT + 1)) <= spooled_submits(session)   # no daemon then
 
     result = merge_session(session)
-    assert result.submits == ITERATIONS
-    assert result.gpu_events == ITERATIONS and result.events_without_metadata == 0
+    assert result.submits == last
+    assert result.gpu_events == last and result.events_without_metadata == 0

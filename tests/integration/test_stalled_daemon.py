@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import replace
-from pathlib import Path
 
+from hostd_process import Lines, logged_frames, start_hostd, wait_until
 from integration_support import PYTHON, REPO
 
 from tessera.hostd.embedded import merge_session
@@ -30,64 +29,6 @@ THREADS, ROUNDS = 4, 1050            # 8,400 workloads, ~1.5 MB of frames: far m
 # daemon may cost it at most about a second; the old sender waited 10 + 10 + 2 s for it. Generous,
 # so a slow machine passes, and still far below the old behaviour.
 EXIT_BOUND_S = 3.0
-
-
-class Lines:
-    """Drains a pipe on a thread (so the child never blocks on it); `wait_for` a line."""
-
-    def __init__(self, pipe) -> None:
-        self.lines: list[str] = []
-        self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._read, args=(pipe,), daemon=True)
-        self._thread.start()
-
-    def _read(self, pipe) -> None:
-        for line in pipe:
-            with self._cond:
-                self.lines.append(line.rstrip("\n"))
-                self._cond.notify_all()
-        with self._cond:
-            self.lines.append(None)       # end of stream
-            self._cond.notify_all()
-
-    def wait_for(self, text: str, timeout: float = 120.0) -> str:
-        with self._cond:
-            found = self._cond.wait_for(lambda: any(line is None or text in line for line in self.lines), timeout)
-            match = next((line for line in self.lines if line is not None and text in line), None)
-        assert found and match is not None, f"{text!r} never appeared in {self.lines!r}"
-        return match
-
-    def text(self) -> str:
-        self._thread.join(timeout=30)
-        return "\n".join(line for line in self.lines if line is not None)
-
-
-def start_hostd(sock: Path, out: Path) -> tuple[subprocess.Popen, Lines]:
-    proc = subprocess.Popen([PYTHON, "-m", "tessera.tools.cli", "hostd", "--listen", f"unix:{sock}",
-                             "--out", str(out)], stderr=subprocess.PIPE, text=True)
-    err = Lines(proc.stderr)
-    err.wait_for("listening on")
-    return proc, err
-
-
-def logged_types(out: Path) -> set[int]:
-    """Types of the frames hostd has logged so far (a log being written may end inside a frame)."""
-    types: set[int] = set()
-    for log in out.rglob("*.tessera-log"):
-        try:
-            for f in fr.iter_file(log):
-                types.add(f.type)
-        except fr.FrameError:
-            pass
-    return types
-
-
-def wait_until(predicate, timeout: float = 60.0) -> None:
-    """Wait for a file-system condition another process makes true (not a timing guess)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached"
-        time.sleep(0.01)
 
 
 def test_stopped_daemon_loses_nothing_warns_and_does_not_hold_the_exit(shims, tmp_path):
@@ -103,7 +44,7 @@ def test_stopped_daemon_loses_nothing_warns_and_does_not_hold_the_exit(shims, tm
     try:
         stdout, stderr = Lines(app.stdout), Lines(app.stderr)
         stdout.wait_for("ready")                                   # device created: HELLO, DEVICE sent
-        wait_until(lambda: fr.MessageType.DEVICE in logged_types(out))   # ... and logged by the daemon
+        wait_until(lambda: any(f.type == fr.MessageType.DEVICE for f in logged_frames(out)))   # ... logged
         daemon.send_signal(signal.SIGSTOP)
         stopped = True
         app.stdin.write("go\n")
