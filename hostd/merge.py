@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
-                                      TraceFormatError, TracePacket, iter_raw, varint)
+                                      TracePacket, iter_raw, varint)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
@@ -171,8 +171,11 @@ class _Merger:
         contexts, specs, seqmap = self.contexts, self.specs, self.seqmap
         out, summary, join = self.out, self.summary, self._event
         show = progress.enabled
+        def problem(offset: int, message: str) -> None:
+            self.r.problems.append(f"{path}: at byte {offset}: {message}")
+
         try:
-            for buf, start, body, end, offset in iter_raw(path):
+            for buf, start, body, end, offset in iter_raw(path, problem=problem):
                 p = TracePacket()
                 try:
                     p.ParseFromString(buf[body:end])
@@ -195,7 +198,12 @@ class _Merger:
                         specs[(fi, seq, spec.iid)] = spec.name
                 if p.HasField("gpu_render_stage_event"):
                     e = p.gpu_render_stage_event
-                    extras = join(fi, seq, e)
+                    try:
+                        extras = join(fi, seq, e)
+                    except Exception as x:  # noqa: BLE001 - one event's metadata never costs the merge
+                        self.r.problems.append(f"{path}: GPU event {e.event_id} ending at byte {offset}: "
+                                               f"cannot join its metadata ({type(x).__name__}: {x}); kept as is")
+                        extras = first_values(e)
                     if show:
                         progress.update(done_before + offset, self.r.gpu_events)
                     p.trusted_packet_sequence_id = out_seq
@@ -209,8 +217,6 @@ class _Merger:
                     self.emit(p)
                 else:
                     self.emit(p, buf[start:end])
-        except TraceFormatError as e:
-            self.r.problems.append(f"{path}: {e}; the packets before it are merged")
         except OSError as e:
             self.r.problems.append(f"{path}: cannot read ({e})")
 
@@ -367,23 +373,30 @@ class _Merger:
             submits = sorted(by_queue[queue], key=lambda x: (x[0], x[1]))
             track = w.track(ptrack, f"{SUBMIT_SLICE} ({queue})")
             for i, (ts, sid, s) in enumerate(submits):
-                measured = s.get("duration_ns")
-                dur = measured if isinstance(measured, int) and measured > 0 else NOMINAL_SUBMIT_NS
-                if i + 1 < len(submits):
-                    dur = max(1, min(dur, submits[i + 1][0] - ts))
-                tags = [t for t in s.get("tags") or [] if isinstance(t, int)]
-                args = {"submit": sid, "queue": queue, "device": s.get("device", ""),
-                        "command_buffers": arg_value(s.get("command_buffers", [])), "tags": arg_value(tags)}
-                if isinstance(s.get("frame"), int):
-                    args["frame"] = s["frame"]
+                try:    # everything that could fail, before the first packet of the submit is written
+                    measured = s.get("duration_ns")
+                    dur = measured if isinstance(measured, int) and measured > 0 else NOMINAL_SUBMIT_NS
+                    if i + 1 < len(submits):
+                        dur = max(1, min(dur, submits[i + 1][0] - ts))
+                    tags = s.get("tags")
+                    tags = [t for t in tags if isinstance(t, int)] if isinstance(tags, list) else []
+                    args = {"submit": sid, "queue": queue, "device": str(s.get("device", "")),
+                            "command_buffers": arg_value(s.get("command_buffers", [])), "tags": arg_value(tags)}
+                    if isinstance(s.get("frame"), int):
+                        args["frame"] = s["frame"]
+                    step = dur // len(tags) if tags else 0
+                    children = []
+                    for k, tag in enumerate(tags):
+                        name, kind, render_pass = self._child(proc, sid, tag, joined)
+                        link = self._rp_link(proc.pid, sid, tag) if render_pass else None
+                        children.append((ts + k * step, name, {"tag": tag, "kind": arg_value(kind)}, link))
+                except Exception as x:  # noqa: BLE001 - one submit never costs the merge
+                    self.r.problems.append(f"SUBMIT s{sid} of pid {proc.pid}: cannot draw it "
+                                           f"({type(x).__name__}: {x}); not on the timeline")
+                    continue
                 self.r.submits += 1
                 w.begin(track, ts, SUBMIT_SLICE, args)
-                step = dur // len(tags) if tags else 0
-                for k, tag in enumerate(tags):
-                    name, kind, render_pass = self._child(proc, sid, tag, joined)
-                    start = ts + k * step
-                    child = {"tag": tag, "kind": kind}
-                    link = self._rp_link(proc.pid, sid, tag) if render_pass else None
+                for start, name, child, link in children:
                     w.begin(track, start, name, child, correlation=link)
                     w.end(track, start + step)
                 w.end(track, ts + dur)

@@ -17,9 +17,12 @@ Version 2 (this module writes it):
                  u64 offset  client-stream offset of the payload's first byte
                  payload     client-stream bytes, exactly as received
 
-A record is one chunk as hostd read it from the socket (split at MAX_RECORD),
-written before it is interpreted; like a Kafka record batch it may hold
-several frames and pieces of frames. Concatenating the payloads gives the
+A record is a piece of a chunk as hostd read it from the socket, written
+before any frame in it is interpreted: chunks are cut at frame starts into
+records of about RECORD_TARGET bytes (at most MAX_RECORD), and the stream's
+first frame, the HELLO, is a record of its own. Like a Kafka record batch a
+record may hold several frames and pieces of frames; damage costs the
+frames that overlap its record. Concatenating the payloads gives the
 client's stream byte for byte (`read_stream`). The crc covers the length, so
 a damaged length is caught like damaged data.
 
@@ -41,6 +44,7 @@ from typing import BinaryIO
 
 from .crc32c import crc32c
 from .frames import DEFAULT_MAX_JSON, Frame, FrameDecoder, FrameError
+from .readahead import ReadAhead
 
 FILE_MAGIC = b"\x89TSRLOG\n"
 LOG_VERSION = 2
@@ -53,6 +57,7 @@ RECORD_HEADER = _RECORD.size
 _CHECKED = struct.Struct("<IIQ")    # the header fields the crc covers: length, first, offset
 NO_FRAME = 0xFFFFFFFF
 MAX_RECORD = 1 << 20                # payload bytes per record: a reader buffers at most this to check one
+RECORD_TARGET = 16 << 10            # records are cut at the first frame start past this (LevelDB: 32 KiB blocks)
 
 Problem = Callable[[int, str], None]   # (byte offset in the file, what is wrong)
 
@@ -66,17 +71,28 @@ def encode_record(payload: bytes, offset: int, first: int | None) -> bytes:
 
 def encode_records(data: bytes, offset: int, starts: Sequence[int]) -> bytes:
     """The records of a chunk of the client stream at `offset`; `starts`: the stream offsets,
-    ascending, of the frames that begin in it (frames.FrameDecoder knows them)."""
-    if len(data) <= MAX_RECORD:
+    ascending, of the frames that begin in it (frames.FrameDecoder knows them).
+
+    Cut at frame starts into records of about RECORD_TARGET bytes (what one damaged byte can
+    cost), at most MAX_RECORD; the stream's first frame (the HELLO) is a record of its own, so
+    damage elsewhere never costs the log its owner."""
+    if len(data) <= RECORD_TARGET and not (offset == 0 and len(starts) > 1):
         return encode_record(data, offset, starts[0] - offset if starts else None)
+    cuts = [0]
+    for s in starts:
+        rel = s - offset
+        if rel > cuts[-1] and (rel - cuts[-1] >= RECORD_TARGET or offset + cuts[-1] == 0):
+            cuts.append(rel)
+    cuts.append(len(data))
     out = []
     i = 0
-    for at in range(0, len(data), MAX_RECORD):
-        lo, hi = offset + at, offset + min(at + MAX_RECORD, len(data))
-        while i < len(starts) and starts[i] < lo:
-            i += 1
-        first = starts[i] - lo if i < len(starts) and starts[i] < hi else None
-        out.append(encode_record(data[at:at + MAX_RECORD], lo, first))
+    for lo, hi in zip(cuts, cuts[1:]):
+        for a in range(lo, hi, MAX_RECORD):
+            b = min(a + MAX_RECORD, hi)
+            while i < len(starts) and starts[i] < offset + a:
+                i += 1
+            first = starts[i] - offset - a if i < len(starts) and starts[i] < offset + b else None
+            out.append(encode_record(data[a:b], offset + a, first))
     return b"".join(out)
 
 
@@ -88,49 +104,10 @@ class Record:
     at: int                 # file offset of the record
 
 
-class _Buffer:
-    """A file read `chunk` bytes at a time, with a cursor; keeps only what is not consumed."""
-
-    def __init__(self, f: BinaryIO, base: int, chunk: int) -> None:
-        self.f, self.chunk = f, chunk
-        self.buf = b""
-        self.base = base      # file offset of buf[0]
-        self.pos = 0
-        self.eof = False
-
-    def need(self, n: int) -> bool:
-        """At least n bytes after the cursor (False: the file ends first)."""
-        while len(self.buf) - self.pos < n and not self.eof:
-            data = self.f.read(max(self.chunk, n))
-            if not data:
-                self.eof = True
-                break
-            self.buf = self.buf[self.pos:] + data
-            self.base += self.pos
-            self.pos = 0
-        return len(self.buf) - self.pos >= n
-
-    def find(self, needle: bytes) -> bool:
-        """Move the cursor to the next `needle` (False: none before the end of the file)."""
-        while True:
-            i = self.buf.find(needle, self.pos)
-            if i >= 0:
-                self.pos = i
-                return True
-            self.pos = max(self.pos, len(self.buf) - len(needle) + 1)
-            if not self.need(len(self.buf) - self.pos + 1):
-                self.pos = len(self.buf)
-                return False
-
-    @property
-    def at(self) -> int:
-        return self.base + self.pos
-
-
 def iter_records(f: BinaryIO, problem: Problem, chunk: int = 1 << 20) -> Iterator[Record]:
     """The intact records of a version-2 log opened at its first record; damaged bytes are
     skipped (one `problem` per damaged stretch) and reading resumes at the next intact record."""
-    b = _Buffer(f, f.tell(), chunk)
+    b = ReadAhead(f, chunk)
     damaged: int | None = None      # file offset where the current damaged stretch began
     while b.need(RECORD_HEADER):
         magic, crc, length, first, offset = _RECORD.unpack_from(b.buf, b.pos)

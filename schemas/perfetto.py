@@ -16,10 +16,12 @@ snapshot (or BOOTTIME).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from .readahead import ReadAhead
 
 TracePacket = pb.TracePacket
 SEQ_INCREMENTAL_STATE_CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
@@ -98,7 +100,138 @@ class TraceFormatError(Exception):
         self.offset = offset
 
 
-def iter_raw(path: str | os.PathLike, chunk: int = 1 << 20) -> Iterator[tuple[bytes, int, int, int, int]]:
+MAX_PACKET = 256 << 20      # a longer Trace.packet length is taken for damage
+Problem = Callable[[int, str], None]    # (file offset, what is wrong)
+
+
+def _header(r: ReadAhead, rel: int) -> tuple[int, int] | None:
+    """(header bytes, body length) of a well-formed Trace.packet field at cursor + rel whose
+    body is all in the file; None when there is none there."""
+    if not r.need(rel + 11):
+        if not r.need(rel + 2):
+            return None
+    buf, i = r.buf, r.pos + rel
+    if buf[i] != 0x0A:
+        return None
+    length = shift = 0
+    j = i + 1
+    end = len(buf)
+    while j < end:
+        b = buf[j]
+        length |= (b & 0x7F) << shift
+        j += 1
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 63:
+            return None
+    else:
+        return None                 # the file ends inside the length
+    if length > MAX_PACKET:
+        return None
+    head = j - i
+    return (head, length) if r.need(rel + head + length) else None
+
+
+def _chained(r: ReadAhead, rel: int) -> bool:
+    """Whether a packet can end at cursor + rel: the file ends there, or a well-formed packet
+    starts there that is followed by the end of the file or by a 0x0a byte. Two packets in a row
+    framing exactly is what tells a true packet boundary from a byte that only looks like one."""
+    if not r.need(rel + 1):
+        return True
+    nxt = _header(r, rel)
+    if nxt is None:
+        return False
+    after = rel + nxt[0] + nxt[1]
+    return not r.need(after + 1) or r.buf[r.pos + after] == 0x0A
+
+
+def _parses(body: bytes) -> bool:
+    try:
+        TracePacket().ParseFromString(body)
+    except Exception:   # protobuf's DecodeError
+        return False
+    return True
+
+
+RUN = 4      # packets in a row, each framing and parsing, that make a plausible restart
+
+
+def _run(r: ReadAhead, rel: int) -> list[int] | None:
+    """The ends (offsets from the cursor) of the packets that start at cursor + rel and follow
+    one another, each well framed and parsing as a TracePacket; a list when there are RUN of
+    them or they reach the end of the file exactly (what real packets do), else None."""
+    ends = []
+    while len(ends) < RUN:
+        if not r.need(rel + 1):
+            return ends or None       # the file ends exactly here
+        h = _header(r, rel)
+        if h is None:
+            return None
+        i = r.pos + rel
+        if not _parses(r.buf[i + h[0]:i + h[0] + h[1]]):
+            return None
+        rel += h[0] + h[1]
+        ends.append(rel)
+    return ends
+
+
+def _resync(r: ReadAhead, after: int = 1, before: int | None = None) -> int | None:
+    """Offset from the cursor of the next plausible restart (a `_run`) at or after `after`
+    (and before `before`), None if none. The cursor stays where it is (the bytes from it on
+    stay in `r.buf`), so the packet at it can still be taken."""
+    rel = after
+    while before is None or rel < before:
+        i = r.buf.find(_PACKET_TAG, r.pos + rel, len(r.buf) if before is None else r.pos + before)
+        if i < 0:
+            if before is not None and r.left >= before:
+                return None
+            rel = max(rel, r.left)
+            if not r.need(r.left + 1):
+                return None
+            continue
+        rel = i - r.pos
+        if _run(r, rel) is not None:
+            return rel
+        rel += 1
+    return None
+
+
+def _swallows(r: ReadAhead, span: int) -> bool:
+    """Whether the packet at the cursor, `span` bytes long, hides real packets: a plausible run
+    starts inside it and runs past its end without stopping there (its length is damaged).
+    A run that stops exactly at its end agrees with it (nested bytes that look like packets)."""
+    rel = 1
+    while True:
+        rel = _resync(r, rel, span)
+        if rel is None:
+            return False
+        ends = _run(r, rel)
+        if ends is not None and span not in ends and ends[-1] > span:
+            return True
+        rel += 1
+
+
+def _what(r: ReadAhead) -> str:
+    """What is wrong at the cursor, for a problem line."""
+    if not r.left:
+        return "trace ends early"
+    b = r.buf[r.pos]
+    if b != 0x0A:
+        return f"expected a Trace.packet field (0x0a), found 0x{b:02x}"
+    i, end = r.pos + 1, min(len(r.buf), r.pos + 11)
+    while i < end and r.buf[i] & 0x80:
+        i += 1
+    if i == r.pos + 11:
+        return "packet length varint too long"
+    h = _header(r, 0)
+    if h is None:
+        return f"trace ends inside a packet ({r.left} bytes of it)"
+    return "a packet whose length does not lead to the next packet (damaged length or bytes after it)"
+
+
+def iter_raw(path: str | os.PathLike, chunk: int = 1 << 20,
+             problem: Problem | None = None) -> Iterator[tuple[bytes, int, int, int, int]]:
     """The packets of a trace file, raw, read `chunk` bytes at a time: per packet
     (buf, start, body, end, offset) where `buf[start:end]` is its `Trace.packet`
     field as it is in the file (tag, length, body: copy it to copy the packet byte
@@ -108,56 +241,69 @@ def iter_raw(path: str | os.PathLike, chunk: int = 1 << 20) -> Iterator[tuple[by
     The one implementation of the framing: `read_packets` and the merge
     (tessera.hostd.merge) stream through it.
 
-    Raises TraceFormatError where the file stops being a trace (e.g. a packet cut
-    short by a crash); everything before it has been yielded.
+    Damage (a packet cut short by a crash, a wrong tag or length byte, inserted
+    bytes) costs only the packets it touches: a packet is taken when it frames
+    exactly and so does the next one (`_chained`). Where that fails, a packet that
+    parses is kept unless a plausible run of packets starts inside it and runs past
+    its end (its length is damaged, `_swallows`); otherwise reading resumes at the
+    next plausible restart: RUN packets in a row, each framing and parsing as a
+    TracePacket, or fewer that end exactly at the end of the file (`_run`). Each damaged stretch is reported to
+    `problem(offset, message)`; without one, the first is raised as
+    TraceFormatError once everything else has been yielded.
     """
+    problems: list[tuple[int, str]] = []
+    report = problem or (lambda offset, message: problems.append((offset, message)))
     with open(path, "rb") as f:
-        buf = b""
-        base = 0            # file offset of buf[0]
-        while True:
-            data = f.read(chunk)
-            if data:
-                buf = buf + data if buf else data
-            pos = 0
-            n = len(buf)
-            while pos < n:
-                if buf[pos] != 0x0A:
-                    raise TraceFormatError(base + pos, f"expected a Trace.packet field (0x0a), found 0x{buf[pos]:02x}")
-                length = shift = 0
-                i = pos + 1
-                while i < n:
-                    b = buf[i]
-                    length |= (b & 0x7F) << shift
-                    i += 1
-                    if not b & 0x80:
-                        break
-                    shift += 7
-                    if shift > 63:
-                        raise TraceFormatError(base + pos, "packet length varint too long")
-                else:
-                    break       # the length continues in the next chunk
-                end = i + length
-                if end > n:
-                    break       # so does the body
-                yield buf, pos, i, end, base + end
-                pos = end
-            buf = buf[pos:]
-            base += pos
-            if not data:
-                if buf:
-                    raise TraceFormatError(base, f"trace ends inside a packet ({len(buf)} bytes)")
-                return
+        r = ReadAhead(f, chunk)
+        while r.need(1):
+            h = _header(r, 0)
+            if h is not None and _chained(r, h[0] + h[1]):
+                head, length = h
+                start = r.pos
+                end = start + head + length
+                yield r.buf, start, start + head, end, r.base + end
+                r.pos = end
+                continue
+            if h is not None:
+                start = r.pos
+                body, end = start + h[0], start + h[0] + h[1]
+                if _parses(r.buf[body:end]) and not _swallows(r, h[0] + h[1]):
+                    # it frames and parses but what follows does not: the damage is after it (or
+                    # its own length was cut short: then it is the damaged packet either way)
+                    start = r.pos       # _swallows may have read ahead (buf moved)
+                    body, end = start + h[0], start + h[0] + h[1]
+                    yield r.buf, start, body, end, r.base + end
+                    r.pos = end
+                    continue
+            at = r.at
+            nxt = _resync(r)
+            if nxt is None:
+                report(at, f"{_what(r)}; no packet after it")
+                r.pos = len(r.buf)
+                break
+            report(at, f"{_what(r)}; {nxt} bytes skipped, resumed at the next packet")
+            r.pos += nxt
+    if problems:
+        raise TraceFormatError(*problems[0])
 
 
-def read_packets(path: str | os.PathLike, chunk: int = 1 << 20) -> Iterator[TracePacket]:
-    """Stream the packets of a trace file (bounded memory: one packet at a time)."""
-    for buf, start, body, end, offset in iter_raw(path, chunk):
+def read_packets(path: str | os.PathLike, chunk: int = 1 << 20, problem: Problem | None = None) -> Iterator[TracePacket]:
+    """Stream the packets of a trace file (bounded memory: one packet at a time). Damage is
+    skipped as `iter_raw` says; a packet that frames but does not parse is skipped too. Each
+    problem goes to `problem(offset, message)`; without one, the first is raised as
+    TraceFormatError once every readable packet has been yielded."""
+    problems: list[tuple[int, str]] = []
+    report = problem or (lambda offset, message: problems.append((offset, message)))
+    for buf, start, body, end, offset in iter_raw(path, chunk, report):
         packet = TracePacket()
         try:
             packet.ParseFromString(buf[body:end])
         except Exception as e:  # protobuf's DecodeError
-            raise TraceFormatError(offset - (end - start), f"undecodable TracePacket ({e})") from e
+            report(offset - (end - start), f"undecodable TracePacket ({e}); skipped")
+            continue
         yield packet
+    if problems:
+        raise TraceFormatError(*problems[0])
 
 
 @dataclass
