@@ -6,7 +6,7 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity
+from . import identity, shader_costs
 from .driver import Driver
 from .instance import physical_device_info
 from .objects import Device, PhysicalDevice, Queue
@@ -63,6 +63,7 @@ def register(drv: Driver) -> None:
         result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
+        shader_costs.warm_up()
         handle = pDevice[0]
         table = hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
         objects.add(Device(handle, table, phys, frozenset(names), emulated))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_command
@@ -62,25 +61,12 @@ def install(ffi, lib) -> None:
             return drv.pointers[name]
         return backend.gpdpa(inst, pName) if backend.gpdpa is not None else ffi.NULL
 
-    threading.Thread(target=_warm_up, name="tessera-warm-up", daemon=True).start()
     ffi.def_extern(name="tessera_icd_negotiate")(
         guarded(errors, "vk_icdNegotiateLoaderICDInterfaceVersion", negotiate_version,
                 vk.VK_ERROR_INCOMPATIBLE_DRIVER))
     ffi.def_extern(name="tessera_icd_gipa")(guarded(errors, "vk_icdGetInstanceProcAddr", gipa, ffi.NULL))
     ffi.def_extern(name="tessera_icd_gpdpa")(guarded(errors, "vk_icdGetPhysicalDeviceProcAddr", gpdpa, ffi.NULL))
     log.info("emulated %s on %s", settings.profile.device_name, backend.library)
-
-
-def _warm_up() -> None:
-    """Load the SPIR-V grammar and the compiler model off the application's thread, so the
-    first pipeline creation does not pay for them (about 40 ms on the benchmark machine)."""
-    try:
-        from tessera.compiler import api  # noqa: F401
-        from tessera.spirv import grammar
-
-        grammar.grammar()
-    except Exception:  # the first pipeline creation will load them (and report any problem)
-        pass
 
 
 def _temporary_session() -> Path:

@@ -13,12 +13,13 @@ import re
 import time
 from pathlib import Path
 
-from tessera.schemas import perfetto as pf
+# tessera.schemas.perfetto, imported with the first GpuTrace: its protos take ~35 ms to load, which a
+# program that never submits (vulkaninfo) should not pay at start-up.
+pf = None
 
 QUEUES = {"non-fragment": 1, "fragment": 2, "transfer": 3}
-_GRAPHICS, _COMPUTE, _OTHER = (pf.pb.InternedGpuRenderStageSpecification.GRAPHICS,
-                               pf.pb.InternedGpuRenderStageSpecification.COMPUTE,
-                               pf.pb.InternedGpuRenderStageSpecification.OTHER)
+# Categories by their InternedGpuRenderStageSpecification.RenderStageCategory names.
+_GRAPHICS, _COMPUTE, _OTHER = "GRAPHICS", "COMPUTE", "OTHER"
 STAGES = {name: (10 + i, category) for i, (name, category) in enumerate([
     ("binning", _GRAPHICS), ("main", _GRAPHICS), ("compute", _COMPUTE), ("trace_rays", _COMPUTE),
     ("fill buffer", _OTHER), ("update buffer", _OTHER), ("copy buffer", _OTHER), ("clear image", _OTHER),
@@ -40,6 +41,8 @@ def innermost_tag(stack: list[str]) -> str | None:
 
 class GpuTrace:
     def __init__(self, session_dir: Path) -> None:
+        global pf
+        from tessera.schemas import perfetto as pf
         session_dir.mkdir(parents=True, exist_ok=True)
         self.path = session_dir / "gpu.perfetto-trace"
         self.pid = os.getpid()
@@ -65,7 +68,8 @@ class GpuTrace:
         for name, iid in QUEUES.items():
             interned.gpu_specifications.add(iid=iid, name=name, description=f"Mali {name} hardware queue")
         for name, (iid, category) in STAGES.items():
-            interned.gpu_specifications.add(iid=iid, name=name, category=category)
+            interned.gpu_specifications.add(
+                iid=iid, name=name, category=pf.pb.InternedGpuRenderStageSpecification.RenderStageCategory.Value(category))
         ctx = interned.graphics_contexts.add(iid=GRAPHICS_CONTEXT_IID, pid=self.pid)
         ctx.api = pf.pb.InternedGraphicsContext.VULKAN
         self._writer.write(p)

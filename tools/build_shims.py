@@ -1,10 +1,15 @@
 """Build both shims (layer and driver) and their manifests: `python -m tessera.tools.build_shims`.
 
-Also writes the generated constants module. Quick when nothing changed:
-each output carries a fingerprint of its inputs.
+Also writes the generated constants module, and compiles the bytecode of
+every package the shims import: the embedded interpreter starts inside each
+profiled process, and with PYTHONDONTWRITEBYTECODE set (or a read-only
+tree) it would compile every module from source at every start (about half
+of `tessera run`'s fixed cost). Quick when nothing changed: each output
+carries a fingerprint of its inputs, and compileall skips what is current.
 """
 from __future__ import annotations
 
+import compileall
 import sys
 import time
 
@@ -28,6 +33,15 @@ def build_constants() -> None:
     stamp.write_text(fingerprint)
 
 
+PACKAGES = ("vkapi", "spirv", "schemas", "compiler", "layer", "icd", "hostd", "tools")
+
+
+def compile_bytecode() -> None:
+    """Write the .pyc files Python would otherwise not write (see the module docstring)."""
+    for folder in (*(paths.SOURCE_ROOT / p for p in PACKAGES), paths.GEN_DIR):
+        compileall.compile_dir(folder, quiet=1, workers=1)
+
+
 def main(argv: list[str]) -> int:
     force = "--force" in argv
     start = time.monotonic()
@@ -35,6 +49,7 @@ def main(argv: list[str]) -> int:
     for spec in specs():
         path = shim.build(spec, force=force)
         print(f"shim: {path}")
+    compile_bytecode()
     print(f"shims ready in {time.monotonic() - start:.1f} s")
     return 0
 

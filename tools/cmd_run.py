@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import click
@@ -45,6 +46,9 @@ def run(backend, gpu, out, force, no_layer, hostd_address, do_merge, top, app) -
     if gpu is not None and gpu.lower() not in PROFILES:
         raise click.BadParameter(f"unknown profile {gpu!r}; known: {', '.join(sorted(PROFILES))}", param_hint="--gpu")
     session = out or default_session_dir(app[0])
+    merge_later = do_merge if do_merge is not None else hostd_address is None
+    if merge_later:   # the merge's imports (~50 ms of protos) load while the application runs
+        threading.Thread(target=_import_merge, name="tessera-prefetch", daemon=True).start()
     try:
         prepare_session_dir(session, force)
         if hostd_address is None:
@@ -71,6 +75,11 @@ def _how_it_ended(code: int) -> str:
     except ValueError:
         name = f"signal {-code}"
     return f"was killed by {name} (signal {-code}; exit status {128 - code})"
+
+
+def _import_merge() -> None:
+    import tessera.hostd.merge  # noqa: F401
+    import tessera.hostd.summary  # noqa: F401
 
 
 def _merge(session: Path, top: int) -> None:
