@@ -71,29 +71,30 @@ class _Gen:
         if not isinstance(s, dict) or set(s) - _KEYWORDS:
             raise _Unsupported(s)
         t = s.get("type")
-        if t is not None:
-            if not isinstance(t, str) or t not in _TYPES:
-                raise _Unsupported(t)
-            self.emit(depth, f"if not {_TYPES[t].format(v=v)}: return False")
+        if t is not None and (not isinstance(t, str) or t not in _TYPES):
+            raise _Unsupported(t)
+        # One line per value: its type and bounds, the bounds unguarded when the type is known.
+        numeric = t in ("integer", "number")
+        checks = [_TYPES[t].format(v=v)] if t is not None else []
         if "enum" in s:
             values = s["enum"]
             if not all(isinstance(x, str) for x in values):
                 raise _Unsupported(values)
-            self.emit(depth, f"if type({v}) is not str or {v} not in {self.const(frozenset(values))}: return False")
-        if "minimum" in s:
-            m = s["minimum"]
-            if type(m) not in (int, float):
-                raise _Unsupported(m)
-            # applies to numbers only (not bool); NaN compares False and goes to jsonschema
-            self.emit(depth, f"if (type({v}) is int or type({v}) is float) and not {v} >= {m!r}: return False")
-        if "maximum" in s:
-            m = s["maximum"]
-            if type(m) not in (int, float):
-                raise _Unsupported(m)
-            self.emit(depth, f"if (type({v}) is int or type({v}) is float) and not {v} <= {m!r}: return False")
+            checks.append(f"type({v}) is str and {v} in {self.const(frozenset(values))}")
+        for key, op in (("minimum", ">="), ("maximum", "<=")):
+            if key in s:
+                m = s[key]
+                if type(m) not in (int, float):
+                    raise _Unsupported(m)
+                # applies to numbers only (not bool); NaN compares False and goes to jsonschema
+                checks.append(f"{v} {op} {m!r}" if numeric else
+                              f"(not (type({v}) is int or type({v}) is float) or {v} {op} {m!r})")
         if "maxLength" in s:
             # code points, as jsonschema counts them (len of a str)
-            self.emit(depth, f"if type({v}) is str and len({v}) > {int(s['maxLength'])}: return False")
+            n = int(s["maxLength"])
+            checks.append(f"len({v}) <= {n}" if t == "string" else f"(type({v}) is not str or len({v}) <= {n})")
+        if checks:
+            self.emit(depth, f"if not ({' and '.join(checks)}): return False")
         if "additionalProperties" in s and s["additionalProperties"] is not False:
             raise _Unsupported(s["additionalProperties"])
         closed = s.get("additionalProperties") is False and not self.unknown_ok
