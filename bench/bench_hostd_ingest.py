@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from tessera.schemas import messages  # noqa: E402
 from tessera.schemas.frames import ACK, MessageType, encode  # noqa: E402
+from tessera.schemas.logfile import read_stream  # noqa: E402
 
 TARGET = 100_000        # messages/s (issue 6)
 CHUNK = 64 << 10        # bytes per sendall, like a layer flushing a full buffer
@@ -155,7 +156,7 @@ def run(validate: str, clients: int, frames: int, acks: bool, streams) -> dict:
         for folder in folders:
             record = json.loads((folder / "session.json").read_text())
             data = sent[record["hello"]["process"]]
-            log = (folder / "session.tessera-log").read_bytes()
+            log = read_stream(folder / "session.tessera-log")   # the client's bytes, out of the log's records
             assert len(log) == len(data) and log == data, f"{folder}: log {len(log)} bytes, sent {len(data)}"
             assert record["bytes"] == len(data), record
             assert record["frames"] == {"HELLO": 1, "WORKLOAD": frames}, record["frames"]

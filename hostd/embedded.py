@@ -119,7 +119,15 @@ def summary(source: "MergeResult | Summary | Path", top: int = 10) -> str:
     from .summary import format_summary, summarize_trace
 
     if isinstance(source, MergeResult):
-        return format_summary(source.summary)
+        return format_summary(source.summary) + "".join(f"\n{line}" for line in layer_warnings(source))
     if isinstance(source, Summary):
         return format_summary(source)
     return format_summary(summarize_trace(Path(source), top))
+
+
+def layer_warnings(result: MergeResult) -> list[str]:
+    """One loud line per process whose GPU work arrived without any metadata from the layer."""
+    return [f"WARNING: {count} GPU event(s) of pid {pid} arrived without the Tessera layer: it never loaded in "
+            "that process, so nothing is tagged (was it disabled, e.g. VK_LOADER_LAYERS_DISABLE, or did the "
+            "program load the driver itself? its stderr says if the layer refused to load)"
+            for pid, count in sorted(result.events_without_layer.items())]

@@ -92,6 +92,8 @@ class MergeResult:
     frames: int = 0
     problems: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)    # a few unmatched events / workloads, for the report
+    # pid -> GPU events of a process that sent no layer metadata at all: the layer never loaded there
+    events_without_layer: dict[int, int] = field(default_factory=dict)
     summary: Summary = field(default_factory=Summary)
 
 
@@ -262,6 +264,8 @@ class _Merger:
                 fallback = e.name or ex.get("Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
                 e.name = slice_name(meta, stack, fallback)
                 self.r.events_without_metadata += 1
+                if proc is None and pid is not None:
+                    self.r.events_without_layer[pid] = self.r.events_without_layer.get(pid, 0) + 1
                 d = e.extra_data.add()
                 d.name, d.value = MISSING_KEY, MISSING_VALUE
                 ex.setdefault(MISSING_KEY, MISSING_VALUE)

@@ -87,3 +87,13 @@ def test_frame_boundary_listed_with_the_device_extensions(tessera_env):
     without_layer = {k: v for k, v in tessera_env.items() if k != "VK_INSTANCE_LAYERS"}
     out = run([PYTHON, APPS / "identity_query.py"], without_layer)
     assert "VK_EXT_frame_boundary" not in json.loads(out.stdout.strip().splitlines()[-1])["extensions"]
+
+
+def test_summary_says_loudly_when_gpu_work_came_without_the_layer(shims, tmp_path):
+    app = [PYTHON, REPO / "examples" / "compute_collatz.py"]
+    out = _run("--out", tmp_path / "a", "--", "env", "VK_LOADER_LAYERS_DISABLE=VK_LAYER_TESSERA_timeline", *app)
+    assert out.returncode == 0, out.stderr
+    warning = [line for line in out.stdout.splitlines() if line.startswith("WARNING:")]
+    assert len(warning) == 1 and "arrived without the Tessera layer" in warning[0], out.stdout
+    with_layer = _run("--out", tmp_path / "b", "--", *app)
+    assert with_layer.returncode == 0 and "WARNING:" not in with_layer.stdout
