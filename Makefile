@@ -8,9 +8,9 @@ APT_PACKAGES := libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-tools glslan
                 vulkan-validationlayers spirv-tools gcc
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt venv shims examples test demo bench clean doctor
+.PHONY: setup apt venv backend shims examples test demo bench clean doctor
 
-setup: apt venv shims examples
+setup: apt venv backend shims examples
 
 # Install only what is missing; quick when everything is there.
 apt:
@@ -26,6 +26,11 @@ $(STAMPS)/venv: pyproject.toml
 	@[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $@
+
+# Debian 12: a private Mesa 25 lavapipe from bookworm-backports under build/backend (system apt untouched);
+# elsewhere, or offline, the system lavapipe. One line of output; instant when already done.
+backend: venv apt
+	@$(PY) -m tessera.tools.backend_setup
 
 # The generator rebuilds only when the intercept set or generator changed (content hash).
 shims: venv

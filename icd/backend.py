@@ -3,6 +3,14 @@
 Finds its manifest, opens its library privately (RTLD_LOCAL, so its
 `vk_icd*` exports never clash with ours) and negotiates the loader-ICD
 interface with it, exactly as the Khronos loader would.
+
+Default backend, in order (`default_manifest()`, the one place that decides):
+1. the private Mesa 25 lavapipe that `make setup` extracts on Debian 12 from
+   the bookworm-backports suite (`PRIVATE_MANIFEST`, written by
+   tools/backend_setup.py; see docs/backends.md);
+2. the system's lavapipe, found by globbing the standard manifest folders
+   (`system_manifest()`: Mesa 22.3 names it lvp_icd.<arch>.json, Mesa 25
+   lvp_icd.json).
 """
 from __future__ import annotations
 
@@ -12,8 +20,13 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from tessera.vkapi import paths
+
 MANIFEST_DIRS = ("/usr/local/share/vulkan/icd.d", "/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d")
 DEFAULT_BACKEND_STEM = "lvp_icd"
+# Written by tools/backend_setup.py (`make setup`) next to the extracted Mesa 25 tree.
+PRIVATE_BACKEND_DIR = paths.BUILD_DIR / "backend"
+PRIVATE_MANIFEST = PRIVATE_BACKEND_DIR / "lvp_icd.json"
 MAX_INTERFACE_VERSION = 5  # what this driver implements (loader-ICD interface, LoaderDriverInterface.md)
 
 
@@ -21,16 +34,33 @@ class BackendError(Exception):
     """The backend driver cannot be found, opened or negotiated with."""
 
 
-def default_manifest(dirs=MANIFEST_DIRS) -> Path:
-    """Lavapipe's manifest for this machine's architecture."""
+def private_manifest(manifest: Path = PRIVATE_MANIFEST) -> Path | None:
+    """The private Mesa 25 lavapipe manifest from `make setup`, if it and its library are there."""
+    try:
+        return manifest if manifest.is_file() and Path(library_path(manifest)).is_file() else None
+    except BackendError:
+        return None
+
+
+def system_manifest(dirs=MANIFEST_DIRS) -> Path:
+    """The system's lavapipe manifest (any Mesa): lvp_icd.<this arch>.json or lvp_icd.json.
+
+    Globbed, not named: Mesa 22.3 writes lvp_icd.x86_64.json, Mesa 25 lvp_icd.json.
+    A manifest for another architecture (lvp_icd.i686.json) is never chosen.
+    """
     xdg = [Path(p) / "vulkan/icd.d" for p in os.environ.get("XDG_DATA_DIRS", "").split(":") if p]
-    arch = platform.machine()
+    wanted = {f"{DEFAULT_BACKEND_STEM}.{platform.machine()}.json", f"{DEFAULT_BACKEND_STEM}.json"}
     for d in [*map(Path, dirs), *xdg]:
-        for name in (f"{DEFAULT_BACKEND_STEM}.{arch}.json", f"{DEFAULT_BACKEND_STEM}.json"):
-            if (d / name).is_file():
-                return d / name
-    raise BackendError(f"no lavapipe manifest ({DEFAULT_BACKEND_STEM}.{arch}.json) in {', '.join(dirs)}: "
+        for candidate in sorted(d.glob(f"{DEFAULT_BACKEND_STEM}*.json")):
+            if candidate.name in wanted and candidate.is_file():
+                return candidate
+    raise BackendError(f"no lavapipe manifest ({DEFAULT_BACKEND_STEM}*.json) in {', '.join(dirs)}: "
                        "install mesa-vulkan-drivers or set TESSERA_BACKEND_ICD to a driver manifest")
+
+
+def default_manifest(dirs=MANIFEST_DIRS) -> Path:
+    """The backend used when none is named: the private Mesa 25 lavapipe, else the system's."""
+    return private_manifest() or system_manifest(dirs)
 
 
 def library_path(manifest: Path) -> str:
