@@ -11,13 +11,15 @@ Loading rules (see docs/shims.md):
 - A process without Python (vulkaninfo): a constructor promotes the libpython
   the shim was linked against to RTLD_GLOBAL before cffi imports
   `_cffi_backend` (which needs libpython's symbols globally).
-- A process that already runs Python from the same libpython: cffi runs the
-  init code in that interpreter.
-- A process running a *different* Python (another libpython, or a static
-  interpreter such as Debian's /usr/bin/python3): two interpreters in one
-  process would crash, so the shim refuses: its negotiate entry point returns
+- A process that already runs CPython of the same major.minor (shared or
+  statically linked): that interpreter serves the shim.
+- A process running another Python version: two interpreters in one process
+  would crash, so the shim refuses: its negotiate entry point returns
   VK_ERROR_INITIALIZATION_FAILED and the loader skips it, with one line on
-  stderr saying why.
+  stderr saying why and which interpreter works.
+- Every hook is reached through a generated C guard (vkapi/guards.py), which
+  forwards in C once Python is finalised; the first call into Python starts
+  cffi's embedding carefully (tessera_python_enter).
 Outputs go to the build folder and are rebuilt only when their inputs change.
 """
 from __future__ import annotations
