@@ -2,13 +2,16 @@
 
 Applied after the backend has filled a query, so every field the identity does
 not own (limits, UUIDs, apiVersion, conformance) stays the backend's truth.
+The identity owns vendorID, deviceID, deviceType, deviceName, driverVersion
+(the emulated driver's own release, profiles.DRIVER_VERSION), driverID and
+driverName; driverInfo names the backend that really executes.
 """
 from __future__ import annotations
 
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from .profiles import ARM_VENDOR_ID, GpuProfile
+from .profiles import ARM_VENDOR_ID, DRIVER_RELEASE_NAME, DRIVER_VERSION, GpuProfile
 
 DRIVER_NAME = "Mali (Tessera emulation)"
 # Extensions this driver adds on top of the backend, with their spec versions (vk.xml).
@@ -27,8 +30,9 @@ def _set_string(ffi, field, text: str) -> None:
 
 
 def apply_properties(ffi, props, profile: GpuProfile) -> None:
-    """VkPhysicalDeviceProperties: vendor, device, name and type of the Mali."""
+    """VkPhysicalDeviceProperties: vendor, device, name, type and driver version of the Mali."""
     props.vendorID = ARM_VENDOR_ID
+    props.driverVersion = DRIVER_VERSION
     props.deviceID = profile.device_id
     props.deviceType = vk.VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU
     _set_string(ffi, props.deviceName, profile.device_name)
@@ -54,11 +58,17 @@ def apply_properties2(ffi, props2, profile: GpuProfile) -> None:
 
 
 def _driver(ffi, s, backend_name: str) -> None:
-    """driverID/driverName of Arm's driver; driverInfo says what really executes."""
-    backend_info = structs.string(ffi, s.driverInfo)
+    """driverID/driverName of Arm's driver; driverInfo says what really executes.
+
+    driverInfo: "<release> emulated; executes on <backend device> (<backend driverName> <backend
+    driverInfo>)", e.g. "r49p0 emulated; executes on llvmpipe (LLVM 15.0.6, 256 bits) (llvmpipe
+    Mesa 25.0.7-2~bpo12+1 (LLVM 15.0.6))"; cut at VK_MAX_DRIVER_INFO_SIZE.
+    """
+    backend_driver = " ".join(filter(None, (structs.string(ffi, s.driverName), structs.string(ffi, s.driverInfo))))
     s.driverID = vk.VK_DRIVER_ID_ARM_PROPRIETARY
     _set_string(ffi, s.driverName, DRIVER_NAME)
-    _set_string(ffi, s.driverInfo, f"executes on {backend_name}; {backend_info}".strip("; "))
+    backend = f"{backend_name} ({backend_driver})" if backend_driver else backend_name
+    _set_string(ffi, s.driverInfo, f"{DRIVER_RELEASE_NAME} emulated; executes on {backend}")
 
 
 def apply_features2(ffi, features2) -> None:

@@ -10,6 +10,16 @@ from dataclasses import dataclass
 
 ARM_VENDOR_ID = 0x13B5  # PCI-SIG vendor id of Arm Ltd, reported by every Mali driver
 
+# The emulated driver's own release, reported as VkPhysicalDeviceProperties::driverVersion
+# whatever the backend is (the backend's packed number means nothing under Arm's vendor ID:
+# NVIDIA's 580.159.04 decoded as 580.636.256). Arm names Mali driver (DDK) releases rXpY;
+# the number is packed as VK_MAKE_API_VERSION(0, X, Y, 0), so vulkaninfo prints X.Y.0.
+# r49p0 is this emulation's configuration choice, not a claim that it behaves like that
+# release; docs/backends.md says the same. The real backend is named in driverInfo.
+DRIVER_RELEASE = (49, 0)
+DRIVER_VERSION = (DRIVER_RELEASE[0] << 22) | (DRIVER_RELEASE[1] << 12)
+DRIVER_RELEASE_NAME = f"r{DRIVER_RELEASE[0]}p{DRIVER_RELEASE[1]}"
+
 
 @dataclass(frozen=True)
 class GpuProfile:
