@@ -1,13 +1,27 @@
-"""`tessera doctor`: what is installed, what is missing, and the fix for each."""
+"""`tessera doctor`: what is installed, what is missing, and the fix for each.
+
+It also reports the backend driver the emulated Mali executes on, queried for
+real through the Khronos loader (a child process of this interpreter running
+`probe_main()` with the `vulkan` package, VK_DRIVER_FILES naming the backend
+manifest): its driver name and info (the Mesa version), apiVersion and device
+extension count; what the emulated device loses on it compared with a current
+backend (`CAPABILITIES`); and what the emulated Mali reports over it (the same
+probe through Tessera's driver, layer off).
+"""
 from __future__ import annotations
 
 import ctypes.util
 import importlib.util
+import json
+import os
 import shutil
+import subprocess
 import sys
 import sysconfig
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
@@ -33,7 +47,7 @@ def _module(name: str) -> Callable[[], str | None]:
     return lambda: (spec := importlib.util.find_spec(name)) and spec.origin
 
 
-def _lavapipe() -> str | None:
+def _backend_manifest() -> str | None:
     from tessera.icd.backend import BackendError, default_manifest
 
     try:
@@ -52,7 +66,7 @@ CHECKS = [
     Check("Python with shared libpython", _python_shared,
           f"{sys.executable} lacks --enable-shared; use a Python built with it (e.g. pyenv's) for the venv"),
     Check("Vulkan loader (libvulkan1)", lambda: ctypes.util.find_library("vulkan"), APT_FIX.format(pkg="libvulkan1")),
-    Check("lavapipe backend driver", _lavapipe, APT_FIX.format(pkg="mesa-vulkan-drivers")),
+    Check("backend driver manifest (lavapipe)", _backend_manifest, APT_FIX.format(pkg="mesa-vulkan-drivers")),
     Check("vulkaninfo", _tool("vulkaninfo"), APT_FIX.format(pkg="vulkan-tools")),
     Check("vkcube", _tool("vkcube"), APT_FIX.format(pkg="vulkan-tools")),
     Check("glslangValidator", _tool("glslangValidator"), APT_FIX.format(pkg="glslang-tools")),
@@ -65,9 +79,115 @@ CHECKS = [
 ]
 
 
+# What a current backend gives the emulated Mali and an older one (Mesa 22.3 lavapipe) does not:
+# (what, Vulkan version that has it in core or None, device extensions that give it).
+CAPABILITIES = (
+    ("Vulkan 1.4", (1, 4), ()),
+    ("ray tracing (VK_KHR_ray_tracing_pipeline, VK_KHR_ray_query, VK_KHR_acceleration_structure)", None,
+     ("VK_KHR_ray_tracing_pipeline", "VK_KHR_ray_query", "VK_KHR_acceleration_structure")),
+    ("shader objects (VK_EXT_shader_object)", None, ("VK_EXT_shader_object",)),
+    ("maintenance5 (VK_KHR_maintenance5: VkPipelineCreateFlags2CreateInfoKHR)", (1, 4), ("VK_KHR_maintenance5",)),
+    ("descriptor buffers (VK_EXT_descriptor_buffer)", None, ("VK_EXT_descriptor_buffer",)),
+)
+PROBE_TIMEOUT = 60.0
+
+
+def probe_main() -> None:
+    """Child process: print, as JSON, what the first physical device the loader finds reports."""
+    import vulkan as vk
+
+    def text(chars) -> str:
+        return chars if isinstance(chars, str) else vk.ffi.string(chars).decode()
+
+    app = vk.VkApplicationInfo(sType=vk.VK_STRUCTURE_TYPE_APPLICATION_INFO, apiVersion=vk.VK_MAKE_VERSION(1, 3, 0))
+    instance = vk.vkCreateInstance(vk.VkInstanceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+                                                           pApplicationInfo=app), None)
+    phys = vk.vkEnumeratePhysicalDevices(instance)[0]
+    driver = vk.VkPhysicalDeviceDriverProperties(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES)
+    props2 = vk.VkPhysicalDeviceProperties2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, pNext=driver)
+    vk.vkGetPhysicalDeviceProperties2(phys, props2)
+    props = props2.properties
+    extensions = sorted(text(e.extensionName) for e in vk.vkEnumerateDeviceExtensionProperties(phys, None))
+    vk.vkDestroyInstance(instance, None)
+    print(json.dumps({"deviceName": text(props.deviceName), "apiVersion": props.apiVersion,
+                      "driverVersion": props.driverVersion, "vendorID": props.vendorID,
+                      "driverName": text(driver.driverName), "driverInfo": text(driver.driverInfo),
+                      "extensions": extensions}))
+
+
+def _version(v: int) -> str:
+    return f"{(v >> 22) & 0x7F}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
+
+
+def probe(env: dict[str, str]) -> dict:
+    """What the loader's first device reports in `env` (raises RuntimeError with the child's error)."""
+    done = subprocess.run([sys.executable, "-c", "from tessera.tools.doctor import probe_main; probe_main()"],
+                          env=env, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        raise RuntimeError((done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1])
+    return json.loads(lines[-1])
+
+
+def backend_env(manifest: Path) -> dict[str, str]:
+    """The loader sees the backend driver alone, without Tessera's driver or layer."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES", "VK_LOADER_DRIVERS_SELECT", "VK_INSTANCE_LAYERS")}
+    return dict(env, VK_DRIVER_FILES=str(manifest))
+
+
+def losses(info: dict) -> list[str]:
+    """What the emulated device cannot offer on this backend (CAPABILITIES it lacks)."""
+    api = tuple(int(x) for x in _version(info["apiVersion"]).split(".")[:2])
+    have = set(info["extensions"])
+    return [what for what, core, exts in CAPABILITIES
+            if not ((core is not None and api >= core) or (exts and all(e in have for e in exts)))]
+
+
+def _describe(info: dict) -> str:
+    return (f"{info['driverName']} {info['driverInfo']} ({info['deviceName']}): "
+            f"Vulkan {_version(info['apiVersion'])}, {len(info['extensions'])} device extensions")
+
+
+def report_backend(manifest: Path) -> bool:
+    """Print the backend and the emulated device over it; False if the backend does not answer."""
+    from tessera.icd.backend import private_manifest
+
+    origin = "private copy from bookworm-backports, made by make setup" if manifest == private_manifest() else "system"
+    click.echo(f"backend: {manifest} ({origin})")
+    try:
+        info = probe(backend_env(manifest))
+    except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+        click.echo(f"  MISSING  backend driver answers through the loader ({e}). Fix: make setup")
+        return False
+    click.echo(f"  ok       backend driver: {_describe(info)}")
+    lost = losses(info)
+    for what in lost:
+        click.echo(f"  older    the emulated Mali has no {what} on this backend")
+    if lost and "Mesa" in info["driverInfo"]:
+        click.echo("           (Mesa 25 lavapipe has all of these: on Debian 12 `make setup` fetches it; "
+                   "see docs/backends.md)")
+    from .launch import ICD_MANIFEST, LaunchConfig, environment
+
+    if ICD_MANIFEST.exists():
+        with tempfile.TemporaryDirectory(prefix="tessera-doctor-") as tmp:
+            env = environment(LaunchConfig(Path(tmp), backend_manifest=manifest, layer=False))
+            try:
+                mali = probe(env)
+                click.echo(f"  ok       emulated device: {mali['deviceName']}, Vulkan {_version(mali['apiVersion'])}, "
+                           f"{len(mali['extensions'])} device extensions, driverVersion "
+                           f"{_version(mali['driverVersion'])}; driverInfo: {mali['driverInfo']}")
+            except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as e:
+                click.echo(f"  MISSING  emulated device over this backend ({e}). Fix: make setup")
+                return False
+    return True
+
+
 @click.command()
-def doctor() -> None:
-    """Check the machine; exit 1 if anything is missing."""
+@click.option("--backend", "backend", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Backend driver manifest to report on (default: the one `tessera run` uses).")
+def doctor(backend: Path | None) -> None:
+    """Check the machine and the backend driver; exit 1 if anything is missing."""
     missing = 0
     for check in CHECKS:
         try:
@@ -79,6 +199,9 @@ def doctor() -> None:
         else:
             missing += 1
             click.echo(f"  MISSING  {check.name}. Fix: {check.fix}")
+    manifest = backend or (Path(m) if (m := _backend_manifest()) else None)
+    if manifest is not None and _module("vulkan")() and not report_backend(manifest.resolve()):
+        missing += 1
     if missing:
         raise SystemExit(1)
     click.echo("everything Tessera needs is here")
