@@ -23,9 +23,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from tessera.icd.backend import default_manifest  # noqa: E402
 from tessera.tools.launch import LaunchConfig, ensure_shims, environment  # noqa: E402
 
-LAVAPIPE = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json"
 BUILD_BENCH = REPO / "build" / "bench"
 LAVAPIPE_ENV, ICD_ENV, LAYER_ENV = "lavapipe", "mali icd", "mali icd + layer"
 
@@ -44,13 +44,16 @@ def bench_environments() -> Iterator[dict[str, dict[str, str]]]:
 def environments(session: Path, base: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
     """Loader environment per configuration, in the order printed: lavapipe, ICD only, ICD + layer.
 
+    "lavapipe" is the backend the emulated driver itself uses (`default_manifest()`: the private
+    Mesa 25 copy from `make setup`, else the system's), so the ratios compare like with like.
+
     The layer runs with everything it tracks (it has no switch to track less); with no host
     daemon it spools into `session`, where the driver also writes its GPU trace.
     VK_INSTANCE_LAYERS from the caller is dropped so that no other layer (e.g. validation) is timed."""
     base = dict(os.environ if base is None else base, XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
     base.pop("VK_INSTANCE_LAYERS", None)
     return {
-        LAVAPIPE_ENV: dict(base, VK_DRIVER_FILES=LAVAPIPE),
+        LAVAPIPE_ENV: dict(base, VK_DRIVER_FILES=str(default_manifest())),
         ICD_ENV: environment(LaunchConfig(session, layer=False), base),
         LAYER_ENV: environment(LaunchConfig(session), base),
     }

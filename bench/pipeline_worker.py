@@ -1,7 +1,7 @@
 """Worker of bench_pipeline.py: times the creation of the examples' pipelines in the current Vulkan environment.
 
 Run by bench_pipeline.py once per loader environment; alone:
-    VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+    VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) \
         .venv/bin/python bench/pipeline_worker.py [--cold C] [--warm W]
 
 The pipelines, built with the examples' own helpers (examples/vkapp.py):

@@ -3,7 +3,7 @@
  *
  * Build and run:
  *     make -C examples            # builds build/bench/record_cost (shaders from bench/shaders/)
- *     VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json build/bench/record_cost MODE [N] [REPS]
+ *     VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) build/bench/record_cost MODE [N] [REPS]
  *
  * MODE is one of:
  *   dispatch  with an empty compute pipeline (local size 64) bound, the wall time of recording

@@ -1,7 +1,7 @@
 """Compute sample: Collatz step counts with data-dependent loops and branches.
 
 Run (plain lavapipe; add VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation to validate):
-    VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+    VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) \
         .venv/bin/python examples/compute_collatz.py
 
 What it does: runs examples/shaders/collatz.comp over 1000 uint32 inputs

@@ -1,7 +1,7 @@
 """Debug-label sample: nested application labels around dispatches and transfers.
 
 Run (plain lavapipe; add VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation to validate):
-    VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+    VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) \
         .venv/bin/python examples/debug_labels.py
 
 Enables the VK_EXT_debug_utils instance extension (required) and the

@@ -1,7 +1,7 @@
 """Graphics sample: classic render pass, dynamic rendering, suspend/resume (offscreen).
 
 Run (plain lavapipe; add VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation to validate):
-    VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+    VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) \
         .venv/bin/python examples/render_passes.py
 
 Needs Vulkan 1.3 (dynamicRendering feature). All targets are 64x64

@@ -1,7 +1,7 @@
 """Transfer sample: buffer and image copy/fill/clear/blit/resolve commands.
 
 Run (plain lavapipe; add VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation to validate):
-    VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+    VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) \
         .venv/bin/python examples/transfers.py
 
 Command buffer 1 (buffers), on a 4096-byte destination:

@@ -22,7 +22,7 @@ Key properties:
   VK_WHOLE_SIZE is `WHOLE_SIZE` (the package exposes it as a negative number).
 
 Run an example with plain lavapipe:
-    VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+    VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) \
         .venv/bin/python examples/compute_collatz.py
 Add VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation to validate.
 """

@@ -11,6 +11,8 @@ Default backend, in order (`default_manifest()`, the one place that decides):
 2. the system's lavapipe, found by globbing the standard manifest folders
    (`system_manifest()`: Mesa 22.3 names it lvp_icd.<arch>.json, Mesa 25
    lvp_icd.json).
+
+`python -m tessera.icd.backend` prints the default manifest (for VK_DRIVER_FILES in a shell).
 """
 from __future__ import annotations
 
@@ -116,3 +118,7 @@ def negotiate(ffi, backend: Backend, loader_version: int) -> int:
         version = min(version, 1)
     backend.interface_version = version
     return version
+
+
+if __name__ == "__main__":
+    print(default_manifest())

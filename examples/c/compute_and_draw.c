@@ -3,7 +3,7 @@
  *
  * Build and run (plain lavapipe; add VK_INSTANCE_LAYERS=VK_LAYER_KHRONOS_validation to validate):
  *     make -C examples
- *     VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json build/examples/compute_and_draw [SHADER_DIR]
+ *     VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) build/examples/compute_and_draw [SHADER_DIR]
  *
  * SHADER_DIR holds collatz.comp.spv, quad.vert.spv and solid.frag.spv (compiled
  * by examples/Makefile from examples/shaders/); by default it is "shaders" next

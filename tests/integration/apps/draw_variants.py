@@ -2,7 +2,7 @@
 
 Run (under `tessera run`, or on plain lavapipe):
     .venv/bin/tessera run --out OUT -- .venv/bin/python tests/integration/apps/draw_variants.py
-    VK_DRIVER_FILES=/usr/share/vulkan/icd.d/lvp_icd.x86_64.json \
+    VK_DRIVER_FILES=$(.venv/bin/python -m tessera.icd.backend) \
         .venv/bin/python tests/integration/apps/draw_variants.py
 
 The device is created with VK_EXT_multi_draw (feature multiDraw) and Vulkan 1.3
