@@ -55,15 +55,20 @@ def start_hostd(sock: Path, out: Path) -> tuple[subprocess.Popen, Lines]:
 
 
 def logged_frames(out: Path) -> list[fr.Frame]:
-    """The frames hostd has logged so far under `out` (a log being written may end inside a frame)."""
-    frames: list[fr.Frame] = []
-    for log in sorted(out.rglob("*.tessera-log")):
+    """The frames hostd has logged so far under `out` (a log being written may end inside a frame,
+    and its folder is renamed from conn-<n> once the HELLO names the client: a log listed here
+    may be gone by the time it is opened, and is then found again under its new name)."""
+    while True:
+        frames: list[fr.Frame] = []
         try:
-            for f in fr.iter_file(log):
-                frames.append(f)
-        except fr.FrameError:
-            pass
-    return frames
+            for log in sorted(out.rglob("*.tessera-log")):
+                try:
+                    frames.extend(fr.iter_file(log))
+                except fr.FrameError:
+                    pass
+        except FileNotFoundError:
+            continue   # renamed between listing and opening: list again
+        return frames
 
 
 def wait_until(predicate, timeout: float = 60.0) -> None:
