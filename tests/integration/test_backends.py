@@ -8,6 +8,7 @@ number) and names the backend in driverInfo. What each backend gives: docs/backe
 """
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -70,3 +71,25 @@ def test_debian12_default_is_mesa25_and_system_is_mesa22():
     for ext in ("VK_KHR_maintenance5", "VK_EXT_shader_object", "VK_KHR_ray_tracing_pipeline", "VK_KHR_ray_query",
                 "VK_KHR_acceleration_structure"):
         assert ext in default["extensions"] and ext not in system["extensions"], ext
+
+
+@pytest.mark.parametrize("which", ["default", "system"])
+def test_maintenance5_structs_reach_a_backend_that_knows_them(which, shims, tmp_path):
+    """Device-creation pNext structs are stripped only when the backend lacks them (icd/device.py
+    strip_chain): with maintenance5 (Mesa 25) its feature struct is passed down and the pipeline's
+    VkPipelineCreateFlags2CreateInfoKHR reaches the backend; without it (Mesa 22.3) the app cannot
+    enable the extension and a feature struct it chains anyway is dropped, with a log line."""
+    from tessera.tools.launch import LaunchConfig, environment
+
+    manifest = _manifest(which)
+    has_m5 = "VK_KHR_maintenance5" in probe(backend_env(manifest))["extensions"]
+    log = tmp_path / "icd.log"
+    env = dict(environment(LaunchConfig(tmp_path / "s", backend_manifest=manifest, layer=False)),
+               TESSERA_LOG="info", TESSERA_LOG_FILE=str(log))
+    out = run([PYTHON, REPO / "tests/integration/apps/maintenance5_app.py"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["pipeline"] is True
+    assert result["maintenance5"] is has_m5 and result["vkGetRenderingAreaGranularityKHR"] is has_m5
+    stripped = "backend does not know VkPhysicalDeviceMaintenance5Features" in log.read_text()
+    assert stripped is not has_m5
