@@ -25,20 +25,26 @@ MODES = ("draw", "dispatch", "submit")
 WHAT = {"draw": "vkCmdDraw", "dispatch": "vkCmdDispatch", "submit": "vkQueueSubmit"}
 
 
-def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, float]:
-    """ns per call of `mode` in each environment (best of `reps` repetitions of `calls` calls)."""
-    return {name: run_json([BUILD_BENCH / "record_cost", mode, calls, reps], env)["ns_per_call"]
-            for name, env in envs.items()}
+def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, tuple[float, float]]:
+    """(ns per call, ns per call spent in the vkEndCommandBuffer that follows) of `mode` in each
+    environment (best of `reps` repetitions of `calls` calls)."""
+    out = {}
+    for name, env in envs.items():
+        r = run_json([BUILD_BENCH / "record_cost", mode, calls, reps], env)
+        out[name] = (r["ns_per_call"], r.get("end_ns_per_call", 0.0))
+    return out
 
 
-def print_costs(mode: str, calls: int, reps: int, ns: dict[str, float]) -> None:
-    base = ns[LAVAPIPE_ENV]
+def print_costs(mode: str, calls: int, reps: int, ns: dict[str, tuple[float, float]]) -> None:
+    base = ns[LAVAPIPE_ENV][0]
     print(f"{WHAT[mode]} ({calls} calls, best of {reps}):")
-    for name, value in ns.items():
-        print(f"  {name:18s} {value:10.1f} ns/call   x{value / base:7.1f} vs lavapipe")
+    for name, (value, end) in ns.items():
+        total = f"   + {end:8.1f} ns/call at vkEndCommandBuffer = {value + end:8.1f}" if mode != "submit" else ""
+        print(f"  {name:18s} {value:10.1f} ns/call   x{value / base:7.1f} vs lavapipe{total}")
     if ICD_ENV in ns and LAYER_ENV in ns:
-        icd, layer = ns[ICD_ENV], ns[LAYER_ENV]
-        print(f"  layer vs ICD only  x{layer / icd:.2f}, the layer adds {layer - icd:+.0f} ns per {WHAT[mode]}")
+        icd, layer = sum(ns[ICD_ENV]), sum(ns[LAYER_ENV])
+        print(f"  layer vs ICD only  x{layer / icd:.2f}, the layer adds {layer - icd:+.0f} ns per {WHAT[mode]}"
+              + (" (recording and its share of vkEndCommandBuffer)" if mode != "submit" else ""))
 
 
 def main() -> None:

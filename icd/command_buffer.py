@@ -13,14 +13,21 @@ def register(drv: Driver) -> None:
 
     def added(dev, handle, address: int, level: int, pool: int) -> None:
         objects.add(CommandBuffer(handle, dev, pool, level, address=address))
+        recorder = hooks.recorder
+        if dev.recording_table is None:   # the backend's functions, for the commands recorded in C
+            dev.recording_table = recorder.device_table(dev.next)
+        recorder.register(handle, dev.recording_table)
 
     def gone(dev, address: int) -> None:
         with objects.lock:
-            objects.by_address.pop(address, None)
+            cb = objects.by_address.pop(address, None)
+        if isinstance(cb, CommandBuffer):
+            hooks.recorder.unregister(cb.handle)
 
     def reset(dev, address: int) -> None:
         cb = objects.by_address.get(address)
         if isinstance(cb, CommandBuffer):
+            hooks.recorder.clear(cb.handle)
             cb.reset()
 
     track_command_buffers(hooks, ffi, lambda dev: objects.pools, added, gone, reset)

@@ -24,6 +24,17 @@ def register(drv: Driver) -> None:
         name = structs.string(ffi, name_ptr) if name_ptr is not None else None
         objects.get(commandBuffer, CommandBuffer).ops.append((op, name))
 
+    # Recorded in C (shim_spec.RECORDED): applied with the label text already copied.
+    def applier(op: str):
+        def apply(cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
+            cb.ops.append((op, name))
+        return apply
+
+    for name, op in (("vkCmdBeginDebugUtilsLabelEXT", "begin"), ("vkCmdEndDebugUtilsLabelEXT", "end"),
+                     ("vkCmdInsertDebugUtilsLabelEXT", "insert"), ("vkCmdDebugMarkerBeginEXT", "begin"),
+                     ("vkCmdDebugMarkerEndEXT", "end"), ("vkCmdDebugMarkerInsertEXT", "insert")):
+        hooks.applies(name)(applier(op))
+
     @hooks.replace("vkCmdBeginDebugUtilsLabelEXT")
     def cmd_begin_label(commandBuffer, pLabelInfo):
         record(commandBuffer, "begin", pLabelInfo.pLabelName)

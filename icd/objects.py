@@ -56,6 +56,7 @@ class Device(IcdObject):
     emulated_extensions: frozenset[str]        # enabled by the app, provided by this driver
     object_names: dict[int, str] = field(default_factory=dict)
     res: "Resources" = field(default_factory=lambda: Resources())
+    recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
 
 
 @dataclass(eq=False)

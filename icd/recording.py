@@ -32,11 +32,14 @@ from .scheduler import ALL
 
 @dataclass
 class Draw:
+    """`count` consecutive draws with one pipeline (draws recorded in C fold into one record);
+    vertices and primitives are their totals."""
     vertices: int
     primitives: int
     estimated: bool              # indirect: sizes not readable at record time
     vertex_cycles: float | None
     fragment_cycles: float | None
+    count: int = 1
 
 
 @dataclass
@@ -288,6 +291,20 @@ def register(drv: Driver) -> None:
     def cmd_execute(cb, commandBuffer, count, pCommandBuffers):
         objects = drv.objects
         add(cb, "execute", [objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)])
+
+    # Commands recorded in C (shim_spec.RECORDED) are applied later, mostly by the same functions;
+    # consecutive draws arrive folded: their count and total vertices and primitives.
+    def draws(cb, commandBuffer, count: int, vertices: int, primitives: int) -> None:
+        costs = cb.graphics_pipeline.shader_cycles if cb.graphics_pipeline else {}
+        add(cb, "draw", Draw(vertices, primitives, False, costs.get("vertex"), costs.get("fragment"), count))
+
+    hooks.applies("vkCmdDraw")(draws)
+    hooks.applies("vkCmdDrawIndexed")(draws)
+    for name, fn in (("vkCmdBindPipeline", cmd_bind_pipeline), ("vkCmdDispatch", cmd_dispatch),
+                     ("vkCmdDispatchBase", cmd_dispatch_base), ("vkCmdPipelineBarrier", cmd_barrier)):
+        hooks.applies(name)(fn)
+    for name in ("vkCmdFillBuffer", "vkCmdCopyBuffer", "vkCmdUpdateBuffer"):
+        hooks.applies(name)(transfer_hook(name))
 
 
 RECORDING_HOOKS = (RENDER_PASS + DRAWS + ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS

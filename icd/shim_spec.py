@@ -10,6 +10,7 @@ from tessera.vkapi import paths
 from tessera.vkapi.commands import COMMAND_BUFFER_LIFETIME, DEVICE_QUEUES
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
+from tessera.vkapi.recorder import Recorded
 from tessera.vkapi.shim import ShimSpec
 
 from .recording import RECORDING_HOOKS
@@ -36,6 +37,27 @@ LABEL_HOOKS = (
 HOOKS = (INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS + RESOURCE_HOOKS + PIPELINE_HOOKS + RECORDING_HOOKS
          + SUBMIT_HOOKS)
 CALLS = ()
+
+# Commands recorded in C (vkapi/recorder.py), applied by recording.py and labels.py. Labels are
+# consumed here (not passed to the backend), so they are recorded without being forwarded.
+_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False)
+_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False)
+RECORDED = {
+    # Draws fold: count, vertices, primitives (recording._primitives: a third of the vertices, per draw).
+    "vkCmdDraw": Recorded(fold=("(uint64_t)vertexCount * instanceCount",
+                                "(uint64_t)vertexCount * instanceCount / 3")),
+    "vkCmdDrawIndexed": Recorded(fold=("(uint64_t)indexCount * instanceCount",
+                                       "(uint64_t)indexCount * instanceCount / 3")),
+    "vkCmdBindPipeline": Recorded(),
+    "vkCmdDispatch": Recorded(), "vkCmdDispatchBase": Recorded(),
+    "vkCmdFillBuffer": Recorded(), "vkCmdCopyBuffer": Recorded(),
+    "vkCmdUpdateBuffer": Recorded(fields=("dstBuffer", "dstOffset", "dataSize")),
+    "vkCmdPipelineBarrier": Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")),
+    "vkCmdBeginDebugUtilsLabelEXT": _LABEL, "vkCmdInsertDebugUtilsLabelEXT": _LABEL,
+    "vkCmdEndDebugUtilsLabelEXT": Recorded(forward=False),
+    "vkCmdDebugMarkerBeginEXT": _MARKER, "vkCmdDebugMarkerInsertEXT": _MARKER,
+    "vkCmdDebugMarkerEndEXT": Recorded(forward=False),
+}
 
 C_GLUE = r"""
 VkResult tessera_icd_negotiate(uint32_t* pVersion);
@@ -104,6 +126,7 @@ def spec() -> ShimSpec:
         """,
         c_glue=C_GLUE,
         init_module="tessera.icd.entry",
+        recorded=RECORDED,
         extra_cdef=DLFCN_CDEF,
         manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},
         manifest_dir=paths.ICD_MANIFEST_DIR,

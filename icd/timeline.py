@@ -140,15 +140,16 @@ class _Placer:
         info = run.info
         vertices = sum(d.vertices for d in run.draws)
         primitives = sum(d.primitives for d in run.draws)
-        v_cycles = _mean([d.vertex_cycles for d in run.draws])
-        f_cycles = _mean([d.fragment_cycles for d in run.draws])
+        draws = sum(d.count for d in run.draws)
+        v_cycles = _mean([(d.vertex_cycles, d.count) for d in run.draws])
+        f_cycles = _mean([(d.fragment_cycles, d.count) for d in run.draws])
         binning, main = timing.render_pass(
-            self.tl.profile, width=info.width, height=info.height, layers=info.layers, draws=len(run.draws),
+            self.tl.profile, width=info.width, height=info.height, layers=info.layers, draws=draws,
             vertices=vertices, primitives=primitives, load_bytes=info.load_bytes, store_bytes=info.store_bytes,
             vertex_cycles=v_cycles, fragment_cycles=f_cycles)
         self.tl._render_pass_instances += 1
         rp = (info.handle, self.tl._render_pass_instances)
-        extra = {"Workload": "render pass", "Area": f"{info.width}x{info.height}", "Draws": len(run.draws),
+        extra = {"Workload": "render pass", "Area": f"{info.width}x{info.height}", "Draws": draws,
                  "Vertices": vertices, "Subpasses": info.subpasses, "Command": info.command}
         if run.parts > 1:
             extra["Parts"] = run.parts
@@ -188,6 +189,8 @@ class _Placer:
                             labels=run.labels, extra=extra, render_pass=rp)
 
 
-def _mean(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
+def _mean(weighted: list[tuple[float | None, int]]) -> float | None:
+    """Mean of the known values, each counted `weight` times (a Draw stands for `count` draws)."""
+    known = [(v, w) for v, w in weighted if v is not None]
+    total = sum(w for _, w in known)
+    return sum(v * w for v, w in known) / total if total else None

@@ -30,10 +30,14 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
 
     def added(dev, handle, address: int, level: int, pool: int) -> None:
         dev.command_buffers[address] = CommandBufferTracker(handle, address, level, pool)
+        if dev.recording_table is None:   # the driver's functions, and its label commands for t<tag>
+            dev.recording_table = hooks.recorder.device_table(dev.next, label_source=dev.next)
+        hooks.recorder.register(handle, dev.recording_table)
 
     def gone(dev, address: int) -> None:
         tracker = dev.command_buffers.pop(address, None)
         if tracker is not None:
+            hooks.recorder.unregister(tracker.handle)
             release_captures(dev, tracker)
 
     def reset(dev, tracker: CommandBufferTracker) -> None:
@@ -42,6 +46,7 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
 
     def pool_reset(dev, address: int) -> None:
         if address in dev.command_buffers:
+            hooks.recorder.clear(dev.command_buffers[address].handle)
             reset(dev, dev.command_buffers[address])
 
     track_command_buffers(hooks, ffi, lambda dev: dev.pools, added, gone, pool_reset)

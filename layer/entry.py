@@ -30,7 +30,7 @@ def install(ffi, lib) -> None:
     hooks = HookSet(errors)
     transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
     state = LayerState(ffi, Session(transport))
-    labeller = Labeller(ffi)
+    labeller = Labeller(ffi, lib.tessera_next_tag)
     capturer = Capturer(ffi, transport.send, labeller, log)
 
     def on_destroy_device(dev) -> None:
@@ -47,6 +47,8 @@ def install(ffi, lib) -> None:
     capturer.register(hooks)
     for name in settings.fault_commands:
         hooks.before(name)(_raise_injected)
+        if name in hooks.appliers:   # recorded in C: its record is applied later, and fails then
+            hooks.applies(name)(_raise_injected)
     pointers = hooks.install(ffi, lib, state.owner_of, HOOKS)
     gipa, gdpa = chain.make_proc_addr(ffi, state, pointers)
     ffi.def_extern(name="tessera_layer_gipa")(guarded(errors, "vkGetInstanceProcAddr", gipa, ffi.NULL))
@@ -54,5 +56,5 @@ def install(ffi, lib) -> None:
     log.info("layer installed: %d hooks", len(pointers))
 
 
-def _raise_injected(*args):
+def _raise_injected(*args, **kwargs):
     raise InjectedFault("fault injected by TESSERA_LAYER_FAULT")

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
-from .tagging import next_tag
 from .trackers import Capture, CommandBufferTracker, Workload
 
 CAPTURE_BUFFER_BYTES = 1 << 20
@@ -140,7 +139,7 @@ class Capturer:
             return None
         ffi, nxt = self.ffi, dev.next
         # The copy is a workload of its own on the GPU: tag it, so every GPU slice has metadata.
-        tag = next_tag()
+        tag = self.labeller.next_tag()
         self.send(encoder.workload, Workload(tag, "buffer_transfer", {
             "command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size, "regions": count,
             "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), dev.address, int(ffi.cast("uintptr_t", cb)), False)

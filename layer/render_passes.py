@@ -16,7 +16,7 @@ from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rende
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
-from .tagging import Labeller, next_tag
+from .tagging import Labeller
 from .trackers import CommandBufferTracker, PassPart, Workload
 
 RENDER_PASS_HOOKS = RENDER_PASS + DRAWS + ("vkEndCommandBuffer",)
@@ -32,7 +32,7 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
     send = state.session.transport.send
 
     def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo) -> None:
-        w = Workload(next_tag(), "render_pass", _meta(info), tuple(t.labels), t.pops_below_start)
+        w = Workload(labeller.next_tag(), "render_pass", _meta(info), tuple(t.labels), t.pops_below_start)
         labeller.push(dev, commandBuffer, f"t{w.tag}")
         t.part = PassPart(w, suspends=info.suspending)
 
@@ -104,6 +104,13 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
         elif t.level == vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY:
             t.continued_draws += n
         return t
+
+    # Recorded in C (shim_spec.RECORDED), consecutive draws folded into one count; the hooks
+    # below serve command buffers the C side does not know.
+    @hooks.applies("vkCmdDraw")
+    @hooks.applies("vkCmdDrawIndexed")
+    def folded_draws(dev, commandBuffer, n: int) -> None:
+        count(dev, commandBuffer, n)
 
     @hooks.before("vkCmdDraw")
     def draw(dev, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):

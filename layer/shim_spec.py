@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tessera.vkapi import paths
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
+from tessera.vkapi.recorder import Recorded
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.shim import ShimSpec
 
@@ -86,6 +87,16 @@ TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerI
 """
 
 
+# Commands recorded in C (vkapi/recorder.py): the hot ones, whose parameters are scalars or arrays
+# of plain structs. Their records are applied by the hooks' appliers (render_passes.py, workloads.py).
+RECORDED = {
+    "vkCmdDraw": Recorded(fold=()), "vkCmdDrawIndexed": Recorded(fold=()),   # draws only count
+    "vkCmdBindPipeline": Recorded(),
+    "vkCmdDispatch": Recorded(tagged=True), "vkCmdDispatchBase": Recorded(tagged=True),
+    "vkCmdFillBuffer": Recorded(tagged=True), "vkCmdCopyBuffer": Recorded(tagged=True),
+    "vkCmdUpdateBuffer": Recorded(fields=("dstBuffer", "dstOffset", "dataSize"), tagged=True),
+}
+
 # Device extensions the layer provides itself when the driver lacks them (name -> spec version).
 # Listed in the manifest too: the loader rejects a vkCreateDevice enabling an extension that
 # neither the driver nor an enabled layer's manifest declares.
@@ -105,6 +116,7 @@ def spec() -> ShimSpec:
         """,
         c_glue=C_GLUE,
         init_module="tessera.layer.entry",
+        recorded=RECORDED,
         manifest={
             "file_format_version": "1.2.0",
             "layer": {

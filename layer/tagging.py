@@ -7,16 +7,18 @@ labels are used; VK_EXT_debug_marker markers when only they are available.
 """
 from __future__ import annotations
 
-import itertools
+from collections.abc import Callable
 
 from tessera.vkapi.vkconst import vk
 
-next_tag = itertools.count(1).__next__  # atomic under the GIL
-
 
 class Labeller:
-    def __init__(self, ffi) -> None:
+    """`next_tag`: the process-wide tag counter, shared with the commands the shim records in C
+    (vkapi/recorder.py's tessera_next_tag, an atomic counter starting at 1)."""
+
+    def __init__(self, ffi, next_tag: Callable[[], int]) -> None:
         self.ffi = ffi
+        self.next_tag = next_tag
 
     def push(self, dev, command_buffer, name: str) -> bool:
         """Begin a label named `name` below the application; False if the device has no label command."""

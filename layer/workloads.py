@@ -17,7 +17,7 @@ from tessera.vkapi.transfers import TRANSFERS
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
-from .tagging import Labeller, next_tag
+from .tagging import Labeller
 from .trackers import CommandBufferTracker, Workload
 
 WORKLOAD_HOOKS = ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS + IMAGE_TRANSFERS
@@ -27,16 +27,27 @@ Describe = Callable[..., tuple]
 
 
 def tag_command(hooks, state, labeller: Labeller, name: str, describe: Describe) -> None:
-    """Hooks for one workload command: describe + tag before, close the tag after."""
+    """Hooks for one workload command: describe + tag before, close the tag after. When the shim
+    records the command in C (shim_spec.RECORDED), C took the tag and sent its label down, and
+    the record is applied later with that tag."""
+
+    def track(dev, commandBuffer, args, tag: int) -> CommandBufferTracker:
+        t = state.command_buffer(dev, commandBuffer)
+        kind, meta, capture = describe(dev, t, commandBuffer, *args)
+        w = Workload(tag, kind, {"command": name, **meta}, tuple(t.labels), t.pops_below_start, capture)
+        t.ops.append(("workload", w))
+        state.session.transport.send(encoder.workload, w, dev.address, t.address, capture is not None)
+        return t
 
     @hooks.before(name)
     def before(dev, commandBuffer, *args):
-        t = state.command_buffer(dev, commandBuffer)
-        kind, meta, capture = describe(dev, t, commandBuffer, *args)
-        w = Workload(next_tag(), kind, {"command": name, **meta}, tuple(t.labels), t.pops_below_start, capture)
-        t.label_pushed = labeller.push(dev, commandBuffer, f"t{w.tag}")
-        t.ops.append(("workload", w))
-        state.session.transport.send(encoder.workload, w, dev.address, t.address, capture is not None)
+        tag = labeller.next_tag()
+        t = track(dev, commandBuffer, args, tag)
+        t.label_pushed = labeller.push(dev, commandBuffer, f"t{tag}")
+
+    @hooks.applies(name)
+    def apply(dev, commandBuffer, *args, tag: int):
+        track(dev, commandBuffer, args, tag)
 
     @hooks.after(name)
     def after(dev, result, commandBuffer, *args):
@@ -49,6 +60,7 @@ def tag_command(hooks, state, labeller: Labeller, name: str, describe: Describe)
 def register(hooks, state, labeller: Labeller, capture) -> None:
     """`capture` is the indirect.Capturer used for indirect dispatches."""
 
+    @hooks.applies("vkCmdBindPipeline")
     @hooks.before("vkCmdBindPipeline")
     def before_bind(dev, commandBuffer, bindPoint, pipeline):
         if bindPoint == vk.VK_PIPELINE_BIND_POINT_COMPUTE:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from .log import HookErrors
+from .recorder import Recorder
 from .vkconst import vk
 
 VK_ERROR_INITIALIZATION_FAILED = vk.VK_ERROR_INITIALIZATION_FAILED
@@ -73,6 +74,8 @@ class HookSet:
         self.observers: dict[str, tuple[Callable | None, Callable | None]] = {}
         self.replacements: dict[str, Callable] = {}
         self._note_next: Callable[[str, Any], None] = lambda name, fn: None
+        self.appliers: dict[str, Callable] = {}
+        self.recorder: Recorder | None = None
 
     def before(self, name: str):
         def register(fn):
@@ -91,6 +94,14 @@ class HookSet:
     def replace(self, name: str):
         def register(fn):
             self.replacements[name] = fn
+            return fn
+        return register
+
+    def applies(self, name: str):
+        """Register what applies a record of `name` made in C (recorder.py): called later, in order,
+        with (owner, command buffer handle, *parameters after it), tagged workloads with tag=."""
+        def register(fn):
+            self.appliers[name] = fn
             return fn
         return register
 
@@ -118,10 +129,13 @@ class HookSet:
         without one is a build/registration mismatch, reported loudly.
         """
         pointers: dict[str, Any] = {}
+        self._resolver = resolver
         missing = set(declared) - self.names()
         if missing:
             raise RuntimeError(f"commands declared in the shim without a hook: {sorted(missing)}")
         guards = {ffi.string(lib.tessera_guard_name(i)).decode(): i for i in range(lib.tessera_guard_count())}
+        self.recorder = Recorder(ffi, lib, guards, self.appliers,
+                                 lambda message: self.errors.log.warning("%s", message), self.errors.report)
         for name in declared:
             if name in self.replacements:
                 fn = self._replacement(name, self.replacements[name], lib)
@@ -138,12 +152,50 @@ class HookSet:
         self._note_next = note_next
         return pointers
 
+    def _apply_records(self, name: str, command_buffer, owner=None) -> None:
+        """Apply what C recorded into `command_buffer` before a Python hook looks at it (after the
+        worker has finished any job queued for it), or, for the commands that need every buffer
+        finished, wait for all of the worker's jobs."""
+        try:
+            if name in SETTLE_ALL:
+                self.recorder.settle()
+            self.recorder.wait(command_buffer)
+            self.recorder.apply(owner if owner is not None else self._resolver(command_buffer), command_buffer)
+        except Exception:
+            self.errors.report(name, "applying the command buffer's recorded commands")
+
+    def _end_later(self, owner, args, call, before, after):
+        """vkEndCommandBuffer: forward now; apply the recording and run the end hooks on the worker."""
+        recorder, errors = self.recorder, self.errors
+        recorder.wait(args[0])
+        result = call(*args)
+
+        def job() -> None:
+            try:
+                recorder.apply(owner, args[0])
+            except Exception:
+                errors.report("vkEndCommandBuffer", "applying the command buffer's recorded commands")
+            for hook, hook_args in ((before, (owner, *args)), (after, (owner, result, *args))):
+                if hook is not None:
+                    try:
+                        hook(*hook_args)
+                    except Exception:
+                        errors.report("vkEndCommandBuffer", "in an end hook, on the recorder's worker")
+        recorder.defer(args[0], job)
+        return result
+
     def _replacement(self, name: str, hook: Callable, lib) -> Callable:
         errors = self.errors
         failure = _failure_for(name)
+        on_command_buffer = _takes_command_buffer(name)
+        settles = name in SETTLE_ALL
 
         def trampoline(*args):
             try:
+                if on_command_buffer:
+                    self._apply_records(name, args[0])
+                elif settles:
+                    self.recorder.settle()
                 return hook(*args)
             except Exception:
                 errors.report(name, "the call failed with its error value")
@@ -156,6 +208,10 @@ class HookSet:
         failure = _failure_for(name)
         success = vk.VK_SUCCESS if vk.COMMAND_RETURNS.get(name) == "VkResult" else None
 
+        on_command_buffer = _takes_command_buffer(name)
+        ends_recording = name == "vkEndCommandBuffer"
+        settles = name in SETTLE_ALL
+
         def trampoline(*args):
             try:
                 owner = resolver(args[0])
@@ -163,6 +219,12 @@ class HookSet:
             except Exception:
                 errors.report(name, "unknown handle: the call could not be forwarded")
                 return failure
+            if ends_recording:
+                return self._end_later(owner, args, call, before, after)
+            if on_command_buffer:
+                self._apply_records(name, args[0], owner)
+            elif settles:
+                self.recorder.settle()
             if before is not None:
                 try:
                     replaced = before(owner, *args)
@@ -180,6 +242,20 @@ class HookSet:
             return result
         trampoline.__name__ = f"hook_{name}"
         return trampoline
+
+
+# Hooks that need every recording finished: they read or drop command buffers other than a
+# first-parameter one (submits, frees, pool resets, secondaries, the device going away).
+SETTLE_ALL = frozenset({"vkQueueSubmit", "vkQueueSubmit2", "vkFreeCommandBuffers", "vkDestroyCommandPool",
+                        "vkResetCommandPool", "vkCmdExecuteCommands", "vkDestroyDevice", "vkQueueWaitIdle",
+                        "vkDeviceWaitIdle", "vkWaitForFences"})
+
+
+def _takes_command_buffer(name: str) -> bool:
+    """Commands whose first parameter is a VkCommandBuffer (their Python hooks see the buffer's
+    records applied first, so C-recorded and Python-hooked commands stay in order)."""
+    return name.startswith("vkCmd") or name in ("vkBeginCommandBuffer", "vkEndCommandBuffer",
+                                                  "vkResetCommandBuffer")
 
 
 def guarded(errors: HookErrors, name: str, fn: Callable, failure) -> Callable:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import registry
+from . import recorder, registry
 
 # What a command returns when it can be neither run nor forwarded, by return type.
 # The Python trampolines of dispatch.py return the same values.
@@ -75,10 +75,15 @@ void tessera_note_next(int index, PFN_vkVoidFunction fn);
 """
 
 
-def c_source(hooks: Iterable[str]) -> str:
-    """Guards for `hooks` (canonical command names, in the order of the table)."""
+def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | None = None) -> str:
+    """Guards for `hooks` (canonical command names, in the order of the table); the commands in
+    `recorded` first try the C recording path (recorder.py), which needs no Python at all."""
     vk = registry.load()
     names = list(hooks)
+    recorded = recorded or {}
+    unknown = set(recorded) - set(names)
+    if unknown:
+        raise ValueError(f"recorded commands that are not hooked: {sorted(unknown)}")
     out = []
     for index, name in enumerate(names):
         cmd = vk.commands[name]
@@ -94,9 +99,11 @@ def c_source(hooks: Iterable[str]) -> str:
         else:
             call_hook = f"return hook_{name}({args});"
             forward = f"return next ? next({args}) : {failure};"
+        fast = recorder.fast_path(name, index, recorded[name]) if name in recorded else ""
         out.append(
             f"static {ret} hook_{name}({params});\n"
             f"static {ret} guard_{name}({params})\n{{\n"
+            + fast +
             f"    if (__builtin_expect(tessera_python_usable(), 1)) {{ {call_hook} }}\n"
             f"    PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"
             f"    {forward}\n}}\n")
@@ -104,6 +111,8 @@ def c_source(hooks: Iterable[str]) -> str:
     table_pointers = ",\n    ".join(f"(PFN_vkVoidFunction)guard_{n}" for n in names)
     return (f"#define TESSERA_GUARD_COUNT {len(names)}\n"
             + _NEXT_TABLE
+            + recorder.formats_table(names, recorded)
+            + recorder.SUPPORT_C
             + "".join(out)
             + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"
             + f"static const PFN_vkVoidFunction tessera_guard_pointers[] = {{\n    {table_pointers}\n}};\n"

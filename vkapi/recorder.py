@@ -1,0 +1,608 @@
+"""Record in C, think in Python: the commands a shim records in a per-command-buffer arena.
+
+Role: one place defines the record layout, both the C that writes it (generated into the
+shim, inside each recorded command's guard, see guards.py) and the Python that reads it
+(`Recorder.drain`). A shim declares its recorded commands in a table of `Recorded`
+entries (its shim spec); everything else stays a Python hook.
+
+Hot path (C, on the application's thread, no Python): find the command buffer's
+`tessera_cb` in a lock-free hash map, append one record to its arena (reused across
+resets: fresh pages cost several times more), for the layer's tagged workloads take a
+tag from the process-wide counter and wrap the call in a `t<tag>` label sent down, then
+call the next element directly through the device's C table of next functions.
+
+Python later: records are applied in order, by the same hook logic as before, whenever
+Python next looks at that command buffer: before any Python hook of a command recorded
+into it (so order is kept, on the recording thread), and at vkEndCommandBuffer, where the
+rest of the recording and the end hooks are applied by a worker thread (`defer`): the
+application's thread only forwards the call. Whatever needs a finished recording waits for
+its job (`wait`, before any hook of that buffer) or for every job (`settle`: submits,
+frees, pool resets, executing secondaries, device destruction). A command buffer the C
+side does not know (not registered) takes the Python hook, as before.
+
+Record layout (little-endian, 8-byte aligned):
+    u32 command index (the shim's guard table index) | u32 record size in bytes
+    u64 slot per recorded parameter after the command buffer, in parameter order
+        (the tag first for tagged workloads; an array's or string's byte length)
+    the bytes of each array / string parameter, each padded to 8
+Formats (`tessera_record_format(index)`), one code per parameter after the command buffer:
+    Q unsigned scalar or handle, q signed scalar, A<Struct> array of plain structs,
+    S<Struct>.<member> the string `member` of the struct the parameter points to,
+    - not recorded (given to Python as None). The first code is R (a record) or T (a record whose
+    first slot is a tag), or F (a folded record: one slot of count, then a Q per sum, no parameters);
+    commands not recorded have an empty format.
+
+Threads: a command buffer's arena is written by the thread recording it and read by the
+thread applying it (that thread, or the worker after vkEndCommandBuffer); Vulkan's external
+synchronisation of command buffers, and `wait` before anything else touches a buffer whose
+job is queued, keep them apart. The map is written under a mutex (register / unregister)
+and read without locks. The worker is one daemon thread per shim, started with the first job.
+"""
+from __future__ import annotations
+
+import queue
+import struct
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import registry
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """How one command is recorded by a shim."""
+    fields: tuple[str, ...] | None = None    # parameters recorded (None: every parameter after the buffer)
+    strings: dict[str, str] = field(default_factory=dict)   # parameter -> its struct's string member to copy
+    tagged: bool = False                     # layer: a tagged workload, wrapped in a t<tag> label
+    forward: bool = True                     # call the next element (False: the shim consumes the command)
+    # Consecutive calls fold into one record: a count and these sums (C expressions of the parameters),
+    # applied as (owner, command buffer, count, *sums). For draws, whose effect is additive.
+    fold: tuple[str, ...] | None = None
+
+
+_SCALAR_TYPES_SIGNED = {"int32_t", "int64_t", "int16_t", "int8_t"}
+
+
+def _plain(struct_name: str) -> bool:
+    """A struct copyable byte for byte: no pointers, no pNext."""
+    vk = registry.load()
+    s = vk.structs.get(struct_name)
+    return s is not None and not s.sType and all(not m.pointer for m in s.members)
+
+
+def formats(name: str, spec: Recorded) -> list[str]:
+    """The format code of each parameter after the command buffer (see the module docstring)."""
+    vk = registry.load()
+    cmd = vk.commands[name]
+    if cmd.params[0].type != "VkCommandBuffer" or cmd.returnType != "void":
+        raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
+    if spec.fold is not None:
+        if spec.tagged or spec.fields or spec.strings:
+            raise ValueError(f"{name}: a folded record has only its count and sums")
+        return ["F"] + ["Q"] * len(spec.fold)
+    codes = []
+    for p in cmd.params[1:]:
+        if spec.fields is not None and p.name not in spec.fields and p.name not in spec.strings:
+            codes.append("-")
+        elif p.name in spec.strings:
+            codes.append(f"S{p.type}.{spec.strings[p.name]}")
+        elif p.pointer:
+            if not (p.length and _plain(p.type) and p.fullType.startswith("const ")):
+                raise ValueError(f"{name}.{p.name}: pointer parameters are recorded only as arrays of plain structs")
+            codes.append(f"A{p.type}")
+        elif p.type in _SCALAR_TYPES_SIGNED:
+            codes.append("q")
+        elif p.type in ("float", "double"):
+            raise ValueError(f"{name}.{p.name}: floating-point parameters are not recorded")
+        else:
+            codes.append("Q")
+    return ["T" if spec.tagged else "R"] + codes
+
+
+SUPPORT_C = r"""
+/* ---- command-buffer arenas (tessera.vkapi.recorder) ---- */
+typedef struct tessera_device {
+    PFN_vkVoidFunction next[TESSERA_GUARD_COUNT];   /* next element's function per guarded command */
+    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;   /* t<tag> labels (layer): debug utils, or else markers */
+    PFN_vkCmdEndDebugUtilsLabelEXT label_end;
+    PFN_vkCmdDebugMarkerBeginEXT marker_begin;
+    PFN_vkCmdDebugMarkerEndEXT marker_end;
+} tessera_device;
+
+typedef struct tessera_cb {
+    void *handle;
+    tessera_device *dev;
+    uint8_t *data;
+    size_t used, cap;
+    uint64_t dropped;            /* records lost to a failed allocation, reported by Python */
+    size_t last;                 /* offset of the last record, for folding */
+    uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
+} tessera_cb;
+
+typedef struct { void *key; tessera_cb *cb; } tessera_slot;
+typedef struct { size_t mask; tessera_slot slots[]; } tessera_table;
+
+#define TESSERA_TOMBSTONE ((void *)(uintptr_t)1)
+static tessera_table *tessera_cbs;          /* read lock-free; replaced (never freed) when it grows */
+static size_t tessera_cb_used;              /* live + tombstones, under tessera_cb_lock */
+static pthread_mutex_t tessera_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tessera_tag;
+
+static inline size_t tessera_hash(void *key, size_t mask)
+{
+    return (size_t)((((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+}
+
+static inline tessera_cb *tessera_cb_find(void *key)
+{
+    tessera_table *t = __atomic_load_n(&tessera_cbs, __ATOMIC_ACQUIRE);
+    if (!t) return NULL;
+    for (size_t i = tessera_hash(key, t->mask);; i = (i + 1) & t->mask) {
+        void *k = __atomic_load_n(&t->slots[i].key, __ATOMIC_ACQUIRE);
+        if (k == key) return t->slots[i].cb;
+        if (k == NULL) return NULL;
+    }
+}
+
+static tessera_table *tessera_table_new(size_t slots)
+{
+    tessera_table *t = calloc(1, sizeof(tessera_table) + slots * sizeof(tessera_slot));
+    if (t) t->mask = slots - 1;
+    return t;
+}
+
+static void tessera_table_put(tessera_table *t, void *key, tessera_cb *cb)
+{
+    size_t i = tessera_hash(key, t->mask);
+    while (t->slots[i].key != NULL && t->slots[i].key != TESSERA_TOMBSTONE && t->slots[i].key != key)
+        i = (i + 1) & t->mask;
+    t->slots[i].cb = cb;
+    __atomic_store_n(&t->slots[i].key, key, __ATOMIC_RELEASE);
+}
+
+/* Python: the command buffer `handle` of a device records in C from now on. 0 on failure. */
+int tessera_cb_register(void *handle, tessera_device *dev)
+{
+    tessera_cb *cb = calloc(1, sizeof(tessera_cb));
+    if (!cb) return 0;
+    cb->handle = handle;
+    cb->dev = dev;
+    cb->last_index = UINT32_MAX;
+    pthread_mutex_lock(&tessera_cb_lock);
+    tessera_table *t = tessera_cbs;
+    if (!t || (tessera_cb_used + 1) * 2 > t->mask + 1) {
+        size_t live = 0;
+        if (t) for (size_t i = 0; i <= t->mask; i++)
+            live += t->slots[i].key != NULL && t->slots[i].key != TESSERA_TOMBSTONE;
+        size_t slots = 1024;
+        while ((live + 1) * 4 > slots) slots *= 2;
+        tessera_table *grown = tessera_table_new(slots);
+        if (!grown) { pthread_mutex_unlock(&tessera_cb_lock); free(cb); return 0; }
+        if (t) for (size_t i = 0; i <= t->mask; i++)
+            if (t->slots[i].key != NULL && t->slots[i].key != TESSERA_TOMBSTONE)
+                tessera_table_put(grown, t->slots[i].key, t->slots[i].cb);
+        /* The old table stays allocated: a reader may still be probing it. */
+        __atomic_store_n(&tessera_cbs, grown, __ATOMIC_RELEASE);
+        tessera_cb_used = live;
+        t = grown;
+    }
+    tessera_cb *old = tessera_cb_find(handle);
+    if (old) {   /* a handle the backend reused without our seeing it freed: replace */
+        for (size_t i = tessera_hash(handle, t->mask);; i = (i + 1) & t->mask)
+            if (t->slots[i].key == handle) { __atomic_store_n(&t->slots[i].cb, cb, __ATOMIC_RELEASE); break; }
+        free(old->data);
+        free(old);
+    } else {
+        tessera_table_put(t, handle, cb);
+        tessera_cb_used++;
+    }
+    pthread_mutex_unlock(&tessera_cb_lock);
+    return 1;
+}
+
+/* Python: the command buffer is freed (its records were applied first). */
+void tessera_cb_unregister(void *handle)
+{
+    pthread_mutex_lock(&tessera_cb_lock);
+    tessera_table *t = tessera_cbs;
+    if (t) for (size_t i = tessera_hash(handle, t->mask);; i = (i + 1) & t->mask) {
+        void *k = t->slots[i].key;
+        if (k == NULL) break;
+        if (k == handle) {
+            tessera_cb *cb = t->slots[i].cb;
+            __atomic_store_n(&t->slots[i].key, TESSERA_TOMBSTONE, __ATOMIC_RELEASE);
+            /* Only the (externally synchronised) owner of `handle` ever reads its cb. */
+            free(cb->data);
+            free(cb);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&tessera_cb_lock);
+}
+
+static int tessera_arena_grow(tessera_cb *cb, size_t need)
+{
+    size_t cap = cb->cap ? cb->cap : 4096;
+    while (cap < cb->used + need) cap *= 2;
+    uint8_t *data = realloc(cb->data, cap);
+    if (!data) return 0;
+    cb->data = data;
+    cb->cap = cap;
+    return 1;
+}
+
+/* Room for one record: its slots, then `extra` bytes; NULL (and counted) when memory ran out. */
+static inline uint64_t *tessera_record(tessera_cb *cb, uint32_t index, size_t slots, size_t extra)
+{
+    size_t size = 8 + slots * 8 + ((extra + 7) & ~(size_t)7);
+    if (cb->used + size > cb->cap && !tessera_arena_grow(cb, size)) {
+        cb->dropped++;
+        return NULL;
+    }
+    uint8_t *p = cb->data + cb->used;
+    cb->last = cb->used;
+    cb->last_index = index;
+    cb->used += size;
+    ((uint32_t *)p)[0] = index;
+    ((uint32_t *)p)[1] = (uint32_t)size;
+    return (uint64_t *)(p + 8);
+}
+
+/* Python: the records so far (pointer, byte count, records dropped); then tessera_cb_clear. */
+int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return 0;
+    *data = cb->data;
+    *used = cb->used;
+    *dropped = cb->dropped;
+    return 1;
+}
+
+void tessera_cb_clear(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; }
+}
+
+uint64_t tessera_next_tag(void)
+{
+    return __atomic_add_fetch(&tessera_tag, 1, __ATOMIC_RELAXED);
+}
+
+/* The layer's t<tag> label around a workload recorded in C (tagging.py's Labeller in C). */
+static int tessera_push_tag(VkCommandBuffer commandBuffer, tessera_device *dev, uint64_t tag)
+{
+    char name[24];
+    snprintf(name, sizeof name, "t%llu", (unsigned long long)tag);
+    if (dev->label_begin) {
+        VkDebugUtilsLabelEXT label = {0};
+        label.sType = 1000128002;   /* VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT */
+        label.pLabelName = name;
+        dev->label_begin(commandBuffer, &label);
+        return 1;
+    }
+    if (dev->marker_begin) {
+        VkDebugMarkerMarkerInfoEXT marker = {0};
+        marker.sType = 1000022002;  /* VK_STRUCTURE_TYPE_DEBUG_MARKER_MARKER_INFO_EXT */
+        marker.pMarkerName = name;
+        dev->marker_begin(commandBuffer, &marker);
+        return 1;
+    }
+    return 0;
+}
+
+static void tessera_pop_tag(VkCommandBuffer commandBuffer, tessera_device *dev)
+{
+    if (dev->label_end) dev->label_end(commandBuffer);
+    else if (dev->marker_end) dev->marker_end(commandBuffer);
+}
+
+const char *tessera_record_format(int index)
+{
+    return index >= 0 && index < TESSERA_GUARD_COUNT ? tessera_record_formats[index] : NULL;
+}
+"""
+
+CDEF = """
+typedef struct tessera_device {
+    PFN_vkVoidFunction next[%d];
+    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;
+    PFN_vkCmdEndDebugUtilsLabelEXT label_end;
+    PFN_vkCmdDebugMarkerBeginEXT marker_begin;
+    PFN_vkCmdDebugMarkerEndEXT marker_end;
+} tessera_device;
+int tessera_cb_register(void *handle, tessera_device *dev);
+void tessera_cb_unregister(void *handle);
+int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped);
+void tessera_cb_clear(void *handle);
+uint64_t tessera_next_tag(void);
+const char *tessera_record_format(int index);
+"""
+
+# Types the recording C needs declared even when a shim hooks no label command.
+LABEL_COMMANDS = ("vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT",
+                  "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT")
+
+
+def fast_path(name: str, index: int, spec: Recorded) -> str:
+    """C statements recording `name` when its command buffer is registered; they return."""
+    vk = registry.load()
+    cmd = vk.commands[name]
+    codes = formats(name, spec)
+    if spec.fold is not None:
+        return _fold_path(name, index, spec)
+    tagged = spec.tagged
+    params = cmd.params[1:]
+    slot_codes = codes[1:]
+    recorded = [(p, c) for p, c in zip(params, slot_codes) if c != "-"]
+    lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
+             "    if (rec) {"]
+    sizes = []
+    for p, c in recorded:
+        if c.startswith("A"):
+            lines.append(f"        size_t n_{p.name} = {p.name} ? (size_t)({p.length}) * sizeof({p.type}) : 0;")
+            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+        elif c.startswith("S"):
+            member = c.split(".", 1)[1]
+            lines.append(f"        const char *s_{p.name} = {p.name} && {p.name}->{member} ? {p.name}->{member} : \"\";")
+            lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
+            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+    nslots = len(recorded) + (1 if tagged else 0)
+    extra = " + ".join(sizes) or "0"
+    if tagged:
+        lines.append("        uint64_t tag = tessera_next_tag();")
+        lines.append("        int pushed = tessera_push_tag(commandBuffer, rec->dev, tag);")
+    lines.append(f"        uint64_t *slot = tessera_record(rec, {index}, {nslots}, {extra});")
+    lines.append("        if (slot) {")
+    i = 0
+    if tagged:
+        lines.append("            slot[0] = tag;")
+        i = 1
+    for p, c in recorded:
+        if c == "Q":
+            lines.append(f"            slot[{i}] = (uint64_t)(uintptr_t){p.name};" if p.type in vk.handles
+                         and vk.handles[p.type].dispatchable else f"            slot[{i}] = (uint64_t){p.name};")
+        elif c == "q":
+            lines.append(f"            slot[{i}] = (uint64_t)(int64_t){p.name};")
+        else:
+            lines.append(f"            slot[{i}] = n_{p.name};")
+        i += 1
+    if sizes:
+        lines.append(f"            uint8_t *extra = (uint8_t *)(slot + {nslots});")
+        for p, c in recorded:
+            if c.startswith("A"):
+                lines.append(f"            if (n_{p.name}) memcpy(extra, {p.name}, n_{p.name});")
+                lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
+            elif c.startswith("S"):
+                lines.append(f"            memcpy(extra, s_{p.name}, n_{p.name});")
+                lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
+    lines.append("        }")
+    args = ", ".join(p.name for p in cmd.params)
+    if spec.forward:
+        lines.append(f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];")
+        lines.append(f"        if (next) next({args});")
+    if tagged:
+        lines.append("        if (pushed) tessera_pop_tag(commandBuffer, rec->dev);")
+    lines.append("        return;")
+    lines.append("    }")
+    return "\n".join(lines) + "\n"
+
+
+def _fold_path(name: str, index: int, spec: Recorded) -> str:
+    """Fast path of a folded command: add to the last record when it is the same command."""
+    cmd = registry.load().commands[name]
+    n = 1 + len(spec.fold)
+    lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
+             "    if (rec) {",
+             "        uint64_t *slot;",
+             f"        if (rec->last_index == {index} && rec->used)",
+             "            slot = (uint64_t *)(rec->data + rec->last + 8);",
+             f"        else if ((slot = tessera_record(rec, {index}, {n}, 0)) != NULL)",
+             f"            memset(slot, 0, {n} * sizeof(uint64_t));",
+             "        if (slot) {",
+             "            slot[0] += 1;"]
+    for i, expr in enumerate(spec.fold, start=1):
+        lines.append(f"            slot[{i}] += (uint64_t)({expr});")
+    lines.append("        }")
+    args = ", ".join(p.name for p in cmd.params)
+    if spec.forward:
+        lines.append(f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];")
+        lines.append(f"        if (next) next({args});")
+    lines += ["        return;", "    }"]
+    return "\n".join(lines) + "\n"
+
+
+def formats_table(names: Iterable[str], recorded: dict[str, Recorded]) -> str:
+    """C array of the format strings, by guard index ("" for commands not recorded)."""
+    entries = []
+    for name in names:
+        spec = recorded.get(name)
+        entries.append('"' + (",".join(formats(name, spec)) if spec else "") + '"')
+    return "static const char *const tessera_record_formats[] = {\n    " + ",\n    ".join(entries) + "\n};\n"
+
+
+# ---- Python: reading the records ------------------------------------------------------------
+Applier = Callable[..., None]   # (owner, command buffer handle, *parameters after it [, tag=]) -> None
+
+
+@dataclass
+class _Layout:
+    name: str
+    tagged: bool
+    codes: list[str]           # per parameter after the command buffer, without the tag
+    folded: bool = False       # count and sums only
+
+
+class Recorder:
+    """The Python side of one shim's recording: device tables, registration, applying records."""
+
+    def __init__(self, ffi, lib, guard_names: dict[str, int], appliers: dict[str, Applier],
+                 report: Callable[[str], None], failed: Callable[[str, str], None]) -> None:
+        """`report(message)` logs a problem; `failed(command, where)` reports the exception being
+        handled (HookErrors.report: once per command, with its traceback)."""
+        self.ffi, self.lib, self.report, self.failed = ffi, lib, report, failed
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._pending: dict[int, threading.Event] = {}   # command buffer address -> its queued job
+        self._worker: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.guards = guard_names
+        self.layouts: dict[int, _Layout] = {}
+        self.appliers: dict[int, Applier] = {}
+        for name, index in guard_names.items():
+            fmt = ffi.string(lib.tessera_record_format(index)).decode()
+            if not fmt:
+                continue
+            codes = fmt.split(",")
+            if codes[0] == "F":   # the count and the sums are all plain slots
+                self.layouts[index] = _Layout(name, False, ["Q"] * len(codes), folded=True)
+            else:
+                self.layouts[index] = _Layout(name, codes[0] == "T", codes[1:])
+            if name not in appliers:
+                raise RuntimeError(f"{name} is recorded in C but no module applies its records")
+            self.appliers[index] = appliers[name]
+
+    def recorded(self, name: str) -> bool:
+        index = self.guards.get(name)
+        return index is not None and index in self.layouts
+
+    def device_table(self, next_table, label_source=None):
+        """The C table of next functions for one device (keep the returned object alive as long
+        as the device). `next_table` is the device's DispatchTable; `label_source` the table whose
+        label commands wrap tagged workloads (the layer's device), or None."""
+        ffi = self.ffi
+        dev = ffi.new("tessera_device *")
+        for name, index in self.guards.items():
+            fn = getattr(next_table, name, None)
+            if fn is not None:
+                dev.next[index] = ffi.cast("PFN_vkVoidFunction", fn)
+        if label_source is not None:
+            for field_name, command in (("label_begin", "vkCmdBeginDebugUtilsLabelEXT"),
+                                        ("label_end", "vkCmdEndDebugUtilsLabelEXT"),
+                                        ("marker_begin", "vkCmdDebugMarkerBeginEXT"),
+                                        ("marker_end", "vkCmdDebugMarkerEndEXT")):
+                fn = getattr(label_source, command, None)
+                if fn is not None:
+                    setattr(dev, field_name, ffi.cast(f"PFN_{command}", fn))
+        return dev
+
+    def register(self, handle, device_table) -> None:
+        if not self.lib.tessera_cb_register(handle, device_table):
+            self.report("out of memory registering a command buffer: its commands take the Python path")
+
+    def unregister(self, handle) -> None:
+        self.lib.tessera_cb_unregister(handle)
+
+    def clear(self, handle) -> None:
+        self.lib.tessera_cb_clear(handle)
+
+    # ---- deferred work: vkEndCommandBuffer's application on the worker -------------------------
+    def _key(self, handle) -> int:
+        return int(self.ffi.cast("uintptr_t", handle))
+
+    def defer(self, handle, job: Callable[[], None]) -> None:
+        """Run `job` (apply the buffer's records and its end hooks) on the worker, in order."""
+        done = threading.Event()
+        self._pending[self._key(handle)] = done
+        if self._worker is None:
+            with self._start_lock:
+                if self._worker is None:
+                    self._worker = threading.Thread(target=self._run, name="tessera-recorder", daemon=True)
+                    self._worker.start()
+        self._jobs.put((self._key(handle), done, job))
+
+    def _run(self) -> None:
+        while True:
+            key, done, job = self._jobs.get()
+            try:
+                job()
+            except Exception:   # the job reports its own failures; this is the last net
+                self.failed("vkEndCommandBuffer", "applying a command buffer's records on the worker")
+            finally:
+                done.set()
+                if self._pending.get(key) is done:
+                    del self._pending[key]
+
+    def wait(self, handle) -> None:
+        """Return once the job queued for `handle`, if any, has run."""
+        done = self._pending.get(self._key(handle))
+        if done is not None:
+            done.wait()
+
+    def settle(self) -> None:
+        """Return once every job queued so far has run."""
+        for done in list(self._pending.values()):
+            done.wait()
+
+    def apply(self, owner, handle) -> None:
+        """Apply the records of `handle` so far, in order, then empty its arena."""
+        lib, ffi = self.lib, self.ffi
+        # Per call, not shared: command buffers are applied on several threads at once.
+        pdata, pused, pdropped = ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *")
+        if not lib.tessera_cb_records(handle, pdata, pused, pdropped):
+            return
+        used, dropped = pused[0], pdropped[0]
+        if used == 0 and dropped == 0:
+            return
+        base = pdata[0]
+        try:
+            if used:
+                self._apply(owner, handle, base, used)
+        finally:
+            lib.tessera_cb_clear(handle)
+        if dropped:
+            self.report(f"{dropped} command(s) of a command buffer were not recorded (out of memory); "
+                        "their workloads are missing from the timeline")
+
+    def _apply(self, owner, handle, base, used: int) -> None:
+        ffi = self.ffi
+        buf = ffi.buffer(base, used)
+        unpack = struct.unpack_from
+        layouts, appliers = self.layouts, self.appliers
+        offset = 0
+        while offset + 8 <= used:
+            index, size = unpack("<II", buf, offset)
+            layout = layouts.get(index)
+            if layout is None or size < 8 or offset + size > used:   # cannot happen unless memory is damaged
+                self.report(f"damaged command-buffer record at byte {offset} (command {index}, {size} bytes); "
+                            "the rest of this command buffer's records are skipped")
+                return
+            slots_at = offset + 8
+            codes = layout.codes
+            values: list[Any] = []
+            pos = slots_at
+            tag = None
+            if layout.tagged:
+                (tag,) = unpack("<Q", buf, pos)
+                pos += 8
+            nslots = sum(1 for c in codes if c != "-")
+            extra = pos + nslots * 8
+            for code in codes:
+                if code == "-":
+                    values.append(None)
+                    continue
+                if code == "q":
+                    (v,) = unpack("<q", buf, pos)
+                    values.append(v)
+                elif code == "Q":
+                    (v,) = unpack("<Q", buf, pos)
+                    values.append(v)
+                else:
+                    (n,) = unpack("<Q", buf, pos)
+                    if code[0] == "A":
+                        values.append(ffi.cast(f"{code[1:]} *", base + extra))
+                    else:   # S: a string
+                        values.append(bytes(buf[extra:extra + n]).decode("utf-8", "replace"))
+                    extra += (n + 7) & ~7
+                pos += 8
+            applier = appliers[index]
+            try:
+                if layout.tagged:
+                    applier(owner, handle, *values, tag=tag)
+                else:
+                    applier(owner, handle, *values)
+            except Exception:   # one bad record costs that record only
+                self.failed(layout.name, "applying its record made in C; the call was forwarded")
+            offset += size
