@@ -46,20 +46,26 @@ def test_daemon_killed_and_restarted_mid_run(shims, tmp_path):
     app = subprocess.Popen([PYTHON, str(APP)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True)
     last, back = 0, False
-    for line in app.stdout:
-        last = int(line.split()[1])
-        if last == KILL_AT:
-            daemon.send_signal(signal.SIGKILL)   # gone without finishing anything
-            daemon.wait()
-        if last == RESTART_AT:                   # once the layer has spooled this far without a daemon
-            wait_until(lambda: RESTART_AT in spooled_submits(session))
-            daemon, _ = start_hostd(sock, second_out)
-        back = last > RESTART_AT and reconnected(second_out, RESTART_AT)
-        app.stdin.write("stop\n" if back or last >= GIVE_UP_AT else "next\n")
-        app.stdin.flush()
-    assert app.wait() == 0
-    daemon.send_signal(signal.SIGTERM)
-    daemon.wait(timeout=60)
+    try:
+        for line in app.stdout:
+            last = int(line.split()[1])
+            if last == KILL_AT:
+                daemon.send_signal(signal.SIGKILL)   # gone without finishing anything
+                daemon.wait()
+            if last == RESTART_AT:                   # once the layer has spooled this far without a daemon
+                wait_until(lambda: RESTART_AT in spooled_submits(session))
+                daemon, _ = start_hostd(sock, second_out)
+            back = last > RESTART_AT and reconnected(second_out, RESTART_AT)
+            app.stdin.write("stop\n" if back or last >= GIVE_UP_AT else "next\n")
+            app.stdin.flush()
+        assert app.wait() == 0
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=60)
+    finally:   # a failure must not leave the app or a daemon running
+        for proc in (app, daemon):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert back, f"the layer never reconnected in {last} iterations"
 
     stream = [f for p in sorted(session.rglob("*.tessera-log")) + sorted(session.rglob("*.spool"))
