@@ -2,7 +2,8 @@
 
 Role: the click command (mounted lazily by tessera.tools as `compile`). Input
 is SPIR-V (.spv, or any file starting with the SPIR-V magic) or GLSL
-(.comp/.vert/.frag/.geom/.tesc/.tese, compiled with `glslangValidator -V`).
+(.comp/.vert/.frag/.geom/.tesc/.tese, compiled with `glslangValidator -V`; the ray-tracing stages
+.rgen/.rint/.rahit/.rchit/.rmiss/.rcall with `--target-env spirv1.4`, which GL_EXT_ray_tracing needs).
 Every entry point is reported unless `--entry` picks one. Options are read
 here into plain values; failures are click errors, never tracebacks.
 """
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import click
 
-GLSL_SUFFIXES = (".comp", ".vert", ".frag", ".geom", ".tesc", ".tese", ".glsl")
+RAY_TRACING_SUFFIXES = (".rgen", ".rint", ".rahit", ".rchit", ".rmiss", ".rcall")
+GLSL_SUFFIXES = (".comp", ".vert", ".frag", ".geom", ".tesc", ".tese", ".glsl") + RAY_TRACING_SUFFIXES
 SPIRV_MAGIC = (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
 
 
@@ -48,6 +50,8 @@ def load_spirv(path: Path) -> bytes:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "shader.spv"
         argv = [glslang, "-V", str(path), "-o", str(out)]
+        if path.suffix in RAY_TRACING_SUFFIXES:
+            argv[2:2] = ["--target-env", "spirv1.4"]
         if path.suffix == ".glsl":
             raise click.ClickException(f"{path}: .glsl does not name a stage; use .vert/.frag/.comp")
         # errors=replace: glslang quotes the source, which need not be UTF-8.

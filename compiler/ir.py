@@ -38,7 +38,10 @@ from .errors import CompileError
 
 MAX_PARTS = 16          # parts (<= 4 registers each) kept for one aggregate value
 STAGES = {"Fragment": "fragment", "Vertex": "vertex", "GLCompute": "compute", "TessellationControl": "tess_ctrl",
-          "TessellationEvaluation": "tess_eval", "Geometry": "geometry", "TaskEXT": "task", "MeshEXT": "mesh"}
+          "TessellationEvaluation": "tess_eval", "Geometry": "geometry", "TaskEXT": "task", "MeshEXT": "mesh",
+          # ray tracing pipeline stages (SPV_KHR_ray_tracing)
+          "RayGenerationKHR": "raygen", "IntersectionKHR": "intersection", "AnyHitKHR": "any_hit",
+          "ClosestHitKHR": "closest_hit", "MissKHR": "miss", "CallableKHR": "callable"}
 
 # storage classes
 SC_UNIFORM_CONSTANT, SC_INPUT, SC_UNIFORM, SC_OUTPUT, SC_PRIVATE, SC_FUNCTION, SC_PUSH = 0, 1, 2, 3, 6, 7, 9

@@ -101,6 +101,27 @@ CORE: dict[str, tuple[Cost, str]] = {
     "OpArrayLength": (_c(cvt=1), "1"),
 }
 
+# Ray tracing (SPV_KHR_ray_tracing, SPV_KHR_ray_query). Immortalis GPUs traverse rays in a ray
+# tracing unit (RTU) beside the shader core; a shader hands it a ray through the message fabric, as it
+# does a load. So a traversal is charged to the LS pipe: RAY_TRAVERSAL_LS_OPS issue slots per thread
+# for one OpTraceRayKHR or OpRayQueryProceedKHR (an assumption, not a measurement: a few messages
+# for the ray and its result, the RTU's own time being the driver timing model's TRAVERSAL cost).
+# Reading a committed or candidate intersection back is a register move (CVT) per result; the
+# shaders a trace calls (hit, miss, callable) are costed as stages of their own.
+RAY_TRAVERSAL_LS_OPS = 4.0
+RAY = {
+    "OpTraceRayKHR": (_c(ls=RAY_TRAVERSAL_LS_OPS, cvt=2), "1"),
+    "OpRayQueryProceedKHR": (_c(ls=RAY_TRAVERSAL_LS_OPS, cvt=1), "1"),
+    "OpRayQueryInitializeKHR": (_c(cvt=4), "1"),      # ray origin, direction, extent into RTU state
+    "OpRayQueryTerminateKHR": (_c(cvt=1), "1"),
+    "OpRayQueryGenerateIntersectionKHR": (_c(cvt=1), "1"),
+    "OpRayQueryConfirmIntersectionKHR": (_c(cvt=1), "1"),
+    "OpExecuteCallableKHR": (_c(cvt=2), "1"),          # the callable shader's own cost is a stage
+    "OpReportIntersectionKHR": (_c(cvt=2), "1"),       # intersection shader hands a hit to the RTU
+    "OpConvertUToAccelerationStructureKHR": (ZERO, "1"),
+}
+CORE.update(RAY)
+
 # prefixes for instruction families costed alike
 PREFIXES: tuple[tuple[str, Cost, str], ...] = (
     ("OpAtomic", _c(ls=1), "1"),
@@ -110,6 +131,7 @@ PREFIXES: tuple[tuple[str, Cost, str], ...] = (
     ("OpGroupNonUniformI", _c(cvt=12), "r"),
     ("OpGroupNonUniform", _c(cvt=2), "r"),
     ("OpSubgroup", _c(cvt=2), "r"),
+    ("OpRayQueryGet", _c(cvt=1), "r"),   # intersection/ray state of a ray query, per result lane
 )
 
 # GLSL.std.450 instruction name -> (per-unit cost, scale)

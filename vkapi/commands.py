@@ -14,12 +14,16 @@ DRAWS = ("vkCmdDraw", "vkCmdDrawIndexed", "vkCmdDrawIndirect", "vkCmdDrawIndexed
          "vkCmdDrawMeshTasksIndirectCountEXT")
 DISPATCHES = ("vkCmdDispatch", "vkCmdDispatchBase", "vkCmdDispatchIndirect")
 TRACE_RAYS = ("vkCmdTraceRaysKHR", "vkCmdTraceRaysIndirectKHR")
+# VK_KHR_acceleration_structure: builds (and updates) and copies, each a workload of its own.
+ACCELERATION_STRUCTURES = ("vkCmdBuildAccelerationStructuresKHR", "vkCmdBuildAccelerationStructuresIndirectKHR",
+                           "vkCmdCopyAccelerationStructureKHR", "vkCmdCopyAccelerationStructureToMemoryKHR",
+                           "vkCmdCopyMemoryToAccelerationStructureKHR")
 BUFFER_TRANSFERS = ("vkCmdFillBuffer", "vkCmdUpdateBuffer", "vkCmdCopyBuffer", "vkCmdCopyBuffer2")
 IMAGE_TRANSFERS = ("vkCmdClearColorImage", "vkCmdClearDepthStencilImage", "vkCmdCopyImage", "vkCmdCopyImage2",
                    "vkCmdBlitImage", "vkCmdBlitImage2", "vkCmdResolveImage", "vkCmdResolveImage2",
                    "vkCmdCopyBufferToImage", "vkCmdCopyBufferToImage2", "vkCmdCopyImageToBuffer",
                    "vkCmdCopyImageToBuffer2")
-# Device extensions whose draw / dispatch / trace-rays commands neither the layer nor the driver
+# Device extensions whose draw / dispatch / trace-rays / acceleration-structure commands neither the layer nor the driver
 # intercept: the emulated Mali does not expose them, so no workload can escape the timeline
 # (tests/vkapi/test_command_taxonomy.py checks every such command of the registry is here or above).
 UNTRACKED_WORKLOAD_EXTENSIONS = {
@@ -31,6 +35,8 @@ UNTRACKED_WORKLOAD_EXTENSIONS = {
     "VK_HUAWEI_cluster_culling_shader": "Huawei-only",
     "VK_NV_mesh_shader": "NVIDIA-only (VK_EXT_mesh_shader is tracked)",
     "VK_NV_ray_tracing": "NVIDIA-only (VK_KHR_ray_tracing_pipeline is tracked)",
+    "VK_NV_cluster_acceleration_structure": "NVIDIA-only (VK_KHR_acceleration_structure is tracked)",
+    "VK_NV_partitioned_acceleration_structure": "NVIDIA-only (VK_KHR_acceleration_structure is tracked)",
 }
 BARRIERS = ("vkCmdPipelineBarrier", "vkCmdPipelineBarrier2", "vkCmdWaitEvents", "vkCmdWaitEvents2")
 DEVICE_QUEUES = ("vkGetDeviceQueue", "vkGetDeviceQueue2")
