@@ -6,7 +6,7 @@ Each recorded command appends one op to `CommandBuffer.ops`:
     ("pass_begin", PassInfo)   render pass or dynamic rendering begins (or resumes)
     ("draw", Draw)
     ("pass_end", suspending)   ends (or suspends) the current render pass
-    ("work", Work)             a dispatch, trace rays or transfer
+    ("work", Work)             a dispatch, trace rays, acceleration-structure build or copy, or transfer
     ("barrier", scope)         barrier / wait events: (source classes, destination classes), or None
                                for a full barrier (external subpass dependency)
     ("execute", [CommandBuffer, ...])   secondaries, expanded at submit
@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tessera.vkapi.commands import (BARRIERS, BUFFER_TRANSFERS, DISPATCHES, DRAWS, IMAGE_TRANSFERS, RENDER_PASS,
-                                    TRACE_RAYS)
+from tessera.vkapi import accel, pipelines
+from tessera.vkapi.commands import (ACCELERATION_STRUCTURES, BARRIERS, BUFFER_TRANSFERS, DISPATCHES, DRAWS,
+                                    IMAGE_TRANSFERS, RENDER_PASS, TRACE_RAYS)
 from tessera.vkapi.render_passes import describe_begin, describe_rendering
 from tessera.vkapi.transfers import TRANSFERS
 from tessera.vkapi.vkconst import vk
 
-from . import timing
+from . import shader_costs, timing
 from .driver import Driver
 from .objects import CommandBuffer
 from .scheduler import ALL
@@ -52,6 +53,8 @@ class Work:
     cycles: float | None = None
     nbytes: int = 0
     estimated: bool = False
+    primitives: int = 0          # acceleration-structure builds: triangles + AABBs
+    instances: int = 0           # acceleration-structure builds: instances
 
 
 # Pipeline stages (VkPipelineStageFlags2 bits; the first 17 equal VkPipelineStageFlags) by work class.
@@ -207,6 +210,8 @@ def register(drv: Driver) -> None:
             cb.compute_pipeline = p
         elif bindPoint == vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
             cb.graphics_pipeline = p
+        elif bindPoint == vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR:
+            cb.ray_tracing_pipeline = p   # an attribute of this module's own (objects.CommandBuffer is shared)
 
     def dispatch(cb, command: str, groups: tuple[int, int, int] | None, base=(0, 0, 0)) -> None:
         p = cb.compute_pipeline
@@ -233,15 +238,44 @@ def register(drv: Driver) -> None:
     def cmd_dispatch_indirect(cb, commandBuffer, buffer, offset):
         dispatch(cb, "vkCmdDispatchIndirect", None)
 
+    def ray_cycles(cb) -> float | None:
+        """Cycles per ray of the bound ray-tracing pipeline (its stages' compiler-model costs)."""
+        p = getattr(cb, "ray_tracing_pipeline", None)
+        return timing.ray_cycles(p.shader_cycles) if p is not None else None
+
     @hooks.before("vkCmdTraceRaysKHR")
     def cmd_trace_rays(cb, commandBuffer, raygen, miss, hit, callable_, width, height, depth):
         add(cb, "work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysKHR",
-                             {"width": width, "height": height, "depth": depth}, invocations=width * height * depth))
+                             {"width": width, "height": height, "depth": depth}, invocations=width * height * depth,
+                             cycles=ray_cycles(cb)))
 
     @hooks.before("vkCmdTraceRaysIndirectKHR")
     def cmd_trace_rays_indirect(cb, commandBuffer, raygen, miss, hit, callable_, address):
+        # The size is in device memory, written possibly by earlier GPU work: estimated here; the
+        # layer captures the real one (merged trace: its ANNEX).
         add(cb, "work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysIndirectKHR", {"width": -1},
-                             invocations=timing.INDIRECT_DISPATCH_GROUPS * 64, estimated=True))
+                             invocations=timing.INDIRECT_TRACE_RAYS, cycles=ray_cycles(cb), estimated=True))
+
+    # ---- acceleration structures (sizes from the table shared with the layer) ------------
+    accel.register(hooks, ffi)
+    log = hooks.errors.log
+    pipelines.register_ray_tracing(hooks, ffi, lambda stages: shader_costs.of_stages(drv.profile.key, stages, log))
+
+    def accel_hook(name: str):
+        describe = accel.DESCRIBE[name]
+
+        def before(cb, commandBuffer, *args):
+            a = describe(res(cb), *args)
+            if a.kind == "acceleration_structure_build":
+                info = {"primitives": a.primitives, "instances": a.instances, "structures": len(a.fields["structures"])}
+            else:
+                info = {"copy_mode": a.fields["copy_mode"], "bytes": a.nbytes}
+            add(cb, "work", Work(a.kind, a.stage, name, info, nbytes=a.nbytes, estimated=a.estimated,
+                                 primitives=a.primitives, instances=a.instances))
+        return before
+
+    for name in ACCELERATION_STRUCTURES:
+        hooks.before(name)(accel_hook(name))
 
     # ---- transfers (sizes from the table shared with the layer) -----------
     def transfer_hook(name: str):
@@ -309,3 +343,4 @@ def register(drv: Driver) -> None:
 
 RECORDING_HOOKS = (RENDER_PASS + DRAWS + ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS
                    + IMAGE_TRANSFERS + BARRIERS + ("vkCmdExecuteCommands",))
+RECORDING_HOOKS += ACCELERATION_STRUCTURES + accel.ACCEL_RESOURCE_HOOKS + pipelines.RAY_TRACING_PIPELINE_HOOKS

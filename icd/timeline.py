@@ -168,16 +168,21 @@ class _Placer:
             phase = timing.dispatch(p, work.invocations, work.cycles)
         elif work.kind == "trace_rays":
             phase = timing.trace_rays(p, work.invocations, work.cycles)
+        elif work.kind == "acceleration_structure_build":
+            phase = timing.accel_build(p, work.stage, work.primitives, work.instances)
+        elif work.kind == "acceleration_structure_copy":
+            phase = timing.accel_copy(p, work.stage, work.nbytes)
         else:
             phase = timing.transfer(p, work.stage, work.nbytes)
-        cls = "transfer" if work.kind == "transfer" else "compute"
+        cls = "transfer" if work.kind in ("transfer", "acceleration_structure_copy") else "compute"
         start = self.gpu.place(phase, self._start_floor(cls))
         extra = {"Workload": work.kind.replace("_", " "), "Command": work.command,
                  **{k.replace("_", " ").capitalize(): v for k, v in work.info.items()}}
         if work.kind in ("dispatch", "trace_rays"):
             extra["Items"] = work.invocations if not work.estimated else -1
         if work.estimated:
-            extra["Estimated"] = "indirect sizes"
+            extra["Estimated"] = ("maximum primitive counts" if work.kind == "acceleration_structure_build"
+                                  else "indirect sizes")
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
                             labels=labels, extra=extra)

@@ -43,6 +43,34 @@ TRANSFER_TRAFFIC_PER_BYTE = 2.0
 # A vertex's shaded output written to and read back from memory (position + 3 vec4 varyings).
 VARYING_BYTES_PER_VERTEX = 64
 
+# ---- ray tracing (assumptions, stated: no Immortalis ray-tracing throughput figure is public) ----
+# One ray's traversal in the ray tracing unit (RTU): a small BVH (a few levels of box tests, then a few
+# triangle tests), in shader-core cycles the ray's thread waits. The same for every scene: the driver
+# does not know which acceleration structure a trace uses (it is bound through a descriptor).
+TRAVERSAL_CYCLES_PER_RAY = 100.0
+# Fraction of rays that hit (closest-hit + any-hit + intersection shaders run) rather than miss.
+RAY_HIT_FRACTION = 0.5
+# A ray of a pipeline whose shaders were not costed: a default invocation plus the traversal.
+DEFAULT_RAY_CYCLES = DEFAULT_INVOCATION_CYCLES + TRAVERSAL_CYCLES_PER_RAY
+# Indirect trace rays whose size the driver cannot read at submit time: rays assumed (estimated).
+INDIRECT_TRACE_RAYS = 64 * 64
+
+# ---- acceleration structures (built by compute jobs on the shader cores, as Arm's driver does) ----
+# Cycles per primitive (triangle or AABB) of a bottom-level build, whole GPU work spread over the cores.
+# 'fast build': a linear BVH (Morton codes, a radix sort, emitting nodes), ~30 cycles per primitive;
+# 'fast trace': a binned-SAH build, taken as 4x the fast build (the usual quality/speed trade of GPU
+# BVH builders; assumption).
+AS_FAST_BUILD_CYCLES_PER_PRIMITIVE = 30.0
+AS_FAST_TRACE_CYCLES_PER_PRIMITIVE = 4 * AS_FAST_BUILD_CYCLES_PER_PRIMITIVE
+# An update (refit) recomputes the bounds bottom-up with no sort: a third of a fast build.
+AS_UPDATE_CYCLES_PER_PRIMITIVE = 10.0
+# An instance of a top-level build also transforms its structure's bounding box: 1.5 primitives' work.
+AS_INSTANCE_WEIGHT = 1.5
+# Memory traffic of a build: a triangle's 3 vertices (36 B) read plus its share of nodes and leaves
+# written (~28 B); an instance's 64-byte VkAccelerationStructureInstanceKHR read plus a 64-byte node.
+AS_BYTES_PER_PRIMITIVE = 64
+AS_BYTES_PER_INSTANCE = 128
+
 
 @dataclass(frozen=True)
 class Phase:
@@ -86,10 +114,47 @@ def dispatch(profile: GpuProfile, invocations: int, invocation_cycles: float | N
     return Phase("compute", "non-fragment", _ns(profile, JOB_SETUP_CYCLES + invocations * cycles / profile.shader_cores))
 
 
+def ray_cycles(stage_cycles: dict[str, float]) -> float | None:
+    """Cycles of one ray of a ray-tracing pipeline, from its stages' costs (compiler model, per
+    invocation; a stage type with several shaders counts their mean): raygen + traversal + the
+    hit group (closest hit + any hit + intersection) for RAY_HIT_FRACTION of the rays and the
+    miss shader for the rest, + one callable invocation if the pipeline has callables.
+    None when no stage was costed."""
+    if not stage_cycles:
+        return None
+    c = stage_cycles.get
+    hit = c("closest_hit", 0.0) + c("any_hit", 0.0) + c("intersection", 0.0)
+    return (c("raygen", DEFAULT_INVOCATION_CYCLES) + TRAVERSAL_CYCLES_PER_RAY + RAY_HIT_FRACTION * hit
+            + (1.0 - RAY_HIT_FRACTION) * c("miss", 0.0) + c("callable", 0.0))
+
+
 def trace_rays(profile: GpuProfile, rays: int, ray_cycles: float | None = None) -> Phase:
-    cycles = ray_cycles if ray_cycles is not None else DEFAULT_INVOCATION_CYCLES
+    """`rays` = launch width x height x depth (one raygen invocation each); `ray_cycles` from
+    ray_cycles(), DEFAULT_RAY_CYCLES when unknown."""
+    cycles = ray_cycles if ray_cycles is not None else DEFAULT_RAY_CYCLES
     return Phase("trace_rays", "non-fragment", _ns(profile, JOB_SETUP_CYCLES + rays * cycles / profile.shader_cores))
 
 
 def transfer(profile: GpuProfile, stage: str, nbytes: int) -> Phase:
     return Phase(stage, "transfer", _ns(profile, JOB_SETUP_CYCLES) + _mem_ns(nbytes * TRANSFER_TRAFFIC_PER_BYTE))
+
+
+def accel_build(profile: GpuProfile, stage: str, primitives: int, instances: int) -> Phase:
+    """An acceleration-structure build or update (`stage`: vkapi/accel.py names) of `primitives`
+    triangles/AABBs and `instances` instances, on the non-fragment queue like compute."""
+    if stage.endswith("update"):
+        per = AS_UPDATE_CYCLES_PER_PRIMITIVE
+    elif "'fast build'" in stage:
+        per = AS_FAST_BUILD_CYCLES_PER_PRIMITIVE
+    else:
+        per = AS_FAST_TRACE_CYCLES_PER_PRIMITIVE
+    primitives, instances = max(0, primitives), max(0, instances)
+    cycles = (primitives + instances * AS_INSTANCE_WEIGHT) * per / profile.shader_cores
+    nbytes = primitives * AS_BYTES_PER_PRIMITIVE + instances * AS_BYTES_PER_INSTANCE
+    return Phase(stage, "non-fragment", _ns(profile, JOB_SETUP_CYCLES + cycles) + _mem_ns(nbytes))
+
+
+def accel_copy(profile: GpuProfile, stage: str, nbytes: int) -> Phase:
+    """An acceleration-structure copy (clone, compact, serialize, deserialize): a transfer of
+    `nbytes` (unknown: -1, counted as 0) on the transfer queue."""
+    return transfer(profile, stage, max(0, nbytes))

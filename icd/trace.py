@@ -25,6 +25,10 @@ STAGES = {name: (10 + i, category) for i, (name, category) in enumerate([
     ("fill buffer", _OTHER), ("update buffer", _OTHER), ("copy buffer", _OTHER), ("clear image", _OTHER),
     ("copy image", _OTHER), ("blit image", _OTHER), ("resolve image", _OTHER),
     ("copy buffer to image", _OTHER), ("copy image to buffer", _OTHER), ("tensor copy", _OTHER),
+    # acceleration structures (vkapi/accel.py STAGES), Arm's driver names
+    ("acceleration structure 'fast build' build", _COMPUTE), ("acceleration structure 'fast trace' build", _COMPUTE),
+    ("acceleration structure update", _COMPUTE), ("acceleration structure copy to memory", _OTHER),
+    ("acceleration structure copy from memory", _OTHER),
 ])}
 GRAPHICS_CONTEXT_IID = 1
 TAG_LABEL = re.compile(r"t\d+")

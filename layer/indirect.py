@@ -20,13 +20,15 @@ import math
 import struct
 from dataclasses import dataclass
 
+from tessera.vkapi.accel import buffer_at
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
 from .trackers import Capture, CommandBufferTracker, Workload
 
 CAPTURE_BUFFER_BYTES = 1 << 20
-RECORD_BYTES = {"dispatch": 12, "draw": 16, "draw_indexed": 20}
+RECORD_BYTES = {"dispatch": 12, "draw": 16, "draw_indexed": 20,
+                "trace_rays": 12}   # VkTraceRaysIndirectCommandKHR: width, height, depth
 ALIGN = 16
 # The layer's own copies are named so a trace shows what they are.
 CAPTURE_LABEL = "tessera: indirect capture"
@@ -166,6 +168,18 @@ class Capturer:
     def dispatch(self, dev, cb, buffer, offset, group_size) -> Capture | None:
         return self._copy(dev, cb, buffer, offset, "dispatch", 1, RECORD_BYTES["dispatch"], group_size)
 
+    def trace_rays(self, dev, cb, address: int) -> Capture | None:
+        """vkCmdTraceRaysIndirectKHR: its parameters are at a device address. The buffer holding it
+        is found among the buffers whose address the application asked for (the only way it can
+        know one: vkGetBufferDeviceAddress, vkapi/accel.py); the spec requires that buffer to have
+        INDIRECT_BUFFER usage, so it is a copy source too (before_create_buffer)."""
+        found = buffer_at(dev.res, address)
+        if found is None:
+            self.log.info("trace rays indirect: no tracked buffer holds address %#x; sizes stay unknown", address)
+            return None
+        buffer, offset = found
+        return self._copy(dev, cb, buffer, offset, "trace_rays", 1, RECORD_BYTES["trace_rays"])
+
     def draws(self, dev, cb, buffer, offset, count: int, stride: int, kind: str) -> Capture | None:
         return self._copy(dev, cb, buffer, offset, kind, count, stride or RECORD_BYTES[kind])
 
@@ -236,6 +250,9 @@ class Capturer:
             if cap.group_size:
                 out["items"] = math.prod(groups) * math.prod(cap.group_size)
             return out
+        if cap.kind == "trace_rays":
+            width, height, depth = struct.unpack_from("<3I", data)
+            return {"width": width, "height": height, "depth": depth, "items": width * height * depth}
         rec = RECORD_BYTES[cap.kind]
         if cap.kind == "draw":
             fields = ("vertex_count", "instance_count", "first_vertex", "first_instance")

@@ -1,4 +1,5 @@
-"""Tagged workloads: dispatches, trace rays, buffer and image transfers.
+"""Tagged workloads: dispatches, trace rays, acceleration-structure builds and copies, buffer and
+image transfers.
 
 Each command becomes a `Workload` with a fresh tagID, wrapped in a
 `t<tagID>` label (pushed just before the command, popped just after), and
@@ -12,7 +13,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from tessera.vkapi.commands import BUFFER_TRANSFERS, DISPATCHES, IMAGE_TRANSFERS, TRACE_RAYS
+from tessera.vkapi import accel
+from tessera.vkapi.commands import ACCELERATION_STRUCTURES, BUFFER_TRANSFERS, DISPATCHES, IMAGE_TRANSFERS, TRACE_RAYS
 from tessera.vkapi.transfers import TRANSFERS
 from tessera.vkapi.vkconst import vk
 
@@ -21,6 +23,9 @@ from .tagging import Labeller
 from .trackers import CommandBufferTracker, Workload
 
 WORKLOAD_HOOKS = ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS + IMAGE_TRANSFERS
+# Acceleration structures: builds and copies are workloads; creation and buffer device addresses are
+# remembered for their sizes and for indirect trace-rays captures (vkapi/accel.py).
+WORKLOAD_HOOKS += ACCELERATION_STRUCTURES + accel.ACCEL_RESOURCE_HOOKS
 
 # describe(dev, tracker, *command args) -> (kind, metadata, capture or None)
 Describe = Callable[..., tuple]
@@ -94,8 +99,10 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
         return "trace_rays", {"width": width, "height": height, "depth": depth, "items": width * height * depth}, None
 
     def trace_rays_indirect(dev, t, cb, raygen, miss, hit, callable_, address):
-        # Parameters live at a device address: not captured (no buffer to copy from).
-        return "trace_rays", {"width": -1, "height": -1, "depth": -1, "items": -1, "indirect": True}, None
+        # Parameters live at a device address: copied from the tracked buffer holding that address
+        # (indirect.Capturer.trace_rays); they arrive as an ANNEX.
+        cap = capture.trace_rays(dev, cb, int(address))
+        return "trace_rays", {"width": -1, "height": -1, "depth": -1, "items": -1, "indirect": True}, cap
 
     for name, fn in (("vkCmdDispatch", dispatch), ("vkCmdDispatchBase", dispatch_base),
                      ("vkCmdDispatchIndirect", dispatch_indirect), ("vkCmdTraceRaysKHR", trace_rays),
@@ -113,3 +120,17 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
 
     for name in TRANSFERS:
         tag_command(hooks, state, labeller, name, transfer(name))
+
+    # ---- acceleration structures (sizes from the table shared with the driver) ---------------
+    accel.register(hooks, state.ffi)
+
+    def accel_describe(name: str):
+        describe = accel.DESCRIBE[name]
+
+        def describe_accel(dev, t, cb, *args):
+            work = describe(dev.res, *args)
+            return work.kind, dict(work.fields), None
+        return describe_accel
+
+    for name in ACCELERATION_STRUCTURES:
+        tag_command(hooks, state, labeller, name, accel_describe(name))

@@ -93,3 +93,43 @@ def register(hooks, ffi, costs: CostFunction | None = None, log: logging.Logger 
     @hooks.before("vkDestroyPipeline")
     def before_destroy_pipeline(dev, device, pipeline, pAllocator):
         dev.res.pipelines.pop(int(pipeline), None)
+
+
+# ---- ray-tracing pipelines (VK_KHR_ray_tracing_pipeline) --------------------------------------
+# Registered by the driver only (icd/recording.py): the layer sizes trace rays by the launch size.
+RAY_TRACING_PIPELINE_HOOKS = ("vkCreateRayTracingPipelinesKHR",)
+RAY_TRACING_STAGE_NAMES = {
+    vk.VK_SHADER_STAGE_RAYGEN_BIT_KHR: "raygen", vk.VK_SHADER_STAGE_ANY_HIT_BIT_KHR: "any_hit",
+    vk.VK_SHADER_STAGE_CLOSEST_HIT_BIT_KHR: "closest_hit", vk.VK_SHADER_STAGE_MISS_BIT_KHR: "miss",
+    vk.VK_SHADER_STAGE_INTERSECTION_BIT_KHR: "intersection", vk.VK_SHADER_STAGE_CALLABLE_BIT_KHR: "callable",
+}
+
+
+def register_ray_tracing(hooks, ffi, costs: CostFunction | None = None) -> None:
+    """Per ray-tracing pipeline, the cost of each stage type: the mean over its shaders (a pipeline
+    may hold several miss shaders or hit groups). Pipelines created with a deferred operation get
+    their handles only when it completes: they are not costed (their trace rays use the timing
+    model's default ray cost). Pipeline libraries are not followed."""
+
+    @hooks.after("vkCreateRayTracingPipelinesKHR")
+    def after_create_ray_tracing(dev, result, device, deferredOperation, cache, count, pInfos, pAllocator,
+                                 pPipelines):
+        if result != vk.VK_SUCCESS:
+            return
+        for i in range(count):
+            handle = int(pPipelines[i])
+            if not handle:
+                continue
+            info = pInfos[i]
+            per_stage: dict[str, list[float]] = {}
+            for s in range(info.stageCount):
+                stage = info.pStages[s]
+                name = RAY_TRACING_STAGE_NAMES.get(stage.stage, f"stage 0x{stage.stage:x}")
+                code = _stage_code(ffi, dev, stage)
+                entry = structs.string(ffi, stage.pName)
+                spec = _spec_values(ffi, stage.pSpecializationInfo)
+                cost = costs([(name, code, entry, spec)]) if costs else {}
+                if name in cost:
+                    per_stage.setdefault(name, []).append(cost[name])
+            cycles = {name: sum(v) / len(v) for name, v in per_stage.items()}
+            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR, None, cycles)

@@ -10,6 +10,7 @@ create/destroy hooks (resource_hooks.py), read by recording hooks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .vkconst import vk
 
@@ -64,6 +65,7 @@ class Pipeline:
     bind_point: int
     group_size: tuple[int, int, int] | None = None   # compute
     shader_cycles: dict[str, float] = field(default_factory=dict)   # stage -> cycles per invocation, when known
+    instrumented: Any = None       # driver: icd.instrumentation.InstrumentedPipeline when its shaders count blocks
 
 
 @dataclass
@@ -75,6 +77,8 @@ class Resources:
     framebuffers: dict[int, Framebuffer] = field(default_factory=dict)
     shaders: dict[int, bytes] = field(default_factory=dict)      # shader module -> SPIR-V
     pipelines: dict[int, Pipeline] = field(default_factory=dict)
+    accels: dict[int, tuple[int, int]] = field(default_factory=dict)      # acceleration structure -> (size, type)
+    buffer_addresses: dict[int, int] = field(default_factory=dict)     # buffer -> device address (accel.py)
 
 
 def texel_bytes(fmt: int) -> float:

@@ -20,6 +20,13 @@ SAMPLES = [b.hello(), b.device(), b.workload(3, "render_pass", width=1920, heigh
                                               attachments=[{"aspect": "color", "format": "R8", "samples": 1}]),
            b.workload(4, "dispatch", groups=[-1, -1, -1], items=-1, indirect=True, group_size=[8, 8, 1]),
            b.workload(5, "buffer_transfer", subtype="copy buffer", bytes=65536, regions=1),
+           b.workload(6, "acceleration_structure_build", subtype="acceleration structure 'fast trace' build",
+                      primitives=5, instances=0, indirect=False,
+                      structures=[{"type": "bottom_level", "mode": "build", "stage": "acceleration structure "
+                                   "'fast trace' build", "geometries": [{"type": "triangles", "primitives": 3},
+                                                                        {"type": "triangles", "primitives": 2}]}]),
+           b.workload(7, "acceleration_structure_copy", subtype="acceleration structure copy to memory",
+                      copy_mode="serialize", bytes=4096),
            b.submit(1, 10, [3, 4], duration_ns=5, frame=0, annexed=True), b.annex(1, 4, groups=[3, 2, 1], items=96),
            b.frame(0, 20)]
 

@@ -49,8 +49,41 @@ def test_dispatch_on_g78_converts_cycles_at_850_mhz():
 
 
 def test_trace_rays():
+    # No pipeline cost known: 50 (default invocation) + 100 (traversal) cycles per ray; 800 * 150 / 8 = 15000
     phase = timing.trace_rays(G720, 800)
-    assert (phase.stage, phase.queue, phase.duration_ns) == ("trace_rays", "non-fragment", 2000 + 5000)
+    assert (phase.stage, phase.queue, phase.duration_ns) == ("trace_rays", "non-fragment", 2000 + 15000)
+
+
+def test_ray_cost_from_pipeline_stages():
+    assert (timing.TRAVERSAL_CYCLES_PER_RAY, timing.RAY_HIT_FRACTION) == (100.0, 0.5)
+    # raygen 4 + traversal 100 + half of (closest hit 6 + any hit 2) + half of miss 2 + callable 1 = 110
+    assert timing.ray_cycles({"raygen": 4.0, "closest_hit": 6.0, "any_hit": 2.0, "miss": 2.0,
+                              "callable": 1.0}) == 110.0
+    assert timing.ray_cycles({}) is None
+    # 64 x 64 rays at 110 cycles over 8 cores: 4096 * 110 / 8 = 56320
+    assert timing.trace_rays(G720, 64 * 64, 110.0).duration_ns == 2000 + 56320
+
+
+@pytest.mark.parametrize("stage, primitives, instances, want", [
+    # fast build: 30 cycles/primitive; 3 triangles: 3 * 30 / 8 = 11.25 -> 2000 + 11.25 cycles -> 2012 ns;
+    # memory 3 * 64 / 32 = 6 ns
+    ("acceleration structure 'fast build' build", 3, 0, 2012 + 6),
+    # fast trace: 120 cycles per primitive, instances weigh 1.5: 3 instances = 4.5 * 120 / 8 = 67.5 -> 2068;
+    # memory 3 * 128 / 32 = 12
+    ("acceleration structure 'fast trace' build", 0, 3, 2068 + 12),
+    # update: 10 cycles per primitive: 800 * 10 / 8 = 1000; memory 800 * 64 / 32 = 1600
+    ("acceleration structure update", 800, 0, 3000 + 1600),
+    ("acceleration structure 'fast trace' build", -1, -1, 2000),   # unknown sizes: setup only
+])
+def test_acceleration_structure_builds(stage, primitives, instances, want):
+    phase = timing.accel_build(G720, stage, primitives, instances)
+    assert (phase.stage, phase.queue, phase.duration_ns) == (stage, "non-fragment", want)
+
+
+def test_acceleration_structure_copies_are_transfers():
+    phase = timing.accel_copy(G720, "acceleration structure copy to memory", 16384)
+    assert (phase.queue, phase.duration_ns) == ("transfer", 2000 + 1024)
+    assert timing.accel_copy(G720, "acceleration structure copy from memory", -1).duration_ns == 2000
 
 
 @pytest.mark.parametrize("stage, nbytes, want", [
