@@ -349,8 +349,9 @@ class Context:
         vk.vkUpdateDescriptorSets(self.device, len(writes), writes, 0, None)
 
     def compute_pipeline(self, shader: str, layout: Any, *, spec: dict[int, int] | None = None,
-                         flags: int = 0) -> Any:
-        """A compute pipeline; `spec` maps specialization constant ids to uint32 values."""
+                         flags: int = 0, pnext: Any = None) -> Any:
+        """A compute pipeline; `spec` maps specialization constant ids to uint32 values; `pnext`
+        extends the create info (e.g. VkPipelineCreateFlags2CreateInfoKHR)."""
         module = self.shader(shader)
         spec_info = None
         if spec:
@@ -365,18 +366,19 @@ class Context:
             module=module, pName="main", pSpecializationInfo=spec_info,
         )
         info = vk.VkComputePipelineCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, flags=flags, stage=stage, layout=layout,
-            basePipelineIndex=-1,
+            sType=vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO, pNext=pnext, flags=flags, stage=stage,
+            layout=layout, basePipelineIndex=-1,
         )
         pipeline = vk.vkCreateComputePipelines(self.device, None, 1, [info], None)[0]
         return self.own(vk.vkDestroyPipeline, pipeline)
 
     def graphics_pipeline(self, vert: str, frag: str, layout: Any, *, render_pass: Any = None, subpass: int = 0,
-                          color_formats: Sequence[int] = (), vec2_input: bool = True) -> Any:
+                          color_formats: Sequence[int] = (), vec2_input: bool = True, pnext: Any = None) -> Any:
         """A triangle-list pipeline with one color attachment, no blending, no culling,
         dynamic viewport and scissor. With `render_pass` None it is for dynamic
         rendering (VkPipelineRenderingCreateInfo with `color_formats`).
-        `vec2_input`: one vec2 vertex attribute at location 0 from binding 0."""
+        `vec2_input`: one vec2 vertex attribute at location 0 from binding 0; `pnext` extends
+        the create info."""
         vmod, fmod = self.shader(vert), self.shader(frag)
         stages = [
             vk.VkPipelineShaderStageCreateInfo(
@@ -428,11 +430,11 @@ class Context:
         rendering = None
         if render_pass is None:
             rendering = vk.VkPipelineRenderingCreateInfo(
-                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO,
+                sType=vk.VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO, pNext=pnext,
                 colorAttachmentCount=len(color_formats), pColorAttachmentFormats=list(color_formats),
             )
         info = vk.VkGraphicsPipelineCreateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, pNext=rendering,
+            sType=vk.VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, pNext=rendering if rendering else pnext,
             stageCount=len(stages), pStages=stages, pVertexInputState=vertex_input,
             pInputAssemblyState=assembly, pViewportState=viewport, pRasterizationState=raster,
             pMultisampleState=multisample, pColorBlendState=blend, pDynamicState=dynamic,

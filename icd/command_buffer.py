@@ -35,6 +35,7 @@ def register(drv: Driver) -> None:
     @hooks.after("vkBeginCommandBuffer")
     def after_begin(cb, result, commandBuffer, pBeginInfo):
         if result == vk.VK_SUCCESS:
+            hooks.recorder.clear(commandBuffer)
             cb.reset()  # vkBeginCommandBuffer implicitly resets (spec 6.4)
             cb.state = CommandBufferState.RECORDING
 
@@ -45,4 +46,5 @@ def register(drv: Driver) -> None:
     @hooks.after("vkResetCommandBuffer")
     def after_reset(cb, result, commandBuffer, flags):
         if result == vk.VK_SUCCESS:
+            hooks.recorder.clear(commandBuffer)
             cb.reset()

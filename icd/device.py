@@ -6,15 +6,15 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity, shader_costs
+from . import identity, instrumentation, shader_costs
 from .driver import Driver
 from .instance import physical_device_info
 from .objects import Device, PhysicalDevice, Queue
-from .shim_spec import HOOKS, LABEL_HOOKS
+from .shim_spec import CALLS, HOOKS, INSTRUMENTATION_HOOKS, LABEL_HOOKS
 
-DEVICE_COMMANDS = sorted(n for n in HOOKS if is_device_command(n))
+DEVICE_COMMANDS = sorted(n for n in (*HOOKS, *CALLS) if is_device_command(n))
 # Commands this driver implements itself when the backend lacks them.
-EMULATED_COMMANDS = frozenset(LABEL_HOOKS)
+EMULATED_COMMANDS = frozenset(LABEL_HOOKS + INSTRUMENTATION_HOOKS)
 
 
 def _api(version: int) -> tuple[int, int]:
@@ -60,13 +60,24 @@ def register(drv: Driver) -> None:
         info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
                                        [n for n in names if n not in emulated], keep)
         info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep, drv.hooks.errors.log)
+        instrumented = instrumentation.wants_instrumentation(ffi, pCreateInfo.pNext)
+        if instrumented:
+            instrumentation.enable_store_features(ffi, info, keep)
         result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
         shader_costs.warm_up()
         handle = pDevice[0]
         table = hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
-        objects.add(Device(handle, table, phys, frozenset(names), emulated))
+        dev = objects.add(Device(handle, table, phys, frozenset(names), emulated))
+        if instrumented:
+            try:
+                dev.instrumentation = drv.instrumentation_setup(dev)
+            except Exception:   # the feature was asked for and cannot be given: no device
+                drv.hooks.errors.report("vkCreateDevice", "setting up shader instrumentation; device not created")
+                objects.remove(handle)
+                table.vkDestroyDevice(handle, pAllocator)
+                return vk.VK_ERROR_INITIALIZATION_FAILED
         return result
 
     @hooks.replace("vkDestroyDevice")
@@ -74,6 +85,7 @@ def register(drv: Driver) -> None:
         if device == ffi.NULL:
             return
         dev = objects.get(device, Device)
+        drv.instrumentation_teardown(dev)
         dev.next.vkDestroyDevice(device, pAllocator)
         with objects.lock:
             for address, obj in list(objects.by_address.items()):

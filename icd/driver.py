@@ -21,3 +21,5 @@ class Driver:
     profile: GpuProfile
     timeline: Any = None                          # the emulated timeline (timeline.Timeline)
     pointers: dict = field(default_factory=dict)   # command -> our hook (PFN_vkVoidFunction)
+    instrumentation_setup: Any = None             # instrumentation.py: Device -> its state, when the feature is on
+    instrumentation_teardown: Any = None          # instrumentation.py: Device -> None, before it is destroyed

@@ -11,6 +11,7 @@ from __future__ import annotations
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
+from .instrumentation import METRICS
 from .profiles import ARM_VENDOR_ID, DRIVER_RELEASE_NAME, DRIVER_VERSION, GpuProfile
 
 DRIVER_NAME = "Mali (Tessera emulation)"
@@ -19,6 +20,7 @@ EMULATED_DEVICE_EXTENSIONS = {
     "VK_EXT_debug_marker": 4,
     "VK_ARM_shader_core_properties": 1,
     "VK_ARM_shader_core_builtins": 2,
+    "VK_ARM_shader_instrumentation": 1,
 }
 EMULATED_INSTANCE_EXTENSIONS = {"VK_EXT_debug_utils": 2}
 
@@ -50,6 +52,10 @@ def apply_properties2(ffi, props2, profile: GpuProfile) -> None:
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_ARM:
             s = ffi.cast("VkPhysicalDeviceShaderCorePropertiesARM *", p)
             s.pixelRate, s.texelRate, s.fmaRate = profile.pixel_rate, profile.texel_rate, profile.fma_rate
+        elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INSTRUMENTATION_PROPERTIES_ARM:
+            s = ffi.cast("VkPhysicalDeviceShaderInstrumentationPropertiesARM *", p)
+            s.numMetrics = len(METRICS)
+            s.perBasicBlockGranularity = vk.VK_TRUE   # counts per SPIR-V block (instrumentation.py)
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM:
             s = ffi.cast("VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM *", p)
             s.shaderCoreMask = profile.shader_core_mask
@@ -77,3 +83,5 @@ def apply_features2(ffi, features2) -> None:
     for p in structs.chain(ffi, features2.pNext):
         if p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_FEATURES_ARM:
             ffi.cast("VkPhysicalDeviceShaderCoreBuiltinsFeaturesARM *", p).shaderCoreBuiltins = vk.VK_TRUE
+        elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INSTRUMENTATION_FEATURES_ARM:
+            ffi.cast("VkPhysicalDeviceShaderInstrumentationFeaturesARM *", p).shaderInstrumentation = vk.VK_TRUE

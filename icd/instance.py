@@ -10,11 +10,11 @@ from . import identity
 from .driver import Driver
 from tessera.vkapi.enumerate import fill_extensions, query_extensions
 from .objects import Instance, PhysicalDevice
-from .shim_spec import HOOKS
+from .shim_spec import CALLS, HOOKS
 
 GLOBAL_COMMANDS = frozenset({"vkCreateInstance", "vkEnumerateInstanceExtensionProperties",
                              "vkEnumerateInstanceLayerProperties", "vkEnumerateInstanceVersion"})
-INSTANCE_COMMANDS = sorted({n for n in HOOKS if not is_device_command(n) and n not in GLOBAL_COMMANDS}
+INSTANCE_COMMANDS = sorted({n for n in (*HOOKS, *CALLS) if not is_device_command(n) and n not in GLOBAL_COMMANDS}
                            | {"vkGetDeviceProcAddr"})
 
 

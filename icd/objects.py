@@ -57,6 +57,7 @@ class Device(IcdObject):
     object_names: dict[int, str] = field(default_factory=dict)
     res: "Resources" = field(default_factory=lambda: Resources())
     recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
+    instrumentation: Any = None                # instrumentation.DeviceInstrumentation when the feature is on
 
 
 @dataclass(eq=False)
@@ -90,6 +91,7 @@ class CommandBuffer(IcdObject):
     compute_pipeline: Any = None    # bound at record time
     graphics_pipeline: Any = None
     address: int = 0                # the handle as an integer (trace command_buffer_handle)
+    instrumentation: Any = None     # the active shader instrumentation object (instrumentation.py)
 
     @property
     def next(self) -> DispatchTable:
@@ -99,6 +101,7 @@ class CommandBuffer(IcdObject):
         self.state = CommandBufferState.INITIAL
         self.ops.clear()
         self.compute_pipeline = self.graphics_pipeline = None
+        self.instrumentation = None
 
 
 T = TypeVar("T", bound=IcdObject)

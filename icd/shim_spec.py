@@ -34,9 +34,22 @@ LABEL_HOOKS = (
     "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
     "vkDebugMarkerSetObjectNameEXT", "vkDebugMarkerSetObjectTagEXT", "vkSetDebugUtilsObjectNameEXT",
 )
+# VK_ARM_shader_instrumentation (instrumentation.py): the extension's commands, and the pipeline
+# layouts the driver extends with the counters' descriptor set.
+INSTRUMENTATION_HOOKS = (
+    "vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM", "vkCreateShaderInstrumentationARM",
+    "vkDestroyShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM", "vkCmdEndShaderInstrumentationARM",
+    "vkGetShaderInstrumentationValuesARM", "vkClearShaderInstrumentationMetricsARM",
+)
 HOOKS = (INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS + RESOURCE_HOOKS + PIPELINE_HOOKS + RECORDING_HOOKS
-         + SUBMIT_HOOKS)
-CALLS = ()
+         + SUBMIT_HOOKS + INSTRUMENTATION_HOOKS + ("vkCreatePipelineLayout", "vkDestroyPipelineLayout"))
+# Backend commands the driver calls itself (instrumentation.py: counters' memory and descriptors).
+CALLS = (
+    "vkCreateDescriptorSetLayout", "vkDestroyDescriptorSetLayout", "vkCreateDescriptorPool",
+    "vkDestroyDescriptorPool", "vkAllocateDescriptorSets", "vkUpdateDescriptorSets", "vkCreateBuffer",
+    "vkDestroyBuffer", "vkGetBufferMemoryRequirements", "vkAllocateMemory", "vkFreeMemory", "vkBindBufferMemory",
+    "vkMapMemory", "vkCmdBindDescriptorSets", "vkGetPhysicalDeviceMemoryProperties",
+)
 
 # Commands recorded in C (vkapi/recorder.py), applied by recording.py and labels.py. Labels are
 # consumed here (not passed to the backend), so they are recorded without being forwarded.
@@ -109,7 +122,8 @@ char* dlerror(void);
 
 # Structs a hook may copy or fill: everything that extends the create/query structs.
 PNEXT_TYPES = tuple(f"extenders:{base}" for base in (
-    "VkDeviceCreateInfo", "VkPhysicalDeviceProperties2", "VkPhysicalDeviceFeatures2", "VkInstanceCreateInfo"))
+    "VkDeviceCreateInfo", "VkPhysicalDeviceProperties2", "VkPhysicalDeviceFeatures2", "VkInstanceCreateInfo",
+    "VkComputePipelineCreateInfo", "VkGraphicsPipelineCreateInfo"))
 
 
 def spec() -> ShimSpec:

@@ -72,6 +72,9 @@ class HookSet:
     def __init__(self, errors: HookErrors) -> None:
         self.errors = errors
         self.observers: dict[str, tuple[Callable | None, Callable | None]] = {}
+        # Observers a second module adds to a command another module already observes (run after it).
+        self.more_before: dict[str, list[Callable]] = {}
+        self.more_after: dict[str, list[Callable]] = {}
         self.replacements: dict[str, Callable] = {}
         self._note_next: Callable[[str, Any], None] = lambda name, fn: None
         self.appliers: dict[str, Callable] = {}
@@ -91,11 +94,48 @@ class HookSet:
             return fn
         return register
 
+    def also_before(self, name: str):
+        """A before-observer in addition to the command's own, run after it (it sees its replaced
+        arguments and may replace them in turn)."""
+        def register(fn):
+            self.more_before.setdefault(name, []).append(fn)
+            self.observers.setdefault(name, (None, None))
+            return fn
+        return register
+
+    def also_after(self, name: str):
+        """An after-observer in addition to the command's own, run after it."""
+        def register(fn):
+            self.more_after.setdefault(name, []).append(fn)
+            self.observers.setdefault(name, (None, None))
+            return fn
+        return register
+
     def replace(self, name: str):
         def register(fn):
             self.replacements[name] = fn
             return fn
         return register
+
+    def _chained(self, name: str) -> tuple[Callable | None, Callable | None]:
+        """The command's before and after observers, each one function (extra ones chained)."""
+        before, after = self.observers[name]
+        befores = [f for f in (before, *self.more_before.get(name, ())) if f is not None]
+        afters = [f for f in (after, *self.more_after.get(name, ())) if f is not None]
+        if len(befores) > 1:
+            def before(owner, *args):
+                replaced = None
+                for fn in befores:
+                    r = fn(owner, *(replaced or args))
+                    if r is not None:
+                        replaced = r
+                return replaced
+        if len(afters) > 1:
+            def after(owner, result, *args):
+                for fn in afters:
+                    fn(owner, result, *args)
+        return (befores[0] if len(befores) == 1 else before if befores else None,
+                afters[0] if len(afters) == 1 else after if afters else None)
 
     def applies(self, name: str):
         """Register what applies a record of `name` made in C (recorder.py): called later, in order,
@@ -140,7 +180,7 @@ class HookSet:
             if name in self.replacements:
                 fn = self._replacement(name, self.replacements[name], lib)
             else:
-                b, a = self.observers[name]
+                b, a = self._chained(name)
                 fn = self._observer(name, resolver, b, a, lib)
             ffi.def_extern(name=f"hook_{name}")(fn)
             pointers[name] = lib.tessera_guard_address(guards[name])

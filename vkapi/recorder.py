@@ -117,6 +117,7 @@ typedef struct tessera_cb {
     uint8_t *data;
     size_t used, cap;
     uint64_t dropped;            /* records lost to a failed allocation, reported by Python */
+    int python_path;             /* set by Python: this buffer's commands take their Python hooks */
     size_t last;                 /* offset of the last record, for folding */
     uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
 } tessera_cb;
@@ -264,7 +265,15 @@ int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dro
 void tessera_cb_clear(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; }
+    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; }
+}
+
+/* Python: while on, the buffer's recorded commands take their Python hooks instead (a driver
+   feature that must act at record time, such as shader instrumentation regions). */
+void tessera_cb_set_python(void *handle, int on)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) cb->python_path = on;
 }
 
 uint64_t tessera_next_tag(void)
@@ -318,6 +327,7 @@ int tessera_cb_register(void *handle, tessera_device *dev);
 void tessera_cb_unregister(void *handle);
 int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped);
 void tessera_cb_clear(void *handle);
+void tessera_cb_set_python(void *handle, int on);
 uint64_t tessera_next_tag(void);
 const char *tessera_record_format(int index);
 """
@@ -339,7 +349,7 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     slot_codes = codes[1:]
     recorded = [(p, c) for p, c in zip(params, slot_codes) if c != "-"]
     lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
-             "    if (rec) {"]
+             "    if (rec && !rec->python_path) {"]
     sizes = []
     for p, c in recorded:
         if c.startswith("A"):
@@ -396,7 +406,7 @@ def _fold_path(name: str, index: int, spec: Recorded) -> str:
     cmd = registry.load().commands[name]
     n = 1 + len(spec.fold)
     lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
-             "    if (rec) {",
+             "    if (rec && !rec->python_path) {",
              "        uint64_t *slot;",
              f"        if (rec->last_index == {index} && rec->used)",
              "            slot = (uint64_t *)(rec->data + rec->last + 8);",
@@ -497,6 +507,10 @@ class Recorder:
 
     def clear(self, handle) -> None:
         self.lib.tessera_cb_clear(handle)
+
+    def python_path(self, handle, on: bool) -> None:
+        """Route the buffer's recorded commands to their Python hooks (True) or back to C."""
+        self.lib.tessera_cb_set_python(handle, 1 if on else 0)
 
     # ---- deferred work: vkEndCommandBuffer's application on the worker -------------------------
     def _key(self, handle) -> int:

@@ -58,8 +58,10 @@ class CounterLayout:
         return 4 * len(self.slots)
 
 
-def add_block_counters(module: Module, descriptor_set: int, binding: int) -> CounterLayout:
-    """Instrument every block of `module` in place; return where each counter is."""
+def add_block_counters(module: Module, descriptor_set: int, binding: int, base: int = 0) -> CounterLayout:
+    """Instrument every block of `module` in place; return where each counter is. Block b counts
+    into element `base + b` (several shaders can share one buffer: shader instrumentation puts a
+    pipeline's stages one after another)."""
     if any(b.set == descriptor_set and b.binding == binding for b in descriptor_bindings(module)):
         raise SpirvError(f"descriptor set {descriptor_set} binding {binding} is already used by the module")
     ed = ModuleEditor(module)
@@ -86,7 +88,7 @@ def add_block_counters(module: Module, descriptor_set: int, binding: int) -> Cou
         for index, block in enumerate(function.blocks):
             global_index = len(slots)
             slots.append(CounterSlot(global_index, function.id, table.get(function.id), index, block.label))
-            chain = ed.make("OpAccessChain", element_pointer, variable, zero, ed.constant_uint(global_index))
+            chain = ed.make("OpAccessChain", element_pointer, variable, zero, ed.constant_uint(base + global_index))
             add = ed.make("OpAtomicIAdd", uint, chain.result_id, scope, semantics, one)
             ed.insert_at_block_start(block, [chain, add])
     return CounterLayout(descriptor_set, binding, variable, tuple(slots))

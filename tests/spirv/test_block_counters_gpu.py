@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from spirv_corpus import corpus_entry
 
+from shader_references import collatz_blocks as cpu_reference
+
 from tessera.spirv import parse, workgroup_size
 from tessera.spirv.passes.block_counters import add_block_counters
 
@@ -42,39 +44,6 @@ pytestmark = [
     pytest.mark.skipif(vk is None, reason="python `vulkan` package or libvulkan1 missing"),
     pytest.mark.skipif(LAVAPIPE_ICD is None, reason="no lavapipe ICD manifest installed (make setup)"),
 ]
-
-
-def cpu_reference(values: list[int], count: int, invocations: int) -> list[int]:
-    """Block execution counts of collatz.comp, written from its source."""
-    c = [0] * 14
-    for i in range(invocations):
-        c[0] += 1                        # main entry: i = gid.x; if (i >= count)
-        if i >= count:
-            c[1] += 1                    # return
-            continue
-        c[2] += 1                        # s = collatz_steps(values[i]); if (s > 20)
-        v, steps = values[i], 0
-        c[5] += 1                        # collatz_steps entry
-        while True:
-            c[6] += 1                    # loop header
-            c[7] += 1                    # condition v > 1 && steps < 1000
-            if not (v > 1 and steps < 1000):
-                break
-            c[8] += 1                    # body: if ((v & 1) == 0)
-            if v & 1 == 0:
-                c[9] += 1                # v >>= 1
-                v >>= 1
-            else:
-                c[10] += 1               # v = 3v + 1
-                v = (3 * v + 1) & 0xFFFFFFFF
-            c[11] += 1                   # selection merge: steps++
-            steps += 1
-            c[12] += 1                   # continue target
-        c[13] += 1                       # loop merge: return steps
-        if steps > 20:
-            c[3] += 1                    # s += 1000
-        c[4] += 1                        # store, return
-    return c
 
 
 class Gpu:

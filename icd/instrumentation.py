@@ -1,0 +1,585 @@
+"""VK_ARM_shader_instrumentation in the emulated Mali: real per-basic-block counts, Mali pipe costs.
+
+Role: the whole extension (vk.xml 1.4.366: extension 608, bit 39 of VkPipelineCreateFlags2 in
+VkPipelineCreateFlags2CreateInfoKHR). Pipelines created with the bit, on a device that enabled
+the `shaderInstrumentation` feature, get every stage (vertex, fragment, compute) rewritten by the
+SPIR-V toolkit's block-counter pass: each basic block atomically counts its thread executions
+into a driver-owned storage buffer, bound as an extra descriptor set (index = the application's
+set count, a dynamic storage buffer) in a pipeline layout the driver makes from the
+application's. Every draw, dispatch and trace-rays recorded while an instrumentation object is
+active takes the object's next resultIndex; for an instrumented pipeline it also gets its own
+region of the object's memory, bound (dynamic offset) just before the command. Uninstrumented
+pipelines consume an index and produce nothing (vk.xml). The GPU accumulates into the regions,
+so results add up across submissions until vkClearShaderInstrumentationMetricsARM.
+
+Values: for block b of a stage, `threads` = the block's thread executions (measured), and each
+pipe metric = executions × the compiler model's thread-operations of that pipe for one
+execution of the block (tessera.compiler BlockCost.ops): thread-operations, the unit of the
+Mali Offline Compiler's per-pipe counts before division by the pipe's width. Block indices are
+the toolkit's global SPIR-V numbering (docs/spirv.md), so tools map them to SPIR-V and source.
+Helper invocations do not count (their atomics have no effect); a discarded fragment counts the
+blocks it ran before OpKill / OpTerminateInvocation.
+
+Recording: while an object is active in a command buffer, that buffer's commands take their
+Python hooks (recorder.python_path) so each action can be numbered and bound when recorded.
+Threads: object state is touched by the threads recording command buffers (Vulkan requires
+external synchronisation of an object's command buffers) and by vkGetShaderInstrumentationValues
+on the host after the GPU work completed, as the extension requires.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from tessera.vkapi import structs
+from tessera.vkapi.commands import DISPATCHES, DRAWS, TRACE_RAYS
+from tessera.vkapi.vkconst import vk
+
+from .driver import Driver
+from .objects import CommandBuffer, Device, PhysicalDevice
+
+EXTENSION = "VK_ARM_shader_instrumentation"
+SPEC_VERSION = 1   # VK_ARM_SHADER_INSTRUMENTATION_SPEC_VERSION in vk.xml 1.4.366
+
+# (name, description), in the order values are returned. The six pipes of the compiler model
+# (compiler/pipes.py) and the measured executions.
+METRICS = (
+    ("fma", "Fused multiply-accumulate pipe: thread-operations of arithmetic (FMA unit) executed"),
+    ("cvt", "Convert pipe: thread-operations of conversions, integer and simple arithmetic executed"),
+    ("sfu", "Special function unit: thread-operations of transcendental and reciprocal functions executed"),
+    ("ls", "Load/store pipe: thread-operations of buffer, image and atomic memory accesses executed"),
+    ("tex", "Texture pipe: thread-operations of texture sampling and filtering executed"),
+    ("var", "Varying pipe: thread-operations of varying interpolation executed"),
+    ("threads", "Thread executions of the basic block"),
+)
+# Index of each pipe metric in compiler BlockCost.ops (FMA, CVT, SFU, LS, V, T).
+_OPS_INDEX = {"fma": 0, "cvt": 1, "sfu": 2, "ls": 3, "var": 4, "tex": 5}
+
+INSTRUMENT_SHADERS_BIT = vk.VK_PIPELINE_CREATE_2_INSTRUMENT_SHADERS_BIT_ARM
+STAGE_BITS = {"vertex": vk.VK_SHADER_STAGE_VERTEX_BIT, "fragment": vk.VK_SHADER_STAGE_FRAGMENT_BIT,
+              "compute": vk.VK_SHADER_STAGE_COMPUTE_BIT}
+CHUNK_BYTES = 1 << 20          # one buffer of an object's memory; regions never span two
+REGION_MAX_BYTES = 1 << 16     # the largest pipeline: 16,384 blocks over its stages
+_handles = itertools.count(0x7E55_0000_0001)   # non-dispatchable handles this driver allocates
+
+
+class InstrumentError(Exception):
+    """A pipeline this driver cannot instrument (it is created uninstrumented)."""
+
+
+@dataclass
+class InstrumentedStage:
+    name: str                  # vertex, fragment, compute
+    bit: int                   # VkShaderStageFlagBits
+    base: int                  # first counter of the stage in the pipeline's region
+    blocks: int
+    ops: list[tuple[float, ...]]   # per block: thread-operations per execution, by pipe
+
+
+@dataclass
+class InstrumentedPipeline:
+    bind_point: int
+    layout: int                # the driver's pipeline layout (the application's sets + the counters)
+    set_index: int
+    stages: list[InstrumentedStage]
+
+    @property
+    def counters(self) -> int:
+        return sum(s.blocks for s in self.stages)
+
+
+@dataclass
+class Chunk:
+    buffer: int
+    memory: int
+    mapped: Any                # char* of the whole chunk
+    descriptor_set: Any
+    pool: int
+    used: int = 0
+
+
+@dataclass
+class Region:
+    chunk: Chunk
+    offset: int
+    pipeline: InstrumentedPipeline
+
+
+@dataclass
+class InstrumentationObject:
+    handle: int
+    device: Device
+    next_index: int = 0
+    regions: dict[int, Region] = field(default_factory=dict)      # resultIndex -> its counters
+    chunks: list[Chunk] = field(default_factory=list)
+
+
+@dataclass
+class DeviceInstrumentation:
+    """Per device that enabled the feature."""
+    set_layout: int
+    alignment: int             # minStorageBufferOffsetAlignment
+    max_sets: int              # maxBoundDescriptorSets
+    memory_type: int
+    layouts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = field(default_factory=dict)
+    objects: dict[int, InstrumentationObject] = field(default_factory=dict)
+    own_layouts: list[int] = field(default_factory=list)   # pipeline layouts the driver made, destroyed with it
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def wants_instrumentation(ffi, pnext) -> bool:
+    """A device create chain asking for the shaderInstrumentation feature."""
+    f = structs.find(ffi, pnext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INSTRUMENTATION_FEATURES_ARM,
+                     "VkPhysicalDeviceShaderInstrumentationFeaturesARM *")
+    return f is not None and bool(f.shaderInstrumentation)
+
+
+def enable_store_features(ffi, info, keep) -> None:
+    """Instrumented vertex and fragment stages write to storage buffers: turn on the two core
+    features that allow it in the create info going to the backend (`info` is the driver's copy)."""
+    for node in structs.chain(ffi, info.pNext):
+        if node.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2:   # a copy (strip_chain rebuilt it)
+            f2 = ffi.cast("VkPhysicalDeviceFeatures2 *", node)
+            f2.features.vertexPipelineStoresAndAtomics = vk.VK_TRUE
+            f2.features.fragmentStoresAndAtomics = vk.VK_TRUE
+            return
+    features = ffi.new("VkPhysicalDeviceFeatures *")
+    keep.append(features)
+    if info.pEnabledFeatures != ffi.NULL:
+        ffi.memmove(features, info.pEnabledFeatures, ffi.sizeof("VkPhysicalDeviceFeatures"))
+    features.vertexPipelineStoresAndAtomics = vk.VK_TRUE
+    features.fragmentStoresAndAtomics = vk.VK_TRUE
+    info.pEnabledFeatures = features
+
+
+def register(drv: Driver) -> None:
+    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+    log = hooks.errors.log
+    warned: set[str] = set()
+
+    def warn_once(key: str, message: str) -> None:
+        if key not in warned:
+            warned.add(key)
+            log.warning("%s", message)
+            import sys
+            print(f"tessera: shader instrumentation: {message}", file=sys.stderr)
+
+    # ---- device -------------------------------------------------------------------------
+    def device_state(dev: Device) -> DeviceInstrumentation | None:
+        return dev.instrumentation
+
+    def setup_device(dev: Device) -> DeviceInstrumentation:
+        """The counters' descriptor set layout and the limits the regions obey."""
+        binding = ffi.new("VkDescriptorSetLayoutBinding *", {
+            "binding": 0, "descriptorType": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, "descriptorCount": 1,
+            "stageFlags": vk.VK_SHADER_STAGE_ALL})
+        info = ffi.new("VkDescriptorSetLayoutCreateInfo *", {
+            "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, "bindingCount": 1, "pBindings": binding})
+        out = ffi.new("VkDescriptorSetLayout *")
+        check(dev.next.vkCreateDescriptorSetLayout(dev.handle, info, ffi.NULL, out), "vkCreateDescriptorSetLayout")
+        props = ffi.new("VkPhysicalDeviceProperties *")
+        dev.physical.next.vkGetPhysicalDeviceProperties(dev.physical.handle, props)
+        mem = ffi.new("VkPhysicalDeviceMemoryProperties *")
+        dev.physical.next.vkGetPhysicalDeviceMemoryProperties(dev.physical.handle, mem)
+        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        memory_type = next(i for i in range(mem.memoryTypeCount) if mem.memoryTypes[i].propertyFlags & want == want)
+        return DeviceInstrumentation(int(out[0]), max(4, props.limits.minStorageBufferOffsetAlignment),
+                                     props.limits.maxBoundDescriptorSets, memory_type)
+
+    def check(result: int, what: str) -> None:
+        if result != vk.VK_SUCCESS:
+            raise InstrumentError(f"{what} failed ({result})")
+
+    drv.instrumentation_setup = setup_device   # device.py calls it for devices that enabled the feature
+
+    def teardown(dev: Device) -> None:
+        state = device_state(dev)
+        if state is None:
+            return
+        for obj in list(state.objects.values()):
+            destroy_object(dev.handle, obj.handle, ffi.NULL)
+        for layout in state.own_layouts:
+            dev.next.vkDestroyPipelineLayout(dev.handle, layout, ffi.NULL)
+        dev.next.vkDestroyDescriptorSetLayout(dev.handle, state.set_layout, ffi.NULL)
+    drv.instrumentation_teardown = teardown
+
+    # ---- pipeline layouts (the driver's copy adds the counters' set) --------------------------
+    @hooks.after("vkCreatePipelineLayout")
+    def after_create_layout(dev, result, device, info, pAllocator, pLayout):
+        state = device_state(dev)
+        if state is None or result != vk.VK_SUCCESS:
+            return
+        sets = [int(info.pSetLayouts[i]) for i in range(info.setLayoutCount)]
+        ranges = [(r.stageFlags, r.offset, r.size) for r in (info.pPushConstantRanges[i]
+                                                               for i in range(info.pushConstantRangeCount))]
+        state.layouts[int(pLayout[0])] = (sets, ranges)
+
+    @hooks.before("vkDestroyPipelineLayout")
+    def before_destroy_layout(dev, device, layout, pAllocator):
+        state = device_state(dev)
+        if state is not None:
+            state.layouts.pop(int(layout), None)
+
+    def extended_layout(dev: Device, state: DeviceInstrumentation, app_layout: int) -> tuple[int, int]:
+        """(the driver's pipeline layout, the counters' set index) for an application layout."""
+        sets, ranges = state.layouts.get(app_layout, (None, None))
+        if sets is None:
+            raise InstrumentError("its pipeline layout is unknown to the driver")
+        if len(sets) + 1 > state.max_sets:
+            raise InstrumentError(f"its layout uses all {state.max_sets} descriptor sets; none is left for the counters")
+        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.set_layout])
+        push = ffi.new("VkPushConstantRange[]", [{"stageFlags": f, "offset": o, "size": s} for f, o, s in ranges]) \
+            if ranges else ffi.NULL
+        info = ffi.new("VkPipelineLayoutCreateInfo *", {
+            "sType": vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, "setLayoutCount": len(sets) + 1,
+            "pSetLayouts": set_layouts, "pushConstantRangeCount": len(ranges), "pPushConstantRanges": push})
+        out = ffi.new("VkPipelineLayout *")
+        check(dev.next.vkCreatePipelineLayout(dev.handle, info, ffi.NULL, out), "vkCreatePipelineLayout")
+        state.own_layouts.append(int(out[0]))
+        return int(out[0]), len(sets)
+
+    # ---- instrumented pipelines -----------------------------------------------------------------
+    def instrument_flags(pnext) -> Any:
+        """The VkPipelineCreateFlags2CreateInfoKHR of a create info when it asks for instrumentation."""
+        f = structs.find(ffi, pnext, vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO,
+                         "VkPipelineCreateFlags2CreateInfo *")
+        return f if f is not None and f.flags & INSTRUMENT_SHADERS_BIT else None
+
+    def without_bit(pnext, keep) -> Any:
+        """The chain without the instrumentation bit, which the backend does not know: the flags
+        struct copied with the bit cleared, or left out when no other flag remains."""
+        nodes = []
+        for node in structs.chain(ffi, pnext):
+            if node.sType == vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO:
+                flags = ffi.cast("VkPipelineCreateFlags2CreateInfo *", node).flags & ~INSTRUMENT_SHADERS_BIT
+                if not flags:
+                    continue
+            nodes.append(node)
+        head = structs.rebuild_chain(ffi, nodes, keep)
+        for node in structs.chain(ffi, head):
+            if node.sType == vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO:
+                ffi.cast("VkPipelineCreateFlags2CreateInfo *", node).flags &= ~INSTRUMENT_SHADERS_BIT
+        return head
+
+    def rewrite_stage(dev: Device, state: DeviceInstrumentation, stage, set_index: int, base: int, keep
+                      ) -> InstrumentedStage:
+        """Replace `stage.module` (a copy the caller owns) with the counting version."""
+        from tessera.compiler import api
+        from tessera.spirv import parse
+        from tessera.spirv.passes.block_counters import add_block_counters
+        from tessera.vkapi.pipelines import STAGE_NAMES, _spec_values, _stage_code
+
+        name = STAGE_NAMES.get(stage.stage)
+        if name not in STAGE_BITS:
+            raise InstrumentError(f"stage 0x{stage.stage:x} is not instrumented (vertex, fragment, compute are)")
+        code = _stage_code(ffi, dev, stage)
+        if code is None:
+            raise InstrumentError(f"the {name} stage's SPIR-V is unknown to the driver")
+        entry = structs.string(ffi, stage.pName)
+        cost = api.shader_cost(code, entry, drv.profile.key, _spec_values(ffi, stage.pSpecializationInfo))
+        module = parse(code)
+        layout = add_block_counters(module, set_index, 0, base=base)
+        rewritten = module.to_bytes()
+        words = ffi.new("uint32_t[]", len(rewritten) // 4)
+        ffi.memmove(words, rewritten, len(rewritten))
+        info = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                                      "codeSize": len(rewritten), "pCode": words})
+        out = ffi.new("VkShaderModule *")
+        check(dev.next.vkCreateShaderModule(dev.handle, info, ffi.NULL, out), "vkCreateShaderModule")
+        dev.res.shaders[int(out[0])] = code     # reflection and costs see the application's SPIR-V
+        keep.append(("module", int(out[0])))
+        stage.module = out[0]
+        ops = [tuple(b.ops) for b in cost.blocks]
+        if len(ops) != layout.count:
+            raise InstrumentError("the compiler model and the counter pass disagree on the block count")
+        return InstrumentedStage(name, STAGE_BITS[name], base, layout.count, ops)
+
+    def instrument(dev, state, info, stages, keep) -> InstrumentedPipeline:
+        app_layout = int(info.layout)
+        layout, set_index = extended_layout(dev, state, app_layout)
+        done, base = [], 0
+        for stage in stages:
+            s = rewrite_stage(dev, state, stage, set_index, base, keep)
+            done.append(s)
+            base += s.blocks
+        if base * 4 > REGION_MAX_BYTES:
+            raise InstrumentError(f"{base} blocks: more than the {REGION_MAX_BYTES // 4} one draw can count")
+        info.layout = layout
+        return InstrumentedPipeline(0, layout, set_index, done)
+
+    pending: dict[int, list] = {}   # address of the driver's create-info array -> per pipeline: plan or None
+
+    def before_create(kind: str, ctype: str, bind_point: int, stages_of):
+        def before(dev, device, cache, count, pInfos, pAllocator, pPipelines):
+            wanted = [i for i in range(count) if instrument_flags(pInfos[i].pNext) is not None]
+            if not wanted:
+                return None
+            state = device_state(dev)
+            infos = ffi.new(f"{ctype}[]", count)
+            ffi.memmove(infos, pInfos, ffi.sizeof(ctype) * count)
+            keep: list = [infos]
+            plans: list = [None] * count
+            for i in wanted:
+                infos[i].pNext = without_bit(pInfos[i].pNext, keep)
+                if state is None:
+                    warn_once("feature", "a pipeline asks for instrumentation on a device that did not enable "
+                              "the shaderInstrumentation feature: created uninstrumented")
+                    continue
+                saved = ffi.new(f"{ctype} *")
+                ffi.memmove(saved, ffi.addressof(infos, i), ffi.sizeof(ctype))
+                try:
+                    stages = stages_of(infos[i], keep)
+                    plan = instrument(dev, state, infos[i], stages, keep)
+                    plan.bind_point = bind_point
+                    plans[i] = plan
+                except Exception as e:   # never fake zeros: created uninstrumented, said once
+                    ffi.memmove(ffi.addressof(infos, i), saved, ffi.sizeof(ctype))
+                    infos[i].pNext = without_bit(pInfos[i].pNext, keep)
+                    warn_once(f"{kind}:{e}", f"a {kind} pipeline cannot be instrumented ({e}); "
+                              "created uninstrumented: its draws and dispatches produce no entries")
+            pending[int(ffi.cast("uintptr_t", infos))] = [plans, keep]
+            return (device, cache, count, infos, pAllocator, pPipelines)
+        return before
+
+    def after_create(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        entry = pending.pop(int(ffi.cast("uintptr_t", pInfos)), None)
+        if entry is None:
+            return
+        plans, keep = entry
+        for i, plan in enumerate(plans):
+            handle = int(pPipelines[i])
+            pipeline = dev.res.pipelines.get(handle)
+            if plan is not None and handle and pipeline is not None:
+                dev.res.pipelines[handle] = _with_instrumentation(pipeline, plan)
+        for kind, handle in (k for k in keep if isinstance(k, tuple)):
+            if kind == "module":   # the pipeline keeps its code; the module can go
+                dev.next.vkDestroyShaderModule(device, handle, ffi.NULL)
+                dev.res.shaders.pop(handle, None)
+
+    def compute_stages(info, keep):
+        return [ffi.addressof(info, "stage")]
+
+    def graphics_stages(info, keep):
+        stages = ffi.new("VkPipelineShaderStageCreateInfo[]", info.stageCount)
+        ffi.memmove(stages, info.pStages, ffi.sizeof("VkPipelineShaderStageCreateInfo") * info.stageCount)
+        keep.append(stages)
+        info.pStages = stages
+        return [stages[i] for i in range(info.stageCount)]
+
+    hooks.also_before("vkCreateComputePipelines")(before_create(
+        "compute", "VkComputePipelineCreateInfo", vk.VK_PIPELINE_BIND_POINT_COMPUTE, compute_stages))
+    hooks.also_before("vkCreateGraphicsPipelines")(before_create(
+        "graphics", "VkGraphicsPipelineCreateInfo", vk.VK_PIPELINE_BIND_POINT_GRAPHICS, graphics_stages))
+    hooks.also_after("vkCreateComputePipelines")(after_create)
+    hooks.also_after("vkCreateGraphicsPipelines")(after_create)
+
+    # ---- objects ------------------------------------------------------------------------------
+    def object_of(dev: Device, handle) -> InstrumentationObject | None:
+        state = device_state(dev)
+        return state.objects.get(int(handle)) if state is not None else None
+
+    @hooks.replace("vkCreateShaderInstrumentationARM")
+    def create_object(device, pCreateInfo, pAllocator, pInstrumentation):
+        dev = objects.get(device, Device)
+        state = device_state(dev)
+        if state is None:
+            warn_once("create", "vkCreateShaderInstrumentationARM on a device that did not enable the "
+                      "shaderInstrumentation feature")
+            return vk.VK_ERROR_FEATURE_NOT_PRESENT
+        obj = InstrumentationObject(next(_handles), dev)
+        state.objects[obj.handle] = obj
+        pInstrumentation[0] = obj.handle
+        return vk.VK_SUCCESS
+
+    @hooks.replace("vkDestroyShaderInstrumentationARM")
+    def destroy_object(device, instrumentation, pAllocator):
+        dev = objects.get(device, Device)
+        state = device_state(dev)
+        obj = state.objects.pop(int(instrumentation), None) if state is not None else None
+        if obj is None:
+            return
+        for chunk in obj.chunks:
+            dev.next.vkDestroyDescriptorPool(device, chunk.pool, ffi.NULL)
+            dev.next.vkDestroyBuffer(device, chunk.buffer, ffi.NULL)
+            dev.next.vkFreeMemory(device, chunk.memory, ffi.NULL)
+
+    def new_chunk(dev: Device, state: DeviceInstrumentation) -> Chunk:
+        size = CHUNK_BYTES + REGION_MAX_BYTES
+        binfo = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, "size": size,
+                                                 "usage": vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT})
+        buf = ffi.new("VkBuffer *")
+        check(dev.next.vkCreateBuffer(dev.handle, binfo, ffi.NULL, buf), "vkCreateBuffer")
+        reqs = ffi.new("VkMemoryRequirements *")
+        dev.next.vkGetBufferMemoryRequirements(dev.handle, buf[0], reqs)
+        ainfo = ffi.new("VkMemoryAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                                   "allocationSize": reqs.size, "memoryTypeIndex": state.memory_type})
+        mem = ffi.new("VkDeviceMemory *")
+        check(dev.next.vkAllocateMemory(dev.handle, ainfo, ffi.NULL, mem), "vkAllocateMemory")
+        check(dev.next.vkBindBufferMemory(dev.handle, buf[0], mem[0], 0), "vkBindBufferMemory")
+        ptr = ffi.new("void **")
+        check(dev.next.vkMapMemory(dev.handle, mem[0], 0, vk.VK_WHOLE_SIZE, 0, ptr), "vkMapMemory")
+        mapped = ffi.cast("char *", ptr[0])
+        ffi.memmove(mapped, bytes(size), size)
+        psize = ffi.new("VkDescriptorPoolSize *", {"type": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
+                                                   "descriptorCount": 1})
+        pinfo = ffi.new("VkDescriptorPoolCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                                         "maxSets": 1, "poolSizeCount": 1, "pPoolSizes": psize})
+        pool = ffi.new("VkDescriptorPool *")
+        check(dev.next.vkCreateDescriptorPool(dev.handle, pinfo, ffi.NULL, pool), "vkCreateDescriptorPool")
+        layouts = ffi.new("VkDescriptorSetLayout[1]", [state.set_layout])
+        sinfo = ffi.new("VkDescriptorSetAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                                          "descriptorPool": pool[0], "descriptorSetCount": 1,
+                                                          "pSetLayouts": layouts})
+        dset = ffi.new("VkDescriptorSet *")
+        check(dev.next.vkAllocateDescriptorSets(dev.handle, sinfo, dset), "vkAllocateDescriptorSets")
+        binfo2 = ffi.new("VkDescriptorBufferInfo *", {"buffer": buf[0], "offset": 0, "range": REGION_MAX_BYTES})
+        write = ffi.new("VkWriteDescriptorSet *", {"sType": vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                                                   "dstSet": dset[0], "dstBinding": 0, "descriptorCount": 1,
+                                                   "descriptorType": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
+                                                   "pBufferInfo": binfo2})
+        dev.next.vkUpdateDescriptorSets(dev.handle, 1, write, 0, ffi.NULL)
+        return Chunk(int(buf[0]), int(mem[0]), mapped, dset[0], int(pool[0]))
+
+    def region_for(obj: InstrumentationObject, pipeline: InstrumentedPipeline) -> Region:
+        dev = obj.device
+        state = device_state(dev)
+        size = pipeline.counters * 4
+        with state.lock:
+            chunk = obj.chunks[-1] if obj.chunks else None
+            if chunk is None or chunk.used + size > CHUNK_BYTES:
+                chunk = new_chunk(dev, state)
+                obj.chunks.append(chunk)
+            offset = chunk.used
+            chunk.used = offset + ((size + state.alignment - 1) // state.alignment) * state.alignment
+        return Region(chunk, offset, pipeline)
+
+    # ---- recording -------------------------------------------------------------------------------
+    @hooks.replace("vkCmdBeginShaderInstrumentationARM")
+    def cmd_begin(commandBuffer, instrumentation):
+        cb = objects.get(commandBuffer, CommandBuffer)
+        obj = object_of(cb.device, instrumentation)
+        if obj is None:
+            warn_once("begin-unknown", "vkCmdBeginShaderInstrumentationARM with an unknown instrumentation object: "
+                      "ignored")
+            return
+        if cb.instrumentation is not None:
+            warn_once("begin-twice", "vkCmdBeginShaderInstrumentationARM while another object is active in the "
+                      "command buffer (only one may be active): ignored")
+            return
+        cb.instrumentation = obj
+        hooks.recorder.python_path(commandBuffer, True)
+
+    @hooks.replace("vkCmdEndShaderInstrumentationARM")
+    def cmd_end(commandBuffer):
+        cb = objects.get(commandBuffer, CommandBuffer)
+        if cb.instrumentation is None:
+            warn_once("end-none", "vkCmdEndShaderInstrumentationARM with no active instrumentation object: ignored")
+            return
+        cb.instrumentation = None
+        hooks.recorder.python_path(commandBuffer, False)
+
+    @hooks.also_before("vkCmdExecuteCommands")
+    def before_execute(cb, commandBuffer, count, pCommandBuffers):
+        if cb.instrumentation is not None:
+            warn_once("execute", "vkCmdExecuteCommands while shader instrumentation is active (not allowed by "
+                      "VK_ARM_shader_instrumentation): the secondaries' work is not attributed to it")
+
+    def action(bind_point: int):
+        def before(cb: CommandBuffer, commandBuffer, *args):
+            obj = cb.instrumentation
+            if obj is None:
+                return None
+            index = obj.next_index        # every action takes an index, instrumented or not (vk.xml)
+            obj.next_index += 1
+            bound = cb.graphics_pipeline if bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS else cb.compute_pipeline
+            plan = getattr(bound, "instrumented", None)
+            if plan is None:
+                return None
+            region = region_for(obj, plan)
+            obj.regions[index] = region
+            sets = ffi.new("VkDescriptorSet[1]", [region.chunk.descriptor_set])
+            offsets = ffi.new("uint32_t[1]", [region.offset])
+            cb.device.next.vkCmdBindDescriptorSets(commandBuffer, bind_point, plan.layout, plan.set_index, 1, sets,
+                                                   1, offsets)
+            return None
+        return before
+
+    for name in DRAWS:
+        hooks.also_before(name)(action(vk.VK_PIPELINE_BIND_POINT_GRAPHICS))
+    for name in DISPATCHES:
+        hooks.also_before(name)(action(vk.VK_PIPELINE_BIND_POINT_COMPUTE))
+    for name in TRACE_RAYS:
+        hooks.also_before(name)(action(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR))
+
+    # ---- results ------------------------------------------------------------------------------
+    @hooks.replace("vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM")
+    def enumerate_metrics(physicalDevice, pCount, pDescriptions):
+        objects.get(physicalDevice, PhysicalDevice)
+        if pDescriptions == ffi.NULL:
+            pCount[0] = len(METRICS)
+            return vk.VK_SUCCESS
+        n = min(pCount[0], len(METRICS))
+        for i in range(n):
+            d = pDescriptions[i]
+            for field_name, text in (("name", METRICS[i][0]), ("description", METRICS[i][1])):
+                data = text.encode()[: ffi.sizeof(getattr(d, field_name)) - 1] + b"\0"
+                ffi.memmove(getattr(d, field_name), data, len(data))
+        pCount[0] = n
+        return vk.VK_INCOMPLETE if n < len(METRICS) else vk.VK_SUCCESS
+
+    @hooks.replace("vkGetShaderInstrumentationValuesARM")
+    def get_values(device, instrumentation, pCount, pValues, flags):
+        dev = objects.get(device, Device)
+        obj = object_of(dev, instrumentation)
+        if obj is None:
+            warn_once("get-unknown", "vkGetShaderInstrumentationValuesARM with an unknown object")
+            pCount[0] = 0
+            return vk.VK_SUCCESS
+        rows = results(obj)
+        if pValues == ffi.NULL:
+            pCount[0] = len(rows)
+            return vk.VK_SUCCESS
+        n = min(pCount[0], len(rows))
+        stride = 16 + 8 * len(METRICS)
+        out = ffi.buffer(pValues, stride * n)
+        import struct
+        pack = struct.Struct(f"<IIII{len(METRICS)}Q").pack_into
+        for i in range(n):
+            pack(out, i * stride, *rows[i])
+        pCount[0] = n
+        return vk.VK_INCOMPLETE if n < len(rows) else vk.VK_SUCCESS
+
+    @hooks.replace("vkClearShaderInstrumentationMetricsARM")
+    def clear(device, instrumentation):
+        dev = objects.get(device, Device)
+        obj = object_of(dev, instrumentation)
+        if obj is None:
+            return
+        for chunk in obj.chunks:
+            ffi.memmove(chunk.mapped, bytes(chunk.used), chunk.used)
+
+    def results(obj: InstrumentationObject) -> list[tuple[int, ...]]:
+        """Header + metrics of every block, sorted by resultIndex, stage, resultSubIndex, block."""
+        import numpy as np
+
+        rows = []
+        for index in sorted(obj.regions):
+            region = obj.regions[index]
+            counts = np.frombuffer(ffi.buffer(region.chunk.mapped + region.offset, region.pipeline.counters * 4),
+                                   dtype=np.uint32)
+            for stage in sorted(region.pipeline.stages, key=lambda s: s.bit):
+                for b in range(stage.blocks):
+                    executions = int(counts[stage.base + b])
+                    ops = stage.ops[b]
+                    metrics = [round(executions * ops[_OPS_INDEX[name]]) for name, _ in METRICS[:-1]]
+                    rows.append((index, 0, stage.bit, b, *metrics, executions))
+        return rows
+
+
+def _with_instrumentation(pipeline, plan: InstrumentedPipeline):
+    """The pipeline record (frozen) with its instrumentation plan attached."""
+    from dataclasses import replace
+
+    return replace(pipeline, instrumented=plan)
