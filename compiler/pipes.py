@@ -119,6 +119,8 @@ RAY = {
     "OpExecuteCallableKHR": (_c(cvt=2), "1"),          # the callable shader's own cost is a stage
     "OpReportIntersectionKHR": (_c(cvt=2), "1"),       # intersection shader hands a hit to the RTU
     "OpConvertUToAccelerationStructureKHR": (ZERO, "1"),
+    # any-hit terminators: tell the RTU to drop the candidate or stop the ray
+    "OpIgnoreIntersectionKHR": (_c(cvt=1), "1"), "OpTerminateRayKHR": (_c(cvt=1), "1"),
 }
 CORE.update(RAY)
 

@@ -57,7 +57,7 @@ def body(ctx: vkapp.Context) -> str:
     ctx.submit([cmd])
     vkapp.check_equal("ray query image", rs.read_result(ctx, image, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT), want)
     builder.keep.clear()
-    return (f"{rs.WIDTH}x{rs.HEIGHT} pixels equal the CPU reference ({rs.describe_image(want)}); "
+    return (f"on {ctx.device_name}: {rs.WIDTH}x{rs.HEIGHT} pixels equal the CPU reference ({rs.describe_image(want)}); "
             f"AS sizes A={blas[0].size} B={blas[1].size}")
 
 

@@ -173,7 +173,7 @@ def body(ctx: vkapp.Context) -> str:
     for what, img in zip(("vkCmdTraceRaysKHR", "vkCmdTraceRaysIndirectKHR"), images):
         vkapp.check_equal(f"{what} image", rs.read_result(ctx, img, rs.RAY_TRACING_STAGE), want)
     builder.keep.clear()
-    return (f"{rs.WIDTH}x{rs.HEIGHT} pixels equal the CPU reference twice (trace rays direct + indirect; "
+    return (f"on {ctx.device_name}: {rs.WIDTH}x{rs.HEIGHT} pixels equal the CPU reference twice (trace rays direct + indirect; "
             f"{rs.describe_image(want)}); AS sizes A={blas_a.size} B={blas_b.size} serialized B={ser_size}")
 
 

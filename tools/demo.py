@@ -22,7 +22,7 @@ from tessera.vkapi import paths
 
 from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
 
-EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels"]
+EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query"]
 
 
 def _apps(root: Path) -> list[tuple[str, list[str]]]:
