@@ -37,8 +37,9 @@ def _link(ffi, pnext, stype: int, ctype: str):
     return None
 
 
-def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
-    """`on_destroy_device(dev)` runs before a device is destroyed (read back captures, flush)."""
+def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None) -> None:
+    """`on_destroy_device(dev)` runs before a device is destroyed (read back captures, flush);
+    `instrumenter` (instrument.py, under --instrument) extends device creation."""
     def with_extensions(pCreateInfo, next_gipa, keep):
         try:
             return _with_extensions(ffi, pCreateInfo, next_gipa, keep)
@@ -94,6 +95,12 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
         below = query_extensions(ffi, inst.next.vkEnumerateDeviceExtensionProperties, physicalDevice, ffi.NULL)
         emulated = frozenset(n for n in names if n in LAYER_DEVICE_EXTENSIONS and n not in below)
         info = _without_emulated(pCreateInfo, emulated, keep) if emulated else pCreateInfo
+        instrumented = False
+        if instrumenter is not None:
+            try:
+                info, instrumented = instrumenter.device_info(info, names, below, keep)
+            except Exception:
+                hooks.errors.report("vkCreateDevice", "enabling shader instrumentation; created without it")
         result = create(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
@@ -103,6 +110,8 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
                           frozenset(names), emulated)
         with state.lock:
             state.devices[state.key(handle)] = dev
+        if instrumenter is not None:
+            instrumenter.device_created(dev, instrumented)
         try:
             _announce(dev)
         except Exception:
@@ -160,9 +169,11 @@ def register(hooks, state: LayerState, ffi, on_destroy_device) -> None:
         # an extension the driver lacks lists it there too.
         below = query_extensions(ffi, call, physicalDevice, ffi.NULL)
         provided = {n: v for n, v in LAYER_DEVICE_EXTENSIONS.items() if n not in below}
-        if not provided:
+        hidden = instrumenter.hidden if instrumenter is not None else frozenset()   # the layer drives them
+        if not provided and not hidden & below.keys():
             return call(physicalDevice, pLayerName, pPropertyCount, pProperties)
-        return fill_extensions(ffi, {**below, **provided}, pPropertyCount, pProperties)
+        listed = {n: v for n, v in {**below, **provided}.items() if n not in hidden}
+        return fill_extensions(ffi, listed, pPropertyCount, pProperties)
 
 
 def _with_extensions(ffi, pCreateInfo, next_gipa, keep):

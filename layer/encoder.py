@@ -78,5 +78,15 @@ def frame(number: int, device_address: int, queue: str, source: str, time_ns: in
                                       "queue": queue, "source": source})
 
 
+def instrumentation(submit_id: int, tag: int, device_address: int, actions: list[dict]) -> bytes:
+    return encode(MessageType.INSTRUMENTATION, {"device": hex_handle(device_address), "actions": actions},
+                  tag=tag, sequence=submit_id)
+
+
+def shader(device_address: int, pipeline: int, stage: str, entry: str, blocks: list[dict]) -> bytes:
+    return encode(MessageType.SHADER, {"device": hex_handle(device_address), "pipeline": hex_handle(pipeline),
+                                       "stage": stage, "entry": entry, "blocks": blocks})
+
+
 def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)

@@ -12,6 +12,7 @@ from tessera.vkapi.log import HookErrors, configure
 
 from . import chain, commands, encoder, queues, render_passes, workloads
 from .indirect import Capturer
+from .instrument import Instrumenter
 from .settings import LayerSettings
 from .shim_spec import HOOKS
 from .state import LayerState, Session
@@ -37,14 +38,17 @@ def install(ffi, lib) -> None:
         capturer.destroy(dev)
         transport.flush()
 
-    chain.register(hooks, state, ffi, on_destroy_device)
+    instrumenter = Instrumenter(ffi, state, transport.send, errors) if settings.instrument else None
+    chain.register(hooks, state, ffi, on_destroy_device, instrumenter)
     resource_hooks.register(hooks, ffi)
     pipelines.register(hooks, ffi)
     commands.register(hooks, state, ffi, capturer.release)
     render_passes.register(hooks, state, labeller, capturer)
     workloads.register(hooks, state, labeller, capturer)
-    queues.register(hooks, state, ffi, labeller, capturer, errors)
+    queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter)
     capturer.register(hooks)
+    if instrumenter is not None:   # after the modules whose appliers it extends
+        instrumenter.register(hooks)
     for name in settings.fault_commands:
         hooks.before(name)(_raise_injected)
         if name in hooks.appliers:   # recorded in C: its record is applied later, and fails then

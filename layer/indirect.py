@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tessera.vkapi.accel import buffer_at
 from tessera.vkapi.vkconst import vk
@@ -106,6 +106,7 @@ class Pending:
     submit_id: int
     captures: list[tuple[int, Capture]]   # (tag, capture)
     trackers: list[CommandBufferTracker]
+    readers: list = field(default_factory=list)   # callables run once the submit completed (instrument.py)
 
 
 class Capturer:
@@ -202,7 +203,7 @@ class Capturer:
         self.poll(dev)
 
     def after_submit(self, dev, queue, submit_id: int, captures: list[tuple[int, Capture]],
-                     trackers: list[CommandBufferTracker]) -> None:
+                     trackers: list[CommandBufferTracker], readers: list | None = None) -> None:
         ffi, nxt = self.ffi, dev.next
         info = ffi.new("VkFenceCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO})
         out = ffi.new("VkFence *")
@@ -213,7 +214,7 @@ class Capturer:
         holders = [t for t in trackers if t.has_captures()]
         for t in holders:
             t.pending_fence = fence
-        self.pending.setdefault(dev.address, []).append(Pending(fence, submit_id, captures, holders))
+        self.pending.setdefault(dev.address, []).append(Pending(fence, submit_id, captures, holders, readers or []))
 
     def poll(self, dev, wait: bool = False) -> None:
         """Read back every completed capture (all of them when `wait`) and send their annexes."""
@@ -237,6 +238,8 @@ class Capturer:
                 if not fields["draws"]:
                     del fields["draws"]
                 self.send(encoder.annex, p.submit_id, tag, fields)
+            for read in p.readers:
+                read()
             for t in p.trackers:
                 if t.pending_fence == p.fence:
                     t.pending_fence = None

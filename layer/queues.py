@@ -114,7 +114,8 @@ def _close(plan: Plan, opened: OpenPass) -> None:
     plan.tags += [c.tag for c in opened.captures]   # copies recorded after the pass ended
 
 
-def register(hooks, state, ffi, labeller, capturer, errors) -> None:
+def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None) -> None:
+    """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits)."""
     session = state.session
     send = session.transport.send
 
@@ -157,8 +158,9 @@ def register(hooks, state, ffi, labeller, capturer, errors) -> None:
              session.frame, wrapped, time_ns, duration_ns)
         for tag, fields in plan.annexes.items():
             send(encoder.annex, plan.submit_id, tag, fields)
-        if plan.captures:
-            capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers)
+        readers = instrumenter.readers(dev, plan.submit_id, plan.trackers) if instrumenter else []
+        if plan.captures or readers:
+            capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers, readers)
         for frame_id in plan.frame_ends:
             end_frame(dev, q, "frame_boundary", frame_id)
 

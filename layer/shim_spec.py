@@ -33,9 +33,13 @@ CALLS = (
     "vkGetPhysicalDeviceMemoryProperties", "vkGetBufferMemoryRequirements", "vkAllocateMemory",
     "vkBindBufferMemory", "vkMapMemory", "vkUnmapMemory", "vkFreeMemory", "vkCmdPipelineBarrier",
     "vkCreateFence", "vkDestroyFence", "vkGetFenceStatus",
+    # --instrument (instrument.py)
+    "vkCreateShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM", "vkCmdEndShaderInstrumentationARM",
+    "vkGetShaderInstrumentationValuesARM", "vkClearShaderInstrumentationMetricsARM",
 )
 # Structs the layer reads, and those it may copy when it rebuilds a device create chain.
-EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT", "extenders:VkDeviceCreateInfo")
+EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT", "extenders:VkDeviceCreateInfo",
+               "extenders:VkComputePipelineCreateInfo", "extenders:VkGraphicsPipelineCreateInfo")
 
 
 C_GLUE = r"""

@@ -31,7 +31,7 @@ from typing import Any
 
 import construct as cs
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2   # 2: SHADER and INSTRUMENTATION (shader instrumentation); 1's streams stay valid
 SEQUENCE_BIT = 0x80
 DEFAULT_MAX_JSON = 16 << 20
 
@@ -70,8 +70,10 @@ class MessageType(enum.IntEnum):
     DEVICE = 0x02     # a VkDevice and what it is
     WORKLOAD = 0x03   # metadata of one tagged workload (tag = tagID)
     FRAME = 0x04      # a frame boundary (vkQueuePresentKHR / VK_EXT_frame_boundary)
+    SHADER = 0x05     # an instrumented pipeline stage's basic blocks (protocol 2)
     SUBMIT = 0x81     # a queue submit (sequence = submitID)
     ANNEX = 0x82      # submit-time metadata of one workload (sequence = submitID, tag = tagID)
+    INSTRUMENTATION = 0x83   # measured shader cost of one workload in one submit (protocol 2)
 
 
 class FrameError(Exception):

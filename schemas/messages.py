@@ -22,6 +22,8 @@ SCHEMA_FILES = {
     MessageType.FRAME: "frame.schema.json",
     MessageType.SUBMIT: "submit.schema.json",
     MessageType.ANNEX: "annex.schema.json",
+    MessageType.SHADER: "shader.schema.json",
+    MessageType.INSTRUMENTATION: "instrumentation.schema.json",
 }
 
 

@@ -44,6 +44,7 @@ class LaunchConfig:
     gpu: str | None = None
     layer: bool = True
     hostd: str | None = None        # TESSERA_HOSTD for the app: unix:PATH or tcp:127.0.0.1:PORT
+    instrument: bool = False        # TESSERA_INSTRUMENT: the layer drives shader instrumentation
 
 
 def ensure_shims() -> None:
@@ -128,6 +129,8 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
         env["TESSERA_GPU"] = cfg.gpu
     if cfg.hostd:
         env["TESSERA_HOSTD"] = cfg.hostd
+    if cfg.instrument:
+        env["TESSERA_INSTRUMENT"] = "1"
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")
     return env
 

@@ -75,6 +75,9 @@ class HookSet:
         # Observers a second module adds to a command another module already observes (run after it).
         self.more_before: dict[str, list[Callable]] = {}
         self.more_after: dict[str, list[Callable]] = {}
+        # Observers that must act on the calling thread before the call is forwarded, even where the
+        # command's other hooks run later (vkEndCommandBuffer's run on the recorder's worker).
+        self.record_time: dict[str, list[Callable]] = {}
         self.replacements: dict[str, Callable] = {}
         self._note_next: Callable[[str, Any], None] = lambda name, fn: None
         self.appliers: dict[str, Callable] = {}
@@ -99,6 +102,16 @@ class HookSet:
         arguments and may replace them in turn)."""
         def register(fn):
             self.more_before.setdefault(name, []).append(fn)
+            self.observers.setdefault(name, (None, None))
+            return fn
+        return register
+
+    def at_record(self, name: str):
+        """Run (owner, *args) on the calling thread just before the call is forwarded (for a
+        command-buffer command, after the buffer's earlier records were applied; except for
+        vkEndCommandBuffer, whose records are applied later, on the worker)."""
+        def register(fn):
+            self.record_time.setdefault(name, []).append(fn)
             self.observers.setdefault(name, (None, None))
             return fn
         return register
@@ -251,6 +264,7 @@ class HookSet:
         on_command_buffer = _takes_command_buffer(name)
         ends_recording = name == "vkEndCommandBuffer"
         settles = name in SETTLE_ALL
+        record_time = self.record_time.get(name, ())
 
         def trampoline(*args):
             try:
@@ -259,12 +273,17 @@ class HookSet:
             except Exception:
                 errors.report(name, "unknown handle: the call could not be forwarded")
                 return failure
-            if ends_recording:
-                return self._end_later(owner, args, call, before, after)
-            if on_command_buffer:
+            if on_command_buffer and not ends_recording:
                 self._apply_records(name, args[0], owner)
             elif settles:
                 self.recorder.settle()
+            for fn in record_time:   # after the records before this command are applied
+                try:
+                    fn(owner, *args)
+                except Exception:
+                    errors.report(name, "in a record-time hook; the call was still forwarded")
+            if ends_recording:
+                return self._end_later(owner, args, call, before, after)
             if before is not None:
                 try:
                     replaced = before(owner, *args)

@@ -15,7 +15,7 @@ import pytest
 from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import perfetto as pf
-from tessera.schemas.frames import MessageType, iter_file
+from tessera.schemas.frames import PROTOCOL_VERSION, MessageType, iter_file
 from tessera.schemas.messages import problems
 
 APP = REPO / "tests" / "integration" / "apps" / "timeline_app.py"
@@ -192,7 +192,7 @@ def s(sessions) -> Session:
 # ---- the layer's stream (issue 4) ------------------------------------------------------
 def test_stream_starts_with_hello_and_device(s):
     assert [m[0] for m in s.messages[:2]] == [MessageType.HELLO, MessageType.DEVICE]
-    assert s.hello["protocol"] == 1 and s.hello["process"] == "timeline_app.py"
+    assert s.hello["protocol"] == PROTOCOL_VERSION == 2 and s.hello["process"] == "timeline_app.py"
     device = s.messages[1][3]
     assert device["name"] == "Mali-G720 (emulated)" and "VK_EXT_frame_boundary" in device["extensions"]
 
