@@ -22,7 +22,11 @@ from tessera.vkapi import paths
 
 from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
 
-EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query"]
+EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query",
+            "shader_costs"]
+# Run with per-basic-block shader instrumentation (tessera run --instrument); their summary.txt
+# then carries the report of the most expensive draws and dispatches.
+INSTRUMENTED = frozenset({"shader_costs"})
 
 
 def _apps(root: Path) -> list[tuple[str, list[str]]]:
@@ -54,7 +58,8 @@ def demo(out: Path) -> None:
         proc_out = session / "app-output.txt"
         session.mkdir(parents=True, exist_ok=True)
         with open(proc_out, "w") as f:
-            code = run_with_embedded_daemon(LaunchConfig(session), argv, stdout=f, stderr=subprocess.STDOUT)
+            code = run_with_embedded_daemon(LaunchConfig(session, instrument=name in INSTRUMENTED), argv, stdout=f,
+                                            stderr=subprocess.STDOUT)
         took = time.perf_counter() - start
         lines = proc_out.read_text().splitlines()
         check = next((ln for ln in reversed(lines) if ln.startswith(f"{name}:")), lines[-1] if lines else "")
