@@ -261,6 +261,18 @@ def register(drv: Driver) -> None:
     log = hooks.errors.log
     pipelines.register_ray_tracing(hooks, ffi, lambda stages: shader_costs.of_stages(drv.profile.key, stages, log))
 
+    # ---- shader objects: bound per stage, costed like pipelines -------------------------
+    pipelines.register_shader_objects(hooks, ffi, lambda stages: shader_costs.of_stages(drv.profile.key, stages, log))
+
+    @hooks.before("vkCmdBindShadersEXT")
+    def cmd_bind_shaders(cb, commandBuffer, count, pStages, pShaders):
+        bound = cb.__dict__.setdefault("shader_objects", {})   # this module's own state, like ray_tracing_pipeline
+        now = pipelines.bind_shader_objects(res(cb), bound, count, pStages, None if pShaders == ffi.NULL else pShaders)
+        if any(s == vk.VK_SHADER_STAGE_COMPUTE_BIT for s in (pStages[i] for i in range(count))):
+            cb.compute_pipeline = now[vk.VK_PIPELINE_BIND_POINT_COMPUTE]
+        if any(s != vk.VK_SHADER_STAGE_COMPUTE_BIT for s in (pStages[i] for i in range(count))):
+            cb.graphics_pipeline = now[vk.VK_PIPELINE_BIND_POINT_GRAPHICS]
+
     def accel_hook(name: str):
         describe = accel.DESCRIBE[name]
 
@@ -344,3 +356,4 @@ def register(drv: Driver) -> None:
 RECORDING_HOOKS = (RENDER_PASS + DRAWS + ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS
                    + IMAGE_TRANSFERS + BARRIERS + ("vkCmdExecuteCommands",))
 RECORDING_HOOKS += ACCELERATION_STRUCTURES + accel.ACCEL_RESOURCE_HOOKS + pipelines.RAY_TRACING_PIPELINE_HOOKS
+RECORDING_HOOKS += pipelines.SHADER_OBJECT_HOOKS

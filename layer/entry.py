@@ -42,6 +42,7 @@ def install(ffi, lib) -> None:
     chain.register(hooks, state, ffi, on_destroy_device, instrumenter)
     resource_hooks.register(hooks, ffi)
     pipelines.register(hooks, ffi)
+    pipelines.register_shader_objects(hooks, ffi)
     commands.register(hooks, state, ffi, capturer.release)
     render_passes.register(hooks, state, labeller, capturer)
     workloads.register(hooks, state, labeller, capturer)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from tessera.vkapi import accel
+from tessera.vkapi import accel, pipelines
 from tessera.vkapi.commands import ACCELERATION_STRUCTURES, BUFFER_TRANSFERS, DISPATCHES, IMAGE_TRANSFERS, TRACE_RAYS
 from tessera.vkapi.transfers import TRANSFERS
 from tessera.vkapi.vkconst import vk
@@ -22,7 +22,7 @@ from . import encoder
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, Workload
 
-WORKLOAD_HOOKS = ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS + IMAGE_TRANSFERS
+WORKLOAD_HOOKS = ("vkCmdBindPipeline",) + pipelines.SHADER_OBJECT_HOOKS + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS + IMAGE_TRANSFERS
 # Acceleration structures: builds and copies are workloads; creation and buffer device addresses are
 # remembered for their sizes and for indirect trace-rays captures (vkapi/accel.py).
 WORKLOAD_HOOKS += ACCELERATION_STRUCTURES + accel.ACCEL_RESOURCE_HOOKS
@@ -64,6 +64,16 @@ def tag_command(hooks, state, labeller: Labeller, name: str, describe: Describe)
 
 def register(hooks, state, labeller: Labeller, capture) -> None:
     """`capture` is the indirect.Capturer used for indirect dispatches."""
+
+    @hooks.before("vkCmdBindShadersEXT")
+    def before_bind_shaders(dev, commandBuffer, count, pStages, pShaders):
+        """Shader objects: a compute shader bound this way sizes dispatches like a pipeline."""
+        t = state.command_buffer(dev, commandBuffer)
+        bound = t.__dict__.setdefault("shader_objects", {})
+        now = pipelines.bind_shader_objects(dev.res, bound, count, pStages,
+                                            None if pShaders == state.ffi.NULL else pShaders)
+        if any(pStages[i] == vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):
+            t.compute_pipeline = now[vk.VK_PIPELINE_BIND_POINT_COMPUTE]
 
     @hooks.applies("vkCmdBindPipeline")
     @hooks.before("vkCmdBindPipeline")

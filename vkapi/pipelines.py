@@ -133,3 +133,66 @@ def register_ray_tracing(hooks, ffi, costs: CostFunction | None = None) -> None:
                     per_stage.setdefault(name, []).append(cost[name])
             cycles = {name: sum(v) / len(v) for name, v in per_stage.items()}
             dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR, None, cycles)
+
+
+# ---- shader objects (VK_EXT_shader_object) --------------------------------------------------------
+# A shader object is costed like a one-stage pipeline; binding shader objects binds, per bind point,
+# the combination of the stages bound so far (vkCmdBindShadersEXT binds and unbinds stage by stage).
+SHADER_OBJECT_HOOKS = ("vkCreateShadersEXT", "vkDestroyShaderEXT", "vkCmdBindShadersEXT")
+STAGE_BIND_POINTS = {vk.VK_SHADER_STAGE_COMPUTE_BIT: vk.VK_PIPELINE_BIND_POINT_COMPUTE}
+
+
+def register_shader_objects(hooks, ffi, costs: CostFunction | None = None,
+                            log: logging.Logger | None = None) -> None:
+    log = log or hooks.errors.log
+
+    @hooks.after("vkCreateShadersEXT")
+    def after_create_shaders(dev, result, device, count, pInfos, pAllocator, pShaders):
+        if result not in (vk.VK_SUCCESS, vk.VK_INCOMPATIBLE_SHADER_BINARY_EXT):
+            return
+        for i in range(count):
+            handle = int(pShaders[i])
+            info = pInfos[i]
+            if not handle or info.codeType != vk.VK_SHADER_CODE_TYPE_SPIRV_EXT:
+                continue   # binary shaders carry no SPIR-V to reflect or cost
+            name = STAGE_NAMES.get(info.stage, f"stage 0x{info.stage:x}")
+            code = bytes(ffi.buffer(info.pCode, info.codeSize))
+            entry = structs.string(ffi, info.pName)
+            spec = _spec_values(ffi, info.pSpecializationInfo)
+            size = None
+            if info.stage == vk.VK_SHADER_STAGE_COMPUTE_BIT:
+                try:
+                    size = workgroup_size(code, entry, spec)
+                except SpirvError as e:
+                    log.info("compute shader object %#x: work-group size unknown (%s)", handle, e)
+            cycles = costs([(name, code, entry, spec)]) if costs else {}
+            point = STAGE_BIND_POINTS.get(info.stage, vk.VK_PIPELINE_BIND_POINT_GRAPHICS)
+            dev.res.shader_objects[handle] = (info.stage, Pipeline(point, size, cycles))
+
+    @hooks.before("vkDestroyShaderEXT")
+    def before_destroy_shader(dev, device, shader, pAllocator):
+        dev.res.shader_objects.pop(int(shader), None)
+
+
+def bind_shader_objects(res, bound: dict[int, Pipeline], count: int, pStages, pShaders
+                        ) -> dict[int, Pipeline | None]:
+    """Update `bound` (stage bit -> shader object, a command buffer's state) for one
+    vkCmdBindShadersEXT and return what is now bound per bind point (a graphics entry combines
+    the graphics stages' costs; None when nothing is bound there)."""
+    for i in range(count):
+        stage = pStages[i]
+        handle = int(pShaders[i]) if pShaders is not None else 0   # NULL pShaders: unbind all
+        entry = res.shader_objects.get(handle)
+        if entry is None:
+            bound.pop(stage, None)
+        else:
+            bound[stage] = entry[1]
+    compute = bound.get(vk.VK_SHADER_STAGE_COMPUTE_BIT)
+    graphics = [p for stage, p in bound.items() if stage != vk.VK_SHADER_STAGE_COMPUTE_BIT]
+    merged = None
+    if graphics:
+        cycles: dict[str, float] = {}
+        for p in graphics:
+            cycles.update(p.shader_cycles)
+        merged = Pipeline(vk.VK_PIPELINE_BIND_POINT_GRAPHICS, None, cycles)
+    return {vk.VK_PIPELINE_BIND_POINT_COMPUTE: compute, vk.VK_PIPELINE_BIND_POINT_GRAPHICS: merged}

@@ -71,6 +71,7 @@ class Pipeline:
 @dataclass
 class Resources:
     buffers: dict[int, int] = field(default_factory=dict)        # buffer -> size
+    shader_objects: dict[int, tuple[int, "Pipeline"]] = field(default_factory=dict)   # VkShaderEXT -> (stage, cost)
     images: dict[int, Image] = field(default_factory=dict)
     views: dict[int, ImageView] = field(default_factory=dict)
     render_passes: dict[int, RenderPass] = field(default_factory=dict)
