@@ -112,13 +112,23 @@ def _newer(trace: Path, session_dir: Path) -> bool:
 
 @click.command("report")
 @click.argument("target", type=click.Path(exists=True, path_type=Path))
-@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True, help="Longest workloads to list.")
+@click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Longest workloads, and most expensive draws/dispatches of an instrumented session, to list.")
+@click.option("--blocks", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Hottest basic blocks shown per shader stage (0: every executed block).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def report(target, top, as_json) -> None:
-    """Summarise a session folder (merging it if needed) or a merged trace."""
+def report(target, top, blocks, as_json) -> None:
+    """Summarise a session folder (merging it if needed) or a merged trace.
+
+    For a session run with --instrument, also rank its most expensive draws and dispatches by
+    total shader thread-operations, with the hottest basic blocks of each and their SPIR-V.
+    A merged trace holds only what its slices' args carry (per-slice totals, a render pass's
+    top draws): report the session folder for the blocks."""
     from tessera.schemas.perfetto import TraceFormatError
 
-    from .merge import MERGED_NAME, MergeError, merge_session
+    from .merge import MERGED_NAME, MergeError, find_inputs, merge_session
+    from .metadata import load
+    from .shaders import rank
     from .summary import format_summary, summarize_trace
 
     try:
@@ -126,14 +136,16 @@ def report(target, top, as_json) -> None:
             merged = target / MERGED_NAME
             if merged.exists() and _newer(merged, target):
                 summary = summarize_trace(merged, top)
+                inputs = find_inputs(target)
+                summary.shaders = rank(load(inputs.logs + inputs.spools), top, blocks)
             else:
-                summary = merge_session(target, top=top).summary
+                summary = merge_session(target, top=top, blocks=blocks).summary
                 click.echo(f"tessera report: merged {target} into {merged}", err=True)
         else:
             summary = summarize_trace(target, top)
     except (MergeError, TraceFormatError) as e:
         raise click.ClickException(f"{target}: {e}") from e
-    click.echo(json.dumps(summary.to_json(), indent=2) if as_json else format_summary(summary))
+    click.echo(json.dumps(summary.to_json(), indent=2) if as_json else format_summary(summary, detail=True))
 
 
 @click.command("view")

@@ -49,6 +49,7 @@ from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENT
                                       TracePacket, iter_raw, varint)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
+from . import shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)
@@ -66,6 +67,12 @@ _NAME_FIELD = b"\x8a\x01"       # GpuRenderStageEvent.name: field 17, length-del
 def _string_field(tag: bytes, text: str) -> bytes:
     data = text.encode("utf-8")
     return tag + varint(len(data)) + data
+
+
+def _extra_data(name: str, value: str) -> bytes:
+    """One encoded GpuRenderStageEvent.extra_data entry (ExtraData: name 1, value 2)."""
+    inner = _string_field(b"\x0a", name) + _string_field(b"\x12", value)
+    return _EXTRA_DATA_FIELD + varint(len(inner)) + inner
 
 
 class MergeError(Exception):
@@ -151,6 +158,7 @@ class _Merger:
         self._slices: dict[tuple, tuple] = {}                        # one tuple per distinct child slice (see _child)
         self._entries: dict[tuple[str, str], bytes] = {}             # (name, value) -> encoded extra_data entry
         self._last: tuple | None = None                              # the last join, reused (see _event)
+        self._shaders: dict[int, shaders.ShaderIndex] = {}           # pid -> its INSTRUMENTATION/SHADER
         self.rp_links: dict[tuple[int, int | None, int], list[int]] = {}
         self.rp_seen: set[tuple[int, int]] = set()
         only = list(index.processes)
@@ -299,6 +307,13 @@ class _Merger:
             for k, value in (("tag", tag), ("submit", submit)):
                 if value is not None and k not in ex and k not in meta:
                     parts.append(self._entry(k, str(value)))
+            if proc.instrumentation:        # shader cost (--instrument): its values are not kept in _entries
+                index = self._shaders.get(pid)
+                if index is None:
+                    index = self._shaders[pid] = shaders.ShaderIndex(proc)
+                for k, v in shaders.slice_args(index, tag, submit):
+                    if k not in ex and k not in meta:
+                        parts.append(_extra_data(k, v))
             parts.append(_string_field(_NAME_FIELD, name))
             add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)
@@ -331,8 +346,7 @@ class _Merger:
         """One encoded GpuRenderStageEvent.extra_data entry; the common ones are kept."""
         field = self._entries.get((name, value))
         if field is None:
-            inner = _string_field(b"\x0a", name) + _string_field(b"\x12", value)    # ExtraData name 1, value 2
-            field = _EXTRA_DATA_FIELD + varint(len(inner)) + inner
+            field = _extra_data(name, value)
             if len(self._entries) < 1 << 16:
                 self._entries[(name, value)] = field
         return field
@@ -416,13 +430,16 @@ class _Merger:
             w.instant(track, ts, f"Frame {n}", args)
 
 
-def merge_session(session_dir: Path, output: Path | None = None, *, top: int = 10,
+def merge_session(session_dir: Path, output: Path | None = None, *, top: int = 10, blocks: int = 5,
                   progress: bool | None = None, progress_stream=None,
                   on_status: Callable[[str], None] | None = None) -> MergeResult:
     """Merge SESSION_DIR into `output` (default SESSION_DIR/merged.perfetto-trace).
 
     `progress`: a progress line on stderr while streaming the GPU traces;
-    None shows it only when they exceed PROGRESS_THRESHOLD bytes.
+    None shows it only when they exceed PROGRESS_THRESHOLD bytes. `top` and
+    `blocks`: the summary's longest workloads and its shader ranking
+    (shaders.rank: the `top` most expensive draws and dispatches, `blocks`
+    hottest blocks per stage), when the session was instrumented.
 
     The cyclic garbage collector is paused while it runs (and restored after):
     what the merge allocates is acyclic, freed by reference counting, and the
@@ -432,14 +449,15 @@ def merge_session(session_dir: Path, output: Path | None = None, *, top: int = 1
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _merge_session(session_dir, output, top=top, progress=progress, progress_stream=progress_stream,
-                              on_status=on_status)
+        return _merge_session(session_dir, output, top=top, blocks=blocks, progress=progress,
+                              progress_stream=progress_stream, on_status=on_status)
     finally:
         if paused:
             gc.enable()
 
 
-def _merge_session(session_dir: Path, output: Path | None, *, top: int, progress: bool | None, progress_stream,
+def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: int, progress: bool | None,
+                   progress_stream,
                    on_status: Callable[[str], None] | None) -> MergeResult:
     session_dir = Path(session_dir)
     if not session_dir.is_dir():
@@ -476,6 +494,10 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, progress
         raise
     result.summary = merger.summary.result()
     result.summary.metadata_without_events = result.metadata_without_events
+    try:
+        result.summary.shaders = shaders.rank(index, top, blocks)
+    except Exception as x:  # noqa: BLE001 - the ranking never costs the merged trace
+        result.problems.append(f"cannot rank the shader cost ({type(x).__name__}: {x})")
     return result
 
 

@@ -26,6 +26,9 @@ workload: millions in a long session), so they are kept as their JSON bytes
 (checked at load to be a JSON object) and decoded again when `workload()`
 asks for one. Bytes are one object, not traced by the garbage collector; the
 decoded dict of a render pass is ~10x larger and a dozen tracked objects.
+INSTRUMENTATION (per submitID.tagID, like ANNEX) and SHADER (per device,
+pipeline, stage) payloads are kept the same way, as their distinct JSON
+bytes with their load order; shaders.py decodes them.
 Payloads are decoded by `loads`: json.loads's result and errors, ~25% faster for
 JSON without surrounding whitespace (one scan_once call, no whitespace passes).
 """
@@ -81,6 +84,15 @@ class ProcessMeta:
     submits: dict[int, dict[str, Any]] = field(default_factory=dict)                   # submitID -> SUBMIT (+ boot_ns)
     frames: dict[int, dict[str, Any]] = field(default_factory=dict)                    # frame -> FRAME (+ boot_ns)
     devices: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Shader instrumentation (protocol 2), kept as JSON bytes like WORKLOADs and decoded on use
+    # (shaders.py). Each entry is (load order, JSON); distinct payloads only, so a copy resent
+    # after a lost acknowledgement counts once. (submitID, tagID) -> INSTRUMENTATION payloads:
+    # two when a workload's actions were read from two command buffers of one submit.
+    instrumentation: dict[tuple[int, int], list[tuple[int, bytes]]] = field(default_factory=dict)
+    instrumented: dict[int, list[int]] = field(default_factory=dict)                   # tagID -> submitIDs
+    # (device, pipeline, stage) -> SHADER payloads, one per pipeline created at that address
+    shaders: dict[tuple[str, str, str], list[tuple[int, bytes]]] = field(default_factory=dict)
+    loaded: int = 0                                                                    # frames loaded (order)
 
     def workload(self, tag: int, submit: int | None) -> dict[str, Any] | None:
         """The workload's metadata: WORKLOAD with the ANNEX of submit.tag merged over it (a new dict)."""
@@ -253,6 +265,19 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
             proc.frames[payload["frame"]] = payload
         elif t == MessageType.DEVICE:
             proc.devices[payload["device"]] = payload
+        elif t == MessageType.INSTRUMENTATION:
+            key = (frame.sequence, frame.tag)
+            got = proc.instrumentation.get(key)
+            if got is None:
+                proc.instrumentation[key] = [(proc.loaded, frame.body)]
+                proc.instrumented.setdefault(frame.tag, []).append(frame.sequence)
+            elif all(body != frame.body for _, body in got):
+                got.append((proc.loaded, frame.body))
+        elif t == MessageType.SHADER:
+            versions = proc.shaders.setdefault((payload["device"], payload["pipeline"], payload["stage"]), [])
+            if all(body != frame.body for _, body in versions):
+                versions.append((proc.loaded, frame.body))
+        proc.loaded += 1
 
     try:
         for frame in read_frames(path, max_json, chunk, problem):

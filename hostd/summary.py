@@ -10,7 +10,10 @@ What it reads in a merged trace (merge.py writes it so):
     marking events the merge found no metadata for; a render pass's binning
     and main phases (same render_pass_instance_id) count as one workload;
   - TrackEvent slices named `vkQueueSubmit` (submits) and instants on tracks
-    named `Frames` (frames).
+    named `Frames` (frames);
+  - reading a merged trace (not during the merge, which ranks from the session
+    logs), the `Shader …` args of instrumented slices (shaders.py), ranked by
+    their `Shader thread-ops`.
 """
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from dataclasses import asdict, dataclass, field
 
 from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from . import shaders as shader_cost
 
 SUBMIT_SLICE = "vkQueueSubmit"
 FRAMES_TRACK = "Frames"
@@ -53,6 +58,9 @@ class Summary:
     longest: list[LongWorkload] = field(default_factory=list)
     events_without_metadata: int = 0
     metadata_without_events: int | None = None     # known only to the merge
+    # the most expensive draws and dispatches (shaders.py), when the session was instrumented:
+    # from the session logs after a merge, from the slices' args when read from a merged trace
+    shaders: shader_cost.ShaderReport | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -74,8 +82,15 @@ def kind_label(kind: str | None) -> str:
 
 
 class SummaryBuilder:
-    def __init__(self, top: int = 10) -> None:
+    """`shaders`: also rank the instrumented slices by the shader cost their args carry (reading
+    a merged trace; the merge ranks from the session logs instead, with basic blocks)."""
+
+    def __init__(self, top: int = 10, shaders: bool = False) -> None:
         self.top = top
+        self.shaders = shaders
+        self._shader_heap: list[tuple] = []
+        self._shader_seen: set[tuple] = set()
+        self._instrumented = 0
         self.s = Summary()
         self._specs: dict[tuple[int, int], str] = {}
         self._tracks: dict[int, str] = {}
@@ -144,6 +159,8 @@ class SummaryBuilder:
             s.workloads[label] = s.workloads.get(label, 0) + 1
         duration = e.duration
         s.gpu_time_ns[queue] = s.gpu_time_ns.get(queue, 0) + duration
+        if self.shaders and shader_cost.OPS_KEY in ex:
+            self._shader_slice(seq, e, ex, stage, label)
         if self.top <= 0:
             return
         if len(self._heap) >= self.top and duration <= self._heap[0][0]:
@@ -162,15 +179,49 @@ class SummaryBuilder:
         else:
             heapq.heapreplace(self._heap, (e.duration, -self._n, item))
 
+    def _shader_slice(self, seq: int, e, ex: dict[str, str], stage: str, kind: str) -> None:
+        """An instrumented slice of a merged trace: ranked by its `Shader thread-ops` (the binning
+        and main phases of a render pass carry the same values: counted once)."""
+        key = (seq, e.render_pass_instance_id) if e.render_pass_instance_id else (seq, "event", e.event_id)
+        if key in self._shader_seen:
+            return
+        cost = shader_cost.from_args(ex)
+        if cost is None:
+            return
+        self._shader_seen.add(key)
+        self._instrumented += 1
+        if self.top <= 0:
+            return
+        labels = ex.get("labels")
+        try:
+            app = json.loads(labels) if labels else []
+        except ValueError:
+            app = [labels]
+        tag, submit = ex.get("tag", ""), ex.get("submit", "")
+        item = {"name": e.name or stage, "kind": kind, "tag": int(tag) if tag.isdigit() else None,
+                "submit": int(submit) if submit.isdigit() else None,
+                "labels": [str(x) for x in app] if isinstance(app, list) else [str(app)], **cost}
+        entry = (cost["thread_ops"], -self._instrumented, item)
+        if len(self._shader_heap) < self.top:
+            heapq.heappush(self._shader_heap, entry)
+        elif entry[:2] > self._shader_heap[0][:2]:
+            heapq.heapreplace(self._shader_heap, entry)
+
     def result(self) -> Summary:
         self.s.longest = [item for _, _, item in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
+        if self._instrumented:
+            report = shader_cost.ShaderReport("merged trace args", shader_cost.RANKED_BY_SLICE,
+                                              instrumented=self._instrumented)
+            for n, (_, _, item) in enumerate(sorted(self._shader_heap, key=lambda x: x[:2], reverse=True), 1):
+                report.ranked.append({"rank": n, **item})
+            self.s.shaders = report
         return self.s
 
 
 def summarize_trace(path, top: int = 10) -> Summary:
     from tessera.schemas.perfetto import read_packets
 
-    b = SummaryBuilder(top)
+    b = SummaryBuilder(top, shaders=True)
     for p in read_packets(path):
         b.feed(p)
     return b.result()
@@ -180,7 +231,8 @@ def _ms(ns: int) -> str:
     return f"{ns / 1e6:10.3f} ms"
 
 
-def format_summary(s: Summary) -> str:
+def format_summary(s: Summary, detail: bool = False) -> str:
+    """The table; `detail`: the shader ranking with each stage's hottest blocks and their SPIR-V."""
     lines = []
     if s.processes:
         lines.append(f"{'processes':<28}{', '.join(s.processes)}")
@@ -202,4 +254,6 @@ def format_summary(s: Summary) -> str:
         for w in s.longest:
             labels = f"  [{w.labels}]" if w.labels else ""
             lines.append(f"  {_ms(w.duration_ns)}  {w.queue:<13} {w.stage:<20} {w.name}{labels}")
+    if s.shaders is not None:
+        lines += shader_cost.format_report(s.shaders, detail)
     return "\n".join(lines)
