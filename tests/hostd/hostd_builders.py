@@ -108,3 +108,33 @@ class GpuTrace:
 
     def close(self) -> None:
         self.w.close()
+
+
+PIPES = ("fma", "cvt", "sfu", "ls", "tex", "var")
+
+
+def stage(name: str, blocks: list[list[int]]) -> dict:
+    """One stage of an INSTRUMENTATION action: rows [index, executions, fma, cvt, sfu, ls, tex, var];
+    totals summed from them as the layer does (threads: the executions of every block)."""
+    totals = {p: sum(b[2 + i] for b in blocks) for i, p in enumerate(PIPES)}
+    totals["threads"] = sum(b[1] for b in blocks)
+    return {"stage": name, "totals": totals, "blocks": blocks}
+
+
+def action(result_index: int, stages: list[dict], command: str = "vkCmdDraw", draw: int | None = None,
+           pipeline: str | None = "0xp1") -> dict:
+    a = {"result_index": result_index, "command": command, "stages": stages}
+    if draw is not None:
+        a["draw"] = draw
+    if pipeline is not None:
+        a["pipeline"] = pipeline
+    return a
+
+
+def instrumentation(sid: int, tag: int, actions: list[dict], device: str = "0xd1") -> bytes:
+    return encode(MessageType.INSTRUMENTATION, {"device": device, "actions": actions}, tag=tag, sequence=sid)
+
+
+def shader(pipeline: str, stage_name: str, blocks: list[dict], entry: str = "main", device: str = "0xd1") -> bytes:
+    return encode(MessageType.SHADER, {"device": device, "pipeline": pipeline, "stage": stage_name, "entry": entry,
+                                       "blocks": blocks})

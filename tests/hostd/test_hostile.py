@@ -103,14 +103,23 @@ FIELDS = {
     MessageType.FRAME: ["time_ns", "frame", "queue", "source"],
     MessageType.WORKLOAD: ["kind", "labels", "width", "groups", "render_area", "attachments", "bytes", "extra"],
     MessageType.ANNEX: ["labels", "draws", "groups", "draw_call_count", "extra"],
-    MessageType.DEVICE: ["device", "name", "vendor_id", "extensions"],
+    MessageType.DEVICE: ["device", "name", "vendor_id", "extensions", "pipe_rates"],
+    MessageType.INSTRUMENTATION: ["device", "actions", "extra"],
+    MessageType.SHADER: ["device", "pipeline", "stage", "entry", "blocks", "extra"],
 }
+_STAGE = {"stage": "compute", "totals": {"fma": 1, "cvt": 0, "sfu": 0, "ls": 0, "tex": 0, "var": 0, "threads": 2},
+          "blocks": [[0, 2, 1, 0, 0, 0, 0, 0]]}
 BASE = {
     MessageType.SUBMIT: {"device": "0xd1", "queue": "0xq1", "time_ns": RAW0 + 100, "command_buffers": ["0xcb"]},
     MessageType.FRAME: {"frame": 777, "time_ns": RAW0 + 100},
     MessageType.WORKLOAD: {"kind": "dispatch", "device": "0xd1", "command_buffer": "0xcb1"},
     MessageType.ANNEX: {},
     MessageType.DEVICE: {"device": "0xd2", "name": "x", "vendor_id": 1, "api_version": "1.3"},
+    # attached to the good t1 of submit 1 (when valid, its GPU slice gets Shader args)
+    MessageType.INSTRUMENTATION: {"device": "0xd1", "actions": [{"result_index": 0, "pipeline": "0xp1",
+                                                                 "stages": [_STAGE]}]},
+    MessageType.SHADER: {"device": "0xd1", "pipeline": "0xp1", "stage": "compute", "entry": "main",
+                         "blocks": [{"index": 0, "lines": ["%5 = OpLabel"]}]},
 }
 
 
@@ -123,6 +132,7 @@ def hostile_frame(draw) -> bytes:
     text = draw(_hostile_value())
     body = body[:-1] + ("," if body != "{}" else "") + json.dumps(name) + ":" + text + "}"
     ids = {"tag": 500} if t in (MessageType.WORKLOAD, MessageType.ANNEX) else {}
+    ids.update({"tag": 1} if t == MessageType.INSTRUMENTATION else {})
     if t & 0x80:
         ids["sequence"] = 600 if t == MessageType.SUBMIT else 1      # ANNEX 1.500: no good workload is 500
     return encode(t, body.encode(), **ids)
