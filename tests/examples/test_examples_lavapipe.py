@@ -25,7 +25,8 @@ EXAMPLES = REPO / "examples"
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 LAYER_DIRS = [Path("/usr/share/vulkan/explicit_layer.d"), Path("/usr/local/share/vulkan/explicit_layer.d"),
               Path("/etc/vulkan/explicit_layer.d")]
-PY_EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query"]
+PY_EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query",
+               "shader_costs"]
 HELPERS = {"vkapp", "rt_scene"}   # shared modules of the examples, not examples
 TIMEOUT_S = 300
 
