@@ -373,12 +373,13 @@ class Context:
         return self.own(vk.vkDestroyPipeline, pipeline)
 
     def graphics_pipeline(self, vert: str, frag: str, layout: Any, *, render_pass: Any = None, subpass: int = 0,
-                          color_formats: Sequence[int] = (), vec2_input: bool = True, pnext: Any = None) -> Any:
+                          color_formats: Sequence[int] = (), vec2_input: bool = True, pnext: Any = None,
+                          view_mask: int = 0) -> Any:
         """A triangle-list pipeline with one color attachment, no blending, no culling,
         dynamic viewport and scissor. With `render_pass` None it is for dynamic
         rendering (VkPipelineRenderingCreateInfo with `color_formats`).
         `vec2_input`: one vec2 vertex attribute at location 0 from binding 0; `pnext` extends
-        the create info."""
+        the create info; `view_mask`: multiview views of dynamic rendering."""
         vmod, fmod = self.shader(vert), self.shader(frag)
         stages = [
             vk.VkPipelineShaderStageCreateInfo(
@@ -432,6 +433,7 @@ class Context:
             rendering = vk.VkPipelineRenderingCreateInfo(
                 sType=vk.VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO, pNext=pnext,
                 colorAttachmentCount=len(color_formats), pColorAttachmentFormats=list(color_formats),
+                viewMask=view_mask,
             )
         info = vk.VkGraphicsPipelineCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, pNext=rendering if rendering else pnext,
