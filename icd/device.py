@@ -6,15 +6,15 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity, instrumentation, regions, shader_costs
+from . import identity, instrumentation, regions, shader_costs, tensors
 from .driver import Driver
 from .instance import physical_device_info
 from .objects import Device, PhysicalDevice, Queue
-from .shim_spec import CALLS, HOOKS, INSTRUMENTATION_HOOKS, LABEL_HOOKS, REGIONS_HOOKS
+from .shim_spec import CALLS, HOOKS, INSTRUMENTATION_HOOKS, LABEL_HOOKS, REGIONS_HOOKS, TENSOR_HOOKS
 
 DEVICE_COMMANDS = sorted(n for n in (*HOOKS, *CALLS) if is_device_command(n))
 # Commands this driver implements itself when the backend lacks them.
-EMULATED_COMMANDS = frozenset(LABEL_HOOKS + INSTRUMENTATION_HOOKS)
+EMULATED_COMMANDS = frozenset(LABEL_HOOKS + INSTRUMENTATION_HOOKS + TENSOR_HOOKS)
 
 EMULATED_COMMANDS |= frozenset(REGIONS_HOOKS[:1])   # regions.py: the counter enumeration
 
@@ -68,6 +68,9 @@ def register(drv: Driver) -> None:
         by_region = regions.wants_regions(ffi, pCreateInfo.pNext)
         if by_region:   # the counting fragment shaders use atomics
             instrumentation.enable_store_features(ffi, info, keep)
+        tensor_features = tensors.wants_tensors(ffi, pCreateInfo.pNext) if tensors.EXTENSION in names else None
+        if tensors.EXTENSION in names:
+            tensors.enable_backend_features(ffi, info, phys, keep)
         result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
@@ -75,6 +78,8 @@ def register(drv: Driver) -> None:
         handle = pDevice[0]
         table = hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
         dev = objects.add(Device(handle, table, phys, frozenset(names), emulated))
+        if tensors.EXTENSION in names:
+            dev.tensors = tensors.DeviceTensors(tensor_features or tensors.Features())
         if by_region:
             try:
                 drv.regions_setup(dev)
@@ -100,6 +105,7 @@ def register(drv: Driver) -> None:
         dev = objects.get(device, Device)
         drv.instrumentation_teardown(dev)
         drv.regions_teardown(dev)
+        drv.tensors_teardown(dev)
         dev.next.vkDestroyDevice(device, pAllocator)
         with objects.lock:
             for address, obj in list(objects.by_address.items()):

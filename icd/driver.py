@@ -25,3 +25,4 @@ class Driver:
     instrumentation_teardown: Any = None          # instrumentation.py: Device -> None, before it is destroyed
     regions_setup: Any = None                     # regions.py: Device -> None, when the feature is on
     regions_teardown: Any = None                  # regions.py: Device -> None, before it is destroyed
+    tensors_teardown: Any = None                  # tensor_descriptors.py: Device -> None, before it is destroyed

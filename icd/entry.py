@@ -17,7 +17,7 @@ from tessera.vkapi.vkconst import vk
 from tessera.vkapi import pipelines, resource_hooks
 
 from . import (command_buffer, core_builtins, device, instance, instrumentation, labels, recording, shader_costs,
-               submit)
+               submit, tensor_descriptors, tensors)
 from . import regions
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
@@ -39,7 +39,8 @@ def install(ffi, lib) -> None:
     errors = HookErrors(log)
     drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile)
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session())
-    for module in (instance, device, command_buffer, labels, recording, submit, core_builtins, instrumentation):
+    for module in (instance, device, command_buffer, labels, recording, submit, core_builtins, tensor_descriptors,
+                   instrumentation, tensors):
         module.register(drv)
     regions.register(drv)   # after recording and instrumentation, whose hooks it extends
     resource_hooks.register(drv.hooks, ffi)

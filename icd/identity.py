@@ -23,6 +23,7 @@ EMULATED_DEVICE_EXTENSIONS = {
     "VK_ARM_shader_core_builtins": 2,
     "VK_ARM_shader_instrumentation": 1,
     "VK_ARM_performance_counters_by_region": 1,
+    "VK_ARM_tensors": 2,
 }
 EMULATED_INSTANCE_EXTENSIONS = {"VK_EXT_debug_utils": 2}
 
@@ -60,6 +61,8 @@ def apply_properties2(ffi, props2, profile: GpuProfile) -> None:
             s.perBasicBlockGranularity = vk.VK_TRUE   # counts per SPIR-V block (instrumentation.py)
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PERFORMANCE_COUNTERS_BY_REGION_PROPERTIES_ARM:
             regions.apply_properties(ffi, p)
+        elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_PROPERTIES_ARM:
+            tensor_properties(ffi.cast("VkPhysicalDeviceTensorPropertiesARM *", p), props2.properties.limits)
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM:
             s = ffi.cast("VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM *", p)
             s.shaderCoreMask = profile.shader_core_mask
@@ -91,3 +94,32 @@ def apply_features2(ffi, features2) -> None:
             ffi.cast("VkPhysicalDeviceShaderInstrumentationFeaturesARM *", p).shaderInstrumentation = vk.VK_TRUE
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PERFORMANCE_COUNTERS_BY_REGION_FEATURES_ARM:
             regions.apply_features(ffi, p)
+        elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_FEATURES_ARM:
+            f = ffi.cast("VkPhysicalDeviceTensorFeaturesARM *", p)
+            f.tensors = f.tensorNonPacked = f.shaderTensorAccess = vk.VK_TRUE   # tensors.py, tensor_shaders.py
+            f.shaderStorageTensorArrayDynamicIndexing = vk.VK_TRUE   # arrays of storage buffers, indexed the same
+            f.shaderStorageTensorArrayNonUniformIndexing = vk.VK_FALSE
+            f.descriptorBindingStorageTensorUpdateAfterBind = vk.VK_FALSE
+
+
+def tensor_properties(s, limits) -> None:
+    """VkPhysicalDeviceTensorPropertiesARM from what the emulation can honour: tensors are storage
+    buffers on the backend (sizes bounded by its maxStorageBufferRange), shaders address elements
+    with 32-bit indices, one storage buffer per descriptor set is the driver's tensor metadata."""
+    from .tensors import MAX_DIMENSIONS
+
+    size = limits.maxStorageBufferRange
+    s.maxTensorDimensionCount = MAX_DIMENSIONS
+    s.maxTensorElements = size
+    s.maxPerDimensionTensorElements = min(size, 0x7FFFFFFF)
+    s.maxTensorStride = min(size, 0x7FFFFFFF)
+    s.maxTensorSize = size
+    s.maxTensorShaderAccessArrayLength = 16
+    s.maxTensorShaderAccessSize = 128
+    s.maxDescriptorSetStorageTensors = max(0, limits.maxDescriptorSetStorageBuffers - limits.maxBoundDescriptorSets)
+    s.maxPerStageDescriptorSetStorageTensors = max(0, limits.maxPerStageDescriptorStorageBuffers
+                                                   - limits.maxBoundDescriptorSets)
+    s.maxDescriptorSetUpdateAfterBindStorageTensors = 0
+    s.maxPerStageDescriptorUpdateAfterBindStorageTensors = 0
+    s.shaderStorageTensorArrayNonUniformIndexingNative = vk.VK_FALSE
+    s.shaderTensorSupportedStages = vk.VK_SHADER_STAGE_COMPUTE_BIT

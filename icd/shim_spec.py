@@ -41,8 +41,21 @@ INSTRUMENTATION_HOOKS = (
     "vkDestroyShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM", "vkCmdEndShaderInstrumentationARM",
     "vkGetShaderInstrumentationValuesARM", "vkClearShaderInstrumentationMetricsARM",
 )
+# VK_ARM_tensors (tensors.py, tensor_descriptors.py): the extension's commands, and the core commands
+# whose tensor structs and descriptor types the driver translates for the backend.
+TENSOR_HOOKS = (
+    "vkCreateTensorARM", "vkDestroyTensorARM", "vkCreateTensorViewARM", "vkDestroyTensorViewARM",
+    "vkGetTensorMemoryRequirementsARM", "vkBindTensorMemoryARM", "vkGetDeviceTensorMemoryRequirementsARM",
+    "vkCmdCopyTensorARM", "vkGetPhysicalDeviceExternalTensorPropertiesARM",
+)
+TENSOR_CORE_HOOKS = (
+    "vkGetPhysicalDeviceFormatProperties2", "vkCreateDescriptorSetLayout", "vkDestroyDescriptorSetLayout",
+    "vkCreateDescriptorPool", "vkDestroyDescriptorPool", "vkResetDescriptorPool", "vkAllocateDescriptorSets",
+    "vkFreeDescriptorSets", "vkUpdateDescriptorSets",
+)
 HOOKS = (INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS + RESOURCE_HOOKS + PIPELINE_HOOKS + RECORDING_HOOKS
-         + SUBMIT_HOOKS + INSTRUMENTATION_HOOKS + ("vkCreatePipelineLayout", "vkDestroyPipelineLayout"))
+         + SUBMIT_HOOKS + INSTRUMENTATION_HOOKS + ("vkCreatePipelineLayout", "vkDestroyPipelineLayout")
+         + TENSOR_HOOKS + TENSOR_CORE_HOOKS)
 # VK_ARM_performance_counters_by_region (regions.py): the enumeration, and subpass changes of captured passes.
 REGIONS_HOOKS = ("vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM", "vkCmdNextSubpass",
                  "vkCmdNextSubpass2")
@@ -53,6 +66,7 @@ CALLS = (
     "vkDestroyDescriptorPool", "vkAllocateDescriptorSets", "vkUpdateDescriptorSets", "vkCreateBuffer",
     "vkDestroyBuffer", "vkGetBufferMemoryRequirements", "vkAllocateMemory", "vkFreeMemory", "vkBindBufferMemory",
     "vkMapMemory", "vkCmdBindDescriptorSets", "vkGetPhysicalDeviceMemoryProperties",
+    "vkGetPhysicalDeviceFeatures2",   # tensors.py: backend features the lowered shaders need
 )
 
 # Commands recorded in C (vkapi/recorder.py), applied by recording.py and labels.py. Labels are
@@ -127,7 +141,10 @@ char* dlerror(void);
 # Structs a hook may copy or fill: everything that extends the create/query structs.
 PNEXT_TYPES = tuple(f"extenders:{base}" for base in (
     "VkDeviceCreateInfo", "VkPhysicalDeviceProperties2", "VkPhysicalDeviceFeatures2", "VkInstanceCreateInfo",
-    "VkComputePipelineCreateInfo", "VkGraphicsPipelineCreateInfo"))
+    "VkComputePipelineCreateInfo", "VkGraphicsPipelineCreateInfo",
+    # VK_ARM_tensors (tensors.py): structs found in or added to these chains
+    "VkFormatProperties2", "VkDependencyInfo", "VkWriteDescriptorSet", "VkMemoryRequirements2",
+    "VkTensorCreateInfoARM", "VkBindBufferMemoryInfo", "VkDescriptorSetLayoutCreateInfo"))
 
 # regions.py: the begin info is found in (and stripped from) these chains.
 PNEXT_TYPES += ("extenders:VkRenderPassBeginInfo", "extenders:VkRenderingInfo")
