@@ -43,6 +43,8 @@ c_ptr, u32, u64, i64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes
 
 
 class Struct(ctypes.Structure):
+    """A Vulkan struct; keep the object alive while its address (`ptr()`) is in use."""
+
     def ptr(self) -> int:
         return ctypes.addressof(self)
 
@@ -232,8 +234,8 @@ class Tensors:
         if result != 0:
             raise RuntimeError(f"vkCreateTensorARM: {result}")
         reqs = MemoryRequirements2(sType=ST_MEMORY_REQUIREMENTS_2)
-        self.requirements(self.device, TensorMemoryRequirementsInfo(
-            sType=ST_TENSOR_MEMORY_REQUIREMENTS_INFO, tensor=t).ptr(), reqs.ptr())
+        rinfo = TensorMemoryRequirementsInfo(sType=ST_TENSOR_MEMORY_REQUIREMENTS_INFO, tensor=t)
+        self.requirements(self.device, rinfo.ptr(), reqs.ptr())
         flags = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
         info = vk.VkMemoryAllocateInfo(sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=reqs.size,
                                        memoryTypeIndex=self.ctx.memory_type(reqs.memoryTypeBits, flags))

@@ -1,0 +1,108 @@
+"""VK_ARM_tensors in the emulated Mali, through the real loader, layer, driver and backend (issue #14).
+
+One run of apps/tensors_api.py (checks done in the app against numpy, reported per case), then:
+its results, the validation-style messages of every refused call, and the driver's trace (each
+tensor copy a `tensor copy` transfer with its real byte count)."""
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+sys.path.insert(0, str(REPO / "tests" / "integration" / "apps"))
+import tensors_api as app  # noqa: E402
+
+VALIDATION_FAILED = -1000011001
+
+
+@pytest.fixture(scope="module")
+def result(shims, tmp_path_factory) -> dict:
+    from tessera.tools.launch import LaunchConfig, environment
+
+    session = tmp_path_factory.mktemp("tensors") / "session"
+    out = run([PYTHON, REPO / "tests" / "integration" / "apps" / "tensors_api.py"], environment(LaunchConfig(session)))
+    assert out.returncode == 0, out.stdout + out.stderr
+    data = json.loads(out.stdout.strip().splitlines()[-2])
+    data["stderr"] = out.stderr
+    data["session"] = session
+    return data
+
+
+def test_properties_and_format_features_are_honest(result):
+    q = result["queries"]
+    assert q["maxTensorDimensionCount"] >= 8
+    assert q["shaderTensorSupportedStages"] == 0x20            # compute
+    shader, src, dst = 1 << 39, 1 << 14, 1 << 15                 # TENSOR_SHADER, TRANSFER_SRC, TRANSFER_DST
+    for features in (q["features_f32"], q["features_bool"]):
+        assert all(f == shader | src | dst for f in features)
+    assert q["features_rgba8"] == [0, 0]                          # not a one-component format
+    assert q["device_requirements_size"] >= 4 * 5 * 6 * 4
+
+
+@pytest.mark.parametrize("rank", range(1, 9))
+def test_whole_copy_into_non_packed_tensor_matches_numpy(result, rank):
+    assert result["copies"][str(rank)] == {"ok": True, "shape": list(app.SHAPES[rank])}
+
+
+def test_multi_region_copy_with_offsets_matches_numpy(result):
+    assert result["copies"]["regions"]["ok"] and result["copies"]["regions"]["nonzero"] == 2 * 3 * 4 + 3 * 4 * 6 + 1 + 5 * 8
+
+
+@pytest.mark.parametrize("rank", range(1, 9))
+@pytest.mark.parametrize("case", ["f32_oob", "f32_array4", "bool_not", "bool_not_oob_true", "u8_oob"])
+def test_shader_reads_and_writes_match_numpy(result, case, rank):
+    """Out-of-bounds reads (every dimension of the destination is one larger than the source) give
+    the OutOfBoundsValue operand or zero; out-of-bounds array elements and writes are dropped."""
+    assert result["shaders"][f"{case}_{rank}"] == {"ok": True, "mismatches": 0}
+
+
+def test_tensor_barrier_orders_a_copy_before_a_dispatch(result):
+    assert result["shaders"]["copy_barrier_dispatch"]["ok"]
+
+
+@pytest.mark.parametrize("case, vuid", [
+    ("optimal_with_strides", "VUID-VkTensorCreateInfoARM-pDescription-09720"),
+    ("inner_stride", "pStrides[1] (8) must equal the size of one element"),
+    ("rank_9", "VUID-VkTensorDescriptionARM-dimensionCount-09733"),
+    ("strides_order", "VUID-VkTensorDescriptionARM-pStrides-09739"),
+    ("zero_dimension", "VUID-VkTensorDescriptionARM-pDimensions-09734"),
+    ("non_packed_without_feature", "tensorNonPacked feature is not enabled"),
+])
+def test_invalid_tensors_are_refused_with_a_clear_message(result, case, vuid):
+    assert result["invalid"][case] == VALIDATION_FAILED
+    assert any(line.startswith("tessera: VK_ARM_tensors: vkCreateTensorARM: ") and vuid in line
+               for line in result["stderr"].splitlines())
+
+
+def test_valid_edge_cases_are_accepted(result):
+    assert result["invalid"]["optimal_packed"] == 0
+    assert result["invalid"]["packed_strides_without_feature"] == 0
+
+
+def test_invalid_copy_and_descriptor_are_skipped_with_a_message(result):
+    assert result["invalid"]["bad_copy_left_dst_zero"] and result["invalid"]["wrong_descriptor_survived"]
+    assert ("vkCmdCopyTensorARM: pRegions[0]: pSrcOffset[0] (1) + pExtent[0] (2) is beyond srcTensor's dimension 0 "
+            "(2); the copy is not recorded") in result["stderr"]
+    assert "vkUpdateDescriptorSets: pDescriptorWrites[0]: dstBinding 0 of dstSet is not a tensor binding" \
+        in result["stderr"]
+    assert "Traceback" not in result["stderr"]
+
+
+def test_tensor_copies_are_transfers_with_their_real_bytes(result):
+    from tessera.schemas import perfetto as pf
+
+    packets = list(pf.read_packets(result["session"] / "gpu.perfetto-trace"))
+    check = pf.check_render_stages(packets)
+    assert check.problems == []
+    specs = {iid: name for (_, iid), name in check.specs.items()}
+    copies = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")
+              and specs[p.gpu_render_stage_event.stage_iid] == "tensor copy"]
+    regions = 2 * 3 * 4 + 3 * 4 * 6 + 1 + 1 * 5 * 8
+    want = [math.prod(app.SHAPES[r]) * 4 for r in range(1, 9)] + [regions * 4, 4 * 6 * 4]
+    assert [int(pf.extra(e, "Bytes")) for e in copies] == want
+    assert [pf.extra(e, "Regions") for e in copies] == ["1"] * 8 + ["4", "1"]
+    assert all(pf.extra(e, "Workload") == "transfer" and pf.extra(e, "Command") == "vkCmdCopyTensorARM"
+               for e in copies)
