@@ -88,5 +88,10 @@ def shader(device_address: int, pipeline: int, stage: str, entry: str, blocks: l
                                        "stage": stage, "entry": entry, "blocks": blocks})
 
 
+def regions(submit_id: int, tag: int, device_address: int, payload: dict) -> bytes:
+    return encode(MessageType.REGIONS, {"device": hex_handle(device_address), **payload}, tag=tag,
+                  sequence=submit_id)
+
+
 def now_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)

@@ -13,6 +13,7 @@ from tessera.vkapi.log import HookErrors, configure
 from . import chain, commands, encoder, queues, render_passes, workloads
 from .indirect import Capturer
 from .instrument import Instrumenter
+from .regions import Extensions, Regions
 from .settings import LayerSettings
 from .shim_spec import HOOKS
 from .state import LayerState, Session
@@ -34,11 +35,17 @@ def install(ffi, lib) -> None:
     labeller = Labeller(ffi, lib.tessera_next_tag)
     capturer = Capturer(ffi, transport.send, labeller, log)
 
+    instrumenter = Instrumenter(ffi, state, transport.send, errors) if settings.instrument else None
+    by_region = Regions(ffi, state, transport.send, errors, settings.regions) if settings.regions else None
+    if by_region is not None:   # one slot for chain.py and queues.py: both extensions behind it
+        instrumenter = Extensions(instrumenter, by_region)
+
     def on_destroy_device(dev) -> None:
         capturer.destroy(dev)
+        if by_region is not None:
+            by_region.destroy(dev)
         transport.flush()
 
-    instrumenter = Instrumenter(ffi, state, transport.send, errors) if settings.instrument else None
     chain.register(hooks, state, ffi, on_destroy_device, instrumenter)
     resource_hooks.register(hooks, ffi)
     pipelines.register(hooks, ffi)
@@ -48,8 +55,9 @@ def install(ffi, lib) -> None:
     workloads.register(hooks, state, labeller, capturer)
     queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter)
     capturer.register(hooks)
-    if instrumenter is not None:   # after the modules whose appliers it extends
-        instrumenter.register(hooks)
+    for extension in (instrumenter.items if isinstance(instrumenter, Extensions) else [instrumenter]):
+        if extension is not None:   # after the modules whose appliers it extends
+            extension.register(hooks)
     for name in settings.fault_commands:
         hooks.before(name)(_raise_injected)
         if name in hooks.appliers:   # recorded in C: its record is applied later, and fails then

@@ -4,6 +4,7 @@ TESSERA_HOSTD        where hostd listens (unix:PATH or tcp:127.0.0.1:PORT); unse
 TESSERA_SESSION_DIR  where the spool file goes; unset: a new temporary folder
 TESSERA_LAYER_FAULT  testing: comma-separated commands whose hooks raise on purpose
 TESSERA_INSTRUMENT   1: drive VK_ARM_shader_instrumentation for the application (tessera run --instrument)
+TESSERA_REGIONS      counters (comma-separated names, or "all"): per-region counters of every render pass (--regions)
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log
 """
 from __future__ import annotations
@@ -24,10 +25,12 @@ class LayerSettings:
     # failing hook never breaks the application's call.
     fault_commands: frozenset[str]
     instrument: bool = False        # layer/instrument.py
+    regions: tuple[str, ...] = ()   # layer/regions.py: counter names ("all"); empty: off
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "LayerSettings":
         faults = frozenset(n for n in environ.get("TESSERA_LAYER_FAULT", "").split(",") if n)
         session = environ.get("TESSERA_SESSION_DIR")
         return cls(LogSettings.from_environ(environ), environ.get("TESSERA_HOSTD") or None,
-                   Path(session) if session else None, faults, environ.get("TESSERA_INSTRUMENT") == "1")
+                   Path(session) if session else None, faults, environ.get("TESSERA_INSTRUMENT") == "1",
+                   tuple(n.strip() for n in environ.get("TESSERA_REGIONS", "").split(",") if n.strip()))

@@ -36,10 +36,15 @@ CALLS = (
     # --instrument (instrument.py)
     "vkCreateShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM", "vkCmdEndShaderInstrumentationARM",
     "vkGetShaderInstrumentationValuesARM", "vkClearShaderInstrumentationMetricsARM",
+    # --regions (regions.py)
+    "vkGetPhysicalDeviceProperties2", "vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM",
+    "vkGetBufferDeviceAddress",
 )
 # Structs the layer reads, and those it may copy when it rebuilds a device create chain.
 EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT", "extenders:VkDeviceCreateInfo",
-               "extenders:VkComputePipelineCreateInfo", "extenders:VkGraphicsPipelineCreateInfo")
+               "extenders:VkComputePipelineCreateInfo", "extenders:VkGraphicsPipelineCreateInfo",
+               "VkPhysicalDevicePerformanceCountersByRegionPropertiesARM",
+               "VkRenderPassPerformanceCountersByRegionBeginInfoARM", "VkMemoryAllocateFlagsInfo")
 
 
 C_GLUE = r"""

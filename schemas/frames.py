@@ -74,6 +74,7 @@ class MessageType(enum.IntEnum):
     SUBMIT = 0x81     # a queue submit (sequence = submitID)
     ANNEX = 0x82      # submit-time metadata of one workload (sequence = submitID, tag = tagID)
     INSTRUMENTATION = 0x83   # measured shader cost of one workload in one submit (protocol 2)
+    REGIONS = 0x84   # per-region counters of one render pass instance in one submit (protocol 2)
 
 
 class FrameError(Exception):

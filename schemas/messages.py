@@ -24,6 +24,7 @@ SCHEMA_FILES = {
     MessageType.ANNEX: "annex.schema.json",
     MessageType.SHADER: "shader.schema.json",
     MessageType.INSTRUMENTATION: "instrumentation.schema.json",
+    MessageType.REGIONS: "regions.schema.json",
 }
 
 

@@ -31,6 +31,9 @@ from .launch import run as launch
               help="Session folder for the outputs; default: tessera-out/<app>-<time>.")
 @click.option("--instrument", is_flag=True,
               help="Measure every draw's and dispatch's shader cost per basic block (VK_ARM_shader_instrumentation).")
+@click.option("--regions", "regions", is_flag=False, flag_value="all", default=None, metavar="[COUNTERS]",
+              help="Per-region counters of every render pass (VK_ARM_performance_counters_by_region): "
+                   "comma-separated counter names, or all (the default when no value is given).")
 @click.option("--force", is_flag=True, help="Replace what an earlier run left in the --out folder.")
 @click.option("--no-layer", is_flag=True, help="Emulated driver only, without the Tessera layer.")
 @click.option("--hostd", "hostd_address", type=AddressType(), default=None,
@@ -40,7 +43,7 @@ from .launch import run as launch
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Longest workloads listed in the summary.")
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(backend, gpu, out, instrument, force, no_layer, hostd_address, do_merge, top, app) -> None:
+def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app) -> None:
     """Run APP (with its arguments, after --) and return its exit code (128 + N when signal N killed it,
     as a shell reports it)."""
     from tessera.icd.profiles import PROFILES
@@ -55,11 +58,11 @@ def run(backend, gpu, out, instrument, force, no_layer, hostd_address, do_merge,
         prepare_session_dir(session, force)
         if hostd_address is None:
             code = run_with_embedded_daemon(LaunchConfig(session, backend, gpu, layer=not no_layer,
-                                                         instrument=instrument), list(app))
+                                                         instrument=instrument, regions=regions), list(app))
             merge = True if do_merge is None else do_merge
         else:
             code = launch(LaunchConfig(session, backend, gpu, layer=not no_layer, hostd=str(hostd_address),
-                                       instrument=instrument), list(app))
+                                       instrument=instrument, regions=regions), list(app))
             merge = bool(do_merge)
     except LaunchError as e:
         raise click.ClickException(str(e)) from e

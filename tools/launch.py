@@ -45,6 +45,7 @@ class LaunchConfig:
     layer: bool = True
     hostd: str | None = None        # TESSERA_HOSTD for the app: unix:PATH or tcp:127.0.0.1:PORT
     instrument: bool = False        # TESSERA_INSTRUMENT: the layer drives shader instrumentation
+    regions: str | None = None      # TESSERA_REGIONS: counters ("all" or names) per region of every render pass
 
 
 def ensure_shims() -> None:
@@ -131,6 +132,8 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
         env["TESSERA_HOSTD"] = cfg.hostd
     if cfg.instrument:
         env["TESSERA_INSTRUMENT"] = "1"
+    if cfg.regions:
+        env["TESSERA_REGIONS"] = cfg.regions
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")
     return env
 
