@@ -108,11 +108,22 @@ def _module(spirv) -> Module:
     if isinstance(spirv, Module):
         return spirv
     try:
-        return parse(spirv)
+        module = parse(spirv)
+        _lower_tensors(module)
+        return module
     except SpirvError as exc:
         raise CompileError(f"invalid SPIR-V: {exc}") from None
     except (TypeError, ValueError) as exc:
         raise CompileError(f"invalid SPIR-V input: {exc}") from None
+
+
+def _lower_tensors(module: Module) -> None:
+    """SPV_ARM_tensors: reads and writes are costed as the emulated Mali runs them, lowered to
+    storage-buffer loads and stores (LS) with their bounds checks and addressing (CVT), by the
+    toolkit's pass with the bindings a driver would give the module's own layout."""
+    from tessera.spirv.passes.tensors import lower_tensors, standalone_bindings
+
+    lower_tensors(module, standalone_bindings(module))
 
 
 def entry_point_names(spirv) -> list[str]:

@@ -477,3 +477,36 @@ def _remove_tensor_declarations(ed: ModuleEditor, tensor_types, arrays, pointers
         for i, w in enumerate(inst.words):
             if i != info.result_index and w in gone and inst.opname.startswith("OpType"):
                 raise SpirvError(f"{inst.opname} %{inst.result_id} still refers to a tensor type")
+
+
+def standalone_bindings(module: Module) -> dict[tuple[int, int], TensorBinding]:
+    """The bindings the emulated driver would give a module's tensors when its set layouts hold
+    exactly the module's bindings: per set, metadata at the highest binding + 1, records in
+    binding order (what `tessera compile` lowers with, so tensor accesses are costed as the
+    emulated Mali runs them)."""
+    g = grammar()
+    op = g.opcode
+    found: dict[int, dict[str, int]] = {}
+    for i in module.globals:
+        if i.opcode == op("OpDecorate") and g.enum_name("Decoration", i.words[1]) in ("DescriptorSet", "Binding"):
+            found.setdefault(i.words[0], {})[g.enum_name("Decoration", i.words[1])] = i.words[2]
+    tensor_types = {i.result_id for i in module.globals if i.opcode == op("OpTypeTensorARM")}
+    arrays = {i.result_id: _constant(module, i.words[2]) for i in module.globals
+              if i.opcode == op("OpTypeArray") and i.words[1] in tensor_types}
+    pointers = {i.result_id: i.words[2] for i in module.globals if i.opcode == op("OpTypePointer")}
+    top: dict[int, int] = {}
+    tensors: list[tuple[int, int, int]] = []
+    for var, d in found.items():
+        if "DescriptorSet" not in d or "Binding" not in d:
+            continue
+        s, b = d["DescriptorSet"], d["Binding"]
+        top[s] = max(top.get(s, -1), b)
+        inst = module.defs.get(var)
+        pointee = pointers.get(inst.words[0]) if inst is not None and inst.opname == "OpVariable" else None
+        if pointee in tensor_types or pointee in arrays:
+            tensors.append((s, b, arrays.get(pointee, 1)))
+    out, next_slot = {}, {}
+    for s, b, count in sorted(tensors):
+        out[(s, b)] = TensorBinding(top[s] + 1, next_slot.get(s, 0))
+        next_slot[s] = next_slot.get(s, 0) + count
+    return out
