@@ -6,8 +6,8 @@ Vulkan 1.3). A tensor is a region of a backend VkBuffer the driver creates at vk
 
 - memory requirements are the backing buffer's, plus `SCRATCH_BYTES` the lowered shaders write
   out-of-bounds elements to (tensor_shaders.py), so the application allocates room for them;
-- vkBindTensorMemoryARM binds the backing buffer to the application's memory (the memory
-  handles are the backend's own), one status per bind when VkBindMemoryStatus asks;
+- vkBindTensorMemoryARM binds each backing buffer to the application's memory (the memory
+  handles are the backend's own); the result is the first failure;
 - LINEAR tensors have the application's strides (NULL: packed); OPTIMAL tensors are laid out
   packed (an implementation may choose any layout; this one is the simplest exact one);
 - vkCmdCopyTensorARM becomes one backend vkCmdCopyBuffer per call: every region is cut into
@@ -325,7 +325,9 @@ def register(drv: Driver) -> None:
 
     @hooks.replace("vkBindTensorMemoryARM")
     def bind_tensor_memory(device, count, pBindInfos):
-        """Each bind in order; VkBindMemoryStatus (maintenance6) gets each one's result."""
+        """Each bind in order; the first failure is the result. A VkBindMemoryStatus chained to a bind
+        gets that bind's result (vk.xml 1.4.366 does not list it as extending
+        VkBindTensorMemoryInfoARM: honoured when present, as for buffers and images)."""
         dev = objects.get(device, Device)
         overall = vk.VK_SUCCESS
         for i in range(count):
