@@ -106,3 +106,20 @@ def test_tensor_copies_are_transfers_with_their_real_bytes(result):
     assert [pf.extra(e, "Regions") for e in copies] == ["1"] * 8 + ["4", "1"]
     assert all(pf.extra(e, "Workload") == "transfer" and pf.extra(e, "Command") == "vkCmdCopyTensorARM"
                for e in copies)
+
+
+def test_mlp_example_on_the_emulated_mali(tessera_env, tmp_path):
+    """examples/mlp_tensors.py (in make demo) checks its own outputs against numpy; its trace has the
+    two dispatches and the tensor copy of its 8x4 float output (128 bytes)."""
+    from tessera.schemas import perfetto as pf
+
+    out = run([PYTHON, REPO / "examples" / "mlp_tensors.py"], tessera_env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.startswith("mlp_tensors: OK") and "Mali" in out.stdout
+    packets = list(pf.read_packets(tmp_path / "session" / "gpu.perfetto-trace"))
+    specs = {iid: name for (_, iid), name in pf.check_render_stages(packets).specs.items()}
+    stages = [(specs[p.gpu_render_stage_event.stage_iid], p.gpu_render_stage_event) for p in packets
+              if p.HasField("gpu_render_stage_event")]
+    assert [s for s, _ in stages] == ["compute", "compute", "tensor copy"]
+    assert pf.extra(stages[2][1], "Bytes") == "128"
+    assert [pf.extra(e, "Items") for _, e in stages[:2]] == [str(8 * 32), str(32)]
