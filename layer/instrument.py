@@ -7,10 +7,13 @@ graphics pipeline, and brackets the recording with begin/end regions. A device w
 enables the extension itself is left alone.
 
 Regions: one per command buffer, not one per draw (both are exact; this one records two
-commands per recording instead of two per action). Each command buffer gets its own
-instrumentation object; the object's resultIndex advances by one for every draw, dispatch and
-trace-rays (vk.xml), so the layer, which sees the same commands in the same order, numbers them
-too and keeps resultIndex -> (tag, draw ordinal, command, pipeline). The region is closed
+commands per recording instead of two per action). Each recording of a command buffer gets its
+own instrumentation object (a re-recording, or a new buffer at a reused handle, must not clear or
+renumber values still to be read); the object's resultIndex advances by one for every draw,
+dispatch and trace-rays (vk.xml), so the layer, which sees the same commands in the same order,
+numbers them too and keeps resultIndex -> (tag, draw ordinal, command, pipeline). An object is
+destroyed once its recording is replaced and every submit of it has been read. A recording
+submitted again before its first submit was read shares that read's values. The region is closed
 around vkCmdExecuteCommands (no object may be active there) and before vkEndCommandBuffer.
 After a submit, values are read when the submit has completed (the indirect-capture fence,
 indirect.py), cleared (an object accumulates across submits), and sent as one INSTRUMENTATION
@@ -52,12 +55,14 @@ class Action:
 
 @dataclass
 class Recording:
-    """One command buffer's instrumentation object and what its resultIndex values mean."""
+    """One recording's instrumentation object and what its resultIndex values mean."""
     obj: int
     next_index: int = 0                                       # the object's next resultIndex
     actions: dict[int, Action] = field(default_factory=dict)
     bound: dict[int, int] = field(default_factory=dict)      # bind point -> pipeline handle
     active: bool = False
+    unread: int = 0                                           # submits whose values are still to read
+    replaced: bool = False                                    # the buffer was recorded again
 
 
 @dataclass
@@ -169,16 +174,16 @@ class Instrumenter:
             if result != vk.VK_SUCCESS or not self.instrumented(dev):
                 return
             address = state.address(commandBuffer)
-            rec = self.recordings.get(address)
-            if rec is None:
-                out = ffi.new("VkShaderInstrumentationARM *")
-                info = ffi.new("VkShaderInstrumentationCreateInfoARM *",
-                               {"sType": vk.VK_STRUCTURE_TYPE_SHADER_INSTRUMENTATION_CREATE_INFO_ARM})
-                if dev.next.vkCreateShaderInstrumentationARM(dev.handle, info, ffi.NULL, out) != vk.VK_SUCCESS:
-                    return
-                rec = self.recordings[address] = Recording(int(out[0]))
-            rec.actions.clear()
-            rec.bound.clear()
+            old = self.recordings.pop(address, None)
+            if old is not None:
+                old.replaced = True
+                self._release(dev, old)
+            out = ffi.new("VkShaderInstrumentationARM *")
+            info = ffi.new("VkShaderInstrumentationCreateInfoARM *",
+                           {"sType": vk.VK_STRUCTURE_TYPE_SHADER_INSTRUMENTATION_CREATE_INFO_ARM})
+            if dev.next.vkCreateShaderInstrumentationARM(dev.handle, info, ffi.NULL, out) != vk.VK_SUCCESS:
+                return
+            rec = self.recordings[address] = Recording(int(out[0]))
             dev.next.vkCmdBeginShaderInstrumentationARM(commandBuffer, rec.obj)
             rec.active = True
 
@@ -259,8 +264,22 @@ class Instrumenter:
         for t in trackers:
             rec = self.recordings.get(t.address)
             if rec is not None and rec.actions:
-                out.append(lambda rec=rec: self.read(dev, submit_id, rec))
+                rec.unread += 1
+                out.append(lambda rec=rec: self._read_then_release(dev, submit_id, rec))
         return out
+
+    def _read_then_release(self, dev: DeviceState, submit_id: int, rec: Recording) -> None:
+        try:
+            self.read(dev, submit_id, rec)
+        finally:
+            rec.unread -= 1
+            self._release(dev, rec)
+
+    def _release(self, dev: DeviceState, rec: Recording) -> None:
+        """Destroy a replaced recording's object once nothing is left to read from it."""
+        if rec.replaced and rec.unread == 0 and rec.obj:
+            dev.next.vkDestroyShaderInstrumentationARM(dev.handle, rec.obj, self.ffi.NULL)
+            rec.obj = 0
 
     def read(self, dev: DeviceState, submit_id: int, rec: Recording) -> None:
         ffi = self.ffi

@@ -34,7 +34,8 @@ CALLS = (
     "vkBindBufferMemory", "vkMapMemory", "vkUnmapMemory", "vkFreeMemory", "vkCmdPipelineBarrier",
     "vkCreateFence", "vkDestroyFence", "vkGetFenceStatus",
     # --instrument (instrument.py)
-    "vkCreateShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM", "vkCmdEndShaderInstrumentationARM",
+    "vkCreateShaderInstrumentationARM", "vkDestroyShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM",
+    "vkCmdEndShaderInstrumentationARM",
     "vkGetShaderInstrumentationValuesARM", "vkClearShaderInstrumentationMetricsARM",
     # --regions (regions.py)
     "vkGetPhysicalDeviceProperties2", "vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM",
