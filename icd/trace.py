@@ -20,16 +20,22 @@ pf = None
 QUEUES = {"non-fragment": 1, "fragment": 2, "transfer": 3}
 # Categories by their InternedGpuRenderStageSpecification.RenderStageCategory names.
 _GRAPHICS, _COMPUTE, _OTHER = "GRAPHICS", "COMPUTE", "OTHER"
+# Render-stage names: Arm's driver vocabulary only, the names Arm's own trace reader accepts
+# (lglpy raw_trace.py STAGE_REMAP, see docs/formats.md), so Arm's tools open every Tessera trace.
 STAGES = {name: (10 + i, category) for i, (name, category) in enumerate([
     ("binning", _GRAPHICS), ("main", _GRAPHICS), ("compute", _COMPUTE), ("trace_rays", _COMPUTE),
-    ("fill buffer", _OTHER), ("update buffer", _OTHER), ("copy buffer", _OTHER), ("clear image", _OTHER),
+    ("fill buffer", _OTHER), ("copy buffer", _OTHER), ("clear image", _OTHER),
     ("copy image", _OTHER), ("blit image", _OTHER), ("resolve image", _OTHER),
-    ("copy buffer to image", _OTHER), ("copy image to buffer", _OTHER), ("tensor copy", _OTHER),
     # acceleration structures (vkapi/accel.py STAGES), Arm's driver names
     ("acceleration structure 'fast build' build", _COMPUTE), ("acceleration structure 'fast trace' build", _COMPUTE),
     ("acceleration structure update", _COMPUTE), ("acceleration structure copy to memory", _OTHER),
     ("acceleration structure copy from memory", _OTHER),
 ])}
+# The timing model's finer transfer kinds, and the Arm stage each runs as; the finer kind stays
+# in the event's extra_data under TRANSFER_KEY.
+ARM_STAGE = {"update buffer": "copy buffer", "copy buffer to image": "copy image",
+             "copy image to buffer": "copy image", "tensor copy": "copy buffer"}
+TRANSFER_KEY = "Transfer"
 GRAPHICS_CONTEXT_IID = 1
 TAG_LABEL = re.compile(r"t\d+")
 SEQUENCE_BASE = 0x7E550000   # sequence id = base + pid (unique per process in one file)
@@ -94,7 +100,7 @@ class GpuTrace:
         self._next_event += 1
         e.duration = duration_ns
         e.hw_queue_iid = QUEUES[queue]
-        e.stage_iid = STAGES[stage][0]
+        e.stage_iid = STAGES[ARM_STAGE.get(stage, stage)][0]
         e.gpu_id = gpu_id
         e.context = GRAPHICS_CONTEXT_IID
         e.submission_id = submission_id
@@ -106,6 +112,8 @@ class GpuTrace:
             e.extra_data.add(name=pf.LABELS_KEY, value=tag)
         if labels:
             e.extra_data.add(name=pf.LABEL_STACK_KEY, value=" / ".join(labels))
+        if stage in ARM_STAGE:
+            e.extra_data.add(name=TRANSFER_KEY, value=stage)
         for name, value in extra.items():
             e.extra_data.add(name=name, value=str(value))
         self._writer.write(p)
