@@ -11,7 +11,6 @@ from tessera.vkapi.commands import COMMAND_BUFFER_LIFETIME, DEVICE_QUEUES
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.recorder import Recorded
-from tessera.vkapi.shim import ShimSpec
 
 from .recording import RECORDING_HOOKS
 from .submit import SUBMIT_HOOKS
@@ -150,7 +149,9 @@ PNEXT_TYPES = tuple(f"extenders:{base}" for base in (
 PNEXT_TYPES += ("extenders:VkRenderPassBeginInfo", "extenders:VkRenderingInfo")
 
 
-def spec() -> ShimSpec:
+def spec() -> "ShimSpec":
+    from tessera.vkapi.shim import ShimSpec   # the builder: not on the driver's/layer's load path
+
     return ShimSpec(
         module_name="_tessera_mali_icd_shim",
         library_name=LIBRARY,

@@ -10,7 +10,6 @@ from tessera.vkapi import paths
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.recorder import Recorded
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
-from tessera.vkapi.shim import ShimSpec
 
 from .commands import COMMAND_HOOKS
 from .queues import QUEUE_HOOKS
@@ -113,7 +112,9 @@ RECORDED = {
 LAYER_DEVICE_EXTENSIONS = {"VK_EXT_frame_boundary": 1}
 
 
-def spec() -> ShimSpec:
+def spec() -> "ShimSpec":
+    from tessera.vkapi.shim import ShimSpec   # the builder: not on the driver's/layer's load path
+
     return ShimSpec(
         module_name="_tessera_layer_shim",
         library_name=LIBRARY,

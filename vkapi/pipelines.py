@@ -4,15 +4,13 @@ At pipeline creation, per pipeline: the compute work-group size (from the
 SPIR-V, specialization applied) and, when the caller supplies a cost
 function, per-stage shader costs. SPIR-V is kept per shader module until it
 is destroyed. Shared by the layer and the driver (the owner of an observer
-must have `res`). vkapi imports the SPIR-V toolkit here, which sits beside
-it in the import order and never imports vkapi.
+must have `res`). vkapi imports the SPIR-V toolkit here (when the first pipeline is created, not at
+start-up), which sits beside it in the import order and never imports vkapi.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-
-from tessera.spirv import SpirvError, spec_values_from_map, workgroup_size
 
 from . import structs
 from .resources import Pipeline
@@ -33,6 +31,7 @@ STAGE_NAMES = {
 def _spec_values(ffi, info) -> dict[int, bytes] | None:
     if info == ffi.NULL or info.mapEntryCount == 0:
         return None
+    from tessera.spirv import spec_values_from_map   # the toolkit loads with the first pipeline, not at start-up
     entries = [(info.pMapEntries[i].constantID, info.pMapEntries[i].offset, info.pMapEntries[i].size)
                for i in range(info.mapEntryCount)]
     return spec_values_from_map(entries, bytes(ffi.buffer(info.pData, info.dataSize)))
@@ -72,6 +71,7 @@ def register(hooks, ffi, costs: CostFunction | None = None, log: logging.Logger 
             name, code, entry, spec = stage_info(dev, pInfos[i].stage)
             size = None
             if code is not None:
+                from tessera.spirv import SpirvError, workgroup_size
                 try:
                     size = workgroup_size(code, entry, spec)
                 except SpirvError as e:
@@ -161,6 +161,7 @@ def register_shader_objects(hooks, ffi, costs: CostFunction | None = None,
             spec = _spec_values(ffi, info.pSpecializationInfo)
             size = None
             if info.stage == vk.VK_SHADER_STAGE_COMPUTE_BIT:
+                from tessera.spirv import SpirvError, workgroup_size
                 try:
                     size = workgroup_size(code, entry, spec)
                 except SpirvError as e:
