@@ -1,5 +1,5 @@
 """Tagged workloads: dispatches, trace rays, acceleration-structure builds and copies, buffer and
-image transfers.
+image transfers, tensor copies (VK_ARM_tensors; tensor sizes remembered by tensors.py).
 
 Each command becomes a `Workload` with a fresh tagID, wrapped in a
 `t<tagID>` label (pushed just before the command, popped just after), and
@@ -15,10 +15,10 @@ from collections.abc import Callable
 
 from tessera.vkapi import accel, pipelines
 from tessera.vkapi.commands import ACCELERATION_STRUCTURES, BUFFER_TRANSFERS, DISPATCHES, IMAGE_TRANSFERS, TRACE_RAYS
-from tessera.vkapi.transfers import TRANSFERS
+from tessera.vkapi.transfers import TRANSFERS, tensor_copy
 from tessera.vkapi.vkconst import vk
 
-from . import encoder
+from . import encoder, tensors
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, Workload
 
@@ -26,6 +26,9 @@ WORKLOAD_HOOKS = ("vkCmdBindPipeline",) + pipelines.SHADER_OBJECT_HOOKS + DISPAT
 # Acceleration structures: builds and copies are workloads; creation and buffer device addresses are
 # remembered for their sizes and for indirect trace-rays captures (vkapi/accel.py).
 WORKLOAD_HOOKS += ACCELERATION_STRUCTURES + accel.ACCEL_RESOURCE_HOOKS
+# Tensor copies: a transfer sized from the tensors remembered at creation (tensors.py).
+TENSOR_COPY = "vkCmdCopyTensorARM"
+WORKLOAD_HOOKS += (TENSOR_COPY,) + tensors.TENSOR_RESOURCE_HOOKS
 
 # describe(dev, tracker, *command args) -> (kind, metadata, capture or None)
 Describe = Callable[..., tuple]
@@ -130,6 +133,15 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
 
     for name in TRANSFERS:
         tag_command(hooks, state, labeller, name, transfer(name))
+
+    # ---- tensor copies (VK_ARM_tensors) ----------------------------------------
+    tensors.register(hooks)
+
+    def copy_tensor(dev, t, cb, info):
+        tr = tensor_copy(dev.res, info)
+        return tr.kind, {"subtype": tr.stage, **tr.fields()}, None
+
+    tag_command(hooks, state, labeller, TENSOR_COPY, copy_tensor)
 
     # ---- acceleration structures (sizes from the table shared with the driver) ---------------
     accel.register(hooks, state.ffi)

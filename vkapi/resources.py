@@ -80,6 +80,7 @@ class Resources:
     pipelines: dict[int, Pipeline] = field(default_factory=dict)
     accels: dict[int, tuple[int, int]] = field(default_factory=dict)      # acceleration structure -> (size, type)
     buffer_addresses: dict[int, int] = field(default_factory=dict)     # buffer -> device address (accel.py)
+    tensors: dict[int, tuple[tuple[int, ...], int]] = field(default_factory=dict)   # VkTensorARM -> (dimensions, element bytes)
 
 
 def texel_bytes(fmt: int) -> float:

@@ -4,6 +4,8 @@ One table, used by the layer (WORKLOAD metadata) and the driver (timing), so
 both report the same numbers: VK_WHOLE_SIZE resolved from the buffer's size,
 clears over every mip level and layer they name, copies and blits by region.
 Pixels are -1 (and bytes 0) when the image was not seen being created.
+Tensor copies (VK_ARM_tensors) are sized apart (`tensor_copy`): their regions name tensors whose
+dimensions and element size were remembered at vkCreateTensorARM.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from .resources import (Resources, blit_pixels, buffer_image_pixels, fill_bytes,
 @dataclass(frozen=True)
 class Transfer:
     stage: str                  # stage name in the trace ("fill buffer", "copy image", ...)
-    kind: str                   # "buffer_transfer" or "image_transfer"
+    kind: str                   # "buffer_transfer", "image_transfer" or "tensor_copy"
     nbytes: int
     pixels: int | None = None   # image transfers
     regions: int | None = None
@@ -89,3 +91,22 @@ TRANSFERS: dict[str, Callable[..., Transfer]] = {
         res, "copy image to buffer", info.srcImage, _sum(info.pRegions, info.regionCount, buffer_image_pixels),
         info.regionCount),
 }
+
+
+def tensor_copy(res: Resources, info) -> Transfer:
+    """vkCmdCopyTensorARM: the elements of every region (its pExtent, or the whole source tensor when
+    NULL) times the element size; bytes -1 when the source tensor was not seen being created.
+    The driver (icd/tensors.py) copies exactly these bytes, in runs."""
+    src = res.tensors.get(int(info.srcTensor))
+    if src is None:
+        return Transfer("tensor copy", "tensor_copy", -1, regions=info.regionCount)
+    dims, element = src
+    total = 0
+    for i in range(info.regionCount):
+        r = info.pRegions[i]
+        extent = dims if not r.pExtent else tuple(r.pExtent[k] for k in range(r.dimensionCount))
+        n = 1
+        for d in extent:
+            n *= int(d)
+        total += n
+    return Transfer("tensor copy", "tensor_copy", total * element, regions=info.regionCount)

@@ -110,6 +110,40 @@ def test_tensor_copies_are_transfers_with_their_real_bytes(result):
                for e in copies)
 
 
+def test_merged_tensor_copies_carry_the_layers_tag_and_bytes(result):
+    """The layer tags every vkCmdCopyTensorARM as a `tensor_copy` transfer, sized from the tensors it
+    saw created (elements of each region x element size): in the merged trace each tensor copy slice
+    is joined to that WORKLOAD (its tag is its t<tag> label) and carries the layer's byte count, equal
+    to the driver's; the refused copy (bad region) is tagged too but never runs."""
+    from tessera.hostd.merge import merge_session
+    from tessera.schemas import frames as fr
+    from tessera.schemas import messages
+    from tessera.schemas import perfetto as pf
+
+    session = result["session"]
+    merged = merge_session(session, session / "merged-tensors.perfetto-trace")
+    assert merged.events_without_metadata == 0
+    stream = [f for log in session.rglob("*.spool") for f in fr.iter_file(log)] + \
+             [f for log in session.rglob("*.tessera-log") for f in fr.iter_file(log)]
+    assert [(f.type, p) for f in stream for p in messages.problems(f.type, f.payload())] == []
+    described = {f.tag: f.payload() for f in stream if f.type == fr.MessageType.WORKLOAD}
+    tensor_tags = sorted(t for t, w in described.items() if w["kind"] == "tensor_copy")
+    packets = list(pf.read_packets(session / "merged-tensors.perfetto-trace"))
+    copies = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")
+              and pf.extra(p.gpu_render_stage_event, "Transfer") == "tensor copy"]
+    regions = 2 * 3 * 4 + 3 * 4 * 6 + 1 + 1 * 5 * 8
+    want = [math.prod(app.SHAPES[r]) * 4 for r in range(1, 9)] + [regions * 4, 4 * 6 * 4]
+    assert len(tensor_tags) == len(want) + 1            # + the refused copy, tagged but not run
+    for e, nbytes in zip(copies, want, strict=True):
+        tag = int(pf.extra(e, "tag"))
+        assert pf.extra(e, "Labels") == f"t{tag}" and tag in tensor_tags
+        assert pf.extra(e, "kind") == "tensor_copy" and pf.extra(e, "subtype") == "tensor copy"
+        assert pf.extra(e, "command") == "vkCmdCopyTensorARM"
+        assert int(pf.extra(e, "bytes")) == int(pf.extra(e, "Bytes")) == nbytes == described[tag]["bytes"]
+        assert e.name == f"Tensor copy, {nbytes} bytes"
+    assert [pf.extra(e, "regions") for e in copies] == ["1"] * 8 + ["4", "1"]
+
+
 def test_mlp_example_on_the_emulated_mali(tessera_env, tmp_path):
     """examples/mlp_tensors.py (in make demo) checks its own outputs against numpy; its trace has the
     two dispatches and the tensor copy of its 8x4 float output (128 bytes)."""
