@@ -6,7 +6,8 @@ daemon), merges each session into one Perfetto trace, and prints one line
 per app: its own result check, its GPU workloads, and the merged trace to
 open in ui.perfetto.dev (`tessera view TRACE`). Each app's session folder
 under `--out` (replaced at every demo run) keeps its merged trace,
-`summary.txt` (the `tessera run` table) and `app-output.txt`.
+`summary.txt` (the `tessera run` table) and `app-output.txt`; the examples run with
+per-region counters (REGIONS) also keep their heatmaps in `regions/`.
 """
 from __future__ import annotations
 
@@ -23,10 +24,13 @@ from tessera.vkapi import paths
 from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
 
 EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query",
-            "shader_costs", "mlp_tensors"]
+            "shader_costs", "mlp_tensors", "overdraw"]
 # Run with per-basic-block shader instrumentation (tessera run --instrument); their summary.txt
 # then carries the report of the most expensive draws and dispatches.
 INSTRUMENTED = frozenset({"shader_costs"})
+# Run with per-region counters (tessera run --regions COUNTERS); the merge then writes their heatmaps
+# into the session folder's regions/ (docs/regions.md).
+REGIONS = {"overdraw": "all"}
 
 
 def _apps(root: Path) -> list[tuple[str, list[str]]]:
@@ -58,7 +62,8 @@ def demo(out: Path) -> None:
         proc_out = session / "app-output.txt"
         session.mkdir(parents=True, exist_ok=True)
         with open(proc_out, "w") as f:
-            code = run_with_embedded_daemon(LaunchConfig(session, instrument=name in INSTRUMENTED), argv, stdout=f,
+            code = run_with_embedded_daemon(LaunchConfig(session, instrument=name in INSTRUMENTED,
+                                                         regions=REGIONS.get(name)), argv, stdout=f,
                                             stderr=subprocess.STDOUT)
         took = time.perf_counter() - start
         lines = proc_out.read_text().splitlines()

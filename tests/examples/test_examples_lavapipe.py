@@ -26,7 +26,7 @@ VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 LAYER_DIRS = [Path("/usr/share/vulkan/explicit_layer.d"), Path("/usr/local/share/vulkan/explicit_layer.d"),
               Path("/etc/vulkan/explicit_layer.d")]
 PY_EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query",
-               "shader_costs"]
+               "shader_costs", "overdraw"]
 HELPERS = {"vkapp", "rt_scene", "vktensors"}   # shared modules of the examples, not examples
 # Examples of extensions only the emulated Mali has (tested through it in tests/integration).
 EMULATED_ONLY = {"mlp_tensors": "VK_ARM_tensors: tests/integration/test_tensors.py"}

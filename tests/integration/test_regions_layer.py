@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 
 import pytest
 from integration_support import PYTHON, REPO
@@ -72,3 +73,61 @@ def test_regions_command_writes_heatmaps_and_json(session):
              for a in e["arrays"]}
     assert grids == {(t, s, a["subpass"], a["layer"]): a["values"][0] for s, t, p in frames(session)
                      for a in p["arrays"]}
+
+
+# ---- examples/overdraw.py (in make demo): its streamed grids equal its own numpy reference ----------
+@pytest.fixture(scope="module")
+def overdraw(shims, tmp_path_factory):
+    out = tmp_path_factory.mktemp("regions-overdraw") / "session"
+    proc = subprocess.run([*TESSERA, "run", "--regions", "--out", str(out), "--", str(PYTHON),
+                           str(REPO / "examples" / "overdraw.py")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "overdraw: OK" in proc.stdout + proc.stderr
+    return out
+
+
+def test_overdraw_example_grids_equal_its_numpy_reference(overdraw):
+    """One render pass instance (labelled "overdraw scene", 160x100: a 5x4 grid whose bottom row is
+    4 pixels high): fragment threads and covered samples = the draws' coverage summed per region
+    (the 5-deep stack, the half-covered region), killed fragments = the checkerboard's discarded
+    cells, tile write-back = 4 bytes per stored RGBA8 pixel."""
+    import numpy as np
+
+    sys.path.insert(0, str(REPO / "examples"))
+    import overdraw as example
+
+    found = frames(overdraw)
+    assert len(found) == 1
+    submit, tag, p = found[0]
+    assert p["labels"] == [example.LABEL] and p["render_area"] == [0, 0, example.W, example.H]
+    assert p["region_size"] == [32, 32] and len(p["arrays"]) == 1
+    grids = {c["name"]: np.array(v) for c, v in zip(p["counters"], p["arrays"][0]["values"])}
+    threads = example.fragment_threads()
+    assert grids["Fragment threads"].shape == (4, 5)
+    assert (grids["Fragment threads"] == threads).all() and threads.max() == 5 * 32 * 32
+    assert (grids["Covered samples"] == threads).all()
+    assert (grids["Killed fragments"] == example.killed_fragments()).all()
+    assert grids["Killed fragments"].sum() == 32 * 32 * 2
+    stored = example.per_region(np.ones((example.H, example.W), dtype=np.int64)) * 4
+    assert (grids["Tile write-back bytes"] == stored).all()
+
+
+# ---- the layer drives the extension: the application does not see it ------------------------------
+def test_extension_hidden_from_the_application_under_regions(shims, tmp_path):
+    """Under --regions the layer enables VK_ARM_performance_counters_by_region itself and removes it
+    from the device's extension list the application reads; without --regions the same layer
+    passes the driver's list through, extension included."""
+    from integration_support import run
+
+    from tessera.tools.launch import LaunchConfig, environment
+
+    def extensions(regions: str | None) -> list[str]:
+        env = environment(LaunchConfig(tmp_path / f"session-{regions}", regions=regions))
+        out = run([PYTHON, REPO / "tests" / "integration" / "apps" / "identity_query.py"], env)
+        assert out.returncode == 0, out.stdout + out.stderr
+        return json.loads(out.stdout.strip().splitlines()[-1])["extensions"]
+
+    assert "VK_ARM_performance_counters_by_region" in extensions(None)
+    hidden = extensions("all")
+    assert "VK_ARM_performance_counters_by_region" not in hidden
+    assert "VK_EXT_frame_boundary" in hidden     # the rest of the list is still there
