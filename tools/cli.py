@@ -17,6 +17,8 @@ COMMANDS = {
     "merge": ("tessera.hostd.cli", "merge", "Merge a session's logs and GPU trace into one Perfetto trace."),
     "report": ("tessera.hostd.cli", "report", "Summarise a session or merged trace (frames, workloads, GPU time)."),
     "view": ("tessera.hostd.cli", "view", "Serve a trace on 127.0.0.1 for ui.perfetto.dev and print the link."),
+    "export": ("tessera.hostd.arm_export", "export",
+               "Export a session for other tools (--format arm: Arm's GPU Timeline viewer files)."),
     "regions": ("tessera.hostd.regions", "regions",
                 "Heatmaps (PNG) or grids (--json) of per-region counters (tessera run --regions)."),
 }

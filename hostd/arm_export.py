@@ -1,0 +1,145 @@
+"""`tessera export SESSION --format arm`: a session as the pair Arm's GPU Timeline viewer opens.
+
+Role: per application process, `<process>-<pid>.metadata` (Arm's host file,
+arm_metadata.arm_frames: u32 length + JSON frames, flushed at each frame
+boundary and once at the end) and `<process>-<pid>.perfetto-trace` (that
+process's packet sequences of the session's `gpu*.perfetto-trace`, copied
+byte for byte: Arm's reader keys metadata by `t<tagID>` alone, so each
+process needs a trace of its own). Stage names are already Arm's driver
+vocabulary (icd/trace.py ARM_STAGE). Single-threaded; reads the session,
+writes only into the output folder (files replaced atomically).
+
+What Arm's format cannot carry is left out, listed in docs/arm.md.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from tessera.schemas.perfetto import TracePacket, iter_raw
+
+from .arm_metadata import METADATA_SUFFIX, arm_frames, write_metadata
+from .metadata import MetadataIndex, load_file
+from .storage import safe_name
+
+TRACE_SUFFIX = ".perfetto-trace"
+DEFAULT_FOLDER = "arm"
+
+
+@dataclass
+class ExportResult:
+    out: Path
+    files: list[Path] = field(default_factory=list)
+    frames: dict[int, int] = field(default_factory=dict)       # pid -> frames written
+    packets: dict[int, int] = field(default_factory=dict)      # pid -> GPU packets written
+    problems: list[str] = field(default_factory=list)
+
+
+class ExportError(Exception):
+    pass
+
+
+def _inputs(session: Path) -> tuple[list[Path], list[Path]]:
+    logs, traces = [], []
+    for path in sorted(session.rglob("*")):
+        if not path.is_file():
+            continue
+        if path.name.endswith(".tessera-log") or path.name.endswith(".spool"):
+            logs.append(path)
+        elif path.name.startswith("gpu") and path.name.endswith(TRACE_SUFFIX):
+            traces.append(path)
+    return logs, traces
+
+
+def split_gpu_traces(traces: list[Path], names: dict[int, str], out: Path, result: ExportResult) -> None:
+    """Copy each process's packet sequences into `<name>-<pid>.perfetto-trace` (the pid of a
+    sequence: its interned graphics context; a sequence without one goes to the only process)."""
+    only = next(iter(names)) if len(names) == 1 else None
+    files: dict[int, tuple[Path, object]] = {}
+    try:
+        for fi, path in enumerate(traces):
+            owner: dict[int, int | None] = {}
+
+            def problem(offset: int, message: str, path=path) -> None:
+                result.problems.append(f"{path}: at byte {offset}: {message}")
+
+            for buf, start, body, end, offset in iter_raw(path, problem=problem):
+                p = TracePacket()
+                try:
+                    p.ParseFromString(buf[body:end])
+                except Exception as e:  # protobuf DecodeError: one packet only
+                    result.problems.append(f"{path}: undecodable packet ending at byte {offset} ({e}); skipped")
+                    continue
+                seq = p.trusted_packet_sequence_id
+                if p.HasField("interned_data") and p.interned_data.graphics_contexts:
+                    owner[seq] = p.interned_data.graphics_contexts[0].pid
+                pid = owner.get(seq, only)
+                if pid is None:
+                    continue
+                f = files.get(pid)
+                if f is None:
+                    target = out / f"{safe_name(names.get(pid, 'app'))}-{pid}{TRACE_SUFFIX}"
+                    f = files[pid] = (target, open(target.with_name(target.name + ".tmp"), "wb"))
+                f[1].write(buf[start:end])
+                result.packets[pid] = result.packets.get(pid, 0) + 1
+        for target, handle in files.values():
+            handle.close()
+            os.replace(handle.name, target)
+            result.files.append(target)
+    finally:
+        for _, handle in files.values():
+            if not handle.closed:
+                handle.close()
+                os.unlink(handle.name)
+
+
+def export_arm(session: Path, out: Path | None = None) -> ExportResult:
+    session = Path(session)
+    if not session.is_dir():
+        raise ExportError(f"{session} is not a folder")
+    logs, traces = _inputs(session)
+    if not logs:
+        raise ExportError(f"no session log (*.tessera-log) or spool in {session}: nothing to export")
+    out = Path(out) if out else session / DEFAULT_FOLDER
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ExportError(f"cannot create {out}: {e}") from e
+    result = ExportResult(out)
+    index = MetadataIndex()
+    for path in logs:
+        load_file(index, path)
+    result.problems.extend(index.problems)
+    names = {pid: p.process or "app" for pid, p in index.processes.items()}
+    for pid, proc in sorted(index.processes.items()):
+        target = out / f"{safe_name(names[pid])}-{pid}{METADATA_SUFFIX}"
+        result.frames[pid] = write_metadata(target, arm_frames(proc))
+        result.files.append(target)
+    if traces:
+        split_gpu_traces(traces, names, out, result)
+    else:
+        result.problems.append(f"no gpu*.perfetto-trace in {session}: metadata only")
+    return result
+
+
+@click.command("export")
+@click.argument("session_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["arm"]), required=True,
+              help="arm: Arm GPU Timeline viewer files (.metadata + Perfetto trace per process).")
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help=f"Output folder (default SESSION_DIR/{DEFAULT_FOLDER}).")
+def export(session_dir: Path, fmt: str, out: Path | None) -> None:
+    """Export a session for another tool (arm: libGPULayers' timeline viewer)."""
+    try:
+        result = export_arm(session_dir, out)
+    except ExportError as e:
+        raise click.ClickException(str(e)) from e
+    for pid in sorted(result.frames):
+        click.echo(f"pid {pid}: {result.frames[pid]} frame(s), {result.packets.get(pid, 0)} GPU packet(s)")
+    for p in result.problems[:20]:
+        click.echo(f"  problem: {p}", err=True)
+    for f in result.files:
+        click.echo(str(f))
