@@ -123,7 +123,8 @@ def report(target, top, blocks, as_json) -> None:
     For a session run with --instrument, also rank its most expensive draws and dispatches by
     total shader thread-operations, with the hottest basic blocks of each and their SPIR-V.
     A merged trace holds only what its slices' args carry (per-slice totals, a render pass's
-    top draws): report the session folder for the blocks."""
+    top draws): report the session folder for the blocks. A session run with --regions also
+    lists its per-region heatmaps (SESSION/regions/*.png)."""
     from tessera.schemas.perfetto import TraceFormatError
 
     from .merge import MERGED_NAME, MergeError, find_inputs, merge_session
@@ -145,7 +146,20 @@ def report(target, top, blocks, as_json) -> None:
             summary = summarize_trace(target, top)
     except (MergeError, TraceFormatError) as e:
         raise click.ClickException(f"{target}: {e}") from e
-    click.echo(json.dumps(summary.to_json(), indent=2) if as_json else format_summary(summary, detail=True))
+    # Per-region counters' heatmaps (tessera run --regions; written by the merge or `tessera regions`)
+    folder = (target if target.is_dir() else target.parent) / "regions"
+    heatmaps = sorted(str(p) for p in folder.glob("*.png")) if folder.is_dir() else []
+    if as_json:
+        data = summary.to_json()
+        if heatmaps:
+            data["heatmaps"] = heatmaps
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(format_summary(summary, detail=True))
+    if heatmaps:
+        click.echo(f"per-region heatmaps ({len(heatmaps)}, `tessera regions` lists or redraws them)")
+        for path in heatmaps:
+            click.echo(f"  {path}")
 
 
 @click.command("view")

@@ -21,6 +21,10 @@ It writes `merged.perfetto-trace` (docs/hostd.md "Merge rules"):
     `correlation_id_str = "rp:#N"` matching the GPU's render_pass_instance_id;
     a `Frames` track of instants. Layer times are MONOTONIC_RAW, converted to
     BOOTTIME with the clock_sync of the HELLO before them.
+  - with per-region counters (tessera run --regions): a render pass's GPU
+    slices get `Regions <counter>` args (max, mean, hottest region;
+    region_args.py), and the heatmaps are written to SESSION_DIR/regions/
+    (regions.write_heatmaps; MergeResult.heatmaps).
 
 Events without metadata and metadata without events are counted in the
 MergeResult (and the summary), never dropped. Single-threaded, no state
@@ -49,7 +53,7 @@ from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENT
                                       TracePacket, iter_raw, varint)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
-from . import shaders
+from . import region_args, shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)
@@ -102,6 +106,7 @@ class MergeResult:
     # pid -> GPU events of a process that sent no layer metadata at all: the layer never loaded there
     events_without_layer: dict[int, int] = field(default_factory=dict)
     summary: Summary = field(default_factory=Summary)
+    heatmaps: list[Path] = field(default_factory=list)   # per-region counters' PNGs written (regions.py)
 
 
 def find_inputs(session_dir: Path) -> Inputs:
@@ -314,6 +319,10 @@ class _Merger:
                 for k, v in shaders.slice_args(index, tag, submit):
                     if k not in ex and k not in meta:
                         parts.append(_extra_data(k, v))
+            if proc.regions:                # per-region counters (--regions): max, mean, hottest per counter
+                for k, v in region_args.slice_args(proc.regions, tag, submit):
+                    if k not in ex and k not in meta:
+                        parts.append(_extra_data(k, v))
             parts.append(_string_field(_NAME_FIELD, name))
             add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)
@@ -498,6 +507,13 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
         result.summary.shaders = shaders.rank(index, top, blocks)
     except Exception as x:  # noqa: BLE001 - the ranking never costs the merged trace
         result.problems.append(f"cannot rank the shader cost ({type(x).__name__}: {x})")
+    if any(proc.regions for proc in index.processes.values()):
+        from .regions import write_heatmaps   # Pillow, only for sessions run with --regions
+
+        try:
+            result.heatmaps = write_heatmaps(session_dir)
+        except Exception as x:  # noqa: BLE001 - the pictures never cost the merged trace
+            result.problems.append(f"cannot write the per-region heatmaps ({type(x).__name__}: {x})")
     return result
 
 

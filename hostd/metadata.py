@@ -92,6 +92,8 @@ class ProcessMeta:
     instrumented: dict[int, list[int]] = field(default_factory=dict)                   # tagID -> submitIDs
     # (device, pipeline, stage) -> SHADER payloads, one per pipeline created at that address
     shaders: dict[tuple[str, str, str], list[tuple[int, bytes]]] = field(default_factory=dict)
+    # Per-region counters (--regions): (submitID, tagID) -> REGIONS JSON, decoded on use (region_args.py)
+    regions: dict[tuple[int, int], bytes] = field(default_factory=dict)
     loaded: int = 0                                                                    # frames loaded (order)
 
     def workload(self, tag: int, submit: int | None) -> dict[str, Any] | None:
@@ -273,6 +275,8 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
                 proc.instrumented.setdefault(frame.tag, []).append(frame.sequence)
             elif all(body != frame.body for _, body in got):
                 got.append((proc.loaded, frame.body))
+        elif t == MessageType.REGIONS:
+            proc.regions[(frame.sequence, frame.tag)] = frame.body
         elif t == MessageType.SHADER:
             versions = proc.shaders.setdefault((payload["device"], payload["pipeline"], payload["stage"]), [])
             if all(body != frame.body for _, body in versions):

@@ -4,7 +4,9 @@ Role: reads every REGIONS frame of a session's logs (tessera run --regions), and
 pass instance (tag, submit) and counter writes a heatmap PNG into SESSION/regions/ with Pillow:
 the region grid scaled over the render area, a colour bar with the counter's unit, the pass's tag,
 labels, subpass/layer and counter in the title. `--json` prints, per instance and counter, the grid
-row by row instead. Read-only on the logs; no state beyond one invocation.
+row by row instead. `write_heatmaps` is also what the merge calls when a session holds REGIONS
+(merge.py), so `tessera run --regions` leaves the pictures next to the merged trace. Reads session
+logs and spool files; writes only SESSION/regions/; no state beyond one invocation.
 """
 from __future__ import annotations
 
@@ -28,17 +30,39 @@ class Instance:
 
 
 def instances(session: Path) -> list[Instance]:
+    from tessera.schemas.frames import iter_file
     from tessera.schemas.logfile import read_frames
 
     out = []
-    for log in sorted(session.rglob("*.tessera-log")):
-        for frame in read_frames(log):
+    sources = [(log, read_frames) for log in sorted(session.rglob("*.tessera-log"))]
+    sources += [(spool, iter_file) for spool in sorted(session.rglob("*.spool"))]
+    for path, reader in sources:
+        for frame in reader(path):
             if frame.type == REGIONS_TYPE:
                 try:
                     out.append(Instance(frame.sequence, frame.tag, json.loads(frame.body)))
                 except ValueError:
                     continue
     return out
+
+
+def heatmap_path(folder: Path, inst: Instance, array: dict, counter: dict) -> Path:
+    return folder / f"t{inst.tag}-s{inst.submit}-sp{array['subpass']}-l{array['layer']}-{slug(counter['name'])}.png"
+
+
+def write_heatmaps(session: Path, found: list[Instance] | None = None, counter: str | None = None) -> list[Path]:
+    """One PNG per instance, array and counter (or only `counter`, by name) in SESSION/regions/."""
+    found = instances(session) if found is None else found
+    folder, written = session / "regions", []
+    for inst in found:
+        for array in inst.payload["arrays"]:
+            for k, c in enumerate(inst.payload["counters"]):
+                if counter is None or c["name"].lower() == counter.lower():
+                    folder.mkdir(exist_ok=True)
+                    path = heatmap_path(folder, inst, array, c)
+                    heatmap(inst, array, k, path)
+                    written.append(path)
+    return written
 
 
 def unit(name: str) -> str:
@@ -107,27 +131,18 @@ def regions(session: Path, tag: int | None, counter: str | None, as_json: bool) 
     found = [i for i in instances(session) if tag is None or i.tag == tag]
     if not found:
         raise click.ClickException(f"no per-region counters in {session} (run with tessera run --regions)")
-    out_json, written = [], []
-    folder = session / "regions"
+    if not as_json:
+        for path in write_heatmaps(session, found, counter):
+            click.echo(str(path))
+        return
+    out_json = []
     for inst in found:
         p = inst.payload
         chosen = [k for k, c in enumerate(p["counters"]) if counter is None or c["name"].lower() == counter.lower()]
         entry = {"tag": inst.tag, "submit": inst.submit, "labels": p.get("labels", []), "render_area": p["render_area"],
                  "region_size": p["region_size"], "arrays": []}
         for array in p["arrays"]:
-            counters = []
-            for k in chosen:
-                counters.append({**p["counters"][k], "grid": array["values"][k]})
-                if not as_json:
-                    folder.mkdir(exist_ok=True)
-                    path = folder / (f"t{inst.tag}-s{inst.submit}-sp{array['subpass']}-l{array['layer']}-"
-                                     f"{slug(p['counters'][k]['name'])}.png")
-                    heatmap(inst, array, k, path)
-                    written.append(path)
+            counters = [{**p["counters"][k], "grid": array["values"][k]} for k in chosen]
             entry["arrays"].append({"subpass": array["subpass"], "layer": array["layer"], "counters": counters})
         out_json.append(entry)
-    if as_json:
-        click.echo(json.dumps(out_json, indent=1))
-        return
-    for path in written:
-        click.echo(str(path))
+    click.echo(json.dumps(out_json, indent=1))

@@ -131,3 +131,35 @@ def test_extension_hidden_from_the_application_under_regions(shims, tmp_path):
     hidden = extensions("all")
     assert "VK_ARM_performance_counters_by_region" not in hidden
     assert "VK_EXT_frame_boundary" in hidden     # the rest of the list is still there
+
+
+def test_overdraw_merge_adds_region_args_and_heatmaps_linked_from_report(overdraw):
+    """The merge (run by tessera run) puts max / mean / hottest region per counter on the render
+    pass's GPU slices and writes every heatmap into SESSION/regions/ without `tessera regions`;
+    `tessera report` lists them (text and --json)."""
+    import numpy as np
+
+    from tessera.schemas import perfetto as pf
+
+    sys.path.insert(0, str(REPO / "examples"))
+    import overdraw as example
+
+    threads, killed = example.fragment_threads(), example.killed_fragments()
+    passes = [p.gpu_render_stage_event for p in pf.read_packets(overdraw / "merged.perfetto-trace")
+              if p.HasField("gpu_render_stage_event") and p.gpu_render_stage_event.name == example.LABEL]
+    assert len(passes) == 2                                  # binning and main phases of the one instance
+    for e in passes:
+        got = json.loads(pf.extra(e, "Regions Fragment threads"))
+        hottest = np.unravel_index(np.argmax(threads), threads.shape)   # first maximum, row-major
+        assert got == {"max": int(threads.max()), "mean": round(float(threads.mean()), 2),
+                       "hottest": [int(hottest[1]), int(hottest[0])], "subpass": 0, "layer": 0}
+        assert json.loads(pf.extra(e, "Regions Killed fragments"))["max"] == int(killed.max())
+        assert pf.extra(e, "Regions heatmaps") == f"regions/t{pf.extra(e, 'tag')}-s1-*.png"
+    pictures = sorted((overdraw / "regions").glob("*.png"))
+    assert len(pictures) == 10                               # one per counter of the one array
+    report = subprocess.run([*TESSERA, "report", str(overdraw)], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert all(str(p) in report.stdout for p in pictures)
+    report = subprocess.run([*TESSERA, "report", "--json", str(overdraw)], capture_output=True, text=True,
+                            timeout=120)
+    assert json.loads(report.stdout)["heatmaps"] == [str(p) for p in pictures]
