@@ -30,6 +30,18 @@ class AddressType(click.ParamType):
             self.fail(str(e), param, ctx)
 
 
+class ArmAddressType(AddressType):
+    name = "abstract:NAME|unix:PATH|tcp:127.0.0.1:PORT"
+
+    def convert(self, value, param, ctx):
+        from .arm_listener import parse_arm_address
+
+        try:
+            return parse_arm_address(value)
+        except AddressError as e:
+            self.fail(str(e), param, ctx)
+
+
 def default_socket_dirs() -> tuple[Path, ...]:
     """The default socket's folders, outermost first; each must be this user's and private
     (daemon.private_dir): in a shared /tmp another user could have made them first."""
@@ -62,9 +74,12 @@ def default_listen() -> str:
               help="Open connections; more are closed at once (the layer spools and retries).")
 @click.option("--max-buffered", type=click.IntRange(min=1), default=DEFAULT_MAX_BUFFERED, show_default=True,
               metavar="BYTES", help="Partial frames held across all connections; the one going above is closed.")
+@click.option("--arm-listen", "arm_listen", type=ArmAddressType(), multiple=True, metavar="ADDRESS",
+              help="Also accept Arm's GPU Timeline layer (libGPULayers) on abstract:lglcomms (its default), "
+                   "unix:PATH or tcp:127.0.0.1:PORT; repeatable. docs/arm.md.")
 @click.option("--verbose", "-v", is_flag=True, help="Log connections as well as problems.")
 def hostd(listen, out, validate, max_frame, drain_timeout, hello_timeout, max_connections, max_buffered,
-          verbose) -> None:
+          verbose, arm_listen=()) -> None:
     """Receive the Tessera layer's stream; one session log per connection. Stop with Ctrl-C."""
     from .daemon import DaemonError, serve
 
@@ -75,12 +90,20 @@ def hostd(listen, out, validate, max_frame, drain_timeout, hello_timeout, max_co
                        max_connections=max_connections, max_buffered=max_buffered,
                        private_dirs=() if listen else default_socket_dirs(), **options)
 
+    extra = []
+    if arm_listen:
+        from .arm_listener import ArmListener, describe
+        extra.append(ArmListener(cfg, list(arm_listen)))
+
     def ready(bound) -> None:
         click.echo(f"tessera hostd: listening on {bound}; sessions in {out}", err=True)
         click.echo(f"  export TESSERA_HOSTD={bound}", err=True)
+        for x in extra:
+            for a in x.bound:
+                click.echo(f"tessera hostd: Arm GPU Timeline layer on {describe(a)}", err=True)
 
     try:
-        asyncio.run(serve(cfg, ready))
+        asyncio.run(serve(cfg, ready, extra))
     except DaemonError as e:
         raise click.ClickException(str(e)) from e
 

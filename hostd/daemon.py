@@ -309,8 +309,10 @@ def _unix_socket(address: Address) -> socket.socket:
     return sock
 
 
-async def serve(cfg: DaemonConfig, ready=None) -> None:
-    """Run until SIGINT/SIGTERM (a second one skips the drain); `ready(address)` once listening."""
+async def serve(cfg: DaemonConfig, ready=None, extra=()) -> None:
+    """Run until SIGINT/SIGTERM (a second one skips the drain); `ready(address)` once listening.
+    `extra`: more listeners (e.g. arm_listener.ArmListener) with start()/stop()/hurry(), started
+    after the daemon and stopped with it."""
     daemon = HostDaemon(cfg)
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -319,6 +321,8 @@ async def serve(cfg: DaemonConfig, ready=None) -> None:
         if stop.is_set():
             LOG.warning("hostd: %s again: closing connections now", signame)
             daemon.hurry()
+            for x in extra:
+                x.hurry()
         else:
             LOG.info("hostd: %s: shutting down", signame)
             stop.set()
@@ -327,10 +331,12 @@ async def serve(cfg: DaemonConfig, ready=None) -> None:
         loop.add_signal_handler(sig, on_signal, sig.name)
     try:
         address = await daemon.start()
+        for x in extra:
+            await x.start()
         if ready is not None:
             ready(address)
         await stop.wait()
-        await daemon.stop()
+        await asyncio.gather(daemon.stop(), *(x.stop() for x in extra))
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)

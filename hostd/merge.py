@@ -53,7 +53,7 @@ from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENT
                                       TracePacket, iter_raw, varint)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
-from . import region_args, shaders
+from . import arm_inputs, region_args, shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)
@@ -88,6 +88,7 @@ class Inputs:
     logs: list[Path] = field(default_factory=list)
     spools: list[Path] = field(default_factory=list)
     gpu_traces: list[Path] = field(default_factory=list)
+    arm: list[Path] = field(default_factory=list)    # Arm GPU Timeline: *.metadata, session.arm-log (arm_inputs.py)
 
 
 @dataclass
@@ -120,6 +121,8 @@ def find_inputs(session_dir: Path) -> Inputs:
             inputs.spools.append(path)
         elif path.name.startswith("gpu") and path.name.endswith(".perfetto-trace"):
             inputs.gpu_traces.append(path)
+        elif arm_inputs.is_arm_input(path):
+            inputs.arm.append(path)
     return inputs
 
 
@@ -271,6 +274,8 @@ class _Merger:
             tag = tag_of(labels, stack)
             submit = submit_of(stack)
             proc = self.index.processes.get(pid) if pid is not None else None
+            if proc is None and self.index.unowned:     # Arm .metadata without a pid (arm_inputs.adopt)
+                proc = arm_inputs.adopt(self.index, pid)
             meta = proc.workload(tag, submit) if proc is not None and tag is not None else None
             if meta is None:
                 stage = self.specs.get((fi, seq, e.stage_iid), "")
@@ -473,12 +478,17 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
         raise MergeError(f"{session_dir} is not a folder")
     output = Path(output) if output else session_dir / MERGED_NAME
     inputs = find_inputs(session_dir)
-    if not (inputs.logs or inputs.spools or inputs.gpu_traces):
-        raise MergeError(f"nothing to merge in {session_dir}: no *.tessera-log, *.spool or gpu*.perfetto-trace")
+    if not (inputs.logs or inputs.spools or inputs.gpu_traces or inputs.arm):
+        raise MergeError(f"nothing to merge in {session_dir}: no *.tessera-log, *.spool, *.metadata, "
+                         f"session.arm-log or gpu*.perfetto-trace")
     result = MergeResult(output, inputs)
     index = MetadataIndex()
     for path in inputs.logs + inputs.spools:
         load_file(index, path)
+    if inputs.arm:
+        clock = arm_inputs.trace_clock(inputs.gpu_traces)
+        for path in inputs.arm:
+            arm_inputs.load_arm_file(index, path, clock)
     result.problems.extend(index.problems)
     if not inputs.gpu_traces:
         result.problems.append(f"no gpu*.perfetto-trace in {session_dir}: only the application's tracks are written")
@@ -520,7 +530,8 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
 def format_result(r: MergeResult) -> str:
     """The merge's own report: inputs, joins, problems."""
     lines = [f"merged {len(r.inputs.gpu_traces)} GPU trace(s), {len(r.inputs.logs)} session log(s), "
-             f"{len(r.inputs.spools)} spool file(s) into {r.output}",
+             f"{len(r.inputs.spools)} spool file(s)"
+             + (f", {len(r.inputs.arm)} Arm GPU Timeline file(s)" if r.inputs.arm else "") + f" into {r.output}",
              f"GPU events: {r.gpu_events} ({r.events_with_metadata} with metadata, "
              f"{r.events_without_metadata} without); metadata without GPU events: {r.metadata_without_events}"]
     lines += [f"  {x}" for x in r.examples]

@@ -115,6 +115,9 @@ class MetadataIndex:
     frames_read: int = 0
     skipped: int = 0
     problems: list[str] = field(default_factory=list)
+    # Arm GPU Timeline metadata that names no process (a .metadata from Arm's host): given to the
+    # first GPU process without metadata of its own (arm_inputs.adopt)
+    unowned: list[ProcessMeta] = field(default_factory=list)
 
     def process(self, pid: int) -> ProcessMeta:
         p = self.processes.get(pid)

@@ -46,6 +46,7 @@ class ArmWireError(Exception):
         super().__init__(f"at byte {offset}: {message}")
         self.offset = offset
         self.message = message
+        self.messages: list[ArmMessage] = []      # the complete messages before the bad header
 
 
 @dataclass(frozen=True)
@@ -102,12 +103,15 @@ class ArmDecoder:
         while len(view) - i >= HEADER_SIZE:
             type_, endpoint, mid, size = HEADER.unpack_from(view, i)
             where = self.offset + i
-            if type_ not in ArmMessageType._value2member_map_:
+            problem = (f"unknown message type {type_} (not an Arm comms header)"
+                       if type_ not in ArmMessageType._value2member_map_ else
+                       f"payload size {size} above the limit of {self.max_payload} bytes"
+                       if size > self.max_payload else None)
+            if problem is not None:
                 self._drop(i)
-                raise ArmWireError(where, f"unknown message type {type_} (not an Arm comms header)")
-            if size > self.max_payload:
-                self._drop(i)
-                raise ArmWireError(where, f"payload size {size} above the limit of {self.max_payload} bytes")
+                error = ArmWireError(where, problem)
+                error.messages = out
+                raise error
             end = i + HEADER_SIZE + size
             if end > len(view):
                 break
