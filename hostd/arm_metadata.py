@@ -119,9 +119,11 @@ class ArmNester:
 
     def feed(self, record) -> list[dict[str, Any]]:
         which = [f.name for f, _ in record.ListFields()]
-        kind = which[0] if len(which) == 1 else ("header" if not which else None)
-        if kind is None:
+        if not which:           # an empty record: nothing to place
+            return []
+        if len(which) > 1:
             raise ValueError(f"record sets {len(which)} members ({', '.join(which)}); exactly one expected")
+        kind = which[0]
         if kind == "header":
             self.version = record.header.version_no
             return []
