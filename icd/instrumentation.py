@@ -37,6 +37,8 @@ from tessera.vkapi import structs
 from tessera.vkapi.commands import DISPATCHES, DRAWS, TRACE_RAYS
 from tessera.vkapi.vkconst import vk
 
+from . import counter_memory
+from .counter_memory import Chunk
 from .driver import Driver
 from .objects import CommandBuffer, Device, PhysicalDevice
 
@@ -91,16 +93,6 @@ class InstrumentedPipeline:
 
 
 @dataclass
-class Chunk:
-    buffer: int
-    memory: int
-    mapped: Any                # char* of the whole chunk
-    descriptor_set: Any
-    pool: int
-    used: int = 0
-
-
-@dataclass
 class Region:
     chunk: Chunk
     offset: int
@@ -119,10 +111,7 @@ class InstrumentationObject:
 @dataclass
 class DeviceInstrumentation:
     """Per device that enabled the feature."""
-    set_layout: int
-    alignment: int             # minStorageBufferOffsetAlignment
-    max_sets: int              # maxBoundDescriptorSets
-    memory_type: int
+    limits: counter_memory.Limits
     layouts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = field(default_factory=dict)
     objects: dict[int, InstrumentationObject] = field(default_factory=dict)
     own_layouts: list[int] = field(default_factory=list)   # pipeline layouts the driver made, destroyed with it
@@ -172,21 +161,7 @@ def register(drv: Driver) -> None:
 
     def setup_device(dev: Device) -> DeviceInstrumentation:
         """The counters' descriptor set layout and the limits the regions obey."""
-        binding = ffi.new("VkDescriptorSetLayoutBinding *", {
-            "binding": 0, "descriptorType": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, "descriptorCount": 1,
-            "stageFlags": vk.VK_SHADER_STAGE_ALL})
-        info = ffi.new("VkDescriptorSetLayoutCreateInfo *", {
-            "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, "bindingCount": 1, "pBindings": binding})
-        out = ffi.new("VkDescriptorSetLayout *")
-        check(dev.next.vkCreateDescriptorSetLayout(dev.handle, info, ffi.NULL, out), "vkCreateDescriptorSetLayout")
-        props = ffi.new("VkPhysicalDeviceProperties *")
-        dev.physical.next.vkGetPhysicalDeviceProperties(dev.physical.handle, props)
-        mem = ffi.new("VkPhysicalDeviceMemoryProperties *")
-        dev.physical.next.vkGetPhysicalDeviceMemoryProperties(dev.physical.handle, mem)
-        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-        memory_type = next(i for i in range(mem.memoryTypeCount) if mem.memoryTypes[i].propertyFlags & want == want)
-        return DeviceInstrumentation(int(out[0]), max(4, props.limits.minStorageBufferOffsetAlignment),
-                                     props.limits.maxBoundDescriptorSets, memory_type)
+        return DeviceInstrumentation(counter_memory.setup(ffi, dev, vk.VK_SHADER_STAGE_ALL))
 
     def check(result: int, what: str) -> None:
         if result != vk.VK_SUCCESS:
@@ -202,7 +177,7 @@ def register(drv: Driver) -> None:
             destroy_object(dev.handle, obj.handle, ffi.NULL)
         for layout in state.own_layouts:
             dev.next.vkDestroyPipelineLayout(dev.handle, layout, ffi.NULL)
-        dev.next.vkDestroyDescriptorSetLayout(dev.handle, state.set_layout, ffi.NULL)
+        dev.next.vkDestroyDescriptorSetLayout(dev.handle, state.limits.set_layout, ffi.NULL)
     drv.instrumentation_teardown = teardown
 
     # ---- pipeline layouts (the driver's copy adds the counters' set) --------------------------
@@ -227,9 +202,10 @@ def register(drv: Driver) -> None:
         sets, ranges = state.layouts.get(app_layout, (None, None))
         if sets is None:
             raise InstrumentError("its pipeline layout is unknown to the driver")
-        if len(sets) + 1 > state.max_sets:
-            raise InstrumentError(f"its layout uses all {state.max_sets} descriptor sets; none is left for the counters")
-        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.set_layout])
+        if len(sets) + 1 > state.limits.max_sets:
+            raise InstrumentError(f"its layout uses all {state.limits.max_sets} descriptor sets; none is left for "
+                                  "the counters")
+        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.limits.set_layout])
         push = ffi.new("VkPushConstantRange[]", [{"stageFlags": f, "offset": o, "size": s} for f, o, s in ranges]) \
             if ranges else ffi.NULL
         info = ffi.new("VkPipelineLayoutCreateInfo *", {
@@ -401,46 +377,7 @@ def register(drv: Driver) -> None:
         if obj is None:
             return
         for chunk in obj.chunks:
-            dev.next.vkDestroyDescriptorPool(device, chunk.pool, ffi.NULL)
-            dev.next.vkDestroyBuffer(device, chunk.buffer, ffi.NULL)
-            dev.next.vkFreeMemory(device, chunk.memory, ffi.NULL)
-
-    def new_chunk(dev: Device, state: DeviceInstrumentation) -> Chunk:
-        size = CHUNK_BYTES + REGION_MAX_BYTES
-        binfo = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, "size": size,
-                                                 "usage": vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT})
-        buf = ffi.new("VkBuffer *")
-        check(dev.next.vkCreateBuffer(dev.handle, binfo, ffi.NULL, buf), "vkCreateBuffer")
-        reqs = ffi.new("VkMemoryRequirements *")
-        dev.next.vkGetBufferMemoryRequirements(dev.handle, buf[0], reqs)
-        ainfo = ffi.new("VkMemoryAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                                   "allocationSize": reqs.size, "memoryTypeIndex": state.memory_type})
-        mem = ffi.new("VkDeviceMemory *")
-        check(dev.next.vkAllocateMemory(dev.handle, ainfo, ffi.NULL, mem), "vkAllocateMemory")
-        check(dev.next.vkBindBufferMemory(dev.handle, buf[0], mem[0], 0), "vkBindBufferMemory")
-        ptr = ffi.new("void **")
-        check(dev.next.vkMapMemory(dev.handle, mem[0], 0, vk.VK_WHOLE_SIZE, 0, ptr), "vkMapMemory")
-        mapped = ffi.cast("char *", ptr[0])
-        ffi.memmove(mapped, bytes(size), size)
-        psize = ffi.new("VkDescriptorPoolSize *", {"type": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
-                                                   "descriptorCount": 1})
-        pinfo = ffi.new("VkDescriptorPoolCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                                         "maxSets": 1, "poolSizeCount": 1, "pPoolSizes": psize})
-        pool = ffi.new("VkDescriptorPool *")
-        check(dev.next.vkCreateDescriptorPool(dev.handle, pinfo, ffi.NULL, pool), "vkCreateDescriptorPool")
-        layouts = ffi.new("VkDescriptorSetLayout[1]", [state.set_layout])
-        sinfo = ffi.new("VkDescriptorSetAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                                          "descriptorPool": pool[0], "descriptorSetCount": 1,
-                                                          "pSetLayouts": layouts})
-        dset = ffi.new("VkDescriptorSet *")
-        check(dev.next.vkAllocateDescriptorSets(dev.handle, sinfo, dset), "vkAllocateDescriptorSets")
-        binfo2 = ffi.new("VkDescriptorBufferInfo *", {"buffer": buf[0], "offset": 0, "range": REGION_MAX_BYTES})
-        write = ffi.new("VkWriteDescriptorSet *", {"sType": vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                                   "dstSet": dset[0], "dstBinding": 0, "descriptorCount": 1,
-                                                   "descriptorType": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
-                                                   "pBufferInfo": binfo2})
-        dev.next.vkUpdateDescriptorSets(dev.handle, 1, write, 0, ffi.NULL)
-        return Chunk(int(buf[0]), int(mem[0]), mapped, dset[0], int(pool[0]))
+            counter_memory.destroy_chunk(ffi, dev, chunk)
 
     def region_for(obj: InstrumentationObject, pipeline: InstrumentedPipeline) -> Region:
         dev = obj.device
@@ -449,10 +386,11 @@ def register(drv: Driver) -> None:
         with state.lock:
             chunk = obj.chunks[-1] if obj.chunks else None
             if chunk is None or chunk.used + size > CHUNK_BYTES:
-                chunk = new_chunk(dev, state)
+                chunk = counter_memory.new_chunk(ffi, dev, state.limits, CHUNK_BYTES, REGION_MAX_BYTES, 0)
                 obj.chunks.append(chunk)
             offset = chunk.used
-            chunk.used = offset + ((size + state.alignment - 1) // state.alignment) * state.alignment
+            align = state.limits.alignment
+            chunk.used = offset + ((size + align - 1) // align) * align
         return Region(chunk, offset, pipeline)
 
     # ---- recording -------------------------------------------------------------------------------

@@ -55,6 +55,8 @@ from tessera.vkapi.commands import DRAWS
 from tessera.vkapi.resources import texel_bytes
 from tessera.vkapi.vkconst import vk
 
+from . import counter_memory
+from .counter_memory import Chunk
 from .driver import Driver
 from .objects import CommandBuffer, Device, PhysicalDevice
 
@@ -126,16 +128,6 @@ class Variant:
 
 
 @dataclass
-class Chunk:
-    buffer: int
-    memory: int
-    mapped: Any
-    descriptor_set: Any
-    pool: int
-    used: int = 0
-
-
-@dataclass
 class ArrayCopy:
     buffer: int                        # the application's buffer holding the address
     regions: list[tuple[int, int, int]]   # (src offset in the chunk, dst offset in the buffer, bytes)
@@ -163,10 +155,7 @@ class CommandBufferRegions:
 @dataclass
 class DeviceRegions:
     """Per device that enabled the feature."""
-    set_layout: int
-    alignment: int
-    max_sets: int
-    memory_type: int
+    limits: counter_memory.Limits
     layouts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = field(default_factory=dict)
     own_layouts: list[int] = field(default_factory=list)
     variants: dict[int, Variant] = field(default_factory=dict)        # application pipeline -> counting one
@@ -217,22 +206,8 @@ def register(drv: Driver) -> None:
 
     # ---- device ------------------------------------------------------------------------------
     def setup(dev: Device) -> None:
-        binding = ffi.new("VkDescriptorSetLayoutBinding *", {
-            "binding": 0, "descriptorType": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC, "descriptorCount": 1,
-            "stageFlags": vk.VK_SHADER_STAGE_FRAGMENT_BIT})
-        info = ffi.new("VkDescriptorSetLayoutCreateInfo *", {
-            "sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO, "bindingCount": 1, "pBindings": binding})
-        out = ffi.new("VkDescriptorSetLayout *")
-        check(dev.next.vkCreateDescriptorSetLayout(dev.handle, info, ffi.NULL, out), "vkCreateDescriptorSetLayout")
-        props = ffi.new("VkPhysicalDeviceProperties *")
-        dev.physical.next.vkGetPhysicalDeviceProperties(dev.physical.handle, props)
-        mem = ffi.new("VkPhysicalDeviceMemoryProperties *")
-        dev.physical.next.vkGetPhysicalDeviceMemoryProperties(dev.physical.handle, mem)
-        want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-        memory_type = next(i for i in range(mem.memoryTypeCount) if mem.memoryTypes[i].propertyFlags & want == want)
         states[objects.address(dev.handle)] = DeviceRegions(
-            int(out[0]), max(4, props.limits.minStorageBufferOffsetAlignment), props.limits.maxBoundDescriptorSets,
-            memory_type)
+            counter_memory.setup(ffi, dev, vk.VK_SHADER_STAGE_FRAGMENT_BIT))
 
     def teardown(dev: Device) -> None:
         state = states.pop(objects.address(dev.handle), None)
@@ -241,12 +216,10 @@ def register(drv: Driver) -> None:
         for variant in state.variants.values():
             dev.next.vkDestroyPipeline(dev.handle, variant.pipeline, ffi.NULL)
         for chunk in state.chunks:
-            dev.next.vkDestroyDescriptorPool(dev.handle, chunk.pool, ffi.NULL)
-            dev.next.vkDestroyBuffer(dev.handle, chunk.buffer, ffi.NULL)
-            dev.next.vkFreeMemory(dev.handle, chunk.memory, ffi.NULL)
+            counter_memory.destroy_chunk(ffi, dev, chunk)
         for layout in state.own_layouts:
             dev.next.vkDestroyPipelineLayout(dev.handle, layout, ffi.NULL)
-        dev.next.vkDestroyDescriptorSetLayout(dev.handle, state.set_layout, ffi.NULL)
+        dev.next.vkDestroyDescriptorSetLayout(dev.handle, state.limits.set_layout, ffi.NULL)
 
     drv.regions_setup, drv.regions_teardown = setup, teardown
 
@@ -310,9 +283,10 @@ def register(drv: Driver) -> None:
         sets, ranges = state.layouts.get(app_layout, (None, None))
         if sets is None:
             raise RegionsError("its pipeline layout is unknown to the driver")
-        if len(sets) + 1 > state.max_sets:
-            raise RegionsError(f"its layout uses all {state.max_sets} descriptor sets; none is left for the counters")
-        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.set_layout])
+        if len(sets) + 1 > state.limits.max_sets:
+            raise RegionsError(f"its layout uses all {state.limits.max_sets} descriptor sets; none is left for the "
+                               "counters")
+        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.limits.set_layout])
         push = ffi.new("VkPushConstantRange[]", [{"stageFlags": f, "offset": o, "size": s} for f, o, s in ranges]) \
             if ranges else ffi.NULL
         info = ffi.new("VkPipelineLayoutCreateInfo *", {
@@ -422,41 +396,8 @@ def register(drv: Driver) -> None:
 
     # ---- driver memory -------------------------------------------------------------------------
     def new_chunk(dev: Device, state: DeviceRegions) -> Chunk:
-        size = CHUNK_BYTES + SECTION_MAX_BYTES
-        usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-        binfo = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, "size": size,
-                                                 "usage": usage})
-        buf = ffi.new("VkBuffer *")
-        check(dev.next.vkCreateBuffer(dev.handle, binfo, ffi.NULL, buf), "vkCreateBuffer")
-        reqs = ffi.new("VkMemoryRequirements *")
-        dev.next.vkGetBufferMemoryRequirements(dev.handle, buf[0], reqs)
-        ainfo = ffi.new("VkMemoryAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                                   "allocationSize": reqs.size, "memoryTypeIndex": state.memory_type})
-        mem = ffi.new("VkDeviceMemory *")
-        check(dev.next.vkAllocateMemory(dev.handle, ainfo, ffi.NULL, mem), "vkAllocateMemory")
-        check(dev.next.vkBindBufferMemory(dev.handle, buf[0], mem[0], 0), "vkBindBufferMemory")
-        ptr = ffi.new("void **")
-        check(dev.next.vkMapMemory(dev.handle, mem[0], 0, vk.VK_WHOLE_SIZE, 0, ptr), "vkMapMemory")
-        psize = ffi.new("VkDescriptorPoolSize *", {"type": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
-                                                   "descriptorCount": 1})
-        pinfo = ffi.new("VkDescriptorPoolCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                                         "maxSets": 1, "poolSizeCount": 1, "pPoolSizes": psize})
-        pool = ffi.new("VkDescriptorPool *")
-        check(dev.next.vkCreateDescriptorPool(dev.handle, pinfo, ffi.NULL, pool), "vkCreateDescriptorPool")
-        layouts = ffi.new("VkDescriptorSetLayout[1]", [state.set_layout])
-        sinfo = ffi.new("VkDescriptorSetAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
-                                                          "descriptorPool": pool[0], "descriptorSetCount": 1,
-                                                          "pSetLayouts": layouts})
-        dset = ffi.new("VkDescriptorSet *")
-        check(dev.next.vkAllocateDescriptorSets(dev.handle, sinfo, dset), "vkAllocateDescriptorSets")
-        binfo2 = ffi.new("VkDescriptorBufferInfo *", {"buffer": buf[0], "offset": 0, "range": SECTION_MAX_BYTES})
-        write = ffi.new("VkWriteDescriptorSet *", {"sType": vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-                                                   "dstSet": dset[0], "dstBinding": 0, "descriptorCount": 1,
-                                                   "descriptorType": vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC,
-                                                   "pBufferInfo": binfo2})
-        dev.next.vkUpdateDescriptorSets(dev.handle, 1, write, 0, ffi.NULL)
-        chunk = Chunk(int(buf[0]), int(mem[0]), ffi.cast("char *", ptr[0]), dset[0], int(pool[0]))
+        chunk = counter_memory.new_chunk(ffi, dev, state.limits, CHUNK_BYTES, SECTION_MAX_BYTES,
+                                         vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
         state.chunks.append(chunk)
         return chunk
 
@@ -476,7 +417,7 @@ def register(drv: Driver) -> None:
             chunk.used = 0
             regions.chunks.append(chunk)
         offset = chunk.used
-        chunk.used = align(offset + size, state.alignment)
+        chunk.used = align(offset + size, state.limits.alignment)
         return chunk, offset
 
     def release(state: DeviceRegions, address: int) -> None:
@@ -566,7 +507,7 @@ def register(drv: Driver) -> None:
 
         header_bytes = HEADER_WORDS * 4
         layers_alloc = max(subpass_arrays) if subpass_arrays else 1
-        section = align(header_bytes + layers_alloc * layer_bytes, state.alignment)
+        section = align(header_bytes + layers_alloc * layer_bytes, state.limits.alignment)
         if section > SECTION_MAX_BYTES or 2 * section * len(subpass_arrays) > CHUNK_BYTES:
             warn(f"large:{w}x{h}", f"{command}: a {w}x{h} render area with {c} counters needs more than the "
                  f"{SECTION_MAX_BYTES >> 20} MiB per subpass this driver reserves: nothing captured")
