@@ -66,6 +66,23 @@ def setup(ffi, dev, stages: int) -> Limits:
                   props.limits.maxBoundDescriptorSets, memory_type)
 
 
+def counters_layout(ffi, dev, limits: Limits, sets: list[int], ranges: list[tuple[int, int, int]]) -> int:
+    """A pipeline layout of the application's set layouts and push-constant ranges plus the counters'
+    set after them (index len(sets)): compatible with the application's for every set it binds."""
+    if len(sets) + 1 > limits.max_sets:
+        raise CounterMemoryError(f"its layout uses all {limits.max_sets} descriptor sets; none is left for the "
+                                 "counters")
+    set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, limits.set_layout])
+    push = ffi.new("VkPushConstantRange[]", [{"stageFlags": f, "offset": o, "size": s} for f, o, s in ranges]) \
+        if ranges else ffi.NULL
+    info = ffi.new("VkPipelineLayoutCreateInfo *", {
+        "sType": vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, "setLayoutCount": len(sets) + 1,
+        "pSetLayouts": set_layouts, "pushConstantRangeCount": len(ranges), "pPushConstantRanges": push})
+    out = ffi.new("VkPipelineLayout *")
+    _check(dev.next.vkCreatePipelineLayout(dev.handle, info, ffi.NULL, out), "vkCreatePipelineLayout")
+    return int(out[0])
+
+
 def new_chunk(ffi, dev, limits: Limits, capacity: int, window: int, usage: int) -> Chunk:
     """A zeroed chunk of `capacity + window` bytes and its descriptor set (range `window`)."""
     size = capacity + window

@@ -202,19 +202,9 @@ def register(drv: Driver) -> None:
         sets, ranges = state.layouts.get(app_layout, (None, None))
         if sets is None:
             raise InstrumentError("its pipeline layout is unknown to the driver")
-        if len(sets) + 1 > state.limits.max_sets:
-            raise InstrumentError(f"its layout uses all {state.limits.max_sets} descriptor sets; none is left for "
-                                  "the counters")
-        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.limits.set_layout])
-        push = ffi.new("VkPushConstantRange[]", [{"stageFlags": f, "offset": o, "size": s} for f, o, s in ranges]) \
-            if ranges else ffi.NULL
-        info = ffi.new("VkPipelineLayoutCreateInfo *", {
-            "sType": vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, "setLayoutCount": len(sets) + 1,
-            "pSetLayouts": set_layouts, "pushConstantRangeCount": len(ranges), "pPushConstantRanges": push})
-        out = ffi.new("VkPipelineLayout *")
-        check(dev.next.vkCreatePipelineLayout(dev.handle, info, ffi.NULL, out), "vkCreatePipelineLayout")
-        state.own_layouts.append(int(out[0]))
-        return int(out[0]), len(sets)
+        layout = counter_memory.counters_layout(ffi, dev, state.limits, sets, ranges)
+        state.own_layouts.append(layout)
+        return layout, len(sets)
 
     # ---- instrumented pipelines -----------------------------------------------------------------
     def instrument_flags(pnext) -> Any:
