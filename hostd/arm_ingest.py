@@ -37,7 +37,6 @@ are never affected.
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -47,11 +46,11 @@ from google.protobuf.message import DecodeError
 
 from tessera.schemas import arm_wire as wire
 from tessera.schemas.arm_timeline import TimelineRecord
-from tessera.schemas.logfile import FILE_HEADER, iter_records, log_version
+from tessera.schemas.logfile import iter_records, log_version
 
 from .arm_metadata import ArmNester
 from .config import DaemonConfig
-from .storage import ConnectionStore, _next_number
+from .storage import ConnectionStore
 
 LOG = logging.getLogger("tessera.hostd")
 
@@ -59,36 +58,6 @@ ARM_LOG_NAME = "session.arm-log"
 TIMELINE_ENDPOINT = 1
 SERVICES = {wire.REGISTRY_ENDPOINT: wire.REGISTRY_NAME, TIMELINE_ENDPOINT: wire.TIMELINE_SERVICE}
 FOLDER_PROCESS = "arm-gpu-timeline"
-
-
-class ArmStore(ConnectionStore):
-    """ConnectionStore with the log named `session.arm-log` (same records, same fsync policy)."""
-
-    def __init__(self, out: Path, fsync_interval: float) -> None:      # noqa: super().__init__ opens LOG_NAME
-        import time
-
-        out.mkdir(parents=True, exist_ok=True)
-        while True:
-            n = _next_number(out)
-            folder = out / f"conn-{n}"
-            try:
-                folder.mkdir(mode=0o700)
-                break
-            except FileExistsError:
-                continue
-        self.number = n
-        self.folder = folder
-        self.fsync_interval = fsync_interval
-        self.bytes = 0
-        self._fd = os.open(folder / ARM_LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._write(FILE_HEADER)
-        self._rejected = None
-        self._last_sync = time.monotonic()
-        self._dirty = False
-
-    @property
-    def log_path(self) -> Path:
-        return self.folder / ARM_LOG_NAME
 
 
 def record_kind(record) -> str:
@@ -101,7 +70,7 @@ class ArmIngest:
         self.cfg = cfg
         self.peer = peer
         self.log = logger
-        self.store = ArmStore(cfg.out, cfg.fsync_interval)
+        self.store = ConnectionStore(cfg.out, cfg.fsync_interval, ARM_LOG_NAME)
         self.client = f"arm conn-{self.store.number} ({peer})"
         self.decoder = wire.ArmDecoder(cfg.max_frame)
         self.nester = ArmNester()

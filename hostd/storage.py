@@ -63,7 +63,8 @@ def safe_name(text: str, limit: int = 64) -> str:
 
 
 class ConnectionStore:
-    def __init__(self, out: Path, fsync_interval: float) -> None:
+    def __init__(self, out: Path, fsync_interval: float, log_name: str = LOG_NAME) -> None:
+        """`log_name`: the log's file name (Arm's protocol is logged as session.arm-log)."""
         out.mkdir(parents=True, exist_ok=True)
         while True:
             n = _next_number(out)
@@ -77,7 +78,8 @@ class ConnectionStore:
         self.folder = folder
         self.fsync_interval = fsync_interval
         self.bytes = 0      # bytes of the client's stream logged (the log file holds more: record headers)
-        self._fd = os.open(folder / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.log_name = log_name
+        self._fd = os.open(folder / log_name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._write(FILE_HEADER)
         self._rejected = None
         self._last_sync = time.monotonic()
@@ -85,7 +87,7 @@ class ConnectionStore:
 
     @property
     def log_path(self) -> Path:
-        return self.folder / LOG_NAME
+        return self.folder / self.log_name
 
     def append(self, data: bytes, starts: Sequence[int] = ()) -> None:
         """Log a chunk of the client's stream; `starts`: stream offsets, ascending, of the frames
