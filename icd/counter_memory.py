@@ -66,9 +66,31 @@ def setup(ffi, dev, stages: int) -> Limits:
                   props.limits.maxBoundDescriptorSets, memory_type)
 
 
-def counters_layout(ffi, dev, limits: Limits, sets: list[int], ranges: list[tuple[int, int, int]]) -> int:
-    """A pipeline layout of the application's set layouts and push-constant ranges plus the counters'
-    set after them (index len(sets)): compatible with the application's for every set it binds."""
+def track_pipeline_layouts(hooks) -> None:
+    """Keep every application pipeline layout's set layouts and push-constant ranges on the driver's
+    Device (`pipeline_layouts`): counters_layout derives the driver's layouts from them."""
+
+    @hooks.after("vkCreatePipelineLayout")
+    def after_create_layout(dev, result, device, info, pAllocator, pLayout):
+        if result != vk.VK_SUCCESS:
+            return
+        sets = [int(info.pSetLayouts[i]) for i in range(info.setLayoutCount)]
+        ranges = [(r.stageFlags, r.offset, r.size) for r in (info.pPushConstantRanges[i]
+                                                               for i in range(info.pushConstantRangeCount))]
+        dev.pipeline_layouts[int(pLayout[0])] = (sets, ranges)
+
+    @hooks.before("vkDestroyPipelineLayout")
+    def before_destroy_layout(dev, device, layout, pAllocator):
+        dev.pipeline_layouts.pop(int(layout), None)
+
+
+def counters_layout(ffi, dev, limits: Limits, app_layout: int) -> tuple[int, int]:
+    """(a pipeline layout of the application layout's set layouts and push-constant ranges plus the
+    counters' set after them, that set's index): compatible with the application's layout for every
+    set the application binds. The caller destroys the layout with the device."""
+    sets, ranges = dev.pipeline_layouts.get(app_layout, (None, None))
+    if sets is None:
+        raise CounterMemoryError("its pipeline layout is unknown to the driver")
     if len(sets) + 1 > limits.max_sets:
         raise CounterMemoryError(f"its layout uses all {limits.max_sets} descriptor sets; none is left for the "
                                  "counters")
@@ -80,7 +102,7 @@ def counters_layout(ffi, dev, limits: Limits, sets: list[int], ranges: list[tupl
         "pSetLayouts": set_layouts, "pushConstantRangeCount": len(ranges), "pPushConstantRanges": push})
     out = ffi.new("VkPipelineLayout *")
     _check(dev.next.vkCreatePipelineLayout(dev.handle, info, ffi.NULL, out), "vkCreatePipelineLayout")
-    return int(out[0])
+    return int(out[0]), len(sets)
 
 
 def new_chunk(ffi, dev, limits: Limits, capacity: int, window: int, usage: int) -> Chunk:

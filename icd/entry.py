@@ -16,9 +16,8 @@ from tessera.vkapi.vkconst import vk
 
 from tessera.vkapi import pipelines, resource_hooks
 
-from . import (command_buffer, core_builtins, device, instance, instrumentation, labels, recording, shader_costs,
-               submit, tensor_descriptors, tensors)
-from . import regions
+from . import (command_buffer, core_builtins, counter_memory, device, instance, instrumentation, labels, recording,
+               regions, shader_costs, submit, tensor_descriptors, tensors)
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
@@ -39,6 +38,7 @@ def install(ffi, lib) -> None:
     errors = HookErrors(log)
     drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile)
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session())
+    counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
     for module in (instance, device, command_buffer, labels, recording, submit, core_builtins, tensor_descriptors,
                    instrumentation, tensors):
         module.register(drv)

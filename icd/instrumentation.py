@@ -112,7 +112,6 @@ class InstrumentationObject:
 class DeviceInstrumentation:
     """Per device that enabled the feature."""
     limits: counter_memory.Limits
-    layouts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = field(default_factory=dict)
     objects: dict[int, InstrumentationObject] = field(default_factory=dict)
     own_layouts: list[int] = field(default_factory=list)   # pipeline layouts the driver made, destroyed with it
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -180,31 +179,11 @@ def register(drv: Driver) -> None:
         dev.next.vkDestroyDescriptorSetLayout(dev.handle, state.limits.set_layout, ffi.NULL)
     drv.instrumentation_teardown = teardown
 
-    # ---- pipeline layouts (the driver's copy adds the counters' set) --------------------------
-    @hooks.after("vkCreatePipelineLayout")
-    def after_create_layout(dev, result, device, info, pAllocator, pLayout):
-        state = device_state(dev)
-        if state is None or result != vk.VK_SUCCESS:
-            return
-        sets = [int(info.pSetLayouts[i]) for i in range(info.setLayoutCount)]
-        ranges = [(r.stageFlags, r.offset, r.size) for r in (info.pPushConstantRanges[i]
-                                                               for i in range(info.pushConstantRangeCount))]
-        state.layouts[int(pLayout[0])] = (sets, ranges)
-
-    @hooks.before("vkDestroyPipelineLayout")
-    def before_destroy_layout(dev, device, layout, pAllocator):
-        state = device_state(dev)
-        if state is not None:
-            state.layouts.pop(int(layout), None)
-
     def extended_layout(dev: Device, state: DeviceInstrumentation, app_layout: int) -> tuple[int, int]:
         """(the driver's pipeline layout, the counters' set index) for an application layout."""
-        sets, ranges = state.layouts.get(app_layout, (None, None))
-        if sets is None:
-            raise InstrumentError("its pipeline layout is unknown to the driver")
-        layout = counter_memory.counters_layout(ffi, dev, state.limits, sets, ranges)
+        layout, set_index = counter_memory.counters_layout(ffi, dev, state.limits, app_layout)
         state.own_layouts.append(layout)
-        return layout, len(sets)
+        return layout, set_index
 
     # ---- instrumented pipelines -----------------------------------------------------------------
     def instrument_flags(pnext) -> Any:

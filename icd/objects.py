@@ -58,6 +58,8 @@ class Device(IcdObject):
     res: "Resources" = field(default_factory=lambda: Resources())
     recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
     instrumentation: Any = None                # instrumentation.DeviceInstrumentation when the feature is on
+    # application pipeline layout -> (set layouts, push-constant ranges), counter_memory.track_pipeline_layouts
+    pipeline_layouts: dict = field(default_factory=dict)
     tensors: Any = None                        # tensors.DeviceTensors when VK_ARM_tensors is enabled
 
 

@@ -156,7 +156,6 @@ class CommandBufferRegions:
 class DeviceRegions:
     """Per device that enabled the feature."""
     limits: counter_memory.Limits
-    layouts: dict[int, tuple[list[int], list[tuple[int, int, int]]]] = field(default_factory=dict)
     own_layouts: list[int] = field(default_factory=list)
     variants: dict[int, Variant] = field(default_factory=dict)        # application pipeline -> counting one
     view_masks: dict[int, tuple[int, ...]] = field(default_factory=dict)   # render pass -> per-subpass viewMask
@@ -243,22 +242,6 @@ def register(drv: Driver) -> None:
         return vk.VK_INCOMPLETE if n < len(COUNTERS) else vk.VK_SUCCESS
 
     # ---- pipeline layouts and render passes the counting pipelines need -------------------------
-    @hooks.also_after("vkCreatePipelineLayout")
-    def after_create_layout(dev, result, device, info, pAllocator, pLayout):
-        state = state_of(dev)
-        if state is None or result != vk.VK_SUCCESS:
-            return
-        sets = [int(info.pSetLayouts[i]) for i in range(info.setLayoutCount)]
-        ranges = [(r.stageFlags, r.offset, r.size) for r in (info.pPushConstantRanges[i]
-                                                               for i in range(info.pushConstantRangeCount))]
-        state.layouts[int(pLayout[0])] = (sets, ranges)
-
-    @hooks.also_before("vkDestroyPipelineLayout")
-    def before_destroy_layout(dev, device, layout, pAllocator):
-        state = state_of(dev)
-        if state is not None:
-            state.layouts.pop(int(layout), None)
-
     def remember_views(dev, ci, pRenderPass, subpass_masks) -> None:
         state = state_of(dev)
         if state is not None:
@@ -280,13 +263,10 @@ def register(drv: Driver) -> None:
 
     # ---- counting pipelines ---------------------------------------------------------------------
     def extended_layout(dev: Device, state: DeviceRegions, app_layout: int) -> tuple[int, int]:
-        sets, ranges = state.layouts.get(app_layout, (None, None))
-        if sets is None:
-            raise RegionsError("its pipeline layout is unknown to the driver")
-        layout = counter_memory.counters_layout(ffi, dev, state.limits, sets, ranges)
+        layout, set_index = counter_memory.counters_layout(ffi, dev, state.limits, app_layout)
         with state.lock:
             state.own_layouts.append(layout)
-        return layout, len(sets)
+        return layout, set_index
 
     def view_mask_of(state: DeviceRegions, info) -> int:
         if int(info.renderPass):

@@ -61,7 +61,6 @@ class SetMeta:
 @dataclass
 class DescriptorState:
     layouts: dict[int, SetLayoutInfo] = field(default_factory=dict)
-    pipeline_layouts: dict[int, list[int]] = field(default_factory=dict)
     sets: dict[int, SetMeta] = field(default_factory=dict)
     pools: dict[int, set[int]] = field(default_factory=dict)
     memory_type: int | None = None
@@ -138,12 +137,6 @@ def register(drv: Driver) -> None:
         st = state(dev)
         if st is not None:
             st.layouts.pop(int(layout), None)
-
-    @hooks.also_after("vkCreatePipelineLayout")
-    def after_create_pipeline_layout(dev, result, device, info, pAllocator, pLayout):
-        st = state(dev)
-        if st is not None and result == vk.VK_SUCCESS:
-            st.pipeline_layouts[int(pLayout[0])] = [int(info.pSetLayouts[i]) for i in range(info.setLayoutCount)]
 
     # ---- pools and sets -------------------------------------------------------------------
     @hooks.before("vkCreateDescriptorPool")
@@ -337,11 +330,12 @@ def register(drv: Driver) -> None:
         ffi.memmove(dst.mapped + (d_first + c.dstArrayElement) * RECORD_BYTES, data, n)
 
     # ---- compute pipelines using tensors --------------------------------------------------------
-    def bindings_for(st: DescriptorState, layout: int) -> dict:
+    def bindings_for(dev: Device, st: DescriptorState, layout: int) -> dict:
         from tessera.spirv.passes.tensors import TensorBinding
 
         out = {}
-        for set_index, handle in enumerate(st.pipeline_layouts.get(layout, [])):
+        # Device.pipeline_layouts: counter_memory.track_pipeline_layouts keeps every application layout
+        for set_index, handle in enumerate(dev.pipeline_layouts.get(layout, ([], []))[0]):
             info = st.layouts.get(handle)
             if info is None:
                 continue
@@ -355,7 +349,7 @@ def register(drv: Driver) -> None:
 
         try:
             module = parse(code)
-            lower_tensors(module, bindings_for(st, layout))
+            lower_tensors(module, bindings_for(dev, st, layout))
             return module.to_bytes(), None
         except SpirvError as e:
             return EMPTY_COMPUTE, str(e)
