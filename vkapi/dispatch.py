@@ -330,8 +330,10 @@ def guarded(errors: HookErrors, name: str, fn: Callable, failure) -> Callable:
 
 def _failure_for(name: str):
     """Return value used when a hook cannot complete: by the command's return type."""
-    return _RETURN_FAILURE.get(vk.COMMAND_RETURNS.get(name, "void"))
+    return RETURN_FAILURE.get(vk.COMMAND_RETURNS.get(name, "void"))
 
 
-_RETURN_FAILURE = {"VkResult": VK_ERROR_INITIALIZATION_FAILED, "void": None, "PFN_vkVoidFunction": None,
+# What a command returns when its hook cannot complete, by return type (the C guards of guards.py
+# return the same when Python is gone).
+RETURN_FAILURE = {"VkResult": VK_ERROR_INITIALIZATION_FAILED, "void": None, "PFN_vkVoidFunction": None,
                    "VkBool32": 0, "uint32_t": 0, "uint64_t": 0, "VkDeviceAddress": 0, "VkDeviceSize": 0}

@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import recorder, registry
+from .dispatch import RETURN_FAILURE
 
-# What a command returns when it can be neither run nor forwarded, by return type.
-# The Python trampolines of dispatch.py return the same values.
+# What a command returns when it can be neither run nor forwarded, as C: dispatch.RETURN_FAILURE's values.
 FAILURE_BY_RETURN_TYPE = {
-    "VkResult": "VK_ERROR_INITIALIZATION_FAILED", "void": None, "PFN_vkVoidFunction": "NULL",
-    "VkBool32": "0", "uint32_t": "0", "uint64_t": "0", "VkDeviceAddress": "0", "VkDeviceSize": "0",
-}
+    kind: None if kind == "void" else "NULL" if value is None
+    else "VK_ERROR_INITIALIZATION_FAILED" if kind == "VkResult" else str(value)
+    for kind, value in RETURN_FAILURE.items()}
 
 _NEXT_TABLE = r"""
 #define VK_ERROR_INITIALIZATION_FAILED (-3)

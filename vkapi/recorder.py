@@ -458,6 +458,7 @@ class Recorder:
         self._pending: dict[int, threading.Event] = {}   # command buffer address -> its queued job
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._out = threading.local()
         self.guards = guard_names
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
@@ -553,8 +554,12 @@ class Recorder:
     def apply(self, owner, handle) -> None:
         """Apply the records of `handle` so far, in order, then empty its arena."""
         lib, ffi = self.lib, self.ffi
-        # Per call, not shared: command buffers are applied on several threads at once.
-        pdata, pused, pdropped = ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *")
+        # Per thread, not shared: command buffers are applied on several threads at once. Every Python
+        # hook of a command buffer comes here first, so the out-parameters are not allocated per call.
+        out = self._out.__dict__.get("params")
+        if out is None:
+            out = self._out.params = (ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *"))
+        pdata, pused, pdropped = out
         if not lib.tessera_cb_records(handle, pdata, pused, pdropped):
             return
         used, dropped = pused[0], pdropped[0]
