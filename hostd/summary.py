@@ -13,7 +13,12 @@ What it reads in a merged trace (merge.py writes it so):
     named `Frames` (frames);
   - reading a merged trace (not during the merge, which ranks from the session
     logs), the `Shader …` args of instrumented slices (shaders.py), ranked by
-    their `Shader thread-ops`.
+    their `Shader thread-ops`;
+  - the `internal` arg: an event of work the layer itself added (its
+    indirect-capture copies; WORKLOAD `internal`) is the tool's, not the
+    application's: counted apart (`internal_events`, `internal_workloads`,
+    `internal_time_ns`) and left out of every application count (GPU events,
+    workloads by type, GPU time per queue, longest workloads).
 """
 from __future__ import annotations
 
@@ -30,9 +35,10 @@ SUBMIT_SLICE = "vkQueueSubmit"
 FRAMES_TRACK = "Frames"
 MISSING_KEY = "metadata"
 MISSING_VALUE = "missing"
+INTERNAL_KEY = "internal"       # WORKLOAD field (schemas/json/workload.schema.json) the merge copies as an arg
 # The only extra_data names the summary reads from a render-stage event: the `extras` a
 # caller passes need hold no others.
-SUMMARY_READS = frozenset({MISSING_KEY, "kind", "labels", "Labels"})
+SUMMARY_READS = frozenset({MISSING_KEY, INTERNAL_KEY, "kind", "labels", "Labels"})
 _SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 _INSTANT = pb.TrackEvent.TYPE_INSTANT
 
@@ -52,7 +58,7 @@ class Summary:
     processes: list[str] = field(default_factory=list)
     frames: int = 0
     submits: int = 0
-    gpu_events: int = 0
+    gpu_events: int = 0                 # the application's: the tool's own events are internal_events
     workloads: dict[str, int] = field(default_factory=dict)
     gpu_time_ns: dict[str, int] = field(default_factory=dict)
     longest: list[LongWorkload] = field(default_factory=list)
@@ -61,6 +67,10 @@ class Summary:
     # the most expensive draws and dispatches (shaders.py), when the session was instrumented:
     # from the session logs after a merge, from the slices' args when read from a merged trace
     shaders: shader_cost.ShaderReport | None = None
+    # the tool's own GPU work (the layer's indirect-capture copies), never in the counts above
+    internal_events: int = 0
+    internal_workloads: dict[str, int] = field(default_factory=dict)    # by their `internal` name
+    internal_time_ns: dict[str, int] = field(default_factory=dict)      # per queue
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -134,12 +144,16 @@ class SummaryBuilder:
         if ex is None:
             ex = first_values(e)
         s = self.s
-        s.gpu_events += 1
         specs = self._specs
         q, st = e.hw_queue_iid, e.stage_iid
         queue = specs.get((seq, q))           # (the default built only when needed: hot path)
         if queue is None:
             queue = f"queue {q}"
+        internal = ex.get(INTERNAL_KEY)
+        if internal is not None:              # the tool's own work: counted apart, nowhere else
+            self._internal(seq, e, internal, queue)
+            return
+        s.gpu_events += 1
         stage = specs.get((seq, st))
         if stage is None:
             stage = f"stage {st}"
@@ -178,6 +192,16 @@ class SummaryBuilder:
             heapq.heappush(self._heap, (e.duration, -self._n, item))
         else:
             heapq.heapreplace(self._heap, (e.duration, -self._n, item))
+
+    def _internal(self, seq: int, e, name: str, queue: str) -> None:
+        s = self.s
+        s.internal_events += 1
+        rp = e.render_pass_instance_id
+        if not rp or (seq, rp) not in self._render_passes:
+            if rp:
+                self._render_passes.add((seq, rp))
+            s.internal_workloads[name] = s.internal_workloads.get(name, 0) + 1
+        s.internal_time_ns[queue] = s.internal_time_ns.get(queue, 0) + e.duration
 
     def _shader_slice(self, seq: int, e, ex: dict[str, str], stage: str, kind: str) -> None:
         """An instrumented slice of a merged trace: ranked by its `Shader thread-ops` (the binning
@@ -245,6 +269,11 @@ def format_summary(s: Summary, detail: bool = False) -> str:
     lines.append("GPU time per queue")
     for queue, ns in sorted(s.gpu_time_ns.items(), key=lambda kv: (-kv[1], kv[0])):
         lines.append(f"  {queue:<24}{_ms(ns)}")
+    if s.internal_events:
+        lines.append(f"{'tool (internal) events':<28}{s.internal_events}, "
+                     f"{sum(s.internal_time_ns.values()) / 1e6:.3f} ms, not counted above")
+        for name, n in sorted(s.internal_workloads.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {name:<26}{n}")
     if s.events_without_metadata or s.metadata_without_events:
         lines.append(f"{'GPU events without metadata':<28}{s.events_without_metadata}")
         if s.metadata_without_events is not None:
