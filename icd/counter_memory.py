@@ -91,6 +91,12 @@ def counters_layout(ffi, dev, limits: Limits, app_layout: int) -> tuple[int, int
     sets, ranges = dev.pipeline_layouts.get(app_layout, (None, None))
     if sets is None:
         raise CounterMemoryError("its pipeline layout is unknown to the driver")
+    return layout_with_counters(ffi, dev, limits, sets, ranges)
+
+
+def layout_with_counters(ffi, dev, limits: Limits, sets, ranges) -> tuple[int, int]:
+    """counters_layout from set layouts and (stageFlags, offset, size) push-constant ranges (a
+    shader object's, which has no pipeline layout)."""
     if len(sets) + 1 > limits.max_sets:
         raise CounterMemoryError(f"its layout uses all {limits.max_sets} descriptor sets; none is left for the "
                                  "counters")
