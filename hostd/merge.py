@@ -49,12 +49,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
                                       TracePacket, iter_raw, varint)
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from . import arm_inputs, region_args, shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
+from .protowire import key as field_key
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)
 from .traceio import TraceOut
@@ -64,8 +67,11 @@ MERGED_NAME = "merged.perfetto-trace"
 NOMINAL_SUBMIT_NS = 10_000      # a submit slice's length when the layer did not measure it (SUBMIT.duration_ns)
 PROGRESS_THRESHOLD = 32 << 20   # GPU trace bytes above which progress is shown by default
 MAX_EXAMPLES = 5
-_EXTRA_DATA_FIELD = b"\x32"      # GpuRenderStageEvent.extra_data: field 6, length-delimited
-_NAME_FIELD = b"\x8a\x01"       # GpuRenderStageEvent.name: field 17, length-delimited
+# Field keys of what the join encodes itself, from the descriptors (protowire.py).
+_EXTRA_DATA_FIELD = field_key(pb.GpuRenderStageEvent, "extra_data", "message")
+_NAME_FIELD = field_key(pb.GpuRenderStageEvent, "name", "bytes")
+_EXTRA_NAME = field_key(pb.GpuRenderStageEvent.ExtraData, "name", "bytes")
+_EXTRA_VALUE = field_key(pb.GpuRenderStageEvent.ExtraData, "value", "bytes")
 
 
 def _string_field(tag: bytes, text: str) -> bytes:
@@ -74,8 +80,8 @@ def _string_field(tag: bytes, text: str) -> bytes:
 
 
 def _extra_data(name: str, value: str) -> bytes:
-    """One encoded GpuRenderStageEvent.extra_data entry (ExtraData: name 1, value 2)."""
-    inner = _string_field(b"\x0a", name) + _string_field(b"\x12", value)
+    """One encoded GpuRenderStageEvent.extra_data entry (ExtraData name, value)."""
+    inner = _string_field(_EXTRA_NAME, name) + _string_field(_EXTRA_VALUE, value)
     return _EXTRA_DATA_FIELD + varint(len(inner)) + inner
 
 

@@ -16,11 +16,13 @@ correlation id and args are encoded per packet (a slice end is its timestamp
 and a per-track tail; common names and (key, string) args are kept encoded,
 a few thousand at most). The bytes are exactly what
 SerializeToString gives for the same packet (upb writes fields in field-number
-order: TracePacket timestamp 8, trusted_packet_sequence_id 10, track_event 11,
-sequence_flags 13, timestamp_clock_id 58; TrackEvent debug_annotations 4, type
-9, track_uuid 11, name 23, correlation_id_str 53; DebugAnnotation bool 2, int
-4, string 6, name 10), which tests/hostd/test_tracks.py checks; values protobuf
-would refuse (a timestamp outside uint64) take the protobuf path and its error.
+order: TracePacket timestamp, trusted_packet_sequence_id, track_event,
+sequence_flags, timestamp_clock_id; TrackEvent debug_annotations, type,
+track_uuid, name, correlation_id_str; DebugAnnotation name after its value),
+which tests/hostd/test_tracks.py checks; values protobuf would refuse (a
+timestamp outside uint64) take the protobuf path and its error. The field keys
+come from the protos' descriptors at import (protowire.key, checked by
+tests/hostd/test_protowire.py), never literal bytes.
 """
 from __future__ import annotations
 
@@ -32,9 +34,27 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from tessera.schemas.perfetto import (CLOCK_BOOTTIME, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
                                       TracePacket, varint)
 
+from .protowire import key as field_key
+
 _UUID_BASE = 0x7E55E4A000000000
 _U64 = (1 << 64) - 1
-_TRUE, _FALSE = b"\x10\x01", b"\x10\x00"          # DebugAnnotation.bool_value
+# Field keys, from the descriptors (protowire.py).
+_TRACE_PACKET = field_key(pb.Trace, "packet", "message")
+_P_TIMESTAMP = field_key(pb.TracePacket, "timestamp", "varint")
+_P_SEQUENCE = field_key(pb.TracePacket, "trusted_packet_sequence_id", "varint")
+_P_TRACK_EVENT = field_key(pb.TracePacket, "track_event", "message")
+_P_FLAGS = field_key(pb.TracePacket, "sequence_flags", "varint")
+_P_CLOCK = field_key(pb.TracePacket, "timestamp_clock_id", "varint")
+_E_ANNOTATION = field_key(pb.TrackEvent, "debug_annotations", "message")
+_E_TYPE = field_key(pb.TrackEvent, "type", "varint")
+_E_TRACK = field_key(pb.TrackEvent, "track_uuid", "varint")
+_E_NAME = field_key(pb.TrackEvent, "name", "bytes")
+_E_CORRELATION = field_key(pb.TrackEvent, "correlation_id_str", "bytes")
+_A_BOOL = field_key(pb.DebugAnnotation, "bool_value", "varint")
+_A_INT = field_key(pb.DebugAnnotation, "int_value", "varint")
+_A_STRING = field_key(pb.DebugAnnotation, "string_value", "bytes")
+_A_NAME = field_key(pb.DebugAnnotation, "name", "bytes")
+_TRUE, _FALSE = _A_BOOL + varint(1), _A_BOOL + varint(0)
 _KEPT = 1 << 14                                     # encoded names/annotations kept per writer, at most
 _SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 _SLICE_END = pb.TrackEvent.TYPE_SLICE_END
@@ -58,8 +78,8 @@ class TrackWriter:
         self._first = True
         self._next_uuid = _UUID_BASE
         # The pre-encoded pieces (module docstring).
-        self._seq_field = b"\x50" + varint(sequence_id)
-        self._tail = b"\x68" + varint(SEQ_NEEDS_INCREMENTAL_STATE) + b"\xd0\x03" + varint(CLOCK_BOOTTIME)
+        self._seq_field = _P_SEQUENCE + varint(sequence_id)
+        self._tail = _P_FLAGS + varint(SEQ_NEEDS_INCREMENTAL_STATE) + _P_CLOCK + varint(CLOCK_BOOTTIME)
         self._heads: dict[tuple[int, int], bytes] = {}      # (type, track) -> TrackEvent type + track_uuid
         self._keys: dict[str, bytes] = {}                   # annotation name -> its encoded name field
         self._texts: dict[tuple[str, str], bytes] = {}      # (name, string value) -> encoded annotation
@@ -141,14 +161,14 @@ class TrackWriter:
                         continue
                 k = keys.get(key)
                 if k is None:
-                    k = keys[key] = _string_field(b"\x52", key)
+                    k = keys[key] = _string_field(_A_NAME, key)
                 if value.__class__ is bool:         # bool cannot be subclassed: isinstance(value, bool)
                     v = _TRUE if value else _FALSE
                 elif isinstance(value, int) and -(1 << 63) <= value < (1 << 63):
-                    v = b"\x20" + varint(value & _U64)
+                    v = _A_INT + varint(value & _U64)
                 else:
-                    v = _string_field(b"\x32", value if isinstance(value, str) else str(value))
-                a = b"\x22" + varint(len(v) + len(k)) + v + k
+                    v = _string_field(_A_STRING, value if isinstance(value, str) else str(value))
+                a = _E_ANNOTATION + varint(len(v) + len(k)) + v + k
                 if value.__class__ is str and len(texts) < _KEPT:
                     texts[(key, value)] = a
                 parts.append(a)
@@ -156,20 +176,20 @@ class TrackWriter:
         if name is not None:
             n = self._names.get(name)
             if n is None:
-                n = _string_field(b"\xba\x01", name)
+                n = _string_field(_E_NAME, name)
                 if len(self._names) < _KEPT:
                     self._names[name] = n
             parts.append(n)
         if correlation:
-            parts.append(_string_field(b"\xaa\x03", correlation))
+            parts.append(_string_field(_E_CORRELATION, correlation))
         event = b"".join(parts)
-        body = b"".join((b"\x40", varint(ts), self._seq_field, b"\x5a", varint(len(event)), event, self._tail))
-        self.raw_sink(b"\x0a" + varint(len(body)) + body, type_, track, name)
+        body = b"".join((_P_TIMESTAMP, varint(ts), self._seq_field, _P_TRACK_EVENT, varint(len(event)), event, self._tail))
+        self.raw_sink(_TRACE_PACKET + varint(len(body)) + body, type_, track, name)
 
     def _head(self, type_: int, track: int) -> bytes:
         head = self._heads.get((type_, track))
         if head is None:
-            head = self._heads[(type_, track)] = b"\x48" + varint(type_) + b"\x58" + varint(track)
+            head = self._heads[(type_, track)] = _E_TYPE + varint(type_) + _E_TRACK + varint(track)
         return head
 
     def begin(self, track: int, ts: int, name: str, args: dict[str, Any] | None = None,
@@ -182,9 +202,9 @@ class TrackWriter:
             tail = self._ends.get(track)
             if tail is None:
                 head = self._head(_SLICE_END, track)
-                tail = self._ends[track] = self._seq_field + b"\x5a" + varint(len(head)) + head + self._tail
-            body = b"\x40" + varint(ts) + tail
-            self.raw_sink(b"\x0a" + varint(len(body)) + body, _SLICE_END, track, None)
+                tail = self._ends[track] = self._seq_field + _P_TRACK_EVENT + varint(len(head)) + head + self._tail
+            body = _P_TIMESTAMP + varint(ts) + tail
+            self.raw_sink(_TRACE_PACKET + varint(len(body)) + body, _SLICE_END, track, None)
             return
         self._event(track, ts, _SLICE_END, None, None)
 
