@@ -59,15 +59,14 @@ def register(drv: Driver) -> None:
     def marker_insert(commandBuffer, pMarkerInfo):
         record(commandBuffer, "insert", pMarkerInfo.pMarkerName)
 
+    # The queue's label stack changes in call order with its submits, on the timeline's worker.
     @hooks.replace("vkQueueBeginDebugUtilsLabelEXT")
     def queue_begin_label(queue, pLabelInfo):
-        objects.get(queue, Queue).labels.append(structs.string(ffi, pLabelInfo.pLabelName))
+        drv.timeline.queue_label(objects.get(queue, Queue), structs.string(ffi, pLabelInfo.pLabelName))
 
     @hooks.replace("vkQueueEndDebugUtilsLabelEXT")
     def queue_end_label(queue):
-        labels = objects.get(queue, Queue).labels
-        if labels:  # a pop without a push is tolerated
-            labels.pop()
+        drv.timeline.queue_label(objects.get(queue, Queue), None)
 
     @hooks.replace("vkQueueInsertDebugUtilsLabelEXT")
     def queue_insert_label(queue, pLabelInfo):

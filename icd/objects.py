@@ -61,6 +61,7 @@ class Device(IcdObject):
     # application pipeline layout -> (set layouts, push-constant ranges), counter_memory.track_pipeline_layouts
     pipeline_layouts: dict = field(default_factory=dict)
     tensors: Any = None                        # tensors.DeviceTensors when VK_ARM_tensors is enabled
+    fences: Any = None                         # completion.Fences, made with the first submit that needs one
 
 
 @dataclass(eq=False)
@@ -68,7 +69,8 @@ class Queue(IcdObject):
     device: Device
     family: int
     index: int
-    labels: list[str] = field(default_factory=list)   # debug-label stack of the queue (queue and command labels)
+    # Debug-label stack of the queue (queue and command labels); the timeline's worker owns it.
+    labels: list[str] = field(default_factory=list)
 
     @property
     def next(self) -> DispatchTable:
@@ -95,6 +97,7 @@ class CommandBuffer(IcdObject):
     graphics_pipeline: Any = None
     address: int = 0                # the handle as an integer (trace command_buffer_handle)
     instrumentation: Any = None     # the active shader instrumentation object (instrumentation.py)
+    needs_completion: bool = False  # holds work timed only after execution (recording.Draw.at_completion)
 
     @property
     def next(self) -> DispatchTable:
@@ -102,7 +105,8 @@ class CommandBuffer(IcdObject):
 
     def reset(self) -> None:
         self.state = CommandBufferState.INITIAL
-        self.ops.clear()
+        self.ops = []   # a new list: the timeline's worker may still walk the old one (timeline.batch)
+        self.needs_completion = False
         self.compute_pipeline = self.graphics_pipeline = None
         self.instrumentation = None
 

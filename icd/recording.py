@@ -9,7 +9,7 @@ Each recorded command appends one op to `CommandBuffer.ops`:
     ("work", Work)             a dispatch, trace rays, acceleration-structure build or copy, or transfer
     ("barrier", scope)         barrier / wait events: (source classes, destination classes), or None
                                for a full barrier (external subpass dependency)
-    ("execute", [CommandBuffer, ...])   secondaries, expanded at submit
+    ("execute", [(address, ops), ...])  secondaries' recordings, expanded at submit
 
 Sizes that depend only on the recording are computed here; what depends on
 submission (split render passes, label stacks) is resolved in submit.py.
@@ -17,6 +17,7 @@ submission (split render passes, label stacks) is resolved in submit.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from tessera.vkapi import accel, pipelines
 from tessera.vkapi.commands import (ACCELERATION_STRUCTURES, BARRIERS, BUFFER_TRANSFERS, DISPATCHES, DRAWS,
@@ -41,6 +42,9 @@ class Draw:
     vertex_cycles: float | None
     fragment_cycles: float | None
     count: int = 1
+    # Run by the timeline's worker once the GPU has executed the draw, before timing it; may update the
+    # sizes and cycles in place (set CommandBuffer.needs_completion with it). See timeline.py.
+    at_completion: Callable[[], None] | None = None
 
 
 @dataclass
@@ -55,6 +59,7 @@ class Work:
     estimated: bool = False
     primitives: int = 0          # acceleration-structure builds: triangles + AABBs
     instances: int = 0           # acceleration-structure builds: instances
+    at_completion: Callable[[], None] | None = None   # as Draw.at_completion
 
 
 # Pipeline stages (VkPipelineStageFlags2 bits; the first 17 equal VkPipelineStageFlags) by work class.
@@ -336,7 +341,9 @@ def register(drv: Driver) -> None:
     @hooks.before("vkCmdExecuteCommands")
     def cmd_execute(cb, commandBuffer, count, pCommandBuffers):
         objects = drv.objects
-        add(cb, "execute", [objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)])
+        secondaries = [objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)]
+        cb.needs_completion |= any(s.needs_completion for s in secondaries)
+        add(cb, "execute", [(s.address, s.ops) for s in secondaries])
 
     # Commands recorded in C (shim_spec.RECORDED) are applied later, mostly by the same functions;
     # consecutive draws arrive folded: their count and total vertices and primitives.

@@ -13,7 +13,7 @@ from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.recorder import Recorded
 
 from .recording import RECORDING_HOOKS
-from .submit import SUBMIT_HOOKS
+from .submit import CALLS as SUBMIT_CALLS, SUBMIT_HOOKS
 
 LIBRARY = "libtessera_mali_icd.so"
 
@@ -66,7 +66,7 @@ CALLS = (
     "vkDestroyBuffer", "vkGetBufferMemoryRequirements", "vkAllocateMemory", "vkFreeMemory", "vkBindBufferMemory",
     "vkMapMemory", "vkCmdBindDescriptorSets", "vkGetPhysicalDeviceMemoryProperties",
     "vkGetPhysicalDeviceFeatures2",   # tensors.py: backend features the lowered shaders need
-)
+) + SUBMIT_CALLS
 
 # Commands recorded in C (vkapi/recorder.py), applied by recording.py and labels.py. Labels are
 # consumed here (not passed to the backend), so they are recorded without being forwarded.

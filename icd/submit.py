@@ -1,52 +1,97 @@
 """Queue submit hooks: hand each submitted batch to the emulated timeline.
 
-The timeline is written after the backend accepted the submit (a rejected
-submit executes nothing), with the host time taken when the hook runs.
+The timeline gets a submit after the backend accepted it (a rejected submit
+executes nothing), with the host time taken when the hook runs; its worker
+places it (timeline.py). A submit holding work timed only after execution
+is followed by the driver's completion fence (completion.py). Where the
+application observes completion (fence and idle waits), the timeline
+settles first, so what the application knows has run is in the trace.
 """
 from __future__ import annotations
 
 from tessera.vkapi.vkconst import vk
 
+from .completion import Fences
 from .driver import Driver
-from .objects import CommandBuffer
-from .timeline import Batch
+from .objects import CommandBuffer, Device, Queue
+from .timeline import batch
 
 
 def register(drv: Driver) -> None:
     ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
 
-    def cbs(handles, count) -> list[CommandBuffer]:
-        return [objects.get(handles[i], CommandBuffer) for i in range(count)]
+    def hand_over(queue: Queue, batches) -> None:
+        completion = None
+        if any(cb.needs_completion for b in batches for cb in b[0]):
+            dev = queue.device
+            if dev.fences is None:
+                dev.fences = Fences(ffi, dev)
+            fence = dev.fences.signal_after(queue)
+            if fence is None:
+                hooks.errors.report("vkQueueSubmit", "submitting the driver's completion fence; indirect sizes "
+                                    "and measured executions of this submit may be read before they exist")
+            else:
+                completion = (dev.fences, fence)
+        drv.timeline.submit(queue, [batch(*b) for b in batches], completion)
 
     @hooks.after("vkQueueSubmit")
     def after_submit(queue, result, vkqueue, count, pSubmits, fence):
         if result != vk.VK_SUCCESS:
             return
+        get = objects.get
         batches = []
         for i in range(count):
             s = pSubmits[i]
-            batches.append(Batch(cbs(s.pCommandBuffers, s.commandBufferCount),
-                                 [int(s.pWaitSemaphores[j]) for j in range(s.waitSemaphoreCount)],
-                                 [int(s.pSignalSemaphores[j]) for j in range(s.signalSemaphoreCount)]))
-        drv.timeline.submit(queue, batches)
+            handles = s.pCommandBuffers
+            waits, signals = s.pWaitSemaphores, s.pSignalSemaphores
+            batches.append(([get(handles[j], CommandBuffer) for j in range(s.commandBufferCount)],
+                            [int(waits[j]) for j in range(s.waitSemaphoreCount)],
+                            [int(signals[j]) for j in range(s.signalSemaphoreCount)]))
+        hand_over(queue, batches)
 
     @hooks.after("vkQueueSubmit2")
     def after_submit2(queue, result, vkqueue, count, pSubmits, fence):
         if result != vk.VK_SUCCESS:
             return
+        get = objects.get
         batches = []
         for i in range(count):
             s = pSubmits[i]
-            handles = [s.pCommandBufferInfos[j].commandBuffer for j in range(s.commandBufferInfoCount)]
-            batches.append(Batch([objects.get(h, CommandBuffer) for h in handles],
-                                 [int(s.pWaitSemaphoreInfos[j].semaphore) for j in range(s.waitSemaphoreInfoCount)],
-                                 [int(s.pSignalSemaphoreInfos[j].semaphore)
-                                  for j in range(s.signalSemaphoreInfoCount)]))
-        drv.timeline.submit(queue, batches)
+            infos, waits, signals = s.pCommandBufferInfos, s.pWaitSemaphoreInfos, s.pSignalSemaphoreInfos
+            batches.append(([get(infos[j].commandBuffer, CommandBuffer) for j in range(s.commandBufferInfoCount)],
+                            [int(waits[j].semaphore) for j in range(s.waitSemaphoreInfoCount)],
+                            [int(signals[j].semaphore) for j in range(s.signalSemaphoreInfoCount)]))
+        hand_over(queue, batches)
 
     @hooks.before("vkDestroySemaphore")
     def before_destroy_semaphore(dev, device, semaphore, pAllocator):
         drv.timeline.forget_semaphore(int(semaphore))
 
+    # The application observes completion: what it knows has run is in the trace when the call returns.
+    @hooks.after("vkWaitForFences")
+    def after_wait_fences(dev, result, device, count, pFences, waitAll, timeout):
+        if result == vk.VK_SUCCESS:
+            drv.timeline.settle()
 
-SUBMIT_HOOKS = ("vkQueueSubmit", "vkQueueSubmit2", "vkDestroySemaphore")
+    @hooks.after("vkQueueWaitIdle")
+    def after_queue_wait_idle(queue, result, vkqueue):
+        if result == vk.VK_SUCCESS:
+            drv.timeline.settle()
+
+    @hooks.after("vkDeviceWaitIdle")
+    def after_device_wait_idle(dev, result, device):
+        if result == vk.VK_SUCCESS:
+            drv.timeline.settle()
+
+
+def before_device_destroyed(drv: Driver, dev: Device) -> None:
+    """Every submit placed (all work has completed: spec 5.2.1, vkDestroyDevice), then the fences go."""
+    drv.timeline.settle(block=True)
+    if dev.fences is not None:
+        dev.fences.destroy()
+        dev.fences = None
+
+
+SUBMIT_HOOKS = ("vkQueueSubmit", "vkQueueSubmit2", "vkDestroySemaphore", "vkWaitForFences", "vkQueueWaitIdle",
+                "vkDeviceWaitIdle")
+CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences")   # completion.py

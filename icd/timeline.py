@@ -7,15 +7,30 @@ later one, so the stack belongs to the queue); render-pass parts suspended
 and resumed across command buffers become one pass; each workload gets its
 phases from the timing model, a place on the emulated hardware queues from
 the scheduler, and one render-stage event per phase in the trace, carrying
-the label stack in effect when it began. The trace is flushed before the
-submit returns. One Timeline per process, guarded by one lock (never held
-while calling the backend).
+the label stack in effect when it began.
+
+Threads: the application's thread only hands each submit (the command
+buffers' op lists as they are at submit), each queue-label change and each
+semaphore's end to one worker, in call order, so a vkQueueSubmit costs
+microseconds whatever it holds; the worker owns every queue's label stack,
+the emulated GPUs and the trace, and flushes the trace after each submit.
+A batch holding workloads whose facts exist only after execution (indirect
+sizes, measured shader executions: `at_completion` on Work and Draw) waits
+for the driver's completion fence (completion.py) first. `settle()` returns
+once everything handed over so far is in the trace: the driver calls it
+where the application observes completion (fence and idle waits) and before
+vkDestroyDevice; it never waits for GPU work the application has yet to
+unblock.
 """
 from __future__ import annotations
 
+import atexit
+import itertools
+import queue as queues
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 from . import timing
 from .objects import CommandBuffer, Queue
@@ -28,9 +43,14 @@ from .trace import GpuTrace, boottime_ns
 
 @dataclass
 class Batch:
-    command_buffers: list[CommandBuffer]
+    command_buffers: list[tuple[int, list]]   # (handle address, op list at submit), in order
     waits: list[int]
     signals: list[int]
+
+
+def batch(command_buffers: list[CommandBuffer], waits: list[int], signals: list[int]) -> Batch:
+    """A batch as submitted: each buffer's op list is taken now (a reset gives the buffer a new list)."""
+    return Batch([(cb.address, cb.ops) for cb in command_buffers], waits, signals)
 
 
 @dataclass
@@ -44,16 +64,25 @@ class PassRun:
 
 
 class Timeline:
-    def __init__(self, profile, session_dir: Path) -> None:
+    def __init__(self, profile, session_dir: Path, report: Callable[[str, str], None] | None = None) -> None:
         self.profile = profile
         self.session_dir = session_dir
         self._trace: GpuTrace | None = None
-        self._lock = threading.Lock()
+        self._report = report or (lambda command, what: None)
         self._gpus: dict[int, tuple[int, EmulatedGpu]] = {}   # id(physical device) -> (gpu_id, gpu)
         self._orders: dict[int, QueueOrder] = {}               # id(queue) -> ordering
         self._semaphores: dict[int, int] = {}                  # semaphore -> time of its signal
         self._submissions = 0
         self._render_pass_instances = 0
+        # Hand-over to the worker: jobs numbered in call order; `_done` is the last one finished.
+        self._jobs: queues.SimpleQueue = queues.SimpleQueue()
+        self._tickets = itertools.count(1)
+        self._queued = 0
+        self._done = 0
+        self._stalled = False       # the worker is waiting for GPU work that has not completed
+        self._progress = threading.Condition()
+        self._worker: threading.Thread | None = None
+        self._start_lock = threading.Lock()
 
     @property
     def trace(self) -> GpuTrace:
@@ -61,21 +90,77 @@ class Timeline:
             self._trace = GpuTrace(self.session_dir)
         return self._trace
 
-    def submit(self, queue: Queue, batches: list[Batch]) -> None:
-        host = boottime_ns()
-        with self._lock:
-            self._submissions += 1
-            gpu_id, gpu = self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
-            order = self._orders.setdefault(id(queue), QueueOrder())
-            for batch in batches:
-                earliest = max([host, *(self._semaphores.get(s, 0) for s in batch.waits)])
-                end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(batch.command_buffers)
-                for s in batch.signals:
-                    self._semaphores[s] = max(end, earliest)
-            self.trace.flush()
+    # ---- the application's threads: hand over, in call order ---------------------------------
+    def submit(self, queue: Queue, batches: list[Batch], completion: tuple[Any, Any] | None = None) -> None:
+        """`completion`: (completion.Fences, fence) signalled once the batches' GPU work completed."""
+        self._hand_over(self._place_submit, queue, batches, boottime_ns(), completion)
+
+    def queue_label(self, queue: Queue, name: str | None) -> None:
+        """vkQueueBeginDebugUtilsLabelEXT (`name`) or vkQueueEndDebugUtilsLabelEXT (None)."""
+        self._hand_over(_queue_label, queue, name)
 
     def forget_semaphore(self, semaphore: int) -> None:
-        self._semaphores.pop(semaphore, None)
+        self._hand_over(self._semaphores.pop, semaphore, None)
+
+    def settle(self, block: bool = False) -> None:
+        """Return once every job handed over so far has run, or (unless `block`) once the worker
+        waits for GPU work that has not completed."""
+        target = self._queued
+        with self._progress:
+            while self._done < target and (block or not self._stalled):
+                self._progress.wait()
+
+    def _hand_over(self, fn: Callable, *args) -> None:
+        if self._worker is None:
+            self._start()
+        ticket = next(self._tickets)
+        self._jobs.put((ticket, fn, args))
+        self._queued = max(self._queued, ticket)
+
+    def _start(self) -> None:
+        with self._start_lock:
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._run, name="tessera-timeline", daemon=True)
+                self._worker.start()
+                atexit.register(self.settle)   # a Python program's last submits reach the trace
+
+    # ---- the worker ---------------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            ticket, fn, args = self._jobs.get()
+            try:
+                fn(*args)
+            except Exception:   # one bad job costs that job's events only
+                self._report("vkQueueSubmit", "placing a submit on the emulated timeline")
+            with self._progress:
+                self._done, self._stalled = ticket, False
+                self._progress.notify_all()
+
+    def _waiting_for_gpu(self) -> None:
+        with self._progress:
+            self._stalled = True
+            self._progress.notify_all()
+
+    def _place_submit(self, queue: Queue, batches: list[Batch], host: int, completion) -> None:
+        if completion is not None:
+            fences, fence = completion
+            fences.wait(fence, self._waiting_for_gpu)
+        self._submissions += 1
+        gpu_id, gpu = self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
+        order = self._orders.setdefault(id(queue), QueueOrder())
+        for b in batches:
+            earliest = max([host, *(self._semaphores.get(s, 0) for s in b.waits)])
+            end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(b.command_buffers)
+            for s in b.signals:
+                self._semaphores[s] = max(end, earliest)
+        self.trace.flush()
+
+
+def _queue_label(queue: Queue, name: str | None) -> None:
+    if name is not None:
+        queue.labels.append(name)
+    elif queue.labels:   # a pop without a push is tolerated
+        queue.labels.pop()
 
 
 class _Placer:
@@ -89,17 +174,17 @@ class _Placer:
         self.current: PassRun | None = None
         self.suspended: PassRun | None = None
 
-    def run(self, command_buffers: list[CommandBuffer]) -> int:
-        for cb in command_buffers:
-            self._walk(cb)
+    def run(self, command_buffers: list[tuple[int, list]]) -> int:
+        for handle, ops in command_buffers:
+            self._walk(handle, ops)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)
             self.suspended = None
         return self.end
 
-    def _walk(self, cb: CommandBuffer) -> None:
-        labels, handle = self.queue.labels, cb.address
-        for op, value in cb.ops:
+    def _walk(self, handle: int, ops: list) -> None:
+        labels = self.queue.labels
+        for op, value in ops:
             if op == "begin":
                 labels.append(value)
             elif op == "end":
@@ -112,6 +197,8 @@ class _Placer:
                 else:
                     self.current = PassRun(value, list(labels), handle)
             elif op == "draw":
+                if value.at_completion is not None:
+                    value.at_completion()
                 if self.current is not None:
                     self.current.draws.append(value)
             elif op == "pass_end":
@@ -122,12 +209,14 @@ class _Placer:
                         self._emit_pass(self.current)
                     self.current = None
             elif op == "work":
+                if value.at_completion is not None:
+                    value.at_completion()
                 self._emit_work(value, list(labels), handle)
             elif op == "barrier":
                 self.order.barrier(*value) if value else self.order.barrier()
             elif op == "execute":
-                for secondary in value:
-                    self._walk(secondary)
+                for secondary_handle, secondary_ops in value:
+                    self._walk(secondary_handle, secondary_ops)
 
     def _start_floor(self, cls: str) -> int:
         return max(self.earliest, self.order.floor(cls))

@@ -18,7 +18,7 @@ from tessera.icd import timeline as tl
 from tessera.icd.profiles import PROFILES
 from tessera.icd.recording import Draw, Work
 from tessera.icd.scheduler import EmulatedGpu, QueueOrder
-from tessera.icd.timeline import Batch, Timeline
+from tessera.icd.timeline import Timeline, batch
 from tessera.icd.timing import Phase
 from tessera.schemas import perfetto as pf
 from tessera.vkapi.render_passes import PassInfo
@@ -120,6 +120,7 @@ def emu(tmp_path, monkeypatch):
     queues = [SimpleNamespace(device=device, labels=[]) for _ in range(2)]
 
     def events():
+        timeline.settle(block=True)   # everything handed to the worker is in the trace
         packets = list(pf.read_packets(tmp_path / "gpu.perfetto-trace"))
         check = pf.check_render_stages(packets)
         assert check.problems == []
@@ -142,7 +143,7 @@ def spans(events) -> dict:
 
 
 def test_binning_of_the_next_pass_overlaps_main_without_barrier(emu):
-    emu.timeline.submit(emu.queues[0], [Batch([cb(render_pass("t1") + render_pass("t2"))], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb(render_pass("t1") + render_pass("t2"))], [], [])])
     assert spans(emu.events()) == {
         ("t1", "binning"): (0, BIN),
         ("t1", "main"): (BIN, BIN + MAIN),                      # after its own binning
@@ -153,7 +154,7 @@ def test_binning_of_the_next_pass_overlaps_main_without_barrier(emu):
 
 def test_barrier_serializes_the_next_pass(emu):
     ops = render_pass("t1") + [("barrier", None)] + render_pass("t2")
-    emu.timeline.submit(emu.queues[0], [Batch([cb(ops)], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb(ops)], [], [])])
     got = spans(emu.events())
     assert got[("t2", "binning")] == (BIN + MAIN, 2 * BIN + MAIN)
     assert got[("t2", "main")] == (2 * BIN + MAIN, 2 * BIN + 2 * MAIN)
@@ -161,16 +162,16 @@ def test_barrier_serializes_the_next_pass(emu):
 
 def test_compute_shares_the_non_fragment_queue_and_transfers_run_alongside(emu):
     ops = render_pass("t1") + dispatch("t2") + copy("t3")
-    emu.timeline.submit(emu.queues[0], [Batch([cb(ops)], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb(ops)], [], [])])
     got = emu.events()
     assert got[("t2", "compute")][:3] == (BIN, BIN + DISPATCH, "non-fragment")
     assert got[("t3", "copy buffer")][:3] == (0, COPY, "transfer")
 
 
 def test_semaphore_wait_starts_after_the_signal(emu):
-    emu.timeline.submit(emu.queues[0], [Batch([cb(dispatch("t1"))], [], [77])])
-    emu.timeline.submit(emu.queues[1], [Batch([cb(copy("t2"))], [77], [])])
-    emu.timeline.submit(emu.queues[1], [Batch([cb(copy("t3"))], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb(dispatch("t1"))], [], [77])])
+    emu.timeline.submit(emu.queues[1], [batch([cb(copy("t2"))], [77], [])])
+    emu.timeline.submit(emu.queues[1], [batch([cb(copy("t3"))], [], [])])
     got = spans(emu.events())
     assert got[("t1", "compute")] == (0, DISPATCH)
     assert got[("t2", "copy buffer")] == (DISPATCH, DISPATCH + COPY)
@@ -178,9 +179,9 @@ def test_semaphore_wait_starts_after_the_signal(emu):
 
 
 def test_nothing_starts_before_the_host_time_of_its_submit(emu, monkeypatch):
-    emu.timeline.submit(emu.queues[0], [Batch([cb(copy("t1"))], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb(copy("t1"))], [], [])])
     monkeypatch.setattr(tl, "boottime_ns", lambda: T + 1_000_000)
-    emu.timeline.submit(emu.queues[0], [Batch([cb(copy("t2"))], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb(copy("t2"))], [], [])])
     got = spans(emu.events())
     assert got[("t1", "copy buffer")] == (0, COPY)
     assert got[("t2", "copy buffer")] == (1_000_000, 1_000_000 + COPY)
@@ -191,7 +192,7 @@ def test_label_stack_belongs_to_the_queue(emu):
     q.labels.append("s4")
     first = cb([("begin", "outer")] + dispatch("t1"), 0x10)
     second = cb(copy("t2") + [("end", None), ("end", None), ("end", None)] + copy("t3"), 0x20)   # extra pops tolerated
-    emu.timeline.submit(q, [Batch([first, second], [], [])])
+    emu.timeline.submit(q, [batch([first, second], [], [])])
     got = emu.events()
     assert got[("t1", "compute")][3] == "s4 / outer / t1"
     assert got[("t2", "copy buffer")][3] == "s4 / outer / t2"
@@ -202,7 +203,7 @@ def test_label_stack_belongs_to_the_queue(emu):
 def test_pass_suspended_and_resumed_across_command_buffers_is_one_pass(emu):
     x = cb([("begin", "t9"), ("pass_begin", pass_info(suspending=True)), DRAW, ("pass_end", True)], 0x10)
     y = cb([("pass_begin", pass_info(resuming=True)), DRAW, DRAW, ("pass_end", False), ("end", None)], 0x20)
-    emu.timeline.submit(emu.queues[0], [Batch([x, y], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([x, y], [], [])])
     got = emu.events()
     assert sorted(got) == [("t9", "binning"), ("t9", "main")]
     # 3 draws of 8 vertices: binning 2000 + 24*20/8 + 24*64/32 = 2108; main 2000 + 192*10/8 + 8 = 2248
@@ -217,8 +218,44 @@ def test_same_submits_same_trace_durations(tmp_path, monkeypatch):
     for i in range(2):
         timeline = Timeline(PROFILES["mali-g720"], tmp_path / str(i))
         q = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
-        timeline.submit(q, [Batch([cb(render_pass("t1") + dispatch("t2") + copy("t3"))], [], [])])
+        timeline.submit(q, [batch([cb(render_pass("t1") + dispatch("t2") + copy("t3"))], [], [])])
+        timeline.settle(block=True)
         runs.append([(p.timestamp, p.gpu_render_stage_event.duration)
                      for p in pf.read_packets(tmp_path / str(i) / "gpu.perfetto-trace")
                      if p.HasField("gpu_render_stage_event")])
     assert runs[0] == runs[1] and len(runs[0]) == 4
+
+
+def test_queue_labels_apply_in_call_order_with_submits(emu):
+    q = emu.queues[0]
+    emu.timeline.queue_label(q, "frame 1")
+    emu.timeline.submit(q, [batch([cb(dispatch("t1"))], [], [])])
+    emu.timeline.queue_label(q, None)
+    emu.timeline.submit(q, [batch([cb(copy("t2"))], [], [])])
+    got = emu.events()
+    assert got[("t1", "compute")][3] == "frame 1 / t1"
+    assert got[("t2", "copy buffer")][3] == "t2"
+
+
+def test_work_known_only_after_execution_is_timed_with_what_completion_gives(emu):
+    work = Work("dispatch", "compute", "vkCmdDispatchIndirect", {}, invocations=64 * 64, estimated=True)
+
+    def read_sizes():   # what the driver reads once the GPU ran the dispatch: 800 invocations
+        work.invocations, work.estimated = 800, False
+
+    work.at_completion = read_sizes
+    emu.timeline.submit(emu.queues[0], [batch([cb([("begin", "t1"), ("work", work), ("end", None)])], [], [])])
+    got = emu.events()
+    assert got[("t1", "compute")][:2] == (0, DISPATCH)   # as the direct dispatch of 800 invocations
+    assert "Estimated" not in got[("t1", "compute")][4]
+
+
+def test_a_reset_after_submit_leaves_the_submitted_recording_intact(emu):
+    from tessera.icd.objects import CommandBuffer
+    buffer = CommandBuffer(handle=None, device=None, pool=0, level=0, address=0x30)
+    buffer.ops.extend(dispatch("t1"))
+    submitted = batch([buffer], [], [])
+    buffer.reset()   # the application may re-record once the GPU is done; the worker may not be
+    buffer.ops.extend(copy("t9"))
+    emu.timeline.submit(emu.queues[0], [submitted])
+    assert set(emu.events()) == {("t1", "compute")}
