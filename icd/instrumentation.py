@@ -60,6 +60,7 @@ METRICS = (
 _OPS_INDEX = {"fma": 0, "cvt": 1, "sfu": 2, "ls": 3, "var": 4, "tex": 5}
 
 INSTRUMENT_SHADERS_BIT = vk.VK_PIPELINE_CREATE_2_INSTRUMENT_SHADERS_BIT_ARM
+SHADER_INSTRUMENT_BIT = vk.VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM    # bit 11 of VkShaderCreateFlagsEXT
 STAGE_BITS = {"vertex": vk.VK_SHADER_STAGE_VERTEX_BIT, "fragment": vk.VK_SHADER_STAGE_FRAGMENT_BIT,
               "compute": vk.VK_SHADER_STAGE_COMPUTE_BIT}
 CHUNK_BYTES = 1 << 20          # one buffer of an object's memory; regions never span two
@@ -115,6 +116,9 @@ class DeviceInstrumentation:
     objects: dict[int, InstrumentationObject] = field(default_factory=dict)
     own_layouts: list[int] = field(default_factory=list)   # pipeline layouts the driver made, destroyed with it
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Where instrumented shaders count when their action belongs to no object (recorded with none
+    # active): one region every such action shares, never read. Made on first use.
+    discard: Chunk | None = None
 
 
 def wants_instrumentation(ffi, pnext) -> bool:
@@ -176,6 +180,8 @@ def register(drv: Driver) -> None:
             destroy_object(dev.handle, obj.handle, ffi.NULL)
         for layout in state.own_layouts:
             dev.next.vkDestroyPipelineLayout(dev.handle, layout, ffi.NULL)
+        if state.discard is not None:
+            counter_memory.destroy_chunk(ffi, dev, state.discard)
         dev.next.vkDestroyDescriptorSetLayout(dev.handle, state.limits.set_layout, ffi.NULL)
     drv.instrumentation_teardown = teardown
 
@@ -208,12 +214,24 @@ def register(drv: Driver) -> None:
                 ffi.cast("VkPipelineCreateFlags2CreateInfo *", node).flags &= ~INSTRUMENT_SHADERS_BIT
         return head
 
-    def rewrite_stage(dev: Device, state: DeviceInstrumentation, stage, set_index: int, base: int, keep
-                      ) -> InstrumentedStage:
-        """Replace `stage.module` (a copy the caller owns) with the counting version."""
+    def rewrite_code(name: str, code: bytes, entry: str, spec, set_index: int, base: int
+                     ) -> tuple[bytes, InstrumentedStage]:
+        """The counting version of one stage's SPIR-V, and what its counters mean."""
         from tessera.compiler import api
         from tessera.spirv import parse
         from tessera.spirv.passes.block_counters import add_block_counters
+
+        cost = api.shader_cost(code, entry, drv.profile.key, spec)
+        module = parse(code)
+        layout = add_block_counters(module, set_index, 0, base=base)
+        ops = [tuple(b.ops) for b in cost.blocks]
+        if len(ops) != layout.count:
+            raise InstrumentError("the compiler model and the counter pass disagree on the block count")
+        return module.to_bytes(), InstrumentedStage(name, STAGE_BITS[name], base, layout.count, ops)
+
+    def rewrite_stage(dev: Device, state: DeviceInstrumentation, stage, set_index: int, base: int, keep
+                      ) -> InstrumentedStage:
+        """Replace `stage.module` (a copy the caller owns) with the counting version."""
         from tessera.vkapi.pipelines import STAGE_NAMES, _spec_values, _stage_code
 
         name = STAGE_NAMES.get(stage.stage)
@@ -222,11 +240,8 @@ def register(drv: Driver) -> None:
         code = _stage_code(ffi, dev, stage)
         if code is None:
             raise InstrumentError(f"the {name} stage's SPIR-V is unknown to the driver")
-        entry = structs.string(ffi, stage.pName)
-        cost = api.shader_cost(code, entry, drv.profile.key, _spec_values(ffi, stage.pSpecializationInfo))
-        module = parse(code)
-        layout = add_block_counters(module, set_index, 0, base=base)
-        rewritten = module.to_bytes()
+        rewritten, done = rewrite_code(name, code, structs.string(ffi, stage.pName), code_spec(stage), set_index,
+                                       base)
         words = ffi.new("uint32_t[]", len(rewritten) // 4)
         ffi.memmove(words, rewritten, len(rewritten))
         info = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
@@ -236,10 +251,11 @@ def register(drv: Driver) -> None:
         dev.res.shaders[int(out[0])] = code     # reflection and costs see the application's SPIR-V
         keep.append(("module", int(out[0])))
         stage.module = out[0]
-        ops = [tuple(b.ops) for b in cost.blocks]
-        if len(ops) != layout.count:
-            raise InstrumentError("the compiler model and the counter pass disagree on the block count")
-        return InstrumentedStage(name, STAGE_BITS[name], base, layout.count, ops)
+        return done
+
+    def code_spec(info):
+        from tessera.vkapi.pipelines import _spec_values
+        return _spec_values(ffi, info.pSpecializationInfo)
 
     def instrument(dev, state, info, stages, keep) -> InstrumentedPipeline:
         app_layout = int(info.layout)
@@ -320,6 +336,84 @@ def register(drv: Driver) -> None:
     hooks.also_after("vkCreateComputePipelines")(after_create)
     hooks.also_after("vkCreateGraphicsPipelines")(after_create)
 
+    # ---- instrumented shader objects (VK_EXT_shader_object) --------------------------------------
+    # VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM (bit 11): a compute shader object is rewritten like
+    # a pipeline's compute stage; its counters' set goes after the application's set layouts, bound
+    # through a pipeline layout the driver makes from them and the push-constant ranges. Vertex and
+    # fragment shader objects are created uninstrumented (one warning): the two stages are bound
+    # separately but would have to share one region per draw (docs/instrumentation.md).
+    shader_pending: dict[int, list] = {}
+
+    @hooks.also_before("vkCreateShadersEXT")
+    def before_create_shaders(dev, device, count, pInfos, pAllocator, pShaders):
+        wanted = [i for i in range(count) if pInfos[i].flags & SHADER_INSTRUMENT_BIT]
+        if not wanted:
+            return None
+        state = device_state(dev)
+        infos = ffi.new("VkShaderCreateInfoEXT[]", count)
+        ffi.memmove(infos, pInfos, ffi.sizeof("VkShaderCreateInfoEXT") * count)
+        keep: list = [infos]
+        plans: list = [None] * count
+        for i in wanted:
+            info = infos[i]
+            info.flags &= ~SHADER_INSTRUMENT_BIT     # the backend does not know the bit
+            if state is None:
+                warn_once("feature", "a pipeline asks for instrumentation on a device that did not enable "
+                          "the shaderInstrumentation feature: created uninstrumented")
+                continue
+            try:
+                plans[i] = (instrument_shader(dev, state, info, keep), bytes(ffi.buffer(pInfos[i].pCode,
+                                                                                        pInfos[i].codeSize)))
+            except Exception as e:   # never fake zeros: created uninstrumented, said once
+                ffi.memmove(ffi.addressof(infos, i), ffi.addressof(pInfos, i), ffi.sizeof("VkShaderCreateInfoEXT"))
+                infos[i].flags &= ~SHADER_INSTRUMENT_BIT
+                warn_once(f"shader:{e}", f"a shader object cannot be instrumented ({e}); created uninstrumented: "
+                          "its draws and dispatches produce no entries")
+        shader_pending[int(ffi.cast("uintptr_t", infos))] = [plans, keep]
+        return (device, count, infos, pAllocator, pShaders)
+
+    def instrument_shader(dev: Device, state: DeviceInstrumentation, info, keep) -> InstrumentedPipeline:
+        """Rewrite `info` (the driver's copy) to count; the plan its dispatches bind."""
+        if info.stage != vk.VK_SHADER_STAGE_COMPUTE_BIT:
+            raise InstrumentError("only compute shader objects are instrumented (vertex and fragment shader "
+                                  "objects are not yet)")
+        if info.codeType != vk.VK_SHADER_CODE_TYPE_SPIRV_EXT:
+            raise InstrumentError("it is a binary shader, not SPIR-V")
+        sets = [int(info.pSetLayouts[j]) for j in range(info.setLayoutCount)]
+        ranges = [(r.stageFlags, r.offset, r.size) for r in
+                  (info.pPushConstantRanges[j] for j in range(info.pushConstantRangeCount))]
+        code = bytes(ffi.buffer(info.pCode, info.codeSize))
+        rewritten, stage = rewrite_code("compute", code, structs.string(ffi, info.pName), code_spec(info),
+                                        len(sets), 0)
+        if stage.blocks * 4 > REGION_MAX_BYTES:
+            raise InstrumentError(f"{stage.blocks} blocks: more than the {REGION_MAX_BYTES // 4} one dispatch "
+                                  "can count")
+        layout, set_index = counter_memory.layout_with_counters(ffi, dev, state.limits, sets, ranges)
+        state.own_layouts.append(layout)
+        words = ffi.new("char[]", rewritten)
+        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.limits.set_layout])
+        keep += [words, set_layouts]
+        info.pCode, info.codeSize = words, len(rewritten)
+        info.pSetLayouts, info.setLayoutCount = set_layouts, len(sets) + 1
+        return InstrumentedPipeline(vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, set_index, [stage])
+
+    @hooks.also_after("vkCreateShadersEXT")
+    def after_create_shaders(dev, result, device, count, pInfos, pAllocator, pShaders):
+        entry = shader_pending.pop(int(ffi.cast("uintptr_t", pInfos)), None)
+        if entry is None or result not in (vk.VK_SUCCESS, vk.VK_INCOMPATIBLE_SHADER_BINARY_EXT):
+            return
+        from . import shader_costs
+        for i, done in enumerate(entry[0]):
+            known = dev.res.shader_objects.get(int(pShaders[i]))
+            if done is None or known is None:
+                continue
+            plan, original = done
+            info = pInfos[i]
+            # Costs of the application's SPIR-V, not of the counting version the backend got.
+            cycles = shader_costs.of_stages(drv.profile.key, [("compute", original, structs.string(ffi, info.pName),
+                                                               code_spec(info))], log)
+            dev.res.shader_objects[int(pShaders[i])] = (known[0], _with_instrumentation(known[1], plan, cycles))
+
     # ---- objects ------------------------------------------------------------------------------
     def object_of(dev: Device, handle) -> InstrumentationObject | None:
         state = device_state(dev)
@@ -363,6 +457,14 @@ def register(drv: Driver) -> None:
         return Region(chunk, offset, pipeline)
 
     # ---- recording -------------------------------------------------------------------------------
+    @hooks.also_after("vkBeginCommandBuffer")
+    def after_begin_buffer(cb, result, commandBuffer, pBeginInfo):
+        """Every command buffer of a device with the feature records through its Python hooks: an
+        action with an instrumented pipeline and no active object must still bind somewhere for
+        its shaders to count into (the discard region), when it is recorded."""
+        if result == vk.VK_SUCCESS and device_state(cb.device) is not None:
+            hooks.recorder.python_path(commandBuffer, True)
+
     @hooks.replace("vkCmdBeginShaderInstrumentationARM")
     def cmd_begin(commandBuffer, instrumentation):
         cb = objects.get(commandBuffer, CommandBuffer)
@@ -376,7 +478,6 @@ def register(drv: Driver) -> None:
                       "command buffer (only one may be active): ignored")
             return
         cb.instrumentation = obj
-        hooks.recorder.python_path(commandBuffer, True)
 
     @hooks.replace("vkCmdEndShaderInstrumentationARM")
     def cmd_end(commandBuffer):
@@ -385,7 +486,6 @@ def register(drv: Driver) -> None:
             warn_once("end-none", "vkCmdEndShaderInstrumentationARM with no active instrumentation object: ignored")
             return
         cb.instrumentation = None
-        hooks.recorder.python_path(commandBuffer, False)
 
     @hooks.also_before("vkCmdExecuteCommands")
     def before_execute(cb, commandBuffer, count, pCommandBuffers):
@@ -393,21 +493,32 @@ def register(drv: Driver) -> None:
             warn_once("execute", "vkCmdExecuteCommands while shader instrumentation is active (not allowed by "
                       "VK_ARM_shader_instrumentation): the secondaries' work is not attributed to it")
 
+    def discard_region(dev: Device) -> Chunk:
+        state = device_state(dev)
+        with state.lock:
+            if state.discard is None:
+                state.discard = counter_memory.new_chunk(ffi, dev, state.limits, state.limits.alignment,
+                                                         REGION_MAX_BYTES, 0)
+            return state.discard
+
     def action(bind_point: int):
         def before(cb: CommandBuffer, commandBuffer, *args):
             obj = cb.instrumentation
-            if obj is None:
-                return None
-            index = obj.next_index        # every action takes an index, instrumented or not (vk.xml)
-            obj.next_index += 1
+            if obj is not None:
+                index = obj.next_index    # every action takes an index, instrumented or not (vk.xml)
+                obj.next_index += 1
             bound = cb.graphics_pipeline if bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS else cb.compute_pipeline
             plan = getattr(bound, "instrumented", None)
             if plan is None:
                 return None
-            region = region_for(obj, plan)
-            obj.regions[index] = region
-            sets = ffi.new("VkDescriptorSet[1]", [region.chunk.descriptor_set])
-            offsets = ffi.new("uint32_t[1]", [region.offset])
+            if obj is None:               # its shaders still count: into the region nobody reads
+                chunk, offset = discard_region(cb.device), 0
+            else:
+                region = region_for(obj, plan)
+                obj.regions[index] = region
+                chunk, offset = region.chunk, region.offset
+            sets = ffi.new("VkDescriptorSet[1]", [chunk.descriptor_set])
+            offsets = ffi.new("uint32_t[1]", [offset])
             cb.device.next.vkCmdBindDescriptorSets(commandBuffer, bind_point, plan.layout, plan.set_index, 1, sets,
                                                    1, offsets)
             return None
@@ -485,8 +596,9 @@ def register(drv: Driver) -> None:
         return rows
 
 
-def _with_instrumentation(pipeline, plan: InstrumentedPipeline):
-    """The pipeline record (frozen) with its instrumentation plan attached."""
+def _with_instrumentation(pipeline, plan: InstrumentedPipeline, cycles: dict | None = None):
+    """The pipeline record (frozen) with its instrumentation plan attached (and, for a shader
+    object, the costs of the application's SPIR-V)."""
     from dataclasses import replace
 
-    return replace(pipeline, instrumented=plan)
+    return replace(pipeline, instrumented=plan, **({"shader_cycles": cycles} if cycles is not None else {}))

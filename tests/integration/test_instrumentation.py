@@ -120,3 +120,29 @@ def test_device_lists_the_extension(tessera_env, lavapipe_env):
         return json.loads(out.stdout.strip().splitlines()[-1])["extensions"]
     assert "VK_ARM_shader_instrumentation" in extensions(tessera_env)
     assert "VK_ARM_shader_instrumentation" not in extensions(lavapipe_env)   # emulated, not the backend's
+
+
+def test_a_secondary_recorded_with_its_own_object_has_its_results(reads):
+    """Its two dispatches are resultIndex 0 and 1 of its own object, each with the reference counts
+    once: the primary's later dispatch of the same instrumented pipeline with no object active
+    counts into the driver's discard region, not into the last region bound."""
+    compute = collatz_blocks(app.INPUTS, app.COUNT, app.INVOCATIONS)
+    ops = block_ops("collatz.comp", {0: app.LOCAL})
+    assert reads["secondary"]["rows"] == expected_rows(0, COMPUTE, compute, ops) + expected_rows(1, COMPUTE, compute,
+                                                                                                   ops)
+
+
+def test_no_object_is_active_across_execute_commands(reads):
+    """Executing secondaries while an object is active is a misuse: reported once, and the object
+    gets nothing of the secondaries' work."""
+    assert "vkCmdExecuteCommands while shader instrumentation is active" in reads["stderr"]
+    assert reads["executed_while_active"]["total"] == 0
+
+
+def test_a_pipeline_the_rewrite_cannot_instrument_is_created_uninstrumented(reads):
+    """A layout using every descriptor set leaves none for the counters: the pipeline still works,
+    one clear warning, its dispatch takes resultIndex 0 and produces no entries (never zeros)."""
+    warnings = [line for line in reads["stderr"].splitlines() if "cannot be instrumented" in line]
+    assert len(warnings) == 1 and "uses all" in warnings[0] and "created uninstrumented" in warnings[0]
+    assert reads["uninstrumentable"]["total"] == 0
+    assert reads["outputs_after"] == reads["outputs"]   # the same dispatches computed the same answers

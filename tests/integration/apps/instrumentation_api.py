@@ -196,8 +196,84 @@ def body(ctx: vkapp.Context) -> str:
     reads["cleared"] = ext.read(obj)
     reads["outputs"] = outbuf.array(np.uint32).tolist()
     ext.destroy(ext.device, obj, None)
+    reads.update(secondaries_and_bad_input(ctx, ext, layout, dset, instrumented, set_layout, flags2, outbuf))
     print(json.dumps(reads), flush=True)
     return f"{reads['first']['total']} entries"
+
+
+def secondaries_and_bad_input(ctx, ext, layout, dset, instrumented, set_layout, flags2, outbuf) -> dict:
+    """A secondary command buffer recorded with its own active object (two dispatches: its
+    resultIndex 0 and 1), executed by a primary while another object is active there (a misuse:
+    the primary's object gets nothing); an instrumented pipeline dispatched with no object active
+    (legal: no entries anywhere); a pipeline whose layout uses every descriptor set (the rewrite
+    has no set left for its counters: created uninstrumented, one warning, no entries)."""
+    stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
+    limits = vk.vkGetPhysicalDeviceProperties(ctx.physical_device).limits
+    # Distinct empty set layouts: the `vulkan` package was seen passing a list that repeats one
+    # handle as a shorter array.
+    empty = [ctx.set_layout([]) for _ in range(limits.maxBoundDescriptorSets - 1)]
+    full_layout = ctx.pipeline_layout([set_layout, *empty], push_size=4, push_stages=stage)
+    refused = ctx.compute_pipeline("collatz.comp", full_layout, spec={0: LOCAL}, pnext=flags2)
+    count = vk.ffi.new("uint32_t[1]", [COUNT])
+    objs = []
+    for _ in range(3):
+        o = ctypes.c_uint64(0)
+        info = ctypes.create_string_buffer(struct.pack("<IxxxxQ", CREATE_INFO_STYPE, 0))
+        assert ext.create(ext.device, info, None, ctypes.byref(o)) == 0
+        objs.append(o.value)
+    own, outer, bad = objs
+
+    pool_info = vk.VkCommandPoolCreateInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                           queueFamilyIndex=ctx.queue_family)
+    cmd_pool = ctx.own(vk.vkDestroyCommandPool, vk.vkCreateCommandPool(ctx.device, pool_info, None))
+
+    def allocate(level):
+        return vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=cmd_pool, level=level,
+            commandBufferCount=1))[0]
+
+    secondary = allocate(vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY)
+    inheritance = vk.VkCommandBufferInheritanceInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO)
+    vk.vkBeginCommandBuffer(secondary, vk.VkCommandBufferBeginInfo(
+        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, pInheritanceInfo=inheritance))
+    vk.vkCmdBindDescriptorSets(secondary, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, [dset], 0, None)
+    vk.vkCmdPushConstants(secondary, layout, stage, 0, 4, count)
+    vk.vkCmdBindPipeline(secondary, vk.VK_PIPELINE_BIND_POINT_COMPUTE, instrumented)
+    ext.begin(handle(secondary), own)
+    vk.vkCmdDispatch(secondary, INVOCATIONS // LOCAL, 1, 1)            # own: resultIndex 0
+    vk.vkCmdDispatch(secondary, INVOCATIONS // LOCAL, 1, 1)            # own: resultIndex 1
+    ext.end(handle(secondary))
+    vk.vkEndCommandBuffer(secondary)
+
+    primary = allocate(vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
+    vk.vkBeginCommandBuffer(primary, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
+    ext.begin(handle(primary), outer)
+    vk.vkCmdExecuteCommands(primary, 1, [secondary])                   # misuse: `outer` is active here
+    ext.end(handle(primary))
+    vkapp.memory_barrier(primary, vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_ACCESS_SHADER_WRITE_BIT,
+                         vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, vk.VK_ACCESS_SHADER_WRITE_BIT)
+    vk.vkCmdBindDescriptorSets(primary, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, 0, 1, [dset], 0, None)
+    vk.vkCmdPushConstants(primary, layout, stage, 0, 4, count)
+    vk.vkCmdBindPipeline(primary, vk.VK_PIPELINE_BIND_POINT_COMPUTE, instrumented)
+    vk.vkCmdDispatch(primary, INVOCATIONS // LOCAL, 1, 1)              # no object active: no entries
+    vk.vkCmdBindDescriptorSets(primary, vk.VK_PIPELINE_BIND_POINT_COMPUTE, full_layout, 0, 1, [dset], 0, None)
+    vk.vkCmdPushConstants(primary, full_layout, stage, 0, 4, count)
+    vk.vkCmdBindPipeline(primary, vk.VK_PIPELINE_BIND_POINT_COMPUTE, refused)
+    ext.begin(handle(primary), bad)
+    vk.vkCmdDispatch(primary, INVOCATIONS // LOCAL, 1, 1)              # bad: resultIndex 0, no entries
+    ext.end(handle(primary))
+    vkapp.host_barrier(primary, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_SHADER_WRITE_BIT)
+    vk.vkEndCommandBuffer(primary)
+    fence = vk.vkCreateFence(ctx.device, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+    vk.vkQueueSubmit(ctx.queue, 1, [vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
+                                                    pCommandBuffers=[primary])], fence)
+    vk.vkWaitForFences(ctx.device, 1, [fence], vk.VK_TRUE, 60 * 1000**3)
+    vk.vkDestroyFence(ctx.device, fence, None)
+    out = {"secondary": ext.read(own), "executed_while_active": ext.read(outer), "uninstrumentable": ext.read(bad),
+           "outputs_after": outbuf.array(np.uint32).tolist()}
+    for o in objs:
+        ext.destroy(ext.device, o, None)
+    return out
 
 
 if __name__ == "__main__":
