@@ -146,3 +146,21 @@ def test_a_pipeline_the_rewrite_cannot_instrument_is_created_uninstrumented(read
     assert len(warnings) == 1 and "uses all" in warnings[0] and "created uninstrumented" in warnings[0]
     assert reads["uninstrumentable"]["total"] == 0
     assert reads["outputs_after"] == reads["outputs"]   # the same dispatches computed the same answers
+
+
+def test_an_instrumented_shader_object_counts_like_a_pipeline(shims, tmp_path):
+    """VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM (bit 11) on a compute shader object: two dispatches
+    (resultIndex 0, 1) equal the reference; a shader object without the bit reserves index 2 and
+    produces nothing."""
+    from tessera.tools.launch import LaunchConfig, environment
+
+    env = environment(LaunchConfig(tmp_path / "session"))
+    out = run([PYTHON, REPO / "tests" / "integration" / "apps" / "instrumented_shader_object.py"], env)
+    if "has no VK_EXT_shader_object" in out.stderr + out.stdout:
+        pytest.skip("the backend has no VK_EXT_shader_object (Mesa 22.3)")
+    assert out.returncode == 0, out.stdout + out.stderr
+    values = json.loads(out.stdout.strip().splitlines()[-2])["values"]
+    compute = collatz_blocks(app.INPUTS, app.COUNT, app.INVOCATIONS)
+    ops = block_ops("collatz.comp", {0: app.LOCAL})
+    assert values["rows"] == expected_rows(0, COMPUTE, compute, ops) + expected_rows(1, COMPUTE, compute, ops)
+    assert "cannot be instrumented" not in out.stderr
