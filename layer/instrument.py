@@ -39,6 +39,7 @@ from .state import DeviceState, LayerState
 
 EXTENSION = "VK_ARM_shader_instrumentation"
 INSTRUMENT_SHADERS_BIT = vk.VK_PIPELINE_CREATE_2_INSTRUMENT_SHADERS_BIT_ARM
+SHADER_INSTRUMENT_BIT = vk.VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM   # bit 11 of VkShaderCreateFlagsEXT
 METRICS = ("fma", "cvt", "sfu", "ls", "tex", "var", "threads")   # the emulated Mali's order (enumerated)
 STAGE_NAMES = {vk.VK_SHADER_STAGE_VERTEX_BIT: "vertex", vk.VK_SHADER_STAGE_FRAGMENT_BIT: "fragment",
                vk.VK_SHADER_STAGE_COMPUTE_BIT: "compute"}
@@ -165,6 +166,35 @@ class Instrumenter:
         hooks.also_after("vkCreateComputePipelines")(after_create)
         hooks.also_after("vkCreateGraphicsPipelines")(after_create)
 
+        # ---- shader objects: the flag on every SPIR-V shader (the driver says which it cannot do)
+        @hooks.also_before("vkCreateShadersEXT")
+        def before_create_shaders(dev, device, count, pInfos, pAllocator, pShaders):
+            if not self.instrumented(dev):
+                return None
+            infos = ffi.new("VkShaderCreateInfoEXT[]", count)
+            ffi.memmove(infos, pInfos, ffi.sizeof("VkShaderCreateInfoEXT") * count)
+            code = []
+            for i in range(count):
+                info = infos[i]
+                name = STAGE_NAMES.get(info.stage)
+                if info.codeType != vk.VK_SHADER_CODE_TYPE_SPIRV_EXT:
+                    code.append(None)
+                    continue
+                info.flags |= SHADER_INSTRUMENT_BIT
+                code.append((name, structs.string(ffi, info.pName), bytes(ffi.buffer(info.pCode, info.codeSize)))
+                            if name else None)
+            pending[int(ffi.cast("uintptr_t", infos))] = [[infos], code]
+            return device, count, infos, pAllocator, pShaders
+
+        @hooks.also_after("vkCreateShadersEXT")
+        def after_create_shaders(dev, result, device, count, pInfos, pAllocator, pShaders):
+            entry = pending.pop(int(ffi.cast("uintptr_t", pInfos)), None)
+            if entry is None or result != vk.VK_SUCCESS:
+                return
+            for i, stage in enumerate(entry[1]):
+                if int(pShaders[i]) and stage is not None:
+                    self.pipelines[int(pShaders[i])] = PipelineCode([stage])
+
         # ---- regions ---------------------------------------------------------------------
         def recording(dev, commandBuffer) -> Recording | None:
             return self.recordings.get(state.address(commandBuffer)) if self.instrumented(dev) else None
@@ -243,6 +273,16 @@ class Instrumenter:
             hooks.appliers[name] = applier
 
         hooks.also_before("vkCmdBindPipeline")(bind)
+
+        @hooks.also_before("vkCmdBindShadersEXT")
+        def bind_shaders(dev, commandBuffer, count, pStages, pShaders):
+            """A compute shader object is the dispatches' "pipeline" (its handle names its SHADER)."""
+            rec = recording(dev, commandBuffer)
+            if rec is None:
+                return
+            for i in range(count):
+                if pStages[i] == vk.VK_SHADER_STAGE_COMPUTE_BIT:
+                    rec.bound[vk.VK_PIPELINE_BIND_POINT_COMPUTE] = int(pShaders[i]) if pShaders != ffi.NULL else 0
         chain_applier("vkCmdBindPipeline", bind)
         for name in DRAWS:
             point = vk.VK_PIPELINE_BIND_POINT_GRAPHICS

@@ -80,3 +80,24 @@ def test_the_application_does_not_see_the_extension(shims, tmp_path):
     out = run([PYTHON, REPO / "tests" / "integration" / "apps" / "identity_query.py"], env)
     assert out.returncode == 0, out.stderr
     assert "VK_ARM_shader_instrumentation" not in json.loads(out.stdout.strip().splitlines()[-1])["extensions"]
+
+
+def test_a_shader_object_gets_the_flag_and_its_dispatch_its_values(shims, tmp_path):
+    """`--instrument` adds VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM to every shader object: an
+    unmodified application's compute shader object (tests/integration/apps/shader_object.py) gets
+    its dispatch's blocks (equal to the reference) and its SHADER description under its handle."""
+    out = tmp_path / "session"
+    result = run([TESSERA, "run", "--instrument", "--out", out, "--", PYTHON,
+                  REPO / "tests" / "integration" / "apps" / "shader_object.py"], None)
+    if "has no VK_EXT_shader_object" in result.stdout + result.stderr:
+        pytest.skip("the backend has no VK_EXT_shader_object (Mesa 22.3)")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "cannot be instrumented" not in result.stderr
+    frames = [f for log in sorted(out.rglob("*.tessera-log")) for f in fr.iter_file(log)]
+    [payload] = [f.payload() for f in frames if f.type == fr.MessageType.INSTRUMENTATION]
+    [action] = payload["actions"]
+    [stage] = action["stages"]
+    inputs = [(i * 7919 + 13) % 20000 for i in range(256)]
+    assert stage["stage"] == "compute" and executions(stage, 14) == collatz_blocks(inputs, 200, 256)
+    [shader] = [f.payload() for f in frames if f.type == fr.MessageType.SHADER]
+    assert shader["pipeline"] == action["pipeline"] and shader["stage"] == "compute"
