@@ -11,8 +11,9 @@ FMA + CVT + SFU + LS + TEX + VAR over its actions and stages. Thread-operations 
 the pipes differ in width (a Mali-G720 core does 128 FMA but 8 texture thread-operations per
 clock in the compiler model), so the pipe with the largest total is named "largest pipe", not
 "bound pipe". When the DEVICE message carries `pipe_rates` (thread-operations per core per clock
-of each pipe; not sent by the layer yet), cycles = thread-operations / rate and the pipe with
-the most cycles is the "bound pipe".
+of each pipe; the layer sends them under --instrument from the compiler model's table of the GPU,
+tessera.compiler.costs, the one source of the rates and of the per-block costs), cycles =
+thread-operations / rate and the pipe with the most cycles is the "bound pipe".
 
 Invocations of a stage: the executions of its entry block, the first block of the function the
 SHADER message names like the entry point (block 0 when the SHADER is missing or names none):

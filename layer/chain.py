@@ -132,9 +132,11 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
     def _announce(dev: DeviceState) -> None:
         props = ffi.new("VkPhysicalDeviceProperties *")
         dev.instance.next.vkGetPhysicalDeviceProperties(dev.physical, props)
+        name = structs.string(ffi, props.deviceName)
+        rates = instrumenter.pipe_rates(dev, name) if instrumenter is not None else None
         state.session.transport.send(encoder.device(
-            dev.address, structs.string(ffi, props.deviceName), props.vendorID, props.deviceID,
-            "", props.apiVersion, sorted(dev.enabled_extensions)))
+            dev.address, name, props.vendorID, props.deviceID, "", props.apiVersion,
+            sorted(dev.enabled_extensions), rates))
 
     @hooks.after("vkGetPhysicalDeviceFeatures2")
     def after_features2(inst, result, physicalDevice, pFeatures):

@@ -42,11 +42,11 @@ def _process_name() -> str:
 
 
 def device(address: int, name: str, vendor_id: int, device_id: int, driver: str, api: int,
-           extensions: list[str]) -> bytes:
+           extensions: list[str], pipe_rates: dict[str, float] | None = None) -> bytes:
     return encode(MessageType.DEVICE, {
         "device": hex_handle(address), "name": name, "vendor_id": vendor_id, "device_id": device_id,
         "driver": driver, "api_version": f"{api >> 22}.{(api >> 12) & 0x3FF}.{api & 0xFFF}",
-        "extensions": sorted(extensions)})
+        "extensions": sorted(extensions), **({"pipe_rates": pipe_rates} if pipe_rates else {})})
 
 
 def workload(w: Workload, device_address: int, cb_address: int, annex: bool) -> bytes:

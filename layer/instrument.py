@@ -44,6 +44,7 @@ METRICS = ("fma", "cvt", "sfu", "ls", "tex", "var", "threads")   # the emulated 
 STAGE_NAMES = {vk.VK_SHADER_STAGE_VERTEX_BIT: "vertex", vk.VK_SHADER_STAGE_FRAGMENT_BIT: "fragment",
                vk.VK_SHADER_STAGE_COMPUTE_BIT: "compute"}
 _ROW = struct.Struct(f"<IIII{len(METRICS)}Q")
+RATE_NAMES = {"fma": "FMA", "cvt": "CVT", "sfu": "SFU", "ls": "LS", "tex": "T", "var": "V"}   # -> compiler PIPES
 
 
 @dataclass
@@ -102,6 +103,21 @@ class Instrumenter:
 
     def instrumented(self, dev: DeviceState) -> bool:
         return dev.address in self.devices
+
+    def pipe_rates(self, dev: DeviceState, device_name: str) -> dict[str, float] | None:
+        """For the DEVICE message of an instrumented device: each pipe's thread-operations per core
+        per clock, from the compiler model's table of the GPU the device names (the table that
+        priced the values: the emulated Mali's metrics are its BlockCost.ops), so hostd can name
+        the bound pipe. None for a GPU the compiler model does not know."""
+        if not self.instrumented(dev):
+            return None
+        from tessera.compiler.costs import GPUS
+
+        model = device_name.split(" (", 1)[0]          # "Mali-G720 (emulated)" -> "Mali-G720"
+        gpu = next((g for g in GPUS.values() if g.name == model), None)
+        if gpu is None:
+            return None
+        return {ours: gpu.rates[theirs].per_clock for ours, theirs in RATE_NAMES.items()}
 
     # ---- hooks -------------------------------------------------------------------------------
     def register(self, hooks) -> None:

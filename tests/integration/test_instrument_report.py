@@ -66,15 +66,37 @@ def test_report_top_1_names_the_dispatch_with_the_most_thread_ops(session):
     assert "by total thread-operations" in text and f"{ops:,} thread-ops" in text and "OpLabel" in text
 
 
-def test_every_dispatch_slice_carries_its_shader_cost(session):
+def bound_pipe(totals: dict) -> str:
+    """The pipe with the most cycles (thread-operations / the compiler model's Mali-G720 rate)."""
+    from tessera.compiler.costs import GPUS
+
+    rates = GPUS["mali-g720"].rates
+    names = {"fma": "FMA", "cvt": "CVT", "sfu": "SFU", "ls": "LS", "tex": "T", "var": "V"}
+    return max(PIPES, key=lambda p: (totals[p] / rates[names[p]].per_clock, -PIPES.index(p))).upper()
+
+
+def test_the_device_message_carries_the_compiler_models_pipe_rates(session):
+    from tessera.compiler.costs import GPUS
+
+    devices = [f.payload() for log in sorted(session.rglob("*.tessera-log")) for f in fr.iter_file(log)
+               if f.type == fr.MessageType.DEVICE]
+    rates = GPUS["mali-g720"].rates
+    assert devices and all(d["pipe_rates"] == {"fma": rates["FMA"].per_clock, "cvt": rates["CVT"].per_clock,
+                                               "sfu": rates["SFU"].per_clock, "ls": rates["LS"].per_clock,
+                                               "tex": rates["T"].per_clock, "var": rates["V"].per_clock}
+                           for d in devices)
+
+
+def test_every_dispatch_slice_carries_its_shader_cost_and_bound_pipe(session):
     from tessera.schemas.perfetto import read_packets
 
-    expected = {tag: ops for ops, _, tag, _ in _actions(session)}
+    expected = {tag: (ops, bound_pipe({p: sum(s["totals"][p] for s in a["stages"]) for p in PIPES}))
+                for ops, _, tag, a in _actions(session)}
     got = {}
     for p in read_packets(session / "merged.perfetto-trace"):
         if p.HasField("gpu_render_stage_event"):
             ex = {d.name: d.value for d in p.gpu_render_stage_event.extra_data}
             if "Shader thread-ops" in ex:
-                got[int(ex["tag"])] = int(ex["Shader thread-ops"])
-                assert ex["Shader largest pipe"] in {p.upper() for p in PIPES}
+                assert "Shader largest pipe" not in ex
+                got[int(ex["tag"])] = (int(ex["Shader thread-ops"]), ex["Shader bound pipe"])
     assert got == expected
