@@ -31,7 +31,8 @@ ST_MEMORY_REQUIREMENTS_2 = 1000146003
 DESCRIPTOR_TYPE_TENSOR = 1000460000
 FORMAT_R8_BOOL = 1000460000
 TILING_OPTIMAL, TILING_LINEAR = 0, 1
-USAGE_SHADER, USAGE_TRANSFER_SRC, USAGE_TRANSFER_DST = 0x2, 0x4, 0x8
+USAGE_SHADER, USAGE_TRANSFER_SRC, USAGE_TRANSFER_DST, USAGE_IMAGE_ALIASING = 0x2, 0x4, 0x8, 0x10
+IMAGE_USAGE_TENSOR_ALIASING, IMAGE_LAYOUT_TENSOR_ALIASING = 0x800000, 1000460000
 USAGE_ALL = USAGE_SHADER | USAGE_TRANSFER_SRC | USAGE_TRANSFER_DST
 VALIDATION_FAILED = -1000011001
 # numpy dtype of each tensor format used here
@@ -103,6 +104,14 @@ class DependencyInfo(Struct):
     _fields_ = [("sType", u32), ("pNext", c_ptr), ("dependencyFlags", u32), ("memoryBarrierCount", u32),
                 ("pMemoryBarriers", c_ptr), ("bufferMemoryBarrierCount", u32), ("pBufferMemoryBarriers", c_ptr),
                 ("imageMemoryBarrierCount", u32), ("pImageMemoryBarriers", c_ptr)]
+
+
+class ImageMemoryBarrier2(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("srcStageMask", u64), ("srcAccessMask", u64),
+                ("dstStageMask", u64), ("dstAccessMask", u64), ("oldLayout", u32), ("newLayout", u32),
+                ("srcQueueFamilyIndex", u32), ("dstQueueFamilyIndex", u32), ("image", u64),
+                ("aspectMask", u32), ("baseMipLevel", u32), ("levelCount", u32), ("baseArrayLayer", u32),
+                ("layerCount", u32)]
 
 
 class TensorFeatures(Struct):
@@ -289,6 +298,49 @@ class Tensors:
                                 dstQueueFamilyIndex=0xFFFFFFFF, tensor=tensor.handle)
         info = DependencyInfo(sType=vk.VK_STRUCTURE_TYPE_DEPENDENCY_INFO, pNext=b.ptr())
         self.barrier2(handle(cmd), info.ptr())
+
+    def cmd_image_barrier(self, cmd, image, old: int, new: int, src_stage: int, src_access: int, dst_stage: int,
+                          dst_access: int) -> None:
+        """vkCmdPipelineBarrier2 with one VkImageMemoryBarrier2 (a layout transition of a whole
+        single-level colour image), e.g. to or from VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM."""
+        b = ImageMemoryBarrier2(sType=vk.VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER_2, srcStageMask=src_stage,
+                                srcAccessMask=src_access, dstStageMask=dst_stage, dstAccessMask=dst_access,
+                                oldLayout=old, newLayout=new, srcQueueFamilyIndex=0xFFFFFFFF,
+                                dstQueueFamilyIndex=0xFFFFFFFF, image=handle(image),
+                                aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, levelCount=1, layerCount=1)
+        info = DependencyInfo(sType=vk.VK_STRUCTURE_TYPE_DEPENDENCY_INFO, imageMemoryBarrierCount=1,
+                              pImageMemoryBarriers=b.ptr())
+        self.barrier2(handle(cmd), info.ptr())
+
+    def bind_alias(self, fmt: int, dims, memory, mapped, size: int, strides=None, tiling: int = TILING_LINEAR,
+                   usage: int = USAGE_ALL, offset: int = 0) -> Tensor:
+        """A tensor (with a view) bound to the application's `memory` at `offset` (e.g. an image's),
+        mapped as `mapped`; the caller destroys it (`drop`)."""
+        dims = tuple(int(d) for d in dims)
+        result, t = self.try_create(fmt, dims, strides, tiling, usage)
+        if result != 0:
+            raise RuntimeError(f"vkCreateTensorARM: {result}")
+        bind = BindTensorMemoryInfo(sType=ST_BIND_TENSOR_MEMORY_INFO, tensor=t, memory=handle(memory),
+                                    memoryOffset=offset)
+        if self.bind(self.device, 1, bind.ptr()) != 0:
+            raise RuntimeError("vkBindTensorMemoryARM failed")
+        vinfo = TensorViewCreateInfo(sType=ST_TENSOR_VIEW_CREATE_INFO, tensor=t, format=fmt)
+        view = u64(0)
+        if self.create_view(self.device, vinfo.ptr(), None, ctypes.byref(view)) != 0:
+            raise RuntimeError("vkCreateTensorViewARM failed")
+        element = np.dtype(DTYPES[fmt]).itemsize
+        strides = tuple(strides) if strides is not None else packed(dims, element)
+        return Tensor(t, view.value, fmt, dims, strides, memory, mapped, size)
+
+    def requirements_of(self, tensor_handle: int) -> MemoryRequirements2:
+        reqs = MemoryRequirements2(sType=ST_MEMORY_REQUIREMENTS_2)
+        rinfo = TensorMemoryRequirementsInfo(sType=ST_TENSOR_MEMORY_REQUIREMENTS_INFO, tensor=tensor_handle)
+        self.requirements(self.device, rinfo.ptr(), reqs.ptr())
+        return reqs
+
+    def drop(self, tensor: Tensor) -> None:
+        self.destroy_view(self.device, tensor.view, None)
+        self.destroy_tensor(self.device, tensor.handle, None)
 
     # ---- descriptors and pipelines ---------------------------------------------------------
     def write_tensors(self, dset, bindings: list[tuple[int, list[Tensor]]]) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
+from . import tensor_aliasing
 from .driver import Driver
 from .objects import CommandBuffer, Device, PhysicalDevice
 from .recording import Work, stage_classes
@@ -62,6 +63,9 @@ FORMATS: dict[int, tuple[int, str]] = {
 }
 FORMAT_FEATURES = (vk.VK_FORMAT_FEATURE_2_TENSOR_SHADER_BIT_ARM | vk.VK_FORMAT_FEATURE_2_TRANSFER_SRC_BIT
                    | vk.VK_FORMAT_FEATURE_2_TRANSFER_DST_BIT)
+# OPTIMAL tensors may alias OPTIMAL images (tensor_aliasing.py); LINEAR ones alias LINEAR images
+# without the usage bit, which LINEAR tensors may not have (VUID-VkTensorDescriptionARM-tiling-09742).
+OPTIMAL_FORMAT_FEATURES = FORMAT_FEATURES | vk.VK_FORMAT_FEATURE_2_TENSOR_IMAGE_ALIASING_BIT_ARM
 _handles = itertools.count(0x7E55_7E50_0001)   # non-dispatchable handles this driver allocates
 
 
@@ -150,12 +154,18 @@ def describe(ffi, desc, features: Features) -> tuple[int, int, tuple[int, ...], 
     if usage == 0 or usage & ~USAGE_BITS:
         raise TensorError(f"VkTensorDescriptionARM::usage (0x{usage:x}) must be a non-zero combination of "
                           "VkTensorUsageFlagBitsARM")
-    if usage & vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM:
-        raise TensorError("VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM: this device reports no format with "
-                          "VK_FORMAT_FEATURE_2_TENSOR_IMAGE_ALIASING_BIT_ARM (image aliasing is not emulated)")
     tiling = desc.tiling
     if tiling not in (vk.VK_TENSOR_TILING_OPTIMAL_ARM, vk.VK_TENSOR_TILING_LINEAR_ARM):
         raise TensorError(f"VkTensorDescriptionARM::tiling {tiling} is not OPTIMAL or LINEAR")
+    if usage & vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM:   # tensor_aliasing.py
+        if tiling == vk.VK_TENSOR_TILING_LINEAR_ARM:
+            raise TensorError("VUID-VkTensorDescriptionARM-tiling-09742: tiling is VK_TENSOR_TILING_LINEAR_ARM but "
+                              "usage includes VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM (a LINEAR tensor aliases a "
+                              "LINEAR image without it)")
+        if dims[-1] > 4:
+            raise TensorError(f"VUID-VkTensorDescriptionARM-tiling-09741: tiling is VK_TENSOR_TILING_OPTIMAL_ARM and "
+                              f"usage includes VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM but pDimensions[{rank - 1}] "
+                              f"({dims[-1]}) > 4")
     if desc.pStrides == ffi.NULL:
         return desc.format, tiling, dims, packed_strides(dims, element), usage, element
     if tiling == vk.VK_TENSOR_TILING_OPTIMAL_ARM:
@@ -259,7 +269,10 @@ def register(drv: Driver) -> None:
                 raise TensorError("VUID-VkTensorCreateInfoARM-pNext-09864: external memory handle types "
                                   f"0x{ext.handleTypes:x} are not compatible (vkGetPhysicalDeviceExternalTensor"
                                   "PropertiesARM reports none)")
-        return describe(ffi, info.pDescription, st.features)
+        fmt, tiling, dims, strides, usage, element = describe(ffi, info.pDescription, st.features)
+        if usage & vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM:   # laid out as the backend's linear images
+            strides = tensor_aliasing.optimal_strides(drv, dev, dims, element) or strides
+        return fmt, tiling, dims, strides, usage, element
 
     @hooks.replace("vkCreateTensorARM")
     def create_tensor(device, pCreateInfo, pAllocator, pTensor):
@@ -458,10 +471,12 @@ def register(drv: Driver) -> None:
         return out
 
     def translated(cb: CommandBuffer, info, keep: list):
-        """A copy of a VkDependencyInfo whose tensor barriers are buffer barriers; None if it has none."""
+        """A copy of a VkDependencyInfo whose tensor barriers are buffer barriers and whose image
+        layouts the backend knows (TENSOR_ALIASING_ARM -> GENERAL); None if it needs neither."""
         barriers = tensor_barriers(info)
         if not barriers:
-            return None
+            out = structs.copy(ffi, "VkDependencyInfo *", info, keep)
+            return out if tensor_aliasing.translate_image_barriers(ffi, info, out, keep) else None
         st = cb.device.tensors
         buffers = []
         for b in barriers:
@@ -488,6 +503,7 @@ def register(drv: Driver) -> None:
         keep.append(array)
         out.bufferMemoryBarrierCount = len(all_buffers) + len(buffers)
         out.pBufferMemoryBarriers = array
+        tensor_aliasing.translate_image_barriers(ffi, info, out, keep)
         masks = [(b.srcStageMask, b.dstStageMask) for b in barriers]
         cb.ops.append(("barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
                                    frozenset().union(*(stage_classes(d, "dst") for _, d in masks)))))
@@ -523,14 +539,17 @@ def register(drv: Driver) -> None:
         keepalive[cb.address or objects.address(commandBuffer)] = keep
         return (commandBuffer, count, pEvents, infos)
 
+    tensor_aliasing.register(drv)
+
     # ---- physical device ---------------------------------------------------------------------
     @hooks.also_after("vkGetPhysicalDeviceFormatProperties2")
     def after_format_properties2(phys, result, physicalDevice, fmt, pProperties):
         p = structs.find(ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_TENSOR_FORMAT_PROPERTIES_ARM,
                          "VkTensorFormatPropertiesARM *")
         if p is not None:
-            features = FORMAT_FEATURES if fmt in FORMATS else 0
-            p.optimalTilingTensorFeatures = p.linearTilingTensorFeatures = features
+            known = fmt in FORMATS
+            p.optimalTilingTensorFeatures = OPTIMAL_FORMAT_FEATURES if known else 0
+            p.linearTilingTensorFeatures = FORMAT_FEATURES if known else 0
 
     @hooks.replace("vkGetPhysicalDeviceExternalTensorPropertiesARM")
     def external_properties(physicalDevice, pExternalTensorInfo, pExternalTensorProperties):

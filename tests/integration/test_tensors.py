@@ -36,8 +36,9 @@ def test_properties_and_format_features_are_honest(result):
     assert q["maxTensorDimensionCount"] >= 8
     assert q["shaderTensorSupportedStages"] == 0x20            # compute
     shader, src, dst = 1 << 39, 1 << 14, 1 << 15                 # TENSOR_SHADER, TRANSFER_SRC, TRANSFER_DST
-    for features in (q["features_f32"], q["features_bool"]):
-        assert all(f == shader | src | dst for f in features)
+    aliasing = 1 << 43                                           # TENSOR_IMAGE_ALIASING: OPTIMAL tensors only
+    for optimal, linear in (q["features_f32"], q["features_bool"]):
+        assert (optimal, linear) == (shader | src | dst | aliasing, shader | src | dst)
     assert q["features_rgba8"] == [0, 0]                          # not a one-component format
     assert q["device_requirements_size"] >= 4 * 5 * 6 * 4
 

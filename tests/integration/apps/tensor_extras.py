@@ -1,0 +1,207 @@
+"""VK_ARM_tensors beyond tensors_api.py (issue #14): image aliasing, arrays of tensors indexed
+dynamically, descriptor update templates and push descriptors, more invalid usage.
+
+Run: .venv/bin/python tests/integration/apps/tensor_extras.py  (on the emulated Mali: under
+`tessera run`, or with the tessera_env of the tests). Prints one JSON line (the last but one line
+of stdout) that tests/integration/test_tensor_extras.py checks; every data check compares what the
+GPU left in memory with a numpy reference computed here:
+
+- aliasing: a LINEAR image and a LINEAR tensor bound to the same memory (the tensor's strides
+  from vkGetImageSubresourceLayout; innermost dimension = the image's components), then an
+  OPTIMAL image with VK_IMAGE_USAGE_TENSOR_ALIASING_BIT_ARM and an OPTIMAL tensor with
+  VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM (the image moved to VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM
+  with a synchronization2 barrier): image writes (vkCmdCopyBufferToImage) read through the tensor
+  (a tensor copy and a shader), tensor writes (a tensor copy and a shader) read through the image
+  (vkCmdCopyImageToBuffer);
+- the results of refused calls (see `invalid`).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import vulkan as vk
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parents[2] / "examples")]
+import tensor_shaders as shaders  # noqa: E402
+import vkapp  # noqa: E402
+import vktensors as vt  # noqa: E402
+from tensors_api import Runner  # noqa: E402
+
+F32, U8 = vk.VK_FORMAT_R32_SFLOAT, vk.VK_FORMAT_R8_UINT
+RNG = np.random.default_rng(1414)
+HOST = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+ALL_COMMANDS, MEMORY_WRITE = vk.VK_PIPELINE_STAGE_2_ALL_COMMANDS_BIT, vk.VK_ACCESS_2_MEMORY_WRITE_BIT
+MEMORY_RW = vk.VK_ACCESS_2_MEMORY_READ_BIT | vk.VK_ACCESS_2_MEMORY_WRITE_BIT
+
+
+class AliasedPair:
+    """An image and a tensor bound to one host-visible allocation at offset 0."""
+
+    def __init__(self, r: Runner, image_format: int, width: int, height: int, tiling: int, image_usage: int,
+                 tensor_format: int, dims, strides=None, tensor_tiling: int = vt.TILING_LINEAR,
+                 tensor_usage: int = vt.USAGE_ALL) -> None:
+        ctx = r.ctx
+        self.width, self.height = width, height
+        info = vk.VkImageCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, imageType=vk.VK_IMAGE_TYPE_2D, format=image_format,
+            extent=vk.VkExtent3D(width=width, height=height, depth=1), mipLevels=1, arrayLayers=1,
+            samples=vk.VK_SAMPLE_COUNT_1_BIT, tiling=tiling, usage=image_usage,
+            sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED)
+        self.image = vk.vkCreateImage(ctx.device, info, None)
+        image_reqs = vk.vkGetImageMemoryRequirements(ctx.device, self.image)
+        self.row_pitch = None
+        if tiling == vk.VK_IMAGE_TILING_LINEAR:
+            sub = vk.VkImageSubresource(aspectMask=vk.VK_IMAGE_ASPECT_COLOR_BIT, mipLevel=0, arrayLayer=0)
+            self.row_pitch = vk.vkGetImageSubresourceLayout(ctx.device, self.image, sub).rowPitch
+            strides = strides(self.row_pitch) if callable(strides) else strides
+        # the tensor's requirements come from a tensor created with the same description
+        probe = r.t.try_create(tensor_format, dims, strides, tensor_tiling, tensor_usage)
+        if probe[0] != 0:
+            raise RuntimeError(f"vkCreateTensorARM: {probe[0]}")
+        tensor_reqs = r.t.requirements_of(probe[1])
+        r.t.destroy_tensor(r.t.device, probe[1], None)
+        size = max(image_reqs.size, tensor_reqs.size)
+        alloc = vk.VkMemoryAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=size,
+            memoryTypeIndex=ctx.memory_type(image_reqs.memoryTypeBits & tensor_reqs.memoryTypeBits, HOST))
+        self.memory = vk.vkAllocateMemory(ctx.device, alloc, None)
+        vk.vkBindImageMemory(ctx.device, self.image, self.memory, 0)
+        mapped = vk.vkMapMemory(ctx.device, self.memory, 0, size, 0)
+        mapped[0:size] = bytes(size)
+        self.tensor = r.t.bind_alias(tensor_format, dims, self.memory, mapped, size, strides, tensor_tiling,
+                                     tensor_usage)
+        self.r = r
+
+    def close(self) -> None:
+        ctx = self.r.ctx
+        self.r.t.drop(self.tensor)
+        vk.vkDestroyImage(ctx.device, self.image, None)
+        vk.vkUnmapMemory(ctx.device, self.memory)
+        vk.vkFreeMemory(ctx.device, self.memory, None)
+
+    def region(self):
+        return vk.VkBufferImageCopy(
+            bufferOffset=0, bufferRowLength=0, bufferImageHeight=0, imageSubresource=vkapp.color_layers(),
+            imageOffset=vk.VkOffset3D(x=0, y=0, z=0),
+            imageExtent=vk.VkExtent3D(width=self.width, height=self.height, depth=1))
+
+    def write_image(self, data: np.ndarray, before: int, during: int, after: int) -> None:
+        """vkCmdCopyBufferToImage of `data` (packed texels), the image moved from `before` to
+        `during` for the copy and left in `after` (synchronization2 barriers)."""
+        r = self.r
+        staging = r.ctx.buffer(data.nbytes, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, data)
+
+        def record(cmd):
+            r.t.cmd_image_barrier(cmd, self.image, before, during, ALL_COMMANDS, MEMORY_WRITE, ALL_COMMANDS,
+                                  MEMORY_RW)
+            vk.vkCmdCopyBufferToImage(cmd, staging.handle, self.image, during, 1, [self.region()])
+            r.t.cmd_image_barrier(cmd, self.image, during, after, ALL_COMMANDS, MEMORY_WRITE, ALL_COMMANDS,
+                                  MEMORY_RW)
+        r.submit(record)
+
+    def read_image(self, nbytes: int, before: int, during: int, after: int) -> np.ndarray:
+        """The image's texels (packed) by vkCmdCopyImageToBuffer, the image moved from `before` to
+        `during` for the copy and left in `after`."""
+        r = self.r
+        staging = r.ctx.buffer(nbytes, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+
+        def record(cmd):
+            r.t.cmd_image_barrier(cmd, self.image, before, during, ALL_COMMANDS, MEMORY_WRITE, ALL_COMMANDS,
+                                  MEMORY_RW)
+            vk.vkCmdCopyImageToBuffer(cmd, self.image, during, staging.handle, 1, [self.region()])
+            r.t.cmd_image_barrier(cmd, self.image, during, after, ALL_COMMANDS, MEMORY_WRITE, ALL_COMMANDS,
+                                  MEMORY_RW)
+        r.submit(record)
+        return staging.array().copy()
+
+
+def values(shape, fmt: int) -> np.ndarray:
+    if fmt == F32:
+        return RNG.integers(-1000, 1000, size=shape).astype(np.float32) / 8
+    return RNG.integers(0, 250, size=shape).astype(np.uint8)
+
+
+def through(pair: AliasedPair, r: Runner, fmt: int, dims, element: str, layouts: tuple[int, int, int]) -> dict:
+    """Image writes read through the tensor and tensor writes read through the image; `layouts`:
+    (layout for image transfers in, for transfers out, while the tensor uses the memory)."""
+    rank = len(dims)
+    dtype = np.dtype(vt.DTYPES[fmt])
+    transfer_in, transfer_out, shared = layouts
+    out: dict[str, bool] = {}
+    # image -> tensor: a tensor copy and a shader read the image's texels
+    a = values(dims, fmt)
+    pair.write_image(a, vk.VK_IMAGE_LAYOUT_UNDEFINED, transfer_in, shared)
+    copied = r.t.tensor(fmt, dims)
+    r.submit(lambda cmd: r.t.cmd_copy(cmd, pair.tensor, copied))
+    out["image_to_tensor_copy"] = bool(np.array_equal(copied.array(), a))
+    read = r.t.tensor(fmt, dims)
+    r.dispatch(shaders.elementwise(rank, element), pair.tensor, read)
+    out["image_to_tensor_shader"] = bool(np.array_equal(read.array(), a))
+    # tensor -> image: a tensor copy, then a shader, write the tensor; the image is read back
+    b = values(dims, fmt)
+    src = r.t.tensor(fmt, dims, data=b)
+    r.submit(lambda cmd: r.t.cmd_copy(cmd, src, pair.tensor))
+    got = pair.read_image(b.nbytes, shared, transfer_out, shared).view(dtype).reshape(dims)
+    out["tensor_copy_to_image"] = bool(np.array_equal(got, b))
+    c = values(dims, fmt)
+    src2 = r.t.tensor(fmt, dims, data=c)
+    r.dispatch(shaders.elementwise(rank, element), src2, pair.tensor)
+    got = pair.read_image(c.nbytes, shared, transfer_out, shared).view(dtype).reshape(dims)
+    out["tensor_shader_to_image"] = bool(np.array_equal(got, c))
+    return out
+
+
+def aliasing(r: Runner) -> dict:
+    general = vk.VK_IMAGE_LAYOUT_GENERAL
+    transfers = vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT
+    out = {}
+    # LINEAR image (5x3 RGBA8: rows padded to the backend's row pitch) + LINEAR rank-3 uint8 tensor
+    pair = AliasedPair(r, vk.VK_FORMAT_R8G8B8A8_UINT, 5, 3, vk.VK_IMAGE_TILING_LINEAR, transfers, U8, (3, 5, 4),
+                       strides=lambda pitch: (pitch, 4, 1))
+    out["linear_rgba8"] = {"row_pitch": pair.row_pitch, **through(pair, r, U8, (3, 5, 4), "uint8",
+                                                                   (general, general, general))}
+    pair.close()
+    # LINEAR image (3x4 RG32F) + LINEAR rank-4 float tensor (1, 4, 3, 2)
+    pair = AliasedPair(r, vk.VK_FORMAT_R32G32_SFLOAT, 3, 4, vk.VK_IMAGE_TILING_LINEAR, transfers, F32,
+                       (1, 4, 3, 2), strides=lambda pitch: (4 * pitch, pitch, 8, 4))
+    out["linear_rg32f"] = {"row_pitch": pair.row_pitch, **through(pair, r, F32, (1, 4, 3, 2), "float",
+                                                                   (general, general, general))}
+    pair.close()
+    # OPTIMAL image with TENSOR_ALIASING usage (7x3 RGBA8 unorm) + OPTIMAL uint8 tensor with IMAGE_ALIASING
+    pair = AliasedPair(r, vk.VK_FORMAT_R8G8B8A8_UNORM, 7, 3, vk.VK_IMAGE_TILING_OPTIMAL,
+                       transfers | vt.IMAGE_USAGE_TENSOR_ALIASING, U8, (3, 7, 4), tensor_tiling=vt.TILING_OPTIMAL,
+                       tensor_usage=vt.USAGE_ALL | vt.USAGE_IMAGE_ALIASING)
+    out["optimal_rgba8"] = through(pair, r, U8, (3, 7, 4), "uint8",
+                                   (vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                    vt.IMAGE_LAYOUT_TENSOR_ALIASING))
+    pair.close()
+    return out
+
+
+def invalid(r: Runner) -> dict:
+    aliasing_usage = vt.USAGE_ALL | vt.USAGE_IMAGE_ALIASING
+    return {
+        "linear_with_image_aliasing": r.t.try_create(U8, (3, 5, 4), usage=aliasing_usage)[0],
+        "optimal_aliasing_inner_5": r.t.try_create(U8, (3, 5, 5), tiling=vt.TILING_OPTIMAL,
+                                                   usage=aliasing_usage)[0],
+        "optimal_aliasing_inner_4": r.t.try_create(U8, (3, 5, 4), tiling=vt.TILING_OPTIMAL,
+                                                   usage=aliasing_usage)[0],
+    }
+
+
+def body(ctx) -> str:
+    r = Runner(ctx)
+    features = r.t.format_features(U8)
+    results = {"format_features_u8": list(features), "aliasing": aliasing(r), "invalid": invalid(r)}
+    r.t.close()
+    print(json.dumps(results), flush=True)
+    return "tensor extras checked"
+
+
+if __name__ == "__main__":
+    FEATURES, KEEP = vt.device_features()
+    vkapp.run_main("tensor_extras", body, optional_device_extensions=[vt.EXTENSION], device_features=FEATURES)

@@ -1,0 +1,65 @@
+"""VK_ARM_tensors in the emulated Mali beyond test_tensors.py: image aliasing, arrays of tensors
+indexed dynamically, descriptor update templates and push descriptors, more invalid usage (issue #14).
+
+One run of apps/tensor_extras.py through the real loader, layer, driver and backend; the app
+compares what the GPU left in memory with numpy and reports each case; this test checks the
+report and the validation-style messages on stderr."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+VALIDATION_FAILED = -1000011001
+CHECKS = ["image_to_tensor_copy", "image_to_tensor_shader", "tensor_copy_to_image", "tensor_shader_to_image"]
+
+
+@pytest.fixture(scope="module")
+def result(shims, tmp_path_factory) -> dict:
+    from tessera.tools.launch import LaunchConfig, environment
+
+    session = tmp_path_factory.mktemp("tensor-extras") / "session"
+    out = run([PYTHON, REPO / "tests" / "integration" / "apps" / "tensor_extras.py"],
+              environment(LaunchConfig(session)))
+    assert out.returncode == 0, out.stdout + out.stderr
+    data = json.loads(out.stdout.strip().splitlines()[-2])
+    data["stderr"] = out.stderr
+    return data
+
+
+@pytest.mark.parametrize("case", ["linear_rgba8", "linear_rg32f"])
+@pytest.mark.parametrize("check", CHECKS)
+def test_linear_image_and_linear_tensor_alias(result, case, check):
+    """A LINEAR image and a LINEAR tensor with the image's strides, bound to the same memory: image
+    writes are read through the tensor and tensor writes through the image, equal to numpy (rows
+    padded: the backend's row pitch is above the row's bytes, so the strides matter)."""
+    got = result["aliasing"][case]
+    assert got["row_pitch"] > {"linear_rgba8": 5 * 4, "linear_rg32f": 3 * 8}[case]
+    assert got[check] is True
+
+
+@pytest.mark.parametrize("check", CHECKS)
+def test_optimal_image_and_tensor_alias_through_the_tensor_aliasing_layout(result, check):
+    """OPTIMAL image with VK_IMAGE_USAGE_TENSOR_ALIASING_BIT_ARM, OPTIMAL tensor with
+    VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM, the image in VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM while
+    the tensor uses the memory (barriers through vkCmdPipelineBarrier2)."""
+    assert result["aliasing"]["optimal_rgba8"][check] is True
+
+
+def test_image_aliasing_is_a_feature_of_optimal_tensors_only(result):
+    optimal, linear = result["format_features_u8"]
+    aliasing = 1 << 43                                   # VK_FORMAT_FEATURE_2_TENSOR_IMAGE_ALIASING_BIT_ARM
+    assert optimal & aliasing and not linear & aliasing
+
+
+@pytest.mark.parametrize("case, message", [
+    ("linear_with_image_aliasing", "VUID-VkTensorDescriptionARM-tiling-09742"),
+    ("optimal_aliasing_inner_5", "VUID-VkTensorDescriptionARM-tiling-09741"),
+])
+def test_invalid_aliasing_tensors_are_refused(result, case, message):
+    assert result["invalid"][case] == VALIDATION_FAILED
+    assert any(line.startswith("tessera: VK_ARM_tensors: vkCreateTensorARM: ") and message in line
+               for line in result["stderr"].splitlines())
+    assert result["invalid"]["optimal_aliasing_inner_4"] == 0
+    assert "Traceback" not in result["stderr"]
