@@ -107,6 +107,9 @@ class InstrumentationObject:
     next_index: int = 0
     regions: dict[int, Region] = field(default_factory=dict)      # resultIndex -> its counters
     chunks: list[Chunk] = field(default_factory=list)
+    # run by vkClearShaderInstrumentationMetricsARM before it zeroes the values (measured_timing.py banks
+    # the executions the timeline has not read yet)
+    before_clear: list = field(default_factory=list)
 
 
 @dataclass
@@ -575,6 +578,8 @@ def register(drv: Driver) -> None:
         obj = object_of(dev, instrumentation)
         if obj is None:
             return
+        for fn in obj.before_clear:
+            fn()
         for chunk in obj.chunks:
             ffi.memmove(chunk.mapped, bytes(chunk.used), chunk.used)
 
