@@ -576,7 +576,9 @@ def teardown(ffi, dev: Device) -> None:
 _BACKEND_FEATURES = {
     "VkPhysicalDeviceVulkan11Features": ("storageBuffer16BitAccess",),
     "VkPhysicalDeviceVulkan12Features": ("storageBuffer8BitAccess", "shaderInt8", "shaderFloat16"),
-    "VkPhysicalDeviceFeatures": ("shaderInt16", "shaderInt64", "shaderFloat64"),
+    # arrays of tensors are arrays of storage buffers (shaderStorageTensorArrayDynamicIndexing)
+    "VkPhysicalDeviceFeatures": ("shaderInt16", "shaderInt64", "shaderFloat64",
+                                 "shaderStorageBufferArrayDynamicIndexing"),
 }
 _STYPES = {"VkPhysicalDeviceVulkan11Features": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
            "VkPhysicalDeviceVulkan12Features": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES}

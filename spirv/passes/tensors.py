@@ -20,7 +20,8 @@ application's block structure):
 - OpTensorQuerySizeARM: the dimension from the metadata.
 
 Tensor loads and access chains disappear; tensor types, capability TensorsARM and extension
-SPV_ARM_tensors go. Capabilities for 8- and 16-bit storage are added where elements need them.
+SPV_ARM_tensors go; StorageTensorArray{Dynamic,NonUniform}IndexingARM become the
+StorageBufferArray ones. Capabilities for 8- and 16-bit storage are added where elements need them.
 Limits: tensor values passed to functions, stored in variables or selected (OpPhi/OpSelect) are
 refused (SpirvError), as are runtime arrays of tensors and the Nontemporal/availability
 operands' memory semantics (accepted and ignored: lavapipe's storage accesses are coherent).
@@ -43,6 +44,9 @@ MAX_RANK = 8
 OOB_OPERAND = 0x2            # TensorOperands OutOfBoundsValueARM
 _OPERAND_PARAMS = {0x2: 1, 0x4: 1, 0x8: 1}   # operands with one <id> parameter (OOB value, scopes)
 _TENSORS_CAPABILITY = 4174
+# Tensor-array indexing capabilities -> the storage-buffer-array ones the lowered arrays need.
+_ARRAY_INDEXING = {4175: "StorageBufferArrayDynamicIndexing",        # StorageTensorArrayDynamicIndexingARM
+                   4176: "StorageBufferArrayNonUniformIndexing"}     # StorageTensorArrayNonUniformIndexingARM
 
 
 @dataclass(frozen=True)
@@ -470,6 +474,9 @@ def _remove_tensor_declarations(ed: ModuleEditor, tensor_types, arrays, pointers
             ed.remove(inst)
         elif inst.opcode == op("OpCapability") and inst.words[0] == _TENSORS_CAPABILITY:
             ed.remove(inst)
+        elif inst.opcode == op("OpCapability") and inst.words[0] in _ARRAY_INDEXING:
+            ed.remove(inst)
+            ed.add_capability(_ARRAY_INDEXING[inst.words[0]])
         elif inst.opcode == op("OpExtension") and decode_string(inst.words, 0)[0] == "SPV_ARM_tensors":
             ed.remove(inst)
     for inst in ed.module.globals:

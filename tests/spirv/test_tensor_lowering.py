@@ -104,3 +104,16 @@ def test_compile_costs_tensor_accesses_on_the_load_store_pipe(tmp_path):
     one = api.shader_cost(assemble(shaders.elementwise(2, "float", -1.0, 1), tmp_path), "main")
     four = api.shader_cost(assemble(shaders.elementwise(2, "float", -1.0, 4), tmp_path), "main")
     assert one.total.ls > 0 and four.total.ls > one.total.ls
+
+
+def test_dynamically_indexed_tensor_array_lowers_to_a_storage_buffer_array(tmp_path):
+    """shaderStorageTensorArrayDynamicIndexing: the capability becomes StorageBufferArrayDynamicIndexing
+    (spirv-val refuses the tensor one once the tensors are gone), the array of three tensors an array
+    of three storage buffers, indexed by the same dynamically uniform id."""
+    code = assemble(shaders.DYNAMIC_INDEXING, tmp_path)
+    module = parse(code)
+    lowered = lower_tensors(module, standalone_bindings(module))
+    assert sorted((t.binding, t.rank, t.count) for t in lowered) == [(0, 1, 3), (1, 2, 1)]
+    text = validate(module.to_bytes(), tmp_path)
+    assert "OpCapability StorageBufferArrayDynamicIndexing" in text
+    assert "Tensor" not in text.replace("tessera_tensor_metadata", "")

@@ -182,6 +182,31 @@ def aliasing(r: Runner) -> dict:
     return out
 
 
+def dynamic_indexing(r: Runner) -> dict:
+    lengths, cols = (5, 8, 3), 8
+    datas = [values((n,), F32) for n in lengths]
+    srcs = [r.t.tensor(F32, (n,), data=a) for n, a in zip(lengths, datas)]
+    dst = r.t.tensor(F32, (len(lengths), cols))
+    layout = r.t.set_layout([(0, vt.DESCRIPTOR_TYPE_TENSOR, len(srcs)), (1, vt.DESCRIPTOR_TYPE_TENSOR, 1)])
+    pipeline_layout = r.ctx.pipeline_layout([layout])
+    pipeline = r.t.compute_pipeline(vt.assemble(shaders.DYNAMIC_INDEXING), pipeline_layout)
+    pool = r.ctx.descriptor_pool({vt.DESCRIPTOR_TYPE_TENSOR: 4}, max_sets=1)
+    dset = r.ctx.allocate_set(pool, layout)
+    r.t.write_tensors(dset, [(0, srcs), (1, [dst])])
+
+    def record(cmd):
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout, 0, 1, [dset], 0, None)
+        vk.vkCmdDispatch(cmd, len(srcs), 1, 1)
+    r.submit(record)
+    want = np.full((len(lengths), cols), -2, dtype=np.float32)
+    for g, a in enumerate(datas):
+        want[g, :len(a)] = a
+        want[g] += np.float32(len(a))
+    got = dst.array()
+    return {"ok": bool(np.array_equal(got, want)), "mismatches": int(np.count_nonzero(got != want))}
+
+
 def invalid(r: Runner) -> dict:
     aliasing_usage = vt.USAGE_ALL | vt.USAGE_IMAGE_ALIASING
     return {
@@ -196,7 +221,8 @@ def invalid(r: Runner) -> dict:
 def body(ctx) -> str:
     r = Runner(ctx)
     features = r.t.format_features(U8)
-    results = {"format_features_u8": list(features), "aliasing": aliasing(r), "invalid": invalid(r)}
+    results = {"format_features_u8": list(features), "aliasing": aliasing(r), "dynamic_indexing": dynamic_indexing(r),
+               "invalid": invalid(r)}
     r.t.close()
     print(json.dumps(results), flush=True)
     return "tensor extras checked"

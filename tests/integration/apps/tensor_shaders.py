@@ -102,3 +102,73 @@ def reference(src: np.ndarray, dst_shape, oob=None, negate: bool = False) -> np.
     if negate:
         out = (out == 0).astype(src.dtype)
     return out
+
+
+# SPIR-V assembly: an array of three rank-1 float tensors indexed with a dynamically uniform index (the work
+# group's x id: shaderStorageTensorArrayDynamicIndexing), each group g writing row g of the rank-2
+# destination: dst[g, c] = (srcs[g][c], or -2 out of bounds) + size of srcs[g].
+DYNAMIC_INDEXING = """
+OpCapability Shader
+OpCapability TensorsARM
+OpCapability StorageTensorArrayDynamicIndexingARM
+OpExtension "SPV_ARM_tensors"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %wg %lid %srcs %dst
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %wg BuiltIn WorkgroupId
+OpDecorate %lid BuiltIn LocalInvocationId
+OpDecorate %srcs DescriptorSet 0
+OpDecorate %srcs Binding 0
+OpDecorate %dst DescriptorSet 0
+OpDecorate %dst Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%bool = OpTypeBool
+%float = OpTypeFloat 32
+%uvec3 = OpTypeVector %uint 3
+%pin = OpTypePointer Input %uvec3
+%wg = OpVariable %pin Input
+%lid = OpVariable %pin Input
+%c0 = OpConstant %uint 0
+%c1 = OpConstant %uint 1
+%c2 = OpConstant %uint 2
+%c3 = OpConstant %uint 3
+%oob = OpConstant %float -2
+%arr1 = OpTypeArray %uint %c1
+%arr2 = OpTypeArray %uint %c2
+%T1 = OpTypeTensorARM %float %c1
+%T2 = OpTypeTensorARM %float %c2
+%Ts = OpTypeArray %T1 %c3
+%pTs = OpTypePointer UniformConstant %Ts
+%pT1 = OpTypePointer UniformConstant %T1
+%pT2 = OpTypePointer UniformConstant %T2
+%srcs = OpVariable %pTs UniformConstant
+%dst = OpVariable %pT2 UniformConstant
+%main = OpFunction %void None %fn
+%entry = OpLabel
+%w = OpLoad %uvec3 %wg
+%g = OpCompositeExtract %uint %w 0
+%l = OpLoad %uvec3 %lid
+%c = OpCompositeExtract %uint %l 0
+%d = OpLoad %T2 %dst
+%cols = OpTensorQuerySizeARM %uint %d %c1
+%in = OpULessThan %bool %c %cols
+OpSelectionMerge %end None
+OpBranchConditional %in %body %end
+%body = OpLabel
+%p = OpAccessChain %pT1 %srcs %g
+%s = OpLoad %T1 %p
+%len = OpTensorQuerySizeARM %uint %s %c0
+%coord = OpCompositeConstruct %arr1 %c
+%v = OpTensorReadARM %float %s %coord OutOfBoundsValueARM %oob
+%lenf = OpConvertUToF %float %len
+%sum = OpFAdd %float %v %lenf
+%dc = OpCompositeConstruct %arr2 %g %c
+OpTensorWriteARM %d %dc %sum
+OpBranch %end
+%end = OpLabel
+OpReturn
+OpFunctionEnd
+"""
+
