@@ -6,7 +6,7 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity, instrumentation, regions, shader_costs, submit, tensors
+from . import identity, indirect_sizes, instrumentation, regions, shader_costs, submit, tensors
 from .driver import Driver
 from .instance import physical_device_info
 from .objects import Device, PhysicalDevice, Queue
@@ -104,6 +104,7 @@ def register(drv: Driver) -> None:
             return
         dev = objects.get(device, Device)
         submit.before_device_destroyed(drv, dev)
+        indirect_sizes.teardown(dev)
         drv.instrumentation_teardown(dev)
         drv.regions_teardown(dev)
         drv.tensors_teardown(dev)

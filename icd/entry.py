@@ -16,8 +16,8 @@ from tessera.vkapi.vkconst import vk
 
 from tessera.vkapi import pipelines, resource_hooks
 
-from . import (command_buffer, core_builtins, counter_memory, device, instance, instrumentation, labels, recording,
-               regions, shader_costs, submit, tensor_descriptors, tensors)
+from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, instrumentation, labels,
+               measured_timing, recording, regions, shader_costs, submit, tensor_descriptors, tensors)
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
@@ -43,6 +43,9 @@ def install(ffi, lib) -> None:
                    instrumentation, tensors):
         module.register(drv)
     regions.register(drv)   # after recording and instrumentation, whose hooks it extends
+    # after recording (whose Work/Draw they complete) and instrumentation (whose regions measured_timing reads)
+    indirect_sizes.register(drv)
+    measured_timing.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))
     drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS)

@@ -1,0 +1,197 @@
+"""Measured shader cost on the emulated timeline: instrumented work is timed by its block executions.
+
+Role: a draw or dispatch recorded while a VK_ARM_shader_instrumentation object is active, with an
+instrumented pipeline (or shader object), counts every basic block's thread executions into its
+own region of the object's memory (instrumentation.py). Its Work / Draw gets an `at_completion`
+(recording.py) that, on the timeline's worker once the submit's GPU work has completed
+(completion.py), takes the executions that submit added and replaces the compiler model's static
+typical-path cost with the measured one:
+
+  measured cycles M = the bound-pipe cycles (compiler PipeCycles) of Σ_blocks executions ×
+      the block's thread-operations per pipe (BlockCost.ops, the same figures the metrics use),
+      i.e. the typical-path formula of the compiler model applied to what really ran;
+  compute:  Work.cycles = M / invocations, so the phase is JOB_SETUP_CYCLES + M / cores;
+  fragment: Draw.fragment_cycles = M / (draws × render area × layers × DRAW_COVERAGE), so the
+      main phase's shader term (fragments × fragment cycles / cores, fragments being the
+      timing model's area × draws × DRAW_COVERAGE) is M / cores for this draw. The pixel-rate
+      term and the tiles keep the area-based fragment count (timing.py).
+
+Vertex shading keeps the static estimate (the binning phase weighs vertex cycles per draw, not
+per vertex, so a per-draw measured figure would not be exact). A command that makes several
+Draws (an indirect multi-draw) has one region: its measurement is shared by its draws.
+
+Per submit: the counters accumulate until the application clears them, so each reading takes the
+difference from the previous reading of that region; a clear
+(vkClearShaderInstrumentationMetricsARM, which the application may call only once the work is
+done) first banks what the driver has not read yet (InstrumentationObject.before_clear). A
+command buffer re-submitted before its earlier submit completed: the first reading after both
+ran takes both submits' executions, the other none.
+
+Not measured (static estimate kept): draws recorded in a secondary command buffer inside a render
+pass (the pass's area is not in that buffer), trace rays and stages the instrumentation does not
+rewrite.
+
+Threads: readers are made by the threads recording command buffers, read on the timeline's worker
+and banked by the thread that clears: one module lock.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+from tessera.vkapi.commands import DISPATCHES, DRAWS
+
+from . import timing
+from .driver import Driver
+from .indirect_sizes import then
+from .objects import CommandBuffer
+
+_lock = threading.Lock()
+_readers: dict[int, weakref.WeakSet] = {}    # instrumentation object handle -> its live readers
+MEASURED = "block executions"                # Work.info["shader_cost"]: the trace's `Shader cost` arg
+
+
+class _Counts:
+    """The executions one action's region gained since the driver last read it."""
+
+    def __init__(self, ffi, obj, region) -> None:
+        self.ffi, self.obj, self.region = ffi, obj, region
+        self.seen: Any = None       # the region's values at the last reading (None: zeros)
+        self.banked: Any = None     # executions read by a clear before this reading
+
+    def _now(self):
+        import numpy as np
+
+        r = self.region
+        n = r.pipeline.counters
+        state = self.obj.device.instrumentation
+        if state is None or state.objects.get(self.obj.handle) is not self.obj:   # destroyed: its memory is gone
+            return np.zeros(n, dtype=np.int64)
+        return np.frombuffer(self.ffi.buffer(r.chunk.mapped + r.offset, n * 4), dtype=np.uint32).astype(np.int64)
+
+    def _gained(self):
+        now = self._now()
+        if self.seen is None:
+            return now, now
+        gained = now - self.seen
+        return now, (now if (gained < 0).any() else gained)   # cleared behind our back: what is there
+
+    def take(self):
+        with _lock:
+            now, gained = self._gained()
+            if self.banked is not None:
+                gained, self.banked = gained + self.banked, None
+            self.seen = now
+        return gained
+
+    def bank(self) -> None:
+        """Before the application clears the region (called with _lock held)."""
+        _, gained = self._gained()
+        self.banked = gained if self.banked is None else self.banked + gained
+        self.seen = None
+
+
+def _bank_all(key: int) -> None:
+    with _lock:
+        for reader in list(_readers.get(key, ())):
+            reader.bank()
+
+
+def _reader(ffi, obj, region) -> _Counts:
+    reader = _Counts(ffi, obj, region)
+    with _lock:
+        live = _readers.get(obj.handle)
+        if live is None:
+            live = _readers[obj.handle] = weakref.WeakSet()
+            obj.before_clear.append(lambda key=obj.handle: _bank_all(key))
+        live.add(reader)
+    return reader
+
+
+class _Measure:
+    """One instrumented command: its reader and the items it made; read once per submit."""
+
+    def __init__(self, reader: _Counts, stage, items: list, costs, area: int | None) -> None:
+        self.reader, self.stage, self.items, self.costs, self.area = reader, stage, items, costs, area
+
+    def cycles(self) -> float:
+        import numpy as np
+        from tessera.compiler.analysis import PipeCycles
+
+        s = self.stage
+        gained = self.reader.take()[s.base:s.base + s.blocks].astype(np.float64)
+        ops = gained @ np.asarray(s.ops, dtype=np.float64).reshape(s.blocks, 6)
+        return PipeCycles.of([float(x) for x in ops], self.costs).bound_cycles
+
+    def compute(self) -> None:
+        work = self.items[0]
+        measured = self.cycles()
+        if work.invocations > 0:
+            work.cycles = measured / work.invocations
+            work.info["shader_cost"] = MEASURED
+
+    def fragment(self) -> None:
+        draws = sum(d.count for d in self.items)
+        measured = self.cycles()
+        if draws > 0 and self.area:
+            per_draw = measured / (draws * self.area * timing.DRAW_COVERAGE)
+            for d in self.items:
+                d.fragment_cycles = per_draw
+
+
+def _pass_area(cb: CommandBuffer) -> int | None:
+    """width × height × layers of the render pass being recorded in `cb` (as timing.render_pass)."""
+    for op, value in reversed(cb.ops):
+        if op == "pass_begin":
+            return value.width * value.height * max(1, value.layers)
+        if op == "pass_end":
+            return None
+    return None
+
+
+def register(drv: Driver) -> None:
+    ffi, hooks = drv.ffi, drv.hooks
+    costs_of: list = []
+
+    def costs():
+        if not costs_of:
+            from tessera.compiler.costs import gpu_costs
+
+            costs_of.append(gpu_costs(drv.profile.key))
+        return costs_of[0]
+
+    def mark(cb: CommandBuffer, commandBuffer, *args) -> None:
+        """Before recording.py appends the command's items: where they will start."""
+        if cb.instrumentation is not None:
+            cb.__dict__["measured_mark"] = len(cb.ops)   # this module's own state on the command buffer
+
+    def action(kind: str):
+        def before(cb: CommandBuffer, commandBuffer, *args):
+            obj = cb.instrumentation
+            start = cb.__dict__.pop("measured_mark", None)
+            if obj is None or start is None:
+                return None
+            region = obj.regions.get(obj.next_index - 1)   # the index this command just took
+            if region is None:                             # uninstrumented pipeline: no counters
+                return None
+            op = "work" if kind == "compute" else "draw"
+            items = [v for o, v in cb.ops[start:] if o == op]
+            stage = next((s for s in region.pipeline.stages if s.name == kind), None)
+            if not items or stage is None:
+                return None
+            area = _pass_area(cb) if kind == "fragment" else None
+            if kind == "fragment" and area is None:
+                return None
+            m = _Measure(_reader(ffi, obj, region), stage, items, costs(), area)
+            then(items[0], m.compute if kind == "compute" else m.fragment)
+            cb.needs_completion = True
+            return None
+        return before
+
+    for name in DISPATCHES:
+        hooks.at_record(name)(mark)
+        hooks.also_before(name)(action("compute"))
+    for name in DRAWS:
+        hooks.at_record(name)(mark)
+        hooks.also_before(name)(action("fragment"))
