@@ -256,15 +256,20 @@ def register(drv: Driver) -> None:
         if st is None:
             return None
         tensor_writes = [i for i in range(writeCount) if pWrites[i].descriptorType == TENSOR]
+        wrong = {i: problem for i in range(writeCount) if pWrites[i].descriptorType != TENSOR
+                 and (problem := misplaced(st, pWrites[i], i)) is not None}
         for i in range(copyCount):
             copy_records(st, pCopies[i])
-        if not tensor_writes:
+        if not tensor_writes and not wrong:
             return None
         keep: list = []
         writes = ffi.new("VkWriteDescriptorSet[]", writeCount)
         keep.append(writes)
         for i in range(writeCount):
             writes[i] = pWrites[i]
+        for i, problem in wrong.items():
+            refuse("vkUpdateDescriptorSets", f"{problem}: the write is skipped")
+            writes[i].descriptorCount = 0
         for i in tensor_writes:
             w = pWrites[i]
             views = structs.find(ffi, w.pNext, vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM,
@@ -314,6 +319,21 @@ def register(drv: Driver) -> None:
         return (device, len(kept), writes, copyCount, pCopies)
 
     pending_updates: dict[int, list] = {}
+
+    def misplaced(st: DescriptorState, w, i: int) -> str | None:
+        """Why a write of another type may not go where it goes (the backend sees storage buffers
+        there and would accept it), or None."""
+        meta = st.sets.get(int(w.dstSet))
+        if meta is None:
+            return None
+        if w.dstBinding in meta.layout.slots:
+            return (f"VUID-VkWriteDescriptorSet-descriptorType-00319: pDescriptorWrites[{i}].descriptorType "
+                    f"({w.descriptorType}) differs from binding {w.dstBinding}'s type, "
+                    "VK_DESCRIPTOR_TYPE_TENSOR_ARM")
+        if w.dstBinding == meta.layout.meta_binding:
+            return (f"VUID-VkWriteDescriptorSet-dstBinding-00315: pDescriptorWrites[{i}].dstBinding "
+                    f"({w.dstBinding}) is not a binding of dstSet's layout")
+        return None
 
     @hooks.after("vkUpdateDescriptorSets")
     def after_update(dev, result, device, writeCount, pWrites, copyCount, pCopies):

@@ -75,3 +75,14 @@ def test_array_of_tensors_indexed_dynamically_matches_numpy(result):
     array binding, chosen by the work group id; reads with OutOfBoundsValue and size queries of the
     chosen tensor equal numpy."""
     assert result["dynamic_indexing"] == {"ok": True, "mismatches": 0}
+
+
+def test_other_descriptor_written_to_a_tensor_binding_is_skipped_with_a_message(result):
+    """A descriptor of the wrong type: a storage buffer written to a TENSOR_ARM binding (the backend
+    has a storage-buffer binding there and would take it) is skipped, validation-style; the
+    tensors written afterwards are read and written by the shader as numpy says."""
+    assert result["invalid"]["storage_buffer_in_tensor_binding_then_tensor_ok"] is True
+    assert ("vkUpdateDescriptorSets: VUID-VkWriteDescriptorSet-descriptorType-00319: pDescriptorWrites[0]"
+            ".descriptorType (7) differs from binding 0's type, VK_DESCRIPTOR_TYPE_TENSOR_ARM: the write is skipped"
+            in result["stderr"])
+    assert not tensor_tracebacks(result["stderr"])

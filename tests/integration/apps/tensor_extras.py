@@ -209,7 +209,24 @@ def dynamic_indexing(r: Runner) -> dict:
 
 def invalid(r: Runner) -> dict:
     aliasing_usage = vt.USAGE_ALL | vt.USAGE_IMAGE_ALIASING
+    # a storage-buffer descriptor written to a tensor binding (the backend sees a storage buffer
+    # binding there and would take it): skipped with a message; the tensor written after it works
+    dset = r.ctx.allocate_set(r.pool, r.layout)
+    buf = r.ctx.buffer(64, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT)
+    r.ctx.write_storage_buffers(dset, [(0, buf, 0, 64)])
+    data = values((4, 6), F32)
+    src, dst = r.t.tensor(F32, (4, 6), data=data), r.t.tensor(F32, (4, 6))
+    r.t.write_tensors(dset, [(0, [src]), (1, [dst])])
+
+    pipeline = r.t.compute_pipeline(vt.assemble(shaders.elementwise(2, "float")), r.pipeline_layout)
+
+    def record(cmd):
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, r.pipeline_layout, 0, 1, [dset], 0, None)
+        vk.vkCmdDispatch(cmd, 1, 1, 1)
+    r.submit(record)
     return {
+        "storage_buffer_in_tensor_binding_then_tensor_ok": bool(np.array_equal(dst.array(), data)),
         "linear_with_image_aliasing": r.t.try_create(U8, (3, 5, 4), usage=aliasing_usage)[0],
         "optimal_aliasing_inner_5": r.t.try_create(U8, (3, 5, 5), tiling=vt.TILING_OPTIMAL,
                                                    usage=aliasing_usage)[0],
