@@ -558,19 +558,16 @@ def register(drv: Driver) -> None:
             warn_once("get-unknown", "vkGetShaderInstrumentationValuesARM with an unknown object")
             pCount[0] = 0
             return vk.VK_SUCCESS
-        rows = results(obj)
+        total = sum(region.pipeline.counters for region in obj.regions.values())
         if pValues == ffi.NULL:
-            pCount[0] = len(rows)
+            pCount[0] = total
             return vk.VK_SUCCESS
-        n = min(pCount[0], len(rows))
-        stride = 16 + 8 * len(METRICS)
-        out = ffi.buffer(pValues, stride * n)
-        import struct
-        pack = struct.Struct(f"<IIII{len(METRICS)}Q").pack_into
-        for i in range(n):
-            pack(out, i * stride, *rows[i])
+        n = min(pCount[0], total)
+        if n:
+            rows = results(obj)[:n]
+            ffi.memmove(pValues, rows.tobytes(), rows.nbytes)   # nothing past stride x count
         pCount[0] = n
-        return vk.VK_INCOMPLETE if n < len(rows) else vk.VK_SUCCESS
+        return vk.VK_INCOMPLETE if n < total else vk.VK_SUCCESS
 
     @hooks.replace("vkClearShaderInstrumentationMetricsARM")
     def clear(device, instrumentation):
@@ -583,22 +580,47 @@ def register(drv: Driver) -> None:
         for chunk in obj.chunks:
             ffi.memmove(chunk.mapped, bytes(chunk.used), chunk.used)
 
-    def results(obj: InstrumentationObject) -> list[tuple[int, ...]]:
-        """Header + metrics of every block, sorted by resultIndex, stage, resultSubIndex, block."""
+    def results(obj: InstrumentationObject):
+        """Every block's entry (ROW_DTYPE: the packed header + metrics), sorted by resultIndex,
+        stage, resultSubIndex, block. Each pipe metric is round(executions x ops), as Python's
+        round (half to even, like numpy's rint)."""
         import numpy as np
 
-        rows = []
+        parts = []
         for index in sorted(obj.regions):
             region = obj.regions[index]
             counts = np.frombuffer(ffi.buffer(region.chunk.mapped + region.offset, region.pipeline.counters * 4),
                                    dtype=np.uint32)
             for stage in sorted(region.pipeline.stages, key=lambda s: s.bit):
-                for b in range(stage.blocks):
-                    executions = int(counts[stage.base + b])
-                    ops = stage.ops[b]
-                    metrics = [round(executions * ops[_OPS_INDEX[name]]) for name, _ in METRICS[:-1]]
-                    rows.append((index, 0, stage.bit, b, *metrics, executions))
-        return rows
+                executions = counts[stage.base:stage.base + stage.blocks]
+                rows = np.zeros(stage.blocks, row_dtype())
+                rows["header"][:, 0] = index
+                rows["header"][:, 2] = stage.bit
+                rows["header"][:, 3] = np.arange(stage.blocks)
+                rows["metrics"][:, :-1] = np.rint(executions[:, None].astype(np.float64) * pipe_table(stage))
+                rows["metrics"][:, -1] = executions
+                parts.append(rows)
+        return np.concatenate(parts) if parts else np.zeros(0, row_dtype())
+
+
+def row_dtype():
+    """One entry of vkGetShaderInstrumentationValuesARM: VkShaderInstrumentationMetricDataHeaderARM
+    (resultIndex, resultSubIndex, stages, basicBlockIndex: u32) then numMetrics u64."""
+    import numpy as np
+
+    return np.dtype([("header", "<u4", (4,)), ("metrics", "<u8", (len(METRICS),))])
+
+
+def pipe_table(stage: InstrumentedStage):
+    """blocks x pipe metrics (METRICS order): thread-operations per execution, made once per stage."""
+    table = stage.__dict__.get("_table")
+    if table is None:
+        import numpy as np
+
+        table = np.array([[ops[_OPS_INDEX[name]] for name, _ in METRICS[:-1]] for ops in stage.ops],
+                         dtype=np.float64).reshape(len(stage.ops), len(METRICS) - 1)
+        stage.__dict__["_table"] = table
+    return table
 
 
 def _with_instrumentation(pipeline, plan: InstrumentedPipeline, cycles: dict | None = None):

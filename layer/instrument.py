@@ -345,10 +345,19 @@ class Instrumenter:
         if count[0]:
             dev.next.vkGetShaderInstrumentationValuesARM(dev.handle, rec.obj, count, data, 0)
         dev.next.vkClearShaderInstrumentationMetricsARM(dev.handle, rec.obj)   # per-submit values
-        raw = ffi.buffer(data, _ROW.size * count[0]) if count[0] else b""
+        if not count[0]:
+            return
+        import numpy as np
+
+        rows = np.frombuffer(ffi.buffer(data, _ROW.size * count[0]),
+                             np.dtype([("header", "<u4", (4,)), ("metrics", "<u8", (len(METRICS),))]))
+        header, metrics = rows["header"], rows["metrics"]
+        # Entries come sorted by resultIndex then stage: one run of rows per (action, stage).
+        key = header[:, 0].astype(np.uint64) << np.uint64(32) | header[:, 2].astype(np.uint64)
+        starts = [0, *(np.flatnonzero(key[1:] != key[:-1]) + 1).tolist(), len(rows)]
         per_tag: dict[int, dict[int, dict]] = {}
-        for i in range(count[0]):
-            index, _, stage_bit, block, *metrics = _ROW.unpack_from(raw, i * _ROW.size)
+        for s, e in zip(starts, starts[1:]):
+            index, stage_bit = int(header[s, 0]), int(header[s, 2])
             action = rec.actions.get(index)
             if action is None or action.tag is None:
                 continue
@@ -359,11 +368,12 @@ class Instrumenter:
             name = STAGE_NAMES.get(stage_bit, "compute")
             stage = entry["stages"].setdefault(name, {"stage": name, "totals": dict.fromkeys(METRICS, 0),
                                                       "blocks": []})
-            executions = metrics[-1]
-            for key, value in zip(METRICS, metrics):
-                stage["totals"][key] += value
-            if executions:
-                stage["blocks"].append([block, executions, *metrics[:-1]])
+            m = metrics[s:e]
+            for k, value in zip(METRICS, m.sum(axis=0, dtype=np.uint64).tolist()):
+                stage["totals"][k] += value
+            ran = np.flatnonzero(m[:, -1])          # blocks that executed: [block, executions, pipes...]
+            stage["blocks"] += np.column_stack((header[s:e, 3][ran].astype(np.uint64), m[ran, -1],
+                                                m[ran, :-1])).tolist()
         for tag, actions in per_tag.items():
             for a in actions.values():
                 a["stages"] = list(a["stages"].values())
