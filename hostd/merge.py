@@ -58,6 +58,7 @@ from .metadata import MetadataIndex, ProcessMeta, load_file
 from . import arm_inputs, region_args, shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from .protowire import key as field_key
+from .slice_args import HANDLES_GROUP, reconcile
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)
 from .traceio import TraceOut
@@ -72,6 +73,7 @@ _EXTRA_DATA_FIELD = field_key(pb.GpuRenderStageEvent, "extra_data", "message")
 _NAME_FIELD = field_key(pb.GpuRenderStageEvent, "name", "bytes")
 _EXTRA_NAME = field_key(pb.GpuRenderStageEvent.ExtraData, "name", "bytes")
 _EXTRA_VALUE = field_key(pb.GpuRenderStageEvent.ExtraData, "value", "bytes")
+_HANDLES_PREFIX = HANDLES_GROUP + "."
 
 
 def _string_field(tag: bytes, text: str) -> bytes:
@@ -272,9 +274,10 @@ class _Merger:
         ex = first_values(e)
         labels = ex.get(LABELS_KEY)
         stack_text = ex.get(LABEL_STACK_KEY)
-        key = (pid, labels, stack_text, tuple(ex))
+        n = len(e.extra_data)
+        key = (pid, n, tuple(ex.items()))
         if self._last is not None and self._last[0] == key:
-            _, tag, submit, add, added = self._last
+            _, tag, submit, add, added, clear = self._last
         else:
             stack = split_stack(stack_text)
             tag = tag_of(labels, stack)
@@ -311,13 +314,34 @@ class _Merger:
                 child_name = describe(meta) if meta else f"t{tag}"
             entries = self._entries
             parts = []
+            # Each fact once (slice_args.py): the driver's entries it supersedes are dropped (the
+            # event's extra_data is then cleared and written again without them), the layer's
+            # fields the driver already states are left out, raw handles go last.
+            drop, fields = reconcile(ex, meta)
+            clear = bool(drop)
+            if clear:
+                if n == len(ex):        # no name twice: the entries are ex's, in order
+                    parts += [_extra_data(k, v) for k, v in ex.items() if k not in drop]
+                else:
+                    parts += [_extra_data(d.name, d.value) for d in e.extra_data if d.name not in drop]
+                    key = None          # then ex does not say what the entries were: not reused
+            late = []
             added: dict[str, str] = {}     # what the summary reads (SUMMARY_READS): the first value of each name
             for k, value in meta.items():
-                if k in ex:
-                    k = f"layer {k}"
+                target = parts
+                arg = fields.get(k, k)
+                if arg is k:
+                    if k in ex:
+                        k = f"layer {k}"
+                elif arg is None:
+                    continue
+                else:
+                    k = arg
+                    if k.startswith(_HANDLES_PREFIX):
+                        target = late
                 v = value if value.__class__ is str else arg_value(value)
                 field = entries.get((k, v))
-                parts.append(field if field is not None else self._entry(k, v))
+                target.append(field if field is not None else self._entry(k, v))
                 if k in SUMMARY_READS and k not in added:
                     added[k] = v
             for k, value in (("tag", tag), ("submit", submit)):
@@ -334,10 +358,13 @@ class _Merger:
                 for k, v in region_args.slice_args(proc.regions, tag, submit):
                     if k not in ex and k not in meta:
                         parts.append(_extra_data(k, v))
+            parts += late
             parts.append(_string_field(_NAME_FIELD, name))
             add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)
-            self._last = (key, tag, submit, add, added) if key is not None else None
+            self._last = (key, tag, submit, add, added, clear) if key is not None else None
+        if clear:
+            e.ClearField("extra_data")
         e.MergeFromString(add)
         ex = added | ex      # the driver's entries come first in the event: theirs win
         self.r.events_with_metadata += 1
@@ -418,10 +445,12 @@ class _Merger:
                         dur = max(1, min(dur, submits[i + 1][0] - ts))
                     tags = s.get("tags")
                     tags = [t for t in tags if isinstance(t, int)] if isinstance(tags, list) else []
-                    args = {"submit": sid, "queue": queue, "device": str(s.get("device", "")),
-                            "command_buffers": arg_value(s.get("command_buffers", [])), "tags": arg_value(tags)}
+                    args = {"submit": sid, "queue": queue, "tags": arg_value(tags)}
                     if isinstance(s.get("frame"), int):
                         args["frame"] = s["frame"]
+                    # raw handles after the meaningful args, as on the GPU slices
+                    args["device"] = str(s.get("device", ""))
+                    args["command_buffers"] = arg_value(s.get("command_buffers", []))
                     step = dur // len(tags) if tags else 0
                     children = []
                     for k, tag in enumerate(tags):

@@ -63,9 +63,10 @@ def test_names_args_and_counts(tmp_path):
     assert names == ["Render pass 1920×1080, 12 draws", "Render pass 1920×1080, 12 draws", "Physics",
                      "Copy buffer, 65536 bytes", "Dispatch 8×8×1 groups (4096 items)", "Compute", "Dispatch 1×1×1"]
     rp = args(events[1].gpu_render_stage_event)
-    assert rp == {"Labels": "t1", "Label stack": "t1", "kind": "render_pass", "device": "0xd1",
-                  "command_buffer": "0xcb1", "width": "1920", "height": "1080", "draw_call_count": "12",
-                  "attachments": '[{"aspect":"color","format":"R8G8B8A8_UNORM"}]', "tag": "1"}
+    assert list(rp.items()) == [("Labels", "t1"), ("Label stack", "t1"), ("kind", "render_pass"), ("width", "1920"),
+                                ("height", "1080"), ("draw_call_count", "12"),
+                                ("attachments", '[{"aspect":"color","format":"R8G8B8A8_UNORM"}]'), ("tag", "1"),
+                                ("handles.device", "0xd1"), ("handles.command_buffer", "0xcb1")]   # raw handles last
     physics = args(events[2].gpu_render_stage_event)
     assert physics["labels"] == '["Frame","Physics"]' and physics["Labels"] == "t2"
     annexed = args(events[4].gpu_render_stage_event)      # ANNEX s2.t4 merged over WORKLOAD t4

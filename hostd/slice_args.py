@@ -1,0 +1,128 @@
+"""Which args a joined GPU slice shows: each fact once, raw handles last.
+
+Role: the merge (merge.py `_event`) puts the driver's own extra_data and the layer's
+workload metadata on one render-stage event. Both describe the same workload, often the
+same facts in their own words (the driver's `Command`, `Groups`, `Items`; the layer's
+`command`, `groups`, `items`), and sometimes the driver's is only a placeholder the layer
+has since resolved (an indirect dispatch: the driver writes `Groups: [-1, -1, -1]`,
+`Items: -1`, `Estimated: indirect sizes`; the layer's ANNEX gives the sizes read at
+submit). `reconcile()` decides, per workload, from the driver's entries and the metadata:
+
+  - the same value on both sides: shown once, the driver's entry (in its place, first);
+    the layer's field is left out;
+  - one side unknown (-1, or a -1 in a list) and the other known: the known one stays,
+    the unknown one is dropped: the layer supersedes the driver's placeholder, or the
+    driver (which may read indirect sizes itself) the layer's;
+  - `Estimated` (the driver's note that some of its values are guesses) is dropped once
+    every value it names (ESTIMATES) that the event carries was superseded by the
+    layer; a note about values the layer does not give (a render pass's vertices) stays;
+  - two different known values: both kept, the layer's as `layer <field>`, so the
+    disagreement is marked with its source rather than shown as two unlabelled answers;
+  - the driver's `Workload` is dropped when the layer's `kind` says the same or more
+    (`transfer` vs `buffer_transfer`): `kind` is the one the summary reads;
+  - raw handles the layer sends (HANDLE_FIELDS: device, command buffer) go after every
+    meaningful arg, grouped under `handles.` (the Perfetto UI folds a dotted key into a
+    group), off the first screen.
+
+Pure functions over plain values, no state; the merge calls `reconcile` once per distinct
+workload (its result is part of the join it reuses), never per event.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+# Driver extra_data name (icd/timeline.py, icd/trace.py) -> the metadata field stating the same
+# fact (schemas/json/workload.schema.json). Compared as the driver writes them: str() of the value.
+SAME_FACT: dict[str, str] = {
+    "Command": "command",               # the Vulkan command that started the workload
+    "Groups": "groups",                 # dispatch: work groups (driver: [-1, -1, -1] when indirect)
+    "Group size": "group_size",
+    "Base group": "base_group",
+    "Items": "items",                   # dispatch / trace rays invocations (driver: -1 when indirect)
+    "Width": "width",                   # trace rays (driver: -1 when indirect)
+    "Height": "height",
+    "Depth": "depth",
+    "Bytes": "bytes",                   # transfers: both from vkapi/transfers.py
+    "Pixels": "pixels",
+    "Regions": "regions",
+    "Transfer": "subtype",              # the finer transfer kind behind Arm's stage name
+    "Primitives": "primitives",         # acceleration-structure builds: both from vkapi/accel.py
+    "Instances": "instances",
+    "Draws": "draw_call_count",         # render passes
+    "Subpasses": "subpass_count",
+}
+WORKLOAD_KEY = "Workload"               # the driver's workload class; the layer's `kind` supersedes it
+KIND_FIELD = "kind"
+# The driver's Workload values that a more precise layer kind refines.
+REFINED_BY_KIND = {"transfer": frozenset({"buffer_transfer", "image_transfer", "tensor_copy"})}
+ESTIMATED_KEY = "Estimated"
+# The driver's `Estimated` values -> the entries whose values they call guesses (icd/timeline.py).
+ESTIMATES: dict[str, tuple[str, ...]] = {
+    "indirect sizes": ("Groups", "Items", "Width", "Height", "Depth"),
+    "indirect draw sizes": ("Vertices",),           # the layer has no vertex counts: the note stays
+    "maximum primitive counts": ("Primitives", "Instances"),
+}
+HANDLE_FIELDS = ("device", "command_buffer")       # raw Vulkan handles of the layer's WORKLOAD
+HANDLES_GROUP = "handles"
+
+
+def _text(value: Any) -> str:
+    """A metadata value as the driver writes its own (`str(value)`)."""
+    return value if value.__class__ is str else str(value)
+
+
+def _unknown_text(text: str) -> bool:
+    if text == "-1":
+        return True
+    return text[:1] == "[" and "-1" in text.strip("[]").split(", ")
+
+
+def _unknown_value(value: Any) -> bool:
+    if value is None or (value.__class__ is int and value == -1):
+        return True
+    return value.__class__ is list and -1 in value
+
+
+def kinds_agree(workload: str, kind: Any) -> bool:
+    """Whether the driver's `Workload` and the layer's `kind` name the same class of work."""
+    if not isinstance(kind, str):
+        return False
+    return workload == kind.replace("_", " ") or kind in REFINED_BY_KIND.get(workload, ())
+
+
+def reconcile(driver: dict[str, str], meta: dict[str, Any]) -> tuple[frozenset[str], dict[str, str | None]]:
+    """(the driver's extra_data names to drop, {metadata field: arg name, or None to leave it out})
+    for a GPU slice with the driver's entries `driver` (name -> value) joined to `meta`. Fields
+    not in the second map keep their own name; HANDLE_FIELDS map to `handles.<field>` (the merge
+    writes those last)."""
+    drop: set[str] = set()
+    fields: dict[str, str | None] = {}
+    for name, text in driver.items():
+        field = SAME_FACT.get(name)
+        if field is None:
+            if name == WORKLOAD_KEY and kinds_agree(text, meta.get(KIND_FIELD)):
+                drop.add(name)
+            continue
+        if field not in meta:
+            continue
+        value = meta[field]
+        if _text(value) == text:
+            fields[field] = None
+        elif _unknown_text(text):
+            if not _unknown_value(value):
+                drop.add(name)
+            else:
+                fields[field] = None            # unknown on both sides: the driver's says so
+        elif _unknown_value(value):
+            fields[field] = None
+        else:
+            fields[field] = f"layer {field}"
+    estimated = driver.get(ESTIMATED_KEY)
+    if estimated is not None and drop:
+        named = [n for n in ESTIMATES.get(estimated, ()) if n in driver]
+        if named and all(n in drop for n in named):
+            drop.add(ESTIMATED_KEY)
+    for field in HANDLE_FIELDS:
+        if field in meta:
+            fields[field] = f"{HANDLES_GROUP}.{field}"
+    return frozenset(drop), fields
