@@ -126,11 +126,12 @@ def merge(session_dir, output, progress) -> None:
 
 
 def _newer(trace: Path, session_dir: Path) -> bool:
+    """Whether `trace` is newer than every input the merge would read (Arm's included)."""
     from .merge import find_inputs
 
     inputs = find_inputs(session_dir)
-    mtime = trace.stat().st_mtime
-    return all(p.stat().st_mtime <= mtime for p in inputs.logs + inputs.spools + inputs.gpu_traces)
+    mtime = trace.stat().st_mtime_ns
+    return all(p.stat().st_mtime_ns <= mtime for p in inputs.logs + inputs.spools + inputs.gpu_traces + inputs.arm)
 
 
 @click.command("report")
