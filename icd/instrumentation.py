@@ -28,6 +28,7 @@ on the host after the GPU work completed, as the extension requires.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import threading
 from dataclasses import dataclass, field
@@ -88,7 +89,7 @@ class InstrumentedPipeline:
     set_index: int
     stages: list[InstrumentedStage]
 
-    @property
+    @functools.cached_property
     def counters(self) -> int:
         return sum(s.blocks for s in self.stages)
 
@@ -583,24 +584,40 @@ def register(drv: Driver) -> None:
     def results(obj: InstrumentationObject):
         """Every block's entry (ROW_DTYPE: the packed header + metrics), sorted by resultIndex,
         stage, resultSubIndex, block. Each pipe metric is round(executions x ops), as Python's
-        round (half to even, like numpy's rint)."""
+        round (half to even, like numpy's rint). Actions of one pipeline are done together: their
+        regions' counters gathered into one matrix (one row per action)."""
         import numpy as np
 
+        dtype = row_dtype()
+        groups: dict[int, list[tuple[int, Region]]] = {}
+        for index, region in obj.regions.items():
+            groups.setdefault(id(region.pipeline), []).append((index, region))
+        chunks: dict[int, Any] = {}
         parts = []
-        for index in sorted(obj.regions):
-            region = obj.regions[index]
-            counts = np.frombuffer(ffi.buffer(region.chunk.mapped + region.offset, region.pipeline.counters * 4),
-                                   dtype=np.uint32)
-            for stage in sorted(region.pipeline.stages, key=lambda s: s.bit):
-                executions = counts[stage.base:stage.base + stage.blocks]
-                rows = np.zeros(stage.blocks, row_dtype())
-                rows["header"][:, 0] = index
-                rows["header"][:, 2] = stage.bit
-                rows["header"][:, 3] = np.arange(stage.blocks)
-                rows["metrics"][:, :-1] = np.rint(executions[:, None].astype(np.float64) * pipe_table(stage))
-                rows["metrics"][:, -1] = executions
-                parts.append(rows)
-        return np.concatenate(parts) if parts else np.zeros(0, row_dtype())
+        for members in groups.values():
+            plan = members[0][1].pipeline
+            indices = np.array([index for index, _ in members], dtype=np.uint32)
+            counts = np.empty((len(members), plan.counters), dtype=np.uint32)
+            for row, (_, region) in enumerate(members):
+                words = chunks.get(id(region.chunk))
+                if words is None:
+                    words = chunks[id(region.chunk)] = np.frombuffer(
+                        ffi.buffer(region.chunk.mapped, region.chunk.used), dtype=np.uint32)
+                counts[row] = words[region.offset // 4:region.offset // 4 + plan.counters]
+            for stage in plan.stages:
+                executions = counts[:, stage.base:stage.base + stage.blocks]          # actions x blocks
+                rows = np.zeros(executions.shape, dtype)
+                rows["header"][..., 0] = indices[:, None]
+                rows["header"][..., 2] = stage.bit
+                rows["header"][..., 3] = np.arange(stage.blocks)
+                rows["metrics"][..., :-1] = np.rint(executions[..., None].astype(np.float64) * pipe_table(stage))
+                rows["metrics"][..., -1] = executions
+                parts.append(rows.reshape(-1))
+        if not parts:
+            return np.zeros(0, dtype)
+        out = np.concatenate(parts)
+        header = out["header"]
+        return out[np.lexsort((header[:, 3], header[:, 2], header[:, 0]))]   # last key first: index, stage, block
 
 
 def row_dtype():

@@ -355,8 +355,11 @@ class Instrumenter:
         # Entries come sorted by resultIndex then stage: one run of rows per (action, stage).
         key = header[:, 0].astype(np.uint64) << np.uint64(32) | header[:, 2].astype(np.uint64)
         starts = [0, *(np.flatnonzero(key[1:] != key[:-1]) + 1).tolist(), len(rows)]
+        sums = np.add.reduceat(metrics, starts[:-1], axis=0, dtype=np.uint64).tolist()   # per run
+        table = np.column_stack((header[:, 3].astype(np.uint64), metrics[:, -1], metrics[:, :-1])).tolist()
+        ran = (metrics[:, -1] != 0).tolist()      # blocks that executed: [block, executions, pipes...]
         per_tag: dict[int, dict[int, dict]] = {}
-        for s, e in zip(starts, starts[1:]):
+        for run, (s, e) in enumerate(zip(starts, starts[1:])):
             index, stage_bit = int(header[s, 0]), int(header[s, 2])
             action = rec.actions.get(index)
             if action is None or action.tag is None:
@@ -368,12 +371,9 @@ class Instrumenter:
             name = STAGE_NAMES.get(stage_bit, "compute")
             stage = entry["stages"].setdefault(name, {"stage": name, "totals": dict.fromkeys(METRICS, 0),
                                                       "blocks": []})
-            m = metrics[s:e]
-            for k, value in zip(METRICS, m.sum(axis=0, dtype=np.uint64).tolist()):
+            for k, value in zip(METRICS, sums[run]):
                 stage["totals"][k] += value
-            ran = np.flatnonzero(m[:, -1])          # blocks that executed: [block, executions, pipes...]
-            stage["blocks"] += np.column_stack((header[s:e, 3][ran].astype(np.uint64), m[ran, -1],
-                                                m[ran, :-1])).tolist()
+            stage["blocks"] += [table[i] for i in range(s, e) if ran[i]]
         for tag, actions in per_tag.items():
             for a in actions.values():
                 a["stages"] = list(a["stages"].values())
