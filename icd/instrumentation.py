@@ -108,8 +108,9 @@ class InstrumentationObject:
     next_index: int = 0
     regions: dict[int, Region] = field(default_factory=dict)      # resultIndex -> its counters
     chunks: list[Chunk] = field(default_factory=list)
-    # run by vkClearShaderInstrumentationMetricsARM before it zeroes the values (measured_timing.py banks
-    # the executions the timeline has not read yet)
+    # run by vkClearShaderInstrumentationMetricsARM before it zeroes the values and by
+    # vkDestroyShaderInstrumentationARM before it frees them (measured_timing.py banks the executions
+    # the timeline has not read yet)
     before_clear: list = field(default_factory=list)
 
 
@@ -440,9 +441,12 @@ def register(drv: Driver) -> None:
     def destroy_object(device, instrumentation, pAllocator):
         dev = objects.get(device, Device)
         state = device_state(dev)
-        obj = state.objects.pop(int(instrumentation), None) if state is not None else None
+        obj = state.objects.get(int(instrumentation)) if state is not None else None
         if obj is None:
             return
+        for fn in obj.before_clear:   # its values are about to go
+            fn()
+        del state.objects[int(instrumentation)]
         for chunk in obj.chunks:
             counter_memory.destroy_chunk(ffi, dev, chunk)
 
