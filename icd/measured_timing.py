@@ -38,9 +38,11 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections import deque
 from typing import Any
 
 from tessera.vkapi.commands import DISPATCHES, DRAWS
+from tessera.vkapi.vkconst import vk
 
 from . import timing
 from .driver import Driver
@@ -53,12 +55,19 @@ MEASURED = "block executions"                # Work.info["shader_cost"]: the tra
 
 
 class _Counts:
-    """The executions one action's region gained since the driver last read it."""
+    """The executions one action's region gained, per submit of its command buffer.
+
+    `submitted`: submits handed to the timeline whose reading has not happened; `banked`: the
+    executions of completed submits, taken before they could mix with later ones (at a re-submit
+    of the command buffer, which Vulkan allows only once its earlier executions are complete, and
+    at a clear), oldest first. A reading takes the oldest banked value, else what the region
+    gained since the last reading."""
 
     def __init__(self, ffi, obj, region) -> None:
         self.ffi, self.obj, self.region = ffi, obj, region
         self.seen: Any = None       # the region's values at the last reading (None: zeros)
-        self.banked: Any = None     # executions read by a clear before this reading
+        self.banked: deque = deque()
+        self.submitted = 0
 
     def _now(self):
         import numpy as np
@@ -78,24 +87,30 @@ class _Counts:
         return now, (now if (gained < 0).any() else gained)   # cleared behind our back: what is there
 
     def take(self):
+        """On the timeline's worker, once per submit, after its GPU work completed."""
         with _lock:
+            self.submitted = max(0, self.submitted - 1)
+            if self.banked:
+                return self.banked.popleft()
             now, gained = self._gained()
-            if self.banked is not None:
-                gained, self.banked = gained + self.banked, None
             self.seen = now
         return gained
 
-    def bank(self) -> None:
-        """Before the application clears the region (called with _lock held)."""
-        _, gained = self._gained()
-        self.banked = gained if self.banked is None else self.banked + gained
-        self.seen = None
+    def bank(self, clearing: bool = False) -> None:
+        """Before a re-submit or a clear (called with _lock held): the completed, unread submits'
+        executions are kept aside (as one value)."""
+        now, gained = self._gained()
+        if self.submitted > len(self.banked) or (clearing and gained.any()):
+            self.banked.append(gained)
+            self.seen = now
+        if clearing:
+            self.seen = None
 
 
 def _bank_all(key: int) -> None:
     with _lock:
         for reader in list(_readers.get(key, ())):
-            reader.bank()
+            reader.bank(clearing=True)
 
 
 def _reader(ffi, obj, region) -> _Counts:
@@ -183,11 +198,76 @@ def register(drv: Driver) -> None:
             area = _pass_area(cb) if kind == "fragment" else None
             if kind == "fragment" and area is None:
                 return None
-            m = _Measure(_reader(ffi, obj, region), stage, items, costs(), area)
+            reader = _reader(ffi, obj, region)
+            readers_of(cb, create=True).append(reader)
+            m = _Measure(reader, stage, items, costs(), area)
             then(items[0], m.compute if kind == "compute" else m.fragment)
             cb.needs_completion = True
             return None
         return before
+
+    def readers_of(cb: CommandBuffer, create: bool = False) -> list:
+        """The readers of the actions recorded in `cb` (and the secondaries it executes) since its
+        last reset."""
+        entry = cb.__dict__.get("measured_readers")     # this module's own state: (ops list, readers)
+        if entry is None or entry[0] is not cb.ops:
+            if not create:
+                return []
+            entry = cb.__dict__["measured_readers"] = (cb.ops, [])
+        return entry[1]
+
+    @hooks.also_before("vkCmdExecuteCommands")
+    def execute(cb, commandBuffer, count, pCommandBuffers):
+        for i in range(count):
+            secondary = drv.objects.get(pCommandBuffers[i], CommandBuffer)
+            if readers_of(secondary):
+                readers_of(cb, create=True).extend(readers_of(secondary))
+
+    # A submit of a command buffer: Vulkan allows it only once the buffer's earlier executions are
+    # complete (not pending, spec 6.4), so what they counted is banked before this one adds to it.
+    def submitted(handles) -> list:
+        if not _readers:                # nothing measured in this process: submits pay nothing more
+            return []
+        out = []
+        for h in handles:
+            out += readers_of(drv.objects.get(h, CommandBuffer))
+        return out
+
+    def handles_1(count, pSubmits):
+        return [s.pCommandBuffers[j] for s in (pSubmits[i] for i in range(count))
+                for j in range(s.commandBufferCount)]
+
+    def handles_2(count, pSubmits):
+        return [s.pCommandBufferInfos[j].commandBuffer for s in (pSubmits[i] for i in range(count))
+                for j in range(s.commandBufferInfoCount)]
+
+    def before_submit(readers: list) -> None:
+        with _lock:
+            for reader in readers:
+                reader.bank()
+                reader.submitted += 1
+
+    def after_submit(readers: list, result) -> None:
+        if result != vk.VK_SUCCESS:     # nothing runs: the timeline never reads it
+            with _lock:
+                for reader in readers:
+                    reader.submitted = max(0, reader.submitted - 1)
+
+    @hooks.also_before("vkQueueSubmit")
+    def before_queue_submit(queue, vkqueue, count, pSubmits, fence):
+        before_submit(submitted(handles_1(count, pSubmits)) if _readers else [])
+
+    @hooks.also_after("vkQueueSubmit")
+    def after_queue_submit(queue, result, vkqueue, count, pSubmits, fence):
+        after_submit(submitted(handles_1(count, pSubmits)) if _readers else [], result)
+
+    @hooks.also_before("vkQueueSubmit2")
+    def before_queue_submit2(queue, vkqueue, count, pSubmits, fence):
+        before_submit(submitted(handles_2(count, pSubmits)) if _readers else [])
+
+    @hooks.also_after("vkQueueSubmit2")
+    def after_queue_submit2(queue, result, vkqueue, count, pSubmits, fence):
+        after_submit(submitted(handles_2(count, pSubmits)) if _readers else [], result)
 
     for name in DISPATCHES:
         hooks.at_record(name)(mark)
