@@ -314,24 +314,28 @@ class _Merger:
                 child_name = describe(meta) if meta else f"t{tag}"
             entries = self._entries
             parts = []
-            # Each fact once (slice_args.py): the driver's entries it supersedes are dropped (the
-            # event's extra_data is then cleared and written again without them), the layer's
-            # fields the driver already states are left out, raw handles go last.
-            drop, fields = reconcile(ex, meta)
-            clear = bool(drop)
+            # Each fact once (slice_args.py): the driver's entries the layer's fields state or
+            # supersede are dropped (the event's extra_data is then cleared and written again
+            # without them), a disagreement marked, raw handles written last.
+            changed, fields = reconcile(ex, meta)
+            clear = bool(changed)
             if clear:
                 if n == len(ex):        # no name twice: the entries are ex's, in order
-                    parts += [_extra_data(k, v) for k, v in ex.items() if k not in drop]
-                else:
-                    parts += [_extra_data(d.name, d.value) for d in e.extra_data if d.name not in drop]
-                    key = None          # then ex does not say what the entries were: not reused
+                    driver = ex.items()
+                else:                   # then ex does not say what the entries were: not reused
+                    driver = [(d.name, d.value) for d in e.extra_data]
+                    key = None
+                for k, v in driver:
+                    k = changed.get(k, k)
+                    if k is not None:
+                        parts.append(_extra_data(k, v))
             late = []
             added: dict[str, str] = {}     # what the summary reads (SUMMARY_READS): the first value of each name
             for k, value in meta.items():
                 target = parts
                 arg = fields.get(k, k)
                 if arg is k:
-                    if k in ex:
+                    if k in ex and changed.get(k, k) is not None:     # a driver entry of that name stays
                         k = f"layer {k}"
                 elif arg is None:
                     continue

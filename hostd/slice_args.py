@@ -6,20 +6,25 @@ same facts in their own words (the driver's `Command`, `Groups`, `Items`; the la
 `command`, `groups`, `items`), and sometimes the driver's is only a placeholder the layer
 has since resolved (an indirect dispatch: the driver writes `Groups: [-1, -1, -1]`,
 `Items: -1`, `Estimated: indirect sizes`; the layer's ANNEX gives the sizes read at
-submit). `reconcile()` decides, per workload, from the driver's entries and the metadata:
+submit). The layer's fields are the merged trace's stable args (docs/hostd.md "Merge
+rules" 4: the same names whatever the driver or the source, Arm's layer included), so
+`reconcile()` decides, per workload, what of the driver's view to keep next to them:
 
-  - the same value on both sides: shown once, the driver's entry (in its place, first);
-    the layer's field is left out;
-  - one side unknown (-1, or a -1 in a list) and the other known: the known one stays,
-    the unknown one is dropped: the layer supersedes the driver's placeholder, or the
-    driver (which may read indirect sizes itself) the layer's;
-  - `Estimated` (the driver's note that some of its values are guesses) is dropped once
-    every value it names (ESTIMATES) that the event carries was superseded by the
-    layer; a note about values the layer does not give (a render pass's vertices) stays;
-  - two different known values: both kept, the layer's as `layer <field>`, so the
-    disagreement is marked with its source rather than shown as two unlabelled answers;
+  - the same value on both sides: shown once, as the layer's field; the driver's
+    entry is dropped;
+  - the driver's value unknown (-1, or a -1 in a list) and the layer's known: the
+    driver's placeholder is dropped (superseded);
+  - the layer's value unknown and the driver's known (a driver that reads indirect
+    sizes itself): the layer's field is left out, the driver's entry stays;
+  - `Estimated` (the driver's note that some of its values are guesses) is dropped
+    when every value it names (ESTIMATES) that the event carries was superseded by a
+    known layer value; it stays when they were only equal (the layer's are the same
+    guesses, e.g. an indirect build's maximum primitive counts) or when it is about
+    values the layer does not give (a render pass's vertices);
+  - two different known values: both kept, the driver's renamed `<Name> (driver)`, so
+    the disagreement is marked with its source rather than shown as two unlabelled answers;
   - the driver's `Workload` is dropped when the layer's `kind` says the same or more
-    (`transfer` vs `buffer_transfer`): `kind` is the one the summary reads;
+    (`transfer` vs `buffer_transfer`);
   - raw handles the layer sends (HANDLE_FIELDS: device, command buffer) go after every
     meaningful arg, grouped under `handles.` (the Perfetto UI folds a dotted key into a
     group), off the first screen.
@@ -46,6 +51,7 @@ SAME_FACT: dict[str, str] = {
     "Pixels": "pixels",
     "Regions": "regions",
     "Transfer": "subtype",              # the finer transfer kind behind Arm's stage name
+    "Copy mode": "copy_mode",           # acceleration-structure copies: clone, compact, serialize, deserialize
     "Primitives": "primitives",         # acceleration-structure builds: both from vkapi/accel.py
     "Instances": "instances",
     "Draws": "draw_call_count",         # render passes
@@ -90,39 +96,39 @@ def kinds_agree(workload: str, kind: Any) -> bool:
     return workload == kind.replace("_", " ") or kind in REFINED_BY_KIND.get(workload, ())
 
 
-def reconcile(driver: dict[str, str], meta: dict[str, Any]) -> tuple[frozenset[str], dict[str, str | None]]:
-    """(the driver's extra_data names to drop, {metadata field: arg name, or None to leave it out})
-    for a GPU slice with the driver's entries `driver` (name -> value) joined to `meta`. Fields
-    not in the second map keep their own name; HANDLE_FIELDS map to `handles.<field>` (the merge
-    writes those last)."""
-    drop: set[str] = set()
+def reconcile(driver: dict[str, str], meta: dict[str, Any]) -> tuple[dict[str, str | None], dict[str, str | None]]:
+    """({driver entry name: new name, or None to drop it}, {metadata field: arg name, or None to
+    leave it out}) for a GPU slice with the driver's entries `driver` (name -> value) joined to
+    `meta`. Names in neither map stay as they are; HANDLE_FIELDS map to `handles.<field>` (the
+    merge writes those last)."""
+    entries: dict[str, str | None] = {}
     fields: dict[str, str | None] = {}
+    superseded: set[str] = set()
     for name, text in driver.items():
         field = SAME_FACT.get(name)
         if field is None:
             if name == WORKLOAD_KEY and kinds_agree(text, meta.get(KIND_FIELD)):
-                drop.add(name)
+                entries[name] = None
             continue
         if field not in meta:
             continue
         value = meta[field]
         if _text(value) == text:
-            fields[field] = None
+            entries[name] = None
         elif _unknown_text(text):
+            entries[name] = None
             if not _unknown_value(value):
-                drop.add(name)
-            else:
-                fields[field] = None            # unknown on both sides: the driver's says so
+                superseded.add(name)
         elif _unknown_value(value):
             fields[field] = None
         else:
-            fields[field] = f"layer {field}"
+            entries[name] = f"{name} (driver)"
     estimated = driver.get(ESTIMATED_KEY)
-    if estimated is not None and drop:
+    if estimated is not None and superseded:
         named = [n for n in ESTIMATES.get(estimated, ()) if n in driver]
-        if named and all(n in drop for n in named):
-            drop.add(ESTIMATED_KEY)
+        if named and all(n in superseded for n in named):
+            entries[ESTIMATED_KEY] = None
     for field in HANDLE_FIELDS:
         if field in meta:
             fields[field] = f"{HANDLES_GROUP}.{field}"
-    return frozenset(drop), fields
+    return entries, fields

@@ -48,28 +48,29 @@ def once(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 
 def test_indirect_dispatch_the_layer_resolved_shows_its_sizes_only(tmp_path):
-    """The driver's placeholders (Groups -1, Items -1, Estimated) are dropped for the ANNEX's sizes;
-    facts both state (command, group size, workload class) appear once; handles come last."""
+    """The driver's placeholders (Groups -1, Items -1, Estimated) give way to the ANNEX's sizes;
+    facts both state (command, group size, workload class) appear once, as the layer's fields;
+    handles come last."""
     [pairs] = merged_args(tmp_path, [
         workload(1, "dispatch", **INDIRECT_LAYER),
         submit(1, RAW0 + 100_000, [1], annexed=True),
         annex(1, 1, groups=[2, 1, 1], items=128),
     ], [("non-fragment", "compute", "t1", ["s1", "t1"], INDIRECT_DRIVER)])
-    assert pairs == [("Labels", "t1"), ("Label stack", "s1 / t1"), ("Command", "vkCmdDispatchIndirect"),
-                     ("Group size", "[64, 1, 1]"), ("kind", "dispatch"), ("groups", "[2,1,1]"), ("items", "128"),
-                     ("indirect", "true"), ("annex", "true"), ("tag", "1"), ("submit", "1"),
+    assert pairs == [("Labels", "t1"), ("Label stack", "s1 / t1"), ("kind", "dispatch"),
+                     ("command", "vkCmdDispatchIndirect"), ("groups", "[2,1,1]"), ("group_size", "[64,1,1]"),
+                     ("items", "128"), ("indirect", "true"), ("annex", "true"), ("tag", "1"), ("submit", "1"),
                      ("handles.device", "0xd1"), ("handles.command_buffer", "0xcb1")]
 
 
-def test_unresolved_indirect_dispatch_keeps_the_drivers_estimate_once(tmp_path):
-    """No ANNEX: both sides say unknown; the driver's entries (with its Estimated note) say it once."""
+def test_unresolved_indirect_dispatch_says_unknown_once_with_the_drivers_note(tmp_path):
+    """No ANNEX: both sides say unknown; the layer's -1 say it once, the driver's Estimated stays."""
     [pairs] = merged_args(tmp_path, [
         workload(1, "dispatch", **INDIRECT_LAYER),
         submit(1, RAW0 + 100_000, [1]),
     ], [("non-fragment", "compute", "t1", ["t1"], INDIRECT_DRIVER)])
     args = once(pairs)
-    assert (args["Groups"], args["Items"], args["Estimated"]) == ("[-1, -1, -1]", "-1", "indirect sizes")
-    assert not {"groups", "items", "command", "group_size", "Workload"} & set(args)
+    assert (args["groups"], args["items"], args["Estimated"]) == ("[-1,-1,-1]", "-1", "indirect sizes")
+    assert not {"Groups", "Items", "Command", "Group size", "Workload"} & set(args)
 
 
 def test_a_driver_that_knows_the_sizes_supersedes_the_layers_unknown(tmp_path):
@@ -81,12 +82,13 @@ def test_a_driver_that_knows_the_sizes_supersedes_the_layers_unknown(tmp_path):
                                                     "Groups": "[2, 1, 1]", "Group size": "[64, 1, 1]",
                                                     "Items": "128"})])
     args = once(pairs)
-    assert (args["Groups"], args["Items"]) == ("[2, 1, 1]", "128")
-    assert not {"groups", "items", "Estimated"} & set(args)
+    assert (args["Groups"], args["Items"], args["command"], args["group_size"]) == \
+        ("[2, 1, 1]", "128", "vkCmdDispatchIndirect", "[64,1,1]")
+    assert not {"groups", "items", "Estimated", "Command", "Group size"} & set(args)
 
 
 def test_render_pass_disagreement_is_marked_and_vertex_estimate_stays(tmp_path):
-    """Two known values that differ are both shown, the layer's as `layer <field>`; an Estimated
+    """Two known values that differ are both shown, the driver's as `<Name> (driver)`; an Estimated
     note about values the layer does not give (vertices) stays; equal facts appear once."""
     [binning, main] = merged_args(tmp_path, [
         workload(1, "render_pass", command="vkCmdBeginRenderPass2", width=64, height=64, subpass_count=1,
@@ -97,11 +99,11 @@ def test_render_pass_disagreement_is_marked_and_vertex_estimate_stays(tmp_path):
                               "Estimated": "indirect draw sizes"})
         for q, s in (("non-fragment", "binning"), ("fragment", "main"))])
     assert binning == main
-    args = once(binning)
-    assert (args["Draws"], args["layer draw_call_count"], args["Estimated"]) == ("10", "12", "indirect draw sizes")
-    assert (args["Subpasses"], args["Command"], args["kind"]) == ("1", "vkCmdBeginRenderPass2", "render_pass")
-    assert not {"draw_call_count", "subpass_count", "command", "Workload"} & set(args)
-    assert [k for k, _ in binning][-2:] == ["handles.device", "handles.command_buffer"]
+    assert binning == [("Labels", "t1"), ("Label stack", "t1"), ("Area", "64x64"), ("Draws (driver)", "10"),
+                       ("Vertices", "30"), ("Estimated", "indirect draw sizes"), ("kind", "render_pass"),
+                       ("command", "vkCmdBeginRenderPass2"), ("width", "64"), ("height", "64"),
+                       ("subpass_count", "1"), ("draw_call_count", "12"), ("tag", "1"),
+                       ("handles.device", "0xd1"), ("handles.command_buffer", "0xcb1")]
 
 
 def test_transfer_kind_and_subtype_once(tmp_path):
@@ -112,10 +114,17 @@ def test_transfer_kind_and_subtype_once(tmp_path):
     ], [("transfer", "copy image", "t1", ["t1"], {"Transfer": "copy buffer to image", "Workload": "transfer",
                                                    "Command": "vkCmdCopyBufferToImage", "Bytes": "4096",
                                                    "Pixels": "1024", "Regions": "1"})])
-    assert pairs == [("Labels", "t1"), ("Label stack", "t1"), ("Transfer", "copy buffer to image"),
-                     ("Command", "vkCmdCopyBufferToImage"), ("Bytes", "4096"), ("Pixels", "1024"),
-                     ("Regions", "1"), ("kind", "image_transfer"), ("tag", "1"),
+    assert pairs == [("Labels", "t1"), ("Label stack", "t1"), ("kind", "image_transfer"),
+                     ("command", "vkCmdCopyBufferToImage"), ("subtype", "copy buffer to image"), ("bytes", "4096"),
+                     ("pixels", "1024"), ("regions", "1"), ("tag", "1"),
                      ("handles.device", "0xd1"), ("handles.command_buffer", "0xcb1")]
+
+
+def test_indirect_build_keeps_the_estimate_note_for_equal_guesses():
+    """Both sides give an indirect build's maximum primitive counts: once, and still marked estimated."""
+    entries, fields = reconcile({"Primitives": "6", "Instances": "0", "Estimated": "maximum primitive counts"},
+                                {"primitives": 6, "instances": 0, "indirect": True})
+    assert entries == {"Primitives": None, "Instances": None} and fields == {}
 
 
 def test_a_name_the_driver_wrote_twice_is_kept_twice_when_others_drop(tmp_path):
@@ -128,21 +137,21 @@ def test_a_name_the_driver_wrote_twice_is_kept_twice_when_others_drop(tmp_path):
     ], [("non-fragment", "compute", None, None, driver)] * 2)     # twice: such a join is not reused
     assert again == pairs
     assert pairs[:5] == [("Labels", "t1"), ("Label stack", "s1 / t1"), ("Note", "a"), ("Note", "b"),
-                         ("Command", "vkCmdDispatchIndirect")]
+                         ("kind", "dispatch")]
     assert ("items", "128") in pairs and not {"Items", "Groups", "Estimated"} & {k for k, _ in pairs}
 
 
 def test_reconcile_rules():
-    drop, fields = reconcile(INDIRECT_DRIVER, {"kind": "dispatch", **INDIRECT_LAYER, "groups": [2, 1, 1],
-                                               "items": 128, "device": "0xd1", "command_buffer": "0xcb1"})
-    assert drop == {"Workload", "Groups", "Items", "Estimated"}
-    assert fields == {"command": None, "group_size": None, "device": "handles.device",
-                      "command_buffer": "handles.command_buffer"}
+    entries, fields = reconcile(INDIRECT_DRIVER, {"kind": "dispatch", **INDIRECT_LAYER, "groups": [2, 1, 1],
+                                                  "items": 128, "device": "0xd1", "command_buffer": "0xcb1"})
+    assert entries == {"Workload": None, "Command": None, "Groups": None, "Group size": None, "Items": None,
+                       "Estimated": None}
+    assert fields == {"device": "handles.device", "command_buffer": "handles.command_buffer"}
     # Estimated stays while one of the values it names is still the driver's guess
-    drop, _ = reconcile({"Groups": "[-1, -1, -1]", "Items": "-1", "Estimated": "indirect sizes"},
-                        {"groups": [2, 1, 1], "items": -1})
-    assert drop == {"Groups"}
+    entries, fields = reconcile({"Groups": "[-1, -1, -1]", "Items": "-1", "Estimated": "indirect sizes"},
+                                {"groups": [2, 1, 1], "items": -1})
+    assert entries == {"Groups": None, "Items": None} and fields == {}
     # an unknown Estimated wording is never dropped; a kind that disagrees keeps the driver's Workload
-    drop, fields = reconcile({"Workload": "dispatch", "Items": "-1", "Estimated": "something new"},
-                             {"kind": "render_pass", "items": 5})
-    assert drop == {"Items"} and fields == {}
+    entries, fields = reconcile({"Workload": "dispatch", "Items": "-1", "Estimated": "something new"},
+                                {"kind": "render_pass", "items": 5})
+    assert entries == {"Items": None} and fields == {}
