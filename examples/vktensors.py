@@ -114,6 +114,23 @@ class ImageMemoryBarrier2(Struct):
                 ("layerCount", u32)]
 
 
+class WriteDescriptorSet(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("dstSet", u64), ("dstBinding", u32), ("dstArrayElement", u32),
+                ("descriptorCount", u32), ("descriptorType", u32), ("pImageInfo", c_ptr), ("pBufferInfo", c_ptr),
+                ("pTexelBufferView", c_ptr)]
+
+
+class DescriptorUpdateTemplateEntry(Struct):
+    _fields_ = [("dstBinding", u32), ("dstArrayElement", u32), ("descriptorCount", u32), ("descriptorType", u32),
+                ("offset", ctypes.c_size_t), ("stride", ctypes.c_size_t)]
+
+
+class DescriptorUpdateTemplateCreateInfo(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("flags", u32), ("descriptorUpdateEntryCount", u32),
+                ("pDescriptorUpdateEntries", c_ptr), ("templateType", u32), ("descriptorSetLayout", u64),
+                ("pipelineBindPoint", u32), ("pipelineLayout", u64), ("set", u32)]
+
+
 class TensorFeatures(Struct):
     _fields_ = [("sType", u32), ("pNext", c_ptr), ("tensorNonPacked", u32), ("shaderTensorAccess", u32),
                 ("shaderStorageTensorArrayDynamicIndexing", u32), ("shaderStorageTensorArrayNonUniformIndexing", u32),
@@ -199,6 +216,7 @@ class Tensors:
         self.format_properties2 = fn(gipa, self.instance, "vkGetPhysicalDeviceFormatProperties2", None, vp, u32, vp)
         self.properties2 = fn(gipa, self.instance, "vkGetPhysicalDeviceProperties2", None, vp, vp)
         self.made: list[Tensor] = []
+        self._gdpa = gdpa
 
     # ---- queries --------------------------------------------------------------------------
     def properties(self) -> TensorProperties:
@@ -342,6 +360,55 @@ class Tensors:
         self.destroy_view(self.device, tensor.view, None)
         self.destroy_tensor(self.device, tensor.handle, None)
 
+    # ---- push descriptors and update templates (VK_KHR_push_descriptor, Vulkan 1.1) ----------
+    def push_commands(self) -> None:
+        """Resolve the push-descriptor and template commands (the device must enable
+        VK_KHR_push_descriptor)."""
+        vp, i32 = ctypes.c_void_p, ctypes.c_int32
+        get = lambda name, restype, *args: ctypes.CFUNCTYPE(restype, *args)(self._gdpa(self.device, name.encode()))
+        self.push_descriptor_set = get("vkCmdPushDescriptorSetKHR", None, vp, u32, u64, u32, u32, vp)
+        self.push_with_template = get("vkCmdPushDescriptorSetWithTemplateKHR", None, vp, u64, u64, u32, vp)
+        self.create_template = get("vkCreateDescriptorUpdateTemplate", i32, vp, vp, vp, ctypes.POINTER(u64))
+        self.destroy_template = get("vkDestroyDescriptorUpdateTemplate", None, vp, u64, vp)
+        self.update_with_template = get("vkUpdateDescriptorSetWithTemplate", None, vp, u64, u64, vp)
+
+    def tensor_template(self, bindings: list[int], push: bool, set_layout=None, pipeline_layout=None) -> int:
+        """An update template with one single-tensor entry per binding, reading the views' handles
+        from consecutive u64s of pData (in `bindings` order)."""
+        entries = (DescriptorUpdateTemplateEntry * len(bindings))(*[
+            DescriptorUpdateTemplateEntry(dstBinding=b, descriptorCount=1, descriptorType=DESCRIPTOR_TYPE_TENSOR,
+                                          offset=8 * i, stride=8) for i, b in enumerate(bindings)])
+        info = DescriptorUpdateTemplateCreateInfo(
+            sType=1000085000, descriptorUpdateEntryCount=len(bindings), pDescriptorUpdateEntries=ctypes.addressof(entries),
+            templateType=1 if push else 0, descriptorSetLayout=handle(set_layout) if set_layout is not None else 0,
+            pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_COMPUTE,
+            pipelineLayout=handle(pipeline_layout) if pipeline_layout is not None else 0, set=0)
+        out = u64(0)
+        result = self.create_template(self.device, info.ptr(), None, ctypes.byref(out))
+        if result != 0:
+            raise RuntimeError(f"vkCreateDescriptorUpdateTemplate: {result}")
+        return out.value
+
+    @staticmethod
+    def views_data(tensors: list[Tensor]):
+        return (u64 * len(tensors))(*[t.view for t in tensors])
+
+    def cmd_push_tensors(self, cmd, pipeline_layout, bindings: list[tuple[int, Tensor]]) -> list:
+        """vkCmdPushDescriptorSetKHR of set 0: one tensor per (binding, tensor)."""
+        keep, writes = [], []
+        for binding, t in bindings:
+            views = (u64 * 1)(t.view)
+            ext = WriteDescriptorSetTensor(sType=ST_WRITE_DESCRIPTOR_SET_TENSOR, tensorViewCount=1,
+                                           pTensorViews=ctypes.addressof(views))
+            keep += [views, ext]
+            writes.append(WriteDescriptorSet(sType=vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, pNext=ext.ptr(),
+                                             dstBinding=binding, descriptorCount=1,
+                                             descriptorType=DESCRIPTOR_TYPE_TENSOR))
+        array = (WriteDescriptorSet * len(writes))(*writes)
+        self.push_descriptor_set(handle(cmd), vk.VK_PIPELINE_BIND_POINT_COMPUTE, handle(pipeline_layout), 0,
+                                 len(writes), ctypes.addressof(array))
+        return keep + [array]
+
     # ---- descriptors and pipelines ---------------------------------------------------------
     def write_tensors(self, dset, bindings: list[tuple[int, list[Tensor]]]) -> None:
         """Point tensor bindings at tensors (their views): [(binding, [tensor, ...]), ...]."""
@@ -356,12 +423,13 @@ class Tensors:
                 dstBinding=binding, descriptorCount=len(tensors), descriptorType=DESCRIPTOR_TYPE_TENSOR))
         vk.vkUpdateDescriptorSets(self.ctx.device, len(writes), writes, 0, None)
 
-    def set_layout(self, bindings: list[tuple[int, int, int]]) -> Any:
-        """(binding, descriptorType, descriptorCount) for the compute stage."""
+    def set_layout(self, bindings: list[tuple[int, int, int]], flags: int = 0) -> Any:
+        """(binding, descriptorType, descriptorCount) for the compute stage; `flags` e.g. 1 =
+        VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR."""
         items = [vk.VkDescriptorSetLayoutBinding(binding=b, descriptorType=t, descriptorCount=n,
                                                  stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b, t, n in bindings]
         info = vk.VkDescriptorSetLayoutCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
-                                                  bindingCount=len(items), pBindings=items)
+                                                  flags=flags, bindingCount=len(items), pBindings=items)
         return self.ctx.own(vk.vkDestroyDescriptorSetLayout,
                             vk.vkCreateDescriptorSetLayout(self.ctx.device, info, None))
 

@@ -51,6 +51,10 @@ TENSOR_CORE_HOOKS = (
     "vkGetPhysicalDeviceFormatProperties2", "vkCreateDescriptorSetLayout", "vkDestroyDescriptorSetLayout",
     "vkCreateDescriptorPool", "vkDestroyDescriptorPool", "vkResetDescriptorPool", "vkAllocateDescriptorSets",
     "vkFreeDescriptorSets", "vkUpdateDescriptorSets",
+    # tensor_push.py: push descriptors and update templates holding tensor descriptors
+    "vkCreateDescriptorUpdateTemplate", "vkDestroyDescriptorUpdateTemplate", "vkUpdateDescriptorSetWithTemplate",
+    "vkCmdPushDescriptorSet", "vkCmdPushDescriptorSetWithTemplate", "vkCmdPushDescriptorSet2",
+    "vkCmdPushDescriptorSetWithTemplate2",
 )
 HOOKS = (INSTANCE_HOOKS + DEVICE_HOOKS + LABEL_HOOKS + RESOURCE_HOOKS + PIPELINE_HOOKS + RECORDING_HOOKS
          + SUBMIT_HOOKS + INSTRUMENTATION_HOOKS + ("vkCreatePipelineLayout", "vkDestroyPipelineLayout")

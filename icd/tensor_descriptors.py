@@ -250,44 +250,42 @@ def register(drv: Driver) -> None:
         words[RANK_AT] = t.rank
         return struct.pack(f"<{RECORD_WORDS}I", *words)
 
-    @hooks.before("vkUpdateDescriptorSets")
-    def before_update(dev, device, writeCount, pWrites, copyCount, pCopies):
-        st = state(dev)
-        if st is None:
-            return None
-        tensor_writes = [i for i in range(writeCount) if pWrites[i].descriptorType == TENSOR]
-        wrong = {i: problem for i in range(writeCount) if pWrites[i].descriptorType != TENSOR
-                 and (problem := misplaced(st, pWrites[i], i)) is not None}
-        for i in range(copyCount):
-            copy_records(st, pCopies[i])
+    def translate_writes(dev: Device, command: str, count: int, pWrites, layout_of, sink, keep: list):
+        """The writes for the backend: tensor writes become storage-buffer writes of the tensors'
+        buffers (their records go to `sink(record index, bytes)`), writes the emulation cannot
+        take are skipped with a message. `layout_of(write)`: the SetLayoutInfo of the written set
+        (None: not a set with tensors). Returns (count, writes) or None when nothing changes."""
+        tensor_writes = [i for i in range(count) if pWrites[i].descriptorType == TENSOR]
+        wrong = {i: problem for i in range(count) if pWrites[i].descriptorType != TENSOR
+                 and (problem := misplaced(layout_of(pWrites[i]), pWrites[i], i)) is not None}
         if not tensor_writes and not wrong:
             return None
-        keep: list = []
-        writes = ffi.new("VkWriteDescriptorSet[]", writeCount)
+        writes = ffi.new("VkWriteDescriptorSet[]", max(1, count))
         keep.append(writes)
-        for i in range(writeCount):
+        for i in range(count):
             writes[i] = pWrites[i]
         for i, problem in wrong.items():
-            refuse("vkUpdateDescriptorSets", f"{problem}: the write is skipped")
+            refuse(command, f"{problem}: the write is skipped")
             writes[i].descriptorCount = 0
         for i in tensor_writes:
             w = pWrites[i]
             views = structs.find(ffi, w.pNext, vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM,
                                  "VkWriteDescriptorSetTensorARM *")
-            meta = st.sets.get(int(w.dstSet))
+            layout = layout_of(w)
             infos = ffi.new("VkDescriptorBufferInfo[]", max(1, w.descriptorCount))
             keep.append(infos)
             problem = None
             if views is None or views.tensorViewCount != w.descriptorCount:
                 problem = (f"pDescriptorWrites[{i}] is of type VK_DESCRIPTOR_TYPE_TENSOR_ARM but its pNext has no "
                            "VkWriteDescriptorSetTensorARM with tensorViewCount == descriptorCount")
-            elif meta is None or w.dstBinding not in meta.layout.slots:
+            elif layout is None or w.dstBinding not in layout.slots:
                 problem = f"pDescriptorWrites[{i}]: dstBinding {w.dstBinding} of dstSet is not a tensor binding"
             else:
-                first, count = meta.layout.slots[w.dstBinding]
-                if w.dstArrayElement + w.descriptorCount > count:
+                first, slots = layout.slots[w.dstBinding]
+                if w.dstArrayElement + w.descriptorCount > slots:
                     problem = (f"pDescriptorWrites[{i}]: dstArrayElement + descriptorCount exceeds the binding's "
-                               f"{count} descriptors (writes into the next binding are not emulated)")
+                               f"{slots} descriptors (writes into the next binding are not emulated)")
+            records = []
             for k in range(w.descriptorCount if problem is None else 0):
                 view = dev.tensors.views.get(int(views.pTensorViews[k]))
                 if view is None:
@@ -298,39 +296,63 @@ def register(drv: Driver) -> None:
                                "VK_TENSOR_USAGE_SHADER_BIT_ARM")
                     break
                 infos[k] = {"buffer": view.tensor.buffer, "offset": 0, "range": vk.VK_WHOLE_SIZE}
-                data = record_bytes(view)
-                ffi.memmove(meta.mapped + (first + w.dstArrayElement + k) * RECORD_BYTES, data, len(data))
+                records.append((first + w.dstArrayElement + k, record_bytes(view)))
             if problem is not None:
-                refuse("vkUpdateDescriptorSets", f"{problem}: the write is skipped")
+                refuse(command, f"{problem}: the write is skipped")
                 writes[i].descriptorCount = 0
+            else:
+                for index, data in records:
+                    sink(w, index, data)
             nodes = [n for n in structs.chain(ffi, w.pNext)
                      if n.sType != vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM]
             writes[i].pNext = structs.rebuild_chain(ffi, nodes, keep)
             writes[i].descriptorType = STORAGE
             writes[i].pBufferInfo = infos
-        kept = [i for i in range(writeCount) if writes[i].descriptorCount]
-        if len(kept) != writeCount:
+        kept = [i for i in range(count) if writes[i].descriptorCount]
+        if len(kept) != count:
             compact = ffi.new("VkWriteDescriptorSet[]", max(1, len(kept)))
             for j, i in enumerate(kept):
                 compact[j] = writes[i]
             keep.append(compact)
             writes = compact
-        pending_updates[int(ffi.cast("uintptr_t", writes))] = keep
-        return (device, len(kept), writes, copyCount, pCopies)
+        return len(kept), writes
+
+    def set_writes(dev: Device, st: DescriptorState, command: str, count: int, pWrites, keep: list):
+        """translate_writes for descriptor sets: records go to each set's metadata buffer."""
+        def layout_of(w):
+            meta = st.sets.get(int(w.dstSet))
+            return meta.layout if meta is not None else None
+
+        def sink(w, index: int, data: bytes) -> None:
+            ffi.memmove(st.sets[int(w.dstSet)].mapped + index * RECORD_BYTES, data, len(data))
+        return translate_writes(dev, command, count, pWrites, layout_of, sink, keep)
+
+    @hooks.before("vkUpdateDescriptorSets")
+    def before_update(dev, device, writeCount, pWrites, copyCount, pCopies):
+        st = state(dev)
+        if st is None:
+            return None
+        for i in range(copyCount):
+            copy_records(st, pCopies[i])
+        keep: list = []
+        out = set_writes(dev, st, "vkUpdateDescriptorSets", writeCount, pWrites, keep)
+        if out is None:
+            return None
+        pending_updates[int(ffi.cast("uintptr_t", out[1]))] = keep
+        return (device, out[0], out[1], copyCount, pCopies)
 
     pending_updates: dict[int, list] = {}
 
-    def misplaced(st: DescriptorState, w, i: int) -> str | None:
+    def misplaced(layout: SetLayoutInfo | None, w, i: int) -> str | None:
         """Why a write of another type may not go where it goes (the backend sees storage buffers
         there and would accept it), or None."""
-        meta = st.sets.get(int(w.dstSet))
-        if meta is None:
+        if layout is None:
             return None
-        if w.dstBinding in meta.layout.slots:
+        if w.dstBinding in layout.slots:
             return (f"VUID-VkWriteDescriptorSet-descriptorType-00319: pDescriptorWrites[{i}].descriptorType "
                     f"({w.descriptorType}) differs from binding {w.dstBinding}'s type, "
                     "VK_DESCRIPTOR_TYPE_TENSOR_ARM")
-        if w.dstBinding == meta.layout.meta_binding:
+        if w.dstBinding == layout.meta_binding:
             return (f"VUID-VkWriteDescriptorSet-dstBinding-00315: pDescriptorWrites[{i}].dstBinding "
                     f"({w.dstBinding}) is not a binding of dstSet's layout")
         return None
@@ -432,7 +454,14 @@ def register(drv: Driver) -> None:
             dev.next.vkDestroyShaderModule(device, module, ffi.NULL)
             dev.res.shaders.pop(module, None)
 
+    from .tensor_push import register as register_push   # push descriptors and update templates
+    push_teardown = register_push(drv, state, lambda dev, st, command, count, pWrites, keep:
+                                  set_writes(dev, st, command, count, pWrites, keep),
+                                  translate_writes, memory_type, RECORD_BYTES)
+
     def teardown(dev: Device) -> None:
+        if dev.tensors is not None:
+            push_teardown(dev)
         st = dev.tensors.descriptors if dev.tensors is not None else None
         if st is not None:
             for handle in list(st.sets):

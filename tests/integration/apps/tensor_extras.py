@@ -17,6 +17,7 @@ GPU left in memory with a numpy reference computed here:
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import sys
 from pathlib import Path
@@ -207,6 +208,57 @@ def dynamic_indexing(r: Runner) -> dict:
     return {"ok": bool(np.array_equal(got, want)), "mismatches": int(np.count_nonzero(got != want))}
 
 
+def templates_and_pushes(r: Runner) -> dict:
+    """An update template for a descriptor set; push descriptors (a second push of one binding
+    keeps the other's tensor); a push-descriptor template. Each dispatch copies its binding-0
+    tensor into its binding-1 tensor (elementwise shader), compared with numpy."""
+    r.t.push_commands()
+    shape, out = (4, 6), {}
+    shader = shaders.elementwise(2, "float")
+    groups = (shaders.invocations(shape) + shaders.LOCAL - 1) // shaders.LOCAL
+    # a template updating a descriptor set
+    data = values(shape, F32)
+    src, dst = r.t.tensor(F32, shape, data=data), r.t.tensor(F32, shape)
+    template = r.t.tensor_template([0, 1], push=False, set_layout=r.layout)
+    dset = r.ctx.allocate_set(r.pool, r.layout)
+    views = r.t.views_data([src, dst])
+    r.t.update_with_template(r.t.device, vt.handle(dset), template, ctypes.addressof(views))
+    pipeline = r.t.compute_pipeline(vt.assemble(shader), r.pipeline_layout)
+
+    def record(cmd):
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, r.pipeline_layout, 0, 1, [dset], 0, None)
+        vk.vkCmdDispatch(cmd, groups, 1, 1)
+    r.submit(record)
+    out["set_template"] = bool(np.array_equal(dst.array(), data))
+    r.t.destroy_template(r.t.device, template, None)
+    # push descriptors, then a push template, in one command buffer
+    push_layout = r.t.set_layout([(0, vt.DESCRIPTOR_TYPE_TENSOR, 1), (1, vt.DESCRIPTOR_TYPE_TENSOR, 1)], flags=1)
+    layout = r.ctx.pipeline_layout([push_layout])
+    pipeline = r.t.compute_pipeline(vt.assemble(shader), layout)
+    push_template = r.t.tensor_template([1, 0], push=True, pipeline_layout=layout)
+    a, b = values(shape, F32), values(shape, F32)
+    src_a, src_b = r.t.tensor(F32, shape, data=a), r.t.tensor(F32, shape, data=b)
+    dsts = [r.t.tensor(F32, shape) for _ in range(3)]
+    pushed = r.t.views_data([dsts[2], src_b])           # template entries: binding 1, then binding 0
+
+    def record_pushes(cmd):
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+        keep = r.t.cmd_push_tensors(cmd, layout, [(0, src_a), (1, dsts[0])])
+        vk.vkCmdDispatch(cmd, groups, 1, 1)
+        keep += r.t.cmd_push_tensors(cmd, layout, [(1, dsts[1])])      # binding 0 stays src_a
+        vk.vkCmdDispatch(cmd, groups, 1, 1)
+        r.t.push_with_template(vt.handle(cmd), push_template, vt.handle(layout), 0, ctypes.addressof(pushed))
+        vk.vkCmdDispatch(cmd, groups, 1, 1)
+        return keep
+    r.submit(record_pushes)
+    out["push"] = bool(np.array_equal(dsts[0].array(), a))
+    out["push_one_binding_keeps_the_other"] = bool(np.array_equal(dsts[1].array(), a))
+    out["push_template"] = bool(np.array_equal(dsts[2].array(), b))
+    r.t.destroy_template(r.t.device, push_template, None)
+    return out
+
+
 def invalid(r: Runner) -> dict:
     aliasing_usage = vt.USAGE_ALL | vt.USAGE_IMAGE_ALIASING
     # a storage-buffer descriptor written to a tensor binding (the backend sees a storage buffer
@@ -239,7 +291,7 @@ def body(ctx) -> str:
     r = Runner(ctx)
     features = r.t.format_features(U8)
     results = {"format_features_u8": list(features), "aliasing": aliasing(r), "dynamic_indexing": dynamic_indexing(r),
-               "invalid": invalid(r)}
+               "templates": templates_and_pushes(r), "invalid": invalid(r)}
     r.t.close()
     print(json.dumps(results), flush=True)
     return "tensor extras checked"
@@ -247,4 +299,5 @@ def body(ctx) -> str:
 
 if __name__ == "__main__":
     FEATURES, KEEP = vt.device_features()
-    vkapp.run_main("tensor_extras", body, optional_device_extensions=[vt.EXTENSION], device_features=FEATURES)
+    vkapp.run_main("tensor_extras", body, optional_device_extensions=[vt.EXTENSION, "VK_KHR_push_descriptor"],
+                   device_features=FEATURES)

@@ -1,0 +1,344 @@
+"""VK_ARM_tensors: push descriptors and descriptor update templates with tensor descriptors.
+
+Role: the backend (lavapipe) has VK_KHR_push_descriptor and update templates but no
+VK_DESCRIPTOR_TYPE_TENSOR_ARM, so both are translated here like vkUpdateDescriptorSets is in
+tensor_descriptors.py (a tensor descriptor = a storage buffer + a metadata record):
+
+- push descriptors (vkCmdPushDescriptorSet, ...2): tensor writes become storage-buffer writes,
+  and one more write points the set's metadata binding at a copy of the set's records in a
+  host-visible chunk the command buffer owns (the records of earlier pushes to the same set
+  stay, as pushed descriptors do). A command buffer's chunks are reused when it is begun or reset
+  again and returned to the device when it is freed;
+- update templates whose set layout has tensor bindings are emulated: the driver keeps the
+  entries and turns vkUpdateDescriptorSetWithTemplate / vkCmdPushDescriptorSetWithTemplate(2)
+  into the writes they stand for (every descriptor type a template can hold: images, buffers,
+  texel buffers, inline uniform blocks, acceleration structures, tensors), then into the paths
+  above. Other templates are the backend's, untouched.
+
+Threads: templates are created under the application's synchronisation; a command buffer's push
+state is touched only by its recording thread; the device's free chunk list is a list used
+under the GIL.
+"""
+from __future__ import annotations
+
+import sys
+import weakref
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from tessera.vkapi.vkconst import vk
+
+from . import tensors
+from .driver import Driver
+from .objects import CommandBuffer, Device
+
+TENSOR = vk.VK_DESCRIPTOR_TYPE_TENSOR_ARM
+STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
+CHUNK_BYTES = 64 * 1024
+ALIGN = 256              # >= any minStorageBufferOffsetAlignment (the spec caps it at 256)
+PUSH_HOOKS = ("vkCreateDescriptorUpdateTemplate", "vkDestroyDescriptorUpdateTemplate",
+              "vkUpdateDescriptorSetWithTemplate", "vkCmdPushDescriptorSet", "vkCmdPushDescriptorSetWithTemplate",
+              "vkCmdPushDescriptorSet2", "vkCmdPushDescriptorSetWithTemplate2")
+_IMAGE_TYPES = {vk.VK_DESCRIPTOR_TYPE_SAMPLER, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+                vk.VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
+                vk.VK_DESCRIPTOR_TYPE_INPUT_ATTACHMENT}
+_BUFFER_TYPES = {vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                 vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER_DYNAMIC, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER_DYNAMIC}
+_TEXEL_TYPES = {vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER}
+
+
+@dataclass
+class Chunk:
+    buffer: int
+    memory: int
+    mapped: Any
+    used: int = 0
+
+
+@dataclass
+class Template:
+    """An emulated update template (its set layout has tensor bindings)."""
+    entries: list[tuple[int, int, int, int, int, int]]   # binding, array element, count, type, offset, stride
+    push: bool
+    bind_point: int
+    pipeline_layout: int
+    set: int
+    layout: Any                                           # tensor_descriptors.SetLayoutInfo
+
+
+@dataclass
+class PushState:
+    """One command buffer's pushed tensor records and metadata chunks."""
+    device: int                                                                    # id() of its Device
+    records: dict[tuple[int, int, int], bytearray] = field(default_factory=dict)   # (bind point, layout, set)
+    chunks: list[Chunk] = field(default_factory=list)
+
+
+def register(drv: Driver, state: Callable, set_writes: Callable, translate_writes: Callable,
+             memory_type: Callable, record_bytes: int) -> Callable[[Device], None]:
+    """Install the hooks; returns the device teardown (its metadata chunks)."""
+    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+    templates: dict[int, Template] = {}
+    free_chunks: dict[int, list[Chunk]] = {}    # id(Device) -> chunks back from freed command buffers
+    pushes: dict[int, PushState] = {}           # command buffer address -> its state
+
+    def refuse(command: str, message: str) -> None:
+        drv.hooks.errors.log.warning("%s: %s", command, message)
+        print(f"tessera: {tensors.EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
+
+    # ---- metadata chunks ------------------------------------------------------------------
+    def new_chunk(dev: Device) -> Chunk:
+        st = state(dev)
+        binfo = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+                                                 "size": CHUNK_BYTES, "usage": vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT})
+        buf = ffi.new("VkBuffer *")
+        if dev.next.vkCreateBuffer(dev.handle, binfo, ffi.NULL, buf) != vk.VK_SUCCESS:
+            raise RuntimeError("vkCreateBuffer failed for push-descriptor tensor metadata")
+        reqs = ffi.new("VkMemoryRequirements *")
+        dev.next.vkGetBufferMemoryRequirements(dev.handle, buf[0], reqs)
+        ainfo = ffi.new("VkMemoryAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+                                                   "allocationSize": reqs.size, "memoryTypeIndex": memory_type(dev, st)})
+        mem = ffi.new("VkDeviceMemory *")
+        if dev.next.vkAllocateMemory(dev.handle, ainfo, ffi.NULL, mem) != vk.VK_SUCCESS:
+            dev.next.vkDestroyBuffer(dev.handle, buf[0], ffi.NULL)
+            raise RuntimeError("vkAllocateMemory failed for push-descriptor tensor metadata")
+        dev.next.vkBindBufferMemory(dev.handle, buf[0], mem[0], 0)
+        ptr = ffi.new("void **")
+        dev.next.vkMapMemory(dev.handle, mem[0], 0, vk.VK_WHOLE_SIZE, 0, ptr)
+        return Chunk(int(buf[0]), int(mem[0]), ffi.cast("char *", ptr[0]))
+
+    def push_state(cb: CommandBuffer) -> PushState:
+        ps = pushes.get(cb.address)
+        if ps is None:
+            ps = pushes[cb.address] = PushState(id(cb.device))
+            spare = free_chunks.setdefault(id(cb.device), [])
+            # the command buffer object goes with vkFreeCommandBuffers: its chunks come back
+            weakref.finalize(cb, lambda ps=ps, address=cb.address: (spare.extend(ps.chunks), pushes.pop(address, None)))
+        return ps
+
+    def place(dev: Device, ps: PushState, data: bytes) -> tuple[int, int]:
+        """Copy `data` into the command buffer's chunks: (buffer, offset)."""
+        size = (len(data) + ALIGN - 1) // ALIGN * ALIGN
+        chunk = ps.chunks[-1] if ps.chunks and ps.chunks[-1].used + size <= CHUNK_BYTES else None
+        if chunk is None:
+            spare = free_chunks.setdefault(id(dev), [])
+            chunk = spare.pop() if spare else new_chunk(dev)
+            chunk.used = 0
+            ps.chunks.append(chunk)
+        offset = chunk.used
+        ffi.memmove(chunk.mapped + offset, data, len(data))
+        chunk.used += size
+        return chunk.buffer, offset
+
+    def recycle(cb: CommandBuffer) -> None:
+        ps = pushes.get(cb.address)
+        if ps is not None:
+            ps.records.clear()
+            for chunk in ps.chunks:
+                chunk.used = 0
+            free_chunks.setdefault(id(cb.device), []).extend(ps.chunks[1:])
+            del ps.chunks[1:]
+
+    @hooks.also_after("vkBeginCommandBuffer")
+    def after_begin(cb, result, commandBuffer, pBeginInfo):
+        recycle(cb)
+
+    @hooks.also_after("vkResetCommandBuffer")
+    def after_reset(cb, result, commandBuffer, flags):
+        recycle(cb)
+
+    # ---- push descriptors -----------------------------------------------------------------
+    def set_layout_of(dev: Device, pipeline_layout: int, set_index: int):
+        st = state(dev)
+        layouts = dev.pipeline_layouts.get(int(pipeline_layout), ([], []))[0]
+        if st is None or set_index >= len(layouts):
+            return None
+        return st.layouts.get(layouts[set_index])
+
+    def push_writes(cb: CommandBuffer, command: str, bind_point: int, pipeline_layout: int, set_index: int,
+                    count: int, pWrites, keep: list):
+        """The writes a push of a set with tensor bindings sends to the backend, with its metadata
+        write; None when the set has no tensors (the application's writes go as they are)."""
+        dev = cb.device
+        layout = set_layout_of(dev, pipeline_layout, set_index)
+        if layout is None:
+            return None
+        ps = push_state(cb)
+        key = (int(bind_point), int(pipeline_layout), int(set_index))
+        records = ps.records.setdefault(key, bytearray(max(1, layout.records) * record_bytes))
+
+        def sink(w, index: int, data: bytes) -> None:
+            records[index * record_bytes:(index + 1) * record_bytes] = data
+        out = translate_writes(dev, command, count, pWrites, lambda w: layout, sink, keep)
+        n, writes = out if out is not None else (count, pWrites)
+        buffer, offset = place(dev, ps, bytes(records))
+        info = ffi.new("VkDescriptorBufferInfo *", {"buffer": buffer, "offset": offset, "range": len(records)})
+        array = ffi.new("VkWriteDescriptorSet[]", n + 1)
+        keep += [info, array]
+        for i in range(n):
+            array[i] = writes[i]
+        array[n] = {"sType": vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, "dstBinding": layout.meta_binding,
+                    "descriptorCount": 1, "descriptorType": STORAGE, "pBufferInfo": info}
+        return n + 1, array
+
+    @hooks.replace("vkCmdPushDescriptorSet")
+    def cmd_push(commandBuffer, bind_point, layout, set_index, count, pWrites):
+        cb = objects.get(commandBuffer, CommandBuffer)
+        keep: list = []
+        out = push_writes(cb, "vkCmdPushDescriptorSet", bind_point, layout, set_index, count, pWrites, keep)
+        n, writes = out if out is not None else (count, pWrites)
+        cb.device.next.vkCmdPushDescriptorSet(commandBuffer, bind_point, layout, set_index, n, writes)
+
+    @hooks.replace("vkCmdPushDescriptorSet2")
+    def cmd_push2(commandBuffer, pInfo):
+        cb = objects.get(commandBuffer, CommandBuffer)
+        keep: list = []
+        info = ffi.new("VkPushDescriptorSetInfo *")
+        ffi.memmove(info, pInfo, ffi.sizeof("VkPushDescriptorSetInfo"))
+        for bind_point in bind_points(pInfo.stageFlags):
+            out = push_writes(cb, "vkCmdPushDescriptorSet2", bind_point, pInfo.layout, pInfo.set,
+                              pInfo.descriptorWriteCount, pInfo.pDescriptorWrites, keep)
+            if out is not None:
+                info.descriptorWriteCount, info.pDescriptorWrites = out
+        cb.device.next.vkCmdPushDescriptorSet2(commandBuffer, info)
+
+    def bind_points(stages: int) -> list[int]:
+        out = []
+        if stages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
+            out.append(vk.VK_PIPELINE_BIND_POINT_COMPUTE)
+        if stages & vk.VK_SHADER_STAGE_ALL_GRAPHICS:
+            out.append(vk.VK_PIPELINE_BIND_POINT_GRAPHICS)
+        return out[:1]   # one translation: the records are the same for every bind point
+
+    # ---- update templates -----------------------------------------------------------------
+    @hooks.replace("vkCreateDescriptorUpdateTemplate")
+    def create_template(device, pCreateInfo, pAllocator, pTemplate):
+        dev = objects.get(device, Device)
+        info = pCreateInfo
+        entries = [info.pDescriptorUpdateEntries[i] for i in range(info.descriptorUpdateEntryCount)]
+        push = info.templateType == vk.VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS
+        st = state(dev)
+        layout = None
+        if st is not None:
+            layout = (set_layout_of(dev, info.pipelineLayout, info.set) if push
+                      else st.layouts.get(int(info.descriptorSetLayout)))
+        if layout is None:
+            if any(e.descriptorType == TENSOR for e in entries):
+                refuse("vkCreateDescriptorUpdateTemplate", "an entry is of type VK_DESCRIPTOR_TYPE_TENSOR_ARM but "
+                       "the template's set layout has no tensor binding")
+                return tensors.VALIDATION_FAILED
+            return dev.next.vkCreateDescriptorUpdateTemplate(device, pCreateInfo, pAllocator, pTemplate)
+        handle = next(tensors._handles)
+        templates[handle] = Template([(e.dstBinding, e.dstArrayElement, e.descriptorCount, e.descriptorType,
+                                       e.offset, e.stride) for e in entries], push, info.pipelineBindPoint,
+                                     int(info.pipelineLayout), info.set, layout)
+        pTemplate[0] = handle
+        return vk.VK_SUCCESS
+
+    @hooks.replace("vkDestroyDescriptorUpdateTemplate")
+    def destroy_template(device, template, pAllocator):
+        if templates.pop(int(template), None) is None and int(template):
+            objects.get(device, Device).next.vkDestroyDescriptorUpdateTemplate(device, template, pAllocator)
+
+    def template_writes(t: Template, dst_set, pData, keep: list):
+        """The VkWriteDescriptorSet array a template's entries read from pData stand for."""
+        base = ffi.cast("char *", pData)
+        writes = ffi.new("VkWriteDescriptorSet[]", max(1, len(t.entries)))
+        keep.append(writes)
+        for i, (binding, element, count, dtype, offset, stride) in enumerate(t.entries):
+            w = writes[i]
+            w.sType, w.dstSet, w.dstBinding = vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, dst_set, binding
+            w.dstArrayElement, w.descriptorCount, w.descriptorType = element, count, dtype
+            if dtype == vk.VK_DESCRIPTOR_TYPE_INLINE_UNIFORM_BLOCK:
+                block = ffi.new("VkWriteDescriptorSetInlineUniformBlock *", {
+                    "sType": vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_INLINE_UNIFORM_BLOCK,
+                    "dataSize": count, "pData": base + offset})
+                keep.append(block)
+                w.pNext = block
+                continue
+            if dtype in _IMAGE_TYPES:
+                ctype, field_ = "VkDescriptorImageInfo", "pImageInfo"
+            elif dtype in _BUFFER_TYPES:
+                ctype, field_ = "VkDescriptorBufferInfo", "pBufferInfo"
+            elif dtype in _TEXEL_TYPES:
+                ctype, field_ = "VkBufferView", "pTexelBufferView"
+            elif dtype in (TENSOR, vk.VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_KHR):
+                ctype, field_ = "uint64_t", None     # handles
+            else:
+                raise tensors.TensorError(f"descriptor type {dtype} in an update template is not emulated")
+            size = ffi.sizeof(ctype)
+            array = ffi.new(f"{ctype}[]", max(1, count))
+            keep.append(array)
+            for k in range(count):
+                ffi.memmove(ffi.cast("char *", array) + k * size, base + offset + k * stride, size)
+            if field_ is not None:
+                setattr(w, field_, array)
+            elif dtype == TENSOR:
+                ext = ffi.new("VkWriteDescriptorSetTensorARM *", {
+                    "sType": vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM, "tensorViewCount": count,
+                    "pTensorViews": ffi.cast("VkTensorViewARM *", array)})
+                keep.append(ext)
+                w.pNext = ext
+            else:
+                ext = ffi.new("VkWriteDescriptorSetAccelerationStructureKHR *", {
+                    "sType": vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_ACCELERATION_STRUCTURE_KHR,
+                    "accelerationStructureCount": count,
+                    "pAccelerationStructures": ffi.cast("VkAccelerationStructureKHR *", array)})
+                keep.append(ext)
+                w.pNext = ext
+        return len(t.entries), writes
+
+    @hooks.replace("vkUpdateDescriptorSetWithTemplate")
+    def update_with_template(device, descriptorSet, template, pData):
+        dev = objects.get(device, Device)
+        t = templates.get(int(template))
+        if t is None:
+            return dev.next.vkUpdateDescriptorSetWithTemplate(device, descriptorSet, template, pData)
+        keep: list = []
+        try:
+            count, writes = template_writes(t, descriptorSet, pData, keep)
+        except tensors.TensorError as e:
+            refuse("vkUpdateDescriptorSetWithTemplate", f"{e}: nothing is written")
+            return
+        out = set_writes(dev, state(dev), "vkUpdateDescriptorSetWithTemplate", count, writes, keep)
+        n, final = out if out is not None else (count, writes)
+        dev.next.vkUpdateDescriptorSets(device, n, final, 0, ffi.NULL)
+
+    def push_with_template(cb: CommandBuffer, command: str, t: Template, layout, set_index, pData) -> None:
+        keep: list = []
+        try:
+            count, writes = template_writes(t, ffi.cast("VkDescriptorSet", 0), pData, keep)
+        except tensors.TensorError as e:
+            refuse(command, f"{e}: nothing is pushed")
+            return
+        out = push_writes(cb, command, t.bind_point, layout, set_index, count, writes, keep)
+        n, final = out if out is not None else (count, writes)
+        cb.device.next.vkCmdPushDescriptorSet(cb.handle, t.bind_point, layout, set_index, n, final)
+
+    @hooks.replace("vkCmdPushDescriptorSetWithTemplate")
+    def cmd_push_with_template(commandBuffer, template, layout, set_index, pData):
+        cb = objects.get(commandBuffer, CommandBuffer)
+        t = templates.get(int(template))
+        if t is None:
+            return cb.device.next.vkCmdPushDescriptorSetWithTemplate(commandBuffer, template, layout, set_index, pData)
+        push_with_template(cb, "vkCmdPushDescriptorSetWithTemplate", t, layout, set_index, pData)
+
+    @hooks.replace("vkCmdPushDescriptorSetWithTemplate2")
+    def cmd_push_with_template2(commandBuffer, pInfo):
+        cb = objects.get(commandBuffer, CommandBuffer)
+        t = templates.get(int(pInfo.descriptorUpdateTemplate))
+        if t is None:
+            return cb.device.next.vkCmdPushDescriptorSetWithTemplate2(commandBuffer, pInfo)
+        push_with_template(cb, "vkCmdPushDescriptorSetWithTemplate2", t, pInfo.layout, pInfo.set, pInfo.pData)
+
+    def teardown(dev: Device) -> None:
+        """Before vkDestroyDevice: the metadata chunks of its command buffers."""
+        chunks = free_chunks.pop(id(dev), [])
+        for address, ps in list(pushes.items()):
+            if ps.device == id(dev):
+                chunks += ps.chunks
+                pushes.pop(address, None)
+        for chunk in chunks:
+            dev.next.vkDestroyBuffer(dev.handle, chunk.buffer, ffi.NULL)
+            dev.next.vkFreeMemory(dev.handle, chunk.memory, ffi.NULL)
+    return teardown
