@@ -12,6 +12,13 @@ in `__enter__` and joined in `__exit__`; the caller's thread only waits on
 threading events. The socket lives in a fresh 0700 folder from
 `tempfile.mkdtemp` (short path: Unix socket paths are limited to ~107 bytes),
 removed at exit. `listen=` picks another address instead (tests, TCP).
+
+`arm_listen=` (addresses from arm_listener.parse_arm_address, e.g. `abstract:lglcomms`)
+also starts an ArmListener on the same loop thread, with the same settings and
+output folder, as `tessera hostd --arm-listen` does: Arm's GPU Timeline layer
+then streams into the run's session (`tessera run --arm-listen`, docs/arm.md).
+It is started after the daemon and stopped with it (in parallel, each in
+order); `arm_bound` lists where it listens. arm_listener is imported only then.
 """
 from __future__ import annotations
 
@@ -19,6 +26,7 @@ import asyncio
 import shutil
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from tessera.schemas.frames import DEFAULT_MAX_JSON
@@ -35,9 +43,11 @@ class EmbeddedDaemon:
                  max_frame: int = DEFAULT_MAX_JSON, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
                  socket_dir: Path | None = None, listen: Address | None = None,
                  hello_timeout: float = DEFAULT_HELLO_TIMEOUT, max_connections: int = DEFAULT_MAX_CONNECTIONS,
-                 max_buffered: int = DEFAULT_MAX_BUFFERED) -> None:
+                 max_buffered: int = DEFAULT_MAX_BUFFERED, arm_listen: Sequence[Address] = ()) -> None:
         self.session_dir = Path(session_dir)
         self._listen = listen
+        self._arm_listen = tuple(arm_listen)
+        self.arm_bound: list[Address] = []
         self._options = dict(validate=validate, max_frame=max_frame, drain_timeout=drain_timeout,
                              hello_timeout=hello_timeout, max_connections=max_connections, max_buffered=max_buffered)
         self._socket_root = socket_dir
@@ -108,9 +118,20 @@ class EmbeddedDaemon:
         self._stop = asyncio.Event()
         self.daemon = HostDaemon(cfg)
         self.bound = await self.daemon.start()
+        listeners = []
+        if self._arm_listen:
+            from .arm_listener import ArmListener
+
+            arm = ArmListener(cfg, list(self._arm_listen))
+            try:
+                self.arm_bound = await arm.start()
+            except BaseException:
+                await asyncio.gather(self.daemon.stop(), arm.stop())
+                raise
+            listeners.append(arm)
         self._ready.set()
         await self._stop.wait()
-        await self.daemon.stop()
+        await asyncio.gather(self.daemon.stop(), *(x.stop() for x in listeners))
 
 
 def summary(source: "MergeResult | Summary | Path", top: int = 10) -> str:

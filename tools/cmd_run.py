@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from tessera.hostd.cli import AddressType
+from tessera.hostd.cli import AddressType, ArmAddressType
 
 from .launch import LaunchConfig, LaunchError, default_session_dir, prepare_session_dir, run_with_embedded_daemon
 from .launch import run as launch
@@ -38,18 +38,29 @@ from .launch import run as launch
 @click.option("--no-layer", is_flag=True, help="Emulated driver only, without the Tessera layer.")
 @click.option("--hostd", "hostd_address", type=AddressType(), default=None,
               help="Send the layer's stream to this running daemon instead of an embedded one.")
+@click.option("--arm-listen", "arm_listen", type=ArmAddressType(), multiple=True, metavar="ADDRESS",
+              help="The run's daemon also accepts Arm's GPU Timeline layer (libGPULayers) on abstract:lglcomms "
+                   "(its default; `abstract` for short), unix:PATH or tcp:127.0.0.1:PORT; repeatable. Not with "
+                   "--hostd (give that daemon --arm-listen). docs/arm.md.")
 @click.option("--merge/--no-merge", "do_merge", default=None,
               help="Merge the session at the end (default: yes with the embedded daemon, no with --hostd).")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Longest workloads listed in the summary.")
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app) -> None:
+def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app,
+        arm_listen=()) -> None:
     """Run APP (with its arguments, after --) and return its exit code (128 + N when signal N killed it,
     as a shell reports it)."""
     from tessera.icd.profiles import PROFILES
 
     if gpu is not None and gpu.lower() not in PROFILES:
         raise click.BadParameter(f"unknown profile {gpu!r}; known: {', '.join(sorted(PROFILES))}", param_hint="--gpu")
+    if arm_listen and hostd_address is not None:
+        raise click.UsageError("--arm-listen is for the run's own daemon; with --hostd, start that daemon with "
+                               "--arm-listen instead")
+    if any(a.kind == "tcp" and a.port == 0 for a in arm_listen):
+        raise click.BadParameter("give a port: Arm's layer (or adb reverse) must know it before the run",
+                                 param_hint="--arm-listen")
     session = out or default_session_dir(app[0])
     merge_later = do_merge if do_merge is not None else hostd_address is None
     if merge_later:   # the merge's imports (~50 ms of protos) load while the application runs
@@ -57,8 +68,14 @@ def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, 
     try:
         prepare_session_dir(session, force)
         if hostd_address is None:
+            if arm_listen:
+                from tessera.hostd.arm_listener import describe
+
+                for a in arm_listen:
+                    click.echo(f"tessera: Arm GPU Timeline layer accepted on {describe(a)}", err=True)
             code = run_with_embedded_daemon(LaunchConfig(session, backend, gpu, layer=not no_layer,
-                                                         instrument=instrument, regions=regions), list(app))
+                                                         instrument=instrument, regions=regions), list(app),
+                                            arm_listen=tuple(arm_listen))
             merge = True if do_merge is None else do_merge
         else:
             code = launch(LaunchConfig(session, backend, gpu, layer=not no_layer, hostd=str(hostd_address),

@@ -65,7 +65,7 @@ def default_session_dir(app: str, root: Path = Path("tessera-out")) -> Path:
 
 # What Tessera itself writes into a session folder; --force replaces only a folder holding nothing else.
 SESSION_FILES = ("gpu.perfetto-trace", "merged.perfetto-trace", "summary.txt", "app-output.txt")
-SESSION_SUFFIXES = (".spool", ".perfetto-trace", ".tessera-log", ".json", ".jsonl", ".tmp")
+SESSION_SUFFIXES = (".spool", ".perfetto-trace", ".tessera-log", ".json", ".jsonl", ".tmp", ".arm-log", ".metadata")
 
 
 def _is_session_entry(path: Path) -> bool:
@@ -150,12 +150,22 @@ def run(cfg: LaunchConfig, argv: list[str], **popen) -> int:
         raise LaunchError(f"cannot run {argv[0]!r}: {e.strerror}") from e
 
 
-def run_with_embedded_daemon(cfg: LaunchConfig, argv: list[str], **popen) -> int:
-    """Run the app with a host daemon of its own for the run; returns once the logs are complete."""
+def run_with_embedded_daemon(cfg: LaunchConfig, argv: list[str], *, arm_listen: tuple = (), **popen) -> int:
+    """Run the app with a host daemon of its own for the run; returns once the logs are complete.
+    `arm_listen`: addresses (hostd.arm_listener.parse_arm_address) where that daemon also accepts
+    Arm's GPU Timeline layer, into the same session folder."""
     from dataclasses import replace
 
+    from tessera.hostd.daemon import DaemonError
     from tessera.hostd.embedded import EmbeddedDaemon
 
     cfg.session_dir.mkdir(parents=True, exist_ok=True)
-    with EmbeddedDaemon(cfg.session_dir) as daemon:
+    daemon = EmbeddedDaemon(cfg.session_dir, arm_listen=arm_listen)
+    try:
+        daemon.start()
+    except DaemonError as e:        # e.g. an Arm address another daemon holds
+        raise LaunchError(f"cannot start the host daemon for the run: {e}") from e
+    try:
         return run(replace(cfg, hostd=daemon.address), argv, **popen)
+    finally:
+        daemon.stop()
