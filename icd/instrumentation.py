@@ -88,10 +88,23 @@ class InstrumentedPipeline:
     layout: int                # the driver's pipeline layout (the application's sets + the counters)
     set_index: int
     stages: list[InstrumentedStage]
+    # (set index, byte offset in the action's region) of each counters' set an action binds; empty:
+    # one, at set_index, offset 0. Graphics shader objects bind two (vertex, fragment).
+    bindings: tuple[tuple[int, int], ...] = ()
 
     @functools.cached_property
     def counters(self) -> int:
+        """Counters of one action's region (the stages' spans; a stage may start aligned)."""
+        return max((s.base + s.blocks for s in self.stages), default=0)
+
+    @functools.cached_property
+    def entries(self) -> int:
+        """Entries one action's values have: one per block of each stage."""
         return sum(s.blocks for s in self.stages)
+
+    @functools.cached_property
+    def sets(self) -> tuple[tuple[int, int], ...]:
+        return self.bindings or ((self.set_index, 0),)
 
 
 @dataclass
@@ -124,6 +137,8 @@ class DeviceInstrumentation:
     # Where instrumented shaders count when their action belongs to no object (recorded with none
     # active): one region every such action shares, never read. Made on first use.
     discard: Chunk | None = None
+    shader_layouts: dict[tuple, tuple[int, int]] = field(default_factory=dict)   # shader objects' layouts
+    shader_pairs: dict[tuple, InstrumentedPipeline | None] = field(default_factory=dict)   # (vertex, fragment)
 
 
 def wants_instrumentation(ffi, pnext) -> bool:
@@ -342,11 +357,13 @@ def register(drv: Driver) -> None:
     hooks.also_after("vkCreateGraphicsPipelines")(after_create)
 
     # ---- instrumented shader objects (VK_EXT_shader_object) --------------------------------------
-    # VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM (bit 11): a compute shader object is rewritten like
-    # a pipeline's compute stage; its counters' set goes after the application's set layouts, bound
-    # through a pipeline layout the driver makes from them and the push-constant ranges. Vertex and
-    # fragment shader objects are created uninstrumented (one warning): the two stages are bound
-    # separately but would have to share one region per draw (docs/instrumentation.md).
+    # VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM (bit 11): a compute, vertex or fragment shader object
+    # is rewritten like a pipeline's stage. Its counters' set goes after the application's set
+    # layouts, bound through a pipeline layout the driver makes from them and the push-constant
+    # ranges. Vertex and fragment shader objects are bound separately yet a draw has one region:
+    # both get two counters' sets after the application's (N, N+1; the vertex stage counts through
+    # set N, the fragment stage through N+1), and a draw binds its region's vertex part at N and its
+    # fragment part at N+1 (docs/instrumentation.md).
     shader_pending: dict[int, list] = {}
 
     @hooks.also_before("vkCreateShadersEXT")
@@ -379,28 +396,36 @@ def register(drv: Driver) -> None:
 
     def instrument_shader(dev: Device, state: DeviceInstrumentation, info, keep) -> InstrumentedPipeline:
         """Rewrite `info` (the driver's copy) to count; the plan its dispatches bind."""
-        if info.stage != vk.VK_SHADER_STAGE_COMPUTE_BIT:
-            raise InstrumentError("only compute shader objects are instrumented (vertex and fragment shader "
-                                  "objects are not yet)")
+        from tessera.vkapi.pipelines import STAGE_NAMES
+
+        name = STAGE_NAMES.get(info.stage)
+        if name not in STAGE_BITS:
+            raise InstrumentError(f"stage 0x{info.stage:x} is not instrumented (vertex, fragment, compute are)")
         if info.codeType != vk.VK_SHADER_CODE_TYPE_SPIRV_EXT:
             raise InstrumentError("it is a binary shader, not SPIR-V")
         sets = [int(info.pSetLayouts[j]) for j in range(info.setLayoutCount)]
         ranges = [(r.stageFlags, r.offset, r.size) for r in
                   (info.pPushConstantRanges[j] for j in range(info.pushConstantRangeCount))]
         code = bytes(ffi.buffer(info.pCode, info.codeSize))
-        rewritten, stage = rewrite_code("compute", code, structs.string(ffi, info.pName), code_spec(info),
-                                        len(sets), 0)
-        if stage.blocks * 4 > REGION_MAX_BYTES:
-            raise InstrumentError(f"{stage.blocks} blocks: more than the {REGION_MAX_BYTES // 4} one dispatch "
+        counters = 1 if name == "compute" else 2          # graphics: the vertex set, then the fragment set
+        set_index = len(sets) + (1 if name == "fragment" else 0)
+        key = (counters, tuple(sets), tuple(ranges))
+        if key not in state.shader_layouts:
+            own = [*sets, *[state.limits.set_layout] * (counters - 1)]
+            layout, _ = counter_memory.layout_with_counters(ffi, dev, state.limits, own, ranges)
+            state.own_layouts.append(layout)
+            state.shader_layouts[key] = layout
+        rewritten, stage = rewrite_code(name, code, structs.string(ffi, info.pName), code_spec(info), set_index, 0)
+        if stage.blocks * 4 > REGION_MAX_BYTES // 2:
+            raise InstrumentError(f"{stage.blocks} blocks: more than the {REGION_MAX_BYTES // 8} a shader object "
                                   "can count")
-        layout, set_index = counter_memory.layout_with_counters(ffi, dev, state.limits, sets, ranges)
-        state.own_layouts.append(layout)
         words = ffi.new("char[]", rewritten)
-        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, state.limits.set_layout])
+        set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, *[state.limits.set_layout] * counters])
         keep += [words, set_layouts]
         info.pCode, info.codeSize = words, len(rewritten)
-        info.pSetLayouts, info.setLayoutCount = set_layouts, len(sets) + 1
-        return InstrumentedPipeline(vk.VK_PIPELINE_BIND_POINT_COMPUTE, layout, set_index, [stage])
+        info.pSetLayouts, info.setLayoutCount = set_layouts, len(sets) + counters
+        point = vk.VK_PIPELINE_BIND_POINT_COMPUTE if name == "compute" else vk.VK_PIPELINE_BIND_POINT_GRAPHICS
+        return InstrumentedPipeline(point, state.shader_layouts[key], set_index, [stage])
 
     @hooks.also_after("vkCreateShadersEXT")
     def after_create_shaders(dev, result, device, count, pInfos, pAllocator, pShaders):
@@ -415,9 +440,50 @@ def register(drv: Driver) -> None:
             plan, original = done
             info = pInfos[i]
             # Costs of the application's SPIR-V, not of the counting version the backend got.
-            cycles = shader_costs.of_stages(drv.profile.key, [("compute", original, structs.string(ffi, info.pName),
-                                                               code_spec(info))], log)
+            cycles = shader_costs.of_stages(drv.profile.key, [(plan.stages[0].name, original,
+                                                               structs.string(ffi, info.pName), code_spec(info))],
+                                            log)
             dev.res.shader_objects[int(pShaders[i])] = (known[0], _with_instrumentation(known[1], plan, cycles))
+
+    @hooks.also_before("vkCmdBindShadersEXT")
+    def bind_shaders(cb: CommandBuffer, commandBuffer, count, pStages, pShaders):
+        """After recording.py bound the stages: the plan of the graphics shader objects now bound
+        (vertex and fragment as one region per draw), kept with the record it made for them."""
+        state = device_state(cb.device)
+        if state is None or not any(pStages[i] != vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):
+            return None
+        bound = cb.__dict__.get("shader_objects", {})
+        v = getattr(bound.get(vk.VK_SHADER_STAGE_VERTEX_BIT), "instrumented", None)
+        f = getattr(bound.get(vk.VK_SHADER_STAGE_FRAGMENT_BIT), "instrumented", None)
+        cb.__dict__["instrumented_shaders"] = (cb.graphics_pipeline, graphics_plan(state, v, f))
+        return None
+
+    def graphics_plan(state: DeviceInstrumentation, v, f) -> InstrumentedPipeline | None:
+        """One draw's plan for instrumented vertex and/or fragment shader objects (made once per pair)."""
+        if v is None and f is None:
+            return None
+        key = (id(v), id(f))
+        if key in state.shader_pairs:
+            return state.shader_pairs[key]
+        from dataclasses import replace
+
+        if v is not None and f is not None and v.layout != f.layout:
+            warn_once("shader-pair", "vertex and fragment shader objects with different set layouts or push-constant "
+                      "ranges: their draws are not instrumented (no entries)")
+            plan: Any = (v, f)
+        else:
+            stages, bindings, offset = [], [], 0
+            for p in (v, f):
+                if p is not None:
+                    stages.append(replace(p.stages[0], base=offset // 4))
+                    bindings.append((p.set_index, offset))
+                    align = state.limits.alignment
+                    offset += -(-p.stages[0].blocks * 4 // align) * align
+            first = v or f
+            plan = InstrumentedPipeline(vk.VK_PIPELINE_BIND_POINT_GRAPHICS, first.layout, first.set_index, stages,
+                                        tuple(bindings))
+        state.shader_pairs[key] = plan
+        return plan
 
     # ---- objects ------------------------------------------------------------------------------
     def object_of(dev: Device, handle) -> InstrumentationObject | None:
@@ -509,6 +575,17 @@ def register(drv: Driver) -> None:
                                                          REGION_MAX_BYTES, 0)
             return state.discard
 
+    def bind(cb: CommandBuffer, commandBuffer, bind_point: int, plan: InstrumentedPipeline, chunk: Chunk,
+             offset: int) -> None:
+        sets = ffi.new("VkDescriptorSet[1]", [chunk.descriptor_set])
+        for set_index, part in plan.sets:
+            offsets = ffi.new("uint32_t[1]", [offset if chunk is state_discard(cb.device) else offset + part])
+            cb.device.next.vkCmdBindDescriptorSets(commandBuffer, bind_point, plan.layout, set_index, 1, sets, 1,
+                                                   offsets)
+
+    def state_discard(dev: Device) -> Chunk | None:
+        return device_state(dev).discard
+
     def action(bind_point: int):
         def before(cb: CommandBuffer, commandBuffer, *args):
             obj = cb.instrumentation
@@ -517,7 +594,15 @@ def register(drv: Driver) -> None:
                 obj.next_index += 1
             bound = cb.graphics_pipeline if bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS else cb.compute_pipeline
             plan = getattr(bound, "instrumented", None)
+            if plan is None and bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
+                shaders = cb.__dict__.get("instrumented_shaders")    # graphics shader objects bound
+                if shaders is not None and shaders[0] is bound:
+                    plan = shaders[1]
             if plan is None:
+                return None
+            if isinstance(plan, tuple):   # shader objects that cannot share a region: they count, unread
+                for p in plan:
+                    bind(cb, commandBuffer, bind_point, p, discard_region(cb.device), 0)
                 return None
             if obj is None:               # its shaders still count: into the region nobody reads
                 chunk, offset = discard_region(cb.device), 0
@@ -525,10 +610,7 @@ def register(drv: Driver) -> None:
                 region = region_for(obj, plan)
                 obj.regions[index] = region
                 chunk, offset = region.chunk, region.offset
-            sets = ffi.new("VkDescriptorSet[1]", [chunk.descriptor_set])
-            offsets = ffi.new("uint32_t[1]", [offset])
-            cb.device.next.vkCmdBindDescriptorSets(commandBuffer, bind_point, plan.layout, plan.set_index, 1, sets,
-                                                   1, offsets)
+            bind(cb, commandBuffer, bind_point, plan, chunk, offset)
             return None
         return before
 
@@ -563,7 +645,7 @@ def register(drv: Driver) -> None:
             warn_once("get-unknown", "vkGetShaderInstrumentationValuesARM with an unknown object")
             pCount[0] = 0
             return vk.VK_SUCCESS
-        total = sum(region.pipeline.counters for region in obj.regions.values())
+        total = sum(region.pipeline.entries for region in obj.regions.values())
         if pValues == ffi.NULL:
             pCount[0] = total
             return vk.VK_SUCCESS

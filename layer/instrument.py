@@ -292,13 +292,19 @@ class Instrumenter:
 
         @hooks.also_before("vkCmdBindShadersEXT")
         def bind_shaders(dev, commandBuffer, count, pStages, pShaders):
-            """A compute shader object is the dispatches' "pipeline" (its handle names its SHADER)."""
+            """Shader objects stand for the bound pipeline: a compute shader object names its
+            dispatches; for draws, the fragment shader object (else the vertex one) names them, so
+            only that stage's SHADER goes with them (each shader object's SHADER is its own stage)."""
             rec = recording(dev, commandBuffer)
             if rec is None:
                 return
+            stages = rec.__dict__.setdefault("shader_objects", {})
             for i in range(count):
-                if pStages[i] == vk.VK_SHADER_STAGE_COMPUTE_BIT:
-                    rec.bound[vk.VK_PIPELINE_BIND_POINT_COMPUTE] = int(pShaders[i]) if pShaders != ffi.NULL else 0
+                stages[pStages[i]] = int(pShaders[i]) if pShaders != ffi.NULL else 0
+            rec.bound[vk.VK_PIPELINE_BIND_POINT_COMPUTE] = stages.get(vk.VK_SHADER_STAGE_COMPUTE_BIT, 0)
+            if any(pStages[i] != vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):
+                rec.bound[vk.VK_PIPELINE_BIND_POINT_GRAPHICS] = (stages.get(vk.VK_SHADER_STAGE_FRAGMENT_BIT)
+                                                                 or stages.get(vk.VK_SHADER_STAGE_VERTEX_BIT, 0))
         chain_applier("vkCmdBindPipeline", bind)
         for name in DRAWS:
             point = vk.VK_PIPELINE_BIND_POINT_GRAPHICS

@@ -148,10 +148,11 @@ def test_a_pipeline_the_rewrite_cannot_instrument_is_created_uninstrumented(read
     assert reads["outputs_after"] == reads["outputs"]   # the same dispatches computed the same answers
 
 
-def test_an_instrumented_shader_object_counts_like_a_pipeline(shims, tmp_path):
+def test_instrumented_shader_objects_count_like_pipelines(shims, tmp_path):
     """VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM (bit 11) on a compute shader object: two dispatches
     (resultIndex 0, 1) equal the reference; a shader object without the bit reserves index 2 and
-    produces nothing."""
+    produces nothing. On vertex and fragment shader objects bound separately: one draw's vertex and
+    fragment entries equal the reference, as for the registry example's pipeline draw."""
     from tessera.tools.launch import LaunchConfig, environment
 
     env = environment(LaunchConfig(tmp_path / "session"))
@@ -163,4 +164,10 @@ def test_an_instrumented_shader_object_counts_like_a_pipeline(shims, tmp_path):
     compute = collatz_blocks(app.INPUTS, app.COUNT, app.INVOCATIONS)
     ops = block_ops("collatz.comp", {0: app.LOCAL})
     assert values["rows"] == expected_rows(0, COMPUTE, compute, ops) + expected_rows(1, COMPUTE, compute, ops)
+    graphics = json.loads(out.stdout.strip().splitlines()[-2])["graphics"]
+    vertex_ops = block_ops("quad.vert", None)
+    assert graphics["total"] == graphics["written"] == len(vertex_ops) + len(block_ops("branchy.frag", None))
+    assert graphics["rows"] == (expected_rows(0, VERTEX, [6] + [0] * (len(vertex_ops) - 1), vertex_ops)
+                                + expected_rows(0, FRAGMENT, branchy_blocks(app.W, app.H),
+                                                block_ops("branchy.frag", None)))
     assert "cannot be instrumented" not in out.stderr

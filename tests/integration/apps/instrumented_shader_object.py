@@ -6,8 +6,10 @@ Creates examples/shaders/collatz.comp as a compute VkShaderEXT with
 VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM (bit 11 in vk.xml 1.4.366), binds it with
 vkCmdBindShadersEXT and, with an instrumentation object active, dispatches it twice over the
 inputs of instrumentation_api.py (resultIndex 0 and 1), then once more with a shader object
-created without the bit (resultIndex 2: no entries). Checks the outputs against the Python
-reference and prints one JSON line with the read values, for
+created without the bit (resultIndex 2: no entries). Then a draw with vertex and fragment shader
+objects (examples/shaders/quad.vert + branchy.frag, both with the bit, bound separately) over a
+W x H image under a second object (resultIndex 0: vertex and fragment entries). Checks the
+outputs against the Python reference and prints one JSON line with both objects' values, for
 tests/integration/test_instrumentation.py.
 """
 import ctypes
@@ -24,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vkapp  # noqa: E402
 from compute_collatz import collatz_reference  # noqa: E402
 from instrumentation_api import (COUNT, CREATE_INFO_STYPE, FEATURES_STYPE, INPUTS, INVOCATIONS,  # noqa: E402
-                                 LOCAL, Extension, handle)
+                                 LOCAL, H, W, Extension, handle)
 
 SHADER_INSTRUMENT_BIT = 1 << 11
 
@@ -83,13 +85,94 @@ def body(ctx: vkapp.Context) -> str:
     destroy(ctx.device, plain, None)
     vkapp.check_equal("collatz steps", outbuf.array(np.uint32)[:COUNT].copy(),
                       np.array([collatz_reference(int(v)) for v in INPUTS[:COUNT]], dtype=np.uint32))
-    print(json.dumps({"values": values}), flush=True)
-    return f"{values['total']} entries from an instrumented shader object"
+    graphics = draw_with_shader_objects(ctx, ext, create, bind, destroy)
+    print(json.dumps({"values": values, "graphics": graphics}), flush=True)
+    return f"{values['total']} + {graphics['total']} entries from instrumented shader objects"
+
+
+def draw_with_shader_objects(ctx: vkapp.Context, ext: Extension, create, bind, destroy) -> dict:
+    """quad.vert + branchy.frag as two instrumented shader objects, one draw (resultIndex 0)."""
+    fmt, vertex, fragment = vk.VK_FORMAT_R8G8B8A8_UNORM, vk.VK_SHADER_STAGE_VERTEX_BIT, vk.VK_SHADER_STAGE_FRAGMENT_BIT
+    target = ctx.image(W, H, fmt, vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT, view=True)
+    push = vk.VkPushConstantRange(stageFlags=fragment, offset=0, size=16)
+    layout = ctx.pipeline_layout([], push_size=16, push_stages=fragment)
+    quad = np.array([(-1, -1), (1, -1), (-1, 1), (-1, 1), (1, -1), (1, 1)], dtype=np.float32)
+    vbuf = ctx.buffer(quad.nbytes, vk.VK_BUFFER_USAGE_VERTEX_BUFFER_BIT, quad)
+    codes = {s: vkapp.compile_glsl(ctx.settings, vkapp.SHADER_DIR / name)
+             for s, name in ((vertex, "quad.vert"), (fragment, "branchy.frag"))}
+    infos = [vk.VkShaderCreateInfoEXT(
+        sType=vk.VK_STRUCTURE_TYPE_SHADER_CREATE_INFO_EXT, flags=SHADER_INSTRUMENT_BIT, stage=s,
+        nextStage=fragment if s == vertex else 0, codeType=vk.VK_SHADER_CODE_TYPE_SPIRV_EXT, codeSize=len(code),
+        pCode=code, pName="main", pushConstantRangeCount=1, pPushConstantRanges=[push]) for s, code in codes.items()]
+    shaders = create(ctx.device, len(infos), infos, None)
+    obj = ctypes.c_uint64(0)
+    info = ctypes.create_string_buffer(struct.pack("<IxxxxQ", CREATE_INFO_STYPE, 0))
+    assert ext.create(ext.device, info, None, ctypes.byref(obj)) == 0
+    obj = obj.value
+
+    def fn(name):
+        return vk.vkGetDeviceProcAddr(ctx.device, name)
+
+    cmd = ctx.command_buffer()
+    vkapp.image_barrier(cmd, target.handle, vk.VK_IMAGE_LAYOUT_UNDEFINED, vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                        vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                        vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT)
+    attachment = vk.VkRenderingAttachmentInfo(
+        sType=vk.VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO, imageView=target.view,
+        imageLayout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE,
+        clearValue=vk.VkClearValue(color=vk.VkClearColorValue(float32=[0, 0, 0, 1])))
+    rendering = vk.VkRenderingInfo(sType=vk.VK_STRUCTURE_TYPE_RENDERING_INFO,
+                                   renderArea=vk.VkRect2D(offset=vk.VkOffset2D(0, 0), extent=vk.VkExtent2D(W, H)),
+                                   layerCount=1, colorAttachmentCount=1, pColorAttachments=[attachment])
+    vk.vkCmdBeginRendering(cmd, rendering)
+    bind(cmd, 2, [vertex, fragment], list(shaders))
+    # Every state a draw with shader objects needs (VK_EXT_shader_object, "Setting State").
+    vk.vkCmdSetViewportWithCount(cmd, 1, [vk.VkViewport(0, 0, W, H, 0, 1)])
+    vk.vkCmdSetScissorWithCount(cmd, 1, [vk.VkRect2D(vk.VkOffset2D(0, 0), vk.VkExtent2D(W, H))])
+    vk.vkCmdSetRasterizerDiscardEnable(cmd, vk.VK_FALSE)
+    vk.vkCmdSetCullMode(cmd, vk.VK_CULL_MODE_NONE)
+    vk.vkCmdSetFrontFace(cmd, vk.VK_FRONT_FACE_COUNTER_CLOCKWISE)
+    vk.vkCmdSetDepthTestEnable(cmd, vk.VK_FALSE)
+    vk.vkCmdSetDepthWriteEnable(cmd, vk.VK_FALSE)
+    vk.vkCmdSetDepthBiasEnable(cmd, vk.VK_FALSE)
+    vk.vkCmdSetStencilTestEnable(cmd, vk.VK_FALSE)
+    vk.vkCmdSetPrimitiveTopology(cmd, vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST)
+    vk.vkCmdSetPrimitiveRestartEnable(cmd, vk.VK_FALSE)
+    fn("vkCmdSetPolygonModeEXT")(cmd, vk.VK_POLYGON_MODE_FILL)
+    fn("vkCmdSetRasterizationSamplesEXT")(cmd, vk.VK_SAMPLE_COUNT_1_BIT)
+    fn("vkCmdSetSampleMaskEXT")(cmd, vk.VK_SAMPLE_COUNT_1_BIT, [0xFFFFFFFF])
+    fn("vkCmdSetAlphaToCoverageEnableEXT")(cmd, vk.VK_FALSE)
+    fn("vkCmdSetColorBlendEnableEXT")(cmd, 0, 1, [vk.VK_FALSE])
+    fn("vkCmdSetColorWriteMaskEXT")(cmd, 0, 1, [0xF])
+    binding = vk.VkVertexInputBindingDescription2EXT(
+        sType=vk.VK_STRUCTURE_TYPE_VERTEX_INPUT_BINDING_DESCRIPTION_2_EXT, binding=0, stride=8,
+        inputRate=vk.VK_VERTEX_INPUT_RATE_VERTEX, divisor=1)
+    attribute = vk.VkVertexInputAttributeDescription2EXT(
+        sType=vk.VK_STRUCTURE_TYPE_VERTEX_INPUT_ATTRIBUTE_DESCRIPTION_2_EXT, location=0, binding=0,
+        format=vk.VK_FORMAT_R32G32_SFLOAT, offset=0)
+    fn("vkCmdSetVertexInputEXT")(cmd, 1, [binding], 1, [attribute])
+    vk.vkCmdBindVertexBuffers(cmd, 0, 1, [vbuf.handle], [0])
+    vk.vkCmdPushConstants(cmd, layout, fragment, 0, 16, vk.ffi.new("float[4]", [0.0, 0.5, 0.0, 1.0]))
+    ext.begin(handle(cmd), obj)
+    vk.vkCmdDraw(cmd, 6, 1, 0, 0)                                      # resultIndex 0: vertex + fragment
+    ext.end(handle(cmd))
+    vk.vkCmdEndRendering(cmd)
+    vkapp.host_barrier(cmd, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_SHADER_WRITE_BIT)
+    ctx.submit([cmd])
+    values = ext.read(obj)
+    ext.destroy(ext.device, obj, None)
+    for shader in shaders:
+        destroy(ctx.device, shader, None)
+    return values
 
 
 if __name__ == "__main__":
+    features13 = vk.VkPhysicalDeviceVulkan13Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
+                                                     dynamicRendering=vk.VK_TRUE)
     shader_object = vk.VkPhysicalDeviceShaderObjectFeaturesEXT(
-        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT, shaderObject=vk.VK_TRUE)
+        sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_OBJECT_FEATURES_EXT, pNext=features13,
+        shaderObject=vk.VK_TRUE)
     features = vk.ffi.new("char[24]")   # VkPhysicalDeviceShaderInstrumentationFeaturesARM -> shader object
     struct.pack_into("<IxxxxQI", vk.ffi.buffer(features), 0, FEATURES_STYPE,
                      handle(vk.ffi.addressof(shader_object)), 1)
