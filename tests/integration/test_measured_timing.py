@@ -92,3 +92,34 @@ def test_an_instrumented_pass_shades_its_measured_fragment_cycles(sessions):
     got = phases(sessions["plain"])
     assert (got["binning"].duration, got["main"].duration) == (binning.duration_ns, static.duration_ns)
     assert static.duration_ns != main.duration_ns
+
+
+def test_each_submit_is_timed_with_its_own_executions(shims, tmp_path):
+    """tests/integration/apps/instrumentation_api.py uses the extension itself: one command buffer
+    (two instrumented dispatches) submitted twice without a clear in between, so its values add up,
+    then a secondary with its own object whose values are read and the object destroyed right
+    after the fence wait. Every instrumented dispatch of every submit lasts the measured cycles of
+    one execution (128 invocations, count 100); the reserved uninstrumented one the static estimate."""
+    from tessera.tools.launch import LaunchConfig, environment
+
+    sys.path.insert(0, str(REPO / "tests" / "integration" / "apps"))
+    import instrumentation_api as api_app
+
+    session = tmp_path / "session"
+    out = run([PYTHON, REPO / "tests" / "integration" / "apps" / "instrumentation_api.py"],
+              environment(LaunchConfig(session)))
+    assert out.returncode == 0, out.stdout + out.stderr
+    dispatches = [(e.submission_id, e.duration, "Shader cost" in x) for _, e, x in driver_events(session)
+                  if x.get("Workload") == "dispatch"]
+    executions = collatz_blocks(api_app.INPUTS, api_app.COUNT, api_app.INVOCATIONS)
+    measured = timing.dispatch(PROFILE, api_app.INVOCATIONS,
+                               measured_cycles("collatz.comp", {0: api_app.LOCAL}, executions)
+                               / api_app.INVOCATIONS).duration_ns
+    static = timing.dispatch(PROFILE, api_app.INVOCATIONS,
+                             cycles_typical("collatz.comp", {0: api_app.LOCAL})).duration_ns
+    instrumented = [(s, d) for s, d, m in dispatches if m]
+    # submits 1 and 2: the same command buffer's two dispatches; submit 3: the secondary's two
+    assert [s for s, _ in instrumented] == [1, 1, 2, 2, 3, 3]
+    assert [d for _, d in instrumented] == [measured] * 6
+    assert measured != static
+    assert [d for _, d, m in dispatches if not m] == [static] * 4    # reserved index; the primary's two
