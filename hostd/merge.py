@@ -11,10 +11,11 @@ It writes `merged.perfetto-trace` (docs/hostd.md "Merge rules"):
     its `Labels` extra_data (`t<N>`) in its process (pid of the event's
     graphics context), with the ANNEX of `s<M>.t<N>` merged over it when the
     `Label stack` holds an `s<M>` label; it keeps all its fields, gets a
-    readable `name` (naming.py) and one extra_data per metadata field
-    (`layer <field>` if the driver already used the name), plus `tag` and
-    `submit`; `Labels` stays exactly as the driver wrote it; an event with
-    no metadata gets `metadata = missing` and keeps the driver's view;
+    readable `name` (naming.py) and one extra_data per metadata field, plus
+    `tag` and `submit`, each fact once (slice_args.py: the driver's entries
+    the metadata states or supersedes are dropped, disagreements marked, raw
+    handles last); `Labels` stays exactly as the driver wrote it; an event
+    with no metadata gets `metadata = missing` and keeps the driver's view;
   - one process track per application process (tracks.py): per queue a
     `vkQueueSubmit (<queue>)` track of submit slices, each holding one child
     slice per workload it ran, the render passes' with
@@ -260,13 +261,16 @@ class _Merger:
         """Join one render-stage event to its metadata, in place; returns its extra_data as
         name -> first value (for the summary).
 
-        What the join adds (name, extra_data) depends only on the process, tag, submit, label
-        stack and the names the driver already used (the index does not change), so it is
-        built once as the encoded fields of a partial event (extra_data entries, the common
-        ones kept encoded in `_entries`, and name) and merged in with one MergeFromString
-        (repeated extra_data appended, name set: the same message as building it field by
-        field): the binning and main phases of a render pass are consecutive and share it
-        (`_last`, keyed by what decides it: pid, Labels, Label stack, the names already there)."""
+        What the join adds (name, extra_data) depends only on the process and the driver's
+        extra_data (Labels and Label stack give tag and submit; the names and values decide
+        what slice_args.reconcile keeps of the driver's view; the index does not change), so
+        it is built once as the encoded fields of a partial event (extra_data entries, the
+        common ones kept encoded in `_entries`, and name) and merged in with one
+        MergeFromString (repeated extra_data appended, name set: the same message as building
+        it field by field); when a driver entry is dropped or renamed, the event's extra_data
+        is cleared first and the partial event starts with the driver's remaining entries.
+        The binning and main phases of a render pass are consecutive and share it (`_last`,
+        keyed by pid and the driver's entries)."""
         self.r.gpu_events += 1
         pid = self.contexts.get((fi, seq), {}).get(e.context) if e.HasField("context") else None
         if pid is None:
