@@ -114,6 +114,24 @@ class ImageMemoryBarrier2(Struct):
                 ("layerCount", u32)]
 
 
+class ExternalMemoryTensorCreateInfo(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("handleTypes", u32)]
+
+
+class PhysicalDeviceExternalTensorInfo(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("flags", u64), ("pDescription", c_ptr), ("handleType", u32)]
+
+
+class ExternalProperties(Struct):
+    """VkExternalTensorPropertiesARM / VkExternalBufferProperties."""
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("externalMemoryFeatures", u32),
+                ("exportFromImportedHandleTypes", u32), ("compatibleHandleTypes", u32)]
+
+
+class PhysicalDeviceExternalBufferInfo(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("flags", u32), ("usage", u32), ("handleType", u32)]
+
+
 class WriteDescriptorSet(Struct):
     _fields_ = [("sType", u32), ("pNext", c_ptr), ("dstSet", u64), ("dstBinding", u32), ("dstArrayElement", u32),
                 ("descriptorCount", u32), ("descriptorType", u32), ("pImageInfo", c_ptr), ("pBufferInfo", c_ptr),
@@ -216,7 +234,7 @@ class Tensors:
         self.format_properties2 = fn(gipa, self.instance, "vkGetPhysicalDeviceFormatProperties2", None, vp, u32, vp)
         self.properties2 = fn(gipa, self.instance, "vkGetPhysicalDeviceProperties2", None, vp, vp)
         self.made: list[Tensor] = []
-        self._gdpa = gdpa
+        self._gdpa, self._gipa = gdpa, gipa
 
     # ---- queries --------------------------------------------------------------------------
     def properties(self) -> TensorProperties:
@@ -236,19 +254,20 @@ class Tensors:
         return tprops.optimalTilingTensorFeatures, tprops.linearTilingTensorFeatures
 
     # ---- objects --------------------------------------------------------------------------
-    def create_info(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL):
+    def create_info(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL,
+                    pnext: int | None = None):
         dims_c = (i64 * len(dims))(*dims)
         strides_c = (i64 * len(strides))(*strides) if strides is not None else None
         desc = TensorDescription(sType=ST_TENSOR_DESCRIPTION, tiling=tiling, format=fmt, dimensionCount=len(dims),
                                  pDimensions=ctypes.addressof(dims_c),
                                  pStrides=ctypes.addressof(strides_c) if strides_c is not None else None, usage=usage)
-        info = TensorCreateInfo(sType=ST_TENSOR_CREATE_INFO, pDescription=desc.ptr())
+        info = TensorCreateInfo(sType=ST_TENSOR_CREATE_INFO, pNext=pnext, pDescription=desc.ptr())
         return info, [dims_c, strides_c, desc]
 
-    def try_create(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL
-                   ) -> tuple[int, int]:
+    def try_create(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL,
+                   pnext: int | None = None) -> tuple[int, int]:
         """(VkResult, handle) of vkCreateTensorARM."""
-        info, keep = self.create_info(fmt, dims, strides, tiling, usage)
+        info, keep = self.create_info(fmt, dims, strides, tiling, usage, pnext)
         out = u64(0)
         result = self.create_tensor(self.device, info.ptr(), None, ctypes.byref(out))
         return result, out.value
@@ -331,11 +350,11 @@ class Tensors:
         self.barrier2(handle(cmd), info.ptr())
 
     def bind_alias(self, fmt: int, dims, memory, mapped, size: int, strides=None, tiling: int = TILING_LINEAR,
-                   usage: int = USAGE_ALL, offset: int = 0) -> Tensor:
+                   usage: int = USAGE_ALL, offset: int = 0, pnext: int | None = None) -> Tensor:
         """A tensor (with a view) bound to the application's `memory` at `offset` (e.g. an image's),
         mapped as `mapped`; the caller destroys it (`drop`)."""
         dims = tuple(int(d) for d in dims)
-        result, t = self.try_create(fmt, dims, strides, tiling, usage)
+        result, t = self.try_create(fmt, dims, strides, tiling, usage, pnext)
         if result != 0:
             raise RuntimeError(f"vkCreateTensorARM: {result}")
         bind = BindTensorMemoryInfo(sType=ST_BIND_TENSOR_MEMORY_INFO, tensor=t, memory=handle(memory),
@@ -359,6 +378,28 @@ class Tensors:
     def drop(self, tensor: Tensor) -> None:
         self.destroy_view(self.device, tensor.view, None)
         self.destroy_tensor(self.device, tensor.handle, None)
+
+    # ---- external memory ----------------------------------------------------------------------
+    def external_properties(self, fmt: int, dims, handle_type: int) -> dict:
+        """vkGetPhysicalDeviceExternalTensorPropertiesARM for a LINEAR tensor of that description,
+        and vkGetPhysicalDeviceExternalBufferProperties for a storage + transfer buffer."""
+        vp = ctypes.c_void_p
+        get_tensor = ctypes.CFUNCTYPE(None, vp, vp, vp)(self._gipa(self.instance,
+                                                                   b"vkGetPhysicalDeviceExternalTensorPropertiesARM"))
+        get_buffer = ctypes.CFUNCTYPE(None, vp, vp, vp)(self._gipa(self.instance,
+                                                                   b"vkGetPhysicalDeviceExternalBufferProperties"))
+        info, keep = self.create_info(fmt, dims)
+        tinfo = PhysicalDeviceExternalTensorInfo(sType=1000460015, pDescription=info.pDescription,
+                                                 handleType=handle_type)
+        tprops = ExternalProperties(sType=1000460016)
+        get_tensor(handle(self.ctx.physical_device), tinfo.ptr(), tprops.ptr())
+        binfo = PhysicalDeviceExternalBufferInfo(sType=1000071002, handleType=handle_type, usage=(
+            vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT))
+        bprops = ExternalProperties(sType=1000071003)
+        get_buffer(handle(self.ctx.physical_device), binfo.ptr(), bprops.ptr())
+        names = ("externalMemoryFeatures", "exportFromImportedHandleTypes", "compatibleHandleTypes")
+        return {"tensor": [getattr(tprops, n) for n in names], "buffer": [getattr(bprops, n) for n in names]}
 
     # ---- push descriptors and update templates (VK_KHR_push_descriptor, Vulkan 1.1) ----------
     def push_commands(self) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import tensor_aliasing
+from . import tensor_aliasing, tensor_external
 from .driver import Driver
 from .objects import CommandBuffer, Device, PhysicalDevice
 from .recording import Work, stage_classes
@@ -246,42 +246,45 @@ def register(drv: Driver) -> None:
             raise TensorError(f"backend {what} failed ({result})")
 
     # ---- tensors ---------------------------------------------------------------------------
-    def make_buffer(dev: Device, size: int) -> int:
-        usage = (vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                 | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+    def make_buffer(dev: Device, size: int, handle_types: int = 0) -> int:
+        usage = tensor_external.BUFFER_USAGE
+        keep: list = []
         info = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                                                 "size": size, "usage": usage})
+        if handle_types:
+            info.pNext = tensor_external.buffer_create_chain(ffi, handle_types, keep)
         out = ffi.new("VkBuffer *")
         check(dev.next.vkCreateBuffer(dev.handle, info, ffi.NULL, out), "vkCreateBuffer")
         return int(out[0])
 
     def tensor_from(dev: Device, st: DeviceTensors, info) -> tuple:
+        """(format, tiling, dims, strides, usage, element bytes, external handle types)."""
         if info == ffi.NULL or info.sType != vk.VK_STRUCTURE_TYPE_TENSOR_CREATE_INFO_ARM:
             raise TensorError("pCreateInfo is not a VkTensorCreateInfoARM")
         if info.sharingMode == vk.VK_SHARING_MODE_CONCURRENT and info.queueFamilyIndexCount <= 1:
             raise TensorError("VUID-VkTensorCreateInfoARM-sharingMode-09723: sharingMode is CONCURRENT but "
                               f"queueFamilyIndexCount is {info.queueFamilyIndexCount}")
-        if structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_TENSOR_CREATE_INFO_ARM,
-                        "VkExternalMemoryTensorCreateInfoARM *") is not None:
-            ext = structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_TENSOR_CREATE_INFO_ARM,
-                               "VkExternalMemoryTensorCreateInfoARM *")
-            if ext.handleTypes:
-                raise TensorError("VUID-VkTensorCreateInfoARM-pNext-09864: external memory handle types "
-                                  f"0x{ext.handleTypes:x} are not compatible (vkGetPhysicalDeviceExternalTensor"
-                                  "PropertiesARM reports none)")
+        ext = structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_TENSOR_CREATE_INFO_ARM,
+                           "VkExternalMemoryTensorCreateInfoARM *")
+        handle_types = int(ext.handleTypes) if ext is not None else 0
+        for bit in (1 << i for i in range(32) if handle_types >> i & 1):
+            if not tensor_external.buffer_properties(drv, dev.physical, bit)[2] & bit:
+                raise TensorError(f"VUID-VkTensorCreateInfoARM-pNext-09864: external memory handle type 0x{bit:x} "
+                                  "is not in the compatibleHandleTypes vkGetPhysicalDeviceExternalTensorPropertiesARM "
+                                  "reports for it")
         fmt, tiling, dims, strides, usage, element = describe(ffi, info.pDescription, st.features)
         if usage & vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM:   # laid out as the backend's linear images
             strides = tensor_aliasing.optimal_strides(drv, dev, dims, element) or strides
-        return fmt, tiling, dims, strides, usage, element
+        return fmt, tiling, dims, strides, usage, element, handle_types
 
     @hooks.replace("vkCreateTensorARM")
     def create_tensor(device, pCreateInfo, pAllocator, pTensor):
         dev = objects.get(device, Device)
         try:
             st = state(dev, "vkCreateTensorARM")
-            fmt, tiling, dims, strides, usage, element = tensor_from(dev, st, pCreateInfo)
+            fmt, tiling, dims, strides, usage, element, handle_types = tensor_from(dev, st, pCreateInfo)
             nbytes = data_bytes(dims, strides, element)
-            buffer = make_buffer(dev, nbytes + SCRATCH_BYTES)
+            buffer = make_buffer(dev, nbytes + SCRATCH_BYTES, handle_types)
         except TensorError as e:
             refuse("vkCreateTensorARM", str(e))
             return VALIDATION_FAILED
@@ -328,8 +331,8 @@ def register(drv: Driver) -> None:
         dev = objects.get(device, Device)
         try:
             st = state(dev, "vkGetDeviceTensorMemoryRequirementsARM")
-            _, _, dims, strides, _, element = tensor_from(dev, st, pInfo.pCreateInfo)
-            buffer = make_buffer(dev, data_bytes(dims, strides, element) + SCRATCH_BYTES)
+            _, _, dims, strides, _, element, handle_types = tensor_from(dev, st, pInfo.pCreateInfo)
+            buffer = make_buffer(dev, data_bytes(dims, strides, element) + SCRATCH_BYTES, handle_types)
         except TensorError as e:
             refuse("vkGetDeviceTensorMemoryRequirementsARM", str(e))
             return
@@ -553,11 +556,23 @@ def register(drv: Driver) -> None:
 
     @hooks.replace("vkGetPhysicalDeviceExternalTensorPropertiesARM")
     def external_properties(physicalDevice, pExternalTensorInfo, pExternalTensorProperties):
-        """No external memory handle type is supported for tensors (none is emulated)."""
-        objects.get(physicalDevice, PhysicalDevice)
+        """What the backend allows for the tensor's backing buffer (tensor_external.py)."""
+        phys = objects.get(physicalDevice, PhysicalDevice)
+        features, export_from, compatible = tensor_external.buffer_properties(
+            drv, phys, int(pExternalTensorInfo.handleType))
         props = pExternalTensorProperties.externalMemoryProperties
-        props.externalMemoryFeatures = props.exportFromImportedHandleTypes = props.compatibleHandleTypes = 0
+        props.externalMemoryFeatures = features
+        props.exportFromImportedHandleTypes = export_from
+        props.compatibleHandleTypes = compatible
 
+    @hooks.also_after("vkGetPhysicalDeviceFeatures2")
+    def after_features2(phys, result, physicalDevice, pFeatures):
+        """Descriptor buffers do not hold tensor descriptors here (docs/tensors.md: a tensor descriptor
+        is a storage buffer plus a metadata record reached through a binding the driver adds)."""
+        f = structs.find(ffi, pFeatures.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_TENSOR_FEATURES_ARM,
+                         "VkPhysicalDeviceDescriptorBufferTensorFeaturesARM *")
+        if f is not None:
+            f.descriptorBufferTensorDescriptors = vk.VK_FALSE
 
 
 def teardown(ffi, dev: Device) -> None:

@@ -94,3 +94,26 @@ def test_templates_and_push_descriptors_with_tensors_match_numpy(result, case):
     tensor descriptors: each dispatch's destination equals its pushed/templated source; a push of
     binding 1 alone keeps binding 0's tensor (pushed descriptors persist)."""
     assert result["templates"][case] is True
+
+
+@pytest.mark.parametrize("handle", ["opaque_fd", "dma_buf", "host_allocation"])
+def test_external_tensor_properties_are_the_backing_buffers(result, handle):
+    """vkGetPhysicalDeviceExternalTensorPropertiesARM answers what the backend allows for a storage +
+    transfer buffer (a tensor is one), handle type by handle type."""
+    got = result["external"]["properties"][handle]
+    assert got["tensor"] == got["buffer"]
+    assert got["tensor"][2]                              # the backend (lavapipe) has each of these
+
+
+def test_tensor_memory_exported_as_an_opaque_fd_and_imported_for_another_tensor(result):
+    ext = result["external"]
+    assert ext["create_with_opaque_fd"] == 0
+    assert ext["exported_then_imported"] is True         # written through the first, read through the second
+
+
+def test_external_handle_type_the_backend_lacks_is_refused(result):
+    ext = result["external"]
+    assert ext["win32_properties"]["tensor"] == [0, 0, 0]
+    assert ext["create_with_opaque_win32"] == VALIDATION_FAILED
+    assert "vkCreateTensorARM: VUID-VkTensorCreateInfoARM-pNext-09864: external memory handle type 0x2" \
+        in result["stderr"]

@@ -259,6 +259,54 @@ def templates_and_pushes(r: Runner) -> dict:
     return out
 
 
+def external_memory(r: Runner) -> dict:
+    """What a tensor can export/import (vs. the backend's answer for a storage buffer), then memory
+    exported as an opaque fd by a tensor's allocation and imported for a second tensor: what was
+    written through the first is read through the second."""
+    opaque_fd = vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT
+    out: dict = {"properties": {name: r.t.external_properties(F32, (3, 7), bit) for name, bit in (
+        ("opaque_fd", opaque_fd), ("dma_buf", vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_DMA_BUF_BIT_EXT),
+        ("host_allocation", vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT))}}
+    shape = (3, 7)
+    data = values(shape, F32)
+    ext = vt.ExternalMemoryTensorCreateInfo(sType=1000460017, handleTypes=opaque_fd)
+    probe = r.t.try_create(F32, shape, pnext=ext.ptr())
+    out["create_with_opaque_fd"] = probe[0]
+    reqs = r.t.requirements_of(probe[1])
+    r.t.destroy_tensor(r.t.device, probe[1], None)
+    type_index = r.ctx.memory_type(reqs.memoryTypeBits, HOST)
+    export = vk.VkExportMemoryAllocateInfo(sType=vk.VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO,
+                                           handleTypes=opaque_fd)
+    memory = vk.vkAllocateMemory(r.ctx.device, vk.VkMemoryAllocateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, pNext=export, allocationSize=reqs.size,
+        memoryTypeIndex=type_index), None)
+    mapped = vk.vkMapMemory(r.ctx.device, memory, 0, reqs.size, 0)
+    first = r.t.bind_alias(F32, shape, memory, mapped, reqs.size, pnext=ext.ptr())
+    first.array()[...] = data
+    get_fd = vk.vkGetDeviceProcAddr(r.ctx.device, "vkGetMemoryFdKHR")
+    fd = get_fd(r.ctx.device, vk.VkMemoryGetFdInfoKHR(sType=vk.VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR,
+                                                      memory=memory, handleType=opaque_fd))
+    imported = vk.vkAllocateMemory(r.ctx.device, vk.VkMemoryAllocateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, allocationSize=reqs.size, memoryTypeIndex=type_index,
+        pNext=vk.VkImportMemoryFdInfoKHR(sType=vk.VK_STRUCTURE_TYPE_IMPORT_MEMORY_FD_INFO_KHR,
+                                         handleType=opaque_fd, fd=fd)), None)
+    second = r.t.bind_alias(F32, shape, imported, None, reqs.size, pnext=ext.ptr())
+    copied = r.t.tensor(F32, shape)
+    r.submit(lambda cmd: r.t.cmd_copy(cmd, second, copied))
+    out["exported_then_imported"] = bool(np.array_equal(copied.array(), data))
+    r.t.drop(second)
+    r.t.drop(first)
+    vk.vkFreeMemory(r.ctx.device, imported, None)
+    vk.vkUnmapMemory(r.ctx.device, memory)
+    vk.vkFreeMemory(r.ctx.device, memory, None)
+    # a handle type the backend's buffers cannot have (a Windows handle) is refused
+    win32 = vt.ExternalMemoryTensorCreateInfo(sType=1000460017,
+                                              handleTypes=vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_BIT)
+    out["win32_properties"] = r.t.external_properties(F32, shape, vk.VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_BIT)
+    out["create_with_opaque_win32"] = r.t.try_create(F32, shape, pnext=win32.ptr())[0]
+    return out
+
+
 def invalid(r: Runner) -> dict:
     aliasing_usage = vt.USAGE_ALL | vt.USAGE_IMAGE_ALIASING
     # a storage-buffer descriptor written to a tensor binding (the backend sees a storage buffer
@@ -291,7 +339,7 @@ def body(ctx) -> str:
     r = Runner(ctx)
     features = r.t.format_features(U8)
     results = {"format_features_u8": list(features), "aliasing": aliasing(r), "dynamic_indexing": dynamic_indexing(r),
-               "templates": templates_and_pushes(r), "invalid": invalid(r)}
+               "templates": templates_and_pushes(r), "external": external_memory(r), "invalid": invalid(r)}
     r.t.close()
     print(json.dumps(results), flush=True)
     return "tensor extras checked"
@@ -299,5 +347,6 @@ def body(ctx) -> str:
 
 if __name__ == "__main__":
     FEATURES, KEEP = vt.device_features()
-    vkapp.run_main("tensor_extras", body, optional_device_extensions=[vt.EXTENSION, "VK_KHR_push_descriptor"],
+    vkapp.run_main("tensor_extras", body, optional_device_extensions=[vt.EXTENSION, "VK_KHR_push_descriptor",
+                                                                         "VK_KHR_external_memory_fd"],
                    device_features=FEATURES)
