@@ -234,13 +234,25 @@ class Instrumenter:
             rec.active = True
 
         def close(dev, commandBuffer) -> None:
+            """Around vkCmdExecuteCommands: the buffer's earlier records are applied (at_record), so
+            every action before it is numbered already."""
             rec = recording(dev, commandBuffer)
             if rec is not None and rec.active:
-                # Number the actions still recorded only in C while the region is open: at
-                # vkEndCommandBuffer they would otherwise be applied later, on the worker.
-                hooks.recorder.wait(commandBuffer)
-                hooks.recorder.apply(dev, commandBuffer)
                 dev.next.vkCmdEndShaderInstrumentationARM(commandBuffer)
+                rec.active = False
+
+        def close_at_end(dev, commandBuffer) -> None:
+            """Before vkEndCommandBuffer: the region ends now, but the actions recorded in C are
+            numbered when the worker applies them, after this; the region counts as open for them
+            until the end hooks run there (after_end)."""
+            rec = recording(dev, commandBuffer)
+            if rec is not None and rec.active:
+                dev.next.vkCmdEndShaderInstrumentationARM(commandBuffer)
+
+        @hooks.also_after("vkEndCommandBuffer")
+        def after_end(dev, result, commandBuffer):
+            rec = recording(dev, commandBuffer)
+            if rec is not None:
                 rec.active = False
 
         def reopen(dev, commandBuffer) -> None:
@@ -249,7 +261,7 @@ class Instrumenter:
                 dev.next.vkCmdBeginShaderInstrumentationARM(commandBuffer, rec.obj)
                 rec.active = True
 
-        hooks.at_record("vkEndCommandBuffer")(lambda dev, commandBuffer: close(dev, commandBuffer))
+        hooks.at_record("vkEndCommandBuffer")(close_at_end)
         hooks.at_record("vkCmdExecuteCommands")(lambda dev, commandBuffer, *a: close(dev, commandBuffer))
         hooks.also_after("vkCmdExecuteCommands")(lambda dev, result, commandBuffer, *a: reopen(dev, commandBuffer))
 
