@@ -20,8 +20,14 @@ the toolkit's global SPIR-V numbering (docs/spirv.md), so tools map them to SPIR
 Helper invocations do not count (their atomics have no effect); a discarded fragment counts the
 blocks it ran before OpKill / OpTerminateInvocation.
 
-Recording: while an object is active in a command buffer, that buffer's commands take their
-Python hooks (recorder.python_path) so each action can be numbered and bound when recorded.
+Shader objects (VK_EXT_shader_object): VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM (bit 11) on a
+compute, vertex or fragment shader object rewrites it the same way; the counters' sets go after
+its set layouts (vertex and fragment: two, one per stage, so separately bound stages share one
+region per draw).
+
+Recording: every command buffer of a device with the feature takes its Python hooks
+(recorder.python_path, from vkBeginCommandBuffer) so each action can be numbered and bound when
+recorded; an instrumented action with no object active binds the discard region, never read.
 Threads: object state is touched by the threads recording command buffers (Vulkan requires
 external synchronisation of an object's command buffers) and by vkGetShaderInstrumentationValues
 on the host after the GPU work completed, as the extension requires.
