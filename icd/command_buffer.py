@@ -19,6 +19,7 @@ def register(drv: Driver) -> None:
         recorder.register(handle, dev.recording_table)
 
     def gone(dev, address: int) -> None:
+        drv.timeline.pull()   # the submits made in C of this buffer reach the timeline first
         with objects.lock:
             cb = objects.by_address.pop(address, None)
         if isinstance(cb, CommandBuffer):
@@ -27,6 +28,7 @@ def register(drv: Driver) -> None:
     def reset(dev, address: int) -> None:
         cb = objects.by_address.get(address)
         if isinstance(cb, CommandBuffer):
+            drv.timeline.pull()
             hooks.recorder.clear(cb.handle)
             cb.reset()
 
@@ -35,6 +37,7 @@ def register(drv: Driver) -> None:
     @hooks.after("vkBeginCommandBuffer")
     def after_begin(cb, result, commandBuffer, pBeginInfo):
         if result == vk.VK_SUCCESS:
+            drv.timeline.pull()
             hooks.recorder.clear(commandBuffer)
             cb.reset()  # vkBeginCommandBuffer implicitly resets (spec 6.4)
             cb.state = CommandBufferState.RECORDING
@@ -42,9 +45,14 @@ def register(drv: Driver) -> None:
     @hooks.after("vkEndCommandBuffer")
     def after_end(cb, result, commandBuffer):
         cb.state = CommandBufferState.EXECUTABLE if result == vk.VK_SUCCESS else CommandBufferState.INVALID
+        # Its submits may skip Python unless they hold work timed only after execution (submit.py).
+        drv.timeline.start()
+        hooks.recorder.set_submit_ok(commandBuffer, drv.c_submits and result == vk.VK_SUCCESS
+                                     and not cb.needs_completion)
 
     @hooks.after("vkResetCommandBuffer")
     def after_reset(cb, result, commandBuffer, flags):
         if result == vk.VK_SUCCESS:
+            drv.timeline.pull()
             hooks.recorder.clear(commandBuffer)
             cb.reset()

@@ -36,7 +36,7 @@ def install(ffi, lib) -> None:
         return
     log = configure("icd", settings.log)
     errors = HookErrors(log)
-    drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile)
+    drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile, c_submits=settings.c_submits)
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
     for module in (instance, device, command_buffer, labels, recording, submit, core_builtins, tensor_descriptors,

@@ -4,6 +4,8 @@ TESSERA_BACKEND_ICD  manifest (JSON) of the backend driver; default: lavapipe's
                      from the standard driver-manifest directories.
 TESSERA_GPU          GPU profile key (see profiles.PROFILES); default mali-g720.
 TESSERA_SESSION_DIR  where gpu.perfetto-trace goes; default: a new temporary folder.
+TESSERA_C_SUBMITS    0: every submit takes the Python path (vkapi/submits.py); for
+                     comparing the two paths, default on.
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ class IcdSettings:
     profile: GpuProfile
     log: LogSettings
     session_dir: Path | None
+    c_submits: bool = True
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "IcdSettings":
@@ -32,4 +35,4 @@ class IcdSettings:
         backend = environ.get("TESSERA_BACKEND_ICD")
         session = environ.get("TESSERA_SESSION_DIR")
         return cls(Path(backend) if backend else None, PROFILES[key], LogSettings.from_environ(environ),
-                   Path(session) if session else None)
+                   Path(session) if session else None, environ.get("TESSERA_C_SUBMITS") != "0")

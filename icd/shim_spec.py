@@ -11,6 +11,7 @@ from tessera.vkapi.commands import COMMAND_BUFFER_LIFETIME, DEVICE_QUEUES
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.recorder import Recorded
+from tessera.vkapi.submits import SubmitPath
 
 from .recording import RECORDING_HOOKS
 from .submit import CALLS as SUBMIT_CALLS, SUBMIT_HOOKS
@@ -170,6 +171,7 @@ def spec() -> "ShimSpec":
         c_glue=C_GLUE,
         init_module="tessera.icd.entry",
         recorded=RECORDED,
+        submit_path=SubmitPath(),
         extra_cdef=DLFCN_CDEF,
         manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},
         manifest_dir=paths.ICD_MANIFEST_DIR,

@@ -2,13 +2,17 @@
 
 The timeline gets a submit after the backend accepted it (a rejected submit
 executes nothing), with the host time taken when the hook runs; its worker
-places it (timeline.py). A submit holding work timed only after execution
-is followed by the driver's completion fence (completion.py). Where the
+places it (timeline.py). Most submits never reach Python at submit time:
+the shim's C path (vkapi/submits.py) forwards and records them, and the
+timeline pulls the records; a buffer may take that path once its recording
+is applied and it holds nothing timed only after execution. A submit that
+does is followed by the driver's completion fence (completion.py). Where the
 application observes completion (fence and idle waits), the timeline
 settles first, so what the application knows has run is in the trace.
 """
 from __future__ import annotations
 
+from tessera.vkapi.submits import SubmitLedger
 from tessera.vkapi.vkconst import vk
 
 from .completion import Fences
@@ -19,6 +23,21 @@ from .timeline import batch
 
 def register(drv: Driver) -> None:
     ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+    ledger = SubmitLedger(ffi, drv.lib, lambda message: hooks.errors.log.warning("%s", message))
+
+    def made_in_c() -> list:
+        """The submits the C path made, as the timeline takes them."""
+        out = []
+        for s in ledger.take():
+            queue = objects.by_address.get(s.queue)
+            if not isinstance(queue, Queue):   # cannot happen: the queue's device is alive
+                continue
+            batches = [batch([objects.by_address[a] for a in cbs], waits, signals)
+                       for cbs, waits, signals in s.batches]
+            out.append((queue, batches, s.boottime_ns))
+        return out
+
+    drv.timeline.take_submits_from(made_in_c)
 
     def hand_over(queue: Queue, batches) -> None:
         completion = None

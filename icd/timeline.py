@@ -14,13 +14,16 @@ buffers' op lists as they are at submit), each queue-label change and each
 semaphore's end to one worker, in call order, so a vkQueueSubmit costs
 microseconds whatever it holds; the worker owns every queue's label stack,
 the emulated GPUs and the trace, and flushes the trace after each submit.
-A batch holding workloads whose facts exist only after execution (indirect
-sizes, measured shader executions: `at_completion` on Work and Draw) waits
-for the driver's completion fence (completion.py) first. `settle()` returns
-once everything handed over so far is in the trace: the driver calls it
-where the application observes completion (fence and idle waits) and before
-vkDestroyDevice; it never waits for GPU work the application has yet to
-unblock.
+Submits the shim made in C (vkapi/submits.py) reach the timeline through
+`pull`, which every hand-over calls first, under one lock, so C and Python
+submits stay in call order; the worker pulls too when it has been idle for a
+while. A batch holding workloads whose facts exist only after execution
+(indirect sizes, measured shader executions: `at_completion` on Work and
+Draw) waits for the driver's completion fence (completion.py) first.
+`settle()` returns once everything handed over so far is in the trace: the
+driver calls it where the application observes completion (fence and idle
+waits) and before vkDestroyDevice; it never waits for GPU work the
+application has yet to unblock.
 """
 from __future__ import annotations
 
@@ -39,6 +42,12 @@ from tessera.vkapi.render_passes import PassInfo
 from .recording import Draw, Work
 from .scheduler import EmulatedGpu, QueueOrder
 from .trace import GpuTrace, boottime_ns
+
+
+# How long the worker waits for a hand-over before it looks for submits made in C: short while they
+# come, doubling up to the longest while none do.
+PULL_MIN_S = 0.002
+PULL_MAX_S = 0.05
 
 
 @dataclass
@@ -83,6 +92,8 @@ class Timeline:
         self._progress = threading.Condition()
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._order = threading.Lock()   # pulling C submits and handing over, as one step
+        self._source: Callable[[], list] | None = None
 
     @property
     def trace(self) -> GpuTrace:
@@ -91,6 +102,20 @@ class Timeline:
         return self._trace
 
     # ---- the application's threads: hand over, in call order ---------------------------------
+    def take_submits_from(self, source: Callable[[], list[tuple[Queue, list[Batch], int]]]) -> None:
+        """`source()`: the submits made in C since the last call, as (queue, batches, host time)."""
+        self._source = source
+
+    def pull(self) -> None:
+        """Hand over the submits made in C so far (before a command buffer they hold is reset)."""
+        with self._order:
+            self._pull()
+
+    def _pull(self) -> None:
+        if self._source is not None:
+            for queue, batches, host in self._source():
+                self._put(self._place_submit, (queue, batches, host, None))
+
     def submit(self, queue: Queue, batches: list[Batch], completion: tuple[Any, Any] | None = None) -> None:
         """`completion`: (completion.Fences, fence) signalled once the batches' GPU work completed."""
         self._hand_over(self._place_submit, queue, batches, boottime_ns(), completion)
@@ -105,19 +130,26 @@ class Timeline:
     def settle(self, block: bool = False) -> None:
         """Return once every job handed over so far has run, or (unless `block`) once the worker
         waits for GPU work that has not completed."""
+        self.pull()
         target = self._queued
         with self._progress:
             while self._done < target and (block or not self._stalled):
                 self._progress.wait()
 
     def _hand_over(self, fn: Callable, *args) -> None:
+        with self._order:
+            self._pull()
+            self._put(fn, args)
+
+    def _put(self, fn: Callable, args: tuple) -> None:
         if self._worker is None:
-            self._start()
+            self.start()
         ticket = next(self._tickets)
         self._jobs.put((ticket, fn, args))
-        self._queued = max(self._queued, ticket)
+        self._queued = ticket
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the worker (once): before the first submit that may be made in C."""
         with self._start_lock:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, name="tessera-timeline", daemon=True)
@@ -126,8 +158,15 @@ class Timeline:
 
     # ---- the worker ---------------------------------------------------------------------------
     def _run(self) -> None:
+        idle_s = PULL_MIN_S
         while True:
-            ticket, fn, args = self._jobs.get()
+            try:
+                ticket, fn, args = self._jobs.get(timeout=idle_s)
+            except queues.Empty:   # idle: look for submits made in C, more rarely the longer none come
+                before = self._queued
+                self.pull()
+                idle_s = PULL_MIN_S if self._queued != before else min(idle_s * 2, PULL_MAX_S)
+                continue
             try:
                 fn(*args)
             except Exception:   # one bad job costs that job's events only

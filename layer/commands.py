@@ -34,13 +34,19 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
             dev.recording_table = hooks.recorder.device_table(dev.next, label_source=dev.next)
         hooks.recorder.register(handle, dev.recording_table)
 
+    def pull() -> None:
+        """Submits made in C are reported before their buffers or queues change (queues.py)."""
+        state.session.pull_submits()
+
     def gone(dev, address: int) -> None:
+        pull()
         tracker = dev.command_buffers.pop(address, None)
         if tracker is not None:
             hooks.recorder.unregister(tracker.handle)
             release_captures(dev, tracker)
 
     def reset(dev, tracker: CommandBufferTracker) -> None:
+        pull()
         release_captures(dev, tracker)
         tracker.reset()
 
@@ -103,13 +109,18 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
 
     @hooks.replace("vkQueueBeginDebugUtilsLabelEXT")
     def queue_begin_label(queue, pLabelInfo):
-        queue_of(queue).labels.append(structs.string(ffi, pLabelInfo.pLabelName))
+        pull()
+        q = queue_of(queue)
+        q.labels.append(structs.string(ffi, pLabelInfo.pLabelName))
+        state.session.note_queue(q)
 
     @hooks.replace("vkQueueEndDebugUtilsLabelEXT")
     def queue_end_label(queue):
-        labels = queue_of(queue).labels
-        if labels:   # a pop without a push is tolerated
-            labels.pop()
+        pull()
+        q = queue_of(queue)
+        if q.labels:   # a pop without a push is tolerated
+            q.labels.pop()
+        state.session.note_queue(q)
 
     @hooks.replace("vkQueueInsertDebugUtilsLabelEXT")
     def queue_insert_label(queue, pLabelInfo):

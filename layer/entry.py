@@ -9,6 +9,7 @@ from __future__ import annotations
 from tessera.vkapi import pipelines, resource_hooks
 from tessera.vkapi.dispatch import HookSet, guarded
 from tessera.vkapi.log import HookErrors, configure
+from tessera.vkapi.submits import SubmitLedger
 
 from . import chain, commands, encoder, queues, render_passes, workloads
 from .indirect import Capturer
@@ -31,7 +32,7 @@ def install(ffi, lib) -> None:
     errors = HookErrors(log)
     hooks = HookSet(errors)
     transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
-    state = LayerState(ffi, Session(transport))
+    state = LayerState(ffi, Session(transport, lib.tessera_next_submit, lib.tessera_set_frame))
     labeller = Labeller(ffi, lib.tessera_next_tag)
     capturer = Capturer(ffi, transport.send, labeller, log)
 
@@ -40,7 +41,14 @@ def install(ffi, lib) -> None:
     if by_region is not None:   # one slot for chain.py and queues.py: both extensions behind it
         instrumenter = Extensions(instrumenter, by_region)
 
+    ledger = SubmitLedger(ffi, lib, lambda message: log.warning("%s", message)) if settings.c_submits else None
+
     def on_destroy_device(dev) -> None:
+        state.session.pull_submits()
+        for q in dev.queues.values():   # its queues no longer keep submits on the Python path
+            if q.python_submits and ledger is not None:
+                q.python_submits = False
+                ledger.python_reason(False)
         capturer.destroy(dev)
         if by_region is not None:
             by_region.destroy(dev)
@@ -53,7 +61,7 @@ def install(ffi, lib) -> None:
     commands.register(hooks, state, ffi, capturer.release)
     render_passes.register(hooks, state, labeller, capturer)
     workloads.register(hooks, state, labeller, capturer)
-    queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter)
+    queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter, ledger)
     capturer.register(hooks)
     for extension in (instrumenter.items if isinstance(instrumenter, Extensions) else [instrumenter]):
         if extension is not None:   # after the modules whose appliers it extends

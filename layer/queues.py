@@ -12,9 +12,20 @@ the driver's events carry `s<submitID> / … / t<tagID>` and `submitID.tagID`
 names one running workload. Frames end at vkQueuePresentKHR or at a
 VkFrameBoundaryEXT (VK_EXT_frame_boundary, emulated by the layer when the
 driver lacks it) in a submit or present.
+
+Most submits never reach Python when they are made: a command buffer whose
+submits need nothing of the queue's state (`reported_from_c`: no labels, no
+split pass, no capture; decided once, at vkEndCommandBuffer) is submitted by
+the shim's C path (vkapi/submits.py), which numbers the submit and wraps it
+when the buffer was submitted before, as the Python path does, while no queue
+has application labels or a suspended pass open (`python_submits`). `pull`
+reports those submits, in order, before anything they depend on changes
+(Python submits, labels, resets, frames, waits, flushes) and from the
+transport's sender when it is idle.
 """
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -114,10 +125,66 @@ def _close(plan: Plan, opened: OpenPass) -> None:
     plan.tags += [c.tag for c in opened.captures]   # copies recorded after the pass ended
 
 
-def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None) -> None:
-    """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits)."""
+def reported_from_c(t: CommandBufferTracker) -> bool:
+    """Whether a submit of this buffer, with no queue labels and no pass open on its queue, plans to
+    its tags alone: no ANNEX, no capture, nothing that changes the queue's state."""
+    for op, v in t.ops:
+        if op == "workload":
+            if v.capture is not None or v.local_labels or v.pops_below_start:
+                return False
+        elif op == "pass":
+            w = v.workload
+            if w is None or v.suspends or v.captures or w.local_labels or w.pops_below_start:
+                return False
+        else:   # labels, secondaries
+            return False
+    return True
+
+
+def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None) -> None:
+    """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits).
+    `ledger`: the shim's vkapi.submits.SubmitLedger (None: every submit takes the Python path)."""
     session = state.session
     send = session.transport.send
+    order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
+
+    def pull() -> None:
+        """Report the submits made in C so far, in order."""
+        if ledger is None:
+            return
+        with order:
+            _pull()
+
+    def _pull() -> None:
+        for s in ledger.take():
+            try:
+                queue = ffi.cast("VkQueue", s.queue)
+                dev = state.owner_of(queue)
+                q = dev.queues[s.queue]
+                batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
+                plan = plan_submit(s.submit_id, q, batches)
+                report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
+            except Exception:
+                errors.report("vkQueueSubmit", "reporting a submit made in C")
+
+    session.pull_submits = pull
+    session.transport.before_flush.append(pull)
+
+    def note_queue(q: QueueTracker) -> None:
+        """Submits take the Python path while a queue has labels or a suspended pass open."""
+        busy = bool(q.labels) or q.open_pass is not None
+        if ledger is not None and busy != q.python_submits:
+            q.python_submits = busy
+            ledger.python_reason(busy)
+
+    session.note_queue = note_queue
+
+    @hooks.also_after("vkEndCommandBuffer")
+    def after_end(dev, result, commandBuffer):
+        if ledger is not None:
+            t = state.command_buffer(dev, commandBuffer)
+            hooks.recorder.set_submit_ok(commandBuffer, result == vk.VK_SUCCESS and instrumenter is None
+                                         and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
 
     def frame_boundaries(pnext) -> list[int]:
         fb = structs.find(ffi, pnext, vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT, "VkFrameBoundaryEXT *")
@@ -130,8 +197,15 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None) -
         q = dev.queues[state.address(queue)]
         plan = None
         try:
-            batches = [[state.command_buffer(dev, h) for h in handles] for handles in batches_of()]
-            plan = plan_submit(session.next_submit(), q, batches)
+            with order:
+                if ledger is not None:
+                    _pull()
+                batches = [[state.command_buffer(dev, h) for h in handles] for handles in batches_of()]
+                plan = plan_submit(session.next_submit(), q, batches)
+                note_queue(q)
+            if ledger is not None:
+                for t in plan.primaries:   # the C path's count of earlier submits, for its reuse test
+                    hooks.recorder.count_submit(t.handle)
             plan.frame_ends = [f for p in pnexts() for f in frame_boundaries(p)]
             capturer.before_submit(dev, plan.trackers)
         except Exception:
@@ -148,14 +222,15 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None) -
             labeller.queue_pop(dev, queue)
         if plan is not None and result == vk.VK_SUCCESS:
             try:
-                report(dev, q, queue, plan, wrapped, called_ns, returned_ns - called_ns)
+                report(dev, q, queue, plan, wrapped, called_ns, returned_ns - called_ns, session.frame)
             except Exception:
                 errors.report("vkQueueSubmit", "sending the submit's metadata")
         return result
 
-    def report(dev, q: QueueTracker, queue, plan: Plan, wrapped: bool, time_ns: int, duration_ns: int) -> None:
+    def report(dev, q: QueueTracker, queue, plan: Plan, wrapped: bool, time_ns: int, duration_ns: int,
+               frame: int) -> None:
         send(encoder.submit, plan.submit_id, dev.address, q.name, [t.address for t in plan.primaries], plan.tags,
-             session.frame, wrapped, time_ns, duration_ns)
+             frame, wrapped, time_ns, duration_ns)
         for tag, fields in plan.annexes.items():
             send(encoder.annex, plan.submit_id, tag, fields)
         readers = instrumenter.readers(dev, plan.submit_id, plan.trackers) if instrumenter else []
@@ -215,6 +290,7 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None) -
 
     @hooks.after("vkQueuePresentKHR")
     def after_present(dev, result, queue, pPresentInfo):
+        pull()   # the frame's submits made in C, before the frame ends
         q = dev.queues.get(state.address(queue))
         if q is None:
             return
@@ -224,12 +300,15 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None) -
 
     @hooks.after("vkQueueWaitIdle")
     def after_queue_wait(dev, result, queue):
+        pull()
         capturer.poll(dev)
 
     @hooks.after("vkDeviceWaitIdle")
     def after_device_wait(dev, result, device):
+        pull()
         capturer.poll(dev)
 
     @hooks.after("vkWaitForFences")
     def after_wait_fences(dev, result, device, count, pFences, waitAll, timeout):
+        pull()
         capturer.poll(dev)

@@ -10,6 +10,7 @@ from tessera.vkapi import paths
 from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.recorder import Recorded
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
+from tessera.vkapi.submits import SubmitPath
 
 from .commands import COMMAND_HOOKS
 from .queues import QUEUE_HOOKS
@@ -128,6 +129,8 @@ def spec() -> "ShimSpec":
         c_glue=C_GLUE,
         init_module="tessera.layer.entry",
         recorded=RECORDED,
+        # Submits of buffers that need nothing of the queue's state skip Python (queues.py).
+        submit_path=SubmitPath(number=True, wrap=True, frame_boundary=True),
         manifest={
             "file_format_version": "1.2.0",
             "layer": {

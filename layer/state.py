@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from tessera.vkapi.dispatch import DispatchTable
 from tessera.vkapi.resources import Resources
@@ -47,12 +47,29 @@ class DeviceState:
 
 
 class Session:
-    """Process-wide counters and the transport (tagIDs, submitIDs and frames are per process)."""
+    """Process-wide counters and the transport (tagIDs, submitIDs and frames are per process).
 
-    def __init__(self, transport) -> None:
+    `next_submit` and `set_frame` are the shim's C counter and frame (vkapi/submits.py), which
+    submits made in C use too; without them (tests), Python's own."""
+
+    def __init__(self, transport, next_submit: Callable[[], int] | None = None,
+                 set_frame: Callable[[int], None] | None = None) -> None:
         self.transport = transport
-        self.next_submit = itertools.count(1).__next__    # atomic under the GIL
-        self.frame = 0
+        self.next_submit = next_submit or itertools.count(1).__next__    # atomic under the GIL
+        self._set_frame = set_frame or (lambda frame: None)
+        self._frame = 0
+        # Set by queues.py: report the submits made in C so far; note a queue's labels or open pass.
+        self.pull_submits: Callable[[], None] = lambda: None
+        self.note_queue: Callable[[Any], None] = lambda queue: None
+
+    @property
+    def frame(self) -> int:
+        return self._frame
+
+    @frame.setter
+    def frame(self, number: int) -> None:
+        self._frame = number
+        self._set_frame(number)
 
 
 class LayerState:

@@ -88,6 +88,7 @@ class QueueTracker:
     name: str
     labels: list[str] = field(default_factory=list)   # the application's label stack on this queue
     open_pass: "OpenPass | None" = None                # a render pass suspended at the end of a submit
+    python_submits: bool = False   # labels or an open pass: submits take the Python path (queues.py)
 
 
 @dataclass

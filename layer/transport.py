@@ -164,6 +164,10 @@ class _Connection:
                 raise DaemonStalled(f"acknowledged nothing for {STALL_S} s")
 
 
+# How often an idle sender looks for messages the layer has not queued yet (submits made in C).
+IDLE_PULL_S = 0.05
+
+
 class Transport:
     """Application threads call `send` (a deque append, atomic under the GIL, and a wake-up
     only when the sender sleeps); one sender thread does all network and spool I/O."""
@@ -184,6 +188,9 @@ class Transport:
         self._stall_wait = STALL_RETRY_S[0]                 # retry delay after the next stall
         self._diverting = False                             # the daemon is configured, the spool gets frames
         self.spool_path: Path | None = None
+        # Called before each flush and whenever the sender has been idle for IDLE_PULL_S: the layer
+        # reports the submits its C path made (queues.py), whose messages are not queued yet.
+        self.before_flush: list[Callable[[], None]] = []
         atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
     def send(self, frame: bytes | Callable[..., bytes], *args) -> None:
@@ -208,6 +215,7 @@ class Transport:
 
     def flush(self, timeout: float = 10.0) -> bool:
         """Wait until every frame queued so far is acknowledged by hostd or written to the spool (synced)."""
+        self._pull_sources()
         marker = threading.Event()
         self._queue.append(marker)
         self._kick()
@@ -225,10 +233,18 @@ class Transport:
         if conn is not None:
             conn.sock.close()
 
+    def _pull_sources(self) -> None:
+        for pull in self.before_flush:
+            try:
+                pull()
+            except Exception:   # a source reports its own failures; this is the last net
+                self.log.exception("tessera sender: cannot take the submits made in C")
+
     def _run(self) -> None:
         queue = self._queue
         while True:
-            self._wake.wait()
+            if not self._wake.wait(IDLE_PULL_S):
+                self._pull_sources()
             self._wake.clear()
             while queue:
                 frames, marker = [], None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import recorder, registry
+from . import recorder, registry, submits
 from .dispatch import RETURN_FAILURE
 
 # What a command returns when it can be neither run nor forwarded, as C: dispatch.RETURN_FAILURE's values.
@@ -75,9 +75,11 @@ void tessera_note_next(int index, PFN_vkVoidFunction fn);
 """
 
 
-def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | None = None) -> str:
+def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | None = None,
+             submit_path: "submits.SubmitPath | None" = None) -> str:
     """Guards for `hooks` (canonical command names, in the order of the table); the commands in
-    `recorded` first try the C recording path (recorder.py), which needs no Python at all."""
+    `recorded` first try the C recording path (recorder.py), and with a `submit_path` the
+    submits first try the C submit path (submits.py): both need no Python at all."""
     vk = registry.load()
     names = list(hooks)
     recorded = recorded or {}
@@ -100,6 +102,8 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
             call_hook = f"return hook_{name}({args});"
             forward = f"return next ? next({args}) : {failure};"
         fast = recorder.fast_path(name, index, recorded[name]) if name in recorded else ""
+        if submit_path is not None and name in submits.COMMANDS:
+            fast = submits.fast_path(name, index, submit_path)
         out.append(
             f"static {ret} hook_{name}({params});\n"
             f"static {ret} guard_{name}({params})\n{{\n"
@@ -113,6 +117,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
             + _NEXT_TABLE
             + recorder.formats_table(names, recorded)
             + recorder.SUPPORT_C
+            + submits.support_c()
             + "".join(out)
             + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"
             + f"static const PFN_vkVoidFunction tessera_guard_pointers[] = {{\n    {table_pointers}\n}};\n"

@@ -109,6 +109,8 @@ typedef struct tessera_device {
     PFN_vkCmdEndDebugUtilsLabelEXT label_end;
     PFN_vkCmdDebugMarkerBeginEXT marker_begin;
     PFN_vkCmdDebugMarkerEndEXT marker_end;
+    PFN_vkVoidFunction queue_label_begin;            /* s<submitID> queue labels (layer, submits.py) */
+    PFN_vkVoidFunction queue_label_end;
 } tessera_device;
 
 typedef struct tessera_cb {
@@ -118,6 +120,8 @@ typedef struct tessera_cb {
     size_t used, cap;
     uint64_t dropped;            /* records lost to a failed allocation, reported by Python */
     int python_path;             /* set by Python: this buffer's commands take their Python hooks */
+    int submit_ok;               /* set by Python: a submit of this buffer may take the C path (submits.py) */
+    uint64_t submits;            /* times submitted since recorded (submits.py) */
     size_t last;                 /* offset of the last record, for folding */
     uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
 } tessera_cb;
@@ -265,7 +269,10 @@ int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dro
 void tessera_cb_clear(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; }
+    if (cb) {
+        cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0;
+        cb->submit_ok = 0; cb->submits = 0;
+    }
 }
 
 /* Python: while on, the buffer's recorded commands take their Python hooks instead (a driver
@@ -322,6 +329,8 @@ typedef struct tessera_device {
     PFN_vkCmdEndDebugUtilsLabelEXT label_end;
     PFN_vkCmdDebugMarkerBeginEXT marker_begin;
     PFN_vkCmdDebugMarkerEndEXT marker_end;
+    PFN_vkVoidFunction queue_label_begin;            /* s<submitID> queue labels (layer, submits.py) */
+    PFN_vkVoidFunction queue_label_end;
 } tessera_device;
 int tessera_cb_register(void *handle, tessera_device *dev);
 void tessera_cb_unregister(void *handle);
@@ -497,6 +506,11 @@ class Recorder:
                 fn = getattr(label_source, command, None)
                 if fn is not None:
                     setattr(dev, field_name, ffi.cast(f"PFN_{command}", fn))
+            for field_name, command in (("queue_label_begin", "vkQueueBeginDebugUtilsLabelEXT"),
+                                        ("queue_label_end", "vkQueueEndDebugUtilsLabelEXT")):
+                fn = getattr(label_source, command, None)
+                if fn is not None:
+                    setattr(dev, field_name, ffi.cast("PFN_vkVoidFunction", fn))
         return dev
 
     def register(self, handle, device_table) -> None:
@@ -508,6 +522,14 @@ class Recorder:
 
     def clear(self, handle) -> None:
         self.lib.tessera_cb_clear(handle)
+
+    def set_submit_ok(self, handle, ok: bool) -> None:
+        """Whether a submit of the buffer may take the C path (submits.py); reset with the buffer."""
+        self.lib.tessera_cb_set_submit_ok(handle, 1 if ok else 0)
+
+    def count_submit(self, handle) -> None:
+        """A submit of the buffer took the Python path: count it as the C path would."""
+        self.lib.tessera_cb_count_submit(handle)
 
     def python_path(self, handle, on: bool) -> None:
         """Route the buffer's recorded commands to their Python hooks (True) or back to C."""

@@ -33,9 +33,9 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cdecl, guards, paths, recorder
+from . import cdecl, guards, paths, recorder, submits
 
-GENERATOR_FILES = ("shim.py", "guards.py", "recorder.py", "cdecl.py", "cdecl_manual.py", "registry.py", "constants_gen.py")
+GENERATOR_FILES = ("shim.py", "guards.py", "recorder.py", "submits.py", "cdecl.py", "cdecl_manual.py", "registry.py", "constants_gen.py")
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class ShimSpec:
     init_module: str           # Python module with install(ffi, lib)
     extra_cdef: str = ""       # declarations for cffi only (their C side comes from system headers)
     recorded: dict = field(default_factory=dict)  # command -> recorder.Recorded: recorded in C
+    submit_path: "submits.SubmitPath | None" = None   # vkQueueSubmit(2) take the C path when they can
     manifest: dict = field(default_factory=dict)  # JSON manifest; "library_path" is filled in
     manifest_dir: Path = paths.BUILD_DIR
 
@@ -225,7 +226,7 @@ def _fingerprint(spec: ShimSpec, decls_inputs: str) -> str:
     h = hashlib.sha256(generator_fingerprint().encode())
     h.update(repr((spec.module_name, spec.library_name, spec.hooks, spec.calls, spec.extra_types,
                    spec.embedding_api, spec.c_glue, spec.init_module, spec.extra_cdef, spec.manifest,
-                   sorted(spec.recorded.items()))).encode())
+                   sorted(spec.recorded.items()), spec.submit_path)).encode())
     h.update(decls_inputs.encode())
     h.update(sys.version.encode())
     import cffi
@@ -252,6 +253,7 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
     ffi.cdef(decls.python_hooks)
     ffi.cdef(guards.CDEF)
     ffi.cdef(recorder.CDEF % len(decls.hooks))
+    ffi.cdef(submits.CDEF)
     if spec.extra_cdef:
         ffi.cdef(spec.extra_cdef)
     ffi.embedding_api(spec.embedding_api)
@@ -260,7 +262,7 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
                f"#define TESSERA_PYTHON {json.dumps(sys.executable)}\n"
                f"#define TESSERA_SHIM_NAME {json.dumps(spec.library_name)}\n"
                f"#define TESSERA_PATH_PREFIX_CODE {json.dumps(PATH_PREFIX_CODE.format(site_dirs=_site_dirs()))}\n")
-    source = header + defines + PRELUDE + decls.cdef + guards.c_source(decls.hooks, spec.recorded) + spec.c_glue
+    source = header + defines + PRELUDE + decls.cdef + guards.c_source(decls.hooks, spec.recorded, spec.submit_path) + spec.c_glue
     # -z nodelete: the loader dlcloses drivers and layers after the last vkDestroyInstance, but the
     # embedded cffi modules stay in sys.modules and would point into unmapped memory.
     ffi.set_source(spec.module_name, source, libraries=["dl", "pthread"],

@@ -1,0 +1,97 @@
+"""Submits made in C (vkapi/submits.py) report and time exactly what the Python path does.
+
+tests/integration/apps/submit_paths.py mixes submits both shims can make in C (a reusable
+buffer without labels) with ones that need Python (labels in the buffer, a queue label open),
+through vkQueueSubmit and vkQueueSubmit2, with two batches joined by a semaphore. It runs with
+the C path (default) and with TESSERA_C_SUBMITS=0; the layer's SUBMIT and ANNEX messages and
+the driver's GPU events must be what the app's docstring says, and the same in both runs.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+from tessera.schemas import perfetto as pf
+from tessera.schemas.frames import MessageType, iter_file
+
+APP = REPO / "tests" / "integration" / "apps" / "submit_paths.py"
+
+
+def _session(tmp_path_factory, c_submits: bool) -> dict:
+    from tessera.tools.launch import LaunchConfig, environment
+
+    d = tmp_path_factory.mktemp("c" if c_submits else "python") / "session"
+    env = environment(LaunchConfig(d))
+    env.pop("TESSERA_HOSTD", None)
+    if not c_submits:
+        env["TESSERA_C_SUBMITS"] = "0"
+    proc = run([PYTHON, APP], env)
+    assert proc.returncode == 0 and "submit_paths: OK" in proc.stdout, proc.stdout + proc.stderr
+    (spool,) = d.glob("layer-*.spool")
+    submits, annexes, workloads = [], {}, {}
+    for f in iter_file(spool):
+        if f.type == MessageType.SUBMIT:
+            submits.append((f.sequence, f.payload()))
+        elif f.type == MessageType.ANNEX:
+            annexes.setdefault(f.sequence, {})[f.tag] = f.payload()
+        elif f.type == MessageType.WORKLOAD:
+            workloads[f.tag] = f.payload()
+    packets = list(pf.read_packets(d / "gpu.perfetto-trace"))
+    check = pf.check_render_stages(packets)
+    assert check.problems == []
+    events = []
+    for p in packets:
+        if p.HasField("gpu_render_stage_event"):
+            e = p.gpu_render_stage_event
+            events.append((p.timestamp, p.timestamp + e.duration, pf.extra(e, "Label stack")))
+    return {"submits": submits, "annexes": annexes, "workloads": workloads, "events": sorted(events)}
+
+
+@pytest.fixture(scope="module")
+def runs(shims, tmp_path_factory) -> dict[bool, dict]:
+    return {c: _session(tmp_path_factory, c) for c in (True, False)}
+
+
+def _tags(run_: dict) -> tuple[int, int]:
+    """The tags of buffers A and L (A fills at offset 0, L inside the label)."""
+    fills = sorted(run_["workloads"])
+    assert len(fills) == 2, run_["workloads"]
+    return fills[0], fills[1]
+
+
+@pytest.mark.parametrize("c_submits", [True, False], ids=["C path", "Python path"])
+def test_submits_are_numbered_wrapped_and_tagged_as_documented(runs, c_submits):
+    got = runs[c_submits]
+    a, l_ = _tags(got)
+    ids = [sid for sid, _ in got["submits"]]
+    assert ids == list(range(1, 8))   # numbered in call order, whichever path made them
+    by_id = dict(got["submits"])
+    assert [by_id[i]["tags"] for i in ids] == [[a], [a], [l_], [a], [a], [a, l_], [a]]
+    # Wrapped in s<N>: a buffer submitted before, or an ANNEX (the queue label "q" around submit 4).
+    assert [by_id[i]["annexed"] for i in ids] == [False, True, False, True, True, True, True]
+    assert got["annexes"] == {4: {a: {"labels": ["q"]}}}
+
+
+@pytest.mark.parametrize("c_submits", [True, False], ids=["C path", "Python path"])
+def test_gpu_events_carry_each_submits_labels(runs, c_submits):
+    got = runs[c_submits]
+    a, l_ = _tags(got)
+    stacks = [stack for _, _, stack in got["events"]]   # the layer keeps the application's labels (ANNEX)
+    assert stacks == [f"t{a}", f"s2 / t{a}", f"t{l_}", f"s4 / t{a}", f"s5 / t{a}",
+                      f"s6 / t{a}", f"s6 / t{l_}", f"s7 / t{a}"]
+    starts = {stack: (start, end) for start, end, stack in got["events"]}
+    assert starts[f"s6 / t{l_}"][0] >= starts[f"s6 / t{a}"][1]   # waits for batch 1's semaphore
+
+
+def test_both_paths_report_the_same(runs):
+    def shape(run_: dict) -> tuple:
+        a, l_ = _tags(run_)
+        rename = {a: "A", l_: "L"}
+        submits = [(sid, [rename[t] for t in p["tags"]], p["annexed"], p["frame"], p["queue"])
+                   for sid, p in run_["submits"]]
+        stacks = [re.sub(r"t\d+", lambda m: rename[int(m.group()[1:])], stack) for _, _, stack in run_["events"]]
+        return submits, stacks
+
+    assert shape(runs[True]) == shape(runs[False])

@@ -1,0 +1,298 @@
+"""Submits recorded in C: a vkQueueSubmit that needs no Python now costs no Python.
+
+Role: the C fast path of vkQueueSubmit / vkQueueSubmit2 (generated into a shim's guards,
+like recorder.py's command recording) and the Python that reads what it wrote. When every
+command buffer of a submit is registered with the C recorder and marked ready
+(`Recorder.set_submit_ok`, which a shim decides once per recording, at vkEndCommandBuffer),
+and nothing process-wide asks for Python (`python_reasons`), the guard forwards the submit in
+C and appends one record to a process-wide ledger: the queue, the host times, the command
+buffers and semaphores of each batch, and, for the layer, the submitID it took and whether it
+wrapped the submit in an `s<submitID>` queue label. Anything else takes the Python hook.
+
+Python reads the ledger in order (`SubmitLedger.take`) before it looks at anything a submit
+could have changed (the shim calls it first in its submit, reset, free, label and wait hooks)
+and from a worker; a shim keeps the reading and its own hand-over under one lock so records
+and Python-path submits stay in call order.
+
+Record layout (u64 slots, little-endian; `SLOTS` names the header):
+    u32 record size in bytes | u32 batch count
+    queue | CLOCK_MONOTONIC_RAW at the call | ... at the return | CLOCK_BOOTTIME at the call
+    submitID (0 unless the shim numbers submits) | frame | flags (bit 0: wrapped)
+    per batch: counts (command buffers | waits << 21 | signals << 42), then the handles of
+    the command buffers, wait semaphores and signal semaphores.
+
+Threads: the ledger is appended under a mutex by any thread submitting; a taken ledger
+belongs to the taker until it gives it back.
+"""
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from . import registry
+
+HEADER = ("size_batches", "queue", "called_ns", "returned_ns", "boottime_ns", "submit_id", "frame", "flags")
+WRAPPED = 1
+COUNT_BITS = 21   # per batch, each count below 2**21 (more takes the Python path)
+FRAME_BOUNDARY_STYPE = 1000375001   # VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
+
+
+@dataclass(frozen=True)
+class SubmitPath:
+    """What a shim's C submit does besides forwarding and recording."""
+    number: bool = False            # take a submitID from the shared counter (the layer's SUBMIT messages)
+    wrap: bool = False              # a buffer submitted before: wrap the submit in an s<submitID> queue label
+    frame_boundary: bool = False    # a VkFrameBoundaryEXT in a submit's chain takes the Python path
+
+
+@dataclass
+class Submission:
+    queue: int
+    called_ns: int
+    returned_ns: int
+    boottime_ns: int
+    submit_id: int
+    frame: int
+    wrapped: bool
+    batches: list[tuple[list[int], list[int], list[int]]]   # (command buffers, waits, signals)
+
+
+SUPPORT_C = r"""
+/* ---- submits recorded in C (tessera.vkapi.submits) ---- */
+#include <time.h>
+typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; } tessera_ledger;
+static tessera_ledger tessera_ledger_a, tessera_ledger_b;
+static tessera_ledger *tessera_ledger_active = &tessera_ledger_a, *tessera_ledger_spare = &tessera_ledger_b;
+static pthread_mutex_t tessera_ledger_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tessera_submit_id;     /* submitIDs, shared with Python (tessera_next_submit) */
+static uint64_t tessera_frame;         /* the frame a submit belongs to, set by Python */
+static int64_t tessera_python_reasons; /* > 0: every submit takes the Python path */
+
+static inline uint64_t tessera_clock(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Append one record of `slots` u64; NULL (and counted) when memory ran out. Under the lock. */
+static uint64_t *tessera_ledger_record(size_t slots)
+{
+    tessera_ledger *l = tessera_ledger_active;
+    size_t size = slots * 8;
+    if (l->used + size > l->cap) {
+        size_t cap = l->cap ? l->cap : 16384;
+        while (cap < l->used + size) cap *= 2;
+        uint8_t *data = realloc(l->data, cap);
+        if (!data) { l->dropped++; return NULL; }
+        l->data = data;
+        l->cap = cap;
+    }
+    uint64_t *p = (uint64_t *)(l->data + l->used);
+    l->used += size;
+    return p;
+}
+
+/* Python: the records so far, or NULL when there are none; give it back with tessera_ledger_give_back. */
+tessera_ledger *tessera_ledger_take(void)
+{
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_ledger *l = tessera_ledger_active;
+    if ((l->used == 0 && l->dropped == 0) || tessera_ledger_spare == NULL) {
+        pthread_mutex_unlock(&tessera_ledger_lock);
+        return NULL;
+    }
+    tessera_ledger_active = tessera_ledger_spare;
+    tessera_ledger_spare = NULL;
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return l;
+}
+
+void tessera_ledger_give_back(tessera_ledger *l)
+{
+    l->used = 0;
+    l->dropped = 0;
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_ledger_spare = l;
+    pthread_mutex_unlock(&tessera_ledger_lock);
+}
+
+uint64_t tessera_next_submit(void) { return __atomic_add_fetch(&tessera_submit_id, 1, __ATOMIC_RELAXED); }
+void tessera_set_frame(uint64_t frame) { __atomic_store_n(&tessera_frame, frame, __ATOMIC_RELAXED); }
+void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_reasons, delta, __ATOMIC_RELAXED); }
+
+/* Python: whether the buffer's submit may take the C path (decided at vkEndCommandBuffer). */
+void tessera_cb_set_submit_ok(void *handle, int ok)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) cb->submit_ok = ok;
+}
+
+/* Python (the Python path): count a submit of the buffer, as the C path does. */
+void tessera_cb_count_submit(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) cb->submits++;
+}
+
+typedef struct tessera_chain_node { int32_t sType; const struct tessera_chain_node *pNext; } tessera_chain_node;
+
+static int tessera_has_frame_boundary(const void *chain)
+{
+    for (const tessera_chain_node *s = chain; s; s = s->pNext)
+        if (s->sType == %(frame_boundary)d) return 1;
+    return 0;
+}
+
+/* The s<submitID> queue label of a wrapped submit, through the device's next functions. */
+static int tessera_queue_push(VkQueue queue, tessera_device *dev, uint64_t submit_id)
+{
+    PFN_vkQueueBeginDebugUtilsLabelEXT begin = (PFN_vkQueueBeginDebugUtilsLabelEXT)dev->queue_label_begin;
+    if (!begin || !dev->queue_label_end) return 0;
+    char name[24];
+    snprintf(name, sizeof name, "s%%llu", (unsigned long long)submit_id);
+    VkDebugUtilsLabelEXT label = {0};
+    label.sType = 1000128002;   /* VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT */
+    label.pLabelName = name;
+    begin(queue, &label);
+    return 1;
+}
+"""
+
+CDEF = """
+typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; } tessera_ledger;
+tessera_ledger *tessera_ledger_take(void);
+void tessera_ledger_give_back(tessera_ledger *l);
+uint64_t tessera_next_submit(void);
+void tessera_set_frame(uint64_t frame);
+void tessera_python_reason(int64_t delta);
+void tessera_cb_set_submit_ok(void *handle, int ok);
+void tessera_cb_count_submit(void *handle);
+"""
+
+# Per command: the submit-info type, and how a batch names its command buffers and semaphores.
+_SHAPES = {
+    "vkQueueSubmit": ("VkSubmitInfo", "commandBufferCount", "pCommandBuffers[%s]",
+                      "waitSemaphoreCount", "pWaitSemaphores[%s]", "signalSemaphoreCount", "pSignalSemaphores[%s]"),
+    "vkQueueSubmit2": ("VkSubmitInfo2", "commandBufferInfoCount", "pCommandBufferInfos[%s].commandBuffer",
+                       "waitSemaphoreInfoCount", "pWaitSemaphoreInfos[%s].semaphore",
+                       "signalSemaphoreInfoCount", "pSignalSemaphoreInfos[%s].semaphore"),
+}
+COMMANDS = tuple(_SHAPES)
+
+
+def support_c() -> str:
+    return SUPPORT_C % {"frame_boundary": FRAME_BOUNDARY_STYPE}
+
+
+def fast_path(name: str, index: int, spec: SubmitPath) -> str:
+    """C statements submitting `name` without Python when they can; they return when they do."""
+    cmd = registry.load().commands[name]
+    info, ncb, cb, nwait, wait, nsignal, signal = _SHAPES[name]
+    count, submits = cmd.params[1].name, cmd.params[2].name
+    args = ", ".join(p.name for p in cmd.params)
+    j = "j"
+    lines = [
+        f"    if ({count} > 0 && {submits} && !__atomic_load_n(&tessera_python_reasons, __ATOMIC_RELAXED)) {{",
+        "        tessera_cb *first = NULL;",
+        "        int ok = 1, reused = 0;",
+        f"        size_t slots = {len(HEADER)};",
+        f"        for (uint32_t i = 0; ok && i < {count}; i++) {{",
+        f"            const {info} *s = &{submits}[i];",
+        f"            if (s->{ncb} >> {COUNT_BITS} || s->{nwait} >> {COUNT_BITS} || s->{nsignal} >> {COUNT_BITS}) {{ ok = 0; break; }}",
+    ]
+    if spec.frame_boundary:
+        lines.append("            if (tessera_has_frame_boundary(s->pNext)) { ok = 0; break; }")
+    lines += [
+        f"            for (uint32_t {j} = 0; {j} < s->{ncb}; {j}++) {{",
+        f"                tessera_cb *c = tessera_cb_find((void *)s->{cb % j});",
+        "                if (!c || !c->submit_ok) { ok = 0; break; }",
+        "                if (!first) first = c;",
+        "                reused |= c->submits != 0;",
+        "            }",
+        f"            slots += 1 + s->{ncb} + s->{nwait} + s->{nsignal};",
+        "        }",
+        "        if (ok && first) {",
+        "            uint64_t boottime = tessera_clock(CLOCK_BOOTTIME), called = tessera_clock(CLOCK_MONOTONIC_RAW);",
+        f"            uint64_t submit_id = {'tessera_next_submit()' if spec.number else '0'};",
+        f"            int wrapped = {'reused ? tessera_queue_push(queue, first->dev, submit_id) : 0' if spec.wrap else '0'};",
+        f"            PFN_{name} next = (PFN_{name})first->dev->next[{index}];",
+        f"            VkResult result = next ? next({args}) : VK_ERROR_INITIALIZATION_FAILED;",
+        "            uint64_t returned = tessera_clock(CLOCK_MONOTONIC_RAW);",
+        "            if (wrapped) ((PFN_vkQueueEndDebugUtilsLabelEXT)first->dev->queue_label_end)(queue);",
+        "            if (result != 0) return result;",
+        "            pthread_mutex_lock(&tessera_ledger_lock);",
+        "            uint64_t *r = tessera_ledger_record(slots);",
+        "            if (r) {",
+        f"                r[0] = (uint64_t)(slots * 8) | ((uint64_t){count} << 32);",
+        "                r[1] = (uint64_t)(uintptr_t)queue; r[2] = called; r[3] = returned; r[4] = boottime;",
+        "                r[5] = submit_id; r[6] = __atomic_load_n(&tessera_frame, __ATOMIC_RELAXED);",
+        f"                r[7] = wrapped ? {WRAPPED} : 0;",
+        f"                uint64_t *p = r + {len(HEADER)};",
+        f"                for (uint32_t i = 0; i < {count}; i++) {{",
+        f"                    const {info} *s = &{submits}[i];",
+        f"                    *p++ = (uint64_t)s->{ncb} | ((uint64_t)s->{nwait} << {COUNT_BITS})"
+        f" | ((uint64_t)s->{nsignal} << {2 * COUNT_BITS});",
+        f"                    for (uint32_t {j} = 0; {j} < s->{ncb}; {j}++) *p++ = (uint64_t)(uintptr_t)s->{cb % j};",
+        f"                    for (uint32_t {j} = 0; {j} < s->{nwait}; {j}++) *p++ = (uint64_t)s->{wait % j};",
+        f"                    for (uint32_t {j} = 0; {j} < s->{nsignal}; {j}++) *p++ = (uint64_t)s->{signal % j};",
+        "                }",
+        "            }",
+        "            pthread_mutex_unlock(&tessera_ledger_lock);",
+        f"            for (uint32_t i = 0; i < {count}; i++)",
+        f"                for (uint32_t {j} = 0; {j} < {submits}[i].{ncb}; {j}++) {{",
+        f"                    tessera_cb *c = tessera_cb_find((void *){submits}[i].{cb % j});",
+        "                    if (c) c->submits++;",
+        "                }",
+        "            return result;",
+        "        }",
+        "    }",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class SubmitLedger:
+    """The Python side: takes the records the C path wrote, in order."""
+
+    def __init__(self, ffi, lib, report) -> None:
+        """`report(message)` logs a problem (records lost to memory exhaustion)."""
+        self.ffi, self.lib, self.report = ffi, lib, report
+
+    def python_reason(self, on: bool) -> None:
+        """A reason for every submit to take the Python path begins (True) or ends (False)."""
+        self.lib.tessera_python_reason(1 if on else -1)
+
+    def take(self) -> list[Submission]:
+        """Every submit recorded in C since the last call (an empty list costs one C call)."""
+        ledger = self.lib.tessera_ledger_take()
+        if ledger == self.ffi.NULL:
+            return []
+        try:
+            if ledger.dropped:
+                self.report(f"{ledger.dropped} submit(s) made in C were not recorded (out of memory); "
+                            "their metadata and GPU events are missing")
+            return list(_decode(bytes(self.ffi.buffer(ledger.data, ledger.used))))
+        finally:
+            self.lib.tessera_ledger_give_back(ledger)
+
+
+def _decode(data: bytes) -> Iterator[Submission]:
+    unpack = struct.unpack_from
+    mask = (1 << COUNT_BITS) - 1
+    offset = 0
+    n = len(HEADER)
+    while offset + n * 8 <= len(data):
+        size_batches, queue, called, returned, boottime, submit_id, frame, flags = unpack(f"<{n}Q", data, offset)
+        size, nbatches = size_batches & 0xFFFFFFFF, size_batches >> 32
+        end = offset + size
+        pos = offset + n * 8
+        batches = []
+        for _ in range(nbatches):
+            (counts,) = unpack("<Q", data, pos)
+            ncb, nwait, nsignal = counts & mask, (counts >> COUNT_BITS) & mask, counts >> (2 * COUNT_BITS)
+            handles = unpack(f"<{ncb + nwait + nsignal}Q", data, pos + 8)
+            batches.append((list(handles[:ncb]), list(handles[ncb:ncb + nwait]), list(handles[ncb + nwait:])))
+            pos += 8 * (1 + ncb + nwait + nsignal)
+        yield Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches)
+        offset = end
