@@ -156,13 +156,19 @@ class _Measure:
 
 
 def _pass_area(cb: CommandBuffer) -> int | None:
-    """width × height × layers of the render pass being recorded in `cb` (as timing.render_pass)."""
-    for op, value in reversed(cb.ops):
+    """width × height × layers of the render pass being recorded in `cb` (as timing.render_pass), None
+    outside one. Scans only the ops recorded since its last call (this module's state on the command
+    buffer: the op list, how far it was scanned, the area there)."""
+    ops = cb.ops
+    state = cb.__dict__.get("measured_pass")
+    start, area = (state[1], state[2]) if state is not None and state[0] is ops else (0, None)
+    for op, value in ops[start:]:
         if op == "pass_begin":
-            return value.width * value.height * max(1, value.layers)
-        if op == "pass_end":
-            return None
-    return None
+            area = value.width * value.height * max(1, value.layers)
+        elif op == "pass_end":
+            area = None
+    cb.__dict__["measured_pass"] = (ops, len(ops), area)
+    return area
 
 
 def register(drv: Driver) -> None:
