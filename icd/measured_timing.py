@@ -99,12 +99,15 @@ class _Counts:
     def bank(self, clearing: bool = False) -> None:
         """Before a re-submit or a clear (called with _lock held): the completed, unread submits'
         executions are kept aside (as one value)."""
-        now, gained = self._gained()
-        if self.submitted > len(self.banked) or (clearing and gained.any()):
-            self.banked.append(gained)
-            self.seen = now
+        unread = self.submitted > len(self.banked)
+        if unread or clearing:       # (otherwise nothing ran since the last reading: no need to look)
+            now, gained = self._gained()
+            if unread or gained.any():
+                self.banked.append(gained)
         if clearing:
             self.seen = None
+        elif unread:
+            self.seen = now
 
 
 def _bank_all(key: int) -> None:
