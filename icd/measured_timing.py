@@ -60,7 +60,7 @@ class _Counts:
     `submitted`: submits handed to the timeline whose reading has not happened; `banked`: the
     executions of completed submits, taken before they could mix with later ones (at a re-submit
     of the command buffer, which Vulkan allows only once its earlier executions are complete, and
-    at a clear), oldest first. A reading takes the oldest banked value, else what the region
+    before a clear or a destroy of the object), oldest first. A reading takes the oldest banked value, else what the region
     gained since the last reading."""
 
     def __init__(self, ffi, obj, region) -> None:
@@ -97,8 +97,8 @@ class _Counts:
         return gained
 
     def bank(self, clearing: bool = False) -> None:
-        """Before a re-submit or a clear (called with _lock held): the completed, unread submits'
-        executions are kept aside (as one value)."""
+        """Before a re-submit, or a clear or destroy (`clearing`), with _lock held: the completed,
+        unread submits' executions are kept aside (as one value)."""
         unread = self.submitted > len(self.banked)
         if unread or clearing:       # (otherwise nothing ran since the last reading: no need to look)
             now, gained = self._gained()
