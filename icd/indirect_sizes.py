@@ -67,10 +67,6 @@ DRAW = struct.Struct("<4I")             # VkDrawIndirectCommand: vertexCount, in
 DRAW_INDEXED = struct.Struct("<3IiI")   # VkDrawIndexedIndirectCommand: indexCount, instanceCount, ...
 HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 USAGE_FLAGS_2 = vk.VK_STRUCTURE_TYPE_BUFFER_USAGE_FLAGS_2_CREATE_INFO
-HOOKED = ("vkCreateBuffer", "vkDestroyBuffer", "vkCmdDispatchIndirect", "vkCmdTraceRaysIndirectKHR",
-          "vkCmdDrawIndirect", "vkCmdDrawIndexedIndirect", "vkCmdDrawIndirectCount", "vkCmdDrawIndexedIndirectCount",
-          "vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdEndRendering")
-
 
 _report: list[Callable[[str, str], None]] = []    # the driver's error reporter (register)
 
@@ -427,7 +423,7 @@ def _usage2(ffi, pnext) -> int | None:
 
 
 def _has_usage2(ffi, pnext) -> bool:
-    return pnext != ffi.NULL and _usage2(ffi, pnext) is not None
+    return _usage2(ffi, pnext) is not None
 
 
 # ---- at completion, on the timeline's worker: the snapshot -> the item's sizes -----------------
