@@ -420,7 +420,8 @@ class Tensors:
             DescriptorUpdateTemplateEntry(dstBinding=b, descriptorCount=1, descriptorType=DESCRIPTOR_TYPE_TENSOR,
                                           offset=8 * i, stride=8) for i, b in enumerate(bindings)])
         info = DescriptorUpdateTemplateCreateInfo(
-            sType=1000085000, descriptorUpdateEntryCount=len(bindings), pDescriptorUpdateEntries=ctypes.addressof(entries),
+            sType=1000085000, descriptorUpdateEntryCount=len(bindings),
+            pDescriptorUpdateEntries=ctypes.addressof(entries),
             templateType=1 if push else 0, descriptorSetLayout=handle(set_layout) if set_layout is not None else 0,
             pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_COMPUTE,
             pipelineLayout=handle(pipeline_layout) if pipeline_layout is not None else 0, set=0)
@@ -464,11 +465,12 @@ class Tensors:
                 dstBinding=binding, descriptorCount=len(tensors), descriptorType=DESCRIPTOR_TYPE_TENSOR))
         vk.vkUpdateDescriptorSets(self.ctx.device, len(writes), writes, 0, None)
 
-    def set_layout(self, bindings: list[tuple[int, int, int]], flags: int = 0) -> Any:
-        """(binding, descriptorType, descriptorCount) for the compute stage; `flags` e.g. 1 =
+    def set_layout(self, bindings: list[tuple[int, int, int]], flags: int = 0,
+                   stages: int = vk.VK_SHADER_STAGE_COMPUTE_BIT) -> Any:
+        """(binding, descriptorType, descriptorCount) for `stages`; `flags` e.g. 1 =
         VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR."""
         items = [vk.VkDescriptorSetLayoutBinding(binding=b, descriptorType=t, descriptorCount=n,
-                                                 stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT) for b, t, n in bindings]
+                                                 stageFlags=stages) for b, t, n in bindings]
         info = vk.VkDescriptorSetLayoutCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                                   flags=flags, bindingCount=len(items), pBindings=items)
         return self.ctx.own(vk.vkDestroyDescriptorSetLayout,

@@ -106,7 +106,7 @@ def tensor_properties(s, limits) -> None:
     """VkPhysicalDeviceTensorPropertiesARM from what the emulation can honour: tensors are storage
     buffers on the backend (sizes bounded by its maxStorageBufferRange), shaders address elements
     with 32-bit indices, one storage buffer per descriptor set is the driver's tensor metadata."""
-    from .tensors import MAX_DIMENSIONS
+    from .tensors import MAX_DIMENSIONS, SHADER_STAGES
 
     size = limits.maxStorageBufferRange
     s.maxTensorDimensionCount = MAX_DIMENSIONS
@@ -122,4 +122,4 @@ def tensor_properties(s, limits) -> None:
     s.maxDescriptorSetUpdateAfterBindStorageTensors = 0
     s.maxPerStageDescriptorUpdateAfterBindStorageTensors = 0
     s.shaderStorageTensorArrayNonUniformIndexingNative = vk.VK_FALSE
-    s.shaderTensorSupportedStages = vk.VK_SHADER_STAGE_COMPUTE_BIT
+    s.shaderTensorSupportedStages = SHADER_STAGES

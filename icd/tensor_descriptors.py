@@ -12,13 +12,15 @@ tessera.spirv.passes.tensors) the lowered shader reads:
 - sets: each set of such a layout gets a host-visible metadata buffer the driver owns, bound at
   allocation; vkUpdateDescriptorSets writes the tensor's buffer as a storage buffer and the
   view's record into the mapped metadata (copies copy the records too);
-- compute pipelines: stages declaring TensorsARM are lowered by the toolkit's pass with the
-  layout's metadata bindings; the driver's module replaces the application's for the backend
-  (the lowered code is what costs and instrumentation see, with the same blocks).
+- pipelines: compute and graphics stages declaring TensorsARM are lowered by the toolkit's pass
+  with the layout's metadata bindings; the driver's module replaces the application's for the
+  backend (the lowered code is what costs and instrumentation see, with the same blocks);
+- push descriptors and update templates: tensor_push.py, through `translate_writes` here.
 
-Not done: push descriptors, descriptor update templates, descriptor buffers, update-after-bind,
-writes that spill over into the next binding, graphics stages (shaderTensorSupportedStages is
-compute). A shader that cannot be lowered gets an empty compute shader and a clear message.
+Not done: descriptor buffers (a tensor descriptor's record is reached through a binding the
+driver adds, which a descriptor buffer has no place for: descriptorBufferTensorDescriptors is
+reported false), update-after-bind, writes that spill over into the next binding. A shader that
+cannot be lowered gets an empty shader of its stage and a clear message.
 Threads: layouts, pools and sets are created by the application under its own synchronisation.
 """
 from __future__ import annotations
@@ -394,7 +396,46 @@ def register(drv: Driver) -> None:
             lower_tensors(module, bindings_for(dev, st, layout))
             return module.to_bytes(), None
         except SpirvError as e:
-            return EMPTY_COMPUTE, str(e)
+            return EMPTY, str(e)
+
+    def lower_stage(dev: Device, st: DescriptorState, stage, code: bytes, layout: int, where: str, command: str,
+                    modules: list, keep: list) -> None:
+        """Point `stage` (a copy the driver owns) at a backend module of the lowered shader; a shader
+        that cannot be lowered (or a device without shaderTensorAccess) gets an empty one."""
+        if not dev.tensors.features.shader_access:
+            refuse(command, f"{where} uses tensors in a shader but the shaderTensorAccess feature is not "
+                   "enabled: the shader is replaced by an empty one")
+            lowered, problem = EMPTY, None
+        else:
+            lowered, problem = lowered_module(dev, st, code, layout)
+        if problem is not None:
+            refuse(command, f"{where}: the tensor shader cannot be lowered ({problem}): it is replaced by an "
+                   "empty one")
+        empty = lowered is EMPTY
+        if empty:
+            lowered = EMPTY_SHADERS.get(stage.stage)
+            if lowered is None:
+                refuse(command, f"{where}: no empty stand-in for stage 0x{stage.stage:x}: left as it is")
+                return
+        words = ffi.new("uint32_t[]", len(lowered) // 4)
+        ffi.memmove(words, lowered, len(lowered))
+        minfo = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                                       "codeSize": len(lowered), "pCode": words})
+        out = ffi.new("VkShaderModule *")
+        if dev.next.vkCreateShaderModule(dev.handle, minfo, ffi.NULL, out) != vk.VK_SUCCESS:
+            refuse(command, f"{where}: the backend refused the lowered tensor shader")
+            return
+        dev.res.shaders[int(out[0])] = lowered
+        modules.append(int(out[0]))
+        stage.module = out[0]
+        nodes = [n for n in structs.chain(ffi, stage.pNext)
+                 if n.sType != vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO]
+        stage.pNext = structs.rebuild_chain(ffi, nodes, keep)
+        if empty:
+            name = ffi.new("char[]", b"main")
+            keep.append(name)
+            stage.pName = name
+            stage.pSpecializationInfo = ffi.NULL
 
     @hooks.also_before("vkCreateComputePipelines")
     def before_create_compute(dev, device, cache, count, pInfos, pAllocator, pPipelines):
@@ -411,39 +452,50 @@ def register(drv: Driver) -> None:
         infos = ffi.new("VkComputePipelineCreateInfo[]", count)
         ffi.memmove(infos, pInfos, ffi.sizeof("VkComputePipelineCreateInfo") * count)
         keep: list = [infos]
-        modules = []
+        modules: list = []
         for i in wanted:
-            if not dev.tensors.features.shader_access:
-                refuse("vkCreateComputePipelines", f"pCreateInfos[{i}] uses tensors in a shader but the "
-                       "shaderTensorAccess feature is not enabled: the shader is replaced by an empty one")
-                lowered, problem = EMPTY_COMPUTE, None
-            else:
-                lowered, problem = lowered_module(dev, st, codes[i], int(pInfos[i].layout))
-            if problem is not None:
-                refuse("vkCreateComputePipelines", f"pCreateInfos[{i}]: the tensor shader cannot be lowered "
-                       f"({problem}): it is replaced by an empty one")
-            words = ffi.new("uint32_t[]", len(lowered) // 4)
-            ffi.memmove(words, lowered, len(lowered))
-            minfo = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                                           "codeSize": len(lowered), "pCode": words})
-            out = ffi.new("VkShaderModule *")
-            if dev.next.vkCreateShaderModule(device, minfo, ffi.NULL, out) != vk.VK_SUCCESS:
-                refuse("vkCreateComputePipelines", "the backend refused the lowered tensor shader")
-                continue
-            dev.res.shaders[int(out[0])] = lowered
-            modules.append(int(out[0]))
-            stage = infos[i].stage
-            stage.module = out[0]
-            nodes = [n for n in structs.chain(ffi, stage.pNext)
-                     if n.sType != vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO]
-            stage.pNext = structs.rebuild_chain(ffi, nodes, keep)
-            if lowered is EMPTY_COMPUTE:
-                name = ffi.new("char[]", b"main")
-                keep.append(name)
-                stage.pName = name
-                stage.pSpecializationInfo = ffi.NULL
+            lower_stage(dev, st, infos[i].stage, codes[i], int(pInfos[i].layout), f"pCreateInfos[{i}]",
+                        "vkCreateComputePipelines", modules, keep)
         pending_pipelines[int(ffi.cast("uintptr_t", infos))] = [modules, keep]
         return (device, cache, count, infos, pAllocator, pPipelines)
+
+    @hooks.also_before("vkCreateGraphicsPipelines")
+    def before_create_graphics(dev, device, cache, count, pInfos, pAllocator, pPipelines):
+        """Graphics stages reading or writing tensors (shaderTensorSupportedStages: fragment tested),
+        lowered as compute stages are."""
+        from tessera.spirv.passes.tensors import uses_tensors
+        from tessera.vkapi.pipelines import _stage_code
+
+        st = state(dev)
+        if st is None:
+            return None
+        wanted = {}
+        for i in range(count):
+            for j in range(pInfos[i].stageCount):
+                code = _stage_code(ffi, dev, pInfos[i].pStages[j])
+                if code is not None and uses_tensors(code):
+                    wanted.setdefault(i, []).append((j, code))
+        if not wanted:
+            return None
+        infos = ffi.new("VkGraphicsPipelineCreateInfo[]", count)
+        ffi.memmove(infos, pInfos, ffi.sizeof("VkGraphicsPipelineCreateInfo") * count)
+        keep: list = [infos]
+        modules: list = []
+        for i, stages in wanted.items():
+            n = pInfos[i].stageCount
+            array = ffi.new("VkPipelineShaderStageCreateInfo[]", n)
+            ffi.memmove(array, pInfos[i].pStages, ffi.sizeof("VkPipelineShaderStageCreateInfo") * n)
+            keep.append(array)
+            infos[i].pStages = array
+            for j, code in stages:
+                lower_stage(dev, st, array[j], code, int(pInfos[i].layout), f"pCreateInfos[{i}].pStages[{j}]",
+                            "vkCreateGraphicsPipelines", modules, keep)
+        pending_pipelines[int(ffi.cast("uintptr_t", infos))] = [modules, keep]
+        return (device, cache, count, infos, pAllocator, pPipelines)
+
+    @hooks.also_after("vkCreateGraphicsPipelines")
+    def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines)
 
     @hooks.also_after("vkCreateComputePipelines")
     def after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
@@ -487,3 +539,21 @@ _EMPTY_WORDS = [
     (1 << 16) | 253, (1 << 16) | 56,                     # OpReturn; OpFunctionEnd
 ]
 EMPTY_COMPUTE = struct.pack(f"<{len(_EMPTY_WORDS)}I", *_EMPTY_WORDS)
+EMPTY = EMPTY_COMPUTE   # marker: "replace by the stage's empty shader"
+
+
+def _empty_shader(model: int, modes: list[int]) -> bytes:
+    """An empty shader of one execution model (the compute one above with another entry point)."""
+    words = list(_EMPTY_WORDS)
+    at = words.index((5 << 16) | 15)
+    words[at + 1] = model
+    local_size = words.index((6 << 16) | 16)
+    del words[local_size:local_size + 6]
+    words[local_size:local_size] = [(2 + len(modes)) << 16 | 16, 1, *modes] if modes else []
+    return struct.pack(f"<{len(words)}I", *words)
+
+
+# The stand-in for a stage whose tensor shader cannot be lowered, by VkShaderStageFlagBits.
+EMPTY_SHADERS = {vk.VK_SHADER_STAGE_COMPUTE_BIT: EMPTY_COMPUTE,
+                 vk.VK_SHADER_STAGE_VERTEX_BIT: _empty_shader(0, []),                   # Vertex
+                 vk.VK_SHADER_STAGE_FRAGMENT_BIT: _empty_shader(4, [7])}                # Fragment, OriginUpperLeft

@@ -97,7 +97,8 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
         reqs = ffi.new("VkMemoryRequirements *")
         dev.next.vkGetBufferMemoryRequirements(dev.handle, buf[0], reqs)
         ainfo = ffi.new("VkMemoryAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
-                                                   "allocationSize": reqs.size, "memoryTypeIndex": memory_type(dev, st)})
+                                                   "allocationSize": reqs.size,
+                                                   "memoryTypeIndex": memory_type(dev, st)})
         mem = ffi.new("VkDeviceMemory *")
         if dev.next.vkAllocateMemory(dev.handle, ainfo, ffi.NULL, mem) != vk.VK_SUCCESS:
             dev.next.vkDestroyBuffer(dev.handle, buf[0], ffi.NULL)

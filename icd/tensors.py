@@ -43,6 +43,9 @@ from .recording import Work, stage_classes
 EXTENSION = "VK_ARM_tensors"
 SPEC_VERSION = 2                 # VK_ARM_TENSORS_SPEC_VERSION in vk.xml 1.4.366
 MAX_DIMENSIONS = 8               # maxTensorDimensionCount (the lowering's metadata holds 8 dimensions)
+# shaderTensorSupportedStages: the stages whose tensor shaders the driver lowers and the tests run
+# (tensor_descriptors.py lowers any graphics stage; only compute and fragment are checked against numpy)
+SHADER_STAGES = vk.VK_SHADER_STAGE_COMPUTE_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
 SCRATCH_BYTES = 16               # after a tensor's data: where lowered shaders write out-of-bounds elements
 VALIDATION_FAILED = vk.VK_ERROR_VALIDATION_FAILED
 TENSOR_COMMANDS = (
@@ -569,8 +572,8 @@ def register(drv: Driver) -> None:
     def after_features2(phys, result, physicalDevice, pFeatures):
         """Descriptor buffers do not hold tensor descriptors here (docs/tensors.md: a tensor descriptor
         is a storage buffer plus a metadata record reached through a binding the driver adds)."""
-        f = structs.find(ffi, pFeatures.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_TENSOR_FEATURES_ARM,
-                         "VkPhysicalDeviceDescriptorBufferTensorFeaturesARM *")
+        stype = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_TENSOR_FEATURES_ARM
+        f = structs.find(ffi, pFeatures.pNext, stype, "VkPhysicalDeviceDescriptorBufferTensorFeaturesARM *")
         if f is not None:
             f.descriptorBufferTensorDescriptors = vk.VK_FALSE
 
@@ -592,8 +595,9 @@ _BACKEND_FEATURES = {
     "VkPhysicalDeviceVulkan11Features": ("storageBuffer16BitAccess",),
     "VkPhysicalDeviceVulkan12Features": ("storageBuffer8BitAccess", "shaderInt8", "shaderFloat16"),
     # arrays of tensors are arrays of storage buffers (shaderStorageTensorArrayDynamicIndexing)
+    # fragment stages may read and write tensors (storage buffers there need fragmentStoresAndAtomics)
     "VkPhysicalDeviceFeatures": ("shaderInt16", "shaderInt64", "shaderFloat64",
-                                 "shaderStorageBufferArrayDynamicIndexing"),
+                                 "shaderStorageBufferArrayDynamicIndexing", "fragmentStoresAndAtomics"),
 }
 _STYPES = {"VkPhysicalDeviceVulkan11Features": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
            "VkPhysicalDeviceVulkan12Features": vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES}

@@ -117,3 +117,12 @@ def test_external_handle_type_the_backend_lacks_is_refused(result):
     assert ext["create_with_opaque_win32"] == VALIDATION_FAILED
     assert "vkCreateTensorARM: VUID-VkTensorCreateInfoARM-pNext-09864: external memory handle type 0x2" \
         in result["stderr"]
+
+
+@pytest.mark.parametrize("check", ["read_into_color", "written_to_tensor"])
+def test_fragment_shader_reads_and_writes_tensors(result, check):
+    """shaderTensorSupportedStages includes FRAGMENT: a full-screen triangle's fragment shader reads a
+    3x5 tensor at each pixel of a 6x4 target (-1 out of bounds) into the colour attachment and writes
+    twice the value into a 4x6 tensor; both equal numpy."""
+    assert result["fragment"]["supported_stages"] == 0x20 | 0x10
+    assert result["fragment"][check] is True

@@ -34,7 +34,7 @@ def result(shims, tmp_path_factory) -> dict:
 def test_properties_and_format_features_are_honest(result):
     q = result["queries"]
     assert q["maxTensorDimensionCount"] >= 8
-    assert q["shaderTensorSupportedStages"] == 0x20            # compute
+    assert q["shaderTensorSupportedStages"] == 0x20 | 0x10     # compute, fragment (test_tensor_extras.py)
     shader, src, dst = 1 << 39, 1 << 14, 1 << 15                 # TENSOR_SHADER, TRANSFER_SRC, TRANSFER_DST
     aliasing = 1 << 43                                           # TENSOR_IMAGE_ALIASING: OPTIMAL tensors only
     for optimal, linear in (q["features_f32"], q["features_bool"]):

@@ -307,6 +307,67 @@ def external_memory(r: Runner) -> dict:
     return out
 
 
+def fragment_stage(r: Runner) -> dict:
+    """A render pass drawing one full-screen triangle into a 6x4 RGBA32F image; its fragment shader
+    reads a 3x5 tensor at the pixel (-1 out of bounds) into red and writes twice that value into a
+    4x6 tensor."""
+    ctx = r.ctx
+    width, height, fmt = 6, 4, vk.VK_FORMAT_R32G32B32A32_SFLOAT
+    data = values((3, 5), F32)
+    src, dst = r.t.tensor(F32, (3, 5), data=data), r.t.tensor(F32, (height, width))
+    layout = r.t.set_layout([(0, vt.DESCRIPTOR_TYPE_TENSOR, 1), (1, vt.DESCRIPTOR_TYPE_TENSOR, 1)],
+                            stages=vk.VK_SHADER_STAGE_FRAGMENT_BIT)
+    pipeline_layout = ctx.pipeline_layout([layout])
+    pool = ctx.descriptor_pool({vt.DESCRIPTOR_TYPE_TENSOR: 2}, max_sets=1)
+    dset = ctx.allocate_set(pool, layout)
+    r.t.write_tensors(dset, [(0, [src]), (1, [dst])])
+    image = ctx.image(width, height, fmt, vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                      view=True)
+    attachment = vk.VkAttachmentDescription(
+        format=fmt, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
+        finalLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL)
+    color_ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
+    subpass = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
+                                      colorAttachmentCount=1, pColorAttachments=[color_ref])
+    render_pass = ctx.own(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, vk.VkRenderPassCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, attachmentCount=1, pAttachments=[attachment],
+        subpassCount=1, pSubpasses=[subpass]), None))
+    framebuffer = ctx.own(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, vk.VkFramebufferCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=render_pass, attachmentCount=1,
+        pAttachments=[image.view], width=width, height=height, layers=1), None))
+    modules = {}
+    for name, text in (("vert", shaders.FULLSCREEN_VERTEX), ("frag", shaders.TENSOR_FRAGMENT)):
+        code = vt.assemble(text)
+        info = vk.VkShaderModuleCreateInfo(sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(code),
+                                           pCode=code)
+        modules[name] = ctx.own(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(ctx.device, info, None))
+    ctx.shader = modules.__getitem__          # graphics_pipeline asks for its modules by name
+    pipeline = ctx.graphics_pipeline("vert", "frag", pipeline_layout, render_pass=render_pass, vec2_input=False)
+    del ctx.shader
+
+    def record(cmd):
+        clear = vk.VkClearValue(color=vk.VkClearColorValue(float32=[9.0, 9.0, 9.0, 9.0]))
+        vk.vkCmdBeginRenderPass(cmd, vk.VkRenderPassBeginInfo(
+            sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO, renderPass=render_pass, framebuffer=framebuffer,
+            renderArea=vk.VkRect2D(offset=vk.VkOffset2D(x=0, y=0), extent=vk.VkExtent2D(width=width, height=height)),
+            clearValueCount=1, pClearValues=[clear]), vk.VK_SUBPASS_CONTENTS_INLINE)
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline)
+        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline_layout, 0, 1, [dset], 0, None)
+        vkapp.set_viewport_scissor(cmd, width, height)
+        vk.vkCmdDraw(cmd, 3, 1, 0, 0)
+        vk.vkCmdEndRenderPass(cmd)
+    r.submit(record)
+    want = np.full((height, width), -1, dtype=np.float32)
+    want[:3, :5] = data
+    pixels = ctx.read_image(image, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, texel_bytes=16).view(np.float32)
+    red = pixels.reshape(height, width, 4)[..., 0]
+    return {"read_into_color": bool(np.array_equal(red, want)),
+            "written_to_tensor": bool(np.array_equal(dst.array(), want * 2)),
+            "supported_stages": r.t.properties().shaderTensorSupportedStages}
+
+
 def invalid(r: Runner) -> dict:
     aliasing_usage = vt.USAGE_ALL | vt.USAGE_IMAGE_ALIASING
     # a storage-buffer descriptor written to a tensor binding (the backend sees a storage buffer
@@ -339,7 +400,8 @@ def body(ctx) -> str:
     r = Runner(ctx)
     features = r.t.format_features(U8)
     results = {"format_features_u8": list(features), "aliasing": aliasing(r), "dynamic_indexing": dynamic_indexing(r),
-               "templates": templates_and_pushes(r), "external": external_memory(r), "invalid": invalid(r)}
+               "templates": templates_and_pushes(r), "external": external_memory(r),
+               "fragment": fragment_stage(r), "invalid": invalid(r)}
     r.t.close()
     print(json.dumps(results), flush=True)
     return "tensor extras checked"

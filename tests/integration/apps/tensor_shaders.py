@@ -172,3 +172,97 @@ OpReturn
 OpFunctionEnd
 """
 
+
+
+# SPIR-V assembly: a full-screen triangle (no vertex input) ...
+FULLSCREEN_VERTEX = """
+OpCapability Shader
+OpMemoryModel Logical GLSL450
+OpEntryPoint Vertex %main "main" %vid %pos
+OpDecorate %vid BuiltIn VertexIndex
+OpDecorate %pos BuiltIn Position
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%int = OpTypeInt 32 1
+%float = OpTypeFloat 32
+%v4 = OpTypeVector %float 4
+%pint = OpTypePointer Input %int
+%pv4 = OpTypePointer Output %v4
+%vid = OpVariable %pint Input
+%pos = OpVariable %pv4 Output
+%c1 = OpConstant %int 1
+%c2 = OpConstant %int 2
+%f2 = OpConstant %float 2
+%f1 = OpConstant %float 1
+%f0 = OpConstant %float 0
+%main = OpFunction %void None %fn
+%e = OpLabel
+%i = OpLoad %int %vid
+%a = OpShiftLeftLogical %int %i %c1
+%ax = OpBitwiseAnd %int %a %c2
+%ay = OpBitwiseAnd %int %i %c2
+%fx = OpConvertSToF %float %ax
+%fy = OpConvertSToF %float %ay
+%x = OpFMul %float %fx %f2
+%y = OpFMul %float %fy %f2
+%x1 = OpFSub %float %x %f1
+%y1 = OpFSub %float %y %f1
+%p = OpCompositeConstruct %v4 %x1 %y1 %f0 %f1
+OpStore %pos %p
+OpReturn
+OpFunctionEnd
+"""
+
+# ... and a fragment shader reading the rank-2 float tensor at binding 0 at (y, x) of the pixel
+# (OutOfBoundsValue -1), writing that value to colour attachment 0's red channel and twice it to
+# the rank-2 tensor at binding 1 at (y, x).
+TENSOR_FRAGMENT = """
+OpCapability Shader
+OpCapability TensorsARM
+OpExtension "SPV_ARM_tensors"
+OpMemoryModel Logical GLSL450
+OpEntryPoint Fragment %main "main" %coord %color %src %dst
+OpExecutionMode %main OriginUpperLeft
+OpDecorate %coord BuiltIn FragCoord
+OpDecorate %color Location 0
+OpDecorate %src DescriptorSet 0
+OpDecorate %src Binding 0
+OpDecorate %dst DescriptorSet 0
+OpDecorate %dst Binding 1
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%float = OpTypeFloat 32
+%v4 = OpTypeVector %float 4
+%pin = OpTypePointer Input %v4
+%pout = OpTypePointer Output %v4
+%coord = OpVariable %pin Input
+%color = OpVariable %pout Output
+%c2 = OpConstant %uint 2
+%arr2 = OpTypeArray %uint %c2
+%T = OpTypeTensorARM %float %c2
+%pT = OpTypePointer UniformConstant %T
+%src = OpVariable %pT UniformConstant
+%dst = OpVariable %pT UniformConstant
+%oob = OpConstant %float -1
+%f0 = OpConstant %float 0
+%f1 = OpConstant %float 1
+%f2 = OpConstant %float 2
+%main = OpFunction %void None %fn
+%e = OpLabel
+%fc = OpLoad %v4 %coord
+%fx = OpCompositeExtract %float %fc 0
+%fy = OpCompositeExtract %float %fc 1
+%x = OpConvertFToU %uint %fx
+%y = OpConvertFToU %uint %fy
+%yx = OpCompositeConstruct %arr2 %y %x
+%s = OpLoad %T %src
+%v = OpTensorReadARM %float %s %yx OutOfBoundsValueARM %oob
+%d = OpLoad %T %dst
+%v2 = OpFMul %float %v %f2
+OpTensorWriteARM %d %yx %v2
+%out = OpCompositeConstruct %v4 %v %f0 %f0 %f1
+OpStore %color %out
+OpReturn
+OpFunctionEnd
+"""
