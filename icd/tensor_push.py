@@ -8,7 +8,8 @@ tensor_descriptors.py (a tensor descriptor = a storage buffer + a metadata recor
   and one more write points the set's metadata binding at a copy of the set's records in a
   host-visible chunk the command buffer owns (the records of earlier pushes to the same set
   stay, as pushed descriptors do). A command buffer's chunks are reused when it is begun or reset
-  again and returned to the device when it is freed;
+  again and returned to the device when it is freed; maxPushDescriptors is reported one below
+  the backend's, room for that metadata binding;
 - update templates whose set layout has tensor bindings are emulated: the driver keeps the
   entries and turns vkUpdateDescriptorSetWithTemplate / vkCmdPushDescriptorSetWithTemplate(2)
   into the writes they stand for (every descriptor type a template can hold: images, buffers,
@@ -26,6 +27,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
 from . import tensors
@@ -147,6 +149,14 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
     @hooks.also_after("vkResetCommandBuffer")
     def after_reset(cb, result, commandBuffer, flags):
         recycle(cb)
+
+    @hooks.also_after("vkGetPhysicalDeviceProperties2")
+    def after_properties2(phys, result, physicalDevice, pProperties):
+        """maxPushDescriptors leaves room for the metadata binding a push set with tensors gets."""
+        p = structs.find(ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES,
+                         "VkPhysicalDevicePushDescriptorProperties *")
+        if p is not None and p.maxPushDescriptors > 1:
+            p.maxPushDescriptors -= 1
 
     # ---- push descriptors -----------------------------------------------------------------
     def set_layout_of(dev: Device, pipeline_layout: int, set_index: int):
