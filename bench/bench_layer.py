@@ -8,12 +8,16 @@ spooling to a temporary session folder). Inputs:
             trivial vertex + constant-color fragment shader);
   dispatch  N x vkCmdDispatch(1,1,1) recorded with an empty compute pipeline bound;
   submit    S x vkQueueSubmit of one pre-recorded 16-byte vkCmdFillBuffer command buffer
-            (fence waits every 64 submits are not timed).
+            (fence waits every 64 submits are not timed);
+  groups    S x vkEnumeratePhysicalDeviceGroups (the count, then the groups): a query the driver answers.
+After the last draw/dispatch recording, the buffer of N commands is submitted once and the queue
+waited for idle (one sample, not part of the per-call numbers): printed as the submit's time and the
+wait's (the backend running N commands, and the driver's GPU events of them reaching the trace).
 Each number is ns per call, best of R repetitions inside one process. Printed: ns/call, the ratio
 to lavapipe, the layer-vs-ICD-only ratio and the layer's own added ns per call (ICD + layer minus
 ICD only). A benchmark, not a test: it never fails on a number.
 
-Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R] [--modes draw,dispatch,submit]
+Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R] [--modes draw,dispatch,submit,groups]
 """
 from __future__ import annotations
 
@@ -21,38 +25,42 @@ import argparse
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
-MODES = ("draw", "dispatch", "submit")
-WHAT = {"draw": "vkCmdDraw", "dispatch": "vkCmdDispatch", "submit": "vkQueueSubmit"}
+MODES = ("draw", "dispatch", "submit", "groups")
+WHAT = {"draw": "vkCmdDraw", "dispatch": "vkCmdDispatch", "submit": "vkQueueSubmit",
+        "groups": "vkEnumeratePhysicalDeviceGroups"}
+RECORDING = ("draw", "dispatch")
 
 
-def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, tuple[float, float]]:
-    """(ns per call, ns per call spent in the vkEndCommandBuffer that follows) of `mode` in each
-    environment (best of `reps` repetitions of `calls` calls)."""
-    out = {}
-    for name, env in envs.items():
-        r = run_json([BUILD_BENCH / "record_cost", mode, calls, reps], env)
-        out[name] = (r["ns_per_call"], r.get("end_ns_per_call", 0.0))
-    return out
+def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, dict]:
+    """record_cost's JSON for `mode` in each environment (best of `reps` repetitions of `calls` calls):
+    ns_per_call, end_ns_per_call (the vkEndCommandBuffer that follows, per call), submit_ns, wait_ns."""
+    return {name: run_json([BUILD_BENCH / "record_cost", mode, calls, reps], env) for name, env in envs.items()}
 
 
-def print_costs(mode: str, calls: int, reps: int, ns: dict[str, tuple[float, float]]) -> None:
+def print_costs(mode: str, calls: int, reps: int, runs: dict[str, dict]) -> None:
+    ns = {name: (r["ns_per_call"], r.get("end_ns_per_call", 0.0)) for name, r in runs.items()}
     base = ns[LAVAPIPE_ENV][0]
     print(f"{WHAT[mode]} ({calls} calls, best of {reps}):")
     for name, (value, end) in ns.items():
-        total = f"   + {end:8.1f} ns/call at vkEndCommandBuffer = {value + end:8.1f}" if mode != "submit" else ""
+        total = f"   + {end:8.1f} ns/call at vkEndCommandBuffer = {value + end:8.1f}" if mode in RECORDING else ""
         print(f"  {name:18s} {value:10.1f} ns/call   x{value / base:7.1f} vs lavapipe{total}")
     if ICD_ENV in ns and LAYER_ENV in ns:
         icd, layer = sum(ns[ICD_ENV]), sum(ns[LAYER_ENV])
         print(f"  layer vs ICD only  x{layer / icd:.2f}, the layer adds {layer - icd:+.0f} ns per {WHAT[mode]}"
-              + (" (recording and its share of vkEndCommandBuffer)" if mode != "submit" else ""))
+              + (" (recording and its share of vkEndCommandBuffer)" if mode in RECORDING else ""))
+    if mode in RECORDING:
+        print(f"  the buffer of {calls} {WHAT[mode]} submitted once, then vkQueueWaitIdle:")
+        for name, r in runs.items():
+            print(f"  {name:18s} submit {r['submit_ns'] / 1e3:10.1f} us   wait {r['wait_ns'] / 1e6:8.1f} ms")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=20_000, help="recorded draws/dispatches per repetition")
-    ap.add_argument("--submits", type=int, default=5_000, help="vkQueueSubmit calls per repetition")
+    ap.add_argument("--submits", type=int, default=5_000,
+                    help="vkQueueSubmit (and vkEnumeratePhysicalDeviceGroups) calls per repetition")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
-    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of draw,dispatch,submit")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of draw,dispatch,submit,groups")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if unknown := set(modes) - set(MODES):
@@ -60,7 +68,7 @@ def main() -> None:
     build()
     with bench_environments() as envs:
         for mode in modes:
-            calls = args.submits if mode == "submit" else args.calls
+            calls = args.calls if mode in RECORDING else args.submits
             print_costs(mode, calls, args.reps, record_costs(envs, mode, calls, args.reps))
 
 

@@ -12,16 +12,20 @@
  *             R8G8B8A8_UNORM color image, with a graphics pipeline bound (a vertex shader making a
  *             triangle from gl_VertexIndex, a constant-color fragment shader), the wall time of
  *             recording N vkCmdDraw(3,1,0,0).
+ *   groups    N vkEnumeratePhysicalDeviceGroups calls (count, then the groups), the wall time.
  *   submit    N vkQueueSubmit calls, each of one pre-recorded command buffer holding one 16-byte
  *             vkCmdFillBuffer. A ring of 64 command buffers (each filling its own 16 bytes of one
  *             buffer, each with its own fence) is submitted in order; after every 64 submits the
  *             program waits for and resets the 64 fences. Only the vkQueueSubmit calls are timed:
  *             the fence waits and resets are outside the timed part. The backend executes earlier
  *             submits (on its own thread) while later ones are being submitted.
- * Recorded command buffers (dispatch, draw) are never submitted: only recording is timed, so those
- * numbers are the per-call cost of the loader trampoline, any layers and the driver's recording path.
+ * Recording (dispatch, draw) is timed alone: those numbers are the per-call cost of the loader trampoline,
+ * any layers and the driver's recording path. After the last recording the buffer is submitted once and
+ * the queue waited for idle: "submit_ns" is that one vkQueueSubmit of N commands and "wait_ns" the
+ * vkQueueWaitIdle after it (the backend running the N commands, and anything a driver or layer finishes
+ * before the wait returns, such as the GPU events of the trace); one sample each.
  * Timing is CLOCK_MONOTONIC; each of REPS repetitions times N calls and the best is reported.
- * Defaults: N = 200000 (dispatch, draw) or 20000 (submit), REPS = 5.
+ * Defaults: N = 200000 (dispatch, draw), 20000 (submit, groups), REPS = 5.
  * Output: one line of JSON, {"mode":M,"calls":N,"ns_per_call":X,"end_ns_per_call":E,"repetitions":REPS}:
  * X is the recording loop alone; E is the vkEndCommandBuffer that follows it (and vkCmdEndRendering for
  * draws) divided by N, i.e. what a layer or driver that defers work to the end of the recording costs
@@ -51,8 +55,9 @@
         }                                                                                           \
     } while (0)
 
-enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT };
-static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit"};
+enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS };
+static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups"};
+#define MODE_COUNT 4
 
 #define RING 64            /* submit mode: command buffers (and fences) in flight at most */
 #define FILL_BYTES 16      /* submit mode: bytes each command buffer fills */
@@ -188,8 +193,52 @@ static void begin(VkCommandBuffer cmd, VkCommandBufferUsageFlags flags)
     VK_CHECK(vkBeginCommandBuffer(cmd, &info));
 }
 
+/* The times of submitting a recorded buffer once and waiting for the queue to be idle. */
+struct submit_times {
+    double submit, wait;
+};
+
+static void submit_once(struct ctx *c, VkCommandBuffer cmd, struct submit_times *best)
+{
+    VkSubmitInfo info = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    double t0 = now_ns();
+    VK_CHECK(vkQueueSubmit(c->queue, 1, &info, VK_NULL_HANDLE));
+    double t1 = now_ns();
+    VK_CHECK(vkQueueWaitIdle(c->queue));
+    double t2 = now_ns();
+    if (best->submit < 0.0 || t1 - t0 < best->submit)
+        best->submit = t1 - t0;
+    if (best->wait < 0.0 || t2 - t1 < best->wait)
+        best->wait = t2 - t1;
+}
+
+/* Best of `reps` times of `calls` vkEnumeratePhysicalDeviceGroups (count, then fill). */
+static double bench_groups(struct ctx *c, long calls, long reps)
+{
+    VkPhysicalDeviceGroupProperties groups[8];
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        double t0 = now_ns();
+        for (long i = 0; i < calls; i++) {
+            uint32_t count = 0;
+            VK_CHECK(vkEnumeratePhysicalDeviceGroups(c->instance, &count, NULL));
+            if (count > 8)
+                count = 8;
+            for (uint32_t g = 0; g < count; g++)
+                groups[g] = (VkPhysicalDeviceGroupProperties){.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GROUP_PROPERTIES};
+            VkResult r = vkEnumeratePhysicalDeviceGroups(c->instance, &count, groups);
+            if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+                fail("vkEnumeratePhysicalDeviceGroups failed");
+        }
+        double elapsed = now_ns() - t0;
+        if (best < 0.0 || elapsed < best)
+            best = elapsed;
+    }
+    return best;
+}
+
 /* Best of `reps` times of recording `calls` vkCmdDispatch. */
-static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_end)
+static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_end, struct submit_times *st)
 {
     VkShaderModule module = shader(c, record_empty_comp, sizeof record_empty_comp);
     VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -220,6 +269,7 @@ static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_
         if (*best_end < 0.0 || ended < *best_end)
             *best_end = ended;
     }
+    submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
 
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
     vkDestroyPipeline(c->device, pipeline, NULL);
@@ -229,7 +279,7 @@ static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_
 }
 
 /* Best of `reps` times of recording `calls` vkCmdDraw inside one dynamic-rendering instance. */
-static double bench_draw(struct ctx *c, long calls, long reps, double *best_end)
+static double bench_draw(struct ctx *c, long calls, long reps, double *best_end, struct submit_times *st)
 {
     VkImageCreateInfo image_info = {
         .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = COLOR_FORMAT,
@@ -326,6 +376,7 @@ static double bench_draw(struct ctx *c, long calls, long reps, double *best_end)
         if (*best_end < 0.0 || ended < *best_end)
             *best_end = ended;
     }
+    submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
 
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
     vkDestroyPipeline(c->device, pipeline, NULL);
@@ -395,26 +446,30 @@ int main(int argc, char **argv)
 {
     enum mode mode = MODE_DISPATCH;
     int known = 0;
-    for (int m = 0; argc > 1 && m < 3; m++)
+    for (int m = 0; argc > 1 && m < MODE_COUNT; m++)
         if (strcmp(argv[1], MODE_NAMES[m]) == 0) {
             mode = (enum mode)m;
             known = 1;
         }
     if (!known) {
-        fprintf(stderr, "usage: record_cost dispatch|draw|submit [N] [REPS]\n");
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups [N] [REPS]\n");
         return 1;
     }
-    const long calls = parse_arg(argc, argv, 2, mode == MODE_SUBMIT ? 20000 : 200000);
+    const long calls = parse_arg(argc, argv, 2, mode == MODE_SUBMIT || mode == MODE_GROUPS ? 20000 : 200000);
     const long reps = parse_arg(argc, argv, 3, 5);
 
     struct ctx c;
     init(&c, mode);
     double best_end = -1.0;
-    double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps, &best_end)
-                  : mode == MODE_DRAW   ? bench_draw(&c, calls, reps, &best_end)
+    struct submit_times st = {-1.0, -1.0};
+    double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps, &best_end, &st)
+                  : mode == MODE_DRAW   ? bench_draw(&c, calls, reps, &best_end, &st)
+                  : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                                         : bench_submit(&c, calls, reps);
     finish(&c);
-    printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.2f,\"end_ns_per_call\":%.2f,\"repetitions\":%ld}\n",
-           MODE_NAMES[mode], calls, best / (double)calls, best_end > 0.0 ? best_end / (double)calls : 0.0, reps);
+    printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.2f,\"end_ns_per_call\":%.2f,"
+           "\"submit_ns\":%.0f,\"wait_ns\":%.0f,\"repetitions\":%ld}\n",
+           MODE_NAMES[mode], calls, best / (double)calls, best_end > 0.0 ? best_end / (double)calls : 0.0,
+           st.submit > 0.0 ? st.submit : 0.0, st.wait > 0.0 ? st.wait : 0.0, reps);
     return 0;
 }

@@ -45,10 +45,14 @@ def register(drv: Driver) -> None:
     @hooks.after("vkEndCommandBuffer")
     def after_end(cb, result, commandBuffer):
         cb.state = CommandBufferState.EXECUTABLE if result == vk.VK_SUCCESS else CommandBufferState.INVALID
-        # Its submits may skip Python unless they hold work timed only after execution (submit.py).
+
+    @hooks.at_record("vkEndCommandBuffer")
+    def at_end(cb, commandBuffer):
+        """On the application's thread, before the worker applies the recording: its submits may skip
+        Python unless they hold work timed only after execution (submit.py). Work timed so is recorded
+        by Python hooks, whose ops exist by now; the commands recorded in C never are."""
         drv.timeline.start()
-        hooks.recorder.set_submit_ok(commandBuffer, drv.c_submits and result == vk.VK_SUCCESS
-                                     and not cb.needs_completion)
+        hooks.recorder.set_submit_ok(commandBuffer, drv.c_submits and not cb.needs_completion)
 
     @hooks.after("vkResetCommandBuffer")
     def after_reset(cb, result, commandBuffer, flags):

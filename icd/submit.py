@@ -32,6 +32,9 @@ def register(drv: Driver) -> None:
             queue = objects.by_address.get(s.queue)
             if not isinstance(queue, Queue):   # cannot happen: the queue's device is alive
                 continue
+            for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
+                for address in cbs:
+                    hooks.recorder.wait(address)
             batches = [batch([objects.by_address[a] for a in cbs], waits, signals)
                        for cbs, waits, signals in s.batches]
             out.append((queue, batches, s.boottime_ns))

@@ -161,6 +161,9 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
                 queue = ffi.cast("VkQueue", s.queue)
                 dev = state.owner_of(queue)
                 q = dev.queues[s.queue]
+                for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
+                    for address in cbs:
+                        hooks.recorder.wait(address)
                 batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
                 plan = plan_submit(s.submit_id, q, batches)
                 report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
@@ -179,11 +182,13 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
 
     session.note_queue = note_queue
 
-    @hooks.also_after("vkEndCommandBuffer")
-    def after_end(dev, result, commandBuffer):
+    @hooks.at_record("vkEndCommandBuffer")
+    def at_end(dev, commandBuffer):
+        """On the application's thread, before the worker applies the recording. The commands still to
+        apply were recorded in C: workloads outside any label or pass, which plan to their tags alone."""
         if ledger is not None:
             t = state.command_buffer(dev, commandBuffer)
-            hooks.recorder.set_submit_ok(commandBuffer, result == vk.VK_SUCCESS and instrumenter is None
+            hooks.recorder.set_submit_ok(commandBuffer, instrumenter is None and t.part is None and not t.labels
                                          and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
 
     def frame_boundaries(pnext) -> list[int]:
