@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import sys
 import weakref
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tessera.vkapi import structs
@@ -49,31 +48,33 @@ _BUFFER_TYPES = {vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, vk.VK_DESCRIPTOR_TYPE_STO
 _TEXEL_TYPES = {vk.VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, vk.VK_DESCRIPTOR_TYPE_STORAGE_TEXEL_BUFFER}
 
 
-@dataclass
 class Chunk:
-    buffer: int
-    memory: int
-    mapped: Any
-    used: int = 0
+    """A host-visible storage buffer the pushed records are copied into."""
+    __slots__ = ("buffer", "memory", "mapped", "used")
+
+    def __init__(self, buffer: int, memory: int, mapped: Any) -> None:
+        self.buffer, self.memory, self.mapped, self.used = buffer, memory, mapped, 0
 
 
-@dataclass
 class Template:
     """An emulated update template (its set layout has tensor bindings)."""
-    entries: list[tuple[int, int, int, int, int, int]]   # binding, array element, count, type, offset, stride
-    push: bool
-    bind_point: int
-    pipeline_layout: int
-    set: int
-    layout: Any                                           # tensor_descriptors.SetLayoutInfo
+    __slots__ = ("entries", "push", "bind_point", "pipeline_layout", "set", "layout")
+
+    def __init__(self, entries: list[tuple[int, int, int, int, int, int]], push: bool, bind_point: int,
+                 pipeline_layout: int, set_index: int, layout: Any) -> None:
+        self.entries = entries          # binding, array element, count, type, offset, stride
+        self.push, self.bind_point, self.pipeline_layout, self.set = push, bind_point, pipeline_layout, set_index
+        self.layout = layout            # tensor_descriptors.SetLayoutInfo
 
 
-@dataclass
 class PushState:
     """One command buffer's pushed tensor records and metadata chunks."""
-    device: int                                                                    # id() of its Device
-    records: dict[tuple[int, int, int], bytearray] = field(default_factory=dict)   # (bind point, layout, set)
-    chunks: list[Chunk] = field(default_factory=list)
+    __slots__ = ("device", "records", "chunks")
+
+    def __init__(self, device: int) -> None:
+        self.device = device                                          # id() of its Device
+        self.records: dict[tuple[int, int, int], bytearray] = {}     # (bind point, layout, set) -> records
+        self.chunks: list[Chunk] = []
 
 
 def register(drv: Driver, state: Callable, set_writes: Callable, translate_writes: Callable,
