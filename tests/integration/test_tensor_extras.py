@@ -47,6 +47,12 @@ def test_optimal_image_and_tensor_alias_through_the_tensor_aliasing_layout(resul
     assert result["aliasing"]["optimal_rgba8"][check] is True
 
 
+def test_tensor_aliasing_layout_in_a_legacy_barrier_reaches_the_backend_which_ignores_it(result):
+    """vkCmdPipelineBarrier (recorded in C) is not translated: lavapipe gets TENSOR_ALIASING_ARM as is,
+    ignores it, and the image's data is read through the tensor all the same (docs/tensors.md, Limits)."""
+    assert result["aliasing"]["optimal_rgba8"]["legacy_barrier_image_to_tensor"] is True
+
+
 def test_image_aliasing_is_a_feature_of_optimal_tensors_only(result):
     optimal, linear = result["format_features_u8"]
     aliasing = 1 << 43                                   # VK_FORMAT_FEATURE_2_TENSOR_IMAGE_ALIASING_BIT_ARM

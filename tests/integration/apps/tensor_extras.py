@@ -179,6 +179,22 @@ def aliasing(r: Runner) -> dict:
     out["optimal_rgba8"] = through(pair, r, U8, (3, 7, 4), "uint8",
                                    (vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
                                     vt.IMAGE_LAYOUT_TENSOR_ALIASING))
+    # the same through the legacy vkCmdPipelineBarrier, whose layouts the driver does not translate
+    a = values((3, 7, 4), U8)
+    staging = r.ctx.buffer(a.nbytes, vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT, a)
+
+    def record(cmd):
+        dst_optimal = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
+        vkapp.image_barrier(cmd, pair.image, vk.VK_IMAGE_LAYOUT_UNDEFINED, dst_optimal,
+                            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0)
+        vk.vkCmdCopyBufferToImage(cmd, staging.handle, pair.image, dst_optimal, 1, [pair.region()])
+        vkapp.image_barrier(cmd, pair.image, dst_optimal, vt.IMAGE_LAYOUT_TENSOR_ALIASING,
+                            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_MEMORY_WRITE_BIT,
+                            vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_MEMORY_READ_BIT)
+    r.submit(record)
+    copied = r.t.tensor(U8, (3, 7, 4))
+    r.submit(lambda cmd: r.t.cmd_copy(cmd, pair.tensor, copied))
+    out["optimal_rgba8"]["legacy_barrier_image_to_tensor"] = bool(np.array_equal(copied.array(), a))
     pair.close()
     return out
 
