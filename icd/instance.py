@@ -8,7 +8,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import identity
 from .driver import Driver
-from tessera.vkapi.enumerate import fill_extensions, query_extensions
+from tessera.vkapi.enumerate import ExtensionList, fill_extensions, query_extensions
 from .objects import Instance, PhysicalDevice
 from .shim_spec import CALLS, HOOKS
 
@@ -111,5 +111,7 @@ def register(drv: Driver) -> None:
         if pLayerName != ffi.NULL:
             return phys.next.vkEnumerateDeviceExtensionProperties(physicalDevice, pLayerName,
                                                                    pPropertyCount, pProperties)
-        exts = {**identity.EMULATED_DEVICE_EXTENSIONS, **physical_device_info(drv, phys).extensions}
-        return fill_extensions(ffi, exts, pPropertyCount, pProperties)
+        if phys.extension_list is None:   # fixed for the physical device's lifetime
+            phys.extension_list = ExtensionList(
+                ffi, {**identity.EMULATED_DEVICE_EXTENSIONS, **physical_device_info(drv, phys).extensions})
+        return phys.extension_list.fill(pPropertyCount, pProperties)

@@ -42,6 +42,7 @@ class PhysicalDevice(IcdObject):
     instance: Instance
     extensions: dict[str, int] | None = None   # backend's device extensions -> spec version
     api_version: int = 0                       # backend's apiVersion
+    extension_list: Any = None                 # vkapi.enumerate.ExtensionList: what the device lists
 
     @property
     def next(self) -> DispatchTable:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tessera.vkapi import structs
 from tessera.vkapi.dispatch import canonical, is_device_command
-from tessera.vkapi.enumerate import fill_extensions, query_extensions
+from tessera.vkapi.enumerate import ExtensionList, fill_extensions, query_extensions
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -159,6 +159,8 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         with state.lock:
             state.devices.pop(key, None)
 
+    device_lists: dict[int, ExtensionList] = {}   # physical device -> what it lists under the layer
+
     @hooks.replace("vkEnumerateDeviceExtensionProperties")
     def enumerate_device_extensions(physicalDevice, pLayerName, pPropertyCount, pProperties):
         if pLayerName != ffi.NULL and structs.string(ffi, pLayerName) == LAYER_NAME:
@@ -168,14 +170,15 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         if pLayerName != ffi.NULL:
             return call(physicalDevice, pLayerName, pPropertyCount, pProperties)
         # The device's own list (pLayerName NULL) is where programs look: a layer that provides
-        # an extension the driver lacks lists it there too.
-        below = query_extensions(ffi, call, physicalDevice, ffi.NULL)
-        provided = {n: v for n, v in LAYER_DEVICE_EXTENSIONS.items() if n not in below}
-        hidden = instrumenter.hidden if instrumenter is not None else frozenset()   # the layer drives them
-        if not provided and not hidden & below.keys():
-            return call(physicalDevice, pLayerName, pPropertyCount, pProperties)
-        listed = {n: v for n, v in {**below, **provided}.items() if n not in hidden}
-        return fill_extensions(ffi, listed, pPropertyCount, pProperties)
+        # an extension the driver lacks lists it there too. Fixed per physical device: made once.
+        listed = device_lists.get(state.address(physicalDevice))
+        if listed is None:
+            below = query_extensions(ffi, call, physicalDevice, ffi.NULL)
+            provided = {n: v for n, v in LAYER_DEVICE_EXTENSIONS.items() if n not in below}
+            hidden = instrumenter.hidden if instrumenter is not None else frozenset()   # the layer drives them
+            listed = device_lists[state.address(physicalDevice)] = ExtensionList(
+                ffi, {n: v for n, v in {**below, **provided}.items() if n not in hidden})
+        return listed.fill(pPropertyCount, pProperties)
 
 
 def _with_extensions(ffi, pCreateInfo, next_gipa, keep):
