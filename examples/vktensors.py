@@ -255,19 +255,19 @@ class Tensors:
 
     # ---- objects --------------------------------------------------------------------------
     def create_info(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL,
-                    pnext: int | None = None):
+                    pnext: int | None = None, flags: int = 0):
         dims_c = (i64 * len(dims))(*dims)
         strides_c = (i64 * len(strides))(*strides) if strides is not None else None
         desc = TensorDescription(sType=ST_TENSOR_DESCRIPTION, tiling=tiling, format=fmt, dimensionCount=len(dims),
                                  pDimensions=ctypes.addressof(dims_c),
                                  pStrides=ctypes.addressof(strides_c) if strides_c is not None else None, usage=usage)
-        info = TensorCreateInfo(sType=ST_TENSOR_CREATE_INFO, pNext=pnext, pDescription=desc.ptr())
+        info = TensorCreateInfo(sType=ST_TENSOR_CREATE_INFO, pNext=pnext, flags=flags, pDescription=desc.ptr())
         return info, [dims_c, strides_c, desc]
 
     def try_create(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL,
-                   pnext: int | None = None) -> tuple[int, int]:
-        """(VkResult, handle) of vkCreateTensorARM."""
-        info, keep = self.create_info(fmt, dims, strides, tiling, usage, pnext)
+                   pnext: int | None = None, flags: int = 0) -> tuple[int, int]:
+        """(VkResult, handle) of vkCreateTensorARM; `flags`: VkTensorCreateFlagsARM (1 = MUTABLE_FORMAT)."""
+        info, keep = self.create_info(fmt, dims, strides, tiling, usage, pnext, flags)
         out = u64(0)
         result = self.create_tensor(self.device, info.ptr(), None, ctypes.byref(out))
         return result, out.value
@@ -368,6 +368,15 @@ class Tensors:
         element = np.dtype(DTYPES[fmt]).itemsize
         strides = tuple(strides) if strides is not None else packed(dims, element)
         return Tensor(t, view.value, fmt, dims, strides, memory, mapped, size)
+
+    def try_view(self, tensor_handle: int, fmt: int) -> int:
+        """VkResult of vkCreateTensorViewARM (a view made is destroyed)."""
+        vinfo = TensorViewCreateInfo(sType=ST_TENSOR_VIEW_CREATE_INFO, tensor=tensor_handle, format=fmt)
+        view = u64(0)
+        result = self.create_view(self.device, vinfo.ptr(), None, ctypes.byref(view))
+        if result == 0:
+            self.destroy_view(self.device, view.value, None)
+        return result
 
     def requirements_of(self, tensor_handle: int) -> MemoryRequirements2:
         reqs = MemoryRequirements2(sType=ST_MEMORY_REQUIREMENTS_2)

@@ -96,6 +96,7 @@ class Tensor:
     data_bytes: int              # from the first element to the end of the last one
     buffer: int                  # the backend buffer holding it
     memory: int = 0              # bound memory (0: not bound yet)
+    flags: int = 0               # VkTensorCreateFlagsARM
 
     @property
     def rank(self) -> int:
@@ -291,7 +292,8 @@ def register(drv: Driver) -> None:
         except TensorError as e:
             refuse("vkCreateTensorARM", str(e))
             return VALIDATION_FAILED
-        t = Tensor(next(_handles), fmt, tiling, dims, strides, usage, element, nbytes, buffer)
+        t = Tensor(next(_handles), fmt, tiling, dims, strides, usage, element, nbytes, buffer,
+                   flags=int(pCreateInfo.flags))
         st.tensors[t.handle] = t
         pTensor[0] = t.handle
         return vk.VK_SUCCESS
@@ -378,9 +380,14 @@ def register(drv: Driver) -> None:
             fmt = pCreateInfo.format
             if fmt not in FORMATS:
                 raise TensorError(f"pCreateInfo->format {fmt} is not a tensor format of this device")
-            if fmt != t.format and FORMATS[fmt][0] != t.element:
-                raise TensorError(f"VkTensorViewCreateInfoARM::format ({fmt}) must have the element size of the "
-                                  f"tensor's format ({t.format}: {t.element} bytes)")
+            mutable = t.flags & vk.VK_TENSOR_CREATE_MUTABLE_FORMAT_BIT_ARM
+            if fmt != t.format and not mutable:
+                raise TensorError(f"VUID-VkTensorViewCreateInfoARM-tensor-09743: format ({fmt}) differs from the "
+                                  f"tensor's ({t.format}), which was created without "
+                                  "VK_TENSOR_CREATE_MUTABLE_FORMAT_BIT_ARM")
+            if fmt != t.format and FORMATS[fmt][0] != t.element:   # compatibility class = element size here
+                raise TensorError(f"VUID-VkTensorViewCreateInfoARM-tensor-09744: format ({fmt}) is not compatible "
+                                  f"with the tensor's format ({t.format}: {t.element}-byte elements)")
         except TensorError as e:
             refuse("vkCreateTensorViewARM", str(e))
             return VALIDATION_FAILED

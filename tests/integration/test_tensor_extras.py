@@ -132,3 +132,13 @@ def test_fragment_shader_reads_and_writes_tensors(result, check):
     twice the value into a 4x6 tensor; both equal numpy."""
     assert result["fragment"]["supported_stages"] == 0x20 | 0x10
     assert result["fragment"][check] is True
+
+
+def test_view_formats_follow_the_mutable_format_flag(result):
+    inv = result["invalid"]
+    assert inv["view_u32_of_mutable_f32"] == 0
+    assert inv["view_u32_of_fixed_f32"] == VALIDATION_FAILED
+    assert inv["view_u16_of_mutable_f32"] == VALIDATION_FAILED
+    for vuid in ("VUID-VkTensorViewCreateInfoARM-tensor-09743", "VUID-VkTensorViewCreateInfoARM-tensor-09744"):
+        assert any(line.startswith("tessera: VK_ARM_tensors: vkCreateTensorViewARM: ") and vuid in line
+                   for line in result["stderr"].splitlines())

@@ -402,7 +402,16 @@ def invalid(r: Runner) -> dict:
         vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, r.pipeline_layout, 0, 1, [dset], 0, None)
         vk.vkCmdDispatch(cmd, 1, 1, 1)
     r.submit(record)
+    # views of another format: only of a MUTABLE_FORMAT tensor, and only of a compatible format
+    fixed = r.t.try_create(F32, (2, 3))[1]
+    mutable = r.t.try_create(F32, (2, 3), flags=1)[1]
+    views = {"view_u32_of_fixed_f32": r.t.try_view(fixed, vk.VK_FORMAT_R32_UINT),
+             "view_u32_of_mutable_f32": r.t.try_view(mutable, vk.VK_FORMAT_R32_UINT),
+             "view_u16_of_mutable_f32": r.t.try_view(mutable, vk.VK_FORMAT_R16_UINT)}
+    for t in (fixed, mutable):
+        r.t.destroy_tensor(r.t.device, t, None)
     return {
+        **views,
         "storage_buffer_in_tensor_binding_then_tensor_ok": bool(np.array_equal(dst.array(), data)),
         "linear_with_image_aliasing": r.t.try_create(U8, (3, 5, 4), usage=aliasing_usage)[0],
         "optimal_aliasing_inner_5": r.t.try_create(U8, (3, 5, 5), tiling=vt.TILING_OPTIMAL,
