@@ -425,12 +425,19 @@ class Tensors:
     def tensor_template(self, bindings: list[int], push: bool, set_layout=None, pipeline_layout=None) -> int:
         """An update template with one single-tensor entry per binding, reading the views' handles
         from consecutive u64s of pData (in `bindings` order)."""
-        entries = (DescriptorUpdateTemplateEntry * len(bindings))(*[
-            DescriptorUpdateTemplateEntry(dstBinding=b, descriptorCount=1, descriptorType=DESCRIPTOR_TYPE_TENSOR,
-                                          offset=8 * i, stride=8) for i, b in enumerate(bindings)])
+        return self.update_template([(b, DESCRIPTOR_TYPE_TENSOR, 8 * i) for i, b in enumerate(bindings)], push,
+                                    set_layout, pipeline_layout)
+
+    def update_template(self, entries: list[tuple[int, int, int]], push: bool, set_layout=None,
+                        pipeline_layout=None) -> int:
+        """vkCreateDescriptorUpdateTemplate of single-descriptor entries (binding, type, offset in
+        pData), for set 0 of a compute pipeline layout when `push`, else for `set_layout`."""
+        items = (DescriptorUpdateTemplateEntry * len(entries))(*[
+            DescriptorUpdateTemplateEntry(dstBinding=b, descriptorCount=1, descriptorType=t, offset=o, stride=0)
+            for b, t, o in entries])
         info = DescriptorUpdateTemplateCreateInfo(
-            sType=1000085000, descriptorUpdateEntryCount=len(bindings),
-            pDescriptorUpdateEntries=ctypes.addressof(entries),
+            sType=1000085000, descriptorUpdateEntryCount=len(entries),
+            pDescriptorUpdateEntries=ctypes.addressof(items),
             templateType=1 if push else 0, descriptorSetLayout=handle(set_layout) if set_layout is not None else 0,
             pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_COMPUTE,
             pipelineLayout=handle(pipeline_layout) if pipeline_layout is not None else 0, set=0)

@@ -94,11 +94,13 @@ def test_other_descriptor_written_to_a_tensor_binding_is_skipped_with_a_message(
     assert not tensor_tracebacks(result["stderr"])
 
 
-@pytest.mark.parametrize("case", ["set_template", "push", "push_one_binding_keeps_the_other", "push_template"])
+@pytest.mark.parametrize("case", ["set_template", "push", "push_one_binding_keeps_the_other", "push_template",
+                                  "mixed_set_template", "mixed_push_template"])
 def test_templates_and_push_descriptors_with_tensors_match_numpy(result, case):
     """Descriptor update templates (a set's, a push-descriptor one) and vkCmdPushDescriptorSetKHR with
     tensor descriptors: each dispatch's destination equals its pushed/templated source; a push of
-    binding 1 alone keeps binding 0's tensor (pushed descriptors persist)."""
+    binding 1 alone keeps binding 0's tensor (pushed descriptors persist); templates mixing a tensor, a
+    storage buffer and a uniform buffer give out = tensor * scale."""
     assert result["templates"][case] is True
 
 

@@ -272,6 +272,50 @@ def templates_and_pushes(r: Runner) -> dict:
     out["push_one_binding_keeps_the_other"] = bool(np.array_equal(dsts[1].array(), a))
     out["push_template"] = bool(np.array_equal(dsts[2].array(), b))
     r.t.destroy_template(r.t.device, push_template, None)
+    out.update(mixed_templates(r))
+    return out
+
+
+def mixed_templates(r: Runner) -> dict:
+    """Templates mixing a tensor, a storage buffer and a uniform buffer (out = tensor * scale), for
+    a descriptor set and for a push descriptor set."""
+    n, scale = 40, 2.5
+    data = values((n,), F32)
+    src = r.t.tensor(F32, (n,), data=data)
+    bindings = [(0, vt.DESCRIPTOR_TYPE_TENSOR, 1), (1, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1),
+                (2, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 1)]
+    entries = [(0, vt.DESCRIPTOR_TYPE_TENSOR, 0), (1, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 8),
+               (2, vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 32)]
+    ubo = r.ctx.buffer(16, vk.VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT, np.array([scale, 0, 0, 0], np.float32))
+    code = vt.assemble(shaders.MIXED_DESCRIPTORS)
+    out = {}
+    for push in (False, True):
+        layout = r.t.set_layout(bindings, flags=1 if push else 0)
+        pipeline_layout = r.ctx.pipeline_layout([layout])
+        pipeline = r.t.compute_pipeline(code, pipeline_layout)
+        template = r.t.update_template(entries, push, None if push else layout, pipeline_layout if push else None)
+        result = r.ctx.buffer(4 * n, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT)
+        pdata = (ctypes.c_uint64 * 7)(src.view, vt.handle(result.handle), 0, 4 * n, vt.handle(ubo.handle), 0, 16)
+        dset = None
+        if not push:
+            pool = r.ctx.descriptor_pool({vt.DESCRIPTOR_TYPE_TENSOR: 1, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: 1,
+                                          vk.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER: 1}, max_sets=1)
+            dset = r.ctx.allocate_set(pool, layout)
+            r.t.update_with_template(r.t.device, vt.handle(dset), template, ctypes.addressof(pdata))
+
+        def record(cmd):
+            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+            if push:
+                r.t.push_with_template(vt.handle(cmd), template, vt.handle(pipeline_layout), 0, ctypes.addressof(pdata))
+            else:
+                vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_layout, 0, 1, [dset], 0,
+                                           None)
+            vk.vkCmdDispatch(cmd, 1, 1, 1)
+        r.submit(record)
+        got = result.array(np.float32)
+        out["mixed_push_template" if push else "mixed_set_template"] = bool(np.array_equal(
+            got, data * np.float32(scale)))
+        r.t.destroy_template(r.t.device, template, None)
     return out
 
 

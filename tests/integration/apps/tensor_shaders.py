@@ -266,3 +266,72 @@ OpStore %color %out
 OpReturn
 OpFunctionEnd
 """
+
+
+# SPIR-V assembly: out[i] = tensor[i] * scale, with the rank-1 float tensor at binding 0, the
+# float array `out` a storage buffer at binding 1 and `scale` a uniform buffer at binding 2 (one
+# set mixing tensor and other descriptors, e.g. written by one update template).
+MIXED_DESCRIPTORS = """
+OpCapability Shader
+OpCapability TensorsARM
+OpExtension "SPV_ARM_tensors"
+OpMemoryModel Logical GLSL450
+OpEntryPoint GLCompute %main "main" %gid %src %out %ubo
+OpExecutionMode %main LocalSize 64 1 1
+OpDecorate %gid BuiltIn GlobalInvocationId
+OpDecorate %src DescriptorSet 0
+OpDecorate %src Binding 0
+OpDecorate %rta ArrayStride 4
+OpDecorate %Out Block
+OpMemberDecorate %Out 0 Offset 0
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 1
+OpDecorate %Ubo Block
+OpMemberDecorate %Ubo 0 Offset 0
+OpDecorate %ubo DescriptorSet 0
+OpDecorate %ubo Binding 2
+%void = OpTypeVoid
+%fn = OpTypeFunction %void
+%uint = OpTypeInt 32 0
+%bool = OpTypeBool
+%float = OpTypeFloat 32
+%uvec3 = OpTypeVector %uint 3
+%pin = OpTypePointer Input %uvec3
+%gid = OpVariable %pin Input
+%c0 = OpConstant %uint 0
+%c1 = OpConstant %uint 1
+%arr1 = OpTypeArray %uint %c1
+%T = OpTypeTensorARM %float %c1
+%pT = OpTypePointer UniformConstant %T
+%src = OpVariable %pT UniformConstant
+%rta = OpTypeRuntimeArray %float
+%Out = OpTypeStruct %rta
+%pOut = OpTypePointer StorageBuffer %Out
+%out = OpVariable %pOut StorageBuffer
+%Ubo = OpTypeStruct %float
+%pUbo = OpTypePointer Uniform %Ubo
+%ubo = OpVariable %pUbo Uniform
+%pf_sb = OpTypePointer StorageBuffer %float
+%pf_u = OpTypePointer Uniform %float
+%main = OpFunction %void None %fn
+%e = OpLabel
+%g = OpLoad %uvec3 %gid
+%i = OpCompositeExtract %uint %g 0
+%s = OpLoad %T %src
+%n = OpTensorQuerySizeARM %uint %s %c0
+%in = OpULessThan %bool %i %n
+OpSelectionMerge %end None
+OpBranchConditional %in %body %end
+%body = OpLabel
+%coord = OpCompositeConstruct %arr1 %i
+%v = OpTensorReadARM %float %s %coord
+%sp = OpAccessChain %pf_u %ubo %c0
+%scale = OpLoad %float %sp
+%r = OpFMul %float %v %scale
+%op = OpAccessChain %pf_sb %out %c0 %i
+OpStore %op %r
+OpBranch %end
+%end = OpLabel
+OpReturn
+OpFunctionEnd
+"""
