@@ -19,7 +19,7 @@ from . import encoder
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, PassPart, Workload
 
-RENDER_PASS_HOOKS = RENDER_PASS + DRAWS + ("vkEndCommandBuffer",)
+RENDER_PASS_HOOKS = RENDER_PASS + DRAWS   # and vkEndCommandBuffer, declared by commands.py
 
 
 def _meta(info: PassInfo) -> dict:

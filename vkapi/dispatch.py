@@ -178,14 +178,18 @@ class HookSet:
         """Bind every declared hook; returns name -> PFN_vkVoidFunction for GetProcAddr
         (the generated C guard of each hook, which calls it while Python is usable).
 
-        Every command the shim declares must have a hook: a declared command
-        without one is a build/registration mismatch, reported loudly.
+        Every command the shim declares must have a hook, and every hook a declaration (it would
+        never be called): either is a build/registration mismatch, reported loudly.
         """
         pointers: dict[str, Any] = {}
         self._resolver = resolver
+        declared = list(declared)
         missing = set(declared) - self.names()
         if missing:
             raise RuntimeError(f"commands declared in the shim without a hook: {sorted(missing)}")
+        undeclared = self.names() - set(declared)
+        if undeclared:
+            raise RuntimeError(f"hooks of commands the shim does not declare (never called): {sorted(undeclared)}")
         guards = {ffi.string(lib.tessera_guard_name(i)).decode(): i for i in range(lib.tessera_guard_count())}
         self.recorder = Recorder(ffi, lib, guards, self.appliers,
                                  lambda message: self.errors.log.warning("%s", message), self.errors.report)

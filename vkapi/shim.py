@@ -54,6 +54,15 @@ class ShimSpec:
     manifest: dict = field(default_factory=dict)  # JSON manifest; "library_path" is filled in
     manifest_dir: Path = paths.BUILD_DIR
 
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        twice = sorted({name for name in self.hooks if name in seen or seen.add(name)})
+        if twice:   # each intercept is declared once, by the module that owns it
+            raise ValueError(f"{self.library_name}: commands declared twice in the shim's hooks: {twice}")
+        unhooked = sorted(set(self.recorded) - set(self.hooks))
+        if unhooked:
+            raise ValueError(f"{self.library_name}: commands recorded in C but not hooked: {unhooked}")
+
 
 def _libpython() -> str:
     libdir = sysconfig.get_config_var("LIBDIR")

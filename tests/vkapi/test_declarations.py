@@ -1,0 +1,50 @@
+"""One declaration per intercept: a shim spec listing a command twice, recording in C a command
+it does not hook, or a hook registered for an undeclared command is refused before anything runs."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from tessera.vkapi.dispatch import HookSet
+from tessera.vkapi.log import HookErrors
+from tessera.vkapi.recorder import Recorded
+from tessera.vkapi.shim import ShimSpec
+
+
+def _spec(hooks, recorded=None) -> ShimSpec:
+    return ShimSpec(module_name="_m", library_name="libx.so", hooks=tuple(hooks), calls=(), extra_types=(),
+                    embedding_api="", c_glue="", init_module="m", recorded=recorded or {})
+
+
+def test_a_command_declared_twice_is_refused():
+    with pytest.raises(ValueError, match=r"declared twice.*vkCmdDraw"):
+        _spec(["vkCmdDraw", "vkQueueSubmit", "vkCmdDraw"])
+
+
+def test_a_command_recorded_in_c_but_not_hooked_is_refused():
+    with pytest.raises(ValueError, match=r"recorded in C but not hooked.*vkCmdDispatch"):
+        _spec(["vkCmdDraw"], {"vkCmdDispatch": Recorded()})
+
+
+def test_the_shipped_shims_declare_each_command_once():
+    from tessera.icd.shim_spec import spec as icd_spec
+    from tessera.layer.shim_spec import spec as layer_spec
+
+    for spec in (icd_spec(), layer_spec()):
+        assert len(set(spec.hooks)) == len(spec.hooks)
+
+
+def test_a_hook_without_declaration_is_refused_at_install():
+    hooks = HookSet(HookErrors(logging.getLogger("test")))
+    hooks.after("vkCmdDraw")(lambda *a: None)
+    hooks.after("vkQueueSubmit")(lambda *a: None)
+    with pytest.raises(RuntimeError, match=r"does not declare.*vkQueueSubmit"):
+        hooks.install(None, None, lambda h: None, ["vkCmdDraw"])
+
+
+def test_a_declaration_without_hook_is_refused_at_install():
+    hooks = HookSet(HookErrors(logging.getLogger("test")))
+    hooks.after("vkCmdDraw")(lambda *a: None)
+    with pytest.raises(RuntimeError, match=r"without a hook.*vkCmdDispatch"):
+        hooks.install(None, None, lambda h: None, ["vkCmdDraw", "vkCmdDispatch"])
