@@ -132,6 +132,16 @@ class PhysicalDeviceExternalBufferInfo(Struct):
     _fields_ = [("sType", u32), ("pNext", c_ptr), ("flags", u32), ("usage", u32), ("handleType", u32)]
 
 
+class PushDescriptorSetInfo(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("stageFlags", u32), ("layout", u64), ("set", u32),
+                ("descriptorWriteCount", u32), ("pDescriptorWrites", c_ptr)]
+
+
+class PushDescriptorSetWithTemplateInfo(Struct):
+    _fields_ = [("sType", u32), ("pNext", c_ptr), ("descriptorUpdateTemplate", u64), ("layout", u64), ("set", u32),
+                ("pData", c_ptr)]
+
+
 class WriteDescriptorSet(Struct):
     _fields_ = [("sType", u32), ("pNext", c_ptr), ("dstSet", u64), ("dstBinding", u32), ("dstArrayElement", u32),
                 ("descriptorCount", u32), ("descriptorType", u32), ("pImageInfo", c_ptr), ("pBufferInfo", c_ptr),
@@ -421,6 +431,11 @@ class Tensors:
         self.create_template = get("vkCreateDescriptorUpdateTemplate", i32, vp, vp, vp, ctypes.POINTER(u64))
         self.destroy_template = get("vkDestroyDescriptorUpdateTemplate", None, vp, u64, vp)
         self.update_with_template = get("vkUpdateDescriptorSetWithTemplate", None, vp, u64, u64, vp)
+        # VK_KHR_maintenance6 (when the device enables it)
+        for name, attr in (("vkCmdPushDescriptorSet2KHR", "push_descriptor_set2"),
+                           ("vkCmdPushDescriptorSetWithTemplate2KHR", "push_with_template2")):
+            address = self._gdpa(self.device, name.encode())
+            setattr(self, attr, ctypes.CFUNCTYPE(None, vp, vp)(address) if address else None)
 
     def tensor_template(self, bindings: list[int], push: bool, set_layout=None, pipeline_layout=None) -> int:
         """An update template with one single-tensor entry per binding, reading the views' handles
@@ -451,8 +466,9 @@ class Tensors:
     def views_data(tensors: list[Tensor]):
         return (u64 * len(tensors))(*[t.view for t in tensors])
 
-    def cmd_push_tensors(self, cmd, pipeline_layout, bindings: list[tuple[int, Tensor]]) -> list:
-        """vkCmdPushDescriptorSetKHR of set 0: one tensor per (binding, tensor)."""
+    def cmd_push_tensors(self, cmd, pipeline_layout, bindings: list[tuple[int, Tensor]], info2: bool = False) -> list:
+        """vkCmdPushDescriptorSetKHR of set 0 (vkCmdPushDescriptorSet2KHR with `info2`): one tensor per
+        (binding, tensor)."""
         keep, writes = [], []
         for binding, t in bindings:
             views = (u64 * 1)(t.view)
@@ -463,6 +479,12 @@ class Tensors:
                                              dstBinding=binding, descriptorCount=1,
                                              descriptorType=DESCRIPTOR_TYPE_TENSOR))
         array = (WriteDescriptorSet * len(writes))(*writes)
+        if info2:
+            info = PushDescriptorSetInfo(sType=1000545005, stageFlags=vk.VK_SHADER_STAGE_COMPUTE_BIT,
+                                         layout=handle(pipeline_layout), set=0, descriptorWriteCount=len(writes),
+                                         pDescriptorWrites=ctypes.addressof(array))
+            self.push_descriptor_set2(handle(cmd), info.ptr())
+            return keep + [array, info]
         self.push_descriptor_set(handle(cmd), vk.VK_PIPELINE_BIND_POINT_COMPUTE, handle(pipeline_layout), 0,
                                  len(writes), ctypes.addressof(array))
         return keep + [array]

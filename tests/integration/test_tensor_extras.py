@@ -95,12 +95,13 @@ def test_other_descriptor_written_to_a_tensor_binding_is_skipped_with_a_message(
 
 
 @pytest.mark.parametrize("case", ["set_template", "push", "push_one_binding_keeps_the_other", "push_template",
-                                  "mixed_set_template", "mixed_push_template"])
+                                  "push2", "push_template2", "mixed_set_template", "mixed_push_template"])
 def test_templates_and_push_descriptors_with_tensors_match_numpy(result, case):
     """Descriptor update templates (a set's, a push-descriptor one) and vkCmdPushDescriptorSetKHR with
     tensor descriptors: each dispatch's destination equals its pushed/templated source; a push of
     binding 1 alone keeps binding 0's tensor (pushed descriptors persist); templates mixing a tensor, a
-    storage buffer and a uniform buffer give out = tensor * scale."""
+    storage buffer and a uniform buffer give out = tensor * scale; push2/push_template2 go through
+    VK_KHR_maintenance6's vkCmdPushDescriptorSet2KHR / vkCmdPushDescriptorSetWithTemplate2KHR."""
     assert result["templates"][case] is True
 
 

@@ -271,6 +271,24 @@ def templates_and_pushes(r: Runner) -> dict:
     out["push"] = bool(np.array_equal(dsts[0].array(), a))
     out["push_one_binding_keeps_the_other"] = bool(np.array_equal(dsts[1].array(), a))
     out["push_template"] = bool(np.array_equal(dsts[2].array(), b))
+    # the same through VK_KHR_maintenance6's vkCmdPushDescriptorSet2KHR / ...WithTemplate2KHR
+    if r.t.push_descriptor_set2 is not None:
+        dsts2 = [r.t.tensor(F32, shape) for _ in range(2)]
+        pushed2 = r.t.views_data([dsts2[1], src_b])
+
+        def record_pushes2(cmd):
+            vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, pipeline)
+            keep = r.t.cmd_push_tensors(cmd, layout, [(0, src_a), (1, dsts2[0])], info2=True)
+            vk.vkCmdDispatch(cmd, groups, 1, 1)
+            info = vt.PushDescriptorSetWithTemplateInfo(sType=1000545006, descriptorUpdateTemplate=push_template,
+                                                        layout=vt.handle(layout), set=0,
+                                                        pData=ctypes.addressof(pushed2))
+            r.t.push_with_template2(vt.handle(cmd), info.ptr())
+            vk.vkCmdDispatch(cmd, groups, 1, 1)
+            return keep + [info]
+        r.submit(record_pushes2)
+        out["push2"] = bool(np.array_equal(dsts2[0].array(), a))
+        out["push_template2"] = bool(np.array_equal(dsts2[1].array(), b))
     r.t.destroy_template(r.t.device, push_template, None)
     out.update(mixed_templates(r))
     return out
@@ -479,5 +497,6 @@ def body(ctx) -> str:
 if __name__ == "__main__":
     FEATURES, KEEP = vt.device_features()
     vkapp.run_main("tensor_extras", body, optional_device_extensions=[vt.EXTENSION, "VK_KHR_push_descriptor",
-                                                                         "VK_KHR_external_memory_fd"],
+                                                                         "VK_KHR_external_memory_fd",
+                                                                         "VK_KHR_maintenance6"],
                    device_features=FEATURES)
