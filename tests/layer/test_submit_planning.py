@@ -1,0 +1,93 @@
+"""The layer's submit planning (layer/queues.py) on hand-built trackers: no Vulkan, no shim.
+
+Each case states what the layer must report for a submit (tags in GPU order, ANNEX fields,
+captures, reuse) and, for the buffers the C submit path may report (`reported_from_c`), that
+planning them needs nothing of the queue's state and changes none of it.
+"""
+from __future__ import annotations
+
+from tessera.layer.queues import plan_submit, reported_from_c
+from tessera.layer.trackers import Capture, CommandBufferTracker, PassPart, QueueTracker, Workload
+
+
+def buffer(address: int, *ops, level: int = 0) -> CommandBufferTracker:
+    return CommandBufferTracker(handle=None, address=address, level=level, pool=1, ops=list(ops))
+
+
+def work(tag: int, labels: tuple[str, ...] = (), pops: int = 0, capture: Capture | None = None):
+    return ("workload", Workload(tag, "dispatch", {}, labels, pops, capture))
+
+
+def queue() -> QueueTracker:
+    return QueueTracker(handle=None, name="queue 0.0")
+
+
+def test_a_plain_buffer_plans_to_its_tags_and_is_reused_the_second_time():
+    q, cb = queue(), buffer(0x10, work(1), work(2))
+    assert reported_from_c(cb)
+    first = plan_submit(1, q, [[cb]])
+    second = plan_submit(2, q, [[cb]])
+    assert (first.tags, first.annexes, first.captures, first.wrap) == ([1, 2], {}, [], False)
+    assert (second.tags, second.reused, second.wrap) == ([1, 2], True, True)
+    assert q.labels == [] and q.open_pass is None
+
+
+def test_queue_labels_give_plain_workloads_an_annex():
+    q, cb = queue(), buffer(0x10, work(1))
+    q.labels.append("frame 1")
+    plan = plan_submit(1, q, [[cb]])
+    assert plan.annexes == {1: {"labels": ["frame 1"]}} and plan.wrap
+
+
+def test_a_label_opened_in_one_buffer_and_closed_in_the_next():
+    q = queue()
+    first = buffer(0x10, ("label_begin", "outer"), work(1, labels=("outer",)))
+    second = buffer(0x20, work(2), ("label_end", None), work(3))
+    assert not reported_from_c(first) and not reported_from_c(second)
+    plan = plan_submit(1, q, [[first, second]])
+    assert plan.tags == [1, 2, 3]
+    assert plan.annexes == {2: {"labels": ["outer"]}}   # t1's own labels were right; t3 runs outside any
+    assert q.labels == []
+
+
+def test_a_render_pass_split_across_submits_is_one_pass_with_every_draw():
+    q = queue()
+    begin = buffer(0x10, ("pass", PassPart(Workload(5, "render_pass", {}, (), 0), draws=2, suspends=True)))
+    end = buffer(0x20, ("pass", PassPart(None, draws=3, resumes=True)))
+    assert not reported_from_c(begin) and not reported_from_c(end)
+    first = plan_submit(1, q, [[begin]])
+    assert first.tags == [5] and first.annexes == {} and q.open_pass is not None
+    second = plan_submit(2, q, [[end]])
+    assert second.annexes == {5: {"draw_call_count": 5, "parts": 2}} and q.open_pass is None
+
+
+def test_an_indirect_capture_runs_before_its_workload_and_is_read_after():
+    q = queue()
+    capture = Capture(offset=0, size=12, kind="dispatch", count=1, tag=7)
+    cb = buffer(0x10, work(8, capture=capture))
+    assert not reported_from_c(cb)
+    plan = plan_submit(1, q, [[cb]])
+    assert plan.tags == [7, 8] and plan.captures == [(8, capture)] and plan.wrap
+
+
+def test_secondaries_run_in_place_and_keep_the_primary_off_the_c_path():
+    q = queue()
+    secondary = buffer(0x30, work(2), level=1)
+    primary = buffer(0x10, work(1), ("execute", [secondary]), work(3))
+    assert not reported_from_c(primary)
+    plan = plan_submit(1, q, [[primary]])
+    assert plan.tags == [1, 2, 3] and [t.address for t in plan.trackers] == [0x10, 0x30]
+
+
+def test_what_the_c_path_reports_never_needs_the_queues_state():
+    """For every buffer reported_from_c accepts, with no queue label and no open pass, planning
+    gives no ANNEX and no capture and leaves the queue as it was: what the C path assumes."""
+    plain = [buffer(0x10, work(1)),
+             buffer(0x20, work(2), work(3)),
+             buffer(0x30, ("pass", PassPart(Workload(4, "render_pass", {}, (), 0), draws=6)), work(5)),
+             buffer(0x40)]
+    for cb in plain:
+        assert reported_from_c(cb)
+        q = queue()
+        plan = plan_submit(1, q, [[cb]])
+        assert (plan.annexes, plan.captures, q.labels, q.open_pass) == ({}, [], [], None)
