@@ -83,7 +83,7 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
     ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
     templates: dict[int, Template] = {}
     free_chunks: dict[int, list[Chunk]] = {}    # id(Device) -> chunks back from freed command buffers
-    pushes: dict[int, PushState] = {}           # command buffer address -> its state
+    pushes: dict[int, PushState] = {}           # id(CommandBuffer) -> its state (dropped with the object)
 
     def refuse(command: str, message: str) -> None:
         drv.hooks.errors.log.warning("%s: %s", command, message)
@@ -112,21 +112,28 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
         return Chunk(int(buf[0]), int(mem[0]), ffi.cast("char *", ptr[0]))
 
     def push_state(cb: CommandBuffer) -> PushState:
-        ps = pushes.get(cb.address)
+        ps = pushes.get(id(cb))
         if ps is None:
-            ps = pushes[cb.address] = PushState(id(cb.device))
-            spare = free_chunks.setdefault(id(cb.device), [])
-            # the command buffer object goes with vkFreeCommandBuffers: its chunks come back
-            weakref.finalize(cb, lambda ps=ps, address=cb.address: (spare.extend(ps.chunks), pushes.pop(address, None)))
+            ps = pushes[id(cb)] = PushState(id(cb.device))
+            # the command buffer object goes with vkFreeCommandBuffers: its chunks come back (keyed
+            # by id(), which no other object can have before this finalizer has run)
+            weakref.finalize(cb, gone, id(cb), ps)
         return ps
+
+    def gone(key: int, ps: PushState) -> None:
+        if pushes.get(key) is ps:
+            del pushes[key]
+            free_chunks.setdefault(ps.device, []).extend(ps.chunks)
 
     def place(dev: Device, ps: PushState, data: bytes) -> tuple[int, int]:
         """Copy `data` into the command buffer's chunks: (buffer, offset)."""
         size = (len(data) + ALIGN - 1) // ALIGN * ALIGN
         chunk = ps.chunks[-1] if ps.chunks and ps.chunks[-1].used + size <= CHUNK_BYTES else None
         if chunk is None:
-            spare = free_chunks.setdefault(id(dev), [])
-            chunk = spare.pop() if spare else new_chunk(dev)
+            try:
+                chunk = free_chunks.setdefault(id(dev), []).pop()
+            except IndexError:
+                chunk = new_chunk(dev)
             chunk.used = 0
             ps.chunks.append(chunk)
         offset = chunk.used
@@ -135,7 +142,7 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
         return chunk.buffer, offset
 
     def recycle(cb: CommandBuffer) -> None:
-        ps = pushes.get(cb.address)
+        ps = pushes.get(id(cb))
         if ps is not None:
             ps.records.clear()
             for chunk in ps.chunks:
@@ -346,10 +353,11 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
     def teardown(dev: Device) -> None:
         """Before vkDestroyDevice: the metadata chunks of its command buffers."""
         chunks = free_chunks.pop(id(dev), [])
-        for address, ps in list(pushes.items()):
+        for key, ps in list(pushes.items()):
             if ps.device == id(dev):
                 chunks += ps.chunks
-                pushes.pop(address, None)
+                ps.chunks = []
+                pushes.pop(key, None)
         for chunk in chunks:
             dev.next.vkDestroyBuffer(dev.handle, chunk.buffer, ffi.NULL)
             dev.next.vkFreeMemory(dev.handle, chunk.memory, ffi.NULL)
