@@ -164,8 +164,8 @@ class _Connection:
                 raise DaemonStalled(f"acknowledged nothing for {STALL_S} s")
 
 
-# How often an idle sender looks for messages the layer has not queued yet (submits made in C).
-IDLE_PULL_S = 0.05
+# How often the sender looks for messages the layer has not queued yet (submits made in C).
+PULL_S = 0.05
 
 
 class Transport:
@@ -188,8 +188,8 @@ class Transport:
         self._stall_wait = STALL_RETRY_S[0]                 # retry delay after the next stall
         self._diverting = False                             # the daemon is configured, the spool gets frames
         self.spool_path: Path | None = None
-        # Called before each flush and whenever the sender has been idle for IDLE_PULL_S: the layer
-        # reports the submits its C path made (queues.py), whose messages are not queued yet.
+        # Called before each flush and by the sender at least every PULL_S: the layer reports the
+        # submits its C path made (queues.py), whose messages are not queued yet.
         self.before_flush: list[Callable[[], None]] = []
         atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
@@ -242,10 +242,13 @@ class Transport:
 
     def _run(self) -> None:
         queue = self._queue
+        pulled = time.monotonic()
         while True:
-            if not self._wake.wait(IDLE_PULL_S):
-                self._pull_sources()
+            self._wake.wait(PULL_S)
             self._wake.clear()
+            if time.monotonic() - pulled >= PULL_S:   # idle or not: busy senders pull too
+                self._pull_sources()
+                pulled = time.monotonic()
             while queue:
                 frames, marker = [], None
                 while queue and marker is None:
