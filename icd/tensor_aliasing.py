@@ -27,7 +27,8 @@ Not translated: the layout in the legacy vkCmdPipelineBarrier (recorded in C and
 as is), in render-pass attachment descriptions and in vkCmdWaitEvents.
 
 Threads: image creation and tensor creation run on the application's threads; nothing here
-keeps state beyond the per-device cache of backend row pitches (a dict written under the GIL).
+keeps state beyond the per-device cache of backend pitches (DeviceTensors.pitches, a dict
+written under the GIL).
 """
 from __future__ import annotations
 
@@ -62,6 +63,15 @@ def linear_pitches(drv: Driver, dev: Device, element: int, components: int, widt
                    depth: int) -> tuple[int, int] | None:
     """(rowPitch, depthPitch) the backend gives a linear image of that shape, or None when it has
     no such linear image (then the tensor stays packed)."""
+    key = (element, components, width, height, depth)
+    cache = dev.tensors.pitches
+    if key not in cache:
+        cache[key] = _ask_backend(drv, dev, element, components, width, height, depth)
+    return cache[key]
+
+
+def _ask_backend(drv: Driver, dev: Device, element: int, components: int, width: int, height: int,
+                 depth: int) -> tuple[int, int] | None:
     ffi = drv.ffi
     formats = _UINT_FORMATS.get(element)
     if formats is None or not 1 <= components <= 4:

@@ -117,6 +117,7 @@ class DeviceTensors:
     tensors: dict[int, Tensor] = field(default_factory=dict)
     views: dict[int, TensorView] = field(default_factory=dict)
     descriptors: Any = None      # tensor_descriptors.DescriptorState
+    pitches: dict = field(default_factory=dict)   # tensor_aliasing: linear image shape -> backend pitches
 
 
 def packed_strides(dims: tuple[int, ...], element: int) -> tuple[int, ...]:
