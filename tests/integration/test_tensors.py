@@ -115,7 +115,8 @@ def test_merged_tensor_copies_carry_the_layers_tag_and_bytes(result):
     """The layer tags every vkCmdCopyTensorARM as a `tensor_copy` transfer, sized from the tensors it
     saw created (elements of each region x element size): in the merged trace each tensor copy slice
     is joined to that WORKLOAD (its tag is its t<tag> label) and carries the layer's byte count, equal
-    to the driver's; the refused copy (bad region) is tagged too but never runs."""
+    to the driver's (so the merge shows it once: the driver's `Transfer`/`Bytes`/`Regions`, the same
+    facts, are dropped, hostd/slice_args.py); the refused copy (bad region) is tagged too but never runs."""
     from tessera.hostd.merge import merge_session
     from tessera.schemas import frames as fr
     from tessera.schemas import messages
@@ -131,16 +132,19 @@ def test_merged_tensor_copies_carry_the_layers_tag_and_bytes(result):
     tensor_tags = sorted(t for t, w in described.items() if w["kind"] == "tensor_copy")
     packets = list(pf.read_packets(session / "merged-tensors.perfetto-trace"))
     copies = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")
-              and pf.extra(p.gpu_render_stage_event, "Transfer") == "tensor copy"]
+              and pf.extra(p.gpu_render_stage_event, "kind") == "tensor_copy"]
     regions = 2 * 3 * 4 + 3 * 4 * 6 + 1 + 1 * 5 * 8
     want = [math.prod(app.SHAPES[r]) * 4 for r in range(1, 9)] + [regions * 4, 4 * 6 * 4]
     assert len(tensor_tags) == len(want) + 1            # + the refused copy, tagged but not run
+    # the driver wrote the same bytes (test_tensor_copies_are_transfers_with_their_real_bytes): no disagreement
+    assert not [x.name for e in copies for x in e.extra_data if x.name.endswith("(driver)")]
     for e, nbytes in zip(copies, want, strict=True):
         tag = int(pf.extra(e, "tag"))
         assert pf.extra(e, "Labels") == f"t{tag}" and tag in tensor_tags
         assert pf.extra(e, "kind") == "tensor_copy" and pf.extra(e, "subtype") == "tensor copy"
         assert pf.extra(e, "command") == "vkCmdCopyTensorARM"
-        assert int(pf.extra(e, "bytes")) == int(pf.extra(e, "Bytes")) == nbytes == described[tag]["bytes"]
+        assert int(pf.extra(e, "bytes")) == nbytes == described[tag]["bytes"]
+        assert pf.extra(e, "Bytes") is None and pf.extra(e, "Transfer") is None     # each fact once
         assert e.name == f"Tensor copy, {nbytes} bytes"
     assert [pf.extra(e, "regions") for e in copies] == ["1"] * 8 + ["4", "1"]
 
