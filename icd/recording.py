@@ -23,7 +23,7 @@ from tessera.vkapi import accel, pipelines
 from tessera.vkapi.commands import (ACCELERATION_STRUCTURES, BARRIERS, BUFFER_TRANSFERS, DISPATCHES, DRAWS,
                                     IMAGE_TRANSFERS, RENDER_PASS, TRACE_RAYS)
 from tessera.vkapi.render_passes import describe_begin, describe_rendering
-from tessera.vkapi.transfers import TRANSFERS
+from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS, TRANSFERS
 from tessera.vkapi.vkconst import vk
 
 from . import shader_costs, timing
@@ -356,7 +356,7 @@ def register(drv: Driver) -> None:
     for name, fn in (("vkCmdBindPipeline", cmd_bind_pipeline), ("vkCmdDispatch", cmd_dispatch),
                      ("vkCmdDispatchBase", cmd_dispatch_base), ("vkCmdPipelineBarrier", cmd_barrier)):
         hooks.applies(name)(fn)
-    for name in ("vkCmdFillBuffer", "vkCmdCopyBuffer", "vkCmdUpdateBuffer"):
+    for name in RECORDED_TRANSFERS:
         hooks.applies(name)(transfer_hook(name))
 
 

@@ -12,6 +12,7 @@ from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.recorder import Recorded
 from tessera.vkapi.submits import SubmitPath
+from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS
 
 from .recording import RECORDING_HOOKS
 from .submit import CALLS as SUBMIT_CALLS, SUBMIT_HOOKS
@@ -85,8 +86,7 @@ RECORDED = {
                                        "(uint64_t)indexCount * instanceCount / 3")),
     "vkCmdBindPipeline": Recorded(),
     "vkCmdDispatch": Recorded(), "vkCmdDispatchBase": Recorded(),
-    "vkCmdFillBuffer": Recorded(), "vkCmdCopyBuffer": Recorded(),
-    "vkCmdUpdateBuffer": Recorded(fields=("dstBuffer", "dstOffset", "dataSize")),
+    **{name: Recorded(fields=fields) for name, fields in RECORDED_TRANSFERS.items()},
     "vkCmdPipelineBarrier": Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")),
     "vkCmdBeginDebugUtilsLabelEXT": _LABEL, "vkCmdInsertDebugUtilsLabelEXT": _LABEL,
     "vkCmdEndDebugUtilsLabelEXT": Recorded(forward=False),

@@ -11,6 +11,7 @@ from tessera.vkapi.pipelines import PIPELINE_HOOKS
 from tessera.vkapi.recorder import Recorded
 from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
 from tessera.vkapi.submits import SubmitPath
+from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS
 
 from .commands import COMMAND_HOOKS
 from .queues import QUEUE_HOOKS
@@ -103,8 +104,7 @@ RECORDED = {
     "vkCmdDraw": Recorded(fold=()), "vkCmdDrawIndexed": Recorded(fold=()),   # draws only count
     "vkCmdBindPipeline": Recorded(),
     "vkCmdDispatch": Recorded(tagged=True), "vkCmdDispatchBase": Recorded(tagged=True),
-    "vkCmdFillBuffer": Recorded(tagged=True), "vkCmdCopyBuffer": Recorded(tagged=True),
-    "vkCmdUpdateBuffer": Recorded(fields=("dstBuffer", "dstOffset", "dataSize"), tagged=True),
+    **{name: Recorded(fields=fields, tagged=True) for name, fields in RECORDED_TRANSFERS.items()},
 }
 
 # Device extensions the layer provides itself when the driver lacks them (name -> spec version).

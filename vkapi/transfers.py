@@ -92,6 +92,18 @@ TRANSFERS: dict[str, Callable[..., Transfer]] = {
         info.regionCount),
 }
 
+# The transfers both shims record in C (vkapi/recorder.py) -> the parameters recorded (None: all).
+# A size needs neither the fill data nor the clear value; the *2 variants pass structs with pNext
+# chains and stay Python hooks.
+RECORDED_IN_C: dict[str, tuple[str, ...] | None] = {
+    "vkCmdFillBuffer": None, "vkCmdCopyBuffer": None,
+    "vkCmdUpdateBuffer": ("dstBuffer", "dstOffset", "dataSize"),
+    "vkCmdClearColorImage": ("image", "imageLayout", "rangeCount", "pRanges"),
+    "vkCmdClearDepthStencilImage": ("image", "imageLayout", "rangeCount", "pRanges"),
+    "vkCmdCopyImage": None, "vkCmdBlitImage": None, "vkCmdResolveImage": None,
+    "vkCmdCopyBufferToImage": None, "vkCmdCopyImageToBuffer": None,
+}
+
 
 def tensor_copy(res: Resources, info) -> Transfer:
     """vkCmdCopyTensorARM: the elements of every region (its pExtent, or the whole source tensor when
