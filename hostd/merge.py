@@ -59,7 +59,7 @@ from .metadata import MetadataIndex, ProcessMeta, load_file
 from . import arm_inputs, region_args, shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from .protowire import key as field_key
-from .slice_args import HANDLES_GROUP, reconcile
+from .slice_args import HANDLE_ARGS, reconcile
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)
 from .traceio import TraceOut
@@ -74,7 +74,6 @@ _EXTRA_DATA_FIELD = field_key(pb.GpuRenderStageEvent, "extra_data", "message")
 _NAME_FIELD = field_key(pb.GpuRenderStageEvent, "name", "bytes")
 _EXTRA_NAME = field_key(pb.GpuRenderStageEvent.ExtraData, "name", "bytes")
 _EXTRA_VALUE = field_key(pb.GpuRenderStageEvent.ExtraData, "value", "bytes")
-_HANDLES_PREFIX = HANDLES_GROUP + "."
 
 
 def _string_field(tag: bytes, text: str) -> bytes:
@@ -259,7 +258,8 @@ class _Merger:
 
     def _event(self, fi: int, seq: int, e) -> dict[str, str]:
         """Join one render-stage event to its metadata, in place; returns its extra_data as
-        name -> first value (for the summary).
+        name -> first value, for the summary: all of it for an event without metadata, else the
+        SUMMARY_READS names (one dict shared by the events of one join: not to be changed).
 
         What the join adds (name, extra_data) depends only on the process and the driver's
         extra_data (Labels and Label stack give tag and submit; the names and values decide
@@ -268,7 +268,8 @@ class _Merger:
         common ones kept encoded in `_entries`, and name) and merged in with one
         MergeFromString (repeated extra_data appended, name set: the same message as building
         it field by field); when a driver entry is dropped or renamed, the event's extra_data
-        is cleared first and the partial event starts with the driver's remaining entries.
+        is cut there first and the partial event starts with the driver's entries after it
+        that stay (the Labels and Label stack before it are never encoded again).
         The binning and main phases of a render pass are consecutive and share it (`_last`,
         keyed by pid and the driver's entries)."""
         self.r.gpu_events += 1
@@ -279,9 +280,10 @@ class _Merger:
         labels = ex.get(LABELS_KEY)
         stack_text = ex.get(LABEL_STACK_KEY)
         n = len(e.extra_data)
-        key = (pid, n, tuple(ex.items()))
+        names = tuple(ex)
+        key = (pid, n, names, ex)         # the names in order, then the values (dict equality)
         if self._last is not None and self._last[0] == key:
-            _, tag, submit, add, added, clear = self._last
+            _, tag, submit, add, reads, cut = self._last
         else:
             stack = split_stack(stack_text)
             tag = tag_of(labels, stack)
@@ -319,20 +321,23 @@ class _Merger:
             entries = self._entries
             parts = []
             # Each fact once (slice_args.py): the driver's entries the layer's fields state or
-            # supersede are dropped (the event's extra_data is then cleared and written again
-            # without them), a disagreement marked, raw handles written last.
+            # supersede are dropped, a disagreement marked, raw handles written last. The event's
+            # extra_data is cut at the first driver entry dropped or renamed (`cut`) and what
+            # stays of it after that point is written again, ahead of the metadata's.
             changed, fields = reconcile(ex, meta)
-            clear = bool(changed)
-            if clear:
+            cut = None
+            if changed:
                 if n == len(ex):        # no name twice: the entries are ex's, in order
-                    driver = ex.items()
+                    cut = names.index(next(iter(changed)))     # changed is in ex's order
+                    driver = [(k, ex[k]) for k in names[cut:]]
                 else:                   # then ex does not say what the entries were: not reused
                     driver = [(d.name, d.value) for d in e.extra_data]
+                    cut = 0
                     key = None
                 for k, v in driver:
                     k = changed.get(k, k)
                     if k is not None:
-                        parts.append(_extra_data(k, v))
+                        parts.append(self._entry(k, v))
             late = []
             added: dict[str, str] = {}     # what the summary reads (SUMMARY_READS): the first value of each name
             for k, value in meta.items():
@@ -344,9 +349,9 @@ class _Merger:
                 elif arg is None:
                     continue
                 else:
-                    k = arg
-                    if k.startswith(_HANDLES_PREFIX):
+                    if arg in HANDLE_ARGS:
                         target = late
+                    k = arg
                 v = value if value.__class__ is str else arg_value(value)
                 field = entries.get((k, v))
                 target.append(field if field is not None else self._entry(k, v))
@@ -370,16 +375,21 @@ class _Merger:
             parts.append(_string_field(_NAME_FIELD, name))
             add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)
-            self._last = (key, tag, submit, add, added, clear) if key is not None else None
-        if clear:
-            e.ClearField("extra_data")
+            # what the summary reads of the event (SUMMARY_READS): the driver's entries come first
+            # in the event, so theirs win; the same for every event of this key
+            reads = added | {k: ex[k] for k in SUMMARY_READS if k in ex}
+            self._last = (key, tag, submit, add, reads, cut) if key is not None else None
+        if cut is not None:
+            if cut:
+                del e.extra_data[cut:]
+            else:
+                e.ClearField("extra_data")
         e.MergeFromString(add)
-        ex = added | ex      # the driver's entries come first in the event: theirs win
         self.r.events_with_metadata += 1
         if e.render_pass_instance_id and (pid, e.render_pass_instance_id) not in self.rp_seen:
             self.rp_seen.add((pid, e.render_pass_instance_id))
             self.rp_links.setdefault((pid, submit, tag), []).append(e.render_pass_instance_id)
-        return ex
+        return reads
 
     # -- the application's tracks -------------------------------------------
     def app_tracks(self) -> None:

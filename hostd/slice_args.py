@@ -72,11 +72,6 @@ HANDLE_FIELDS = ("device", "command_buffer")       # raw Vulkan handles of the l
 HANDLES_GROUP = "handles"
 
 
-def _text(value: Any) -> str:
-    """A metadata value as the driver writes its own (`str(value)`)."""
-    return value if value.__class__ is str else str(value)
-
-
 def _unknown_text(text: str) -> bool:
     if text == "-1":
         return True
@@ -96,39 +91,57 @@ def kinds_agree(workload: str, kind: Any) -> bool:
     return workload == kind.replace("_", " ") or kind in REFINED_BY_KIND.get(workload, ())
 
 
+_MISSING = object()
+_HANDLE_ARGS = tuple((field, f"{HANDLES_GROUP}.{field}") for field in HANDLE_FIELDS)
+HANDLE_ARGS = frozenset(arg for _, arg in _HANDLE_ARGS)       # the arg names written last
+# (Workload, kind) pairs that agree (kinds_agree), for one set look-up per workload.
+_KINDS = ("render_pass", "dispatch", "trace_rays", "buffer_transfer", "image_transfer", "tensor_copy",
+          "acceleration_structure_build", "acceleration_structure_copy")
+_AGREE = frozenset((w, k) for k in _KINDS for w in {k.replace("_", " "), *REFINED_BY_KIND} if kinds_agree(w, k))
+
+
 def reconcile(driver: dict[str, str], meta: dict[str, Any]) -> tuple[dict[str, str | None], dict[str, str | None]]:
     """({driver entry name: new name, or None to drop it}, {metadata field: arg name, or None to
     leave it out}) for a GPU slice with the driver's entries `driver` (name -> value) joined to
     `meta`. Names in neither map stay as they are; HANDLE_FIELDS map to `handles.<field>` (the
-    merge writes those last)."""
+    merge writes those last). The first map's keys are in `driver`'s order. Called once per
+    joined workload: kept to plain dict and set look-ups."""
     entries: dict[str, str | None] = {}
     fields: dict[str, str | None] = {}
-    superseded: set[str] = set()
+    superseded = None
+    same = SAME_FACT.get
+    get = meta.get
     for name, text in driver.items():
-        field = SAME_FACT.get(name)
+        field = same(name)
         if field is None:
-            if name == WORKLOAD_KEY and kinds_agree(text, meta.get(KIND_FIELD)):
-                entries[name] = None
+            if name == WORKLOAD_KEY:
+                kind = get(KIND_FIELD)
+                if kind.__class__ is str and ((text, kind) in _AGREE or kinds_agree(text, kind)):
+                    entries[name] = None
             continue
-        if field not in meta:
+        value = get(field, _MISSING)
+        if value is _MISSING:
             continue
-        value = meta[field]
-        if _text(value) == text:
+        if (value if value.__class__ is str else str(value)) == text:
             entries[name] = None
         elif _unknown_text(text):
             entries[name] = None
             if not _unknown_value(value):
+                if superseded is None:
+                    superseded = set()
                 superseded.add(name)
         elif _unknown_value(value):
             fields[field] = None
         else:
             entries[name] = f"{name} (driver)"
-    estimated = driver.get(ESTIMATED_KEY)
-    if estimated is not None and superseded:
-        named = [n for n in ESTIMATES.get(estimated, ()) if n in driver]
-        if named and all(n in superseded for n in named):
-            entries[ESTIMATED_KEY] = None
-    for field in HANDLE_FIELDS:
+    if superseded:
+        estimated = driver.get(ESTIMATED_KEY)
+        if estimated is not None:
+            named = [n for n in ESTIMATES.get(estimated, ()) if n in driver]
+            if named and all(n in superseded for n in named):
+                entries[ESTIMATED_KEY] = None
+                entries = {k: entries[k] for k in driver if k in entries}     # in the driver's order
+    for field, arg in _HANDLE_ARGS:
         if field in meta:
-            fields[field] = f"{HANDLES_GROUP}.{field}"
+            fields[field] = arg
     return entries, fields
