@@ -8,7 +8,8 @@ spooling to a temporary session folder):
    (N2 - N1) / (t2 - t1) with t the best wall time of R runs. The difference removes start-up
    and shut-down (instance, device, swapchain, pipelines, the emulated driver's Python start-up),
    so it is the steady-state frame rate. Also printed: CPU time per frame (user + system of the
-   process, all threads, same difference), which other load on the machine disturbs less.
+   process, all threads, same difference), which other load on the machine disturbs less, and
+   the peak resident set of the N1 and N2 runs (memory that grows with frames would show).
    Ratios are frame-time ratios (lavapipe fps / config fps; config CPU / lavapipe CPU).
 2. examples/render_passes.py (offscreen, 3 render-pass styles, checks every pixel): best wall
    time of R runs, start-up included (Python, the `vulkan` package, the driver), and its ratio.
@@ -28,7 +29,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from common import LAVAPIPE_ENV, REPO, bench_environments, build, timed_run
+from common import LAVAPIPE_ENV, REPO, bench_environments, build, measured_run
 
 VKCUBE = "vkcube"
 FIFO = "2"  # VK_PRESENT_MODE_FIFO_KHR, vkcube's --present_mode value
@@ -52,13 +53,14 @@ def private_xvfb() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
-def best_interleaved(jobs: dict[tuple, tuple[list, dict[str, str]]], runs: int) -> dict[tuple, tuple[float, float]]:
-    """key -> (best wall s, best CPU s) over `runs` rounds, each round running every job once in order."""
-    best = {key: (float("inf"), float("inf")) for key in jobs}
+def best_interleaved(jobs: dict[tuple, tuple[list, dict[str, str]]], runs: int) -> dict[tuple, tuple[float, float, int]]:
+    """key -> (best wall s, best CPU s, largest peak RSS KiB) over `runs` rounds, each round running
+    every job once in order."""
+    best = {key: (float("inf"), float("inf"), 0) for key in jobs}
     for _ in range(runs):
         for key, (argv, env) in jobs.items():
-            wall, cpu = timed_run(argv, env)
-            best[key] = (min(best[key][0], wall), min(best[key][1], cpu))
+            wall, cpu, rss = measured_run(argv, env)
+            best[key] = (min(best[key][0], wall), min(best[key][1], cpu), max(best[key][2], rss))
     return best
 
 
@@ -71,11 +73,12 @@ def vkcube(envs: dict[str, dict[str, str]], n1: int, n2: int, runs: int) -> None
         best = best_interleaved(jobs, runs)
     frame, cpu = {}, {}
     for name in envs:
-        (w1, c1), (w2, c2) = best[(name, n1)], best[(name, n2)]
+        (w1, c1, r1), (w2, c2, r2) = best[(name, n1)], best[(name, n2)]
         frame[name], cpu[name] = (w2 - w1) / (n2 - n1), (c2 - c1) / (n2 - n1)
         print(f"  {name:18s} {1 / frame[name]:8.1f} fps  {frame[name] * 1e3:6.3f} ms/frame "
               f"x{frame[name] / frame[LAVAPIPE_ENV]:5.2f}   CPU {cpu[name] * 1e3:6.3f} ms/frame "
-              f"x{cpu[name] / cpu[LAVAPIPE_ENV]:5.2f}   (wall {n1} frames {w1:5.2f} s, {n2} frames {w2:5.2f} s)")
+              f"x{cpu[name] / cpu[LAVAPIPE_ENV]:5.2f}   (wall {n1} frames {w1:5.2f} s, {n2} frames {w2:5.2f} s)"
+              f"   peak RSS {r1 / 1024:5.0f} / {r2 / 1024:5.0f} MiB")
 
 
 def render_passes(envs: dict[str, dict[str, str]], runs: int) -> None:
@@ -85,7 +88,7 @@ def render_passes(envs: dict[str, dict[str, str]], runs: int) -> None:
     best = best_interleaved({(name,): (argv, env) for name, env in envs.items()}, runs)
     base = best[(LAVAPIPE_ENV,)][0]
     for name in envs:
-        wall, cpu = best[(name,)]
+        wall, cpu, _ = best[(name,)]
         print(f"  {name:18s} {wall:6.3f} s   x{wall / base:5.2f} vs lavapipe   (CPU {cpu:6.3f} s)")
 
 

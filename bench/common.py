@@ -74,15 +74,23 @@ def run_json(argv: list, env: dict[str, str]) -> dict:
 
 
 def timed_run(argv: list, env: dict[str, str]) -> tuple[float, float]:
-    """(wall s, CPU s = user + system of the program and its threads) of one run that must succeed.
+    """(wall s, CPU s = user + system of the program and its threads) of one run that must succeed."""
+    wall, cpu, _ = measured_run(argv, env)
+    return wall, cpu
 
-    CPU time comes from RUSAGE_CHILDREN, so the caller must have no other child exit meanwhile."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+
+def measured_run(argv: list, env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall s, CPU s of the program and its threads, peak resident set in KiB) of one run that must
+    succeed; the resource use is the program's own (wait4), whatever else the caller runs."""
     t = time.perf_counter()
-    subprocess.run([str(a) for a in argv], env=env, capture_output=True, check=True)
+    proc = subprocess.Popen([str(a) for a in argv], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise subprocess.CalledProcessError(proc.returncode, argv, stderr=stderr)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss
 
 
 def best_wall(argv: list, env: dict[str, str], runs: int) -> float:
