@@ -29,7 +29,7 @@ def register(drv: Driver) -> None:
         cb = objects.by_address.get(address)
         if isinstance(cb, CommandBuffer):
             drv.timeline.pull()
-            hooks.recorder.clear(cb.handle)
+            hooks.recorder.reset(cb.handle)
             cb.reset()
 
     track_command_buffers(hooks, ffi, lambda dev: objects.pools, added, gone, reset)
@@ -38,7 +38,7 @@ def register(drv: Driver) -> None:
     def after_begin(cb, result, commandBuffer, pBeginInfo):
         if result == vk.VK_SUCCESS:
             drv.timeline.pull()
-            hooks.recorder.clear(commandBuffer)
+            hooks.recorder.reset(commandBuffer)
             cb.reset()  # vkBeginCommandBuffer implicitly resets (spec 6.4)
             cb.state = CommandBufferState.RECORDING
 
@@ -58,5 +58,5 @@ def register(drv: Driver) -> None:
     def after_reset(cb, result, commandBuffer, flags):
         if result == vk.VK_SUCCESS:
             drv.timeline.pull()
-            hooks.recorder.clear(commandBuffer)
+            hooks.recorder.reset(commandBuffer)
             cb.reset()

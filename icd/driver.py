@@ -21,6 +21,7 @@ class Driver:
     profile: GpuProfile
     timeline: Any = None                          # the emulated timeline (timeline.Timeline)
     c_submits: bool = True                        # submits that need no Python skip it (submit.py)
+    submit_ledger: Any = None                     # vkapi.submits.SubmitLedger (submit.py)
     pointers: dict = field(default_factory=dict)   # command -> our hook (PFN_vkVoidFunction)
     instrumentation_setup: Any = None             # instrumentation.py: Device -> its state, when the feature is on
     instrumentation_teardown: Any = None          # instrumentation.py: Device -> None, before it is destroyed

@@ -41,8 +41,10 @@ def register(drv: Driver) -> None:
         return out
 
     drv.timeline.take_submits_from(made_in_c)
+    drv.submit_ledger = ledger
 
     def hand_over(queue: Queue, batches) -> None:
+        ledger.made_in_python += 1
         completion = None
         if any(cb.needs_completion for b in batches for cb in b[0]):
             dev = queue.device
@@ -109,6 +111,7 @@ def register(drv: Driver) -> None:
 def before_device_destroyed(drv: Driver, dev: Device) -> None:
     """Every submit placed (all work has completed: spec 5.2.1, vkDestroyDevice), then the fences go."""
     drv.timeline.settle(block=True)
+    drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
     if dev.fences is not None:
         dev.fences.destroy()
         dev.fences = None

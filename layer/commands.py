@@ -49,10 +49,10 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
         pull()
         release_captures(dev, tracker)
         tracker.reset()
+        hooks.recorder.reset(tracker.handle)   # and the C side's records and submit count
 
     def pool_reset(dev, address: int) -> None:
         if address in dev.command_buffers:
-            hooks.recorder.clear(dev.command_buffers[address].handle)
             reset(dev, dev.command_buffers[address])
 
     track_command_buffers(hooks, ffi, lambda dev: dev.pools, added, gone, pool_reset)

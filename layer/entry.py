@@ -41,12 +41,13 @@ def install(ffi, lib) -> None:
     if by_region is not None:   # one slot for chain.py and queues.py: both extensions behind it
         instrumenter = Extensions(instrumenter, by_region)
 
-    ledger = SubmitLedger(ffi, lib, lambda message: log.warning("%s", message)) if settings.c_submits else None
+    ledger = SubmitLedger(ffi, lib, lambda message: log.warning("%s", message))
 
     def on_destroy_device(dev) -> None:
         state.session.pull_submits()
+        log.info("%s", ledger.counts())
         for q in dev.queues.values():   # its queues no longer keep submits on the Python path
-            if q.python_submits and ledger is not None:
+            if q.python_submits:
                 q.python_submits = False
                 ledger.python_reason(False)
         capturer.destroy(dev)
@@ -61,7 +62,7 @@ def install(ffi, lib) -> None:
     commands.register(hooks, state, ffi, capturer.release)
     render_passes.register(hooks, state, labeller, capturer)
     workloads.register(hooks, state, labeller, capturer)
-    queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter, ledger)
+    queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter, ledger, settings.c_submits)
     capturer.register(hooks)
     for extension in (instrumenter.items if isinstance(instrumenter, Extensions) else [instrumenter]):
         if extension is not None:   # after the modules whose appliers it extends

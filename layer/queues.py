@@ -141,9 +141,11 @@ def reported_from_c(t: CommandBufferTracker) -> bool:
     return True
 
 
-def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None) -> None:
+def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None,
+             c_submits: bool = True) -> None:
     """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits).
-    `ledger`: the shim's vkapi.submits.SubmitLedger (None: every submit takes the Python path)."""
+    `ledger`: the shim's vkapi.submits.SubmitLedger (None: no C submit path, as in tests);
+    `c_submits` False: every submit takes the Python path (TESSERA_C_SUBMITS=0)."""
     session = state.session
     send = session.transport.send
     order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
@@ -186,7 +188,7 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
     def at_end(dev, commandBuffer):
         """On the application's thread, before the worker applies the recording. The commands still to
         apply were recorded in C: workloads outside any label or pass, which plan to their tags alone."""
-        if ledger is not None:
+        if ledger is not None and c_submits:
             t = state.command_buffer(dev, commandBuffer)
             hooks.recorder.set_submit_ok(commandBuffer, instrumenter is None and t.part is None and not t.labels
                                          and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
@@ -205,6 +207,7 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
             with order:
                 if ledger is not None:
                     _pull()
+                    ledger.made_in_python += 1
                 batches = [[state.command_buffer(dev, h) for h in handles] for handles in batches_of()]
                 plan = plan_submit(session.next_submit(), q, batches)
                 note_queue(q)

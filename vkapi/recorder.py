@@ -266,7 +266,15 @@ int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dro
     return 1;
 }
 
+/* Python: the records were applied; the arena is empty again. */
 void tessera_cb_clear(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; }
+}
+
+/* Python: the buffer was reset (or begun again): no records, Python path off, nothing submitted. */
+void tessera_cb_reset(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
     if (cb) {
@@ -336,6 +344,7 @@ int tessera_cb_register(void *handle, tessera_device *dev);
 void tessera_cb_unregister(void *handle);
 int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped);
 void tessera_cb_clear(void *handle);
+void tessera_cb_reset(void *handle);
 void tessera_cb_set_python(void *handle, int on);
 uint64_t tessera_next_tag(void);
 const char *tessera_record_format(int index);
@@ -520,8 +529,9 @@ class Recorder:
     def unregister(self, handle) -> None:
         self.lib.tessera_cb_unregister(handle)
 
-    def clear(self, handle) -> None:
-        self.lib.tessera_cb_clear(handle)
+    def reset(self, handle) -> None:
+        """The buffer was reset or begun again: its records, Python path and submit state go."""
+        self.lib.tessera_cb_reset(handle)
 
     def set_submit_ok(self, handle, ok: bool) -> None:
         """Whether a submit of the buffer may take the C path (submits.py); reset with the buffer."""

@@ -258,6 +258,11 @@ class SubmitLedger:
     def __init__(self, ffi, lib, report) -> None:
         """`report(message)` logs a problem (records lost to memory exhaustion)."""
         self.ffi, self.lib, self.report = ffi, lib, report
+        self.made_in_c = 0       # submits read from the ledger so far
+        self.made_in_python = 0  # submits the shim's Python path made (counted by the shim)
+
+    def counts(self) -> str:
+        return f"submits so far: {self.made_in_c} made in C, {self.made_in_python} through Python"
 
     def python_reason(self, on: bool) -> None:
         """A reason for every submit to take the Python path begins (True) or ends (False)."""
@@ -272,7 +277,9 @@ class SubmitLedger:
             if ledger.dropped:
                 self.report(f"{ledger.dropped} submit(s) made in C were not recorded (out of memory); "
                             "their metadata and GPU events are missing")
-            return list(_decode(bytes(self.ffi.buffer(ledger.data, ledger.used))))
+            taken = list(_decode(bytes(self.ffi.buffer(ledger.data, ledger.used))))
+            self.made_in_c += len(taken)
+            return taken
         finally:
             self.lib.tessera_ledger_give_back(ledger)
 

@@ -25,10 +25,13 @@ def _session(tmp_path_factory, c_submits: bool) -> dict:
     d = tmp_path_factory.mktemp("c" if c_submits else "python") / "session"
     env = environment(LaunchConfig(d))
     env.pop("TESSERA_HOSTD", None)
+    env["TESSERA_LOG"] = "info"   # each shim says at vkDestroyDevice how its submits were made
     if not c_submits:
         env["TESSERA_C_SUBMITS"] = "0"
     proc = run([PYTHON, APP], env)
     assert proc.returncode == 0 and "submit_paths: OK" in proc.stdout, proc.stdout + proc.stderr
+    paths = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
+        r"\] (layer|icd) INFO: submits so far: (\d+) made in C, (\d+) through Python", proc.stderr)}
     (spool,) = d.glob("layer-*.spool")
     submits, annexes, workloads = [], {}, {}
     for f in iter_file(spool):
@@ -46,12 +49,21 @@ def _session(tmp_path_factory, c_submits: bool) -> dict:
         if p.HasField("gpu_render_stage_event"):
             e = p.gpu_render_stage_event
             events.append((p.timestamp, p.timestamp + e.duration, pf.extra(e, "Label stack")))
-    return {"submits": submits, "annexes": annexes, "workloads": workloads, "events": sorted(events)}
+    return {"submits": submits, "annexes": annexes, "workloads": workloads, "events": sorted(events),
+            "paths": paths}
 
 
 @pytest.fixture(scope="module")
 def runs(shims, tmp_path_factory) -> dict[bool, dict]:
     return {c: _session(tmp_path_factory, c) for c in (True, False)}
+
+
+def test_each_submit_takes_the_path_the_docs_give(runs):
+    """Layer: A's submits without a queue label (1, 2, 5, 7) in C; L's and those under the queue label
+    through Python. Driver: no buffer holds work timed after execution, so all 7 in C. With
+    TESSERA_C_SUBMITS=0, all through Python."""
+    assert runs[True]["paths"] == {"layer": (4, 3), "icd": (7, 0)}
+    assert runs[False]["paths"] == {"layer": (0, 7), "icd": (0, 7)}
 
 
 def _tags(run_: dict) -> tuple[int, int]:
