@@ -37,6 +37,7 @@ def install(ffi, lib) -> None:
     log = configure("icd", settings.log)
     errors = HookErrors(log)
     drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile, c_submits=settings.c_submits)
+    lib.tessera_set_c_submits(1 if settings.c_submits else 0)   # the C path of submits and queue labels
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
     for module in (instance, device, command_buffer, labels, recording, submit, core_builtins, tensor_descriptors,

@@ -59,7 +59,9 @@ def register(drv: Driver) -> None:
     def marker_insert(commandBuffer, pMarkerInfo):
         record(commandBuffer, "insert", pMarkerInfo.pMarkerName)
 
-    # The queue's label stack changes in call order with its submits, on the timeline's worker.
+    # The queue's label stack changes in call order with its submits, on the timeline's worker. The
+    # shim's C path records begin and end in the submit ledger (vkapi/submits.py); these hooks run when
+    # it is off (TESSERA_C_SUBMITS=0).
     @hooks.replace("vkQueueBeginDebugUtilsLabelEXT")
     def queue_begin_label(queue, pLabelInfo):
         drv.timeline.queue_label(objects.get(queue, Queue), structs.string(ffi, pLabelInfo.pLabelName))

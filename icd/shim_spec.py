@@ -171,7 +171,7 @@ def spec() -> "ShimSpec":
         c_glue=C_GLUE,
         init_module="tessera.icd.entry",
         recorded=RECORDED,
-        submit_path=SubmitPath(),
+        submit_path=SubmitPath(queue_labels=True),   # the driver consumes queue labels (labels.py)
         extra_cdef=DLFCN_CDEF,
         manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},
         manifest_dir=paths.ICD_MANIFEST_DIR,

@@ -12,7 +12,7 @@ settles first, so what the application knows has run is in the trace.
 """
 from __future__ import annotations
 
-from tessera.vkapi.submits import SubmitLedger
+from tessera.vkapi.submits import QueueLabel, SubmitLedger
 from tessera.vkapi.vkconst import vk
 
 from .completion import Fences
@@ -26,11 +26,14 @@ def register(drv: Driver) -> None:
     ledger = SubmitLedger(ffi, drv.lib, lambda message: hooks.errors.log.warning("%s", message))
 
     def made_in_c() -> list:
-        """The submits the C path made, as the timeline takes them."""
+        """The submits and queue labels the C path recorded, as the timeline takes them."""
         out = []
         for s in ledger.take():
             queue = objects.by_address.get(s.queue)
             if not isinstance(queue, Queue):   # cannot happen: the queue's device is alive
+                continue
+            if isinstance(s, QueueLabel):
+                out.append((queue, s.name))
                 continue
             for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
                 for address in cbs:

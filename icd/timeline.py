@@ -102,8 +102,9 @@ class Timeline:
         return self._trace
 
     # ---- the application's threads: hand over, in call order ---------------------------------
-    def take_submits_from(self, source: Callable[[], list[tuple[Queue, list[Batch], int]]]) -> None:
-        """`source()`: the submits made in C since the last call, as (queue, batches, host time)."""
+    def take_submits_from(self, source: Callable[[], list[tuple]]) -> None:
+        """`source()`: what the shim's C path recorded since the last call, in call order: submits as
+        (queue, batches, host time), queue labels as (queue, name or None for an end)."""
         self._source = source
 
     def pull(self) -> None:
@@ -113,8 +114,11 @@ class Timeline:
 
     def _pull(self) -> None:
         if self._source is not None:
-            for queue, batches, host in self._source():
-                self._put(self._place_submit, (queue, batches, host, None))
+            for made in self._source():
+                if len(made) == 2:
+                    self._put(_queue_label, made)
+                else:
+                    self._put(self._place_submit, (*made, None))
 
     def submit(self, queue: Queue, batches: list[Batch], completion: tuple[Any, Any] | None = None) -> None:
         """`completion`: (completion.Fences, fence) signalled once the batches' GPU work completed."""

@@ -42,6 +42,7 @@ def install(ffi, lib) -> None:
         instrumenter = Extensions(instrumenter, by_region)
 
     ledger = SubmitLedger(ffi, lib, lambda message: log.warning("%s", message))
+    lib.tessera_set_c_submits(1 if settings.c_submits else 0)
 
     def on_destroy_device(dev) -> None:
         state.session.pull_submits()

@@ -104,6 +104,8 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
         fast = recorder.fast_path(name, index, recorded[name]) if name in recorded else ""
         if submit_path is not None and name in submits.COMMANDS:
             fast = submits.fast_path(name, index, submit_path)
+        if submit_path is not None and submit_path.queue_labels and name in submits.LABEL_COMMANDS:
+            fast = submits.label_fast_path(name)
         out.append(
             f"static {ret} hook_{name}({params});\n"
             f"static {ret} guard_{name}({params})\n{{\n"

@@ -14,12 +14,18 @@ could have changed (the shim calls it first in its submit, reset, free, label an
 and from a worker; a shim keeps the reading and its own hand-over under one lock so records
 and Python-path submits stay in call order.
 
-Record layout (u64 slots, little-endian; `SLOTS` names the header):
-    u32 record size in bytes | u32 batch count
-    queue | CLOCK_MONOTONIC_RAW at the call | ... at the return | CLOCK_BOOTTIME at the call
-    submitID (0 unless the shim numbers submits) | frame | flags (bit 0: wrapped)
-    per batch: counts (command buffers | waits << 21 | signals << 42), then the handles of
-    the command buffers, wait semaphores and signal semaphores.
+With `queue_labels` (the driver, which consumes queue labels), vkQueueBeginDebugUtilsLabelEXT
+and vkQueueEndDebugUtilsLabelEXT are recorded in the same ledger, so they keep their order with
+the submits around them without Python.
+
+Record layout (u64 slots, little-endian):
+    u32 record size in bytes | u16 batch count | u16 kind (SUBMIT, LABEL_BEGIN, LABEL_END)
+    a submit (`HEADER` names its slots):
+        queue | CLOCK_MONOTONIC_RAW at the call | ... at the return | CLOCK_BOOTTIME at the call
+        submitID (0 unless the shim numbers submits) | frame | flags (bit 0: wrapped)
+        per batch: counts (command buffers | waits << 21 | signals << 42), then the handles of
+        the command buffers, wait semaphores and signal semaphores.
+    a queue label: queue | name length in bytes (0 for an end), then the name, padded to 8.
 
 Threads: the ledger is appended under a mutex by any thread submitting; a taken ledger
 belongs to the taker until it gives it back.
@@ -32,7 +38,8 @@ from dataclasses import dataclass
 
 from . import registry
 
-HEADER = ("size_batches", "queue", "called_ns", "returned_ns", "boottime_ns", "submit_id", "frame", "flags")
+HEADER = ("size_kind", "queue", "called_ns", "returned_ns", "boottime_ns", "submit_id", "frame", "flags")
+SUBMIT, LABEL_BEGIN, LABEL_END = 0, 1, 2   # record kinds
 WRAPPED = 1
 COUNT_BITS = 21   # per batch, each count below 2**21 (more takes the Python path)
 FRAME_BOUNDARY_STYPE = 1000375001   # VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
@@ -44,6 +51,13 @@ class SubmitPath:
     number: bool = False            # take a submitID from the shared counter (the layer's SUBMIT messages)
     wrap: bool = False              # a buffer submitted before: wrap the submit in an s<submitID> queue label
     frame_boundary: bool = False    # a VkFrameBoundaryEXT in a submit's chain takes the Python path
+    queue_labels: bool = False      # queue label begin/end recorded in the ledger, not forwarded (driver)
+
+
+@dataclass
+class QueueLabel:
+    queue: int
+    name: str | None   # None: the end of the innermost label
 
 
 @dataclass
@@ -68,6 +82,7 @@ static pthread_mutex_t tessera_ledger_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t tessera_submit_id;     /* submitIDs, shared with Python (tessera_next_submit) */
 static uint64_t tessera_frame;         /* the frame a submit belongs to, set by Python */
 static int64_t tessera_python_reasons; /* > 0: every submit takes the Python path */
+static int tessera_c_submits = 1;      /* 0 (TESSERA_C_SUBMITS=0): submits and queue labels take Python */
 
 static inline uint64_t tessera_clock(clockid_t clock)
 {
@@ -121,6 +136,23 @@ void tessera_ledger_give_back(tessera_ledger *l)
 uint64_t tessera_next_submit(void) { return __atomic_add_fetch(&tessera_submit_id, 1, __ATOMIC_RELAXED); }
 void tessera_set_frame(uint64_t frame) { __atomic_store_n(&tessera_frame, frame, __ATOMIC_RELAXED); }
 void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_reasons, delta, __ATOMIC_RELAXED); }
+void tessera_set_c_submits(int on) { __atomic_store_n(&tessera_c_submits, on, __ATOMIC_RELAXED); }
+
+/* A queue label in the ledger (kind LABEL_BEGIN with its name, or LABEL_END). */
+static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    size_t slots = 3 + (n + 7) / 8;
+    pthread_mutex_lock(&tessera_ledger_lock);
+    uint64_t *r = tessera_ledger_record(slots);
+    if (r) {
+        r[0] = (uint64_t)(slots * 8) | (kind << 48);
+        r[1] = (uint64_t)(uintptr_t)queue;
+        r[2] = n;
+        if (n) memcpy(r + 3, name, n);
+    }
+    pthread_mutex_unlock(&tessera_ledger_lock);
+}
 
 /* Python: whether the buffer's submit may take the C path (decided at vkEndCommandBuffer). */
 void tessera_cb_set_submit_ok(void *handle, int ok)
@@ -167,6 +199,7 @@ void tessera_ledger_give_back(tessera_ledger *l);
 uint64_t tessera_next_submit(void);
 void tessera_set_frame(uint64_t frame);
 void tessera_python_reason(int64_t delta);
+void tessera_set_c_submits(int on);
 void tessera_cb_set_submit_ok(void *handle, int ok);
 void tessera_cb_count_submit(void *handle);
 """
@@ -180,6 +213,7 @@ _SHAPES = {
                        "signalSemaphoreInfoCount", "pSignalSemaphoreInfos[%s].semaphore"),
 }
 COMMANDS = tuple(_SHAPES)
+LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT")
 
 
 def support_c() -> str:
@@ -194,7 +228,8 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
     args = ", ".join(p.name for p in cmd.params)
     j = "j"
     lines = [
-        f"    if ({count} > 0 && {submits} && !__atomic_load_n(&tessera_python_reasons, __ATOMIC_RELAXED)) {{",
+        f"    if ({count} > 0 && {count} < 65536 && {submits} && __atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)"
+        f" && !__atomic_load_n(&tessera_python_reasons, __ATOMIC_RELAXED)) {{",
         "        tessera_cb *first = NULL;",
         "        int ok = 1, reused = 0;",
         f"        size_t slots = {len(HEADER)};",
@@ -225,7 +260,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "            pthread_mutex_lock(&tessera_ledger_lock);",
         "            uint64_t *r = tessera_ledger_record(slots);",
         "            if (r) {",
-        f"                r[0] = (uint64_t)(slots * 8) | ((uint64_t){count} << 32);",
+        f"                r[0] = (uint64_t)(slots * 8) | ((uint64_t){count} << 32);   /* kind SUBMIT */",
         "                r[1] = (uint64_t)(uintptr_t)queue; r[2] = called; r[3] = returned; r[4] = boottime;",
         "                r[5] = submit_id; r[6] = __atomic_load_n(&tessera_frame, __ATOMIC_RELAXED);",
         f"                r[7] = wrapped ? {WRAPPED} : 0;",
@@ -252,6 +287,16 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
     return "\n".join(lines) + "\n"
 
 
+def label_fast_path(name: str) -> str:
+    """C statements recording a queue label in the ledger (not forwarded: the shim consumes it)."""
+    if name == "vkQueueBeginDebugUtilsLabelEXT":
+        record = (f"tessera_ledger_label(queue, {LABEL_BEGIN}, "
+                  "pLabelInfo && pLabelInfo->pLabelName ? pLabelInfo->pLabelName : \"\");")
+    else:
+        record = f"tessera_ledger_label(queue, {LABEL_END}, NULL);"
+    return (f"    if (__atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)) {{ {record} return; }}\n")
+
+
 class SubmitLedger:
     """The Python side: takes the records the C path wrote, in order."""
 
@@ -268,8 +313,9 @@ class SubmitLedger:
         """A reason for every submit to take the Python path begins (True) or ends (False)."""
         self.lib.tessera_python_reason(1 if on else -1)
 
-    def take(self) -> list[Submission]:
-        """Every submit recorded in C since the last call (an empty list costs one C call)."""
+    def take(self) -> list[Submission | QueueLabel]:
+        """Every submit (and queue label) recorded in C since the last call, in call order (an empty
+        list costs one C call)."""
         ledger = self.lib.tessera_ledger_take()
         if ledger == self.ffi.NULL:
             return []
@@ -278,21 +324,28 @@ class SubmitLedger:
                 self.report(f"{ledger.dropped} submit(s) made in C were not recorded (out of memory); "
                             "their metadata and GPU events are missing")
             taken = list(_decode(bytes(self.ffi.buffer(ledger.data, ledger.used))))
-            self.made_in_c += len(taken)
+            self.made_in_c += sum(1 for t in taken if isinstance(t, Submission))
             return taken
         finally:
             self.lib.tessera_ledger_give_back(ledger)
 
 
-def _decode(data: bytes) -> Iterator[Submission]:
+def _decode(data: bytes) -> Iterator[Submission | QueueLabel]:
     unpack = struct.unpack_from
     mask = (1 << COUNT_BITS) - 1
     offset = 0
     n = len(HEADER)
-    while offset + n * 8 <= len(data):
-        size_batches, queue, called, returned, boottime, submit_id, frame, flags = unpack(f"<{n}Q", data, offset)
-        size, nbatches = size_batches & 0xFFFFFFFF, size_batches >> 32
-        end = offset + size
+    while offset + 8 <= len(data):
+        (first,) = unpack("<Q", data, offset)
+        size, kind = first & 0xFFFFFFFF, first >> 48
+        if kind != SUBMIT:
+            queue, length = unpack("<QQ", data, offset + 8)
+            name = data[offset + 24:offset + 24 + length].decode("utf-8", "replace")
+            yield QueueLabel(queue, name if kind == LABEL_BEGIN else None)
+            offset += size
+            continue
+        _, queue, called, returned, boottime, submit_id, frame, flags = unpack(f"<{n}Q", data, offset)
+        nbatches = (first >> 32) & 0xFFFF
         pos = offset + n * 8
         batches = []
         for _ in range(nbatches):
@@ -302,4 +355,4 @@ def _decode(data: bytes) -> Iterator[Submission]:
             batches.append((list(handles[:ncb]), list(handles[ncb:ncb + nwait]), list(handles[ncb + nwait:])))
             pos += 8 * (1 + ncb + nwait + nsignal)
         yield Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches)
-        offset = end
+        offset += size

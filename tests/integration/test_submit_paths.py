@@ -107,3 +107,23 @@ def test_both_paths_report_the_same(runs):
         return submits, stacks
 
     assert shape(runs[True]) == shape(runs[False])
+
+
+@pytest.mark.parametrize("c_submits", [True, False], ids=["C path", "Python path"])
+def test_queue_labels_reach_the_driver_in_order_with_the_submits(shims, tmp_path, c_submits):
+    """Without the layer, the driver itself consumes examples/debug_labels.py's queue labels
+    ("frame 0" around both submits, "frame 0 compute" / "frame 0 transfers" around one each): its C
+    path records them in the submit ledger between the submits, its Python hooks hand them over."""
+    from tessera.tools.launch import LaunchConfig, environment
+
+    env = environment(LaunchConfig(tmp_path / "session", layer=False))
+    if not c_submits:
+        env["TESSERA_C_SUBMITS"] = "0"
+    proc = run([PYTHON, REPO / "examples" / "debug_labels.py"], env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    stacks = [pf.extra(p.gpu_render_stage_event, "Label stack")
+              for p in pf.read_packets(tmp_path / "session" / "gpu.perfetto-trace")
+              if p.HasField("gpu_render_stage_event")]
+    assert stacks == ["frame 0 / frame 0 compute / compute / collatz 0..255",
+                      "frame 0 / frame 0 compute / compute / second half / collatz 256..511",
+                      "frame 0 / frame 0 transfers / transfers", "frame 0 / frame 0 transfers / transfers"]
