@@ -1,7 +1,7 @@
 """Device hooks: creation (stripping what the backend does not know), queues, GetDeviceProcAddr."""
 from __future__ import annotations
 
-from tessera.vkapi import structs
+from tessera.vkapi import intercepts, structs
 from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
@@ -10,13 +10,11 @@ from . import identity, indirect_sizes, instrumentation, regions, shader_costs, 
 from .driver import Driver
 from .instance import physical_device_info
 from .objects import Device, PhysicalDevice, Queue
-from .shim_spec import CALLS, HOOKS, INSTRUMENTATION_HOOKS, LABEL_HOOKS, REGIONS_HOOKS, TENSOR_HOOKS
+from .shim_spec import CALLS, HOOKS
 
 DEVICE_COMMANDS = sorted(n for n in (*HOOKS, *CALLS) if is_device_command(n))
-# Commands this driver implements itself when the backend lacks them.
-EMULATED_COMMANDS = frozenset(LABEL_HOOKS + INSTRUMENTATION_HOOKS + TENSOR_HOOKS)
-
-EMULATED_COMMANDS |= frozenset(REGIONS_HOOKS[:1])   # regions.py: the counter enumeration
+# Commands this driver implements itself when the backend lacks them (the intercept table's `emulated`).
+EMULATED_COMMANDS = intercepts.emulated(intercepts.ICD)
 
 
 def _api(version: int) -> tuple[int, int]:

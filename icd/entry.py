@@ -14,7 +14,7 @@ from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_comman
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.vkconst import vk
 
-from tessera.vkapi import pipelines, resource_hooks
+from tessera.vkapi import intercepts, pipelines, resource_hooks
 
 from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, instrumentation, labels,
                measured_timing, recording, regions, shader_costs, submit, tensor_descriptors, tensors)
@@ -49,7 +49,7 @@ def install(ffi, lib) -> None:
     measured_timing.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))
-    drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS)
+    drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS, intercepts.owners(intercepts.ICD))
 
     def negotiate_version(pVersion):
         pVersion[0] = negotiate(ffi, backend, pVersion[0])

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from tessera.vkapi import accel, pipelines
-from tessera.vkapi.commands import (ACCELERATION_STRUCTURES, BARRIERS, BUFFER_TRANSFERS, DISPATCHES, DRAWS,
-                                    IMAGE_TRANSFERS, RENDER_PASS, TRACE_RAYS)
+from tessera.vkapi.commands import ACCELERATION_STRUCTURES
 from tessera.vkapi.render_passes import describe_begin, describe_rendering
 from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS, TRANSFERS
 from tessera.vkapi.vkconst import vk
@@ -360,7 +359,3 @@ def register(drv: Driver) -> None:
         hooks.applies(name)(transfer_hook(name))
 
 
-RECORDING_HOOKS = (RENDER_PASS + DRAWS + ("vkCmdBindPipeline",) + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS
-                   + IMAGE_TRANSFERS + BARRIERS + ("vkCmdExecuteCommands",))
-RECORDING_HOOKS += ACCELERATION_STRUCTURES + accel.ACCEL_RESOURCE_HOOKS + pipelines.RAY_TRACING_PIPELINE_HOOKS
-RECORDING_HOOKS += pipelines.SHADER_OBJECT_HOOKS

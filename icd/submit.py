@@ -120,6 +120,4 @@ def before_device_destroyed(drv: Driver, dev: Device) -> None:
         dev.fences = None
 
 
-SUBMIT_HOOKS = ("vkQueueSubmit", "vkQueueSubmit2", "vkDestroySemaphore", "vkWaitForFences", "vkQueueWaitIdle",
-                "vkDeviceWaitIdle")
 CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences")   # completion.py

@@ -37,9 +37,6 @@ TENSOR = vk.VK_DESCRIPTOR_TYPE_TENSOR_ARM
 STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
 CHUNK_BYTES = 64 * 1024
 ALIGN = 256              # >= any minStorageBufferOffsetAlignment (the spec caps it at 256)
-PUSH_HOOKS = ("vkCreateDescriptorUpdateTemplate", "vkDestroyDescriptorUpdateTemplate",
-              "vkUpdateDescriptorSetWithTemplate", "vkCmdPushDescriptorSet", "vkCmdPushDescriptorSetWithTemplate",
-              "vkCmdPushDescriptorSet2", "vkCmdPushDescriptorSetWithTemplate2")
 _IMAGE_TYPES = {vk.VK_DESCRIPTOR_TYPE_SAMPLER, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
                 vk.VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE,
                 vk.VK_DESCRIPTOR_TYPE_INPUT_ATTACHMENT}

@@ -9,20 +9,12 @@ stack in effect when it began, resolved per queue at submit (queues.py).
 from __future__ import annotations
 
 from tessera.vkapi import structs
-from tessera.vkapi.commands import (COMMAND_BUFFER_LIFETIME, DEVICE_QUEUES, track_command_buffers,
-                                    track_device_queues)
+from tessera.vkapi.commands import track_command_buffers, track_device_queues
 from tessera.vkapi.vkconst import vk
 
 from .state import LayerState
 from .trackers import CommandBufferTracker, QueueTracker
 
-COMMAND_HOOKS = DEVICE_QUEUES + COMMAND_BUFFER_LIFETIME + (
-    "vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandBuffer",
-    "vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT", "vkCmdInsertDebugUtilsLabelEXT",
-    "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT", "vkCmdDebugMarkerInsertEXT",
-    "vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT", "vkQueueInsertDebugUtilsLabelEXT",
-    "vkCmdExecuteCommands",
-)
 
 
 def register(hooks, state: LayerState, ffi, release_captures) -> None:

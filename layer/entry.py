@@ -6,7 +6,7 @@ Called by the shim's init code as `install(ffi, lib)`.
 """
 from __future__ import annotations
 
-from tessera.vkapi import pipelines, resource_hooks
+from tessera.vkapi import intercepts, pipelines, resource_hooks
 from tessera.vkapi.dispatch import HookSet, guarded
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.submits import SubmitLedger
@@ -72,7 +72,9 @@ def install(ffi, lib) -> None:
         hooks.before(name)(_raise_injected)
         if name in hooks.appliers:   # recorded in C: its record is applied later, and fails then
             hooks.applies(name)(_raise_injected)
-    pointers = hooks.install(ffi, lib, state.owner_of, HOOKS)
+    # The intercept table's owners are checked unless TESSERA_LAYER_FAULT put test hooks in place.
+    owners = None if settings.fault_commands else intercepts.owners(intercepts.LAYER)
+    pointers = hooks.install(ffi, lib, state.owner_of, HOOKS, owners)
     gipa, gdpa = chain.make_proc_addr(ffi, state, pointers)
     ffi.def_extern(name="tessera_layer_gipa")(guarded(errors, "vkGetInstanceProcAddr", gipa, ffi.NULL))
     ffi.def_extern(name="tessera_layer_gdpa")(guarded(errors, "vkGetDeviceProcAddr", gdpa, ffi.NULL))

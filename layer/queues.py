@@ -35,8 +35,6 @@ from tessera.vkapi.vkconst import vk
 from . import encoder
 from .trackers import Capture, CommandBufferTracker, OpenPass, QueueTracker
 
-QUEUE_HOOKS = ("vkQueueSubmit", "vkQueueSubmit2", "vkQueuePresentKHR", "vkQueueWaitIdle", "vkDeviceWaitIdle",
-               "vkWaitForFences")
 
 
 @dataclass

@@ -11,7 +11,6 @@ Draw counts include draws recorded in secondaries that continue the pass.
 """
 from __future__ import annotations
 
-from tessera.vkapi.commands import DRAWS, RENDER_PASS
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.vkconst import vk
 
@@ -19,7 +18,6 @@ from . import encoder
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, PassPart, Workload
 
-RENDER_PASS_HOOKS = RENDER_PASS + DRAWS   # and vkEndCommandBuffer, declared by commands.py
 
 
 def _meta(info: PassInfo) -> dict:

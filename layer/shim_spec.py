@@ -1,33 +1,19 @@
 """What the layer's shim exports and intercepts (input of the shim builder).
 
-`HOOKS` is the intercept set: each command gets a Python callback, and the
-build fails if a hook module does not register it. `CALLS` are commands the
-layer calls down itself (for example to insert debug labels).
+`HOOKS` (what the layer intercepts) and `RECORDED` (what it records in C) come from the
+intercept table, vkapi/intercepts.py: one row per command. `CALLS` are commands the layer
+calls down itself (for example to insert debug labels).
 """
 from __future__ import annotations
 
-from tessera.vkapi import paths
-from tessera.vkapi.pipelines import PIPELINE_HOOKS
-from tessera.vkapi.recorder import Recorded
-from tessera.vkapi.resource_hooks import RESOURCE_HOOKS
+from tessera.vkapi import intercepts, paths
 from tessera.vkapi.submits import SubmitPath
-from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS
-
-from .commands import COMMAND_HOOKS
-from .queues import QUEUE_HOOKS
-from .render_passes import RENDER_PASS_HOOKS
-from .workloads import WORKLOAD_HOOKS
 
 LAYER_NAME = "VK_LAYER_TESSERA_timeline"
 LIBRARY = "libVkLayer_tessera_timeline.so"
 
-# Commands answered before any instance exists, or that create/destroy dispatch chains.
-CHAIN_HOOKS = (
-    "vkCreateInstance", "vkDestroyInstance", "vkCreateDevice", "vkDestroyDevice",
-    "vkEnumerateDeviceExtensionProperties", "vkGetPhysicalDeviceFeatures2",
-)
-HOOKS = (CHAIN_HOOKS + RESOURCE_HOOKS + PIPELINE_HOOKS + COMMAND_HOOKS + RENDER_PASS_HOOKS + WORKLOAD_HOOKS
-         + QUEUE_HOOKS)
+HOOKS = intercepts.hooks(intercepts.LAYER)
+RECORDED = intercepts.recorded(intercepts.LAYER)
 # Commands the layer calls down itself: labels, indirect captures, device description.
 CALLS = (
     "vkEnumerateInstanceExtensionProperties", "vkGetPhysicalDeviceProperties",
@@ -100,12 +86,6 @@ TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerI
 
 # Commands recorded in C (vkapi/recorder.py): the hot ones, whose parameters are scalars or arrays
 # of plain structs. Their records are applied by the hooks' appliers (render_passes.py, workloads.py).
-RECORDED = {
-    "vkCmdDraw": Recorded(fold=()), "vkCmdDrawIndexed": Recorded(fold=()),   # draws only count
-    "vkCmdBindPipeline": Recorded(),
-    "vkCmdDispatch": Recorded(tagged=True), "vkCmdDispatchBase": Recorded(tagged=True),
-    **{name: Recorded(fields=fields, tagged=True) for name, fields in RECORDED_TRANSFERS.items()},
-}
 
 # Device extensions the layer provides itself when the driver lacks them (name -> spec version).
 # Listed in the manifest too: the loader rejects a vkCreateDevice enabling an extension that

@@ -14,8 +14,6 @@ from __future__ import annotations
 from tessera.vkapi.resources import texel_bytes
 from tessera.vkapi.vkconst import vk
 
-TENSOR_RESOURCE_HOOKS = ("vkCreateTensorARM", "vkDestroyTensorARM")
-
 
 def register(hooks) -> None:
 

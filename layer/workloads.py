@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 
 from tessera.vkapi import accel, pipelines
-from tessera.vkapi.commands import ACCELERATION_STRUCTURES, BUFFER_TRANSFERS, DISPATCHES, IMAGE_TRANSFERS, TRACE_RAYS
+from tessera.vkapi.commands import ACCELERATION_STRUCTURES
 from tessera.vkapi.transfers import TRANSFERS, tensor_copy
 from tessera.vkapi.vkconst import vk
 
@@ -22,13 +22,8 @@ from . import encoder, tensors
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, Workload
 
-WORKLOAD_HOOKS = ("vkCmdBindPipeline",) + pipelines.SHADER_OBJECT_HOOKS + DISPATCHES + TRACE_RAYS + BUFFER_TRANSFERS + IMAGE_TRANSFERS
-# Acceleration structures: builds and copies are workloads; creation and buffer device addresses are
-# remembered for their sizes and for indirect trace-rays captures (vkapi/accel.py).
-WORKLOAD_HOOKS += ACCELERATION_STRUCTURES + accel.ACCEL_RESOURCE_HOOKS
 # Tensor copies: a transfer sized from the tensors remembered at creation (tensors.py).
 TENSOR_COPY = "vkCmdCopyTensorARM"
-WORKLOAD_HOOKS += (TENSOR_COPY,) + tensors.TENSOR_RESOURCE_HOOKS
 
 # describe(dev, tracker, *command args) -> (kind, metadata, capture or None)
 Describe = Callable[..., tuple]

@@ -18,9 +18,6 @@ from dataclasses import dataclass, field
 
 from .vkconst import vk
 
-ACCEL_RESOURCE_HOOKS = ("vkCreateAccelerationStructureKHR", "vkDestroyAccelerationStructureKHR",
-                        "vkGetBufferDeviceAddress")
-
 FAST_BUILD_STAGE = "acceleration structure 'fast build' build"
 FAST_TRACE_STAGE = "acceleration structure 'fast trace' build"
 UPDATE_STAGE = "acceleration structure update"
@@ -159,7 +156,7 @@ def buffer_at(res, address: int) -> tuple[int, int] | None:
 
 
 def register(hooks, ffi) -> None:
-    """Create/destroy and device-address hooks (ACCEL_RESOURCE_HOOKS). The owner's `res` needs
+    """Create/destroy and device-address hooks. The owner's `res` needs
     `accels`, `buffer_addresses` and `buffers`."""
 
     @hooks.after("vkCreateAccelerationStructureKHR")

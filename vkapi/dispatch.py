@@ -22,7 +22,7 @@ No Python exception ever propagates into C.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .log import HookErrors
@@ -158,12 +158,20 @@ class HookSet:
             return fn
         return register
 
-    def forward(self, name: str) -> None:
-        """A command that is only forwarded (implemented as success when the next element lacks it)."""
-        self.observers.setdefault(name, (None, None))
-
     def names(self) -> set[str]:
         return set(self.observers) | set(self.replacements)
+
+    def modules(self) -> dict[str, set[str]]:
+        """Command -> the modules that registered a function for it (any kind of hook)."""
+        out: dict[str, set[str]] = {}
+        registered = [(name, fn) for name, pair in self.observers.items() for fn in pair]
+        registered += [(name, fn) for table in (self.more_before, self.more_after, self.record_time)
+                       for name, fns in table.items() for fn in fns]
+        registered += [*self.replacements.items(), *self.appliers.items()]
+        for name, fn in registered:
+            if fn is not None:
+                out.setdefault(name, set()).add(fn.__module__)
+        return out
 
     def dispatch_table(self, ffi, get_proc_addr, handle, names: Iterable[str]) -> DispatchTable:
         """The next element's table for `handle`; the shim's C guards learn its functions too, so
@@ -174,12 +182,15 @@ class HookSet:
                 self._note_next(name, fn)
         return table
 
-    def install(self, ffi, lib, resolver: Resolver, declared: Iterable[str]) -> dict[str, Any]:
+    def install(self, ffi, lib, resolver: Resolver, declared: Iterable[str],
+                owners: Mapping[str, frozenset[str]] | None = None) -> dict[str, Any]:
         """Bind every declared hook; returns name -> PFN_vkVoidFunction for GetProcAddr
         (the generated C guard of each hook, which calls it while Python is usable).
 
         Every command the shim declares must have a hook, and every hook a declaration (it would
-        never be called): either is a build/registration mismatch, reported loudly.
+        never be called); with `owners` (command -> modules, vkapi/intercepts.py), every hook
+        must come from a module its command's row names. Any of these is a build/registration
+        mismatch, reported loudly.
         """
         pointers: dict[str, Any] = {}
         self._resolver = resolver
@@ -190,6 +201,11 @@ class HookSet:
         undeclared = self.names() - set(declared)
         if undeclared:
             raise RuntimeError(f"hooks of commands the shim does not declare (never called): {sorted(undeclared)}")
+        if owners is not None:
+            strays = sorted(f"{name} (hooked in {module})" for name, modules in self.modules().items()
+                            for module in modules - owners.get(name, frozenset()))
+            if strays:
+                raise RuntimeError(f"hooks in modules the intercept table does not name: {strays}")
         guards = {ffi.string(lib.tessera_guard_name(i)).decode(): i for i in range(lib.tessera_guard_count())}
         self.recorder = Recorder(ffi, lib, guards, self.appliers,
                                  lambda message: self.errors.log.warning("%s", message), self.errors.report)

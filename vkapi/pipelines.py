@@ -16,8 +16,6 @@ from . import structs
 from .resources import Pipeline
 from .vkconst import vk
 
-PIPELINE_HOOKS = ("vkCreateShaderModule", "vkDestroyShaderModule", "vkCreateComputePipelines",
-                  "vkCreateGraphicsPipelines", "vkDestroyPipeline")
 # (stage name, SPIR-V or None, entry point, specialization values) per stage -> stage name -> cycles
 CostFunction = Callable[[list[tuple[str, bytes | None, str, dict | None]]], dict[str, float]]
 
@@ -97,7 +95,6 @@ def register(hooks, ffi, costs: CostFunction | None = None, log: logging.Logger 
 
 # ---- ray-tracing pipelines (VK_KHR_ray_tracing_pipeline) --------------------------------------
 # Registered by the driver only (icd/recording.py): the layer sizes trace rays by the launch size.
-RAY_TRACING_PIPELINE_HOOKS = ("vkCreateRayTracingPipelinesKHR",)
 RAY_TRACING_STAGE_NAMES = {
     vk.VK_SHADER_STAGE_RAYGEN_BIT_KHR: "raygen", vk.VK_SHADER_STAGE_ANY_HIT_BIT_KHR: "any_hit",
     vk.VK_SHADER_STAGE_CLOSEST_HIT_BIT_KHR: "closest_hit", vk.VK_SHADER_STAGE_MISS_BIT_KHR: "miss",
@@ -138,7 +135,6 @@ def register_ray_tracing(hooks, ffi, costs: CostFunction | None = None) -> None:
 # ---- shader objects (VK_EXT_shader_object) --------------------------------------------------------
 # A shader object is costed like a one-stage pipeline; binding shader objects binds, per bind point,
 # the combination of the stages bound so far (vkCmdBindShadersEXT binds and unbinds stage by stage).
-SHADER_OBJECT_HOOKS = ("vkCreateShadersEXT", "vkDestroyShaderEXT", "vkCmdBindShadersEXT")
 STAGE_BIND_POINTS = {vk.VK_SHADER_STAGE_COMPUTE_BIT: vk.VK_PIPELINE_BIND_POINT_COMPUTE}
 
 

@@ -8,11 +8,6 @@ from __future__ import annotations
 from .resources import Attachment, Framebuffer, Image, ImageView, RenderPass
 from .vkconst import vk
 
-RESOURCE_HOOKS = (
-    "vkCreateBuffer", "vkDestroyBuffer", "vkCreateImage", "vkDestroyImage", "vkCreateImageView",
-    "vkDestroyImageView", "vkCreateFramebuffer", "vkDestroyFramebuffer", "vkCreateRenderPass",
-    "vkCreateRenderPass2", "vkDestroyRenderPass",
-)
 
 
 def register(hooks, ffi) -> None:

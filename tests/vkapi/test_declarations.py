@@ -1,5 +1,6 @@
-"""One declaration per intercept: a shim spec listing a command twice, recording in C a command
-it does not hook, or a hook registered for an undeclared command is refused before anything runs."""
+"""One declaration per intercept (vkapi/intercepts.py): a shim spec listing a command twice,
+recording in C a command it does not hook, a hook of an undeclared command and a hook from a
+module the command's row does not name are refused before anything runs."""
 from __future__ import annotations
 
 import logging
@@ -48,3 +49,31 @@ def test_a_declaration_without_hook_is_refused_at_install():
     hooks.after("vkCmdDraw")(lambda *a: None)
     with pytest.raises(RuntimeError, match=r"without a hook.*vkCmdDispatch"):
         hooks.install(None, None, lambda h: None, ["vkCmdDraw", "vkCmdDispatch"])
+
+
+def test_a_hook_from_a_module_its_row_does_not_name_is_refused_at_install():
+    hooks = HookSet(HookErrors(logging.getLogger("test")))
+    hooks.after("vkCmdDraw")(lambda *a: None)   # registered by this test module
+    owners = {"vkCmdDraw": frozenset({"tessera.icd.recording"})}
+    with pytest.raises(RuntimeError, match=r"intercept table does not name.*vkCmdDraw \(hooked in test_declarations\)"):
+        hooks.install(None, None, lambda h: None, ["vkCmdDraw"], owners)
+
+
+def test_the_intercept_table_names_real_modules_and_is_what_the_shims_declare():
+    import importlib
+
+    from tessera.icd.shim_spec import HOOKS as ICD_HOOKS, RECORDED as ICD_RECORDED
+    from tessera.layer.shim_spec import HOOKS as LAYER_HOOKS, RECORDED as LAYER_RECORDED
+    from tessera.vkapi import intercepts
+    from tessera.vkapi.transfers import RECORDED_IN_C
+
+    for row in intercepts.INTERCEPTS.values():
+        for shim_row in row.values():
+            assert shim_row.modules
+            for module in shim_row.modules:
+                importlib.import_module(f"tessera.{module}")
+    assert ICD_HOOKS == intercepts.hooks(intercepts.ICD) and LAYER_HOOKS == intercepts.hooks(intercepts.LAYER)
+    # transfers recorded in C keep the fields their sizes need, tagged in the layer only
+    for name, fields in RECORDED_IN_C.items():
+        assert ICD_RECORDED[name] == Recorded(fields=fields)
+        assert LAYER_RECORDED[name] == Recorded(fields=fields, tagged=True)

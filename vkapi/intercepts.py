@@ -1,0 +1,326 @@
+"""The intercept table: every command a Tessera shim intercepts, one row each.
+
+Role: the one declaration of what the layer's shim (LAYER) and the emulated driver's shim
+(ICD) intercept. A row names, per shim, the modules whose Python hooks handle the command
+(short names: "icd.recording" is tessera.icd.recording), whether the shim records it in C
+(`c`, vkapi/recorder.py; the modules then apply the records later) and, for the driver,
+whether it provides the command itself when the backend lacks it (`emulated`).
+
+From it come each shim's intercept list and C recordings (`hooks`, `recorded`: the shim
+specs hand them to the generator, which emits the C guards, GetProcAddr's table and the
+Python bindings) and the driver's `emulated` commands. When a shim loads, HookSet.install
+checks the registrations against it: a row without a hook, a hook without a row, and a
+hook in a module its row does not name all stop the shim with the command's name
+(tests/vkapi/test_declarations.py). Modules that hook only under an option (the layer's
+--instrument and --regions) are listed; a module may leave its hook out, never add one.
+
+The rows are sorted by command name. Commands a shim calls but does not intercept are its
+CALLS (shim specs), not rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .recorder import Recorded
+from .transfers import RECORDED_IN_C as TRANSFER_FIELDS
+
+ICD, LAYER = "icd", "layer"
+
+
+@dataclass(frozen=True)
+class In:
+    """How one shim intercepts a command."""
+    modules: tuple[str, ...]
+    c: Recorded | None = None    # recorded in C (TRANSFER / TAGGED_TRANSFER: with transfers.RECORDED_IN_C's fields)
+    emulated: bool = False       # ICD: provided by the driver even when the backend lacks it
+
+    def __init__(self, *modules: str, c: Recorded | None = None, emulated: bool = False) -> None:
+        object.__setattr__(self, "modules", modules)
+        object.__setattr__(self, "c", c)
+        object.__setattr__(self, "emulated", emulated)
+
+
+# How commands are recorded in C (vkapi/recorder.py Recorded).
+RECORDED = Recorded()
+TAGGED = Recorded(tagged=True)                       # the layer's workloads: a tag and a t<tag> label from C
+LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False)   # the driver consumes labels
+MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False)
+LABEL_END = Recorded(forward=False)
+COUNTED_DRAWS = Recorded(fold=())                    # the layer: consecutive draws only count
+TRANSFER = Recorded(fields=("transfer",))            # placeholders: the fields are transfers.RECORDED_IN_C's
+TAGGED_TRANSFER = Recorded(fields=("transfer",), tagged=True)
+
+
+def folded_draws(count: str) -> Recorded:
+    """The driver's draws: consecutive ones fold into a count, their vertices and primitives
+    (recording._primitives: a third of the vertices)."""
+    vertices = f"(uint64_t){count} * instanceCount"
+    return Recorded(fold=(vertices, f"{vertices} / 3"))
+
+
+INTERCEPTS: dict[str, dict[str, In]] = {
+    "vkAllocateCommandBuffers": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
+    "vkAllocateDescriptorSets": {ICD: In("icd.tensor_descriptors")},
+    "vkBeginCommandBuffer": {
+        ICD: In("icd.command_buffer", "icd.tensor_push", "icd.instrumentation", "icd.regions"),
+        LAYER: In("layer.commands", "layer.instrument", "layer.regions")},
+    "vkBindTensorMemoryARM": {ICD: In("icd.tensors", emulated=True)},
+    "vkClearShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation", emulated=True)},
+    "vkCmdBeginDebugUtilsLabelEXT": {
+        ICD: In("icd.labels", c=LABEL, emulated=True),
+        LAYER: In("layer.commands")},
+    "vkCmdBeginRenderPass": {
+        ICD: In("icd.recording", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.regions")},
+    "vkCmdBeginRenderPass2": {
+        ICD: In("icd.recording", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.regions")},
+    "vkCmdBeginRendering": {
+        ICD: In("icd.recording", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.regions")},
+    "vkCmdBeginShaderInstrumentationARM": {ICD: In("icd.instrumentation", emulated=True)},
+    "vkCmdBindPipeline": {
+        ICD: In("icd.recording", "icd.regions", c=RECORDED),
+        LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},
+    "vkCmdBindShadersEXT": {
+        ICD: In("icd.recording", "icd.instrumentation"),
+        LAYER: In("layer.workloads", "layer.instrument")},
+    "vkCmdBlitImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdBlitImage2": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdBuildAccelerationStructuresIndirectKHR": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdBuildAccelerationStructuresKHR": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdClearColorImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdClearDepthStencilImage": {
+        ICD: In("icd.recording", c=TRANSFER),
+        LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdCopyAccelerationStructureKHR": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdCopyAccelerationStructureToMemoryKHR": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdCopyBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdCopyBuffer2": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdCopyBufferToImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdCopyBufferToImage2": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdCopyImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdCopyImage2": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdCopyImageToBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdCopyImageToBuffer2": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdCopyMemoryToAccelerationStructureKHR": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdCopyTensorARM": {ICD: In("icd.tensors", emulated=True), LAYER: In("layer.workloads")},
+    "vkCmdDebugMarkerBeginEXT": {
+        ICD: In("icd.labels", c=MARKER, emulated=True),
+        LAYER: In("layer.commands")},
+    "vkCmdDebugMarkerEndEXT": {
+        ICD: In("icd.labels", c=LABEL_END, emulated=True),
+        LAYER: In("layer.commands")},
+    "vkCmdDebugMarkerInsertEXT": {
+        ICD: In("icd.labels", c=MARKER, emulated=True),
+        LAYER: In("layer.commands")},
+    "vkCmdDispatch": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", c=RECORDED),
+        LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
+    "vkCmdDispatchBase": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", c=RECORDED),
+        LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
+    "vkCmdDispatchIndirect": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes"),
+        LAYER: In("layer.workloads", "layer.instrument")},
+    "vkCmdDraw": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions",
+                c=folded_draws("vertexCount")),
+        LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
+    "vkCmdDrawIndexed": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions",
+                c=folded_draws("indexCount")),
+        LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
+    "vkCmdDrawIndexedIndirect": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawIndexedIndirectCount": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawIndirect": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawIndirectByteCountEXT": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawIndirectCount": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawMeshTasksEXT": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawMeshTasksIndirectCountEXT": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawMeshTasksIndirectEXT": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawMultiEXT": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdDrawMultiIndexedEXT": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        LAYER: In("layer.render_passes", "layer.instrument")},
+    "vkCmdEndDebugUtilsLabelEXT": {
+        ICD: In("icd.labels", c=LABEL_END, emulated=True),
+        LAYER: In("layer.commands")},
+    "vkCmdEndRenderPass": {
+        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions"),
+        LAYER: In("layer.render_passes")},
+    "vkCmdEndRenderPass2": {
+        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions"),
+        LAYER: In("layer.render_passes")},
+    "vkCmdEndRendering": {
+        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions"),
+        LAYER: In("layer.render_passes")},
+    "vkCmdEndShaderInstrumentationARM": {ICD: In("icd.instrumentation", emulated=True)},
+    "vkCmdExecuteCommands": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        LAYER: In("layer.commands", "layer.instrument")},
+    "vkCmdFillBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdInsertDebugUtilsLabelEXT": {
+        ICD: In("icd.labels", c=LABEL, emulated=True),
+        LAYER: In("layer.commands")},
+    "vkCmdNextSubpass": {ICD: In("icd.regions")},
+    "vkCmdNextSubpass2": {ICD: In("icd.regions")},
+    "vkCmdPipelineBarrier": {
+        ICD: In("icd.recording", c=Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")))},
+    "vkCmdPipelineBarrier2": {ICD: In("icd.recording", "icd.tensors")},
+    "vkCmdPushDescriptorSet": {ICD: In("icd.tensor_push")},
+    "vkCmdPushDescriptorSet2": {ICD: In("icd.tensor_push")},
+    "vkCmdPushDescriptorSetWithTemplate": {ICD: In("icd.tensor_push")},
+    "vkCmdPushDescriptorSetWithTemplate2": {ICD: In("icd.tensor_push")},
+    "vkCmdResolveImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdResolveImage2": {ICD: In("icd.recording"), LAYER: In("layer.workloads")},
+    "vkCmdTraceRaysIndirectKHR": {
+        ICD: In("icd.recording", "icd.instrumentation", "icd.indirect_sizes"),
+        LAYER: In("layer.workloads", "layer.instrument")},
+    "vkCmdTraceRaysKHR": {
+        ICD: In("icd.recording", "icd.instrumentation"),
+        LAYER: In("layer.workloads", "layer.instrument")},
+    "vkCmdUpdateBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdWaitEvents": {ICD: In("icd.recording")},
+    "vkCmdWaitEvents2": {ICD: In("icd.recording", "icd.tensors")},
+    "vkCreateAccelerationStructureKHR": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
+    "vkCreateBuffer": {
+        ICD: In("vkapi.resource_hooks", "icd.indirect_sizes"),
+        LAYER: In("vkapi.resource_hooks", "layer.indirect")},
+    "vkCreateComputePipelines": {
+        ICD: In("vkapi.pipelines", "icd.tensor_descriptors", "icd.instrumentation"),
+        LAYER: In("vkapi.pipelines", "layer.instrument")},
+    "vkCreateDescriptorPool": {ICD: In("icd.tensor_descriptors")},
+    "vkCreateDescriptorSetLayout": {ICD: In("icd.tensor_descriptors")},
+    "vkCreateDescriptorUpdateTemplate": {ICD: In("icd.tensor_push")},
+    "vkCreateDevice": {ICD: In("icd.device"), LAYER: In("layer.chain")},
+    "vkCreateFramebuffer": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
+    "vkCreateGraphicsPipelines": {
+        ICD: In("vkapi.pipelines", "icd.tensor_descriptors", "icd.instrumentation", "icd.regions"),
+        LAYER: In("vkapi.pipelines", "layer.instrument")},
+    "vkCreateImage": {ICD: In("vkapi.resource_hooks", "icd.tensor_aliasing"), LAYER: In("vkapi.resource_hooks")},
+    "vkCreateImageView": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
+    "vkCreateInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
+    "vkCreatePipelineLayout": {ICD: In("icd.counter_memory")},
+    "vkCreateRayTracingPipelinesKHR": {ICD: In("vkapi.pipelines")},
+    "vkCreateRenderPass": {
+        ICD: In("vkapi.resource_hooks", "icd.regions"),
+        LAYER: In("vkapi.resource_hooks", "layer.regions")},
+    "vkCreateRenderPass2": {
+        ICD: In("vkapi.resource_hooks", "icd.regions"),
+        LAYER: In("vkapi.resource_hooks", "layer.regions")},
+    "vkCreateShaderInstrumentationARM": {ICD: In("icd.instrumentation", emulated=True)},
+    "vkCreateShaderModule": {ICD: In("icd.core_builtins", "vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
+    "vkCreateShadersEXT": {
+        ICD: In("vkapi.pipelines", "icd.instrumentation"),
+        LAYER: In("vkapi.pipelines", "layer.instrument")},
+    "vkCreateTensorARM": {ICD: In("icd.tensors", emulated=True), LAYER: In("layer.tensors")},
+    "vkCreateTensorViewARM": {ICD: In("icd.tensors", emulated=True)},
+    "vkDebugMarkerSetObjectNameEXT": {ICD: In("icd.labels", emulated=True)},
+    "vkDebugMarkerSetObjectTagEXT": {ICD: In("icd.labels", emulated=True)},
+    "vkDestroyAccelerationStructureKHR": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
+    "vkDestroyBuffer": {ICD: In("vkapi.resource_hooks", "icd.indirect_sizes"), LAYER: In("vkapi.resource_hooks")},
+    "vkDestroyCommandPool": {ICD: In("vkapi.commands", "icd.regions"), LAYER: In("vkapi.commands")},
+    "vkDestroyDescriptorPool": {ICD: In("icd.tensor_descriptors")},
+    "vkDestroyDescriptorSetLayout": {ICD: In("icd.tensor_descriptors")},
+    "vkDestroyDescriptorUpdateTemplate": {ICD: In("icd.tensor_push")},
+    "vkDestroyDevice": {ICD: In("icd.device"), LAYER: In("layer.chain")},
+    "vkDestroyFramebuffer": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
+    "vkDestroyImage": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
+    "vkDestroyImageView": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
+    "vkDestroyInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
+    "vkDestroyPipeline": {ICD: In("vkapi.pipelines", "icd.regions"), LAYER: In("vkapi.pipelines")},
+    "vkDestroyPipelineLayout": {ICD: In("icd.counter_memory")},
+    "vkDestroyRenderPass": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
+    "vkDestroySemaphore": {ICD: In("icd.submit")},
+    "vkDestroyShaderEXT": {ICD: In("vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
+    "vkDestroyShaderInstrumentationARM": {ICD: In("icd.instrumentation", emulated=True)},
+    "vkDestroyShaderModule": {ICD: In("vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
+    "vkDestroyTensorARM": {ICD: In("icd.tensors", emulated=True), LAYER: In("layer.tensors")},
+    "vkDestroyTensorViewARM": {ICD: In("icd.tensors", emulated=True)},
+    "vkDeviceWaitIdle": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
+    "vkEndCommandBuffer": {
+        ICD: In("icd.command_buffer"),
+        LAYER: In("layer.queues", "layer.render_passes", "layer.instrument")},
+    "vkEnumerateDeviceExtensionProperties": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
+    "vkEnumerateInstanceExtensionProperties": {ICD: In("icd.instance")},
+    "vkEnumeratePhysicalDeviceGroups": {ICD: In("icd.instance")},
+    "vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM": {ICD: In("icd.regions", emulated=True)},
+    "vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation", emulated=True)},
+    "vkEnumeratePhysicalDevices": {ICD: In("icd.instance")},
+    "vkFreeCommandBuffers": {ICD: In("vkapi.commands", "icd.regions"), LAYER: In("vkapi.commands")},
+    "vkFreeDescriptorSets": {ICD: In("icd.tensor_descriptors")},
+    "vkGetBufferDeviceAddress": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
+    "vkGetDeviceProcAddr": {ICD: In("icd.device")},
+    "vkGetDeviceQueue": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
+    "vkGetDeviceQueue2": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
+    "vkGetDeviceTensorMemoryRequirementsARM": {ICD: In("icd.tensors", emulated=True)},
+    "vkGetPhysicalDeviceExternalTensorPropertiesARM": {ICD: In("icd.tensors", emulated=True)},
+    "vkGetPhysicalDeviceFeatures2": {ICD: In("icd.instance", "icd.tensors"), LAYER: In("layer.chain")},
+    "vkGetPhysicalDeviceFormatProperties2": {ICD: In("icd.tensors")},
+    "vkGetPhysicalDeviceProperties": {ICD: In("icd.instance")},
+    "vkGetPhysicalDeviceProperties2": {ICD: In("icd.instance", "icd.tensor_push")},
+    "vkGetShaderInstrumentationValuesARM": {ICD: In("icd.instrumentation", emulated=True)},
+    "vkGetTensorMemoryRequirementsARM": {ICD: In("icd.tensors", emulated=True)},
+    "vkQueueBeginDebugUtilsLabelEXT": {ICD: In("icd.labels", emulated=True), LAYER: In("layer.commands")},
+    "vkQueueEndDebugUtilsLabelEXT": {ICD: In("icd.labels", emulated=True), LAYER: In("layer.commands")},
+    "vkQueueInsertDebugUtilsLabelEXT": {ICD: In("icd.labels", emulated=True), LAYER: In("layer.commands")},
+    "vkQueuePresentKHR": {LAYER: In("layer.queues")},
+    "vkQueueSubmit": {ICD: In("icd.submit", "icd.measured_timing"), LAYER: In("layer.queues")},
+    "vkQueueSubmit2": {ICD: In("icd.submit", "icd.measured_timing"), LAYER: In("layer.queues")},
+    "vkQueueWaitIdle": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
+    "vkResetCommandBuffer": {
+        ICD: In("icd.command_buffer", "icd.tensor_push", "icd.regions"),
+        LAYER: In("layer.commands")},
+    "vkResetCommandPool": {ICD: In("vkapi.commands", "icd.regions"), LAYER: In("vkapi.commands")},
+    "vkResetDescriptorPool": {ICD: In("icd.tensor_descriptors")},
+    "vkSetDebugUtilsObjectNameEXT": {ICD: In("icd.labels", emulated=True)},
+    "vkUpdateDescriptorSetWithTemplate": {ICD: In("icd.tensor_push")},
+    "vkUpdateDescriptorSets": {ICD: In("icd.tensor_descriptors")},
+    "vkWaitForFences": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
+}
+
+
+def hooks(shim: str) -> tuple[str, ...]:
+    """The commands `shim` intercepts, in table order."""
+    return tuple(name for name, row in INTERCEPTS.items() if shim in row)
+
+
+def recorded(shim: str) -> dict[str, Recorded]:
+    """The commands `shim` records in C, and how."""
+    out = {}
+    for name, row in INTERCEPTS.items():
+        c = row[shim].c if shim in row else None
+        if c in (TRANSFER, TAGGED_TRANSFER):
+            c = Recorded(fields=TRANSFER_FIELDS[name], tagged=c.tagged)
+        if c is not None:
+            out[name] = c
+    return out
+
+
+def owners(shim: str) -> dict[str, frozenset[str]]:
+    """Command -> the modules (full names) that may register its hooks in `shim`."""
+    return {name: frozenset(f"tessera.{m}" for m in row[shim].modules)
+            for name, row in INTERCEPTS.items() if shim in row}
+
+
+def emulated(shim: str = ICD) -> frozenset[str]:
+    return frozenset(name for name, row in INTERCEPTS.items() if shim in row and row[shim].emulated)
