@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from .naming import SUBMIT_LABEL, TAG_LABEL
+from tessera.schemas.labels import is_layer_label
 
 LENGTH = struct.Struct("<I")
 METADATA_SUFFIX = ".metadata"
@@ -296,7 +296,7 @@ def _labels(meta: dict[str, Any]) -> list[str]:
     labels = meta.get("labels")
     if not isinstance(labels, list):
         return []
-    return [str(x) for x in labels if not (TAG_LABEL.match(str(x)) or SUBMIT_LABEL.match(str(x)))]
+    return [str(x) for x in labels if not is_layer_label(str(x))]
 
 
 def _attachments(meta: dict[str, Any]) -> list[dict[str, Any]]:

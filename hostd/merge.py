@@ -52,6 +52,7 @@ from typing import Any
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from tessera.schemas.labels import tag_label
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
                                       TracePacket, iter_raw, varint)
 
@@ -317,7 +318,7 @@ class _Merger:
                 name = child_name = own[-1]
             else:
                 name = slice_name(meta, stack, fallback)
-                child_name = describe(meta) if meta else f"t{tag}"
+                child_name = describe(meta) if meta else tag_label(tag)
             entries = self._entries
             parts = []
             # Each fact once (slice_args.py): the driver's entries the layer's fields state or
@@ -437,7 +438,7 @@ class _Merger:
         if child is not None and child[0] == (sid if (sid, tag) in proc.annexes else None):
             return child[1], child[2], child[3]
         meta = proc.workload(tag, sid)
-        return (slice_name(meta, [], f"t{tag}"), (meta or {}).get("kind", "unknown"),
+        return (slice_name(meta, [], tag_label(tag)), (meta or {}).get("kind", "unknown"),
                 bool(meta) and meta.get("kind") == "render_pass")
 
     def _rp_link(self, pid: int, submit: int, tag: int) -> str | None:

@@ -12,13 +12,9 @@ import json
 import re
 from typing import Any
 
-TAG_LABEL = re.compile(r"^t(\d+)$")
-SUBMIT_LABEL = re.compile(r"^s(\d+)$")
+from tessera.schemas.labels import SUBMIT_LABEL, TAG_LABEL, is_layer_label
+
 STACK_SEPARATOR = " / "
-
-
-def _is_layer_label(label: str) -> bool:
-    return bool(TAG_LABEL.match(label) or SUBMIT_LABEL.match(label))
 
 
 def split_stack(stack: str | None) -> list[str]:
@@ -51,10 +47,10 @@ def app_labels(meta: dict[str, Any] | None, stack: list[str]) -> list[str]:
     """Application labels, outermost first: the metadata's (annex over workload), else the driver's stack."""
     labels = meta.get("labels") if meta else None
     if isinstance(labels, list) and labels:
-        out = [str(x) for x in labels if not _is_layer_label(str(x))]
+        out = [str(x) for x in labels if not is_layer_label(str(x))]
         if out:
             return out
-    return [x for x in stack if x and not _is_layer_label(x)]
+    return [x for x in stack if x and not is_layer_label(x)]
 
 
 def _n(count: int, word: str) -> str:

@@ -35,6 +35,8 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+from tessera.schemas.labels import tag_label
+
 from .metadata import MetadataIndex, ProcessMeta, loads
 from .naming import app_labels, slice_name
 
@@ -268,7 +270,7 @@ def rank(meta: MetadataIndex, top: int, blocks: int = 5) -> ShaderReport | None:
         wl = proc.workload(a.tag, a.submit)
         entry: dict[str, Any] = {"rank": rank_, "pid": pid, "process": proc.process, "submit": a.submit,
                                  "tag": a.tag, "labels": app_labels(wl, []),
-                                 "name": slice_name(wl, [], f"t{a.tag}"), "kind": (wl or {}).get("kind"),
+                                 "name": slice_name(wl, [], tag_label(a.tag)), "kind": (wl or {}).get("kind"),
                                  "result_index": a.result_index, "command": a.command}
         if a.draw is not None:
             entry["draw"] = a.draw
@@ -317,7 +319,7 @@ def format_report(r: ShaderReport, detail: bool) -> list[str]:
         lines.append("  (from a merged trace's args: per-slice totals and the top draws a render pass lists; "
                      "basic blocks and their SPIR-V are in the session logs: report the session folder)")
     for e in r.ranked:
-        labels = [*e.get("labels", []), f"t{e['tag']}"] if e.get("tag") is not None else e.get("labels", [])
+        labels = [*e.get("labels", []), tag_label(e['tag'])] if e.get("tag") is not None else e.get("labels", [])
         what = e.get("command") or e.get("kind") or ""
         if e.get("draw") is not None:
             what += f" draw #{e['draw']}"

@@ -9,9 +9,10 @@ valid trace at all times. Thread-safe: the timeline calls it under its lock.
 from __future__ import annotations
 
 import os
-import re
 import time
 from pathlib import Path
+
+from tessera.schemas.labels import innermost_tag
 
 # tessera.schemas.perfetto, imported with the first GpuTrace: its protos take ~35 ms to load, which a
 # program that never submits (vulkaninfo) should not pay at start-up.
@@ -37,16 +38,11 @@ ARM_STAGE = {"update buffer": "copy buffer", "copy buffer to image": "copy image
              "copy image to buffer": "copy image", "tensor copy": "copy buffer"}
 TRANSFER_KEY = "Transfer"
 GRAPHICS_CONTEXT_IID = 1
-TAG_LABEL = re.compile(r"t\d+")
 SEQUENCE_BASE = 0x7E550000   # sequence id = base + pid (unique per process in one file)
 
 
 def boottime_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
-
-
-def innermost_tag(stack: list[str]) -> str | None:
-    return next((name for name in reversed(stack) if TAG_LABEL.fullmatch(name)), None)
 
 
 class GpuTrace:

@@ -20,6 +20,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 
+from tessera.schemas.labels import tag_label
 from tessera.vkapi.accel import buffer_at
 from tessera.vkapi.vkconst import vk
 
@@ -146,7 +147,7 @@ class Capturer:
         self.send(encoder.workload, Workload(tag, "buffer_transfer", {
             "command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size, "regions": count,
             "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), dev.address, int(ffi.cast("uintptr_t", cb)), False)
-        labelled = self.labeller.push(dev, cb, f"t{tag}")
+        labelled = self.labeller.push(dev, cb, tag_label(tag))
         # The application already made the arguments visible to indirect reads (it must, for its
         # own command); chaining on that stage makes them visible to the copy without waiting
         # for unrelated earlier work (spec 7.6: execution dependency chains, visibility).

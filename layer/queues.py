@@ -29,6 +29,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from tessera.schemas.labels import submit_label
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
@@ -219,7 +220,7 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
         wrapped = False
         if plan is not None and plan.wrap:
             try:
-                wrapped = labeller.queue_push(dev, queue, f"s{plan.submit_id}")
+                wrapped = labeller.queue_push(dev, queue, submit_label(plan.submit_id))
             except Exception:
                 errors.report("vkQueueSubmit", "wrapping in s<submitID>; forwarded unwrapped")
         result = forward()

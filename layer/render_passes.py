@@ -11,6 +11,7 @@ Draw counts include draws recorded in secondaries that continue the pass.
 """
 from __future__ import annotations
 
+from tessera.schemas.labels import tag_label
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.vkconst import vk
 
@@ -31,7 +32,7 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
 
     def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo) -> None:
         w = Workload(labeller.next_tag(), "render_pass", _meta(info), tuple(t.labels), t.pops_below_start)
-        labeller.push(dev, commandBuffer, f"t{w.tag}")
+        labeller.push(dev, commandBuffer, tag_label(w.tag))
         t.part = PassPart(w, suspends=info.suspending)
 
     def finish(dev, t: CommandBufferTracker, commandBuffer, suspended: bool) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from tessera.schemas.labels import tag_label
 from tessera.vkapi import accel, pipelines
 from tessera.vkapi.commands import ACCELERATION_STRUCTURES
 from tessera.vkapi.transfers import TRANSFERS, tensor_copy
@@ -46,7 +47,7 @@ def tag_command(hooks, state, labeller: Labeller, name: str, describe: Describe)
     def before(dev, commandBuffer, *args):
         tag = labeller.next_tag()
         t = track(dev, commandBuffer, args, tag)
-        t.label_pushed = labeller.push(dev, commandBuffer, f"t{tag}")
+        t.label_pushed = labeller.push(dev, commandBuffer, tag_label(tag))
 
     @hooks.applies(name)
     def apply(dev, commandBuffer, *args, tag: int):

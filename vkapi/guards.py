@@ -118,7 +118,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
     return (f"#define TESSERA_GUARD_COUNT {len(names)}\n"
             + _NEXT_TABLE
             + recorder.formats_table(names, recorded)
-            + recorder.SUPPORT_C
+            + recorder.support_c()
             + submits.support_c()
             + "".join(out)
             + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"

@@ -103,6 +103,8 @@ def formats(name: str, spec: Recorded) -> list[str]:
 
 SUPPORT_C = r"""
 /* ---- command-buffer arenas (tessera.vkapi.recorder) ---- */
+#define TESSERA_TAG_FORMAT "%(tag_format)s"        /* tessera.schemas.labels */
+#define TESSERA_SUBMIT_FORMAT "%(submit_format)s"
 typedef struct tessera_device {
     PFN_vkVoidFunction next[TESSERA_GUARD_COUNT];   /* next element's function per guarded command */
     PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;   /* t<tag> labels (layer): debug utils, or else markers */
@@ -300,7 +302,7 @@ uint64_t tessera_next_tag(void)
 static int tessera_push_tag(VkCommandBuffer commandBuffer, tessera_device *dev, uint64_t tag)
 {
     char name[24];
-    snprintf(name, sizeof name, "t%llu", (unsigned long long)tag);
+    snprintf(name, sizeof name, TESSERA_TAG_FORMAT, (unsigned long long)tag);
     if (dev->label_begin) {
         VkDebugUtilsLabelEXT label = {0};
         label.sType = 1000128002;   /* VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT */
@@ -329,6 +331,12 @@ const char *tessera_record_format(int index)
     return index >= 0 && index < TESSERA_GUARD_COUNT ? tessera_record_formats[index] : NULL;
 }
 """
+
+def support_c() -> str:
+    """The recording support C, with the label protocol's formats (tessera.schemas.labels)."""
+    from tessera.schemas.labels import C_SUBMIT_FORMAT, C_TAG_FORMAT
+    return SUPPORT_C % {"tag_format": C_TAG_FORMAT, "submit_format": C_SUBMIT_FORMAT}
+
 
 CDEF = """
 typedef struct tessera_device {

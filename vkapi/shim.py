@@ -35,7 +35,8 @@ from pathlib import Path
 
 from . import cdecl, guards, paths, recorder, submits
 
-GENERATOR_FILES = ("shim.py", "guards.py", "recorder.py", "submits.py", "cdecl.py", "cdecl_manual.py", "registry.py", "constants_gen.py")
+GENERATOR_FILES = ("shim.py", "guards.py", "recorder.py", "submits.py", "cdecl.py", "cdecl_manual.py", "registry.py",
+                   "constants_gen.py", "../schemas/labels.py")
 
 
 @dataclass(frozen=True)

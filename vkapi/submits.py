@@ -183,7 +183,7 @@ static int tessera_queue_push(VkQueue queue, tessera_device *dev, uint64_t submi
     PFN_vkQueueBeginDebugUtilsLabelEXT begin = (PFN_vkQueueBeginDebugUtilsLabelEXT)dev->queue_label_begin;
     if (!begin || !dev->queue_label_end) return 0;
     char name[24];
-    snprintf(name, sizeof name, "s%%llu", (unsigned long long)submit_id);
+    snprintf(name, sizeof name, TESSERA_SUBMIT_FORMAT, (unsigned long long)submit_id);
     VkDebugUtilsLabelEXT label = {0};
     label.sType = 1000128002;   /* VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT */
     label.pLabelName = name;
