@@ -6,7 +6,7 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity, indirect_sizes, instrumentation, regions, shader_costs, submit, tensors
+from . import identity, indirect_sizes, instrumentation_metrics, regions, shader_costs, submit, tensors
 from .driver import Driver
 from .instance import physical_device_info
 from .objects import Device, PhysicalDevice, Queue
@@ -60,12 +60,12 @@ def register(drv: Driver) -> None:
         info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
                                        [n for n in names if n not in emulated], keep)
         info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep, drv.hooks.errors.log)
-        instrumented = instrumentation.wants_instrumentation(ffi, pCreateInfo.pNext)
+        instrumented = instrumentation_metrics.wants_instrumentation(ffi, pCreateInfo.pNext)
         if instrumented:
-            instrumentation.enable_store_features(ffi, info, keep)
+            instrumentation_metrics.enable_store_features(ffi, info, keep)
         by_region = regions.wants_regions(ffi, pCreateInfo.pNext)
         if by_region:   # the counting fragment shaders use atomics
-            instrumentation.enable_store_features(ffi, info, keep)
+            instrumentation_metrics.enable_store_features(ffi, info, keep)
         tensor_features = tensors.wants_tensors(ffi, pCreateInfo.pNext) if tensors.EXTENSION in names else None
         if tensors.EXTENSION in names:
             tensors.enable_backend_features(ffi, info, phys, keep)

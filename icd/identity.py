@@ -12,7 +12,7 @@ from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
 from . import regions
-from .instrumentation import METRICS
+from .instrumentation_metrics import METRICS
 from .profiles import ARM_VENDOR_ID, DRIVER_RELEASE_NAME, DRIVER_VERSION, GpuProfile
 
 DRIVER_NAME = "Mali (Tessera emulation)"

@@ -58,7 +58,7 @@ class Device(IcdObject):
     object_names: dict[int, str] = field(default_factory=dict)
     res: "Resources" = field(default_factory=lambda: Resources())
     recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
-    instrumentation: Any = None                # instrumentation.DeviceInstrumentation when the feature is on
+    instrumentation: Any = None                # instrumentation_objects.DeviceInstrumentation when the feature is on
     # application pipeline layout -> (set layouts, push-constant ranges), counter_memory.track_pipeline_layouts
     pipeline_layouts: dict = field(default_factory=dict)
     tensors: Any = None                        # tensors.DeviceTensors when VK_ARM_tensors is enabled
