@@ -27,6 +27,9 @@ Record layout (u64 slots, little-endian):
         the command buffers, wait semaphores and signal semaphores.
     a queue label: queue | name length in bytes (0 for an end), then the name, padded to 8.
 
+`tessera_set_c_submits(0)` (TESSERA_C_SUBMITS=0, read by each shim at load) turns both C paths
+off: every submit and queue label then takes the Python hooks, for comparing the two.
+
 Threads: the ledger is appended under a mutex by any thread submitting; a taken ledger
 belongs to the taker until it gives it back.
 """
@@ -42,7 +45,6 @@ HEADER = ("size_kind", "queue", "called_ns", "returned_ns", "boottime_ns", "subm
 SUBMIT, LABEL_BEGIN, LABEL_END = 0, 1, 2   # record kinds
 WRAPPED = 1
 COUNT_BITS = 21   # per batch, each count below 2**21 (more takes the Python path)
-FRAME_BOUNDARY_STYPE = 1000375001   # VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
 
 
 @dataclass(frozen=True)
@@ -217,7 +219,8 @@ LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEX
 
 
 def support_c() -> str:
-    return SUPPORT_C % {"frame_boundary": FRAME_BOUNDARY_STYPE}
+    from .vkconst import vk
+    return SUPPORT_C % {"frame_boundary": vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT}
 
 
 def fast_path(name: str, index: int, spec: SubmitPath) -> str:
