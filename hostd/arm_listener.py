@@ -31,6 +31,7 @@ import struct
 from tessera.schemas.arm_wire import ABSTRACT_SOCKET
 
 from .arm_ingest import ArmIngest
+from .ingest import finish
 from .config import Address, AddressError, DaemonConfig, parse_address
 
 LOG = logging.getLogger("tessera.hostd")
@@ -125,12 +126,7 @@ class _ArmConnection(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
         if self.ingest is not None:
-            how = "client closed" if self._eof else ("shutdown" if self.listener.stopping else
-                                                     f"connection lost ({exc})" if exc else "closed")
-            try:
-                self.ingest.close(how)
-            except Exception as e:
-                LOG.exception("hostd: client %s: error while finishing: %s", self.ingest.client, e)
+            finish(self.ingest, self._eof, self.listener.stopping, exc)
         self.listener.connections.discard(self)
         if not self.done.done():
             self.done.set_result(None)

@@ -44,7 +44,7 @@ import stat
 from tessera.schemas.frames import ACK
 
 from .config import Address, DaemonConfig
-from .ingest import Ingest
+from .ingest import Ingest, finish
 
 LOG = logging.getLogger("tessera.hostd")
 
@@ -134,12 +134,7 @@ class _Connection(asyncio.Protocol):
         self.daemon.held -= self.held
         self.held = 0
         if self.ingest is not None:
-            how = "client closed" if self._eof else ("shutdown" if self.daemon.stopping else
-                                                     f"connection lost ({exc})" if exc else "closed")
-            try:
-                self.ingest.close(how)
-            except Exception as e:
-                LOG.exception("hostd: client %s: error while finishing: %s", self.ingest.client, e)
+            finish(self.ingest, self._eof, self.daemon.stopping, exc)
         self.daemon.connections.discard(self)
         if not self.done.done():
             self.done.set_result(None)

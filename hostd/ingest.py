@@ -40,6 +40,16 @@ LOG = logging.getLogger("tessera.hostd")
 _NAMES = {int(t): t.name for t in MessageType}   # per frame: a dict lookup, not an enum construction
 
 
+def finish(ingest, eof: bool, stopping: bool, exc: BaseException | None) -> None:
+    """End a connection's ingest (Tessera's or Arm's) saying why it ended; an error while
+    finishing is logged, never raised into the event loop."""
+    how = "client closed" if eof else ("shutdown" if stopping else f"connection lost ({exc})" if exc else "closed")
+    try:
+        ingest.close(how)
+    except Exception as e:
+        LOG.exception("hostd: client %s: error while finishing: %s", ingest.client, e)
+
+
 def type_name(t: int) -> str:
     name = _NAMES.get(t)
     return name if name is not None else f"0x{t:02x}"

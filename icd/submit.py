@@ -18,14 +18,14 @@ from tessera.vkapi.vkconst import vk
 from .completion import Fences
 from .driver import Driver
 from .objects import CommandBuffer, Device, Queue
-from .timeline import batch
+from .timeline import LabelMade, SubmitMade, batch
 
 
 def register(drv: Driver) -> None:
     ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
     ledger = SubmitLedger(ffi, drv.lib, lambda message: hooks.errors.log.warning("%s", message))
 
-    def made_in_c() -> list:
+    def made_in_c() -> list[SubmitMade | LabelMade]:
         """The submits and queue labels the C path recorded, as the timeline takes them."""
         out = []
         for s in ledger.take():
@@ -33,14 +33,14 @@ def register(drv: Driver) -> None:
             if not isinstance(queue, Queue):   # cannot happen: the queue's device is alive
                 continue
             if isinstance(s, QueueLabel):
-                out.append((queue, s.name))
+                out.append(LabelMade(queue, s.name))
                 continue
             for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
                 for address in cbs:
                     hooks.recorder.wait(address)
             batches = [batch([objects.by_address[a] for a in cbs], waits, signals)
                        for cbs, waits, signals in s.batches]
-            out.append((queue, batches, s.boottime_ns))
+            out.append(SubmitMade(queue, batches, s.boottime_ns))
         return out
 
     drv.timeline.take_submits_from(made_in_c)

@@ -57,6 +57,21 @@ class Batch:
     signals: list[int]
 
 
+@dataclass
+class SubmitMade:
+    """A submit the shim's C path made (read from its ledger): what `Timeline.submit` would take."""
+    queue: Queue
+    batches: list[Batch]
+    host: int           # CLOCK_BOOTTIME when the submit was called
+
+
+@dataclass
+class LabelMade:
+    """A queue label the shim's C path recorded: begin (`name`) or end (None)."""
+    queue: Queue
+    name: str | None
+
+
 def batch(command_buffers: list[CommandBuffer], waits: list[int], signals: list[int]) -> Batch:
     """A batch as submitted: each buffer's op list is taken now (a reset gives the buffer a new list)."""
     return Batch([(cb.address, cb.ops) for cb in command_buffers], waits, signals)
@@ -93,7 +108,7 @@ class Timeline:
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._order = threading.Lock()   # pulling C submits and handing over, as one step
-        self._source: Callable[[], list] | None = None
+        self._source: Callable[[], list[SubmitMade | LabelMade]] | None = None
 
     @property
     def trace(self) -> GpuTrace:
@@ -102,9 +117,8 @@ class Timeline:
         return self._trace
 
     # ---- the application's threads: hand over, in call order ---------------------------------
-    def take_submits_from(self, source: Callable[[], list[tuple]]) -> None:
-        """`source()`: what the shim's C path recorded since the last call, in call order: submits as
-        (queue, batches, host time), queue labels as (queue, name or None for an end)."""
+    def take_submits_from(self, source: Callable[[], list[SubmitMade | LabelMade]]) -> None:
+        """`source()`: what the shim's C path recorded since the last call, in call order."""
         self._source = source
 
     def pull(self) -> None:
@@ -115,10 +129,10 @@ class Timeline:
     def _pull(self) -> None:
         if self._source is not None:
             for made in self._source():
-                if len(made) == 2:
-                    self._put(_queue_label, made)
+                if isinstance(made, LabelMade):
+                    self._put(_queue_label, (made.queue, made.name))
                 else:
-                    self._put(self._place_submit, (*made, None))
+                    self._put(self._place_submit, (made.queue, made.batches, made.host, None))
 
     def submit(self, queue: Queue, batches: list[Batch], completion: tuple[Any, Any] | None = None) -> None:
         """`completion`: (completion.Fences, fence) signalled once the batches' GPU work completed."""
