@@ -13,7 +13,9 @@ Problems (one log line each, naming client, stream offset, problem, action):
   - invalid UTF-8/JSON: the frame is skipped;
   - a schema violation: strict rejects the frame (recorded for merge), warn
     logs it, off does not check (fastcheck.py passes the certainly-valid
-    payloads quickly, jsonschema decides the rest);
+    payloads quickly, jsonschema decides the rest); a WORKLOADS batch's
+    envelope is checked like a frame, each entry on its own (reported, never
+    rejected: merge skips a bad entry alone);
   - an unknown message type: kept in the log, skipped, warned once per type;
   - a stream that ends inside a frame: reported at end of stream.
 After `max_problem_lines` lines for one connection the rest are counted and
@@ -28,6 +30,7 @@ from collections import Counter
 from typing import Any
 
 from tessera.schemas import messages
+from tessera.schemas import workloads as batch
 from tessera.schemas.frames import PROTOCOL_VERSION, Frame, FrameDecoder, FrameError, MessageType
 
 from . import fastcheck
@@ -163,10 +166,11 @@ class Ingest:
         """Schema validation per the configured mode; False when the frame is rejected."""
         if self.cfg.validate is Validation.OFF:
             return True
-        if fastcheck.valid(f.type, payload):     # certainly valid (fastcheck.py); else jsonschema decides
-            return True
-        errors = messages.problems(f.type, payload)
+        # certainly valid (fastcheck.py); else jsonschema decides
+        errors = [] if fastcheck.valid(f.type, payload) else messages.problems(f.type, payload)
         if not errors:
+            if f.type == MessageType.WORKLOADS:
+                self._check_entries(f, payload)
             return True
         what = f"{type_name(f.type)} violates its schema: {'; '.join(errors[:3])}"
         if self.cfg.validate is Validation.STRICT:
@@ -176,6 +180,16 @@ class Ingest:
             return False
         self._problem(f.offset, what, "kept")
         return True
+
+    def _check_entries(self, f: Frame, payload: dict) -> None:
+        """A batch's entries are checked one by one: a bad entry is reported (in strict mode too)
+        but never costs the frame's other entries; merge skips that entry alone."""
+        for tag, workload in batch.expand(payload):
+            if not fastcheck.valid(MessageType.WORKLOAD, workload):
+                errors = batch.entry_problems(workload)
+                if errors:
+                    self._problem(f.offset, f"WORKLOADS: the entry of t{tag} violates the WORKLOAD schema: "
+                                            f"{'; '.join(errors)}", "kept; merge skips the entry")
 
     # -- problems ---------------------------------------------------------
     def _problem(self, offset: int, problem: str, action: str) -> None:

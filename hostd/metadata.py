@@ -26,6 +26,9 @@ workload: millions in a long session), so they are kept as their JSON bytes
 (checked at load to be a JSON object) and decoded again when `workload()`
 asks for one. Bytes are one object, not traced by the garbage collector; the
 decoded dict of a render pass is ~10x larger and a dozen tracked objects.
+A WORKLOADS batch (protocol 3, schemas/workloads.py) is expanded at load into
+the WORKLOADs it stands for, each checked on its own and kept the same way, so
+a bad entry loses only itself.
 INSTRUMENTATION (per submitID.tagID, like ANNEX) and SHADER (per device,
 pipeline, stage) payloads are kept the same way, as their distinct JSON
 bytes with their load order; shaders.py decodes them.
@@ -41,7 +44,9 @@ from pathlib import Path
 from typing import Any
 
 from tessera.schemas import messages
-from tessera.schemas.frames import DEFAULT_MAX_JSON, LONE_SURROGATE, FrameError, MessageType, lone_surrogate
+from tessera.schemas import workloads as batch
+from tessera.schemas.frames import (DEFAULT_MAX_JSON, LONE_SURROGATE, FrameError, MessageType, json_body,
+                                    lone_surrogate)
 from tessera.schemas.logfile import read_frames
 
 from . import fastcheck
@@ -253,6 +258,14 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
             return
         if t == MessageType.WORKLOAD:
             proc.workloads[frame.tag] = frame.body     # its JSON, decoded again on use (see above)
+        elif t == MessageType.WORKLOADS:
+            for tag, workload in batch.expand(payload):   # each entry kept as the WORKLOAD it stands for
+                why = _unusable(MessageType.WORKLOAD, workload)
+                if why is None:
+                    proc.workloads[tag] = json_body(workload)
+                else:
+                    index.skipped += 1
+                    problem(frame.offset, f"WORKLOADS: the entry of t{tag}: unusable ({why}); entry skipped")
         elif t == MessageType.ANNEX:
             # Several annexes may describe one submitID.tagID (labels at submit, indirect sizes
             # after completion): their fields add up. A frame seen twice (resent after a lost

@@ -12,6 +12,7 @@ from tessera.vkapi import structs
 from tessera.vkapi.commands import track_command_buffers, track_device_queues
 from tessera.vkapi.vkconst import vk
 
+from .descriptions import send_pending
 from .state import LayerState
 from .trackers import CommandBufferTracker, QueueTracker
 
@@ -34,12 +35,14 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
         pull()
         tracker = dev.command_buffers.pop(address, None)
         if tracker is not None:
+            send_pending(state, dev, tracker)   # a recording never ended keeps its descriptions
             hooks.recorder.unregister(tracker.handle)
             release_captures(dev, tracker)
 
     def reset(dev, tracker: CommandBufferTracker) -> None:
         pull()
         release_captures(dev, tracker)
+        send_pending(state, dev, tracker)
         tracker.reset()
         hooks.recorder.reset(tracker.handle)   # and the C side's records and submit count
 

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 
+from tessera.schemas import workloads as batch
 from tessera.schemas.frames import PROTOCOL_VERSION, MessageType, encode
 
 from .trackers import Workload
@@ -49,14 +50,21 @@ def device(address: int, name: str, vendor_id: int, device_id: int, driver: str,
         "extensions": sorted(extensions), **({"pipe_rates": pipe_rates} if pipe_rates else {})})
 
 
-def workload(w: Workload, device_address: int, cb_address: int, annex: bool) -> bytes:
-    payload = {"kind": w.kind, "device": hex_handle(device_address), "command_buffer": hex_handle(cb_address),
-               **w.meta}
+def workload_fields(w: Workload, annex: bool) -> dict:
+    """A WORKLOAD payload without the fields a batch shares (schemas.workloads.SHARED)."""
+    fields = {"kind": w.kind, **w.meta}
     if w.local_labels and not w.pops_below_start:
-        payload["labels"] = list(w.local_labels)
+        fields["labels"] = list(w.local_labels)
     if annex:
-        payload["annex"] = True
-    return encode(MessageType.WORKLOAD, payload, tag=w.tag)
+        fields["annex"] = True
+    return fields
+
+
+def workloads(device_address: int, cb_address: int, described: list[tuple[Workload, bool]]) -> bytes:
+    """One WORKLOADS frame: the (workload, annex) descriptions of one command buffer."""
+    return encode(MessageType.WORKLOADS, batch.envelope(
+        hex_handle(device_address), hex_handle(cb_address),
+        [batch.entry(w.tag, workload_fields(w, annex)) for w, annex in described]))
 
 
 def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[int], tags: list[int],

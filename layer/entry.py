@@ -11,7 +11,7 @@ from tessera.vkapi.dispatch import HookSet, guarded
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.submits import SubmitLedger
 
-from . import chain, commands, encoder, queues, render_passes, workloads
+from . import chain, commands, descriptions, encoder, queues, render_passes, workloads
 from .indirect import Capturer
 from .instrument import Instrumenter
 from .regions import Extensions, Regions
@@ -34,7 +34,7 @@ def install(ffi, lib) -> None:
     transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
     state = LayerState(ffi, Session(transport, lib.tessera_next_submit, lib.tessera_set_frame))
     labeller = Labeller(ffi, lib.tessera_next_tag)
-    capturer = Capturer(ffi, transport.send, labeller, log)
+    capturer = Capturer(ffi, state, labeller, log)
 
     instrumenter = Instrumenter(ffi, state, transport.send, errors) if settings.instrument else None
     by_region = Regions(ffi, state, transport.send, errors, settings.regions) if settings.regions else None
@@ -47,6 +47,7 @@ def install(ffi, lib) -> None:
     def on_destroy_device(dev) -> None:
         state.session.pull_submits()
         log.info("%s", ledger.counts())
+        log.info("%s", hooks.recorder.counts())
         for q in dev.queues.values():   # its queues no longer keep submits on the Python path
             if q.python_submits:
                 q.python_submits = False
@@ -63,6 +64,7 @@ def install(ffi, lib) -> None:
     commands.register(hooks, state, ffi, capturer.release)
     render_passes.register(hooks, state, labeller, capturer)
     workloads.register(hooks, state, labeller, capturer)
+    descriptions.register(hooks, state)
     queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter, ledger, settings.c_submits)
     capturer.register(hooks)
     for extension in (instrumenter.items if isinstance(instrumenter, Extensions) else [instrumenter]):

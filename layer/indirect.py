@@ -25,6 +25,7 @@ from tessera.vkapi.accel import buffer_at
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
+from .descriptions import describe
 from .trackers import Capture, CommandBufferTracker, Workload
 
 CAPTURE_BUFFER_BYTES = 1 << 20
@@ -111,8 +112,9 @@ class Pending:
 
 
 class Capturer:
-    def __init__(self, ffi, send, labeller, log) -> None:
-        self.ffi, self.send, self.labeller, self.log = ffi, send, labeller, log
+    def __init__(self, ffi, state, labeller, log) -> None:
+        self.ffi, self.state, self.labeller, self.log = ffi, state, labeller, log
+        self.send = state.session.transport.send
         self.pending: dict[int, list[Pending]] = {}   # device address -> in flight
 
     def register(self, hooks) -> None:
@@ -144,9 +146,9 @@ class Capturer:
         ffi, nxt = self.ffi, dev.next
         # The copy is a workload of its own on the GPU: tag it, so every GPU slice has metadata.
         tag = self.labeller.next_tag()
-        self.send(encoder.workload, Workload(tag, "buffer_transfer", {
+        describe(self.state, dev, self.state.command_buffer(dev, cb), Workload(tag, "buffer_transfer", {
             "command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size, "regions": count,
-            "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), dev.address, int(ffi.cast("uintptr_t", cb)), False)
+            "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), False)
         labelled = self.labeller.push(dev, cb, tag_label(tag))
         # The application already made the arguments visible to indirect reads (it must, for its
         # own command); chaining on that stage makes them visible to the copy without waiting

@@ -15,7 +15,7 @@ from tessera.schemas.labels import tag_label
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.vkconst import vk
 
-from . import encoder
+from .descriptions import describe
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, PassPart, Workload
 
@@ -28,8 +28,6 @@ def _meta(info: PassInfo) -> dict:
 
 
 def register(hooks, state, labeller: Labeller, capture) -> None:
-    send = state.session.transport.send
-
     def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo) -> None:
         w = Workload(labeller.next_tag(), "render_pass", _meta(info), tuple(t.labels), t.pops_below_start)
         labeller.push(dev, commandBuffer, tag_label(w.tag))
@@ -47,7 +45,7 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
         t.ops.append(("pass", part))
         if part.workload is not None:
             part.workload.meta["draw_call_count"] = part.draws
-            send(encoder.workload, part.workload, dev.address, t.address, suspended or bool(part.captures))
+            describe(state, dev, t, part.workload, suspended or bool(part.captures))
 
     # ---- begin / end ---------------------------------------------------------
     @hooks.before("vkCmdBeginRenderPass")

@@ -66,6 +66,7 @@ class CommandBufferTracker:
     pending_fence: Any = None                # layer fence of the last submit with captures, until read back
     continued_draws: int = 0                 # secondary: draws inside the render pass it continues
     label_pushed: bool = False               # a t<tag> label is open around the command being recorded
+    described: list = field(default_factory=list)   # (Workload, annex) not sent yet (descriptions.py)
 
     def reset(self) -> None:
         self.ops.clear()

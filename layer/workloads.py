@@ -19,7 +19,7 @@ from tessera.vkapi.commands import ACCELERATION_STRUCTURES
 from tessera.vkapi.transfers import TRANSFERS, tensor_copy
 from tessera.vkapi.vkconst import vk
 
-from . import encoder, tensors
+from . import descriptions, tensors
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, Workload
 
@@ -40,7 +40,7 @@ def tag_command(hooks, state, labeller: Labeller, name: str, describe: Describe)
         kind, meta, capture = describe(dev, t, commandBuffer, *args)
         w = Workload(tag, kind, {"command": name, **meta}, tuple(t.labels), t.pops_below_start, capture)
         t.ops.append(("workload", w))
-        state.session.transport.send(encoder.workload, w, dev.address, t.address, capture is not None)
+        descriptions.describe(state, dev, t, w, capture is not None)
         return t
 
     @hooks.before(name)

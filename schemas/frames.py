@@ -31,7 +31,7 @@ from typing import Any
 
 import construct as cs
 
-PROTOCOL_VERSION = 2   # 2: SHADER and INSTRUMENTATION (shader instrumentation); 1's streams stay valid
+PROTOCOL_VERSION = 3   # 3: WORKLOADS; 2: SHADER and INSTRUMENTATION (shader instrumentation); older streams stay valid
 SEQUENCE_BIT = 0x80
 DEFAULT_MAX_JSON = 16 << 20
 
@@ -71,6 +71,7 @@ class MessageType(enum.IntEnum):
     WORKLOAD = 0x03   # metadata of one tagged workload (tag = tagID)
     FRAME = 0x04      # a frame boundary (vkQueuePresentKHR / VK_EXT_frame_boundary)
     SHADER = 0x05     # an instrumented pipeline stage's basic blocks (protocol 2)
+    WORKLOADS = 0x06  # the WORKLOADs of one command buffer, batched (protocol 3; schemas/workloads.py)
     SUBMIT = 0x81     # a queue submit (sequence = submitID)
     ANNEX = 0x82      # submit-time metadata of one workload (sequence = submitID, tag = tagID)
     INSTRUMENTATION = 0x83   # measured shader cost of one workload in one submit (protocol 2)
@@ -151,9 +152,14 @@ def _name(t: int) -> str:
     return MessageType(t).name if t in MessageType._value2member_map_ else f"type 0x{t:02x}"
 
 
+def json_body(payload: Any) -> bytes:
+    """A payload's JSON as the layer writes it (compact, ASCII)."""
+    return _JSON.encode(payload).encode()
+
+
 def encode(type_: int, payload: Any, tag: int = 0, sequence: int | None = None) -> bytes:
     """One frame; `payload` is JSON-serialisable (or already-encoded JSON bytes)."""
-    body = payload if isinstance(payload, bytes) else _JSON.encode(payload).encode()
+    body = payload if isinstance(payload, bytes) else json_body(payload)
     if type_ & SEQUENCE_BIT:
         if sequence is None:
             raise ValueError(f"{_name(type_)} carries a sequence")

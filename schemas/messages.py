@@ -19,6 +19,7 @@ SCHEMA_FILES = {
     MessageType.HELLO: "hello.schema.json",
     MessageType.DEVICE: "device.schema.json",
     MessageType.WORKLOAD: "workload.schema.json",
+    MessageType.WORKLOADS: "workloads.schema.json",
     MessageType.FRAME: "frame.schema.json",
     MessageType.SUBMIT: "submit.schema.json",
     MessageType.ANNEX: "annex.schema.json",

@@ -259,7 +259,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDeviceWaitIdle": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
     "vkEndCommandBuffer": {
         ICD: In("icd.command_buffer"),
-        LAYER: In("layer.queues", "layer.render_passes", "layer.instrument")},
+        LAYER: In("layer.queues", "layer.render_passes", "layer.descriptions", "layer.instrument")},
     "vkEnumerateDeviceExtensionProperties": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
     "vkEnumerateInstanceExtensionProperties": {ICD: In("icd.instance")},
     "vkEnumeratePhysicalDeviceGroups": {ICD: In("icd.instance")},

@@ -36,6 +36,11 @@ def workload(tag: int, kind: str, **fields) -> bytes:
     return encode(MessageType.WORKLOAD, payload, tag=tag)
 
 
+def workloads(entries: list[dict], command_buffer: str = "0xcb1") -> bytes:
+    """A WORKLOADS batch (protocol 3): entries are {"tag": N, "kind": ..., ...}."""
+    return encode(MessageType.WORKLOADS, {"device": "0xd1", "command_buffer": command_buffer, "workloads": entries})
+
+
 def submit(sid: int, time_ns: int, tags: list[int], queue: str = "0xq1", **fields) -> bytes:
     payload = {"device": "0xd1", "queue": queue, "time_ns": time_ns, "command_buffers": ["0xcb1"], "tags": tags,
                **fields}

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from hostd_builders import annex, device, frame, hello, submit, workload
+from hostd_builders import annex, device, frame, hello, submit, workload, workloads
 
 from tessera.hostd.config import Address, AddressError, Validation, parse_address
 from tessera.hostd.daemon import DaemonError
@@ -257,3 +257,22 @@ def test_sigterm_stops_tessera_hostd_in_order(tmp_path):
     (name, r), = sessions(out).items()
     assert read_stream(out / name / LOG_NAME) == stream
     assert not sock.exists()
+
+
+def test_a_bad_entry_of_a_workloads_batch_is_reported_never_rejected_with_the_others(tmp_path, caplog):
+    """WORKLOADS (schemas/workloads.py): the envelope is a frame's schema, each entry is checked as the
+    WORKLOAD it stands for; strict mode rejects a bad envelope only, a bad entry is one problem line."""
+    good = [{"tag": 1, "kind": "dispatch", "groups": [1, 1, 1]}, {"tag": 3, "kind": "buffer_transfer", "bytes": 4}]
+    bad_entry = workloads(good[:1] + [{"tag": 2, "kind": "teapot"}] + good[1:])
+    bad_envelope = workloads([{"kind": "dispatch"}])        # an entry without a tag
+    stream = hello(protocol=3) + bad_entry + bad_envelope
+    with EmbeddedDaemon(tmp_path, validate=Validation.STRICT) as d:
+        c = connect(d.address)
+        c.sendall(stream)
+        c.close()
+    (name, r), = sessions(tmp_path).items()
+    assert read_stream(tmp_path / name / LOG_NAME) == stream
+    [entry] = [json.loads(line) for line in (tmp_path / name / REJECTED_NAME).read_text().splitlines()]
+    assert entry["offset"] == len(hello(protocol=3) + bad_entry) and "tag" in entry["reason"]
+    assert r["rejected"] == 1 and r["frames"]["WORKLOADS"] == 1 and r["problems"] == 2
+    assert any("the entry of t2 violates the WORKLOAD schema" in m and "teapot" in m for m in caplog.messages)

@@ -5,7 +5,7 @@ import io
 import json
 
 import pytest
-from hostd_builders import BOOT0, RAW0, GpuTrace, annex, device, frame, hello, submit, workload
+from hostd_builders import BOOT0, RAW0, GpuTrace, annex, device, frame, hello, submit, workload, workloads
 
 from tessera.hostd.merge import MergeError, merge_session
 from tessera.hostd.naming import describe
@@ -262,3 +262,24 @@ def test_child_slices_use_the_metadata_of_their_own_submit(tmp_path):
         ("Dispatch (indirect)", "", {"tag": 6, "kind": "dispatch"}),
         ("Shadow", "", {"tag": 7, "kind": "render_pass"}),
     ]
+
+
+def test_workloads_batches_merge_like_workload_frames_and_a_bad_entry_costs_itself(tmp_path):
+    """A WORKLOADS batch (protocol 3) stands for the WORKLOADs of its entries; an entry against the
+    WORKLOAD schema is skipped with one problem line, its neighbours kept."""
+    (tmp_path / "layer-7.spool").write_bytes(hello(pid=7, process="a", protocol=3) + workloads([
+        {"tag": 1, "kind": "dispatch", "groups": [2, 2, 2], "items": 512},
+        {"tag": 2, "kind": "dispatch", "groups": "three"},
+        {"tag": 3, "kind": "trace_rays", "width": 64, "height": 32, "depth": 1}]) + submit(1, RAW0, [1, 2, 3]))
+    g = GpuTrace(tmp_path / "gpu.perfetto-trace", pid=7)
+    g.event(BOOT0 + 10, 5, "non-fragment", "compute", "t1", ["t1"])
+    g.event(BOOT0 + 20, 5, "non-fragment", "compute", "t2", ["t2"])
+    g.event(BOOT0 + 30, 5, "non-fragment", "trace_rays", "t3", ["t3"])
+    g.close()
+    r = merge_session(tmp_path)
+    assert [p.gpu_render_stage_event.name for p in gpu_events(r.output)][::2] == \
+        ["Dispatch 2×2×2 groups (512 items)", "Trace rays 64×32"]
+    assert r.events_with_metadata == 2 and r.events_without_metadata == 1
+    assert [p for p in r.problems if "WORKLOADS" in p] == [
+        f"{tmp_path / 'layer-7.spool'}: at byte {len(hello(pid=7, process='a', protocol=3))}: WORKLOADS: the entry of "
+        "t2: unusable (groups: 'three' is not of type 'array'); entry skipped"]

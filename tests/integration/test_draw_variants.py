@@ -15,7 +15,7 @@ from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import perfetto as pf
 from tessera.schemas.frames import MessageType, iter_file
-from tessera.schemas.messages import problems
+from tessera.schemas.workloads import all_problems, described
 
 APP = REPO / "tests" / "integration" / "apps" / "draw_variants.py"
 TESSERA = REPO / ".venv" / "bin" / "tessera"
@@ -55,8 +55,8 @@ def test_multi_draws_counted_in_session(tessera_env, tmp_path):
     spools = list(session.glob("layer-*.spool"))
     assert len(spools) == 1, spools
     stream = [(f.type, f.sequence, f.tag, f.payload()) for f in iter_file(spools[0])]
-    assert [(MessageType(t).name, msg) for t, _, _, p in stream for msg in problems(t, p)] == []
-    passes = {tag: p for t, _, tag, p in stream if t == MessageType.WORKLOAD and p["kind"] == "render_pass"}
+    assert [(MessageType(t).name, msg) for t, _, _, p in stream for msg in all_problems(t, p)] == []
+    passes = {tag: p for tag, p in described(iter_file(spools[0])).items() if p["kind"] == "render_pass"}
     assert len(passes) == 1, passes
     ((tag, workload),) = passes.items()
     for t, _, annex_tag, p in stream:       # a pass's annex (split or captured) overrides its recorded count

@@ -14,7 +14,7 @@ import pytest
 from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import frames as fr
-from tessera.schemas import messages
+from tessera.schemas import workloads as batch
 from tessera.schemas import perfetto as pf
 
 TESSERA = REPO / ".venv" / "bin" / "tessera"
@@ -64,9 +64,8 @@ def test_example_merged_trace(example, shims, tmp_path):
     logs = list(session.rglob("*.tessera-log")) + list(session.rglob("*.spool"))
     stream = [f for log in logs for f in fr.iter_file(log)]
     assert stream and stream[0].type == fr.MessageType.HELLO
-    assert [(f.type, p) for f in stream for p in messages.problems(f.type, f.payload())] == []
-    described = {f.tag for f in stream if f.type == fr.MessageType.WORKLOAD}
-    assert described == {int(pf.extra(e, "tag")) for e in events}
+    assert [(f.type, p) for f in stream for p in batch.all_problems(f.type, f.payload())] == []
+    assert set(batch.described(stream)) == {int(pf.extra(e, "tag")) for e in events}
 
 
 def test_vkcube_frames(shims, tmp_path, xvfb_display):

@@ -11,6 +11,7 @@ from integration_support import PYTHON, REPO, run
 from shader_references import branchy_blocks, collatz_blocks
 
 from tessera.schemas import frames as fr
+from tessera.schemas.workloads import described
 
 sys.path.insert(0, str(REPO / "examples"))
 import shader_costs as app  # noqa: E402
@@ -41,7 +42,7 @@ def executions(stage: dict, blocks: int) -> list[int]:
 
 
 def test_dispatch_blocks_equal_the_cpu_reference(session):
-    workloads = {f.tag: f.payload() for f in session["frames"] if f.type == fr.MessageType.WORKLOAD}
+    workloads = described(session["frames"])
     dispatch = next(t for t, w in workloads.items() if w["kind"] == "dispatch")
     [(submit, _, payload)] = [m for m in messages(session, fr.MessageType.INSTRUMENTATION) if m[1] == dispatch]
     [action] = payload["actions"]
@@ -53,7 +54,7 @@ def test_dispatch_blocks_equal_the_cpu_reference(session):
 
 
 def test_each_draw_of_the_pass_has_its_own_values(session):
-    workloads = {f.tag: f.payload() for f in session["frames"] if f.type == fr.MessageType.WORKLOAD}
+    workloads = described(session["frames"])
     render_pass = next(t for t, w in workloads.items() if w["kind"] == "render_pass")
     [(_, _, payload)] = [m for m in messages(session, fr.MessageType.INSTRUMENTATION) if m[1] == render_pass]
     draws = {a["draw"]: {s["stage"]: s for s in a["stages"]} for a in payload["actions"]}

@@ -8,6 +8,7 @@ from integration_support import PYTHON, REPO, run
 from tessera.hostd.embedded import merge_session
 from tessera.schemas import frames as fr
 from tessera.schemas import perfetto as pf
+from tessera.schemas.workloads import described
 
 APP = REPO / "tests" / "integration" / "apps" / "shader_object.py"
 
@@ -18,8 +19,8 @@ def test_shader_object_dispatch_has_its_work_group_size(tessera_env, tmp_path):
         pytest.skip("the backend has no VK_EXT_shader_object (Mesa 22.3)")
     assert out.returncode == 0, out.stdout + out.stderr
     session = tmp_path / "session"
-    workloads = [f.payload() for p in sorted(session.rglob("*.spool")) + sorted(session.rglob("*.tessera-log"))
-                 for f in fr.iter_file(p) if f.type == fr.MessageType.WORKLOAD]
+    workloads = [w for p in sorted(session.rglob("*.spool")) + sorted(session.rglob("*.tessera-log"))
+                 for w in described(fr.iter_file(p)).values()]
     [dispatch] = [w for w in workloads if w["kind"] == "dispatch"]
     assert dispatch["group_size"] == [64, 1, 1] and dispatch["items"] == 4 * 64      # layer
     events = [p.gpu_render_stage_event for p in pf.read_packets(session / "gpu.perfetto-trace")

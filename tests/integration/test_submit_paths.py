@@ -15,6 +15,7 @@ from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import perfetto as pf
 from tessera.schemas.frames import MessageType, iter_file
+from tessera.schemas.workloads import described
 
 APP = REPO / "tests" / "integration" / "apps" / "submit_paths.py"
 
@@ -33,14 +34,13 @@ def _session(tmp_path_factory, c_submits: bool) -> dict:
     paths = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
         r"\] (layer|icd) INFO: submits so far: (\d+) made in C, (\d+) through Python", proc.stderr)}
     (spool,) = d.glob("layer-*.spool")
-    submits, annexes, workloads = [], {}, {}
+    submits, annexes = [], {}
     for f in iter_file(spool):
         if f.type == MessageType.SUBMIT:
             submits.append((f.sequence, f.payload()))
         elif f.type == MessageType.ANNEX:
             annexes.setdefault(f.sequence, {})[f.tag] = f.payload()
-        elif f.type == MessageType.WORKLOAD:
-            workloads[f.tag] = f.payload()
+    workloads = described(iter_file(spool))
     packets = list(pf.read_packets(d / "gpu.perfetto-trace"))
     check = pf.check_render_stages(packets)
     assert check.problems == []

@@ -119,16 +119,16 @@ def test_merged_tensor_copies_carry_the_layers_tag_and_bytes(result):
     facts, are dropped, hostd/slice_args.py); the refused copy (bad region) is tagged too but never runs."""
     from tessera.hostd.merge import merge_session
     from tessera.schemas import frames as fr
-    from tessera.schemas import messages
     from tessera.schemas import perfetto as pf
+    from tessera.schemas import workloads as batch
 
     session = result["session"]
     merged = merge_session(session, session / "merged-tensors.perfetto-trace")
     assert merged.events_without_metadata == 0
     stream = [f for log in session.rglob("*.spool") for f in fr.iter_file(log)] + \
              [f for log in session.rglob("*.tessera-log") for f in fr.iter_file(log)]
-    assert [(f.type, p) for f in stream for p in messages.problems(f.type, f.payload())] == []
-    described = {f.tag: f.payload() for f in stream if f.type == fr.MessageType.WORKLOAD}
+    assert [(f.type, p) for f in stream for p in batch.all_problems(f.type, f.payload())] == []
+    described = batch.described(stream)
     tensor_tags = sorted(t for t, w in described.items() if w["kind"] == "tensor_copy")
     packets = list(pf.read_packets(session / "merged-tensors.perfetto-trace"))
     copies = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")

@@ -7,6 +7,7 @@ from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import frames as fr
 from tessera.schemas import perfetto as pf
+from tessera.schemas.workloads import expand
 
 APP = REPO / "tests" / "integration" / "apps" / "threads.py"
 THREADS, ROUNDS, SLICE = 4, 25, 256
@@ -19,13 +20,13 @@ def test_four_recording_threads(tessera_env, tmp_path):
     assert "exception in" not in out.stderr
     session = tmp_path / "session"
     stream = [f for p in session.glob("layer-*.spool") for f in fr.iter_file(p)]
-    workloads = [f for f in stream if f.type == fr.MessageType.WORKLOAD]
-    tags = [f.tag for f in workloads]
+    workloads = [w for f in stream if f.type == fr.MessageType.WORKLOADS for w in expand(f.payload())]
+    tags = [tag for tag, _ in workloads]
     assert len(tags) == len(set(tags)) == THREADS * ROUNDS * 2          # a fill and a copy per buffer
-    by_buffer = Counter(f.payload()["command_buffer"] for f in workloads)
+    by_buffer = Counter(w["command_buffer"] for _, w in workloads)
     assert len(by_buffer) == THREADS * ROUNDS and set(by_buffer.values()) == {2}
-    for f in workloads:                                                 # sizes recorded per thread intact
-        assert f.payload()["bytes"] == SLICE
+    for _, w in workloads:                                              # sizes recorded per thread intact
+        assert w["bytes"] == SLICE
     (submit,) = [f for f in stream if f.type == fr.MessageType.SUBMIT]
     assert sorted(submit.payload()["tags"]) == sorted(tags)
     packets = list(pf.read_packets(session / "gpu.perfetto-trace"))

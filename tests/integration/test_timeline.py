@@ -16,7 +16,7 @@ from integration_support import PYTHON, REPO, run
 
 from tessera.schemas import perfetto as pf
 from tessera.schemas.frames import PROTOCOL_VERSION, MessageType, iter_file
-from tessera.schemas.messages import problems
+from tessera.schemas.workloads import all_problems, expand
 
 APP = REPO / "tests" / "integration" / "apps" / "timeline_app.py"
 COLOR = [{"aspect": "color", "format": "R8G8B8A8_UNORM", "samples": 1, "load_op": "clear", "store_op": "store",
@@ -127,12 +127,13 @@ def load(session_dir: Path) -> Session:
     assert len(spools) == 1, spools
     s = Session([(f.type, f.sequence, f.tag, f.payload()) for f in iter_file(spools[0])])
     for type_, seq, tag, payload in s.messages:
-        assert problems(type_, payload) == [], (MessageType(type_).name, payload)
+        assert all_problems(type_, payload) == [], (MessageType(type_).name, payload)
         if type_ == MessageType.HELLO:
             s.hello = payload
-        elif type_ == MessageType.WORKLOAD:
-            assert tag not in s.workloads, f"tag {tag} described twice"
-            s.workloads[tag] = payload
+        elif type_ in (MessageType.WORKLOAD, MessageType.WORKLOADS):
+            for tag, workload in ([(tag, payload)] if type_ == MessageType.WORKLOAD else expand(payload)):
+                assert tag not in s.workloads, f"tag {tag} described twice"
+                s.workloads[tag] = workload
         elif type_ == MessageType.SUBMIT:
             s.submits[seq] = payload
         elif type_ == MessageType.ANNEX:
@@ -192,7 +193,7 @@ def s(sessions) -> Session:
 # ---- the layer's stream (issue 4) ------------------------------------------------------
 def test_stream_starts_with_hello_and_device(s):
     assert [m[0] for m in s.messages[:2]] == [MessageType.HELLO, MessageType.DEVICE]
-    assert s.hello["protocol"] == PROTOCOL_VERSION == 2 and s.hello["process"] == "timeline_app.py"
+    assert s.hello["protocol"] == PROTOCOL_VERSION == 3 and s.hello["process"] == "timeline_app.py"
     device = s.messages[1][3]
     assert device["name"] == "Mali-G720 (emulated)" and "VK_EXT_frame_boundary" in device["extensions"]
 

@@ -1,0 +1,37 @@
+"""WORKLOAD descriptions, batched per command buffer (schemas/workloads.py).
+
+Every tagged workload is described once, with what is known when it is recorded. Instead of a
+frame per workload (and a wake-up of the sender each), a command buffer's descriptions wait
+on its tracker and go as one WORKLOADS frame when its recording ends, before it is reset or
+freed, or every `BATCH` workloads (so a frame, and what waits, stays bounded). Recording ends
+on the recorder's worker (vkapi/dispatch.py), so the batch is encoded and queued off the
+application's thread; a submit in Python waits for that worker first, so a command buffer's
+WORKLOADS frame precedes the SUBMIT frames naming it.
+"""
+from __future__ import annotations
+
+from tessera.schemas.workloads import BATCH
+
+from . import encoder
+from .trackers import CommandBufferTracker, Workload
+
+
+def describe(state, dev, t: CommandBufferTracker, w: Workload, annex: bool) -> None:
+    """Describe `w` (recorded into `t`); `annex`: parts of it come per submit (ANNEX)."""
+    t.described.append((w, annex))
+    if len(t.described) >= BATCH:
+        send_pending(state, dev, t)
+
+
+def send_pending(state, dev, t: CommandBufferTracker) -> None:
+    """Queue the descriptions `t` holds as one frame (the list is handed over, not copied)."""
+    if t.described:
+        batch, t.described = t.described, []
+        state.session.transport.send(encoder.workloads, dev.address, t.address, batch)
+
+
+def register(hooks, state) -> None:
+    @hooks.also_after("vkEndCommandBuffer")
+    def after_end(dev, result, commandBuffer):
+        """Runs after the other end hooks (a pass suspended at the end is described by then)."""
+        send_pending(state, dev, state.command_buffer(dev, commandBuffer))
