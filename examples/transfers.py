@@ -15,12 +15,17 @@ Command buffer 2 (R8G8B8A8_UNORM images), submitted with 1 in one batch:
   vkCmdBlitImage A -> C (16x16 -> 32x32, x mirrored, NEAREST);
   vkCmdResolveImage M -> R;
   vkCmdCopyImageToBuffer of A, B, C, R for the checks.
+With --copy2 the copies, blit, resolve and buffer<->image copies (read-backs included) go through
+their Vulkan 1.3 variants instead (vkCmdCopyBuffer2, vkCmdCopyImage2, vkCmdBlitImage2,
+vkCmdResolveImage2, vkCmdCopyBufferToImage2, vkCmdCopyImageToBuffer2), with the same regions.
 What it checks: every byte of the destination buffer and of the four read-back
 images against numpy models of each command (fixed random seed).
 Exit 0 and one 'transfers: OK ...' line on success.
 """
 
 from __future__ import annotations
+
+import sys
 
 import numpy as np
 import vulkan as vk
@@ -36,6 +41,76 @@ DST = vk.VK_IMAGE_LAYOUT_TRANSFER_DST_OPTIMAL
 SRC = vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL
 T = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
 TW, TR = vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT
+COPY2 = "--copy2" in sys.argv[1:]   # the *2 commands (Vulkan 1.3) instead of the originals
+
+
+# The copies, by either command: the regions are given as the original commands' structs.
+def copy_buffer(cmd: object, src: object, dst: object, regions: list) -> None:
+    if COPY2:
+        regions2 = [vk.VkBufferCopy2(srcOffset=r.srcOffset, dstOffset=r.dstOffset, size=r.size) for r in regions]
+        vk.vkCmdCopyBuffer2(cmd, vk.VkCopyBufferInfo2(srcBuffer=src, dstBuffer=dst, regionCount=len(regions2),
+                                                      pRegions=regions2))
+    else:
+        vk.vkCmdCopyBuffer(cmd, src, dst, len(regions), regions)
+
+
+def _buffer_image2(r: object) -> object:
+    return vk.VkBufferImageCopy2(bufferOffset=r.bufferOffset, bufferRowLength=r.bufferRowLength,
+                                 bufferImageHeight=r.bufferImageHeight, imageSubresource=r.imageSubresource,
+                                 imageOffset=r.imageOffset, imageExtent=r.imageExtent)
+
+
+def copy_buffer_to_image(cmd: object, src: object, image: object, layout: int, regions: list) -> None:
+    if COPY2:
+        regions2 = [_buffer_image2(r) for r in regions]
+        vk.vkCmdCopyBufferToImage2(cmd, vk.VkCopyBufferToImageInfo2(
+            srcBuffer=src, dstImage=image, dstImageLayout=layout, regionCount=len(regions2), pRegions=regions2))
+    else:
+        vk.vkCmdCopyBufferToImage(cmd, src, image, layout, len(regions), regions)
+
+
+def copy_image_to_buffer(cmd: object, img: vkapp.Image, layout: int, buf: vkapp.Buffer, offset: int) -> None:
+    if not COPY2:
+        vkapp.copy_image_to_buffer(cmd, img, layout, buf, offset)
+        return
+    region = vk.VkBufferImageCopy2(bufferOffset=offset, bufferRowLength=0, bufferImageHeight=0,
+                                   imageSubresource=vkapp.color_layers(), imageOffset=offset3(0, 0),
+                                   imageExtent=extent3(img.width, img.height))
+    vk.vkCmdCopyImageToBuffer2(cmd, vk.VkCopyImageToBufferInfo2(
+        srcImage=img.handle, srcImageLayout=layout, dstBuffer=buf.handle, regionCount=1, pRegions=[region]))
+
+
+def copy_image(cmd: object, src: object, src_layout: int, dst: object, dst_layout: int, r: object) -> None:
+    if COPY2:
+        region = vk.VkImageCopy2(srcSubresource=r.srcSubresource, srcOffset=r.srcOffset,
+                                 dstSubresource=r.dstSubresource, dstOffset=r.dstOffset, extent=r.extent)
+        vk.vkCmdCopyImage2(cmd, vk.VkCopyImageInfo2(srcImage=src, srcImageLayout=src_layout, dstImage=dst,
+                                                    dstImageLayout=dst_layout, regionCount=1, pRegions=[region]))
+    else:
+        vk.vkCmdCopyImage(cmd, src, src_layout, dst, dst_layout, 1, [r])
+
+
+def blit_image(cmd: object, src: object, src_layout: int, dst: object, dst_layout: int, r: object,
+               flt: int) -> None:
+    if COPY2:
+        region = vk.VkImageBlit2(srcSubresource=r.srcSubresource, srcOffsets=r.srcOffsets,
+                                 dstSubresource=r.dstSubresource, dstOffsets=r.dstOffsets)
+        vk.vkCmdBlitImage2(cmd, vk.VkBlitImageInfo2(srcImage=src, srcImageLayout=src_layout, dstImage=dst,
+                                                    dstImageLayout=dst_layout, regionCount=1, pRegions=[region],
+                                                    filter=flt))
+    else:
+        vk.vkCmdBlitImage(cmd, src, src_layout, dst, dst_layout, 1, [r], flt)
+
+
+def resolve_image(cmd: object, src: object, src_layout: int, dst: object, dst_layout: int, r: object) -> None:
+    if COPY2:
+        region = vk.VkImageResolve2(srcSubresource=r.srcSubresource, srcOffset=r.srcOffset,
+                                    dstSubresource=r.dstSubresource, dstOffset=r.dstOffset, extent=r.extent)
+        vk.vkCmdResolveImage2(cmd, vk.VkResolveImageInfo2(srcImage=src, srcImageLayout=src_layout, dstImage=dst,
+                                                          dstImageLayout=dst_layout, regionCount=1,
+                                                          pRegions=[region]))
+    else:
+        vk.vkCmdResolveImage(cmd, src, src_layout, dst, dst_layout, 1, [r])
 
 
 def clear_color(cmd: object, img: vkapp.Image, color: tuple[int, int, int, int]) -> None:
@@ -57,7 +132,7 @@ def record_buffers(cmd: object, src: vkapp.Buffer, dst: vkapp.Buffer, update: np
     vkapp.transfer_barrier(cmd)
     regions = [vk.VkBufferCopy(srcOffset=0, dstOffset=256, size=512),
                vk.VkBufferCopy(srcOffset=1024, dstOffset=2048, size=100)]
-    vk.vkCmdCopyBuffer(cmd, src.handle, dst.handle, len(regions), regions)
+    copy_buffer(cmd, src.handle, dst.handle, regions)
     vk.vkCmdFillBuffer(cmd, dst.handle, 3072, 256, FILL_PART)
     data = vk.ffi.from_buffer(update)
     vk.vkCmdUpdateBuffer(cmd, dst.handle, 3584, update.nbytes, data)
@@ -90,26 +165,26 @@ def record_images(cmd: object, src: vkapp.Buffer, a: vkapp.Image, b: vkapp.Image
         vk.VkBufferImageCopy(bufferOffset=1024, bufferRowLength=20, bufferImageHeight=8, imageSubresource=layers,
                              imageOffset=offset3(20, 20), imageExtent=extent3(8, 8)),
     ]
-    vk.vkCmdCopyBufferToImage(cmd, src.handle, a.handle, DST, len(uploads), uploads)
+    copy_buffer_to_image(cmd, src.handle, a.handle, DST, uploads)
     vkapp.image_barrier(cmd, a, DST, SRC, T, TW, T, TR)
     vkapp.image_barrier(cmd, m, DST, SRC, T, TW, T, TR)
 
     copy = vk.VkImageCopy(srcSubresource=layers, srcOffset=offset3(0, 0), dstSubresource=layers,
                           dstOffset=offset3(16, 16), extent=extent3(16, 16))
-    vk.vkCmdCopyImage(cmd, a.handle, SRC, b.handle, DST, 1, [copy])
+    copy_image(cmd, a.handle, SRC, b.handle, DST, copy)
     blit = vk.VkImageBlit(srcSubresource=layers, srcOffsets=[offset3(20, 4), offset3(4, 20, 1)],
                           dstSubresource=layers, dstOffsets=[offset3(0, 0), offset3(2 * 16, 2 * 16, 1)])
-    vk.vkCmdBlitImage(cmd, a.handle, SRC, c.handle, DST, 1, [blit], vk.VK_FILTER_NEAREST)
+    blit_image(cmd, a.handle, SRC, c.handle, DST, blit, vk.VK_FILTER_NEAREST)
     resolve = vk.VkImageResolve(srcSubresource=layers, srcOffset=offset3(0, 0), dstSubresource=layers,
                                 dstOffset=offset3(0, 0), extent=extent3(N, N))
-    vk.vkCmdResolveImage(cmd, m.handle, SRC, r.handle, DST, 1, [resolve])
+    resolve_image(cmd, m.handle, SRC, r.handle, DST, resolve)
     for img in (b, c, r):
         vkapp.image_barrier(cmd, img, DST, SRC, T, TW, T, TR)
 
     offsets, pos = [], 0
     for img in (a, b, c, r):
         offsets.append(pos)
-        vkapp.copy_image_to_buffer(cmd, img, SRC, out, pos)
+        copy_image_to_buffer(cmd, img, SRC, out, pos)
         pos += img.width * img.height * 4
     vkapp.host_barrier(cmd)
     return offsets
@@ -168,7 +243,8 @@ def body(ctx: vkapp.Context) -> str:
         got = raw[off:off + img.width * img.height * 4].reshape(img.height, img.width, 4)
         vkapp.check_equal(f"image {name}", got, w)
     nbytes = BUF_SIZE + sum(x.size for x in want)
-    return (f"{nbytes} bytes checked: fill (incl. VK_WHOLE_SIZE), copy, update buffer; clear, buffer->image, "
+    variants = " (*2 commands)" if COPY2 else ""
+    return (f"{nbytes} bytes checked{variants}: fill (incl. VK_WHOLE_SIZE), copy, update buffer; clear, buffer->image, "
             f"image->image, blit, resolve, image->buffer; on {ctx.device_name}")
 
 

@@ -115,6 +115,7 @@ def before_device_destroyed(drv: Driver, dev: Device) -> None:
     """Every submit placed (all work has completed: spec 5.2.1, vkDestroyDevice), then the fences go."""
     drv.timeline.settle(block=True)
     drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
+    drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
     if dev.fences is not None:
         dev.fences.destroy()
         dev.fences = None

@@ -23,11 +23,19 @@ side does not know (not registered) takes the Python hook, as before.
 Record layout (little-endian, 8-byte aligned):
     u32 command index (the shim's guard table index) | u32 record size in bytes
     u64 slot per recorded parameter after the command buffer, in parameter order
-        (the tag first for tagged workloads; an array's or string's byte length)
-    the bytes of each array / string parameter, each padded to 8
+        (the tag first for tagged workloads; an array's, string's or info struct's byte length)
+    the bytes of each array / string / info parameter, each padded to 8
 Formats (`tessera_record_format(index)`), one code per parameter after the command buffer:
     Q unsigned scalar or handle, q signed scalar, A<Struct> array of plain structs,
     S<Struct>.<member> the string `member` of the struct the parameter points to,
+    I<Struct>.<member> an info struct (`const VkCopyBufferInfo2 *pCopyBufferInfo`: sType, pNext,
+        scalars and handles, and one array `member` of structs counted by another member, per the
+        registry's `length`; `info_array`): its bytes are the struct, padded to 8, then the array's
+        elements. C copies both as they are except that it sets the struct's pNext and the array
+        pointer to NULL and each element's pNext to NULL (the chains are not copied), and the count
+        to 0 when the array pointer was NULL. Python gets a `Struct *` into the arena whose array
+        pointer it has set to the elements' copy, read exactly as the live struct (valid while the
+        record is applied); NULL when the parameter was NULL (slot 0),
     - not recorded (given to Python as None). The first code is R (a record) or T (a record whose
     first slot is a tag), or F (a folded record: one slot of count, then a Q per sum, no parameters);
     commands not recorded have an empty format.
@@ -72,6 +80,47 @@ def _plain(struct_name: str) -> bool:
     return s is not None and not s.sType and all(not m.pointer for m in s.members)
 
 
+def _flat(struct_name: str, chained: bool) -> bool:
+    """A struct with no pointers in it (by-value struct members included), except, when `chained`,
+    its own pNext (next to an sType)."""
+    vk = registry.load()
+    s = vk.structs.get(struct_name)
+    if s is None or (bool(s.sType) and not chained):
+        return False
+    for m in s.members:
+        if m.pointer:
+            if not (chained and m.name == "pNext" and s.sType):
+                return False
+        elif m.type in vk.structs and not _flat(m.type, False):
+            return False
+    return True
+
+
+def info_array(struct_name: str):
+    """The array member of an info struct the I code records, or None when `struct_name` is not one:
+    a struct with sType and pNext whose other members are scalars, handles or pointer-free structs,
+    but for one `const` pointer to structs (themselves pointer-free but for their own pNext) whose
+    count, its registry `length`, is a member of the same struct."""
+    vk = registry.load()
+    s = vk.structs.get(struct_name)
+    if s is None or not s.sType or not s.members or s.members[1].name != "pNext":
+        return None
+    names = {m.name for m in s.members}
+    arrays = [m for m in s.members[2:] if m.pointer]
+    if len(arrays) != 1:
+        return None
+    array = arrays[0]
+    if (not array.length or array.length not in names or not array.fullType.startswith("const ")
+            or array.fullType.count("*") != 1 or not _flat(array.type, True)):
+        return None
+    count = next(m for m in s.members if m.name == array.length)
+    if count.pointer or count.type not in ("uint32_t", "uint64_t", "size_t"):
+        return None
+    if any(m.type in vk.structs and not _flat(m.type, False) for m in s.members[2:] if m is not array):
+        return None
+    return array
+
+
 def formats(name: str, spec: Recorded) -> list[str]:
     """The format code of each parameter after the command buffer (see the module docstring)."""
     vk = registry.load()
@@ -89,8 +138,13 @@ def formats(name: str, spec: Recorded) -> list[str]:
         elif p.name in spec.strings:
             codes.append(f"S{p.type}.{spec.strings[p.name]}")
         elif p.pointer:
+            array = None if p.length else info_array(p.type)
+            if array is not None and p.fullType == f"const {p.type}*":
+                codes.append(f"I{p.type}.{array.name}")
+                continue
             if not (p.length and _plain(p.type) and p.fullType.startswith("const ")):
-                raise ValueError(f"{name}.{p.name}: pointer parameters are recorded only as arrays of plain structs")
+                raise ValueError(f"{name}.{p.name}: pointer parameters are recorded only as arrays of plain "
+                                 "structs or info structs with one array (info_array)")
             codes.append(f"A{p.type}")
         elif p.type in _SCALAR_TYPES_SIGNED:
             codes.append("q")
@@ -386,6 +440,13 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
             lines.append(f"        const char *s_{p.name} = {p.name} && {p.name}->{member} ? {p.name}->{member} : \"\";")
             lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
             sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+        elif c.startswith("I"):
+            array = info_array(p.type)
+            lines.append(f"        size_t c_{p.name} = {p.name} && {p.name}->{array.name} ? "
+                         f"(size_t){p.name}->{array.length} : 0;")
+            lines.append(f"        size_t n_{p.name} = {p.name} ? ((sizeof({p.type}) + 7) & ~(size_t)7) "
+                         f"+ c_{p.name} * sizeof({array.type}) : 0;")
+            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
     nslots = len(recorded) + (1 if tagged else 0)
     extra = " + ".join(sizes) or "0"
     if tagged:
@@ -415,6 +476,8 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
             elif c.startswith("S"):
                 lines.append(f"            memcpy(extra, s_{p.name}, n_{p.name});")
                 lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
+            elif c.startswith("I"):
+                lines += _info_copy(p)
     lines.append("        }")
     args = ", ".join(p.name for p in cmd.params)
     if spec.forward:
@@ -425,6 +488,28 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     lines.append("        return;")
     lines.append("    }")
     return "\n".join(lines) + "\n"
+
+
+def _info_copy(p) -> list[str]:
+    """C copying an info struct parameter and its array into the record (the I code)."""
+    array = info_array(p.type)
+    element = registry.load().structs[array.type]
+    v, items = f"i_{p.name}", f"e_{p.name}"
+    lines = [f"            if (n_{p.name}) {{",
+             f"                {p.type} *{v} = ({p.type} *)extra;",
+             f"                memcpy({v}, {p.name}, sizeof({p.type}));",
+             f"                {v}->pNext = NULL;",
+             f"                {v}->{array.name} = NULL;   /* Python points it at the copy below */",
+             f"                {v}->{array.length} = c_{p.name};",
+             f"                {array.type} *{items} = ({array.type} *)"
+             f"(extra + ((sizeof({p.type}) + 7) & ~(size_t)7));",
+             f"                if (c_{p.name}) "
+             f"memcpy({items}, {p.name}->{array.name}, c_{p.name} * sizeof({array.type}));"]
+    if element.sType:
+        lines.append(f"                for (size_t k = 0; k < c_{p.name}; k++) {items}[k].pNext = NULL;")
+    lines += ["            }",
+              f"            extra += (n_{p.name} + 7) & ~(size_t)7;"]
+    return lines
 
 
 def _fold_path(name: str, index: int, spec: Recorded) -> str:
@@ -488,6 +573,11 @@ class Recorder:
         self.guards = guard_names
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
+        # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
+        self._infos: dict[str, tuple[Any, str, Any, int]] = {}
+        # Records applied so far, by guard index (TESSERA_LOG=info prints them at vkDestroyDevice, `counts`).
+        # Increments from threads applying at once may race (the GIL keeps each one whole, not the pair).
+        self.applied = [0] * (max(guard_names.values(), default=-1) + 1)
         for name, index in guard_names.items():
             fmt = ffi.string(lib.tessera_record_format(index)).decode()
             if not fmt:
@@ -497,9 +587,20 @@ class Recorder:
                 self.layouts[index] = _Layout(name, False, ["Q"] * len(codes), folded=True)
             else:
                 self.layouts[index] = _Layout(name, codes[0] == "T", codes[1:])
+            for code in codes[1:]:
+                if code[0] == "I" and code not in self._infos:
+                    struct_name, member = code[1:].split(".", 1)
+                    struct_type = ffi.typeof(f"{struct_name} *")
+                    element = dict(struct_type.item.fields)[member].type   # the member's pointer type
+                    self._infos[code] = (struct_type, member, element, (ffi.sizeof(struct_name) + 7) & ~7)
             if name not in appliers:
                 raise RuntimeError(f"{name} is recorded in C but no module applies its records")
             self.appliers[index] = appliers[name]
+
+    def counts(self) -> str:
+        """The records made in C and applied so far, per command (a folded record counts once)."""
+        made = sorted((name, self.applied[index]) for name, index in self.guards.items() if self.applied[index])
+        return "records made in C so far: " + (", ".join(f"{name} {n}" for name, n in made) or "none")
 
     def recorded(self, name: str) -> bool:
         index = self.guards.get(name)
@@ -619,7 +720,7 @@ class Recorder:
         ffi = self.ffi
         buf = ffi.buffer(base, used)
         unpack = struct.unpack_from
-        layouts, appliers = self.layouts, self.appliers
+        layouts, appliers, applied = self.layouts, self.appliers, self.applied
         offset = 0
         while offset + 8 <= used:
             index, size = unpack("<II", buf, offset)
@@ -652,11 +753,20 @@ class Recorder:
                     (n,) = unpack("<Q", buf, pos)
                     if code[0] == "A":
                         values.append(ffi.cast(f"{code[1:]} *", base + extra))
+                    elif code[0] == "I":   # an info struct: its array pointer set to the elements' copy
+                        if n:
+                            struct_type, member, element, head = self._infos[code]
+                            info = ffi.cast(struct_type, base + extra)
+                            setattr(info, member, ffi.cast(element, base + extra + head))
+                            values.append(info)
+                        else:
+                            values.append(ffi.NULL)
                     else:   # S: a string
                         values.append(bytes(buf[extra:extra + n]).decode("utf-8", "replace"))
                     extra += (n + 7) & ~7
                 pos += 8
             applier = appliers[index]
+            applied[index] += 1
             try:
                 if layout.tagged:
                     applier(owner, handle, *values, tag=tag)

@@ -93,8 +93,8 @@ TRANSFERS: dict[str, Callable[..., Transfer]] = {
 }
 
 # The transfers both shims record in C (vkapi/recorder.py) -> the parameters recorded (None: all).
-# A size needs neither the fill data nor the clear value; the *2 variants pass structs with pNext
-# chains and stay Python hooks.
+# A size needs neither the fill data nor the clear value. The *2 variants' info structs are copied
+# with their regions (the recorder's I code), pNext chains dropped: no size above reads them.
 RECORDED_IN_C: dict[str, tuple[str, ...] | None] = {
     "vkCmdFillBuffer": None, "vkCmdCopyBuffer": None,
     "vkCmdUpdateBuffer": ("dstBuffer", "dstOffset", "dataSize"),
@@ -102,6 +102,8 @@ RECORDED_IN_C: dict[str, tuple[str, ...] | None] = {
     "vkCmdClearDepthStencilImage": ("image", "imageLayout", "rangeCount", "pRanges"),
     "vkCmdCopyImage": None, "vkCmdBlitImage": None, "vkCmdResolveImage": None,
     "vkCmdCopyBufferToImage": None, "vkCmdCopyImageToBuffer": None,
+    "vkCmdCopyBuffer2": None, "vkCmdCopyImage2": None, "vkCmdBlitImage2": None, "vkCmdResolveImage2": None,
+    "vkCmdCopyBufferToImage2": None, "vkCmdCopyImageToBuffer2": None,
 }
 
 
