@@ -1,4 +1,4 @@
-"""CPU cost per vkCmdDraw, vkCmdDispatch and vkQueueSubmit: lavapipe vs emulated driver vs driver + layer.
+"""CPU cost per vkCmdDraw/Dispatch/CopyBuffer(2) and vkQueueSubmit: lavapipe vs emulated driver vs driver + layer.
 
 What it measures, in one run, on one machine: build/bench/record_cost (bench/record_cost.c)
 in each mode, in three loader environments (bench/common.py): plain lavapipe, the emulated
@@ -7,17 +7,20 @@ spooling to a temporary session folder). Inputs:
   draw      N x vkCmdDraw(3,1,0,0) recorded in one dynamic-rendering instance (64x64 RGBA8,
             trivial vertex + constant-color fragment shader);
   dispatch  N x vkCmdDispatch(1,1,1) recorded with an empty compute pipeline bound;
+  copy      N x vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers;
+  copy2     the same copies through vkCmdCopyBuffer2 (VkCopyBufferInfo2, one VkBufferCopy2);
   submit    S x vkQueueSubmit of one pre-recorded 16-byte vkCmdFillBuffer command buffer
             (fence waits every 64 submits are not timed);
   groups    S x vkEnumeratePhysicalDeviceGroups (the count, then the groups): a query the driver answers.
-After the last draw/dispatch recording, the buffer of N commands is submitted once and the queue
+After the last draw/dispatch/copy recording, the buffer of N commands is submitted once and the queue
 waited for idle (one sample, not part of the per-call numbers): printed as the submit's time and the
 wait's (the backend running N commands, and the driver's GPU events of them reaching the trace).
 Each number is ns per call, best of R repetitions inside one process. Printed: ns/call, the ratio
 to lavapipe, the layer-vs-ICD-only ratio and the layer's own added ns per call (ICD + layer minus
 ICD only). A benchmark, not a test: it never fails on a number.
 
-Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R] [--modes draw,dispatch,submit,groups]
+Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
+         [--modes draw,dispatch,copy,copy2,submit,groups]
 """
 from __future__ import annotations
 
@@ -25,10 +28,10 @@ import argparse
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
-MODES = ("draw", "dispatch", "submit", "groups")
-WHAT = {"draw": "vkCmdDraw", "dispatch": "vkCmdDispatch", "submit": "vkQueueSubmit",
-        "groups": "vkEnumeratePhysicalDeviceGroups"}
-RECORDING = ("draw", "dispatch")
+MODES = ("draw", "dispatch", "copy", "copy2", "submit", "groups")
+WHAT = {"draw": "vkCmdDraw", "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
+        "submit": "vkQueueSubmit", "groups": "vkEnumeratePhysicalDeviceGroups"}
+RECORDING = ("draw", "dispatch", "copy", "copy2")
 
 
 def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, dict]:
@@ -56,11 +59,11 @@ def print_costs(mode: str, calls: int, reps: int, runs: dict[str, dict]) -> None
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--calls", type=int, default=20_000, help="recorded draws/dispatches per repetition")
+    ap.add_argument("--calls", type=int, default=20_000, help="recorded draws/dispatches/copies per repetition")
     ap.add_argument("--submits", type=int, default=5_000,
                     help="vkQueueSubmit (and vkEnumeratePhysicalDeviceGroups) calls per repetition")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
-    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of draw,dispatch,submit,groups")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if unknown := set(modes) - set(MODES):

@@ -13,19 +13,22 @@
  *             triangle from gl_VertexIndex, a constant-color fragment shader), the wall time of
  *             recording N vkCmdDraw(3,1,0,0).
  *   groups    N vkEnumeratePhysicalDeviceGroups calls (count, then the groups), the wall time.
+ *   copy      N vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers (the region's
+ *             offsets cycle through the buffer), recorded into one primary command buffer.
+ *   copy2     the same copies through vkCmdCopyBuffer2 (a VkCopyBufferInfo2 with one VkBufferCopy2).
  *   submit    N vkQueueSubmit calls, each of one pre-recorded command buffer holding one 16-byte
  *             vkCmdFillBuffer. A ring of 64 command buffers (each filling its own 16 bytes of one
  *             buffer, each with its own fence) is submitted in order; after every 64 submits the
  *             program waits for and resets the 64 fences. Only the vkQueueSubmit calls are timed:
  *             the fence waits and resets are outside the timed part. The backend executes earlier
  *             submits (on its own thread) while later ones are being submitted.
- * Recording (dispatch, draw) is timed alone: those numbers are the per-call cost of the loader trampoline,
+ * Recording (dispatch, draw, copy, copy2) is timed alone: those numbers are the per-call cost of the loader trampoline,
  * any layers and the driver's recording path. After the last recording the buffer is submitted once and
  * the queue waited for idle: "submit_ns" is that one vkQueueSubmit of N commands and "wait_ns" the
  * vkQueueWaitIdle after it (the backend running the N commands, and anything a driver or layer finishes
  * before the wait returns, such as the GPU events of the trace); one sample each.
  * Timing is CLOCK_MONOTONIC; each of REPS repetitions times N calls and the best is reported.
- * Defaults: N = 200000 (dispatch, draw), 20000 (submit, groups), REPS = 5.
+ * Defaults: N = 200000 (dispatch, draw, copy, copy2), 20000 (submit, groups), REPS = 5.
  * Output: one line of JSON, {"mode":M,"calls":N,"ns_per_call":X,"end_ns_per_call":E,"repetitions":REPS}:
  * X is the recording loop alone; E is the vkEndCommandBuffer that follows it (and vkCmdEndRendering for
  * draws) divided by N, i.e. what a layer or driver that defers work to the end of the recording costs
@@ -55,12 +58,13 @@
         }                                                                                           \
     } while (0)
 
-enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS };
-static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups"};
-#define MODE_COUNT 4
+enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2 };
+static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2"};
+#define MODE_COUNT 6
 
 #define RING 64            /* submit mode: command buffers (and fences) in flight at most */
 #define FILL_BYTES 16      /* submit mode: bytes each command buffer fills */
+#define COPY_BYTES 4096   /* copy modes: size of the source and destination buffers */
 #define EXTENT 64          /* draw mode: color image width and height */
 #define COLOR_FORMAT VK_FORMAT_R8G8B8A8_UNORM
 
@@ -113,6 +117,8 @@ static void init(struct ctx *c, enum mode mode)
     vkGetPhysicalDeviceProperties(c->physical, &props);
     if (mode == MODE_DRAW && props.apiVersion < VK_API_VERSION_1_3)
         fail("draw mode needs a Vulkan 1.3 device (dynamic rendering)");
+    if (mode == MODE_COPY2 && props.apiVersion < VK_API_VERSION_1_3)
+        fail("copy2 mode needs a Vulkan 1.3 device (vkCmdCopyBuffer2)");
 
     uint32_t nfam = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(c->physical, &nfam, NULL);
@@ -389,6 +395,67 @@ static double bench_draw(struct ctx *c, long calls, long reps, double *best_end,
     return best;
 }
 
+static VkBuffer transfer_buffer(struct ctx *c, VkDeviceMemory *memory)
+{
+    VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = COPY_BYTES,
+                               .usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                               .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+    VkBuffer buffer;
+    VK_CHECK(vkCreateBuffer(c->device, &info, NULL, &buffer));
+    VkMemoryRequirements reqs;
+    vkGetBufferMemoryRequirements(c->device, buffer, &reqs);
+    *memory = allocate(c, reqs);
+    VK_CHECK(vkBindBufferMemory(c->device, buffer, *memory, 0));
+    return buffer;
+}
+
+/* Best of `reps` times of recording `calls` 16-byte buffer copies (vkCmdCopyBuffer, or vkCmdCopyBuffer2). */
+static double bench_copy(struct ctx *c, int two, long calls, long reps, double *best_end, struct submit_times *st)
+{
+    VkDeviceMemory src_memory, dst_memory;
+    VkBuffer src = transfer_buffer(c, &src_memory), dst = transfer_buffer(c, &dst_memory);
+    VkCommandBuffer cmd = command_buffer(c);
+    const long slots = COPY_BYTES / FILL_BYTES;
+
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        VK_CHECK(vkResetCommandBuffer(cmd, 0));
+        begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+        double t0 = now_ns();
+        if (two) {
+            for (long i = 0; i < calls; i++) {
+                VkDeviceSize at = (VkDeviceSize)(i % slots) * FILL_BYTES;
+                VkBufferCopy2 region = {.sType = VK_STRUCTURE_TYPE_BUFFER_COPY_2, .srcOffset = at,
+                                        .dstOffset = at, .size = FILL_BYTES};
+                VkCopyBufferInfo2 info = {.sType = VK_STRUCTURE_TYPE_COPY_BUFFER_INFO_2, .srcBuffer = src,
+                                          .dstBuffer = dst, .regionCount = 1, .pRegions = &region};
+                vkCmdCopyBuffer2(cmd, &info);
+            }
+        } else {
+            for (long i = 0; i < calls; i++) {
+                VkDeviceSize at = (VkDeviceSize)(i % slots) * FILL_BYTES;
+                VkBufferCopy region = {.srcOffset = at, .dstOffset = at, .size = FILL_BYTES};
+                vkCmdCopyBuffer(cmd, src, dst, 1, &region);
+            }
+        }
+        double elapsed = now_ns() - t0;
+        VK_CHECK(vkEndCommandBuffer(cmd));
+        double ended = now_ns() - t0 - elapsed;
+        if (best < 0.0 || elapsed < best)
+            best = elapsed;
+        if (*best_end < 0.0 || ended < *best_end)
+            *best_end = ended;
+    }
+    submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
+
+    vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
+    vkDestroyBuffer(c->device, src, NULL);
+    vkDestroyBuffer(c->device, dst, NULL);
+    vkFreeMemory(c->device, src_memory, NULL);
+    vkFreeMemory(c->device, dst_memory, NULL);
+    return best;
+}
+
 /* Best of `reps` times of `calls` vkQueueSubmit (fence waits excluded, see the header). */
 static double bench_submit(struct ctx *c, long calls, long reps)
 {
@@ -452,7 +519,7 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (!known) {
-        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups [N] [REPS]\n");
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2 [N] [REPS]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_SUBMIT || mode == MODE_GROUPS ? 20000 : 200000);
@@ -465,6 +532,8 @@ int main(int argc, char **argv)
     double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps, &best_end, &st)
                   : mode == MODE_DRAW   ? bench_draw(&c, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
+                  : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
+                  : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)
                                         : bench_submit(&c, calls, reps);
     finish(&c);
     printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.2f,\"end_ns_per_call\":%.2f,"
