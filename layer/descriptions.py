@@ -16,9 +16,10 @@ from . import encoder
 from .trackers import CommandBufferTracker, Workload
 
 
-def describe(state, dev, t: CommandBufferTracker, w: Workload, annex: bool) -> None:
-    """Describe `w` (recorded into `t`); `annex`: parts of it come per submit (ANNEX)."""
-    t.described.append((w, annex))
+def describe(state, dev, t: CommandBufferTracker, w: Workload, kind: str, meta: dict, annex: bool) -> None:
+    """Describe `w` (recorded into `t`): its `kind` and WORKLOAD fields `meta` (schemas/json/
+    workload.schema.json); `annex`: parts of it come per submit (ANNEX)."""
+    t.described.append((w, kind, meta, annex))
     if len(t.described) >= BATCH:
         send_pending(state, dev, t)
 

@@ -50,9 +50,9 @@ def device(address: int, name: str, vendor_id: int, device_id: int, driver: str,
         "extensions": sorted(extensions), **({"pipe_rates": pipe_rates} if pipe_rates else {})})
 
 
-def workload_fields(w: Workload, annex: bool) -> dict:
+def workload_fields(w: Workload, kind: str, meta: dict, annex: bool) -> dict:
     """A WORKLOAD payload without the fields a batch shares (schemas.workloads.SHARED)."""
-    fields = {"kind": w.kind, **w.meta}
+    fields = {"kind": kind, **meta}
     if w.local_labels and not w.pops_below_start:
         fields["labels"] = list(w.local_labels)
     if annex:
@@ -60,11 +60,11 @@ def workload_fields(w: Workload, annex: bool) -> dict:
     return fields
 
 
-def workloads(device_address: int, cb_address: int, described: list[tuple[Workload, bool]]) -> bytes:
-    """One WORKLOADS frame: the (workload, annex) descriptions of one command buffer."""
+def workloads(device_address: int, cb_address: int, described: list[tuple[Workload, str, dict, bool]]) -> bytes:
+    """One WORKLOADS frame: the (workload, kind, meta, annex) descriptions of one command buffer."""
     return encode(MessageType.WORKLOADS, batch.envelope(
         hex_handle(device_address), hex_handle(cb_address),
-        [batch.entry(w.tag, workload_fields(w, annex)) for w, annex in described]))
+        [batch.entry(d[0].tag, workload_fields(*d)) for d in described]))
 
 
 def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[int], tags: list[int],

@@ -6,7 +6,7 @@ Called by the shim's init code as `install(ffi, lib)`.
 """
 from __future__ import annotations
 
-from tessera.vkapi import intercepts, pipelines, resource_hooks
+from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 from tessera.vkapi.dispatch import HookSet, guarded
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.submits import SubmitLedger
@@ -80,7 +80,8 @@ def install(ffi, lib) -> None:
     gipa, gdpa = chain.make_proc_addr(ffi, state, pointers)
     ffi.def_extern(name="tessera_layer_gipa")(guarded(errors, "vkGetInstanceProcAddr", gipa, ffi.NULL))
     ffi.def_extern(name="tessera_layer_gdpa")(guarded(errors, "vkGetDeviceProcAddr", gdpa, ffi.NULL))
-    log.info("layer installed: %d hooks", len(pointers))
+    log.info("layer installed: %d hooks%s", len(pointers),
+             "; start-up objects frozen" if interpreter.freeze_installed() else "")
 
 
 def _raise_injected(*args, **kwargs):

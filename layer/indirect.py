@@ -146,9 +146,9 @@ class Capturer:
         ffi, nxt = self.ffi, dev.next
         # The copy is a workload of its own on the GPU: tag it, so every GPU slice has metadata.
         tag = self.labeller.next_tag()
-        describe(self.state, dev, self.state.command_buffer(dev, cb), Workload(tag, "buffer_transfer", {
-            "command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size, "regions": count,
-            "internal": CAPTURE_LABEL}, (CAPTURE_LABEL,), 0), False)
+        describe(self.state, dev, self.state.command_buffer(dev, cb), Workload(tag, (CAPTURE_LABEL,), 0),
+                 "buffer_transfer", {"command": "vkCmdCopyBuffer", "subtype": "copy buffer", "bytes": size,
+                                     "regions": count, "internal": CAPTURE_LABEL}, False)
         labelled = self.labeller.push(dev, cb, tag_label(tag))
         # The application already made the arguments visible to indirect reads (it must, for its
         # own command); chaining on that stage makes them visible to the copy without waiting

@@ -29,9 +29,9 @@ def _meta(info: PassInfo) -> dict:
 
 def register(hooks, state, labeller: Labeller, capture) -> None:
     def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo) -> None:
-        w = Workload(labeller.next_tag(), "render_pass", _meta(info), tuple(t.labels), t.pops_below_start)
+        w = Workload(labeller.next_tag(), tuple(t.labels), t.pops_below_start)
         labeller.push(dev, commandBuffer, tag_label(w.tag))
-        t.part = PassPart(w, suspends=info.suspending)
+        t.part = PassPart(w, _meta(info), suspends=info.suspending)
 
     def finish(dev, t: CommandBufferTracker, commandBuffer, suspended: bool) -> None:
         """The pass (or this command buffer's part of it) is recorded."""
@@ -44,8 +44,9 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
             t.deferred_captures.clear()
         t.ops.append(("pass", part))
         if part.workload is not None:
-            part.workload.meta["draw_call_count"] = part.draws
-            describe(state, dev, t, part.workload, suspended or bool(part.captures))
+            part.meta["draw_call_count"] = part.draws
+            describe(state, dev, t, part.workload, "render_pass", part.meta, suspended or bool(part.captures))
+            part.meta = None
 
     # ---- begin / end ---------------------------------------------------------
     @hooks.before("vkCmdBeginRenderPass")

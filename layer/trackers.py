@@ -31,9 +31,9 @@ class Capture:
 
 @dataclass
 class Workload:
+    """What a submit needs of a tagged workload. What it is (kind, sizes) goes out in its WORKLOAD
+    description (descriptions.py) and is not kept: one small object stays per recorded workload."""
     tag: int
-    kind: str                               # render_pass, dispatch, trace_rays, buffer_transfer, image_transfer
-    meta: dict                              # WORKLOAD payload fields known at record time
     local_labels: tuple[str, ...]           # labels opened in this command buffer and still open
     pops_below_start: int                   # ends that closed labels opened before this command buffer
     capture: Capture | None = None
@@ -43,6 +43,7 @@ class Workload:
 class PassPart:
     """One begin..end (or suspend) of a render pass in one command buffer."""
     workload: Workload | None               # None: resumes a pass begun in an earlier command buffer
+    meta: dict | None = None                # its WORKLOAD fields until described (when the part ends)
     draws: int = 0
     captures: list[Capture] = field(default_factory=list)
     suspends: bool = False                  # ends suspended (resumed later)
@@ -66,7 +67,7 @@ class CommandBufferTracker:
     pending_fence: Any = None                # layer fence of the last submit with captures, until read back
     continued_draws: int = 0                 # secondary: draws inside the render pass it continues
     label_pushed: bool = False               # a t<tag> label is open around the command being recorded
-    described: list = field(default_factory=list)   # (Workload, annex) not sent yet (descriptions.py)
+    described: list = field(default_factory=list)   # descriptions not sent yet (descriptions.py)
 
     def reset(self) -> None:
         self.ops.clear()

@@ -38,9 +38,9 @@ def tag_command(hooks, state, labeller: Labeller, name: str, describe: Describe)
     def track(dev, commandBuffer, args, tag: int) -> CommandBufferTracker:
         t = state.command_buffer(dev, commandBuffer)
         kind, meta, capture = describe(dev, t, commandBuffer, *args)
-        w = Workload(tag, kind, {"command": name, **meta}, tuple(t.labels), t.pops_below_start, capture)
+        w = Workload(tag, tuple(t.labels), t.pops_below_start, capture)
         t.ops.append(("workload", w))
-        descriptions.describe(state, dev, t, w, capture is not None)
+        descriptions.describe(state, dev, t, w, kind, {"command": name, **meta}, capture is not None)
         return t
 
     @hooks.before(name)

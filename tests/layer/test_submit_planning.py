@@ -15,7 +15,7 @@ def buffer(address: int, *ops, level: int = 0) -> CommandBufferTracker:
 
 
 def work(tag: int, labels: tuple[str, ...] = (), pops: int = 0, capture: Capture | None = None):
-    return ("workload", Workload(tag, "dispatch", {}, labels, pops, capture))
+    return ("workload", Workload(tag, labels, pops, capture))
 
 
 def queue() -> QueueTracker:
@@ -52,7 +52,7 @@ def test_a_label_opened_in_one_buffer_and_closed_in_the_next():
 
 def test_a_render_pass_split_across_submits_is_one_pass_with_every_draw():
     q = queue()
-    begin = buffer(0x10, ("pass", PassPart(Workload(5, "render_pass", {}, (), 0), draws=2, suspends=True)))
+    begin = buffer(0x10, ("pass", PassPart(Workload(5, (), 0), draws=2, suspends=True)))
     end = buffer(0x20, ("pass", PassPart(None, draws=3, resumes=True)))
     assert not reported_from_c(begin) and not reported_from_c(end)
     first = plan_submit(1, q, [[begin]])
@@ -84,7 +84,7 @@ def test_what_the_c_path_reports_never_needs_the_queues_state():
     gives no ANNEX and no capture and leaves the queue as it was: what the C path assumes."""
     plain = [buffer(0x10, work(1)),
              buffer(0x20, work(2), work(3)),
-             buffer(0x30, ("pass", PassPart(Workload(4, "render_pass", {}, (), 0), draws=6)), work(5)),
+             buffer(0x30, ("pass", PassPart(Workload(4, (), 0), draws=6)), work(5)),
              buffer(0x40)]
     for cb in plain:
         assert reported_from_c(cb)
