@@ -23,7 +23,7 @@ from .device import EMULATED_COMMANDS
 from .driver import Driver
 from .objects import Objects
 from .settings import IcdSettings
-from .shim_spec import HOOKS
+from .shim_spec import ANSWERED, HOOKS
 from .timeline import Timeline
 
 
@@ -49,7 +49,9 @@ def install(ffi, lib) -> None:
     measured_timing.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))
-    drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS, intercepts.owners(intercepts.ICD))
+    # Without TESSERA_C_ANSWERS=0 the C guards keep the fixed answers (vkapi/answers.py) once Python gave them.
+    drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS, intercepts.owners(intercepts.ICD),
+                                     ANSWERED if settings.c_answers else ())
 
     def negotiate_version(pVersion):
         pVersion[0] = negotiate(ffi, backend, pVersion[0])

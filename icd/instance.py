@@ -1,4 +1,9 @@
-"""Instance and physical-device hooks: creation, enumeration, identity, extensions."""
+"""Instance and physical-device hooks: creation, enumeration, identity, extensions.
+
+The enumerations, vkGetPhysicalDeviceProperties and the device extension list are answered here
+the first time; their answers are fixed for the instance or physical device, so the shim's C keeps
+them and answers later calls itself (`answered` in vkapi/intercepts.py, vkapi/answers.py) until
+vkDestroyInstance forgets them."""
 from __future__ import annotations
 
 from tessera.vkapi import structs
@@ -68,7 +73,12 @@ def register(drv: Driver) -> None:
     def destroy_instance(instance, pAllocator):
         if instance == ffi.NULL:
             return
+        # The answers the shim's C keeps (vkapi/answers.py) die with the handles: the backend may
+        # hand out the same addresses again once it has freed them.
+        drv.lib.tessera_answers_forget(instance)
         inst = objects.get(instance, Instance)
+        for phys in inst.physical_devices:
+            drv.lib.tessera_answers_forget(phys.handle)
         inst.next.vkDestroyInstance(instance, pAllocator)
         for phys in inst.physical_devices:
             objects.remove(phys.handle)

@@ -6,6 +6,8 @@ TESSERA_GPU          GPU profile key (see profiles.PROFILES); default mali-g720.
 TESSERA_SESSION_DIR  where gpu.perfetto-trace goes; default: a new temporary folder.
 TESSERA_C_SUBMITS    0: every submit takes the Python path (vkapi/submits.py); for
                      comparing the two paths, default on.
+TESSERA_C_ANSWERS    0: the fixed queries (`answered` in vkapi/intercepts.py) are answered by
+                     Python on every call, none kept in C (vkapi/answers.py); default on.
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ class IcdSettings:
     log: LogSettings
     session_dir: Path | None
     c_submits: bool = True
+    c_answers: bool = True
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "IcdSettings":
@@ -35,4 +38,5 @@ class IcdSettings:
         backend = environ.get("TESSERA_BACKEND_ICD")
         session = environ.get("TESSERA_SESSION_DIR")
         return cls(Path(backend) if backend else None, PROFILES[key], LogSettings.from_environ(environ),
-                   Path(session) if session else None, environ.get("TESSERA_C_SUBMITS") != "0")
+                   Path(session) if session else None, environ.get("TESSERA_C_SUBMITS") != "0",
+                   environ.get("TESSERA_C_ANSWERS") != "0")

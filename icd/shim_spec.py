@@ -1,7 +1,8 @@
 """What the emulated Mali driver's shim exports and intercepts.
 
-`HOOKS` (what the driver intercepts) and `RECORDED` (what it records in C) come from the
-intercept table, vkapi/intercepts.py: one row per command. Commands not intercepted go
+`HOOKS` (what the driver intercepts), `RECORDED` (what it records in C) and `ANSWERED` (the
+queries it answers in C once Python has answered them) come from the intercept table,
+vkapi/intercepts.py: one row per command. Commands not intercepted go
 straight to the backend driver: the ICD's GetProcAddr returns the backend's own pointer.
 """
 from __future__ import annotations
@@ -15,6 +16,7 @@ LIBRARY = "libtessera_mali_icd.so"
 
 HOOKS = intercepts.hooks(intercepts.ICD)
 RECORDED = intercepts.recorded(intercepts.ICD)
+ANSWERED = intercepts.answered(intercepts.ICD)
 # Backend commands the driver calls itself (instrumentation.py: counters' memory and descriptors).
 CALLS = (
     "vkCreateDescriptorSetLayout", "vkDestroyDescriptorSetLayout", "vkCreateDescriptorPool",
@@ -101,6 +103,7 @@ def spec() -> "ShimSpec":
         c_glue=C_GLUE,
         init_module="tessera.icd.entry",
         recorded=RECORDED,
+        answered=ANSWERED,
         submit_path=SubmitPath(queue_labels=True),   # the driver consumes queue labels (labels.py)
         extra_cdef=DLFCN_CDEF,
         manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},

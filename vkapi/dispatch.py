@@ -18,6 +18,9 @@ GetProcAddr later can hand back a loader trampoline that re-enters us).
   that answer for the next element); an exception is reported and the call
   returns the command's failure value (VK_ERROR_INITIALIZATION_FAILED,
   NULL or nothing).
+For a command the shim answers in C once Python has (vkapi/answers.py), either
+trampoline calls `tessera_answer_final()` last when every hook of the call ran
+without an exception: the C guard then keeps the answer.
 No Python exception ever propagates into C.
 """
 from __future__ import annotations
@@ -183,17 +186,19 @@ class HookSet:
         return table
 
     def install(self, ffi, lib, resolver: Resolver, declared: Iterable[str],
-                owners: Mapping[str, frozenset[str]] | None = None) -> dict[str, Any]:
+                owners: Mapping[str, frozenset[str]] | None = None, answered: Iterable[str] = ()) -> dict[str, Any]:
         """Bind every declared hook; returns name -> PFN_vkVoidFunction for GetProcAddr
         (the generated C guard of each hook, which calls it while Python is usable).
 
         Every command the shim declares must have a hook, and every hook a declaration (it would
         never be called); with `owners` (command -> modules, vkapi/intercepts.py), every hook
         must come from a module its command's row names. Any of these is a build/registration
-        mismatch, reported loudly.
+        mismatch, reported loudly. `answered`: the commands whose final answers the C guards keep
+        (vkapi/answers.py).
         """
         pointers: dict[str, Any] = {}
         self._resolver = resolver
+        self._answered = frozenset(answered)
         declared = list(declared)
         missing = set(declared) - self.names()
         if missing:
@@ -262,6 +267,7 @@ class HookSet:
         failure = _failure_for(name)
         on_command_buffer = _takes_command_buffer(name)
         settles = name in SETTLE_ALL
+        final = lib.tessera_answer_final if name in self._answered else None
 
         def trampoline(*args):
             try:
@@ -269,7 +275,10 @@ class HookSet:
                     self._apply_records(name, args[0])
                 elif settles:
                     self.recorder.settle()
-                return hook(*args)
+                result = hook(*args)
+                if final is not None:
+                    final()
+                return result
             except Exception:
                 errors.report(name, "the call failed with its error value")
                 return failure
@@ -285,6 +294,7 @@ class HookSet:
         ends_recording = name == "vkEndCommandBuffer"
         settles = name in SETTLE_ALL
         record_time = self.record_time.get(name, ())
+        final = lib.tessera_answer_final if name in self._answered else None
 
         def trampoline(*args):
             try:
@@ -297,11 +307,13 @@ class HookSet:
                 self._apply_records(name, args[0], owner)
             elif settles:
                 self.recorder.settle()
+            clean = True   # every hook ran without an exception
             for fn in record_time:   # after the records before this command are applied
                 try:
                     fn(owner, *args)
                 except Exception:
                     errors.report(name, "in a record-time hook; the call was still forwarded")
+                    clean = False
             if ends_recording:
                 return self._end_later(owner, args, call, before, after)
             if before is not None:
@@ -310,6 +322,7 @@ class HookSet:
                 except Exception:
                     errors.report(name, "in a before-hook; the call was still forwarded")
                     replaced = None
+                    clean = False
                 if replaced is not None:
                     args = replaced
             result = call(*args) if call is not None else success
@@ -318,6 +331,9 @@ class HookSet:
                     after(owner, result, *args)
                 except Exception:
                     errors.report(name, "in an after-hook; the call was forwarded")
+                    clean = False
+            if final is not None and clean:
+                final()
             return result
         trampoline.__name__ = f"hook_{name}"
         return trampoline

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from . import recorder, registry, submits
+from . import answers, recorder, registry, submits
 from .dispatch import RETURN_FAILURE
 
 # What a command returns when it can be neither run nor forwarded, as C: dispatch.RETURN_FAILURE's values.
@@ -76,16 +76,19 @@ void tessera_note_next(int index, PFN_vkVoidFunction fn);
 
 
 def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | None = None,
-             submit_path: "submits.SubmitPath | None" = None) -> str:
+             submit_path: "submits.SubmitPath | None" = None,
+             answered: dict[str, "answers.Answered"] | None = None) -> str:
     """Guards for `hooks` (canonical command names, in the order of the table); the commands in
     `recorded` first try the C recording path (recorder.py), and with a `submit_path` the
-    submits first try the C submit path (submits.py): both need no Python at all."""
+    submits first try the C submit path (submits.py): both need no Python at all. The commands in
+    `answered` are answered in C once Python has given a final answer (answers.py)."""
     vk = registry.load()
     names = list(hooks)
     recorded = recorded or {}
-    unknown = set(recorded) - set(names)
+    answered = answered or {}
+    unknown = (set(recorded) | set(answered)) - set(names)
     if unknown:
-        raise ValueError(f"recorded commands that are not hooked: {sorted(unknown)}")
+        raise ValueError(f"recorded or answered commands that are not hooked: {sorted(unknown)}")
     out = []
     for index, name in enumerate(names):
         cmd = vk.commands[name]
@@ -101,6 +104,8 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
         else:
             call_hook = f"return hook_{name}({args});"
             forward = f"return next ? next({args}) : {failure};"
+        if name in answered:
+            call_hook = answers.call_hook(name, index, answered[name])
         fast = recorder.fast_path(name, index, recorded[name]) if name in recorded else ""
         if submit_path is not None and name in submits.COMMANDS:
             fast = submits.fast_path(name, index, submit_path)
@@ -120,6 +125,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
             + recorder.formats_table(names, recorded)
             + recorder.support_c()
             + submits.support_c()
+            + answers.support_c()
             + "".join(out)
             + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"
             + f"static const PFN_vkVoidFunction tessera_guard_pointers[] = {{\n    {table_pointers}\n}};\n"

@@ -3,10 +3,13 @@
 Role: the one declaration of what the layer's shim (LAYER) and the emulated driver's shim
 (ICD) intercept. A row names, per shim, the modules whose Python hooks handle the command
 (short names: "icd.recording" is tessera.icd.recording), whether the shim records it in C
-(`c`, vkapi/recorder.py; the modules then apply the records later) and, for the driver,
-whether it provides the command itself when the backend lacks it (`emulated`).
+(`c`, vkapi/recorder.py; the modules then apply the records later), whether the shim answers it
+in C once Python has answered it (`answered`, vkapi/answers.py: queries whose answer is fixed for
+the object asked) and, for the driver, whether it provides the command itself when the backend
+lacks it (`emulated`).
 
-From it come each shim's intercept list and C recordings (`hooks`, `recorded`: the shim
+From it come each shim's intercept list, C recordings and C answers (`hooks`, `recorded`,
+`answered`: the shim
 specs hand them to the generator, which emits the C guards, GetProcAddr's table and the
 Python bindings) and the driver's `emulated` commands. When a shim loads, HookSet.install
 checks the registrations against it: a row without a hook, a hook without a row, and a
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .answers import Answered
 from .recorder import Recorded
 from .transfers import RECORDED_IN_C as TRANSFER_FIELDS
 
@@ -33,11 +37,14 @@ class In:
     modules: tuple[str, ...]
     c: Recorded | None = None    # recorded in C (TRANSFER / TAGGED_TRANSFER: with transfers.RECORDED_IN_C's fields)
     emulated: bool = False       # ICD: provided by the driver even when the backend lacks it
+    answered: Answered | None = None   # answered in C once Python has answered (vkapi/answers.py)
 
-    def __init__(self, *modules: str, c: Recorded | None = None, emulated: bool = False) -> None:
+    def __init__(self, *modules: str, c: Recorded | None = None, emulated: bool = False,
+                 answered: Answered | None = None) -> None:
         object.__setattr__(self, "modules", modules)
         object.__setattr__(self, "c", c)
         object.__setattr__(self, "emulated", emulated)
+        object.__setattr__(self, "answered", answered)
 
 
 # How commands are recorded in C (vkapi/recorder.py Recorded).
@@ -49,6 +56,9 @@ LABEL_END = Recorded(forward=False)
 COUNTED_DRAWS = Recorded(fold=())                    # the layer: consecutive draws only count
 TRANSFER = Recorded(fields=("transfer",))            # placeholders: the fields are transfers.RECORDED_IN_C's
 TAGGED_TRANSFER = Recorded(fields=("transfer",), tagged=True)
+# The driver's answer is fixed for the instance or physical device asked (the backend's physical
+# devices, their extensions and properties, the emulated identity); forgotten at vkDestroyInstance.
+FIXED = Answered()
 
 
 def folded_draws(count: str) -> Recorded:
@@ -260,12 +270,14 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkEndCommandBuffer": {
         ICD: In("icd.command_buffer"),
         LAYER: In("layer.queues", "layer.render_passes", "layer.descriptions", "layer.instrument")},
-    "vkEnumerateDeviceExtensionProperties": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
+    "vkEnumerateDeviceExtensionProperties": {
+        ICD: In("icd.instance", answered=Answered(when="pLayerName == NULL")),
+        LAYER: In("layer.chain")},
     "vkEnumerateInstanceExtensionProperties": {ICD: In("icd.instance")},
-    "vkEnumeratePhysicalDeviceGroups": {ICD: In("icd.instance")},
+    "vkEnumeratePhysicalDeviceGroups": {ICD: In("icd.instance", answered=FIXED)},
     "vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM": {ICD: In("icd.regions", emulated=True)},
     "vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation", emulated=True)},
-    "vkEnumeratePhysicalDevices": {ICD: In("icd.instance")},
+    "vkEnumeratePhysicalDevices": {ICD: In("icd.instance", answered=FIXED)},
     "vkFreeCommandBuffers": {ICD: In("vkapi.commands", "icd.regions"), LAYER: In("vkapi.commands")},
     "vkFreeDescriptorSets": {ICD: In("icd.tensor_descriptors")},
     "vkGetBufferDeviceAddress": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
@@ -276,7 +288,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkGetPhysicalDeviceExternalTensorPropertiesARM": {ICD: In("icd.tensors", emulated=True)},
     "vkGetPhysicalDeviceFeatures2": {ICD: In("icd.instance", "icd.tensors"), LAYER: In("layer.chain")},
     "vkGetPhysicalDeviceFormatProperties2": {ICD: In("icd.tensors")},
-    "vkGetPhysicalDeviceProperties": {ICD: In("icd.instance")},
+    "vkGetPhysicalDeviceProperties": {ICD: In("icd.instance", answered=FIXED)},
     "vkGetPhysicalDeviceProperties2": {ICD: In("icd.instance", "icd.tensor_push")},
     "vkGetShaderInstrumentationValuesARM": {ICD: In("icd.instrumentation", emulated=True)},
     "vkGetTensorMemoryRequirementsARM": {ICD: In("icd.tensors", emulated=True)},
@@ -314,6 +326,12 @@ def recorded(shim: str) -> dict[str, Recorded]:
         if c is not None:
             out[name] = c
     return out
+
+
+def answered(shim: str) -> dict[str, Answered]:
+    """The commands `shim` answers in C once Python has answered them, and when."""
+    return {name: row[shim].answered for name, row in INTERCEPTS.items()
+            if shim in row and row[shim].answered is not None}
 
 
 def owners(shim: str) -> dict[str, frozenset[str]]:

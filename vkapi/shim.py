@@ -33,10 +33,10 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import cdecl, guards, paths, recorder, submits
+from . import answers, cdecl, guards, paths, recorder, submits
 
-GENERATOR_FILES = ("shim.py", "guards.py", "recorder.py", "submits.py", "cdecl.py", "cdecl_manual.py", "registry.py",
-                   "constants_gen.py", "../schemas/labels.py")
+GENERATOR_FILES = ("shim.py", "guards.py", "recorder.py", "submits.py", "answers.py", "cdecl.py", "cdecl_manual.py",
+                   "registry.py", "constants_gen.py", "../schemas/labels.py")
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,7 @@ class ShimSpec:
     extra_cdef: str = ""       # declarations for cffi only (their C side comes from system headers)
     recorded: dict = field(default_factory=dict)  # command -> recorder.Recorded: recorded in C
     submit_path: "submits.SubmitPath | None" = None   # vkQueueSubmit(2) take the C path when they can
+    answered: dict = field(default_factory=dict)  # command -> answers.Answered: answered in C after Python once
     manifest: dict = field(default_factory=dict)  # JSON manifest; "library_path" is filled in
     manifest_dir: Path = paths.BUILD_DIR
 
@@ -63,6 +64,9 @@ class ShimSpec:
         unhooked = sorted(set(self.recorded) - set(self.hooks))
         if unhooked:
             raise ValueError(f"{self.library_name}: commands recorded in C but not hooked: {unhooked}")
+        unhooked = sorted(set(self.answered) - set(self.hooks))
+        if unhooked:
+            raise ValueError(f"{self.library_name}: commands answered in C but not hooked: {unhooked}")
 
 
 def _libpython() -> str:
@@ -236,7 +240,7 @@ def _fingerprint(spec: ShimSpec, decls_inputs: str) -> str:
     h = hashlib.sha256(generator_fingerprint().encode())
     h.update(repr((spec.module_name, spec.library_name, spec.hooks, spec.calls, spec.extra_types,
                    spec.embedding_api, spec.c_glue, spec.init_module, spec.extra_cdef, spec.manifest,
-                   sorted(spec.recorded.items()), spec.submit_path)).encode())
+                   sorted(spec.recorded.items()), spec.submit_path, sorted(spec.answered.items()))).encode())
     h.update(decls_inputs.encode())
     h.update(sys.version.encode())
     import cffi
@@ -264,6 +268,7 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
     ffi.cdef(guards.CDEF)
     ffi.cdef(recorder.CDEF % len(decls.hooks))
     ffi.cdef(submits.CDEF)
+    ffi.cdef(answers.CDEF)
     if spec.extra_cdef:
         ffi.cdef(spec.extra_cdef)
     ffi.embedding_api(spec.embedding_api)
@@ -272,7 +277,8 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
                f"#define TESSERA_PYTHON {json.dumps(sys.executable)}\n"
                f"#define TESSERA_SHIM_NAME {json.dumps(spec.library_name)}\n"
                f"#define TESSERA_PATH_PREFIX_CODE {json.dumps(PATH_PREFIX_CODE.format(site_dirs=_site_dirs()))}\n")
-    source = header + defines + PRELUDE + decls.cdef + guards.c_source(decls.hooks, spec.recorded, spec.submit_path) + spec.c_glue
+    source = (header + defines + PRELUDE + decls.cdef
+              + guards.c_source(decls.hooks, spec.recorded, spec.submit_path, spec.answered) + spec.c_glue)
     # -z nodelete: the loader dlcloses drivers and layers after the last vkDestroyInstance, but the
     # embedded cffi modules stay in sys.modules and would point into unmapped memory.
     ffi.set_source(spec.module_name, source, libraries=["dl", "pthread"],

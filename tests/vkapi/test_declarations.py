@@ -13,9 +13,9 @@ from tessera.vkapi.recorder import Recorded
 from tessera.vkapi.shim import ShimSpec
 
 
-def _spec(hooks, recorded=None) -> ShimSpec:
+def _spec(hooks, recorded=None, answered=None) -> ShimSpec:
     return ShimSpec(module_name="_m", library_name="libx.so", hooks=tuple(hooks), calls=(), extra_types=(),
-                    embedding_api="", c_glue="", init_module="m", recorded=recorded or {})
+                    embedding_api="", c_glue="", init_module="m", recorded=recorded or {}, answered=answered or {})
 
 
 def test_a_command_declared_twice_is_refused():
@@ -26,6 +26,30 @@ def test_a_command_declared_twice_is_refused():
 def test_a_command_recorded_in_c_but_not_hooked_is_refused():
     with pytest.raises(ValueError, match=r"recorded in C but not hooked.*vkCmdDispatch"):
         _spec(["vkCmdDraw"], {"vkCmdDispatch": Recorded()})
+
+
+def test_a_command_answered_in_c_but_not_hooked_is_refused():
+    from tessera.vkapi.answers import Answered
+
+    with pytest.raises(ValueError, match=r"answered in C but not hooked.*vkEnumeratePhysicalDevices"):
+        _spec(["vkCmdDraw"], answered={"vkEnumeratePhysicalDevices": Answered()})
+
+
+def test_only_fixed_query_shapes_can_be_answered_in_c():
+    """The generator keys a kept answer by the first parameter: a command of another shape, or with
+    a parameter its `when` does not pin down, is refused when the C is generated."""
+    from tessera.vkapi.answers import Answered, call_hook, shape
+
+    with pytest.raises(ValueError, match="last parameter must be its output"):
+        shape("vkCmdDraw", Answered())
+    with pytest.raises(ValueError, match=r"\['pLayerName'\] would not be part of the answer's key"):
+        shape("vkEnumerateDeviceExtensionProperties", Answered())
+    groups = shape("vkEnumeratePhysicalDeviceGroups", Answered())
+    assert (groups.count, groups.offset) == (
+        "pPhysicalDeviceGroupCount", "offsetof(VkPhysicalDeviceGroupProperties, physicalDeviceCount)")
+    assert shape("vkGetPhysicalDeviceProperties", Answered()).count is None
+    assert "if (pLayerName == NULL)" in call_hook("vkEnumerateDeviceExtensionProperties", 3,
+                                                  Answered(when="pLayerName == NULL"))
 
 
 def test_the_shipped_shims_declare_each_command_once():
@@ -73,6 +97,11 @@ def test_the_intercept_table_names_real_modules_and_is_what_the_shims_declare():
             for module in shim_row.modules:
                 importlib.import_module(f"tessera.{module}")
     assert ICD_HOOKS == intercepts.hooks(intercepts.ICD) and LAYER_HOOKS == intercepts.hooks(intercepts.LAYER)
+    # the driver answers its fixed queries in C once Python has (vkapi/answers.py); the layer none
+    from tessera.icd.shim_spec import ANSWERED as ICD_ANSWERED
+    assert set(ICD_ANSWERED) == {"vkEnumeratePhysicalDevices", "vkEnumeratePhysicalDeviceGroups",
+                                 "vkGetPhysicalDeviceProperties", "vkEnumerateDeviceExtensionProperties"}
+    assert intercepts.answered(intercepts.LAYER) == {}
     # transfers recorded in C keep the fields their sizes need, tagged in the layer only
     for name, fields in RECORDED_IN_C.items():
         assert ICD_RECORDED[name] == Recorded(fields=fields)
