@@ -14,7 +14,7 @@ from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_comman
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.vkconst import vk
 
-from tessera.vkapi import intercepts, pipelines, resource_hooks
+from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 
 from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, instrumentation, labels,
                measured_timing, recording, regions, shader_costs, submit, tensor_descriptors, tensors)
@@ -76,7 +76,8 @@ def install(ffi, lib) -> None:
                 vk.VK_ERROR_INCOMPATIBLE_DRIVER))
     ffi.def_extern(name="tessera_icd_gipa")(guarded(errors, "vk_icdGetInstanceProcAddr", gipa, ffi.NULL))
     ffi.def_extern(name="tessera_icd_gpdpa")(guarded(errors, "vk_icdGetPhysicalDeviceProcAddr", gpdpa, ffi.NULL))
-    log.info("emulated %s on %s", settings.profile.device_name, backend.library)
+    log.info("emulated %s on %s%s", settings.profile.device_name, backend.library,
+             "; start-up objects frozen" if interpreter.freeze_installed() else "")
 
 
 def _temporary_session() -> Path:

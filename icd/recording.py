@@ -223,10 +223,12 @@ def register(drv: Driver) -> None:
         estimated = groups is None
         g = groups or (timing.INDIRECT_DISPATCH_GROUPS, 1, 1)
         per_group = size[0] * size[1] * size[2] if size else 1
-        info = {"groups": list(groups) if groups else [-1, -1, -1],
-                "group_size": list(size) if size else [-1, -1, -1]}
+        # Tuples, not lists: a tuple of ints leaves the garbage collector's care at its first
+        # collection, and the dict holding only them at the next full one (trace.py writes them as lists).
+        info = {"groups": tuple(groups) if groups else (-1, -1, -1),
+                "group_size": tuple(size) if size else (-1, -1, -1)}
         if any(base):
-            info["base_group"] = list(base)
+            info["base_group"] = tuple(base)
         add(cb, "work", Work("dispatch", "compute", command, info, invocations=g[0] * g[1] * g[2] * per_group,
                              cycles=p.shader_cycles.get("compute") if p else None, estimated=estimated))
 

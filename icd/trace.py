@@ -111,7 +111,7 @@ class GpuTrace:
         if stage in ARM_STAGE:
             e.extra_data.add(name=TRANSFER_KEY, value=stage)
         for name, value in extra.items():
-            e.extra_data.add(name=name, value=str(value))
+            e.extra_data.add(name=name, value=str(list(value)) if type(value) is tuple else str(value))
         self._writer.write(p)
         return e.event_id
 
