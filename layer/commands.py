@@ -72,32 +72,41 @@ def register(hooks, state: LayerState, ffi, release_captures) -> None:
     track_device_queues(hooks, track_queue)
 
     # ---- application labels: recorded, not passed down --------------------
-    def tracker_of(commandBuffer) -> CommandBufferTracker:
-        return state.command_buffer(state.owner_of(commandBuffer), commandBuffer)
-
-    def label_begin(commandBuffer, name_ptr) -> None:
-        t = tracker_of(commandBuffer)
-        name = structs.string(ffi, name_ptr)
+    def label_begin(t: CommandBufferTracker, name: str) -> None:
         t.ops.append(("label_begin", name))
         t.labels.append(name)
 
-    def label_end(commandBuffer) -> None:
-        t = tracker_of(commandBuffer)
+    def label_end(t: CommandBufferTracker, name: None = None) -> None:
         t.ops.append(("label_end", None))
         if t.labels:
             t.labels.pop()
         else:
             t.pops_below_start += 1   # closes a label opened in an earlier command buffer
 
-    def label_insert(commandBuffer, name_ptr) -> None:
-        tracker_of(commandBuffer).ops.append(("label_insert", structs.string(ffi, name_ptr)))
+    def label_insert(t: CommandBufferTracker, name: str) -> None:
+        t.ops.append(("label_insert", name))
 
-    hooks.replace("vkCmdBeginDebugUtilsLabelEXT")(lambda cb, info: label_begin(cb, info.pLabelName))
-    hooks.replace("vkCmdEndDebugUtilsLabelEXT")(label_end)
-    hooks.replace("vkCmdInsertDebugUtilsLabelEXT")(lambda cb, info: label_insert(cb, info.pLabelName))
-    hooks.replace("vkCmdDebugMarkerBeginEXT")(lambda cb, info: label_begin(cb, info.pMarkerName))
-    hooks.replace("vkCmdDebugMarkerEndEXT")(label_end)
-    hooks.replace("vkCmdDebugMarkerInsertEXT")(lambda cb, info: label_insert(cb, info.pMarkerName))
+    # Recorded in C (intercepts.APP_LABEL, APP_MARKER, APP_LABEL_END): applied later, in order, with
+    # the text copied; the hooks below serve command buffers the C side does not know.
+    def applier(op):
+        def apply(dev, commandBuffer, name: str | None = None) -> None:
+            op(state.command_buffer(dev, commandBuffer), name)
+        return apply
+
+    def hook(op, text=None):
+        def replacement(commandBuffer, *info) -> None:
+            t = state.command_buffer(state.owner_of(commandBuffer), commandBuffer)
+            op(t, structs.string(ffi, getattr(info[0], text)) if text else None)
+        return replacement
+
+    for name, op, text in (("vkCmdBeginDebugUtilsLabelEXT", label_begin, "pLabelName"),
+                           ("vkCmdEndDebugUtilsLabelEXT", label_end, None),
+                           ("vkCmdInsertDebugUtilsLabelEXT", label_insert, "pLabelName"),
+                           ("vkCmdDebugMarkerBeginEXT", label_begin, "pMarkerName"),
+                           ("vkCmdDebugMarkerEndEXT", label_end, None),
+                           ("vkCmdDebugMarkerInsertEXT", label_insert, "pMarkerName")):
+        hooks.applies(name)(applier(op))
+        hooks.replace(name)(hook(op, text))
 
     def queue_of(queue) -> QueueTracker:
         return state.owner_of(queue).queues[state.address(queue)]

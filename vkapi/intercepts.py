@@ -53,6 +53,10 @@ TAGGED = Recorded(tagged=True)                       # the layer's workloads: a 
 LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False)   # the driver consumes labels
 MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False)
 LABEL_END = Recorded(forward=False)
+# The layer keeps the application's labels (not passed down); their stacks are planned at submit.
+APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, python_submits=True)
+APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, python_submits=True)
+APP_LABEL_END = Recorded(forward=False, python_submits=True)
 COUNTED_DRAWS = Recorded(fold=())                    # the layer: consecutive draws only count
 TRANSFER = Recorded(fields=("transfer",))            # placeholders: the fields are transfers.RECORDED_IN_C's
 TAGGED_TRANSFER = Recorded(fields=("transfer",), tagged=True)
@@ -78,7 +82,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkClearShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation", emulated=True)},
     "vkCmdBeginDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL, emulated=True),
-        LAYER: In("layer.commands")},
+        LAYER: In("layer.commands", c=APP_LABEL)},
     "vkCmdBeginRenderPass": {
         ICD: In("icd.recording", "icd.regions"),
         LAYER: In("layer.render_passes", "layer.regions")},
@@ -117,13 +121,13 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdCopyTensorARM": {ICD: In("icd.tensors", emulated=True), LAYER: In("layer.workloads")},
     "vkCmdDebugMarkerBeginEXT": {
         ICD: In("icd.labels", c=MARKER, emulated=True),
-        LAYER: In("layer.commands")},
+        LAYER: In("layer.commands", c=APP_MARKER)},
     "vkCmdDebugMarkerEndEXT": {
         ICD: In("icd.labels", c=LABEL_END, emulated=True),
-        LAYER: In("layer.commands")},
+        LAYER: In("layer.commands", c=APP_LABEL_END)},
     "vkCmdDebugMarkerInsertEXT": {
         ICD: In("icd.labels", c=MARKER, emulated=True),
-        LAYER: In("layer.commands")},
+        LAYER: In("layer.commands", c=APP_MARKER)},
     "vkCmdDispatch": {
         ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
@@ -173,7 +177,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdEndDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL_END, emulated=True),
-        LAYER: In("layer.commands")},
+        LAYER: In("layer.commands", c=APP_LABEL_END)},
     "vkCmdEndRenderPass": {
         ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions"),
         LAYER: In("layer.render_passes")},
@@ -190,7 +194,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdFillBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdInsertDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL, emulated=True),
-        LAYER: In("layer.commands")},
+        LAYER: In("layer.commands", c=APP_LABEL)},
     "vkCmdNextSubpass": {ICD: In("icd.regions")},
     "vkCmdNextSubpass2": {ICD: In("icd.regions")},
     "vkCmdPipelineBarrier": {

@@ -68,6 +68,10 @@ class Recorded:
     # Consecutive calls fold into one record: a count and these sums (C expressions of the parameters),
     # applied as (owner, command buffer, count, *sums). For draws, whose effect is additive.
     fold: tuple[str, ...] | None = None
+    # A record of it sends the buffer's submits through Python until the buffer is reset: what it
+    # changes is planned at submit in Python, and the C path's readiness is decided at
+    # vkEndCommandBuffer, before the records are applied (the layer's application labels).
+    python_submits: bool = False
 
 
 _SCALAR_TYPES_SIGNED = {"int32_t", "int64_t", "int16_t", "int8_t"}
@@ -128,7 +132,7 @@ def formats(name: str, spec: Recorded) -> list[str]:
     if cmd.params[0].type != "VkCommandBuffer" or cmd.returnType != "void":
         raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
     if spec.fold is not None:
-        if spec.tagged or spec.fields or spec.strings:
+        if spec.tagged or spec.fields or spec.strings or spec.python_submits:
             raise ValueError(f"{name}: a folded record has only its count and sums")
         return ["F"] + ["Q"] * len(spec.fold)
     codes = []
@@ -177,6 +181,7 @@ typedef struct tessera_cb {
     uint64_t dropped;            /* records lost to a failed allocation, reported by Python */
     int python_path;             /* set by Python: this buffer's commands take their Python hooks */
     int submit_ok;               /* set by Python: a submit of this buffer may take the C path (submits.py) */
+    int python_submits;          /* a record of a Recorded(python_submits=True) command: submits take Python */
     uint64_t submits;            /* times submitted since recorded (submits.py) */
     size_t last;                 /* offset of the last record, for folding */
     uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
@@ -335,7 +340,7 @@ void tessera_cb_reset(void *handle)
     tessera_cb *cb = tessera_cb_find(handle);
     if (cb) {
         cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0;
-        cb->submit_ok = 0; cb->submits = 0;
+        cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0;
     }
 }
 
@@ -430,6 +435,8 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     recorded = [(p, c) for p, c in zip(params, slot_codes) if c != "-"]
     lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
              "    if (rec && !rec->python_path) {"]
+    if spec.python_submits:
+        lines.append("        rec->python_submits = 1;")
     sizes = []
     for p, c in recorded:
         if c.startswith("A"):

@@ -160,7 +160,7 @@ static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
 void tessera_cb_set_submit_ok(void *handle, int ok)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) cb->submit_ok = ok;
+    if (cb) cb->submit_ok = ok && !cb->python_submits;
 }
 
 /* Python (the Python path): count a submit of the buffer, as the C path does. */

@@ -33,6 +33,8 @@ def _session(tmp_path_factory, c_submits: bool) -> dict:
     assert proc.returncode == 0 and "submit_paths: OK" in proc.stdout, proc.stdout + proc.stderr
     paths = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
         r"\] (layer|icd) INFO: submits so far: (\d+) made in C, (\d+) through Python", proc.stderr)}
+    records = {m.group(1): dict((name, int(n)) for name, n in re.findall(r"(vk\w+) (\d+)", m.group(2)))
+               for m in re.finditer(r"\] (layer|icd) INFO: records made in C so far: (.*)", proc.stderr)}
     (spool,) = d.glob("layer-*.spool")
     submits, annexes = [], {}
     for f in iter_file(spool):
@@ -50,7 +52,7 @@ def _session(tmp_path_factory, c_submits: bool) -> dict:
             e = p.gpu_render_stage_event
             events.append((p.timestamp, p.timestamp + e.duration, pf.extra(e, "Label stack")))
     return {"submits": submits, "annexes": annexes, "workloads": workloads, "events": sorted(events),
-            "paths": paths}
+            "paths": paths, "records": records}
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +66,16 @@ def test_each_submit_takes_the_path_the_docs_give(runs):
     TESSERA_C_SUBMITS=0, all through Python."""
     assert runs[True]["paths"] == {"layer": (4, 3), "icd": (7, 0)}
     assert runs[False]["paths"] == {"layer": (0, 7), "icd": (0, 7)}
+
+
+def test_the_layer_records_application_labels_in_c_and_their_buffer_still_submits_through_python(runs):
+    """L's label is recorded in C (intercepts.APP_LABEL) yet L's submits take Python: a label record
+    marks the buffer (Recorded.python_submits), since the decision comes before the records apply."""
+    for run_ in runs.values():
+        layer = run_["records"]["layer"]
+        assert layer["vkCmdBeginDebugUtilsLabelEXT"] == layer["vkCmdEndDebugUtilsLabelEXT"] == 1
+        # consumed by the layer: the driver's labels are the t<tag> of the two fills only
+        assert run_["records"]["icd"]["vkCmdBeginDebugUtilsLabelEXT"] == layer["vkCmdFillBuffer"] == 2
 
 
 def _tags(run_: dict) -> tuple[int, int]:
