@@ -339,6 +339,14 @@ def register(drv: Driver) -> None:
     def cmd_wait_events2(cb, commandBuffer, count, pEvents, pInfos):
         barrier(cb, [m for i in range(count) for m in dependency_masks(pInfos[i])])
 
+    # Recorded in C (intercepts.DEPENDENCIES): the barriers' count and reduced masks, which give the
+    # same classes as the union above (the destinations that hold bottom-of-pipe are left out in C).
+    @hooks.applies("vkCmdPipelineBarrier2")
+    @hooks.applies("vkCmdWaitEvents2")
+    def reduced_barrier(cb, commandBuffer, barriers: int, src: int, dst: int) -> None:
+        if barriers:
+            add(cb, "barrier", (stage_classes(src, "src"), stage_classes(dst, "dst")))
+
     @hooks.before("vkCmdExecuteCommands")
     def cmd_execute(cb, commandBuffer, count, pCommandBuffers):
         objects = drv.objects

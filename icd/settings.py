@@ -6,6 +6,8 @@ TESSERA_GPU          GPU profile key (see profiles.PROFILES); default mali-g720.
 TESSERA_SESSION_DIR  where gpu.perfetto-trace goes; default: a new temporary folder.
 TESSERA_C_SUBMITS    0: every submit takes the Python path (vkapi/submits.py); for
                      comparing the two paths, default on.
+TESSERA_C_RECORDING  0: every command takes its Python hook (vkapi/recorder.py); for
+                     comparing the two paths, default on.
 TESSERA_C_ANSWERS    0: the fixed queries (`answered` in vkapi/intercepts.py) are answered by
                      Python on every call, none kept in C (vkapi/answers.py); default on.
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.

@@ -58,6 +58,9 @@ APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, python
 APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, python_submits=True)
 APP_LABEL_END = Recorded(forward=False, python_submits=True)
 COUNTED_DRAWS = Recorded(fold=())                    # the layer: consecutive draws only count
+# Synchronization2 in the driver: the stage masks it orders by; icd.tensors translates tensor barriers
+# (a pNext) and the tensor-aliasing layout at record time, so those calls take Python.
+DEPENDENCIES = Recorded(dependencies=True, python_layouts=("VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM",))
 TRANSFER = Recorded(fields=("transfer",))            # placeholders: the fields are transfers.RECORDED_IN_C's
 TAGGED_TRANSFER = Recorded(fields=("transfer",), tagged=True)
 # The driver's answer is fixed for the instance or physical device asked (the backend's physical
@@ -199,7 +202,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdNextSubpass2": {ICD: In("icd.regions")},
     "vkCmdPipelineBarrier": {
         ICD: In("icd.recording", c=Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")))},
-    "vkCmdPipelineBarrier2": {ICD: In("icd.recording", "icd.tensors")},
+    "vkCmdPipelineBarrier2": {ICD: In("icd.recording", "icd.tensors", c=DEPENDENCIES)},
     "vkCmdPushDescriptorSet": {ICD: In("icd.tensor_push")},
     "vkCmdPushDescriptorSet2": {ICD: In("icd.tensor_push")},
     "vkCmdPushDescriptorSetWithTemplate": {ICD: In("icd.tensor_push")},
@@ -214,7 +217,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.workloads", "layer.instrument")},
     "vkCmdUpdateBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdWaitEvents": {ICD: In("icd.recording")},
-    "vkCmdWaitEvents2": {ICD: In("icd.recording", "icd.tensors")},
+    "vkCmdWaitEvents2": {ICD: In("icd.recording", "icd.tensors", c=DEPENDENCIES)},
     "vkCreateAccelerationStructureKHR": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
     "vkCreateBuffer": {
         ICD: In("vkapi.resource_hooks", "icd.indirect_sizes"),

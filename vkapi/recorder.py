@@ -37,8 +37,10 @@ Formats (`tessera_record_format(index)`), one code per parameter after the comma
         pointer it has set to the elements' copy, read exactly as the live struct (valid while the
         record is applied); NULL when the parameter was NULL (slot 0),
     - not recorded (given to Python as None). The first code is R (a record) or T (a record whose
-    first slot is a tag), or F (a folded record: one slot of count, then a Q per sum, no parameters);
-    commands not recorded have an empty format.
+    first slot is a tag), or F (a folded record: one slot of count, then a Q per sum, no parameters),
+    or D (a dependency record, `Recorded.dependencies`: three slots, the barriers, the OR of their
+    source stage masks and the OR of the destination stage masks that hold no bottom-of-pipe, no
+    parameters); commands not recorded have an empty format.
 
 Threads: a command buffer's arena is written by the thread recording it and read by the
 thread applying it (that thread, or the worker after vkEndCommandBuffer); Vulkan's external
@@ -48,6 +50,7 @@ and read without locks. The worker is one daemon thread per shim, started with t
 """
 from __future__ import annotations
 
+import os
 import queue
 import struct
 import threading
@@ -56,6 +59,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import registry
+
+
+SWITCH = "TESSERA_C_RECORDING"   # "0": nothing is recorded in C (Recorder.enabled)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,13 @@ class Recorded:
     # changes is planned at submit in Python, and the C path's readiness is decided at
     # vkEndCommandBuffer, before the records are applied (the layer's application labels).
     python_submits: bool = False
+    # Synchronization2 (vkCmdPipelineBarrier2, vkCmdWaitEvents2): the VkDependencyInfo parameters are
+    # reduced to what the driver's timeline orders by (icd.recording.stage_classes, exactly: the
+    # union of each barrier's classes): (barriers, OR of srcStageMask, OR of the dstStageMasks
+    # without BOTTOM_OF_PIPE, a destination that orders nothing). A call whose dependencies carry a
+    # pNext chain, or an image barrier in one of `python_layouts` (registry names), takes Python.
+    dependencies: bool = False
+    python_layouts: tuple[str, ...] = ()
 
 
 _SCALAR_TYPES_SIGNED = {"int32_t", "int64_t", "int16_t", "int8_t"}
@@ -132,9 +145,13 @@ def formats(name: str, spec: Recorded) -> list[str]:
     if cmd.params[0].type != "VkCommandBuffer" or cmd.returnType != "void":
         raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
     if spec.fold is not None:
-        if spec.tagged or spec.fields or spec.strings or spec.python_submits:
+        if spec.tagged or spec.fields or spec.strings or spec.python_submits or spec.dependencies:
             raise ValueError(f"{name}: a folded record has only its count and sums")
         return ["F"] + ["Q"] * len(spec.fold)
+    if spec.dependencies:
+        if spec.tagged or spec.fields or spec.strings or not _dependency_params(cmd):
+            raise ValueError(f"{name}: a dependency record reduces VkDependencyInfo parameters, nothing else")
+        return ["D", "Q", "Q"]
     codes = []
     for p in cmd.params[1:]:
         if spec.fields is not None and p.name not in spec.fields and p.name not in spec.strings:
@@ -429,6 +446,8 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     codes = formats(name, spec)
     if spec.fold is not None:
         return _fold_path(name, index, spec)
+    if spec.dependencies:
+        return _dependency_path(name, index, spec)
     tagged = spec.tagged
     params = cmd.params[1:]
     slot_codes = codes[1:]
@@ -543,6 +562,56 @@ def _fold_path(name: str, index: int, spec: Recorded) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _dependency_params(cmd) -> list:
+    return [p for p in cmd.params[1:] if p.type == "VkDependencyInfo" and p.pointer]
+
+
+# The barrier arrays of a VkDependencyInfo: (count member, array member, whether image layouts apply).
+_BARRIER_ARRAYS = (("memoryBarrierCount", "pMemoryBarriers", False),
+                   ("bufferMemoryBarrierCount", "pBufferMemoryBarriers", False),
+                   ("imageMemoryBarrierCount", "pImageMemoryBarriers", True))
+
+
+def _dependency_path(name: str, index: int, spec: Recorded) -> str:
+    """Fast path of a synchronization2 command: one D record (Recorded.dependencies), or Python."""
+    vk = registry.load()
+    cmd = vk.commands[name]
+    bottom = next(f.value for f in vk.bitmasks["VkPipelineStageFlagBits2"].flags
+                  if f.name == "VK_PIPELINE_STAGE_2_BOTTOM_OF_PIPE_BIT")
+    values = {f.name: f.value for f in vk.enums["VkImageLayout"].fields}
+    layouts = [values[n] for n in spec.python_layouts]
+    lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
+             "    if (rec && !rec->python_path) {",
+             "        uint64_t barriers = 0, src = 0, dst = 0;",
+             "        int python = 0;"]
+    for p in _dependency_params(cmd):
+        count = f"(size_t)({p.length})" if p.length else "1"
+        lines += [f"        for (size_t d = 0; {p.name} && d < {count}; d++) {{",
+                  f"            const VkDependencyInfo *info = &{p.name}[d];",
+                  "            python |= info->pNext != NULL;"]
+        for n, array, images in _BARRIER_ARRAYS:
+            lines += [f"            for (uint32_t k = 0; info->{array} && k < info->{n}; k++) {{",
+                      f"                python |= info->{array}[k].pNext != NULL;",
+                      f"                src |= info->{array}[k].srcStageMask;",
+                      f"                if (!(info->{array}[k].dstStageMask & {bottom:#x}ull))"
+                      f" dst |= info->{array}[k].dstStageMask;"]
+            for value in layouts if images else ():
+                lines.append(f"                python |= info->{array}[k].oldLayout == {value} || "
+                             f"info->{array}[k].newLayout == {value};")
+            lines += ["                barriers++;", "            }"]
+        lines.append("        }")
+    args = ", ".join(p.name for p in cmd.params)
+    lines += ["        if (!python) {",
+              f"            uint64_t *slot = tessera_record(rec, {index}, 3, 0);",
+              "            if (slot) { slot[0] = barriers; slot[1] = src; slot[2] = dst; }",
+              f"            PFN_{name} next = (PFN_{name})rec->dev->next[{index}];",
+              f"            if (next) next({args});",
+              "            return;",
+              "        }",
+              "    }"]
+    return "\n".join(lines) + "\n"
+
+
 def formats_table(names: Iterable[str], recorded: dict[str, Recorded]) -> str:
     """C array of the format strings, by guard index ("" for commands not recorded)."""
     entries = []
@@ -572,6 +641,9 @@ class Recorder:
         """`report(message)` logs a problem; `failed(command, where)` reports the exception being
         handled (HookErrors.report: once per command, with its traceback)."""
         self.ffi, self.lib, self.report, self.failed = ffi, lib, report, failed
+        # TESSERA_C_RECORDING=0: no command buffer is registered, so every command takes its Python
+        # hook (and every submit Python): for comparing the two paths.
+        self.enabled = os.environ.get(SWITCH) != "0"
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._pending: dict[int, threading.Event] = {}   # command buffer address -> its queued job
         self._worker: threading.Thread | None = None
@@ -590,7 +662,7 @@ class Recorder:
             if not fmt:
                 continue
             codes = fmt.split(",")
-            if codes[0] == "F":   # the count and the sums are all plain slots
+            if codes[0] in ("F", "D"):   # plain slots: the count and the sums, or the dependency's three
                 self.layouts[index] = _Layout(name, False, ["Q"] * len(codes), folded=True)
             else:
                 self.layouts[index] = _Layout(name, codes[0] == "T", codes[1:])
@@ -639,7 +711,7 @@ class Recorder:
         return dev
 
     def register(self, handle, device_table) -> None:
-        if not self.lib.tessera_cb_register(handle, device_table):
+        if self.enabled and not self.lib.tessera_cb_register(handle, device_table):
             self.report("out of memory registering a command buffer: its commands take the Python path")
 
     def unregister(self, handle) -> None:
