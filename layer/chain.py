@@ -4,8 +4,15 @@ Follows the Khronos loader-layer interface (version 2): in vkCreateInstance /
 vkCreateDevice the loader passes a VkLayer*CreateInfo link whose head holds
 the next element's GetProcAddr; the layer advances the link, calls down, and
 resolves its dispatch table from the next element right away.
+
+The bookkeeping (which instances and devices exist, what each enables, which
+extensions the layer adds, provides or lists, the DEVICE message) is in
+`Chains` and the functions beside it, on plain values; `register`'s hooks walk
+the loader's structures, call down and hand them what they found.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tessera.vkapi import structs
 from tessera.vkapi.dispatch import canonical, is_device_command
@@ -29,6 +36,117 @@ INSTANCE_COMMANDS = [n for n in _NEEDED if not is_device_command(n) and n not in
 DEVICE_COMMANDS = [n for n in _NEEDED if is_device_command(n)]
 
 
+def missing_instance_extensions(names: list[str], available) -> list[str]:
+    """The extensions the layer needs that the application did not enable and the instance has."""
+    return [e for e in REQUIRED_INSTANCE_EXTENSIONS if e not in names and e in available]
+
+
+def emulated_extensions(names, below) -> frozenset[str]:
+    """Of the device extensions the application enables, those the layer provides itself (the
+    driver below lacks them): they are not passed down."""
+    return frozenset(n for n in names if n in LAYER_DEVICE_EXTENSIONS and n not in below)
+
+
+def device_extension_list(below: dict[str, int], hidden=frozenset()) -> dict[str, int]:
+    """A physical device's own extension list under the layer: the driver's, plus those the layer
+    provides, minus those the layer drives itself (`hidden`)."""
+    provided = {n: v for n, v in LAYER_DEVICE_EXTENSIONS.items() if n not in below}
+    return {n: v for n, v in {**below, **provided}.items() if n not in hidden}
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    """What the DEVICE message says of the physical device (VkPhysicalDeviceProperties)."""
+    name: str
+    vendor_id: int
+    device_id: int
+    api_version: int
+
+
+class Chains:
+    """The instances and devices of the layer's dispatch chains, keyed by dispatch key, in `state`
+    (state.LayerState: its maps and lock; its session's transport is flushed or closed when an
+    instance goes). `send`: the transport's send (the DEVICE message); `errors`: HookErrors;
+    `on_destroy_device(dev)`: runs before a device is destroyed; `instrumenter`: instrument.py's
+    extension of device creation and listing (None without --instrument/--regions)."""
+
+    def __init__(self, state: LayerState, send, errors, on_destroy_device, instrumenter=None) -> None:
+        self.state = state
+        self.send = send
+        self.errors = errors
+        self.on_destroy_device = on_destroy_device
+        self.instrumenter = instrumenter
+        self.device_lists: dict[int, object] = {}   # physical device -> what it lists under the layer
+
+    # ---- instances --------------------------------------------------------------------------
+    def instance_created(self, key: int, inst: InstanceState) -> None:
+        state = self.state
+        with state.lock:
+            state.instances[key] = inst
+
+    def destroy_instance(self, key: int, call_down) -> None:
+        """`call_down(instance)` destroys it below; then it is forgotten, and the transport closed
+        with the last instance (flushed otherwise)."""
+        state = self.state
+        call_down(state.instances[key])
+        with state.lock:
+            state.instances.pop(key, None)
+            last = not state.instances
+        transport = state.session.transport
+        transport.close() if last else transport.flush()
+
+    # ---- devices ----------------------------------------------------------------------------
+    def instrumented_info(self, info, names: list[str], below: dict[str, int], keep):
+        """The create info as the instrumenter extends it; (info, instrumented)."""
+        instrumented = False
+        if self.instrumenter is not None:
+            try:
+                info, instrumented = self.instrumenter.device_info(info, names, below, keep)
+            except Exception:
+                self.errors.report("vkCreateDevice", "enabling shader instrumentation; created without it")
+        return info, instrumented
+
+    def device_created(self, key: int, dev: DeviceState, instrumented, properties) -> None:
+        """Remember `dev`, tell the instrumenter, send its DEVICE message; `properties(dev)`:
+        its physical device's DeviceProperties."""
+        state = self.state
+        with state.lock:
+            state.devices[key] = dev
+        if self.instrumenter is not None:
+            self.instrumenter.device_created(dev, instrumented)
+        try:
+            self.announce(dev, properties(dev))
+        except Exception:
+            self.errors.report("vkCreateDevice", "describing the device")
+
+    def announce(self, dev: DeviceState, props: DeviceProperties) -> None:
+        rates = self.instrumenter.pipe_rates(dev, props.name) if self.instrumenter is not None else None
+        self.send(encoder.device(dev.address, props.name, props.vendor_id, props.device_id, "", props.api_version,
+                                 sorted(dev.enabled_extensions), rates))
+
+    def destroy_device(self, key: int, call_down) -> None:
+        """`on_destroy_device` (read back captures, flush; its failure is reported), then
+        `call_down(device)` destroys it below, then it is forgotten."""
+        state = self.state
+        owner = state.devices[key]
+        try:
+            self.on_destroy_device(owner)
+        except Exception:
+            self.errors.report("vkDestroyDevice", "reading back captures before destruction")
+        call_down(owner)
+        with state.lock:
+            state.devices.pop(key, None)
+
+    def listed_extensions(self, physical: int, below, pack):
+        """The list of the physical device at address `physical` (device_extension_list), made once
+        per physical device: `below()` the driver's extensions, `pack(extensions)` what is kept."""
+        listed = self.device_lists.get(physical)
+        if listed is None:
+            hidden = self.instrumenter.hidden if self.instrumenter is not None else frozenset()
+            listed = self.device_lists[physical] = pack(device_extension_list(below(), hidden))
+        return listed
+
+
 def _link(ffi, pnext, stype: int, ctype: str):
     for p in structs.chain(ffi, pnext):
         info = ffi.cast(ctype, p)
@@ -37,16 +155,11 @@ def _link(ffi, pnext, stype: int, ctype: str):
     return None
 
 
-def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None) -> None:
+def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None) -> Chains:
     """`on_destroy_device(dev)` runs before a device is destroyed (read back captures, flush);
     `instrumenter` (instrument.py, under --instrument) extends device creation."""
-    def with_extensions(pCreateInfo, next_gipa, keep):
-        try:
-            return _with_extensions(ffi, pCreateInfo, next_gipa, keep)
-        except Exception:  # labels are lost, the application's instance is not
-            hooks.errors.report("vkCreateInstance", "adding instance extensions; created without them")
-            names = structs.extension_names(ffi, pCreateInfo)
-            return pCreateInfo, frozenset(names)
+    errors = hooks.errors
+    chains = Chains(state, state.session.transport.send, errors, on_destroy_device, instrumenter)
 
     @hooks.replace("vkCreateInstance")
     def create_instance(pCreateInfo, pAllocator, pInstance):
@@ -57,28 +170,20 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         link.u.pLayerInfo = link.u.pLayerInfo.pNext
         create = ffi.cast("PFN_vkCreateInstance", next_gipa(ffi.NULL, b"vkCreateInstance"))
         keep: structs.Keepalive = []
-        info, enabled = with_extensions(pCreateInfo, next_gipa, keep)
+        info, enabled = _instance_info(ffi, errors, pCreateInfo, next_gipa, keep)
         result = create(info, pAllocator, pInstance)
         if result != vk.VK_SUCCESS:
             return result
         handle = pInstance[0]
         table = hooks.dispatch_table(ffi, next_gipa, handle, INSTANCE_COMMANDS)
-        with state.lock:
-            state.instances[state.key(handle)] = InstanceState(handle, table, next_gipa, enabled)
+        chains.instance_created(state.key(handle), InstanceState(handle, table, next_gipa, enabled))
         return result
 
     @hooks.replace("vkDestroyInstance")
     def destroy_instance(instance, pAllocator):
         if instance == ffi.NULL:
             return
-        key = state.key(instance)
-        owner = state.instances[key]
-        owner.next.vkDestroyInstance(instance, pAllocator)
-        with state.lock:
-            state.instances.pop(key, None)
-            last = not state.instances
-        transport = state.session.transport
-        transport.close() if last else transport.flush()
+        chains.destroy_instance(state.key(instance), lambda owner: owner.next.vkDestroyInstance(instance, pAllocator))
 
     @hooks.replace("vkCreateDevice")
     def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):
@@ -93,14 +198,9 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         keep: structs.Keepalive = []
         names = structs.extension_names(ffi, pCreateInfo)
         below = query_extensions(ffi, inst.next.vkEnumerateDeviceExtensionProperties, physicalDevice, ffi.NULL)
-        emulated = frozenset(n for n in names if n in LAYER_DEVICE_EXTENSIONS and n not in below)
-        info = _without_emulated(pCreateInfo, emulated, keep) if emulated else pCreateInfo
-        instrumented = False
-        if instrumenter is not None:
-            try:
-                info, instrumented = instrumenter.device_info(info, names, below, keep)
-            except Exception:
-                hooks.errors.report("vkCreateDevice", "enabling shader instrumentation; created without it")
+        emulated = emulated_extensions(names, below)
+        info = _without_emulated(ffi, pCreateInfo, emulated, keep) if emulated else pCreateInfo
+        info, instrumented = chains.instrumented_info(info, names, below, keep)
         result = create(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
@@ -108,35 +208,8 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         table = hooks.dispatch_table(ffi, next_gdpa, handle, DEVICE_COMMANDS)
         dev = DeviceState(handle, state.address(handle), table, next_gdpa, inst, physicalDevice,
                           frozenset(names), emulated)
-        with state.lock:
-            state.devices[state.key(handle)] = dev
-        if instrumenter is not None:
-            instrumenter.device_created(dev, instrumented)
-        try:
-            _announce(dev)
-        except Exception:
-            hooks.errors.report("vkCreateDevice", "describing the device")
+        chains.device_created(state.key(handle), dev, instrumented, lambda d: _properties(ffi, d))
         return result
-
-    def _without_emulated(pCreateInfo, emulated, keep):
-        """The create info without extensions (and their feature structs) the layer provides itself."""
-        info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
-                                       [n for n in structs.extension_names(ffi, pCreateInfo) if n not in emulated],
-                                       keep)
-        nodes = list(structs.chain(ffi, pCreateInfo.pNext))
-        dropped = {vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT}
-        if any(n.sType in dropped for n in nodes):
-            info.pNext = structs.rebuild_chain(ffi, [n for n in nodes if n.sType not in dropped], keep)
-        return info
-
-    def _announce(dev: DeviceState) -> None:
-        props = ffi.new("VkPhysicalDeviceProperties *")
-        dev.instance.next.vkGetPhysicalDeviceProperties(dev.physical, props)
-        name = structs.string(ffi, props.deviceName)
-        rates = instrumenter.pipe_rates(dev, name) if instrumenter is not None else None
-        state.session.transport.send(encoder.device(
-            dev.address, name, props.vendorID, props.deviceID, "", props.apiVersion,
-            sorted(dev.enabled_extensions), rates))
 
     @hooks.after("vkGetPhysicalDeviceFeatures2")
     def after_features2(inst, result, physicalDevice, pFeatures):
@@ -149,17 +222,7 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
     def destroy_device(device, pAllocator):
         if device == ffi.NULL:
             return
-        key = state.key(device)
-        owner = state.devices[key]
-        try:
-            on_destroy_device(owner)
-        except Exception:
-            hooks.errors.report("vkDestroyDevice", "reading back captures before destruction")
-        owner.next.vkDestroyDevice(device, pAllocator)
-        with state.lock:
-            state.devices.pop(key, None)
-
-    device_lists: dict[int, ExtensionList] = {}   # physical device -> what it lists under the layer
+        chains.destroy_device(state.key(device), lambda owner: owner.next.vkDestroyDevice(device, pAllocator))
 
     @hooks.replace("vkEnumerateDeviceExtensionProperties")
     def enumerate_device_extensions(physicalDevice, pLayerName, pPropertyCount, pProperties):
@@ -171,25 +234,50 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
             return call(physicalDevice, pLayerName, pPropertyCount, pProperties)
         # The device's own list (pLayerName NULL) is where programs look: a layer that provides
         # an extension the driver lacks lists it there too. Fixed per physical device: made once.
-        listed = device_lists.get(state.address(physicalDevice))
-        if listed is None:
-            below = query_extensions(ffi, call, physicalDevice, ffi.NULL)
-            provided = {n: v for n, v in LAYER_DEVICE_EXTENSIONS.items() if n not in below}
-            hidden = instrumenter.hidden if instrumenter is not None else frozenset()   # the layer drives them
-            listed = device_lists[state.address(physicalDevice)] = ExtensionList(
-                ffi, {n: v for n, v in {**below, **provided}.items() if n not in hidden})
+        listed = chains.listed_extensions(state.address(physicalDevice),
+                                          lambda: query_extensions(ffi, call, physicalDevice, ffi.NULL),
+                                          lambda extensions: ExtensionList(ffi, extensions))
         return listed.fill(pPropertyCount, pProperties)
+
+    return chains
+
+
+def _instance_info(ffi, errors, pCreateInfo, next_gipa, keep):
+    """The create info with the instance extensions the layer needs, and the names it enables."""
+    try:
+        return _with_extensions(ffi, pCreateInfo, next_gipa, keep)
+    except Exception:  # labels are lost, the application's instance is not
+        errors.report("vkCreateInstance", "adding instance extensions; created without them")
+        names = structs.extension_names(ffi, pCreateInfo)
+        return pCreateInfo, frozenset(names)
 
 
 def _with_extensions(ffi, pCreateInfo, next_gipa, keep):
     """The create info with the instance extensions the layer needs, where available."""
     names = structs.extension_names(ffi, pCreateInfo)
-    available = _instance_extensions(ffi, next_gipa)
-    missing = [e for e in REQUIRED_INSTANCE_EXTENSIONS if e not in names and e in available]
+    missing = missing_instance_extensions(names, _instance_extensions(ffi, next_gipa))
     if not missing:
         return pCreateInfo, frozenset(names)
     names += missing
     return structs.with_extensions(ffi, "VkInstanceCreateInfo *", pCreateInfo, names, keep), frozenset(names)
+
+
+def _without_emulated(ffi, pCreateInfo, emulated, keep):
+    """The create info without extensions (and their feature structs) the layer provides itself."""
+    info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
+                                   [n for n in structs.extension_names(ffi, pCreateInfo) if n not in emulated],
+                                   keep)
+    nodes = list(structs.chain(ffi, pCreateInfo.pNext))
+    dropped = {vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT}
+    if any(n.sType in dropped for n in nodes):
+        info.pNext = structs.rebuild_chain(ffi, [n for n in nodes if n.sType not in dropped], keep)
+    return info
+
+
+def _properties(ffi, dev: DeviceState) -> DeviceProperties:
+    props = ffi.new("VkPhysicalDeviceProperties *")
+    dev.instance.next.vkGetPhysicalDeviceProperties(dev.physical, props)
+    return DeviceProperties(structs.string(ffi, props.deviceName), props.vendorID, props.deviceID, props.apiVersion)
 
 
 def _instance_extensions(ffi, next_gipa) -> set[str]:

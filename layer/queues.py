@@ -140,182 +140,255 @@ def reported_from_c(t: CommandBufferTracker) -> bool:
     return True
 
 
-def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None,
-             c_submits: bool = True) -> None:
-    """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits).
-    `ledger`: the shim's vkapi.submits.SubmitLedger (None: no C submit path, as in tests);
-    `c_submits` False: every submit takes the Python path (TESSERA_C_SUBMITS=0)."""
-    session = state.session
-    send = session.transport.send
-    order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
+def _monotonic_raw_ns() -> int:
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
 
-    def pull() -> None:
+
+class QueueReporter:
+    """The queues' state across submits, and what the layer reports of them: submits planned,
+    wrapped and sent (SUBMIT, ANNEX), submits made in C pulled from the ledger, frames (FRAME).
+
+    Free of Vulkan structures: queues and command buffers come as their trackers or addresses,
+    frame boundaries as frame ids; handles are passed through to the collaborators untouched.
+    Collaborators: `session` (state.Session: submit numbers, the frame), `send` (the transport's
+    send), `queue_at(address) -> (device, queue handle)` (the owner of a queue the C path
+    reported), `labeller` (queue_push/queue_pop of s<submitID>), `capturer` (indirect.Capturer:
+    before_submit, after_submit, poll), `errors` (HookErrors), `instrumenter` (readers; None
+    without --instrument/--regions), `ledger` (vkapi.submits.SubmitLedger; None: no C submit
+    path), `recorder` (the shim's Recorder: wait, count_submit, set_submit_ok), `c_submits`
+    (False: every submit takes the Python path), `clock` (host time, ns)."""
+
+    def __init__(self, session, send, queue_at, labeller, capturer, errors, instrumenter=None, ledger=None,
+                 recorder=None, c_submits: bool = True, clock=_monotonic_raw_ns) -> None:
+        self.session = session
+        self.send = send
+        self.queue_at = queue_at
+        self.labeller = labeller
+        self.capturer = capturer
+        self.errors = errors
+        self.instrumenter = instrumenter
+        self.ledger = ledger
+        self.recorder = recorder
+        self.c_submits = c_submits
+        self.clock = clock
+        self.order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
+
+    # ---- submits made in C ------------------------------------------------------------------
+    def pull(self) -> None:
         """Report the submits made in C so far, in order."""
-        if ledger is None:
+        if self.ledger is None:
             return
-        with order:
-            _pull()
+        with self.order:
+            self._pull()
 
-    def _pull() -> None:
-        for s in ledger.take():
+    def _pull(self) -> None:
+        for s in self.ledger.take():
             try:
-                queue = ffi.cast("VkQueue", s.queue)
-                dev = state.owner_of(queue)
+                dev, queue = self.queue_at(s.queue)
                 q = dev.queues[s.queue]
                 for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
                     for address in cbs:
-                        hooks.recorder.wait(address)
+                        self.recorder.wait(address)
                 batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
                 plan = plan_submit(s.submit_id, q, batches)
-                report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
+                self.report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
             except Exception:
-                errors.report("vkQueueSubmit", "reporting a submit made in C")
+                self.errors.report("vkQueueSubmit", "reporting a submit made in C")
 
-    session.pull_submits = pull
-    session.transport.before_flush.append(pull)
-
-    def note_queue(q: QueueTracker) -> None:
+    def note_queue(self, q: QueueTracker) -> None:
         """Submits take the Python path while a queue has labels or a suspended pass open."""
         busy = bool(q.labels) or q.open_pass is not None
-        if ledger is not None and busy != q.python_submits:
+        if self.ledger is not None and busy != q.python_submits:
             q.python_submits = busy
-            ledger.python_reason(busy)
+            self.ledger.python_reason(busy)
 
-    session.note_queue = note_queue
+    def end_recording(self, dev, address: int, handle) -> None:
+        """At vkEndCommandBuffer, on the application's thread, before the worker applies the
+        recording: whether the C path may submit the buffer. The commands still to apply were
+        recorded in C: workloads outside any label or pass, which plan to their tags alone."""
+        if self.ledger is not None and self.c_submits:
+            t = dev.command_buffers[address]
+            self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None and not t.labels
+                                        and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
 
-    @hooks.at_record("vkEndCommandBuffer")
-    def at_end(dev, commandBuffer):
-        """On the application's thread, before the worker applies the recording. The commands still to
-        apply were recorded in C: workloads outside any label or pass, which plan to their tags alone."""
-        if ledger is not None and c_submits:
-            t = state.command_buffer(dev, commandBuffer)
-            hooks.recorder.set_submit_ok(commandBuffer, instrumenter is None and t.part is None and not t.labels
-                                         and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
-
-    def frame_boundaries(pnext) -> list[int]:
-        fb = structs.find(ffi, pnext, vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT, "VkFrameBoundaryEXT *")
-        return [fb.frameID] if fb is not None and fb.flags & vk.VK_FRAME_BOUNDARY_FRAME_END_BIT_EXT else []
-
-    def submit(queue, batches_of, pnexts, forward):
-        """Plan (guarded), wrap, forward, then report; the forward always happens exactly once."""
-        called_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)   # the submit's host time: when it was called
-        dev = state.owner_of(queue)
-        q = dev.queues[state.address(queue)]
+    # ---- submits made in Python -------------------------------------------------------------
+    def submit(self, dev, q: QueueTracker, queue, called_ns: int, batches_of, frame_ends, forward):
+        """Plan (guarded), wrap, forward, then report; the forward always happens exactly once.
+        `batches_of()`: the command-buffer addresses of each batch; `frame_ends()`: the frame ids
+        of the submit's VkFrameBoundaryEXT; `forward()`: the call down, returning its VkResult."""
+        session, ledger = self.session, self.ledger
         plan = None
         try:
-            with order:
+            with self.order:
                 if ledger is not None:
-                    _pull()
+                    self._pull()
                     ledger.made_in_python += 1
-                batches = [[state.command_buffer(dev, h) for h in handles] for handles in batches_of()]
+                batches = [[dev.command_buffers[a] for a in addresses] for addresses in batches_of()]
                 plan = plan_submit(session.next_submit(), q, batches)
-                note_queue(q)
+                self.note_queue(q)
             if ledger is not None:
                 for t in plan.primaries:   # the C path's count of earlier submits, for its reuse test
-                    hooks.recorder.count_submit(t.handle)
-            plan.frame_ends = [f for p in pnexts() for f in frame_boundaries(p)]
-            capturer.before_submit(dev, plan.trackers)
+                    self.recorder.count_submit(t.handle)
+            plan.frame_ends = frame_ends()
+            self.capturer.before_submit(dev, plan.trackers)
         except Exception:
-            errors.report("vkQueueSubmit", "planning the submit; forwarded without metadata")
+            self.errors.report("vkQueueSubmit", "planning the submit; forwarded without metadata")
         wrapped = False
         if plan is not None and plan.wrap:
             try:
-                wrapped = labeller.queue_push(dev, queue, submit_label(plan.submit_id))
+                wrapped = self.labeller.queue_push(dev, queue, submit_label(plan.submit_id))
             except Exception:
-                errors.report("vkQueueSubmit", "wrapping in s<submitID>; forwarded unwrapped")
+                self.errors.report("vkQueueSubmit", "wrapping in s<submitID>; forwarded unwrapped")
         result = forward()
-        returned_ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC_RAW)
+        returned_ns = self.clock()
         if wrapped:
-            labeller.queue_pop(dev, queue)
+            self.labeller.queue_pop(dev, queue)
         if plan is not None and result == vk.VK_SUCCESS:
             try:
-                report(dev, q, queue, plan, wrapped, called_ns, returned_ns - called_ns, session.frame)
+                self.report(dev, q, queue, plan, wrapped, called_ns, returned_ns - called_ns, session.frame)
             except Exception:
-                errors.report("vkQueueSubmit", "sending the submit's metadata")
+                self.errors.report("vkQueueSubmit", "sending the submit's metadata")
         return result
 
-    def report(dev, q: QueueTracker, queue, plan: Plan, wrapped: bool, time_ns: int, duration_ns: int,
+    def report(self, dev, q: QueueTracker, queue, plan: Plan, wrapped: bool, time_ns: int, duration_ns: int,
                frame: int) -> None:
+        send = self.send
         send(encoder.submit, plan.submit_id, dev.address, q.name, [t.address for t in plan.primaries], plan.tags,
              frame, wrapped, time_ns, duration_ns)
         for tag, fields in plan.annexes.items():
             send(encoder.annex, plan.submit_id, tag, fields)
-        readers = instrumenter.readers(dev, plan.submit_id, plan.trackers) if instrumenter else []
+        readers = self.instrumenter.readers(dev, plan.submit_id, plan.trackers) if self.instrumenter else []
         if plan.captures or readers:
-            capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers, readers)
+            self.capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers, readers)
         for frame_id in plan.frame_ends:
-            end_frame(dev, q, "frame_boundary", frame_id)
+            self.end_frame(dev, q, "frame_boundary", frame_id)
 
-    def end_frame(dev, q: QueueTracker, source: str, frame_id: int | None = None) -> None:
+    # ---- frames and waits -------------------------------------------------------------------
+    def end_frame(self, dev, q: QueueTracker, source: str, frame_id: int | None = None) -> None:
+        session = self.session
         number = frame_id if frame_id is not None else session.frame
-        send(encoder.frame, number, dev.address, q.name, source, encoder.now_ns())
+        self.send(encoder.frame, number, dev.address, q.name, source, encoder.now_ns())
         session.frame = max(session.frame, number) + 1
 
-    def for_driver(queue, ctype: str, count: int, pSubmits, keep: list):
-        """The submits as the driver may see them: without VkFrameBoundaryEXT when the layer emulates
-        VK_EXT_frame_boundary (the driver never enabled it; an unknown struct is invalid usage)."""
-        try:
-            return _without_frame_boundary(queue, ctype, count, pSubmits, keep)
-        except Exception:   # forwarded as the application wrote it
-            errors.report("vkQueueSubmit", "removing VkFrameBoundaryEXT; forwarded unchanged")
-            return pSubmits
+    def present(self, dev, address: int, frame_ends) -> None:
+        """After vkQueuePresentKHR on the queue at `address`; `frame_ends()`: the frame ids of the
+        present's VkFrameBoundaryEXT (the first one names the frame)."""
+        self.pull()   # the frame's submits made in C, before the frame ends
+        q = dev.queues.get(address)
+        if q is None:
+            return
+        ids = frame_ends()
+        self.end_frame(dev, q, "present", ids[0] if ids else None)
+        self.capturer.poll(dev)
 
-    def _without_frame_boundary(queue, ctype: str, count: int, pSubmits, keep: list):
+    def waited(self, dev) -> None:
+        """After a wait (queue, device, fences): report what C submitted, read back captures."""
+        self.pull()
+        self.capturer.poll(dev)
+
+
+def frame_boundaries(ffi, pnext) -> list[int]:
+    """The frame id of a VkFrameBoundaryEXT ending a frame in the chain `pnext`, as a list."""
+    fb = structs.find(ffi, pnext, vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT, "VkFrameBoundaryEXT *")
+    return [fb.frameID] if fb is not None and fb.flags & vk.VK_FRAME_BOUNDARY_FRAME_END_BIT_EXT else []
+
+
+def for_driver(ffi, errors, dev, ctype: str, count: int, pSubmits, keep: list):
+    """The submits as the driver may see them: without VkFrameBoundaryEXT when the layer emulates
+    VK_EXT_frame_boundary (the driver never enabled it; an unknown struct is invalid usage)."""
+    try:
+        return _without_frame_boundary(ffi, dev, ctype, count, pSubmits, keep)
+    except Exception:   # forwarded as the application wrote it
+        errors.report("vkQueueSubmit", "removing VkFrameBoundaryEXT; forwarded unchanged")
+        return pSubmits
+
+
+def _without_frame_boundary(ffi, dev, ctype: str, count: int, pSubmits, keep: list):
+    if "VK_EXT_frame_boundary" not in dev.emulated_extensions or not any(
+            n.sType == vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
+            for i in range(count) for n in structs.chain(ffi, pSubmits[i].pNext)):
+        return pSubmits
+    copies = ffi.new(f"{ctype}[]", count)
+    keep.append(copies)
+    ffi.memmove(copies, pSubmits, ffi.sizeof(ctype) * count)
+    for i in range(count):
+        nodes = [n for n in structs.chain(ffi, pSubmits[i].pNext)
+                 if n.sType != vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT]
+        copies[i].pNext = structs.rebuild_chain(ffi, nodes, keep)
+    return copies
+
+
+class _LateRecorder:
+    """hooks.recorder, which HookSet.install creates after every module registered."""
+
+    def __init__(self, hooks) -> None:
+        self._hooks = hooks
+
+    def __getattr__(self, name: str):
+        return getattr(self._hooks.recorder, name)
+
+
+def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None,
+             c_submits: bool = True) -> QueueReporter:
+    """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits).
+    `ledger`: the shim's vkapi.submits.SubmitLedger (None: no C submit path, as in tests);
+    `c_submits` False: every submit takes the Python path (TESSERA_C_SUBMITS=0).
+    The hooks read the Vulkan structures and hand plain values to a QueueReporter."""
+    session = state.session
+    address = state.address
+
+    def queue_at(queue_address: int):
+        queue = ffi.cast("VkQueue", queue_address)
+        return state.owner_of(queue), queue
+
+    reporter = QueueReporter(session, session.transport.send, queue_at, labeller, capturer, errors,
+                             instrumenter, ledger, _LateRecorder(hooks), c_submits)
+    session.pull_submits = reporter.pull
+    session.transport.before_flush.append(reporter.pull)
+    session.note_queue = reporter.note_queue
+
+    @hooks.at_record("vkEndCommandBuffer")
+    def at_end(dev, commandBuffer):
+        reporter.end_recording(dev, address(commandBuffer), commandBuffer)
+
+    def submit(queue, ctype: str, count: int, pSubmits, fence, buffers, call):
+        """`buffers(submit_info)`: its command-buffer handles; `call`: the next element's function."""
+        called_ns = reporter.clock()   # the submit's host time: when it was called
         dev = state.owner_of(queue)
-        if "VK_EXT_frame_boundary" not in dev.emulated_extensions or not any(
-                n.sType == vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
-                for i in range(count) for n in structs.chain(ffi, pSubmits[i].pNext)):
-            return pSubmits
-        copies = ffi.new(f"{ctype}[]", count)
-        keep.append(copies)
-        ffi.memmove(copies, pSubmits, ffi.sizeof(ctype) * count)
-        for i in range(count):
-            nodes = [n for n in structs.chain(ffi, pSubmits[i].pNext)
-                     if n.sType != vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT]
-            copies[i].pNext = structs.rebuild_chain(ffi, nodes, keep)
-        return copies
+        q = dev.queues[address(queue)]
+        keep: list = []
+        return reporter.submit(
+            dev, q, queue, called_ns,
+            lambda: [[address(h) for h in buffers(pSubmits[i])] for i in range(count)],
+            lambda: [f for i in range(count) for f in frame_boundaries(ffi, pSubmits[i].pNext)],
+            lambda: call(dev)(queue, count, for_driver(ffi, errors, dev, ctype, count, pSubmits, keep), fence))
 
     @hooks.replace("vkQueueSubmit")
     def queue_submit(queue, count, pSubmits, fence):
-        def batches():
-            return [[pSubmits[i].pCommandBuffers[j] for j in range(pSubmits[i].commandBufferCount)]
-                    for i in range(count)]
-        keep: list = []
-        return submit(queue, batches, lambda: [pSubmits[i].pNext for i in range(count)],
-                      lambda: state.owner_of(queue).next.vkQueueSubmit(
-                          queue, count, for_driver(queue, "VkSubmitInfo", count, pSubmits, keep), fence))
+        return submit(queue, "VkSubmitInfo", count, pSubmits, fence,
+                      lambda s: [s.pCommandBuffers[j] for j in range(s.commandBufferCount)],
+                      lambda dev: dev.next.vkQueueSubmit)
 
     @hooks.replace("vkQueueSubmit2")
     def queue_submit2(queue, count, pSubmits, fence):
-        def batches():
-            return [[pSubmits[i].pCommandBufferInfos[j].commandBuffer
-                     for j in range(pSubmits[i].commandBufferInfoCount)] for i in range(count)]
-        keep: list = []
-        return submit(queue, batches, lambda: [pSubmits[i].pNext for i in range(count)],
-                      lambda: state.owner_of(queue).next.vkQueueSubmit2(
-                          queue, count, for_driver(queue, "VkSubmitInfo2", count, pSubmits, keep), fence))
+        return submit(queue, "VkSubmitInfo2", count, pSubmits, fence,
+                      lambda s: [s.pCommandBufferInfos[j].commandBuffer for j in range(s.commandBufferInfoCount)],
+                      lambda dev: dev.next.vkQueueSubmit2)
 
     @hooks.after("vkQueuePresentKHR")
     def after_present(dev, result, queue, pPresentInfo):
-        pull()   # the frame's submits made in C, before the frame ends
-        q = dev.queues.get(state.address(queue))
-        if q is None:
-            return
-        ids = frame_boundaries(pPresentInfo.pNext)
-        end_frame(dev, q, "present", ids[0] if ids else None)
-        capturer.poll(dev)
+        reporter.present(dev, address(queue), lambda: frame_boundaries(ffi, pPresentInfo.pNext))
 
     @hooks.after("vkQueueWaitIdle")
     def after_queue_wait(dev, result, queue):
-        pull()
-        capturer.poll(dev)
+        reporter.waited(dev)
 
     @hooks.after("vkDeviceWaitIdle")
     def after_device_wait(dev, result, device):
-        pull()
-        capturer.poll(dev)
+        reporter.waited(dev)
 
     @hooks.after("vkWaitForFences")
     def after_wait_fences(dev, result, device, count, pFences, waitAll, timeout):
-        pull()
-        capturer.poll(dev)
+        reporter.waited(dev)
+
+    return reporter
