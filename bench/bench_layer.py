@@ -6,6 +6,7 @@ Mali driver alone ("ICD only"), and the driver with the Tessera layer (everythin
 spooling to a temporary session folder). Inputs:
   draw      N x vkCmdDraw(3,1,0,0) recorded in one dynamic-rendering instance (64x64 RGBA8,
             trivial vertex + constant-color fragment shader);
+  pass      N dynamic-rendering instances of one vkCmdDraw each (the same image and pipeline);
   dispatch  N x vkCmdDispatch(1,1,1) recorded with an empty compute pipeline bound;
   copy      N x vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers;
   copy2     the same copies through vkCmdCopyBuffer2 (VkCopyBufferInfo2, one VkBufferCopy2);
@@ -28,10 +29,10 @@ import argparse
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
-MODES = ("draw", "dispatch", "copy", "copy2", "submit", "groups")
-WHAT = {"draw": "vkCmdDraw", "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
+MODES = ("draw", "pass", "dispatch", "copy", "copy2", "submit", "groups")
+WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)", "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
         "submit": "vkQueueSubmit", "groups": "vkEnumeratePhysicalDeviceGroups"}
-RECORDING = ("draw", "dispatch", "copy", "copy2")
+RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 
 def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, dict]:

@@ -12,6 +12,8 @@
  *             R8G8B8A8_UNORM color image, with a graphics pipeline bound (a vertex shader making a
  *             triangle from gl_VertexIndex, a constant-color fragment shader), the wall time of
  *             recording N vkCmdDraw(3,1,0,0).
+ *   pass      the same image and pipeline: N dynamic-rendering instances of one draw each
+ *             (vkCmdBeginRendering, vkCmdDraw, vkCmdEndRendering), the wall time per instance.
  *   groups    N vkEnumeratePhysicalDeviceGroups calls (count, then the groups), the wall time.
  *   copy      N vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers (the region's
  *             offsets cycle through the buffer), recorded into one primary command buffer.
@@ -22,13 +24,13 @@
  *             program waits for and resets the 64 fences. Only the vkQueueSubmit calls are timed:
  *             the fence waits and resets are outside the timed part. The backend executes earlier
  *             submits (on its own thread) while later ones are being submitted.
- * Recording (dispatch, draw, copy, copy2) is timed alone: those numbers are the per-call cost of the loader trampoline,
+ * Recording (dispatch, draw, pass, copy, copy2) is timed alone: those numbers are the per-call cost of the loader trampoline,
  * any layers and the driver's recording path. After the last recording the buffer is submitted once and
  * the queue waited for idle: "submit_ns" is that one vkQueueSubmit of N commands and "wait_ns" the
  * vkQueueWaitIdle after it (the backend running the N commands, and anything a driver or layer finishes
  * before the wait returns, such as the GPU events of the trace); one sample each.
  * Timing is CLOCK_MONOTONIC; each of REPS repetitions times N calls and the best is reported.
- * Defaults: N = 200000 (dispatch, draw, copy, copy2), 20000 (submit, groups), REPS = 5.
+ * Defaults: N = 200000 (dispatch, draw, pass, copy, copy2), 20000 (submit, groups), REPS = 5.
  * Output: one line of JSON, {"mode":M,"calls":N,"ns_per_call":X,"end_ns_per_call":E,"repetitions":REPS}:
  * X is the recording loop alone; E is the vkEndCommandBuffer that follows it (and vkCmdEndRendering for
  * draws) divided by N, i.e. what a layer or driver that defers work to the end of the recording costs
@@ -58,9 +60,9 @@
         }                                                                                           \
     } while (0)
 
-enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2 };
-static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2"};
-#define MODE_COUNT 6
+enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2, MODE_PASS };
+static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass"};
+#define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
 
 #define RING 64            /* submit mode: command buffers (and fences) in flight at most */
 #define FILL_BYTES 16      /* submit mode: bytes each command buffer fills */
@@ -115,7 +117,7 @@ static void init(struct ctx *c, enum mode mode)
         fail("no Vulkan physical device");
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(c->physical, &props);
-    if (mode == MODE_DRAW && props.apiVersion < VK_API_VERSION_1_3)
+    if ((mode == MODE_DRAW || mode == MODE_PASS) && props.apiVersion < VK_API_VERSION_1_3)
         fail("draw mode needs a Vulkan 1.3 device (dynamic rendering)");
     if (mode == MODE_COPY2 && props.apiVersion < VK_API_VERSION_1_3)
         fail("copy2 mode needs a Vulkan 1.3 device (vkCmdCopyBuffer2)");
@@ -140,7 +142,7 @@ static void init(struct ctx *c, enum mode mode)
     VkPhysicalDeviceVulkan13Features features13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
                                                    .dynamicRendering = VK_TRUE};
     VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                                   .pNext = mode == MODE_DRAW ? &features13 : NULL,
+                                   .pNext = mode == MODE_DRAW || mode == MODE_PASS ? &features13 : NULL,
                                    .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
     VK_CHECK(vkCreateDevice(c->physical, &dev_info, NULL, &c->device));
     vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
@@ -285,7 +287,8 @@ static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_
 }
 
 /* Best of `reps` times of recording `calls` vkCmdDraw inside one dynamic-rendering instance. */
-static double bench_draw(struct ctx *c, long calls, long reps, double *best_end, struct submit_times *st)
+/* `passes` 0: `calls` draws in one dynamic-rendering instance; 1: `calls` instances of one draw each. */
+static double bench_draw(struct ctx *c, int passes, long calls, long reps, double *best_end, struct submit_times *st)
 {
     VkImageCreateInfo image_info = {
         .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = COLOR_FORMAT,
@@ -368,13 +371,23 @@ static double bench_draw(struct ctx *c, long calls, long reps, double *best_end,
         begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
         vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
                              0, 0, NULL, 0, NULL, 1, &to_attachment);
-        vkCmdBeginRendering(cmd, &rendering);
         vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+        if (!passes)
+            vkCmdBeginRendering(cmd, &rendering);
         double t0 = now_ns();
-        for (long i = 0; i < calls; i++)
-            vkCmdDraw(cmd, 3, 1, 0, 0);
+        if (passes) {
+            for (long i = 0; i < calls; i++) {
+                vkCmdBeginRendering(cmd, &rendering);
+                vkCmdDraw(cmd, 3, 1, 0, 0);
+                vkCmdEndRendering(cmd);
+            }
+        } else {
+            for (long i = 0; i < calls; i++)
+                vkCmdDraw(cmd, 3, 1, 0, 0);
+        }
         double elapsed = now_ns() - t0;
-        vkCmdEndRendering(cmd);
+        if (!passes)
+            vkCmdEndRendering(cmd);
         VK_CHECK(vkEndCommandBuffer(cmd));
         double ended = now_ns() - t0 - elapsed;
         if (best < 0.0 || elapsed < best)
@@ -519,7 +532,7 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (!known) {
-        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2 [N] [REPS]\n");
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass [N] [REPS]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_SUBMIT || mode == MODE_GROUPS ? 20000 : 200000);
@@ -530,7 +543,8 @@ int main(int argc, char **argv)
     double best_end = -1.0;
     struct submit_times st = {-1.0, -1.0};
     double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps, &best_end, &st)
-                  : mode == MODE_DRAW   ? bench_draw(&c, calls, reps, &best_end, &st)
+                  : mode == MODE_DRAW   ? bench_draw(&c, 0, calls, reps, &best_end, &st)
+                  : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)

@@ -101,6 +101,8 @@ def register(drv: Driver) -> None:
         cb.ops.append((op, value))
 
     # ---- render passes -------------------------------------------------
+    # Recorded in C (intercepts.PASS_BEGIN, RENDERING_BEGIN, PASS_END) unless Python must act at record
+    # time: the hooks below also apply those records, with the same arguments.
     def begin_render_pass(cb, begin, command: str):
         info = describe_begin(res(cb), begin, command)
         if info.waits_before:
@@ -113,26 +115,32 @@ def register(drv: Driver) -> None:
         if begin is not None and begin.waits_after:
             add(cb, "barrier")
 
+    @hooks.applies("vkCmdBeginRenderPass")
     @hooks.before("vkCmdBeginRenderPass")
     def cmd_begin_render_pass(cb, commandBuffer, pRenderPassBegin, contents):
         begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass")
 
+    @hooks.applies("vkCmdBeginRenderPass2")
     @hooks.before("vkCmdBeginRenderPass2")
     def cmd_begin_render_pass2(cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
         begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass2")
 
+    @hooks.applies("vkCmdEndRenderPass")
     @hooks.before("vkCmdEndRenderPass")
     def cmd_end_render_pass(cb, commandBuffer):
         end_render_pass(cb)
 
+    @hooks.applies("vkCmdEndRenderPass2")
     @hooks.before("vkCmdEndRenderPass2")
     def cmd_end_render_pass2(cb, commandBuffer, pSubpassEndInfo):
         end_render_pass(cb)
 
+    @hooks.applies("vkCmdBeginRendering")
     @hooks.before("vkCmdBeginRendering")
     def cmd_begin_rendering(cb, commandBuffer, info):
         add(cb, "pass_begin", describe_rendering(ffi, res(cb), info))
 
+    @hooks.applies("vkCmdEndRendering")
     @hooks.before("vkCmdEndRendering")
     def cmd_end_rendering(cb, commandBuffer):
         begin = next((v for op, v in reversed(cb.ops) if op == "pass_begin"), None)

@@ -294,6 +294,9 @@ class Regions:
         def after_begin(dev, result, commandBuffer, pBeginInfo):
             if dev.address in self.limits:
                 self.recycle(dev, commandBuffer)
+                # Every render pass begin gets its capture request at record time: no pass is begun
+                # in C (recorder.Recorded.opens_pass), nor anything else in this buffer.
+                hooks.recorder.python_path(commandBuffer, True)
 
     # ---- results -----------------------------------------------------------------------------
     def readers(self, dev: DeviceState, submit_id: int, trackers) -> list:

@@ -28,16 +28,19 @@ def _meta(info: PassInfo) -> dict:
 
 
 def register(hooks, state, labeller: Labeller, capture) -> None:
-    def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo) -> None:
-        w = Workload(labeller.next_tag(), tuple(t.labels), t.pops_below_start)
-        labeller.push(dev, commandBuffer, tag_label(w.tag))
+    def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo, tag: int | None = None) -> None:
+        """`tag`: the pass was begun in C, which took that tag and opened its label."""
+        w = Workload(labeller.next_tag() if tag is None else tag, tuple(t.labels), t.pops_below_start)
+        if tag is None:
+            labeller.push(dev, commandBuffer, tag_label(w.tag))
         t.part = PassPart(w, _meta(info), suspends=info.suspending)
 
-    def finish(dev, t: CommandBufferTracker, commandBuffer, suspended: bool) -> None:
-        """The pass (or this command buffer's part of it) is recorded."""
+    def finish(dev, t: CommandBufferTracker, commandBuffer, suspended: bool, in_c: bool = False) -> None:
+        """The pass (or this command buffer's part of it) is recorded. `in_c`: it ended in C, which
+        closed its label; no Python hook ran inside it, so it has no indirect draw to capture."""
         part, t.part = t.part, None
         part.suspends = suspended
-        if not suspended:
+        if not suspended and not in_c:
             labeller.pop(dev, commandBuffer)
             # Indirect draws: their parameters are copied once the pass is over (no copies inside one).
             part.captures += [c for c in (pending(commandBuffer) for pending in t.deferred_captures) if c]
@@ -86,6 +89,31 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
         if t.part is not None and not t.part.suspends:
             finish(dev, t, commandBuffer, suspended=False)
         # suspended: the part stays open; a resume in this buffer continues it, else vkEndCommandBuffer ends it
+
+    # Recorded in C (intercepts.TAGGED_PASS_BEGIN, TAGGED_RENDERING_BEGIN, PASS_END) when no hook must act
+    # at record time (no pNext, no suspending or resuming): C took the tag and opened the pass's label at
+    # the begin and closed it at the end; the records are applied here, in order.
+    def begun_in_c(command: str):
+        def apply(dev, commandBuffer, pBegin, contents_or_subpass_begin, tag: int):
+            start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
+                  describe_begin(dev.res, pBegin, command), tag)
+        return apply
+
+    for name in ("vkCmdBeginRenderPass", "vkCmdBeginRenderPass2"):
+        hooks.applies(name)(begun_in_c(name))
+
+    @hooks.applies("vkCmdBeginRendering")
+    def rendering_begun_in_c(dev, commandBuffer, pRenderingInfo, tag: int):
+        start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
+              describe_rendering(state.ffi, dev.res, pRenderingInfo), tag)
+
+    @hooks.applies("vkCmdEndRenderPass")
+    @hooks.applies("vkCmdEndRenderPass2")
+    @hooks.applies("vkCmdEndRendering")
+    def ended_in_c(dev, commandBuffer, *end_info):
+        t = state.command_buffer(dev, commandBuffer)
+        if t.part is not None:
+            finish(dev, t, commandBuffer, suspended=False, in_c=True)
 
     @hooks.before("vkEndCommandBuffer")
     def before_end_command_buffer(dev, commandBuffer):

@@ -111,11 +111,14 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
             fast = submits.fast_path(name, index, submit_path)
         if submit_path is not None and submit_path.queue_labels and name in submits.LABEL_COMMANDS:
             fast = submits.label_fast_path(name)
+        # A Python hook of a command buffer ends C's hold on its open render pass (recorder.py).
+        seen = ("tessera_cb_python_seen((void *)commandBuffer); "
+                if name.startswith("vkCmd") and cmd.params[0].type == "VkCommandBuffer" else "")
         out.append(
             f"static {ret} hook_{name}({params});\n"
             f"static {ret} guard_{name}({params})\n{{\n"
             + fast +
-            f"    if (__builtin_expect(tessera_python_usable(), 1)) {{ {call_hook} }}\n"
+            f"    if (__builtin_expect(tessera_python_usable(), 1)) {{ {seen}{call_hook} }}\n"
             f"    PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"
             f"    {forward}\n}}\n")
     table_names = ",\n    ".join(f'"{n}"' for n in names)

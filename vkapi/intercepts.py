@@ -58,6 +58,17 @@ APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, python
 APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, python_submits=True)
 APP_LABEL_END = Recorded(forward=False, python_submits=True)
 COUNTED_DRAWS = Recorded(fold=())                    # the layer: consecutive draws only count
+# Render passes (Recorded.opens_pass, closes_pass): a begin with a pNext chain (per-region counters,
+# imageless framebuffers, ...) or a dynamic-rendering instance that suspends or resumes takes Python,
+# and so does its end; the layer's begins are tagged, their t<tag> label open until the end.
+_PASS_PYTHON = "!pRenderPassBegin || pRenderPassBegin->pNext"
+_RENDERING_PYTHON = ("!pRenderingInfo || pRenderingInfo->pNext || "
+                     "(pRenderingInfo->flags & ({VK_RENDERING_SUSPENDING_BIT} | {VK_RENDERING_RESUMING_BIT}))")
+PASS_BEGIN = Recorded(opens_pass=True, python_if=_PASS_PYTHON)
+RENDERING_BEGIN = Recorded(opens_pass=True, python_if=_RENDERING_PYTHON)
+TAGGED_PASS_BEGIN = Recorded(opens_pass=True, tagged=True, python_if=_PASS_PYTHON)
+TAGGED_RENDERING_BEGIN = Recorded(opens_pass=True, tagged=True, python_if=_RENDERING_PYTHON)
+PASS_END = Recorded(closes_pass=True)
 # Synchronization2 in the driver: the stage masks it orders by; icd.tensors translates tensor barriers
 # (a pNext) and the tensor-aliasing layout at record time, so those calls take Python.
 DEPENDENCIES = Recorded(dependencies=True, python_layouts=("VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM",))
@@ -87,14 +98,14 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.labels", c=LABEL, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL)},
     "vkCmdBeginRenderPass": {
-        ICD: In("icd.recording", "icd.regions"),
-        LAYER: In("layer.render_passes", "layer.regions")},
+        ICD: In("icd.recording", "icd.regions", c=PASS_BEGIN),
+        LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_PASS_BEGIN)},
     "vkCmdBeginRenderPass2": {
-        ICD: In("icd.recording", "icd.regions"),
-        LAYER: In("layer.render_passes", "layer.regions")},
+        ICD: In("icd.recording", "icd.regions", c=PASS_BEGIN),
+        LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_PASS_BEGIN)},
     "vkCmdBeginRendering": {
-        ICD: In("icd.recording", "icd.regions"),
-        LAYER: In("layer.render_passes", "layer.regions")},
+        ICD: In("icd.recording", "icd.regions", c=RENDERING_BEGIN),
+        LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_RENDERING_BEGIN)},
     "vkCmdBeginShaderInstrumentationARM": {ICD: In("icd.instrumentation", emulated=True)},
     "vkCmdBindPipeline": {
         ICD: In("icd.recording", "icd.regions", c=RECORDED),
@@ -182,14 +193,14 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.labels", c=LABEL_END, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL_END)},
     "vkCmdEndRenderPass": {
-        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions"),
-        LAYER: In("layer.render_passes")},
+        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions", c=PASS_END),
+        LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndRenderPass2": {
-        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions"),
-        LAYER: In("layer.render_passes")},
+        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions", c=PASS_END),
+        LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndRendering": {
-        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions"),
-        LAYER: In("layer.render_passes")},
+        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions", c=PASS_END),
+        LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndShaderInstrumentationARM": {ICD: In("icd.instrumentation", emulated=True)},
     "vkCmdExecuteCommands": {
         ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),

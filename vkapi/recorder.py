@@ -28,14 +28,16 @@ Record layout (little-endian, 8-byte aligned):
 Formats (`tessera_record_format(index)`), one code per parameter after the command buffer:
     Q unsigned scalar or handle, q signed scalar, A<Struct> array of plain structs,
     S<Struct>.<member> the string `member` of the struct the parameter points to,
-    I<Struct>.<member> an info struct (`const VkCopyBufferInfo2 *pCopyBufferInfo`: sType, pNext,
-        scalars and handles, and one array `member` of structs counted by another member, per the
-        registry's `length`; `info_array`): its bytes are the struct, padded to 8, then the array's
-        elements. C copies both as they are except that it sets the struct's pNext and the array
-        pointer to NULL and each element's pNext to NULL (the chains are not copied), and the count
-        to 0 when the array pointer was NULL. Python gets a `Struct *` into the arena whose array
-        pointer it has set to the elements' copy, read exactly as the live struct (valid while the
-        record is applied); NULL when the parameter was NULL (slot 0),
+    I<Struct>[.<member>:<count> | .<member>]... an info struct (`const VkCopyBufferInfo2 *`,
+        `const VkRenderingInfo *`: sType, pNext, scalars, handles and flat structs, and `const`
+        pointers to flat structs, each an array counted by another member per the registry's
+        `length`, or one optional struct; `info_pointers`): its bytes are the struct, padded to 8,
+        then what each pointer points to, in member order, each padded to 8. C copies them as they
+        are except that it sets every pNext to NULL (the chains are not copied), a pointer that was
+        NULL stays NULL with its count 0, and the others keep the application's address, which
+        Python replaces with its copy's before anything reads them. Python gets a `Struct *` into
+        the arena, read exactly as the live struct (valid while the record is applied); NULL when
+        the parameter was NULL (slot 0),
     - not recorded (given to Python as None). The first code is R (a record) or T (a record whose
     first slot is a tag), or F (a folded record: one slot of count, then a Q per sum, no parameters),
     or D (a dependency record, `Recorded.dependencies`: three slots, the barriers, the OR of their
@@ -52,6 +54,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import struct
 import threading
 from collections.abc import Callable, Iterable
@@ -85,6 +88,15 @@ class Recorded:
     # pNext chain, or an image barrier in one of `python_layouts` (registry names), takes Python.
     dependencies: bool = False
     python_layouts: tuple[str, ...] = ()
+    # A C expression of the parameters (registry constants as {VK_NAME}): when true, the call takes
+    # its Python hook instead (what C does not record, e.g. a pNext chain a hook must read).
+    python_if: str | None = None
+    # Render passes: a begin recorded in C marks the buffer's open pass as C's (and, tagged, keeps
+    # its t<tag> label open); an end is recorded in C only for such a pass and closes that label.
+    # Any Python hook of the buffer in between (an indirect draw, a subpass, secondaries) clears the
+    # mark, so the end takes Python too, where the hooks that act at the end of a pass run.
+    opens_pass: bool = False
+    closes_pass: bool = False
 
 
 _SCALAR_TYPES_SIGNED = {"int32_t", "int64_t", "int16_t", "int8_t"}
@@ -113,29 +125,34 @@ def _flat(struct_name: str, chained: bool) -> bool:
     return True
 
 
-def info_array(struct_name: str):
-    """The array member of an info struct the I code records, or None when `struct_name` is not one:
-    a struct with sType and pNext whose other members are scalars, handles or pointer-free structs,
-    but for one `const` pointer to structs (themselves pointer-free but for their own pNext) whose
-    count, its registry `length`, is a member of the same struct."""
+def info_pointers(struct_name: str) -> list | None:
+    """The pointer members the I code copies with an info struct, in member order, or None when
+    `struct_name` is not one: a struct with sType and pNext whose other members are scalars,
+    handles or pointer-free structs, or `const` pointers to structs (themselves pointer-free but for
+    their own pNext), each either an array counted by another member (its registry `length`) or
+    one optional struct (no `length`)."""
     vk = registry.load()
     s = vk.structs.get(struct_name)
     if s is None or not s.sType or not s.members or s.members[1].name != "pNext":
         return None
     names = {m.name for m in s.members}
-    arrays = [m for m in s.members[2:] if m.pointer]
-    if len(arrays) != 1:
+    pointers = [m for m in s.members[2:] if m.pointer]
+    for m in pointers:
+        if (not m.fullType.startswith("const ") or m.fullType.count("*") != 1 or not _flat(m.type, True)
+                or (m.length and m.length not in names)):
+            return None
+        if m.length:
+            count = next(c for c in s.members if c.name == m.length)
+            if count.pointer or count.type not in ("uint32_t", "uint64_t", "size_t"):
+                return None
+    if any(m.type in vk.structs and not _flat(m.type, False) for m in s.members[2:] if not m.pointer):
         return None
-    array = arrays[0]
-    if (not array.length or array.length not in names or not array.fullType.startswith("const ")
-            or array.fullType.count("*") != 1 or not _flat(array.type, True)):
-        return None
-    count = next(m for m in s.members if m.name == array.length)
-    if count.pointer or count.type not in ("uint32_t", "uint64_t", "size_t"):
-        return None
-    if any(m.type in vk.structs and not _flat(m.type, False) for m in s.members[2:] if m is not array):
-        return None
-    return array
+    return pointers
+
+
+def info_code(struct_name: str, pointers) -> str:
+    """I<Struct>, then .<member>:<count> per array and .<member> per single struct pointer."""
+    return "I" + struct_name + "".join(f".{m.name}:{m.length}" if m.length else f".{m.name}" for m in pointers)
 
 
 def formats(name: str, spec: Recorded) -> list[str]:
@@ -145,11 +162,13 @@ def formats(name: str, spec: Recorded) -> list[str]:
     if cmd.params[0].type != "VkCommandBuffer" or cmd.returnType != "void":
         raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
     if spec.fold is not None:
-        if spec.tagged or spec.fields or spec.strings or spec.python_submits or spec.dependencies:
+        if (spec.tagged or spec.fields or spec.strings or spec.python_submits or spec.dependencies
+                or spec.python_if or spec.opens_pass or spec.closes_pass):
             raise ValueError(f"{name}: a folded record has only its count and sums")
         return ["F"] + ["Q"] * len(spec.fold)
     if spec.dependencies:
-        if spec.tagged or spec.fields or spec.strings or not _dependency_params(cmd):
+        if spec.tagged or spec.fields or spec.strings or spec.python_if or spec.opens_pass or spec.closes_pass \
+                or not _dependency_params(cmd):
             raise ValueError(f"{name}: a dependency record reduces VkDependencyInfo parameters, nothing else")
         return ["D", "Q", "Q"]
     codes = []
@@ -159,13 +178,13 @@ def formats(name: str, spec: Recorded) -> list[str]:
         elif p.name in spec.strings:
             codes.append(f"S{p.type}.{spec.strings[p.name]}")
         elif p.pointer:
-            array = None if p.length else info_array(p.type)
-            if array is not None and p.fullType == f"const {p.type}*":
-                codes.append(f"I{p.type}.{array.name}")
+            pointers = None if p.length else info_pointers(p.type)
+            if pointers is not None and p.fullType == f"const {p.type}*":
+                codes.append(info_code(p.type, pointers))
                 continue
             if not (p.length and _plain(p.type) and p.fullType.startswith("const ")):
                 raise ValueError(f"{name}.{p.name}: pointer parameters are recorded only as arrays of plain "
-                                 "structs or info structs with one array (info_array)")
+                                 "structs or info structs (info_pointers)")
             codes.append(f"A{p.type}")
         elif p.type in _SCALAR_TYPES_SIGNED:
             codes.append("q")
@@ -199,6 +218,8 @@ typedef struct tessera_cb {
     int python_path;             /* set by Python: this buffer's commands take their Python hooks */
     int submit_ok;               /* set by Python: a submit of this buffer may take the C path (submits.py) */
     int python_submits;          /* a record of a Recorded(python_submits=True) command: submits take Python */
+    int pass_in_c;               /* the open render pass was begun in C and no Python hook ran since */
+    int pass_label;              /* ... and C opened its t<tag> label (the layer) */
     uint64_t submits;            /* times submitted since recorded (submits.py) */
     size_t last;                 /* offset of the last record, for folding */
     uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
@@ -357,8 +378,16 @@ void tessera_cb_reset(void *handle)
     tessera_cb *cb = tessera_cb_find(handle);
     if (cb) {
         cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0;
-        cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0;
+        cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->pass_in_c = 0; cb->pass_label = 0;
     }
+}
+
+/* Before any Python hook of a command-buffer command (guards.py): a render pass begun in C
+   must end in Python, where the hooks acting at the end of a pass run (Recorded.closes_pass). */
+static inline void tessera_cb_python_seen(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) cb->pass_in_c = 0;
 }
 
 /* Python: while on, the buffer's recorded commands take their Python hooks instead (a driver
@@ -452,8 +481,13 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     params = cmd.params[1:]
     slot_codes = codes[1:]
     recorded = [(p, c) for p, c in zip(params, slot_codes) if c != "-"]
+    when = "rec && !rec->python_path"
+    if spec.closes_pass:
+        when += " && rec->pass_in_c"
+    if spec.python_if:
+        when += f" && !({c_constants(spec.python_if)})"
     lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
-             "    if (rec && !rec->python_path) {"]
+             f"    if ({when}) {{"]
     if spec.python_submits:
         lines.append("        rec->python_submits = 1;")
     sizes = []
@@ -467,12 +501,13 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
             lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
             sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
         elif c.startswith("I"):
-            array = info_array(p.type)
-            lines.append(f"        size_t c_{p.name} = {p.name} && {p.name}->{array.name} ? "
-                         f"(size_t){p.name}->{array.length} : 0;")
-            lines.append(f"        size_t n_{p.name} = {p.name} ? ((sizeof({p.type}) + 7) & ~(size_t)7) "
-                         f"+ c_{p.name} * sizeof({array.type}) : 0;")
-            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+            parts = [f"((sizeof({p.type}) + 7) & ~(size_t)7)"]
+            for k, m in enumerate(info_pointers(p.type)):
+                n = f"(size_t){p.name}->{m.length}" if m.length else "1"
+                lines.append(f"        size_t c{k}_{p.name} = {p.name} && {p.name}->{m.name} ? {n} : 0;")
+                parts.append(f"((c{k}_{p.name} * sizeof({m.type}) + 7) & ~(size_t)7)")
+            lines.append(f"        size_t n_{p.name} = {p.name} ? {' + '.join(parts)} : 0;")
+            sizes.append(f"n_{p.name}")
     nslots = len(recorded) + (1 if tagged else 0)
     extra = " + ".join(sizes) or "0"
     if tagged:
@@ -509,32 +544,42 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     if spec.forward:
         lines.append(f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];")
         lines.append(f"        if (next) next({args});")
-    if tagged:
+    if spec.opens_pass:   # the pass's t<tag> label, if any, stays open until its end
+        lines.append("        rec->pass_in_c = 1;")
+        lines.append(f"        rec->pass_label = {'pushed' if tagged else '0'};")
+    elif tagged:
         lines.append("        if (pushed) tessera_pop_tag(commandBuffer, rec->dev);")
+    if spec.closes_pass:
+        lines.append("        if (rec->pass_label) tessera_pop_tag(commandBuffer, rec->dev);")
+        lines.append("        rec->pass_in_c = 0;")
+        lines.append("        rec->pass_label = 0;")
     lines.append("        return;")
     lines.append("    }")
     return "\n".join(lines) + "\n"
 
 
 def _info_copy(p) -> list[str]:
-    """C copying an info struct parameter and its array into the record (the I code)."""
-    array = info_array(p.type)
-    element = registry.load().structs[array.type]
-    v, items = f"i_{p.name}", f"e_{p.name}"
+    """C copying an info struct parameter and what its pointers point to into the record (the I code)."""
+    vk = registry.load()
+    v = f"i_{p.name}"
+    pointers = info_pointers(p.type)
     lines = [f"            if (n_{p.name}) {{",
              f"                {p.type} *{v} = ({p.type} *)extra;",
              f"                memcpy({v}, {p.name}, sizeof({p.type}));",
-             f"                {v}->pNext = NULL;",
-             f"                {v}->{array.name} = NULL;   /* Python points it at the copy below */",
-             f"                {v}->{array.length} = c_{p.name};",
-             f"                {array.type} *{items} = ({array.type} *)"
-             f"(extra + ((sizeof({p.type}) + 7) & ~(size_t)7));",
-             f"                if (c_{p.name}) "
-             f"memcpy({items}, {p.name}->{array.name}, c_{p.name} * sizeof({array.type}));"]
-    if element.sType:
-        lines.append(f"                for (size_t k = 0; k < c_{p.name}; k++) {items}[k].pNext = NULL;")
+             f"                {v}->pNext = NULL;"]
+    if pointers:
+        lines.append(f"                uint8_t *at = extra + ((sizeof({p.type}) + 7) & ~(size_t)7);")
+    for k, m in enumerate(pointers):
+        c = f"c{k}_{p.name}"
+        lines.append(f"                if (!{c}) {v}->{m.name} = NULL;   /* else Python points it at the copy */")
+        if m.length:
+            lines.append(f"                {v}->{m.length} = {c};")
+        lines.append(f"                if ({c}) memcpy(at, {p.name}->{m.name}, {c} * sizeof({m.type}));")
+        if vk.structs[m.type].sType:
+            lines.append(f"                for (size_t k = 0; k < {c}; k++) (({m.type} *)at)[k].pNext = NULL;")
+        lines.append(f"                at += ({c} * sizeof({m.type}) + 7) & ~(size_t)7;")
     lines += ["            }",
-              f"            extra += (n_{p.name} + 7) & ~(size_t)7;"]
+              f"            extra += n_{p.name};"]
     return lines
 
 
@@ -560,6 +605,19 @@ def _fold_path(name: str, index: int, spec: Recorded) -> str:
         lines.append(f"        if (next) next({args});")
     lines += ["        return;", "    }"]
     return "\n".join(lines) + "\n"
+
+
+def c_constants(expr: str) -> str:
+    """`expr` with each {VK_NAME} replaced by that registry enum value or flag bit."""
+    vk = registry.load()
+
+    def value(m: re.Match) -> str:
+        for group in (*vk.enums.values(), *vk.bitmasks.values()):
+            for f in getattr(group, "fields", None) or getattr(group, "flags", ()):
+                if f.name == m.group(1):
+                    return f"{f.value:#x}" if f.value >= 0 else str(f.value)
+        raise ValueError(f"{m.group(1)} is not a registry enum value or flag")
+    return re.sub(r"\{(VK_[A-Z0-9_]+)\}", value, expr)
 
 
 def _dependency_params(cmd) -> list:
@@ -653,7 +711,7 @@ class Recorder:
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
         # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
-        self._infos: dict[str, tuple[Any, str, Any, int]] = {}
+        self._infos: dict[str, tuple[Any, int, list]] = {}   # I code -> (struct type, its padded size, pointers)
         # Records applied so far, by guard index (TESSERA_LOG=info prints them at vkDestroyDevice, `counts`).
         # Increments from threads applying at once may race (the GIL keeps each one whole, not the pair).
         self.applied = [0] * (max(guard_names.values(), default=-1) + 1)
@@ -668,10 +726,15 @@ class Recorder:
                 self.layouts[index] = _Layout(name, codes[0] == "T", codes[1:])
             for code in codes[1:]:
                 if code[0] == "I" and code not in self._infos:
-                    struct_name, member = code[1:].split(".", 1)
+                    struct_name, *members = code[1:].split(".")
                     struct_type = ffi.typeof(f"{struct_name} *")
-                    element = dict(struct_type.item.fields)[member].type   # the member's pointer type
-                    self._infos[code] = (struct_type, member, element, (ffi.sizeof(struct_name) + 7) & ~7)
+                    fields = dict(struct_type.item.fields)
+                    pointers = []
+                    for member in members:      # (member, its count member or None, pointer type, item size)
+                        pointer_name, _, count = member.partition(":")
+                        pointer = fields[pointer_name].type
+                        pointers.append((pointer_name, count or None, pointer, ffi.sizeof(pointer.item)))
+                    self._infos[code] = (struct_type, (ffi.sizeof(struct_name) + 7) & ~7, pointers)
             if name not in appliers:
                 raise RuntimeError(f"{name} is recorded in C but no module applies its records")
             self.appliers[index] = appliers[name]
@@ -832,11 +895,15 @@ class Recorder:
                     (n,) = unpack("<Q", buf, pos)
                     if code[0] == "A":
                         values.append(ffi.cast(f"{code[1:]} *", base + extra))
-                    elif code[0] == "I":   # an info struct: its array pointer set to the elements' copy
+                    elif code[0] == "I":   # an info struct: its pointers set to the copies that follow it
                         if n:
-                            struct_type, member, element, head = self._infos[code]
+                            struct_type, at, pointers = self._infos[code]
                             info = ffi.cast(struct_type, base + extra)
-                            setattr(info, member, ffi.cast(element, base + extra + head))
+                            for member, count, pointer, item in pointers:
+                                k = getattr(info, count) if count else int(getattr(info, member) != ffi.NULL)
+                                if k:
+                                    setattr(info, member, ffi.cast(pointer, base + extra + at))
+                                    at += (k * item + 7) & ~7
                             values.append(info)
                         else:
                             values.append(ffi.NULL)

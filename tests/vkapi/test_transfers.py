@@ -14,8 +14,9 @@ def test_table_covers_every_transfer_command_with_its_arguments():
 
 def test_the_2_variants_are_recorded_as_info_structs_from_the_registry():
     """Each *2 transfer's one parameter is an I code naming its struct and region array (recorder.py);
-    structs with several arrays, strings or pointer-bearing elements are not info structs."""
-    from tessera.vkapi.recorder import Recorded, formats, info_array
+    a render pass's structs name their arrays and single attachments; structs with strings or
+    pointer-bearing elements are not info structs."""
+    from tessera.vkapi.recorder import Recorded, formats, info_pointers
     from tessera.vkapi.transfers import RECORDED_IN_C
 
     twos = sorted(name for name in TRANSFERS if name.endswith("2"))
@@ -23,10 +24,12 @@ def test_the_2_variants_are_recorded_as_info_structs_from_the_registry():
     vk = registry.load()
     for name in twos:
         (param,) = vk.commands[name].params[1:]
-        assert formats(name, Recorded(tagged=True)) == ["T", f"I{param.type}.pRegions"], name
-        assert info_array(param.type).length == "regionCount"
-    assert info_array("VkDependencyInfo") is None            # three arrays
-    assert info_array("VkDebugUtilsLabelEXT") is None        # a string, no array
-    assert info_array("VkRenderingInfo") is None             # three attachment pointers
-    assert info_array("VkDescriptorSetLayoutCreateInfo") is None   # its bindings hold a pointer (pImmutableSamplers)
-    assert info_array("VkBufferCopy") is None                # no sType
+        assert formats(name, Recorded(tagged=True)) == ["T", f"I{param.type}.pRegions:regionCount"], name
+        assert [(m.name, m.length) for m in info_pointers(param.type)] == [("pRegions", "regionCount")]
+    assert formats("vkCmdBeginRendering", Recorded(tagged=True)) == [
+        "T", "IVkRenderingInfo.pColorAttachments:colorAttachmentCount.pDepthAttachment.pStencilAttachment"]
+    assert formats("vkCmdBeginRenderPass2", Recorded()) == [
+        "R", "IVkRenderPassBeginInfo.pClearValues:clearValueCount", "IVkSubpassBeginInfo"]
+    assert info_pointers("VkDebugUtilsLabelEXT") is None        # a string
+    assert info_pointers("VkDescriptorSetLayoutCreateInfo") is None   # its bindings hold a pointer (pImmutableSamplers)
+    assert info_pointers("VkBufferCopy") is None                # no sType

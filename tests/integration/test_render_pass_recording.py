@@ -1,0 +1,78 @@
+"""Render passes recorded in C by both shims (vkapi/recorder.py Recorded.opens_pass / closes_pass), through
+the real loader, the emulated driver, the layer and lavapipe.
+
+examples/render_passes.py:
+1. a classic render pass with an indirect draw and vkCmdNextSubpass: begun in C; the indirect draw's
+   Python hook (the layer captures its parameters at the end of the pass) sends the end to Python;
+2. a dynamic-rendering instance with an indirect draw: the same;
+3. an instance suspended in one command buffer and resumed in another: Python, begin and end.
+examples/overdraw.py: one dynamic-rendering instance of direct draws inside application labels: begun
+and ended in C, its t<tag> label opened and closed by C.
+
+Run both ways (TESSERA_C_RECORDING=0 sends everything through Python), the merged traces are the same
+event for event: names, durations, label stacks, tags and metadata (the examples check their pixels too).
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+from tessera.hostd.embedded import merge_session
+from tessera.schemas import perfetto as pf
+
+PASSES = ("vkCmdBeginRenderPass", "vkCmdEndRenderPass", "vkCmdBeginRendering", "vkCmdEndRendering")
+# Per example, the pass commands each shim records in C (by hand, from the docstring).
+MADE_IN_C = {"render_passes": {"vkCmdBeginRenderPass": 1, "vkCmdEndRenderPass": None, "vkCmdBeginRendering": 1,
+                               "vkCmdEndRendering": None},
+             "overdraw": {"vkCmdBeginRenderPass": None, "vkCmdEndRenderPass": None, "vkCmdBeginRendering": 1,
+                          "vkCmdEndRendering": 1}}
+
+
+def _session(tmp_path_factory, example: str, c_recording: bool) -> dict:
+    from tessera.tools.launch import LaunchConfig, environment
+
+    d = tmp_path_factory.mktemp(example + ("-c" if c_recording else "-python")) / "session"
+    d.mkdir()
+    env = dict(environment(LaunchConfig(d)), TESSERA_LOG="info")
+    env.pop("TESSERA_HOSTD", None)
+    if not c_recording:
+        env["TESSERA_C_RECORDING"] = "0"
+    proc = run([PYTHON, REPO / "examples" / f"{example}.py"], env)
+    assert proc.returncode == 0 and f"{example}: OK" in proc.stdout, proc.stdout + proc.stderr
+    assert "exception" not in proc.stderr.lower(), proc.stderr
+    made = {m.group(1): dict((name, int(n)) for name, n in re.findall(r"(vk\w+) (\d+)", m.group(2)))
+            for m in re.finditer(r"\] (layer|icd) INFO: records made in C so far: (.*)", proc.stderr)}
+    result = merge_session(d)
+    assert result.events_without_metadata == 0 and result.metadata_without_events == 0, result.examples
+    packets = list(pf.read_packets(result.output))
+    assert pf.check_render_stages(packets).problems == []
+    events = []
+    for p in packets:
+        if p.HasField("gpu_render_stage_event"):
+            e = p.gpu_render_stage_event
+            extra = {d.name: d.value for d in e.extra_data if not d.name.startswith("handles.")}
+            events.append((e.name, e.duration, tuple(sorted(extra.items()))))
+    return {"made": made, "events": events}
+
+
+@pytest.fixture(scope="module", params=sorted(MADE_IN_C))
+def runs(request, shims, tmp_path_factory) -> tuple[str, dict[bool, dict]]:
+    return request.param, {c: _session(tmp_path_factory, request.param, c) for c in (True, False)}
+
+
+def test_both_shims_record_the_passes_that_need_no_python_in_c(runs):
+    example, runs = runs
+    for shim in ("layer", "icd"):
+        made = runs[True]["made"][shim]
+        assert {name: made.get(name) for name in PASSES} == MADE_IN_C[example], (shim, made)
+        assert runs[False]["made"][shim] == {}
+
+
+def test_passes_recorded_in_c_give_the_trace_of_the_python_path(runs):
+    example, runs = runs
+    c, python = runs[True]["events"], runs[False]["events"]
+    assert len(c) >= 2 and c == python
+    passes = [dict(extra) for name, _, extra in c if dict(extra).get("kind") == "render_pass"]
+    assert passes and all(p["Label stack"].split(" / ")[-1] == f"t{p['tag']}" for p in passes)
