@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
-from typing import Any
 
 from tessera.vkapi import structs
 from tessera.vkapi.commands import DISPATCHES, DRAWS, TRACE_RAYS
