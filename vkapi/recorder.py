@@ -689,6 +689,14 @@ class _Layout:
     tagged: bool
     codes: list[str]           # per parameter after the command buffer, without the tag
     folded: bool = False       # count and sums only
+    nslots: int = field(init=False)      # slots after the tag: one per recorded parameter
+    # Every parameter a recorded scalar: the slots (tag included) read with one unpack.
+    scalars: struct.Struct | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.nslots = sum(1 for c in self.codes if c != "-")
+        plain = all(c in ("Q", "q") for c in self.codes)
+        self.scalars = struct.Struct("<" + "Q" * self.tagged + "".join(self.codes)) if plain else None
 
 
 class Recorder:
@@ -862,7 +870,7 @@ class Recorder:
         ffi = self.ffi
         buf = ffi.buffer(base, used)
         unpack = struct.unpack_from
-        layouts, appliers, applied = self.layouts, self.appliers, self.applied
+        layouts = self.layouts
         offset = 0
         while offset + 8 <= used:
             index, size = unpack("<II", buf, offset)
@@ -872,6 +880,12 @@ class Recorder:
                             "the rest of this command buffer's records are skipped")
                 return
             slots_at = offset + 8
+            if layout.scalars is not None:   # the common case (draws, dispatches, barriers): one unpack
+                values = layout.scalars.unpack_from(buf, slots_at)
+                tag = values[0] if layout.tagged else None
+                self._call(layout, index, owner, handle, values[1:] if layout.tagged else values, tag)
+                offset += size
+                continue
             codes = layout.codes
             values: list[Any] = []
             pos = slots_at
@@ -879,8 +893,7 @@ class Recorder:
             if layout.tagged:
                 (tag,) = unpack("<Q", buf, pos)
                 pos += 8
-            nslots = sum(1 for c in codes if c != "-")
-            extra = pos + nslots * 8
+            extra = pos + layout.nslots * 8
             for code in codes:
                 if code == "-":
                     values.append(None)
@@ -911,13 +924,15 @@ class Recorder:
                         values.append(bytes(buf[extra:extra + n]).decode("utf-8", "replace"))
                     extra += (n + 7) & ~7
                 pos += 8
-            applier = appliers[index]
-            applied[index] += 1
-            try:
-                if layout.tagged:
-                    applier(owner, handle, *values, tag=tag)
-                else:
-                    applier(owner, handle, *values)
-            except Exception:   # one bad record costs that record only
-                self.failed(layout.name, "applying its record made in C; the call was forwarded")
+            self._call(layout, index, owner, handle, values, tag)
             offset += size
+
+    def _call(self, layout: _Layout, index: int, owner, handle, values, tag) -> None:
+        self.applied[index] += 1
+        try:
+            if layout.tagged:
+                self.appliers[index](owner, handle, *values, tag=tag)
+            else:
+                self.appliers[index](owner, handle, *values)
+        except Exception:   # one bad record costs that record only
+            self.failed(layout.name, "applying its record made in C; the call was forwarded")
