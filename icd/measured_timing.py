@@ -42,6 +42,7 @@ from collections import deque
 from typing import Any
 
 from tessera.vkapi.commands import DISPATCHES, DRAWS
+from tessera.vkapi.submits import COMMANDS as SUBMIT_COMMANDS, command_buffers
 from tessera.vkapi.vkconst import vk
 
 from . import timing
@@ -242,14 +243,6 @@ def register(drv: Driver) -> None:
             out += readers_of(drv.objects.get(h, CommandBuffer))
         return out
 
-    def handles_1(count, pSubmits):
-        return [s.pCommandBuffers[j] for s in (pSubmits[i] for i in range(count))
-                for j in range(s.commandBufferCount)]
-
-    def handles_2(count, pSubmits):
-        return [s.pCommandBufferInfos[j].commandBuffer for s in (pSubmits[i] for i in range(count))
-                for j in range(s.commandBufferInfoCount)]
-
     def before_submit(readers: list) -> None:
         with _lock:
             for reader in readers:
@@ -262,21 +255,17 @@ def register(drv: Driver) -> None:
                 for reader in readers:
                     reader.submitted = max(0, reader.submitted - 1)
 
-    @hooks.also_before("vkQueueSubmit")
-    def before_queue_submit(queue, vkqueue, count, pSubmits, fence):
-        before_submit(submitted(handles_1(count, pSubmits)) if _readers else [])
+    def queue_submit(name: str):
+        def before(queue, vkqueue, count, pSubmits, fence):
+            before_submit(submitted(command_buffers(name, count, pSubmits)) if _readers else [])
 
-    @hooks.also_after("vkQueueSubmit")
-    def after_queue_submit(queue, result, vkqueue, count, pSubmits, fence):
-        after_submit(submitted(handles_1(count, pSubmits)) if _readers else [], result)
+        def after(queue, result, vkqueue, count, pSubmits, fence):
+            after_submit(submitted(command_buffers(name, count, pSubmits)) if _readers else [], result)
+        hooks.also_before(name)(before)
+        hooks.also_after(name)(after)
 
-    @hooks.also_before("vkQueueSubmit2")
-    def before_queue_submit2(queue, vkqueue, count, pSubmits, fence):
-        before_submit(submitted(handles_2(count, pSubmits)) if _readers else [])
-
-    @hooks.also_after("vkQueueSubmit2")
-    def after_queue_submit2(queue, result, vkqueue, count, pSubmits, fence):
-        after_submit(submitted(handles_2(count, pSubmits)) if _readers else [], result)
+    for name in SUBMIT_COMMANDS:
+        queue_submit(name)
 
     for name in DISPATCHES:
         hooks.at_record(name)(mark)

@@ -12,6 +12,7 @@ settles first, so what the application knows has run is in the trace.
 """
 from __future__ import annotations
 
+from tessera.vkapi import submits
 from tessera.vkapi.submits import QueueLabel, SubmitLedger
 from tessera.vkapi.vkconst import vk
 
@@ -61,34 +62,18 @@ def register(drv: Driver) -> None:
                 completion = (dev.fences, fence)
         drv.timeline.submit(queue, [batch(*b) for b in batches], completion)
 
-    @hooks.after("vkQueueSubmit")
-    def after_submit(queue, result, vkqueue, count, pSubmits, fence):
-        if result != vk.VK_SUCCESS:
-            return
-        get = objects.get
-        batches = []
-        for i in range(count):
-            s = pSubmits[i]
-            handles = s.pCommandBuffers
-            waits, signals = s.pWaitSemaphores, s.pSignalSemaphores
-            batches.append(([get(handles[j], CommandBuffer) for j in range(s.commandBufferCount)],
-                            [int(waits[j]) for j in range(s.waitSemaphoreCount)],
-                            [int(signals[j]) for j in range(s.signalSemaphoreCount)]))
-        hand_over(queue, batches)
+    def after(name: str):
+        def after_submit(queue, result, vkqueue, count, pSubmits, fence):
+            if result != vk.VK_SUCCESS:
+                return
+            get = objects.get
+            hand_over(queue, [([get(h, CommandBuffer) for h in buffers], [int(w) for w in waits],
+                               [int(s) for s in signals])
+                              for buffers, waits, signals in submits.batches(name, count, pSubmits)])
+        return after_submit
 
-    @hooks.after("vkQueueSubmit2")
-    def after_submit2(queue, result, vkqueue, count, pSubmits, fence):
-        if result != vk.VK_SUCCESS:
-            return
-        get = objects.get
-        batches = []
-        for i in range(count):
-            s = pSubmits[i]
-            infos, waits, signals = s.pCommandBufferInfos, s.pWaitSemaphoreInfos, s.pSignalSemaphoreInfos
-            batches.append(([get(infos[j].commandBuffer, CommandBuffer) for j in range(s.commandBufferInfoCount)],
-                            [int(waits[j].semaphore) for j in range(s.waitSemaphoreInfoCount)],
-                            [int(signals[j].semaphore) for j in range(s.signalSemaphoreInfoCount)]))
-        hand_over(queue, batches)
+    for name in submits.COMMANDS:
+        hooks.after(name)(after(name))
 
     @hooks.before("vkDestroySemaphore")
     def before_destroy_semaphore(dev, device, semaphore, pAllocator):

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 
 from tessera.schemas.labels import submit_label
-from tessera.vkapi import structs
+from tessera.vkapi import structs, submits
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -351,28 +351,25 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
     def at_end(dev, commandBuffer):
         reporter.end_recording(dev, address(commandBuffer), commandBuffer)
 
-    def submit(queue, ctype: str, count: int, pSubmits, fence, buffers, call):
-        """`buffers(submit_info)`: its command-buffer handles; `call`: the next element's function."""
+    def submit(queue, name: str, ctype: str, count: int, pSubmits, fence, call):
+        """`call`: the next element's function."""
         called_ns = reporter.clock()   # the submit's host time: when it was called
         dev = state.owner_of(queue)
         q = dev.queues[address(queue)]
         keep: list = []
         return reporter.submit(
             dev, q, queue, called_ns,
-            lambda: [[address(h) for h in buffers(pSubmits[i])] for i in range(count)],
+            lambda: [[address(h) for h in buffers] for buffers, _, _ in submits.batches(name, count, pSubmits)],
             lambda: [f for i in range(count) for f in frame_boundaries(ffi, pSubmits[i].pNext)],
             lambda: call(dev)(queue, count, for_driver(ffi, errors, dev, ctype, count, pSubmits, keep), fence))
 
     @hooks.replace("vkQueueSubmit")
     def queue_submit(queue, count, pSubmits, fence):
-        return submit(queue, "VkSubmitInfo", count, pSubmits, fence,
-                      lambda s: [s.pCommandBuffers[j] for j in range(s.commandBufferCount)],
-                      lambda dev: dev.next.vkQueueSubmit)
+        return submit(queue, "vkQueueSubmit", "VkSubmitInfo", count, pSubmits, fence, lambda dev: dev.next.vkQueueSubmit)
 
     @hooks.replace("vkQueueSubmit2")
     def queue_submit2(queue, count, pSubmits, fence):
-        return submit(queue, "VkSubmitInfo2", count, pSubmits, fence,
-                      lambda s: [s.pCommandBufferInfos[j].commandBuffer for j in range(s.commandBufferInfoCount)],
+        return submit(queue, "vkQueueSubmit2", "VkSubmitInfo2", count, pSubmits, fence,
                       lambda dev: dev.next.vkQueueSubmit2)
 
     @hooks.after("vkQueuePresentKHR")

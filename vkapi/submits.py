@@ -36,8 +36,9 @@ belongs to the taker until it gives it back.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from . import registry
 
@@ -216,6 +217,35 @@ _SHAPES = {
 }
 COMMANDS = tuple(_SHAPES)
 LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT")
+
+
+def _items(count: str, item: str) -> Callable[[Any], list]:
+    """A reader of one submit info's items, from a _SHAPES pair ("pCommandBufferInfos[%s].commandBuffer")."""
+    array, _, member = item.replace("[%s]", "").partition(".")
+
+    def read(info) -> list:
+        items = getattr(info, array)
+        n = getattr(info, count)
+        return [getattr(items[j], member) for j in range(n)] if member else [items[j] for j in range(n)]
+    return read
+
+
+# Per command: (command buffers, wait semaphores, signal semaphores) of one submit info, read in Python
+# from the same shapes the C path is generated from.
+_READERS = {name: tuple(_items(shape[k], shape[k + 1]) for k in (1, 3, 5)) for name, shape in _SHAPES.items()}
+
+
+def batches(name: str, count: int, pSubmits) -> list[tuple[list, list, list]]:
+    """vkQueueSubmit / vkQueueSubmit2's batches: per submit info, its command-buffer handles and its
+    wait and signal semaphore handles."""
+    buffers, waits, signals = _READERS[name]
+    return [(buffers(s), waits(s), signals(s)) for s in (pSubmits[i] for i in range(count))]
+
+
+def command_buffers(name: str, count: int, pSubmits) -> list:
+    """Every command-buffer handle a vkQueueSubmit / vkQueueSubmit2 submits, in order."""
+    buffers = _READERS[name][0]
+    return [h for i in range(count) for h in buffers(pSubmits[i])]
 
 
 def support_c() -> str:
