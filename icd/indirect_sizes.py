@@ -15,7 +15,7 @@ copy goes just before the command; a draw's after the render pass ends
 (copies are not allowed inside a pass, and the arguments cannot change
 inside it). The recorded Work / Draw gets an `at_completion`
 (recording.py): on the timeline's worker, once the submit's GPU work has
-completed (completion.py), it reads the snapshot and sets the real sizes in
+completed (vkapi/fences.py), it reads the snapshot and sets the real sizes in
 place, `estimated` cleared.
 
 Why a copy and not a read of the application's buffer through a mapping at

@@ -4,7 +4,7 @@ Role: a draw or dispatch recorded while a VK_ARM_shader_instrumentation object i
 instrumented pipeline (or shader object), counts every basic block's thread executions into its
 own region of the object's memory (instrumentation.py). Its Work / Draw gets an `at_completion`
 (recording.py) that, on the timeline's worker once the submit's GPU work has completed
-(completion.py), takes the executions that submit added and replaces the compiler model's static
+(vkapi/fences.py), takes the executions that submit added and replaces the compiler model's static
 typical-path cost with the measured one:
 
   measured cycles M = the bound-pipe cycles (compiler PipeCycles) of Σ_blocks executions ×

@@ -62,7 +62,7 @@ class Device(IcdObject):
     # application pipeline layout -> (set layouts, push-constant ranges), counter_memory.track_pipeline_layouts
     pipeline_layouts: dict = field(default_factory=dict)
     tensors: Any = None                        # tensors.DeviceTensors when VK_ARM_tensors is enabled
-    fences: Any = None                         # completion.Fences, made with the first submit that needs one
+    fences: Any = None                         # vkapi.fences.Fences, made with the first submit that needs one
 
 
 @dataclass(eq=False)

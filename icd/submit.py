@@ -6,17 +6,17 @@ places it (timeline.py). Most submits never reach Python at submit time:
 the shim's C path (vkapi/submits.py) forwards and records them, and the
 timeline pulls the records; a buffer may take that path once its recording
 is applied and it holds nothing timed only after execution. A submit that
-does is followed by the driver's completion fence (completion.py). Where the
+does is followed by the driver's completion fence (vkapi/fences.py). Where the
 application observes completion (fence and idle waits), the timeline
 settles first, so what the application knows has run is in the trace.
 """
 from __future__ import annotations
 
 from tessera.vkapi import submits
+from tessera.vkapi.fences import Fences
 from tessera.vkapi.submits import QueueLabel, SubmitLedger
 from tessera.vkapi.vkconst import vk
 
-from .completion import Fences
 from .driver import Driver
 from .objects import CommandBuffer, Device, Queue
 from .timeline import LabelMade, SubmitMade, batch
@@ -54,7 +54,7 @@ def register(drv: Driver) -> None:
             dev = queue.device
             if dev.fences is None:
                 dev.fences = Fences(ffi, dev)
-            fence = dev.fences.signal_after(queue)
+            fence = dev.fences.signal_after(queue.handle)
             if fence is None:
                 hooks.errors.report("vkQueueSubmit", "submitting the driver's completion fence; indirect sizes "
                                     "and measured executions of this submit may be read before they exist")
@@ -106,4 +106,4 @@ def before_device_destroyed(drv: Driver, dev: Device) -> None:
         dev.fences = None
 
 
-CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences")   # completion.py
+CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences")   # vkapi/fences.py

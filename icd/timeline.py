@@ -19,7 +19,7 @@ Submits the shim made in C (vkapi/submits.py) reach the timeline through
 submits stay in call order; the worker pulls too when it has been idle for a
 while. A batch holding workloads whose facts exist only after execution
 (indirect sizes, measured shader executions: `at_completion` on Work and
-Draw) waits for the driver's completion fence (completion.py) first.
+Draw) waits for the driver's completion fence (vkapi/fences.py) first.
 `settle()` returns once everything handed over so far is in the trace: the
 driver calls it where the application observes completion (fence and idle
 waits) and before vkDestroyDevice; it never waits for GPU work the
@@ -135,7 +135,7 @@ class Timeline:
                     self._put(self._place_submit, (made.queue, made.batches, made.host, None))
 
     def submit(self, queue: Queue, batches: list[Batch], completion: tuple[Any, Any] | None = None) -> None:
-        """`completion`: (completion.Fences, fence) signalled once the batches' GPU work completed."""
+        """`completion`: (vkapi.fences.Fences, fence) signalled once the batches' GPU work completed."""
         self._hand_over(self._place_submit, queue, batches, boottime_ns(), completion)
 
     def queue_label(self, queue: Queue, name: str | None) -> None:

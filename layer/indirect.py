@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from tessera.schemas.labels import tag_label
 from tessera.vkapi.accel import buffer_at
+from tessera.vkapi.fences import Fences
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -207,13 +208,11 @@ class Capturer:
 
     def after_submit(self, dev, queue, submit_id: int, captures: list[tuple[int, Capture]],
                      trackers: list[CommandBufferTracker], readers: list | None = None) -> None:
-        ffi, nxt = self.ffi, dev.next
-        info = ffi.new("VkFenceCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO})
-        out = ffi.new("VkFence *")
-        _check(nxt.vkCreateFence(dev.handle, info, ffi.NULL, out), "vkCreateFence")
-        fence = out[0]
-        # No batches: the fence signals when all work submitted earlier to this queue completes.
-        _check(nxt.vkQueueSubmit(queue, 0, ffi.NULL, fence), "vkQueueSubmit (capture fence)")
+        if dev.fences is None:
+            dev.fences = Fences(self.ffi, dev)
+        fence = dev.fences.signal_after(queue)   # signals when all work submitted earlier to the queue completes
+        if fence is None:
+            raise RuntimeError("the capture fence could not be created or submitted")
         holders = [t for t in trackers if t.has_captures()]
         for t in holders:
             t.pending_fence = fence
@@ -246,7 +245,7 @@ class Capturer:
             for t in p.trackers:
                 if t.pending_fence == p.fence:
                     t.pending_fence = None
-            nxt.vkDestroyFence(dev.handle, p.fence, self.ffi.NULL)
+            dev.fences.give_back(p.fence, signaled=True)
 
     def _decode(self, dev, cap: Capture) -> dict:
         data = dev.capture.read(cap.offset, cap.size)
@@ -270,6 +269,9 @@ class Capturer:
 
     def destroy(self, dev) -> None:
         self.poll(dev, wait=True)
+        if dev.fences is not None:
+            dev.fences.destroy()
+            dev.fences = None
         if dev.capture is not None:
             dev.capture.destroy()
             dev.capture = None

@@ -19,7 +19,7 @@ CALLS = (
     "vkEnumerateInstanceExtensionProperties", "vkGetPhysicalDeviceProperties",
     "vkGetPhysicalDeviceMemoryProperties", "vkGetBufferMemoryRequirements", "vkAllocateMemory",
     "vkBindBufferMemory", "vkMapMemory", "vkUnmapMemory", "vkFreeMemory", "vkCmdPipelineBarrier",
-    "vkCreateFence", "vkDestroyFence", "vkGetFenceStatus",
+    "vkCreateFence", "vkDestroyFence", "vkResetFences", "vkGetFenceStatus",   # vkapi/fences.py
     # --instrument (instrument.py)
     "vkCreateShaderInstrumentationARM", "vkDestroyShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM",
     "vkCmdEndShaderInstrumentationARM",

@@ -43,6 +43,7 @@ class DeviceState:
     queues: dict[int, QueueTracker] = field(default_factory=dict)
     pools: dict[int, set[int]] = field(default_factory=dict)     # command pool -> buffer addresses
     capture: Any = None            # indirect.CaptureBuffer, created on first use
+    fences: Any = None             # vkapi.fences.Fences of the indirect captures, created on first use
     recording_table: Any = None    # tessera_device of the C recorder, made with the first command buffer
 
 

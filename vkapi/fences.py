@@ -2,27 +2,28 @@
 
 Some workload facts exist only once the GPU has run: the sizes an indirect
 command reads from device memory, the block executions shader
-instrumentation counts. When a submitted command buffer holds such a
-workload (`CommandBuffer.needs_completion`), the driver submits its own
-fence right after the application's submit: a fence submitted with no
+instrumentation counts. The driver (icd/submit.py, when a submitted command
+buffer holds such a workload: `CommandBuffer.needs_completion`) and the layer
+(layer/indirect.py, when it captured indirect parameters) submit a fence of
+their own right after the application's submit: a fence submitted with no
 batches signals once all work submitted earlier to the queue has completed
 (spec 7.3, vkQueueSubmit: "If submitCount is zero but fence is not
 VK_NULL_HANDLE, the fence will still be submitted to the queue and will
 become signaled when all work previously submitted to the queue has
-completed"). The timeline's worker waits for it before timing the batch.
+completed"). The driver's timeline worker waits for it before timing the
+batch; the layer reads its captures back once it signalled.
 
 Fences are pooled per device (created on demand, reset and reused, destroyed
-with the device). The application thread takes a fence and submits it; the
-timeline's worker waits for it and gives it back.
+with the device). The thread that submits takes a fence; whoever waits for
+it gives it back. `device` is anything with the device's `handle` and its
+next element's dispatch table as `next`.
 """
 from __future__ import annotations
 
 import threading
 from typing import Callable
 
-from tessera.vkapi.vkconst import vk
-
-from .objects import Device, Queue
+from .vkconst import vk
 
 # How long the worker waits for a fence in one go; between waits it says it is stalled (settle() then
 # stops waiting for it: the application may be about to signal what the GPU waits for).
@@ -32,15 +33,15 @@ WAIT_SLICE_NS = 5_000_000
 class Fences:
     """The completion fences of one device."""
 
-    def __init__(self, ffi, device: Device) -> None:
+    def __init__(self, ffi, device) -> None:
         self.ffi, self.device = ffi, device
         self._free: list = []
         self._all: list = []
         self._lock = threading.Lock()
         self._wait_handle = ffi.new("VkFence *")
 
-    def signal_after(self, queue: Queue):
-        """Submit a fence behind everything submitted to `queue` so far; None if that failed."""
+    def signal_after(self, queue):
+        """Submit a fence behind everything submitted to `queue` (a VkQueue) so far; None if that failed."""
         ffi, dev = self.ffi, self.device
         with self._lock:
             fence = self._free.pop() if self._free else None
@@ -52,7 +53,7 @@ class Fences:
             fence = out[0]
             with self._lock:
                 self._all.append(fence)
-        if dev.next.vkQueueSubmit(queue.handle, 0, ffi.NULL, fence) != vk.VK_SUCCESS:
+        if dev.next.vkQueueSubmit(queue, 0, ffi.NULL, fence) != vk.VK_SUCCESS:
             self.give_back(fence, signaled=False)
             return None
         return fence
@@ -78,7 +79,7 @@ class Fences:
             self._free.append(fence)
 
     def destroy(self) -> None:
-        """At vkDestroyDevice, once the timeline has settled (no wait is under way)."""
+        """At vkDestroyDevice, once nothing waits for one of them."""
         dev = self.device
         with self._lock:
             fences, self._all, self._free = self._all, [], []
