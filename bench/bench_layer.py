@@ -10,6 +10,8 @@ spooling to a temporary session folder). Inputs:
   dispatch  N x vkCmdDispatch(1,1,1) recorded with an empty compute pipeline bound;
   copy      N x vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers;
   copy2     the same copies through vkCmdCopyBuffer2 (VkCopyBufferInfo2, one VkBufferCopy2);
+  buffer    S x one command buffer recorded over (vkBeginCommandBuffer, vkCmdBindPipeline, vkCmdDispatch,
+            vkEndCommandBuffer): the per-command-buffer cost, the layer's worker included when it lags;
   submit    S x vkQueueSubmit of one pre-recorded 16-byte vkCmdFillBuffer command buffer
             (fence waits every 64 submits are not timed);
   groups    S x vkEnumeratePhysicalDeviceGroups (the count, then the groups): a query the driver answers.
@@ -29,9 +31,9 @@ import argparse
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
-MODES = ("draw", "pass", "dispatch", "copy", "copy2", "submit", "groups")
+MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups")
 WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)", "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
-        "submit": "vkQueueSubmit", "groups": "vkEnumeratePhysicalDeviceGroups"}
+        "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit", "groups": "vkEnumeratePhysicalDeviceGroups"}
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 
@@ -62,7 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=20_000, help="recorded draws/dispatches/copies per repetition")
     ap.add_argument("--submits", type=int, default=5_000,
-                    help="vkQueueSubmit (and vkEnumeratePhysicalDeviceGroups) calls per repetition")
+                    help="vkQueueSubmit calls, recorded command buffers and vkEnumeratePhysicalDeviceGroups calls per repetition")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
     args = ap.parse_args()

@@ -15,6 +15,8 @@
  *   pass      the same image and pipeline: N dynamic-rendering instances of one draw each
  *             (vkCmdBeginRendering, vkCmdDraw, vkCmdEndRendering), the wall time per instance.
  *   groups    N vkEnumeratePhysicalDeviceGroups calls (count, then the groups), the wall time.
+ *   buffer    one command buffer recorded N times over (vkBeginCommandBuffer, vkCmdBindPipeline with
+ *             the empty compute pipeline, vkCmdDispatch, vkEndCommandBuffer), the wall time per recording.
  *   copy      N vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers (the region's
  *             offsets cycle through the buffer), recorded into one primary command buffer.
  *   copy2     the same copies through vkCmdCopyBuffer2 (a VkCopyBufferInfo2 with one VkBufferCopy2).
@@ -60,8 +62,9 @@
         }                                                                                           \
     } while (0)
 
-enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2, MODE_PASS };
-static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass"};
+enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2, MODE_PASS, MODE_BUFFER };
+static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
+                                          "buffer"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
 
 #define RING 64            /* submit mode: command buffers (and fences) in flight at most */
@@ -286,8 +289,46 @@ static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_
     return best;
 }
 
-/* Best of `reps` times of recording `calls` vkCmdDraw inside one dynamic-rendering instance. */
-/* `passes` 0: `calls` draws in one dynamic-rendering instance; 1: `calls` instances of one draw each. */
+/* Best of `reps` times of recording one command buffer `calls` times over: vkBeginCommandBuffer (which
+   resets it), vkCmdBindPipeline, vkCmdDispatch, vkEndCommandBuffer. */
+static double bench_buffer(struct ctx *c, long calls, long reps)
+{
+    VkShaderModule module = shader(c, record_empty_comp, sizeof record_empty_comp);
+    VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    VkPipelineLayout layout;
+    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &layout));
+    VkComputePipelineCreateInfo pipe_info = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                  .module = module, .pName = "main"},
+        .layout = layout, .basePipelineIndex = -1};
+    VkPipeline pipeline;
+    VK_CHECK(vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &pipeline));
+    VkCommandBuffer cmd = command_buffer(c);
+
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        double t0 = now_ns();
+        for (long i = 0; i < calls; i++) {
+            begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+            vkCmdDispatch(cmd, 1, 1, 1);
+            VK_CHECK(vkEndCommandBuffer(cmd));
+        }
+        double elapsed = now_ns() - t0;
+        if (best < 0.0 || elapsed < best)
+            best = elapsed;
+    }
+
+    vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
+    vkDestroyPipeline(c->device, pipeline, NULL);
+    vkDestroyPipelineLayout(c->device, layout, NULL);
+    vkDestroyShaderModule(c->device, module, NULL);
+    return best;
+}
+
+/* Best of `reps` times of recording, with `passes` 0: `calls` vkCmdDraw inside one dynamic-rendering
+   instance; 1: `calls` instances of one draw each. */
 static double bench_draw(struct ctx *c, int passes, long calls, long reps, double *best_end, struct submit_times *st)
 {
     VkImageCreateInfo image_info = {
@@ -532,10 +573,10 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (!known) {
-        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass [N] [REPS]\n");
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer [N] [REPS]\n");
         return 1;
     }
-    const long calls = parse_arg(argc, argv, 2, mode == MODE_SUBMIT || mode == MODE_GROUPS ? 20000 : 200000);
+    const long calls = parse_arg(argc, argv, 2, mode == MODE_SUBMIT || mode == MODE_GROUPS || mode == MODE_BUFFER ? 20000 : 200000);
     const long reps = parse_arg(argc, argv, 3, 5);
 
     struct ctx c;
@@ -546,6 +587,7 @@ int main(int argc, char **argv)
                   : mode == MODE_DRAW   ? bench_draw(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
+                  : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)
                                         : bench_submit(&c, calls, reps);

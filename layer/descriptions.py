@@ -4,9 +4,11 @@ Every tagged workload is described once, with what is known when it is recorded.
 frame per workload (and a wake-up of the sender each), a command buffer's descriptions wait
 on its tracker and go as one WORKLOADS frame when its recording ends, before it is reset or
 freed, or every `BATCH` workloads (so a frame, and what waits, stays bounded). Recording ends
-on the recorder's worker (vkapi/dispatch.py), so the batch is encoded and queued off the
-application's thread; a submit in Python waits for that worker first, so a command buffer's
-WORKLOADS frame precedes the SUBMIT frames naming it.
+on the recorder's worker (vkapi/dispatch.py) or, for a short recording, on the application's
+thread; either way the batch is only queued (`send_soon`: the sender takes it at its next
+round, without a wake-up per command buffer) and encoded on the sender thread. A submit in
+Python waits for the worker first, so a command buffer's WORKLOADS frame precedes the SUBMIT
+frames naming it in the queue.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ def send_pending(state, dev, t: CommandBufferTracker) -> None:
     """Queue the descriptions `t` holds as one frame (the list is handed over, not copied)."""
     if t.described:
         batch, t.described = t.described, []
-        state.session.transport.send(encoder.workloads, dev.address, t.address, batch)
+        state.session.transport.send_soon(encoder.workloads, dev.address, t.address, batch)
 
 
 def register(hooks, state) -> None:

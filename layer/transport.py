@@ -197,12 +197,26 @@ class Transport:
         """Queue a frame, or `frame(*args)` to encode it on the sender thread (off the
         application's hot path: the arguments must not change afterwards). Never waits for
         the network."""
+        if self._queued(frame, args):
+            self._kick()
+
+    def send_soon(self, frame: bytes | Callable[..., bytes], *args) -> None:
+        """`send`, without waking the sender: it takes the frame within PULL_S, or with the next
+        frame sent or flush. For frames nothing waits for (a command buffer's WORKLOADS), so a
+        recording costs no thread switch."""
+        if self._thread is None:
+            self.send(frame, *args)   # the sender is started by the first frame
+        else:
+            self._queued(frame, args)
+
+    def _queued(self, frame, args) -> bool:
+        """Append to the queue; False when the disk took the frame instead."""
         if len(self._queue) >= MAX_QUEUED_FRAMES:
             # The sender is behind (a slow daemon): the disk takes it now.
             self._spool_write(frame if isinstance(frame, bytes) else frame(*args))
-            return
+            return False
         self._queue.append(frame if isinstance(frame, bytes) else (frame, args))
-        self._kick()
+        return True
 
     def _kick(self) -> None:
         if self._thread is None:

@@ -15,7 +15,7 @@ Python later: records are applied in order, by the same hook logic as before, wh
 Python next looks at that command buffer: before any Python hook of a command recorded
 into it (so order is kept, on the recording thread), and at vkEndCommandBuffer, where the
 rest of the recording and the end hooks are applied by a worker thread (`defer`): the
-application's thread only forwards the call. Whatever needs a finished recording waits for
+application's thread only forwards the call (unless the rest is short: INLINE_BYTES). Whatever needs a finished recording waits for
 its job (`wait`, before any hook of that buffer) or for every job (`settle`: submits,
 frees, pool resets, executing secondaries, device destruction). A command buffer the C
 side does not know (not registered) takes the Python hook, as before.
@@ -65,6 +65,9 @@ from . import registry
 
 
 SWITCH = "TESSERA_C_RECORDING"   # "0": nothing is recorded in C (Recorder.enabled)
+# A recording whose records take at most this many bytes is applied at vkEndCommandBuffer on the
+# application's thread (Recorder.defer): about a dozen commands, each ~3 us to apply.
+INLINE_BYTES = 512
 
 
 @dataclass(frozen=True)
@@ -809,7 +812,13 @@ class Recorder:
         return int(self.ffi.cast("uintptr_t", handle))
 
     def defer(self, handle, job: Callable[[], None]) -> None:
-        """Run `job` (apply the buffer's records and its end hooks) on the worker, in order."""
+        """Run `job` (apply the buffer's records and its end hooks) on the worker, in order; a buffer
+        with few records (INLINE_BYTES) is applied now, on the calling thread: handing it to the
+        worker costs more than applying it (an event, a queue, a thread switch; and a begin of the
+        same buffer waits for the worker)."""
+        if self._pending_bytes(handle) <= INLINE_BYTES:
+            job()
+            return
         done = threading.Event()
         self._pending[self._key(handle)] = done
         if self._worker is None:
@@ -831,6 +840,19 @@ class Recorder:
                 if self._pending.get(key) is done:
                     del self._pending[key]
 
+    def _out_params(self) -> tuple:
+        """tessera_cb_records' out-parameters, per thread (buffers are applied on several threads at
+        once; every Python hook of a command buffer reads them, so they are not allocated per call)."""
+        out = self._out.__dict__.get("params")
+        if out is None:
+            ffi = self.ffi
+            out = self._out.params = (ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *"))
+        return out
+
+    def _pending_bytes(self, handle) -> int:
+        out = self._out_params()
+        return out[1][0] if self.lib.tessera_cb_records(handle, *out) else 0
+
     def wait(self, handle) -> None:
         """Return once the job queued for `handle`, if any, has run."""
         done = self._pending.get(self._key(handle))
@@ -844,13 +866,8 @@ class Recorder:
 
     def apply(self, owner, handle) -> None:
         """Apply the records of `handle` so far, in order, then empty its arena."""
-        lib, ffi = self.lib, self.ffi
-        # Per thread, not shared: command buffers are applied on several threads at once. Every Python
-        # hook of a command buffer comes here first, so the out-parameters are not allocated per call.
-        out = self._out.__dict__.get("params")
-        if out is None:
-            out = self._out.params = (ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *"))
-        pdata, pused, pdropped = out
+        lib = self.lib
+        pdata, pused, pdropped = self._out_params()
         if not lib.tessera_cb_records(handle, pdata, pused, pdropped):
             return
         used, dropped = pused[0], pdropped[0]
