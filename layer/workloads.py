@@ -3,7 +3,8 @@ image transfers, tensor copies (VK_ARM_tensors; tensor sizes remembered by tenso
 
 Each command becomes a `Workload` with a fresh tagID, wrapped in a
 `t<tagID>` label (pushed just before the command, popped just after), and
-its WORKLOAD message is sent when it is recorded: sizes are in work items
+it is described when it is recorded (its command buffer's WORKLOADS batch,
+descriptions.py): sizes are in work items
 (work-group size from the pipeline's SPIR-V), bytes (VK_WHOLE_SIZE resolved
 from tracked buffer sizes) and pixels. Indirect sizes are captured
 (indirect.py) and arrive later as an ANNEX.
