@@ -13,6 +13,14 @@ Each recorded command appends one op to `CommandBuffer.ops`:
 
 Sizes that depend only on the recording are computed here; what depends on
 submission (split render passes, label stacks) is resolved in submit.py.
+
+`Shadow` holds the logic: one method per kind of command, taking plain values
+(counts, masks, handles as ints, the `PassInfo`, `Transfer` or `AccelWork` the
+shared vkapi tables describe) and appending the ops; its collaborators are
+passed in (the resources of a command buffer's device). `register` only reads
+the Vulkan structures, registers the hooks and the appliers of the records
+made in C (`hooks.applies`), and calls it; the unit tests (tests/icd/
+test_shadow_recording.py) drive `Shadow` with stand-ins, without Vulkan.
 """
 from __future__ import annotations
 
@@ -20,9 +28,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from tessera.vkapi import accel, pipelines
+from tessera.vkapi.accel import AccelWork
 from tessera.vkapi.commands import ACCELERATION_STRUCTURES
-from tessera.vkapi.render_passes import describe_begin, describe_rendering
-from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS, TRANSFERS
+from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
+from tessera.vkapi.resources import Resources
+from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS, TRANSFERS, Transfer
 from tessera.vkapi.vkconst import vk
 
 from . import shader_costs, timing
@@ -93,139 +103,109 @@ def _primitives(vertices: int) -> int:
     return vertices // 3   # triangle lists; strips and fans shade about as many vertices
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks = drv.ffi, drv.hooks
-    res = lambda cb: cb.device.res  # noqa: E731
+def dependency_masks(info) -> list[tuple[int, int]]:
+    """Stage masks of every barrier in a VkDependencyInfo (synchronization2)."""
+    out = [(b.srcStageMask, b.dstStageMask) for b in (info.pMemoryBarriers[i]
+                                                      for i in range(info.memoryBarrierCount))]
+    out += [(b.srcStageMask, b.dstStageMask) for b in (info.pBufferMemoryBarriers[i]
+                                                       for i in range(info.bufferMemoryBarrierCount))]
+    out += [(b.srcStageMask, b.dstStageMask) for b in (info.pImageMemoryBarriers[i]
+                                                       for i in range(info.imageMemoryBarrierCount))]
+    return out
 
-    def add(cb: CommandBuffer, op: str, value=None) -> None:
-        cb.ops.append((op, value))
+
+def multi(ffi, pInfo, drawCount: int, stride: int, ctype: str, field: str) -> list[int]:
+    """The `field` of each element of a strided VkMultiDraw*InfoEXT array."""
+    base = ffi.cast("char *", pInfo)
+    return [getattr(ffi.cast(ctype, base + i * stride), field) for i in range(drawCount)]
+
+
+def device_resources(cb: CommandBuffer) -> Resources:
+    """What the driver remembers of the resources of the buffer's device (vkapi/resource_hooks.py)."""
+    return cb.device.res
+
+
+class Shadow:
+    """Turns recorded commands into the shadow recording's ops (`cb.ops`), one method per kind.
+
+    `resources(cb)`: the Resources that size a command of `cb` (its device's: render passes and
+    framebuffers, pipelines and shader objects with their shader costs, images, buffers). Shader
+    costs reach the ops through the pipelines bound (`Pipeline.shader_cycles`, `group_size`).
+    The other inputs are plain values: what `register` read from the Vulkan call or C's record.
+    """
+
+    def __init__(self, resources: Callable[[CommandBuffer], Resources] = device_resources) -> None:
+        self.resources = resources
 
     # ---- render passes -------------------------------------------------
-    # Recorded in C (intercepts.PASS_BEGIN, RENDERING_BEGIN, PASS_END) unless Python must act at record
-    # time: the hooks below also apply those records, with the same arguments.
-    def begin_render_pass(cb, begin, command: str):
-        info = describe_begin(res(cb), begin, command)
+    def begin_render_pass(self, cb: CommandBuffer, begin, command: str) -> None:
+        """vkCmdBeginRenderPass(2): `begin` a VkRenderPassBeginInfo (or anything with its members)."""
+        self.begin_pass(cb, describe_begin(self.resources(cb), begin, command))
+
+    def begin_pass(self, cb: CommandBuffer, info: PassInfo) -> None:
         if info.waits_before:
-            add(cb, "barrier")   # spec 8.1: a dependency from VK_SUBPASS_EXTERNAL orders earlier work first
-        add(cb, "pass_begin", info)
+            cb.ops.append(("barrier", None))   # spec 8.1: a dependency from VK_SUBPASS_EXTERNAL orders earlier work first
+        cb.ops.append(("pass_begin", info))
 
-    def end_render_pass(cb) -> None:
-        begin = next((v for op, v in reversed(cb.ops) if op == "pass_begin"), None)
-        add(cb, "pass_end", False)
+    def end_render_pass(self, cb: CommandBuffer) -> None:
+        begin = _last_begin(cb)
+        cb.ops.append(("pass_end", False))
         if begin is not None and begin.waits_after:
-            add(cb, "barrier")
+            cb.ops.append(("barrier", None))
 
-    @hooks.applies("vkCmdBeginRenderPass")
-    @hooks.before("vkCmdBeginRenderPass")
-    def cmd_begin_render_pass(cb, commandBuffer, pRenderPassBegin, contents):
-        begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass")
+    def begin_rendering(self, cb: CommandBuffer, info: PassInfo) -> None:
+        cb.ops.append(("pass_begin", info))
 
-    @hooks.applies("vkCmdBeginRenderPass2")
-    @hooks.before("vkCmdBeginRenderPass2")
-    def cmd_begin_render_pass2(cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
-        begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass2")
-
-    @hooks.applies("vkCmdEndRenderPass")
-    @hooks.before("vkCmdEndRenderPass")
-    def cmd_end_render_pass(cb, commandBuffer):
-        end_render_pass(cb)
-
-    @hooks.applies("vkCmdEndRenderPass2")
-    @hooks.before("vkCmdEndRenderPass2")
-    def cmd_end_render_pass2(cb, commandBuffer, pSubpassEndInfo):
-        end_render_pass(cb)
-
-    @hooks.applies("vkCmdBeginRendering")
-    @hooks.before("vkCmdBeginRendering")
-    def cmd_begin_rendering(cb, commandBuffer, info):
-        add(cb, "pass_begin", describe_rendering(ffi, res(cb), info))
-
-    @hooks.applies("vkCmdEndRendering")
-    @hooks.before("vkCmdEndRendering")
-    def cmd_end_rendering(cb, commandBuffer):
-        begin = next((v for op, v in reversed(cb.ops) if op == "pass_begin"), None)
-        add(cb, "pass_end", bool(begin and begin.suspending))
+    def end_rendering(self, cb: CommandBuffer) -> None:
+        begin = _last_begin(cb)
+        cb.ops.append(("pass_end", bool(begin and begin.suspending)))
 
     # ---- draws ---------------------------------------------------------
-    def draw(cb, vertices: int, estimated: bool) -> None:
+    def draw(self, cb: CommandBuffer, vertices: int, estimated: bool = False) -> None:
+        """One draw of `vertices` (instances included)."""
         costs = cb.graphics_pipeline.shader_cycles if cb.graphics_pipeline else {}
-        add(cb, "draw", Draw(vertices, _primitives(vertices), estimated, costs.get("vertex"), costs.get("fragment")))
+        cb.ops.append(("draw", Draw(vertices, _primitives(vertices), estimated, costs.get("vertex"),
+                                    costs.get("fragment"))))
 
-    @hooks.before("vkCmdDraw")
-    def cmd_draw(cb, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):
-        draw(cb, vertexCount * instanceCount, False)
+    def draws(self, cb: CommandBuffer, count: int, vertices: int, primitives: int) -> None:
+        """Consecutive draws recorded in C, folded: their count and total vertices and primitives."""
+        costs = cb.graphics_pipeline.shader_cycles if cb.graphics_pipeline else {}
+        cb.ops.append(("draw", Draw(vertices, primitives, False, costs.get("vertex"), costs.get("fragment"), count)))
 
-    @hooks.before("vkCmdDrawIndexed")
-    def cmd_draw_indexed(cb, commandBuffer, indexCount, instanceCount, firstIndex, vertexOffset, firstInstance):
-        draw(cb, indexCount * instanceCount, False)
+    def multi_draw(self, cb: CommandBuffer, counts: list[int], instances: int) -> None:
+        """vkCmdDrawMulti(Indexed)EXT: one draw per element (its vertex or index count)."""
+        for n in counts:
+            self.draw(cb, n * instances, False)
 
-    @hooks.before("vkCmdDrawIndirect")
-    def cmd_draw_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        for _ in range(drawCount):
-            draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
+    def estimated_draws(self, cb: CommandBuffer, draws: int = 1, instances: int = 1) -> None:
+        """Draws whose sizes are in GPU memory (indirect, mesh tasks, byte count): `draws` draws of
+        timing.INDIRECT_DRAW_VERTICES per instance, estimated. An indirect count draw is one."""
+        for _ in range(draws):
+            self.draw(cb, timing.INDIRECT_DRAW_VERTICES * instances, True)
 
-    @hooks.before("vkCmdDrawIndexedIndirect")
-    def cmd_draw_indexed_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        for _ in range(drawCount):
-            draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
-
-    @hooks.before("vkCmdDrawIndirectCount")
-    def cmd_draw_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
-        draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
-
-    @hooks.before("vkCmdDrawIndexedIndirectCount")
-    def cmd_draw_indexed_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset,
-                                        maxDrawCount, stride):
-        draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
-
-    def multi(pInfo, drawCount: int, stride: int, ctype: str, field: str):
-        """The `field` of each element of a strided VkMultiDraw*InfoEXT array."""
-        base = ffi.cast("char *", pInfo)
-        return [getattr(ffi.cast(ctype, base + i * stride), field) for i in range(drawCount)]
-
-    @hooks.before("vkCmdDrawMultiEXT")
-    def cmd_draw_multi(cb, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance, stride):
-        for vertices in multi(pVertexInfo, drawCount, stride, "VkMultiDrawInfoEXT *", "vertexCount"):
-            draw(cb, vertices * instanceCount, False)
-
-    @hooks.before("vkCmdDrawMultiIndexedEXT")
-    def cmd_draw_multi_indexed(cb, commandBuffer, drawCount, pIndexInfo, instanceCount, firstInstance, stride,
-                               pVertexOffset):
-        for indices in multi(pIndexInfo, drawCount, stride, "VkMultiDrawIndexedInfoEXT *", "indexCount"):
-            draw(cb, indices * instanceCount, False)
-
-    @hooks.before("vkCmdDrawIndirectByteCountEXT")
-    def cmd_draw_indirect_byte_count(cb, commandBuffer, instanceCount, firstInstance, counterBuffer,
-                                     counterBufferOffset, counterOffset, vertexStride):
-        draw(cb, timing.INDIRECT_DRAW_VERTICES * instanceCount, True)   # the count is in a GPU buffer
-
-    # Mesh shading has no vertex count at record time: estimated like an indirect draw.
-    @hooks.before("vkCmdDrawMeshTasksEXT")
-    def cmd_draw_mesh_tasks(cb, commandBuffer, groupCountX, groupCountY, groupCountZ):
-        draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
-
-    @hooks.before("vkCmdDrawMeshTasksIndirectEXT")
-    def cmd_draw_mesh_tasks_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        for _ in range(drawCount):
-            draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
-
-    @hooks.before("vkCmdDrawMeshTasksIndirectCountEXT")
-    def cmd_draw_mesh_tasks_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset,
-                                           maxDrawCount, stride):
-        draw(cb, timing.INDIRECT_DRAW_VERTICES, True)
-
-    # ---- compute and trace rays ---------------------------------------
-    @hooks.before("vkCmdBindPipeline")
-    def cmd_bind_pipeline(cb, commandBuffer, bindPoint, pipeline):
-        p = res(cb).pipelines.get(int(pipeline))
-        if bindPoint == vk.VK_PIPELINE_BIND_POINT_COMPUTE:
+    # ---- pipelines and shader objects -----------------------------------
+    def bind_pipeline(self, cb: CommandBuffer, bind_point: int, pipeline: int) -> None:
+        p = self.resources(cb).pipelines.get(pipeline)
+        if bind_point == vk.VK_PIPELINE_BIND_POINT_COMPUTE:
             cb.compute_pipeline = p
-        elif bindPoint == vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
+        elif bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
             cb.graphics_pipeline = p
-        elif bindPoint == vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR:
+        elif bind_point == vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR:
             cb.ray_tracing_pipeline = p   # an attribute of this module's own (objects.CommandBuffer is shared)
 
-    def dispatch(cb, command: str, groups: tuple[int, int, int] | None, base=(0, 0, 0)) -> None:
+    def bind_shaders(self, cb: CommandBuffer, stages: list[int], shaders: list[int] | None) -> None:
+        """vkCmdBindShadersEXT: `shaders` None for a NULL pShaders (every stage named unbound)."""
+        bound = cb.__dict__.setdefault("shader_objects", {})   # this module's own state, like ray_tracing_pipeline
+        now = pipelines.bind_shader_objects(self.resources(cb), bound, len(stages), stages, shaders)
+        if any(s == vk.VK_SHADER_STAGE_COMPUTE_BIT for s in stages):
+            cb.compute_pipeline = now[vk.VK_PIPELINE_BIND_POINT_COMPUTE]
+        if any(s != vk.VK_SHADER_STAGE_COMPUTE_BIT for s in stages):
+            cb.graphics_pipeline = now[vk.VK_PIPELINE_BIND_POINT_GRAPHICS]
+
+    # ---- compute and trace rays ---------------------------------------
+    def dispatch(self, cb: CommandBuffer, command: str, groups: tuple[int, int, int] | None,
+                 base: tuple[int, int, int] = (0, 0, 0)) -> None:
+        """`groups` None: indirect (estimated, timing.INDIRECT_DISPATCH_GROUPS groups)."""
         p = cb.compute_pipeline
         size = p.group_size if p and p.group_size else None
         estimated = groups is None
@@ -237,38 +217,183 @@ def register(drv: Driver) -> None:
                 "group_size": tuple(size) if size else (-1, -1, -1)}
         if any(base):
             info["base_group"] = tuple(base)
-        add(cb, "work", Work("dispatch", "compute", command, info, invocations=g[0] * g[1] * g[2] * per_group,
-                             cycles=p.shader_cycles.get("compute") if p else None, estimated=estimated))
+        cb.ops.append(("work", Work("dispatch", "compute", command, info, invocations=g[0] * g[1] * g[2] * per_group,
+                                    cycles=p.shader_cycles.get("compute") if p else None, estimated=estimated)))
 
-    @hooks.before("vkCmdDispatch")
-    def cmd_dispatch(cb, commandBuffer, x, y, z):
-        dispatch(cb, "vkCmdDispatch", (x, y, z))
-
-    @hooks.before("vkCmdDispatchBase")
-    def cmd_dispatch_base(cb, commandBuffer, bx, by, bz, x, y, z):
-        dispatch(cb, "vkCmdDispatchBase", (x, y, z), (bx, by, bz))
-
-    @hooks.before("vkCmdDispatchIndirect")
-    def cmd_dispatch_indirect(cb, commandBuffer, buffer, offset):
-        dispatch(cb, "vkCmdDispatchIndirect", None)
-
-    def ray_cycles(cb) -> float | None:
+    @staticmethod
+    def ray_cycles(cb: CommandBuffer) -> float | None:
         """Cycles per ray of the bound ray-tracing pipeline (its stages' compiler-model costs)."""
         p = getattr(cb, "ray_tracing_pipeline", None)
         return timing.ray_cycles(p.shader_cycles) if p is not None else None
 
+    def trace_rays(self, cb: CommandBuffer, width: int, height: int, depth: int) -> None:
+        cb.ops.append(("work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysKHR",
+                                    {"width": width, "height": height, "depth": depth},
+                                    invocations=width * height * depth, cycles=self.ray_cycles(cb))))
+
+    def trace_rays_indirect(self, cb: CommandBuffer) -> None:
+        # The size is in device memory, written possibly by earlier GPU work: estimated here; the
+        # layer captures the real one (merged trace: its ANNEX).
+        cb.ops.append(("work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysIndirectKHR", {"width": -1},
+                                    invocations=timing.INDIRECT_TRACE_RAYS, cycles=self.ray_cycles(cb),
+                                    estimated=True)))
+
+    # ---- acceleration structures and transfers (sized by the tables shared with the layer) ----
+    def acceleration_structure(self, cb: CommandBuffer, command: str, a: AccelWork) -> None:
+        if a.kind == "acceleration_structure_build":
+            info = {"primitives": a.primitives, "instances": a.instances, "structures": len(a.fields["structures"])}
+        else:
+            info = {"copy_mode": a.fields["copy_mode"], "bytes": a.nbytes}
+        cb.ops.append(("work", Work(a.kind, a.stage, command, info, nbytes=a.nbytes, estimated=a.estimated,
+                                    primitives=a.primitives, instances=a.instances)))
+
+    def transfer(self, cb: CommandBuffer, command: str, t: Transfer) -> None:
+        cb.ops.append(("work", Work("transfer", t.stage, command, t.fields(), nbytes=t.nbytes)))
+
+    # ---- ordering and secondaries ---------------------------------------
+    def barrier(self, cb: CommandBuffer, masks: list[tuple[int, int]]) -> None:
+        """Barriers given as (source, destination) stage masks: one op, the union of their classes."""
+        if masks:
+            cb.ops.append(("barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
+                                       frozenset().union(*(stage_classes(d, "dst") for _, d in masks)))))
+
+    def reduced_barrier(self, cb: CommandBuffer, barriers: int, src: int, dst: int) -> None:
+        """A synchronization2 record made in C (intercepts.DEPENDENCIES): the barriers' count, the OR
+        of their source masks and of their destination masks without bottom-of-pipe, which give the
+        classes of `barrier`'s union."""
+        if barriers:
+            cb.ops.append(("barrier", (stage_classes(src, "src"), stage_classes(dst, "dst"))))
+
+    def execute(self, cb: CommandBuffer, secondaries: list[CommandBuffer]) -> None:
+        """vkCmdExecuteCommands: the secondaries' op lists as they are now (expanded at submit)."""
+        cb.needs_completion |= any(s.needs_completion for s in secondaries)
+        cb.ops.append(("execute", [(s.address, s.ops) for s in secondaries]))
+
+
+def _last_begin(cb: CommandBuffer) -> PassInfo | None:
+    return next((v for op, v in reversed(cb.ops) if op == "pass_begin"), None)
+
+
+def register(drv: Driver) -> None:
+    """The hooks and appliers of the shadow recording: each reads its Vulkan arguments (or C's
+    record) and calls `Shadow`."""
+    ffi, hooks = drv.ffi, drv.hooks
+    shadow = Shadow()
+    res = shadow.resources
+
+    # ---- render passes -------------------------------------------------
+    # Recorded in C (intercepts.PASS_BEGIN, RENDERING_BEGIN, PASS_END) unless Python must act at record
+    # time: the hooks below also apply those records, with the same arguments.
+    @hooks.applies("vkCmdBeginRenderPass")
+    @hooks.before("vkCmdBeginRenderPass")
+    def cmd_begin_render_pass(cb, commandBuffer, pRenderPassBegin, contents):
+        shadow.begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass")
+
+    @hooks.applies("vkCmdBeginRenderPass2")
+    @hooks.before("vkCmdBeginRenderPass2")
+    def cmd_begin_render_pass2(cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
+        shadow.begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass2")
+
+    @hooks.applies("vkCmdEndRenderPass")
+    @hooks.before("vkCmdEndRenderPass")
+    def cmd_end_render_pass(cb, commandBuffer):
+        shadow.end_render_pass(cb)
+
+    @hooks.applies("vkCmdEndRenderPass2")
+    @hooks.before("vkCmdEndRenderPass2")
+    def cmd_end_render_pass2(cb, commandBuffer, pSubpassEndInfo):
+        shadow.end_render_pass(cb)
+
+    @hooks.applies("vkCmdBeginRendering")
+    @hooks.before("vkCmdBeginRendering")
+    def cmd_begin_rendering(cb, commandBuffer, info):
+        shadow.begin_rendering(cb, describe_rendering(ffi, res(cb), info))
+
+    @hooks.applies("vkCmdEndRendering")
+    @hooks.before("vkCmdEndRendering")
+    def cmd_end_rendering(cb, commandBuffer):
+        shadow.end_rendering(cb)
+
+    # ---- draws ---------------------------------------------------------
+    @hooks.before("vkCmdDraw")
+    def cmd_draw(cb, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):
+        shadow.draw(cb, vertexCount * instanceCount)
+
+    @hooks.before("vkCmdDrawIndexed")
+    def cmd_draw_indexed(cb, commandBuffer, indexCount, instanceCount, firstIndex, vertexOffset, firstInstance):
+        shadow.draw(cb, indexCount * instanceCount)
+
+    @hooks.before("vkCmdDrawIndirect")
+    def cmd_draw_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
+        shadow.estimated_draws(cb, drawCount)
+
+    @hooks.before("vkCmdDrawIndexedIndirect")
+    def cmd_draw_indexed_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
+        shadow.estimated_draws(cb, drawCount)
+
+    @hooks.before("vkCmdDrawIndirectCount")
+    def cmd_draw_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
+        shadow.estimated_draws(cb)
+
+    @hooks.before("vkCmdDrawIndexedIndirectCount")
+    def cmd_draw_indexed_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                        maxDrawCount, stride):
+        shadow.estimated_draws(cb)
+
+    @hooks.before("vkCmdDrawMultiEXT")
+    def cmd_draw_multi(cb, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance, stride):
+        shadow.multi_draw(cb, multi(ffi, pVertexInfo, drawCount, stride, "VkMultiDrawInfoEXT *", "vertexCount"),
+                          instanceCount)
+
+    @hooks.before("vkCmdDrawMultiIndexedEXT")
+    def cmd_draw_multi_indexed(cb, commandBuffer, drawCount, pIndexInfo, instanceCount, firstInstance, stride,
+                               pVertexOffset):
+        shadow.multi_draw(cb, multi(ffi, pIndexInfo, drawCount, stride, "VkMultiDrawIndexedInfoEXT *", "indexCount"),
+                          instanceCount)
+
+    @hooks.before("vkCmdDrawIndirectByteCountEXT")
+    def cmd_draw_indirect_byte_count(cb, commandBuffer, instanceCount, firstInstance, counterBuffer,
+                                     counterBufferOffset, counterOffset, vertexStride):
+        shadow.estimated_draws(cb, 1, instanceCount)   # the count is in a GPU buffer
+
+    # Mesh shading has no vertex count at record time: estimated like an indirect draw.
+    @hooks.before("vkCmdDrawMeshTasksEXT")
+    def cmd_draw_mesh_tasks(cb, commandBuffer, groupCountX, groupCountY, groupCountZ):
+        shadow.estimated_draws(cb)
+
+    @hooks.before("vkCmdDrawMeshTasksIndirectEXT")
+    def cmd_draw_mesh_tasks_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
+        shadow.estimated_draws(cb, drawCount)
+
+    @hooks.before("vkCmdDrawMeshTasksIndirectCountEXT")
+    def cmd_draw_mesh_tasks_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                           maxDrawCount, stride):
+        shadow.estimated_draws(cb)
+
+    # ---- compute and trace rays ---------------------------------------
+    @hooks.before("vkCmdBindPipeline")
+    def cmd_bind_pipeline(cb, commandBuffer, bindPoint, pipeline):
+        shadow.bind_pipeline(cb, bindPoint, int(pipeline))
+
+    @hooks.before("vkCmdDispatch")
+    def cmd_dispatch(cb, commandBuffer, x, y, z):
+        shadow.dispatch(cb, "vkCmdDispatch", (x, y, z))
+
+    @hooks.before("vkCmdDispatchBase")
+    def cmd_dispatch_base(cb, commandBuffer, bx, by, bz, x, y, z):
+        shadow.dispatch(cb, "vkCmdDispatchBase", (x, y, z), (bx, by, bz))
+
+    @hooks.before("vkCmdDispatchIndirect")
+    def cmd_dispatch_indirect(cb, commandBuffer, buffer, offset):
+        shadow.dispatch(cb, "vkCmdDispatchIndirect", None)
+
     @hooks.before("vkCmdTraceRaysKHR")
     def cmd_trace_rays(cb, commandBuffer, raygen, miss, hit, callable_, width, height, depth):
-        add(cb, "work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysKHR",
-                             {"width": width, "height": height, "depth": depth}, invocations=width * height * depth,
-                             cycles=ray_cycles(cb)))
+        shadow.trace_rays(cb, width, height, depth)
 
     @hooks.before("vkCmdTraceRaysIndirectKHR")
     def cmd_trace_rays_indirect(cb, commandBuffer, raygen, miss, hit, callable_, address):
-        # The size is in device memory, written possibly by earlier GPU work: estimated here; the
-        # layer captures the real one (merged trace: its ANNEX).
-        add(cb, "work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysIndirectKHR", {"width": -1},
-                             invocations=timing.INDIRECT_TRACE_RAYS, cycles=ray_cycles(cb), estimated=True))
+        shadow.trace_rays_indirect(cb)
 
     # ---- acceleration structures (sizes from the table shared with the layer) ------------
     accel.register(hooks, ffi)
@@ -280,24 +405,14 @@ def register(drv: Driver) -> None:
 
     @hooks.before("vkCmdBindShadersEXT")
     def cmd_bind_shaders(cb, commandBuffer, count, pStages, pShaders):
-        bound = cb.__dict__.setdefault("shader_objects", {})   # this module's own state, like ray_tracing_pipeline
-        now = pipelines.bind_shader_objects(res(cb), bound, count, pStages, None if pShaders == ffi.NULL else pShaders)
-        if any(s == vk.VK_SHADER_STAGE_COMPUTE_BIT for s in (pStages[i] for i in range(count))):
-            cb.compute_pipeline = now[vk.VK_PIPELINE_BIND_POINT_COMPUTE]
-        if any(s != vk.VK_SHADER_STAGE_COMPUTE_BIT for s in (pStages[i] for i in range(count))):
-            cb.graphics_pipeline = now[vk.VK_PIPELINE_BIND_POINT_GRAPHICS]
+        shadow.bind_shaders(cb, [pStages[i] for i in range(count)],
+                            None if pShaders == ffi.NULL else [int(pShaders[i]) for i in range(count)])
 
     def accel_hook(name: str):
         describe = accel.DESCRIBE[name]
 
         def before(cb, commandBuffer, *args):
-            a = describe(res(cb), *args)
-            if a.kind == "acceleration_structure_build":
-                info = {"primitives": a.primitives, "instances": a.instances, "structures": len(a.fields["structures"])}
-            else:
-                info = {"copy_mode": a.fields["copy_mode"], "bytes": a.nbytes}
-            add(cb, "work", Work(a.kind, a.stage, name, info, nbytes=a.nbytes, estimated=a.estimated,
-                                 primitives=a.primitives, instances=a.instances))
+            shadow.acceleration_structure(cb, name, describe(res(cb), *args))
         return before
 
     for name in ACCELERATION_STRUCTURES:
@@ -308,65 +423,45 @@ def register(drv: Driver) -> None:
         describe = TRANSFERS[name]
 
         def before(cb, commandBuffer, *args):
-            t = describe(res(cb), *args)
-            add(cb, "work", Work("transfer", t.stage, name, t.fields(), nbytes=t.nbytes))
+            shadow.transfer(cb, name, describe(res(cb), *args))
         return before
 
     for name in TRANSFERS:
         hooks.before(name)(transfer_hook(name))
 
     # ---- ordering and secondaries ---------------------------------------
-    def barrier(cb, masks: list[tuple[int, int]]) -> None:
-        if masks:
-            add(cb, "barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
-                                frozenset().union(*(stage_classes(d, "dst") for _, d in masks))))
-
-    def dependency_masks(info) -> list[tuple[int, int]]:
-        """Stage masks of every barrier in a VkDependencyInfo (synchronization2)."""
-        out = [(b.srcStageMask, b.dstStageMask) for b in (info.pMemoryBarriers[i]
-                                                          for i in range(info.memoryBarrierCount))]
-        out += [(b.srcStageMask, b.dstStageMask) for b in (info.pBufferMemoryBarriers[i]
-                                                           for i in range(info.bufferMemoryBarrierCount))]
-        out += [(b.srcStageMask, b.dstStageMask) for b in (info.pImageMemoryBarriers[i]
-                                                           for i in range(info.imageMemoryBarrierCount))]
-        return out
-
     @hooks.before("vkCmdPipelineBarrier")
     def cmd_barrier(cb, commandBuffer, src, dst, flags, *barriers):
-        barrier(cb, [(src, dst)])
+        shadow.barrier(cb, [(src, dst)])
 
     @hooks.before("vkCmdPipelineBarrier2")
     def cmd_barrier2(cb, commandBuffer, info):
-        barrier(cb, dependency_masks(info))
+        shadow.barrier(cb, dependency_masks(info))
 
     @hooks.before("vkCmdWaitEvents")
     def cmd_wait_events(cb, commandBuffer, count, pEvents, src, dst, *barriers):
-        barrier(cb, [(src, dst)])
+        shadow.barrier(cb, [(src, dst)])
 
     @hooks.before("vkCmdWaitEvents2")
     def cmd_wait_events2(cb, commandBuffer, count, pEvents, pInfos):
-        barrier(cb, [m for i in range(count) for m in dependency_masks(pInfos[i])])
+        shadow.barrier(cb, [m for i in range(count) for m in dependency_masks(pInfos[i])])
 
     # Recorded in C (intercepts.DEPENDENCIES): the barriers' count and reduced masks, which give the
     # same classes as the union above (the destinations that hold bottom-of-pipe are left out in C).
     @hooks.applies("vkCmdPipelineBarrier2")
     @hooks.applies("vkCmdWaitEvents2")
     def reduced_barrier(cb, commandBuffer, barriers: int, src: int, dst: int) -> None:
-        if barriers:
-            add(cb, "barrier", (stage_classes(src, "src"), stage_classes(dst, "dst")))
+        shadow.reduced_barrier(cb, barriers, src, dst)
 
     @hooks.before("vkCmdExecuteCommands")
     def cmd_execute(cb, commandBuffer, count, pCommandBuffers):
         objects = drv.objects
-        secondaries = [objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)]
-        cb.needs_completion |= any(s.needs_completion for s in secondaries)
-        add(cb, "execute", [(s.address, s.ops) for s in secondaries])
+        shadow.execute(cb, [objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)])
 
     # Commands recorded in C (shim_spec.RECORDED) are applied later, mostly by the same functions;
     # consecutive draws arrive folded: their count and total vertices and primitives.
     def draws(cb, commandBuffer, count: int, vertices: int, primitives: int) -> None:
-        costs = cb.graphics_pipeline.shader_cycles if cb.graphics_pipeline else {}
-        add(cb, "draw", Draw(vertices, primitives, False, costs.get("vertex"), costs.get("fragment"), count))
+        shadow.draws(cb, count, vertices, primitives)
 
     hooks.applies("vkCmdDraw")(draws)
     hooks.applies("vkCmdDrawIndexed")(draws)
@@ -375,5 +470,3 @@ def register(drv: Driver) -> None:
         hooks.applies(name)(fn)
     for name in RECORDED_TRANSFERS:
         hooks.applies(name)(transfer_hook(name))
-
-
