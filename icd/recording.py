@@ -465,8 +465,10 @@ def register(drv: Driver) -> None:
 
     hooks.applies("vkCmdDraw")(draws)
     hooks.applies("vkCmdDrawIndexed")(draws)
+    hooks.applies("vkCmdDrawMeshTasksEXT")(lambda cb, commandBuffer, count: shadow.estimated_draws(cb, count))
     for name, fn in (("vkCmdBindPipeline", cmd_bind_pipeline), ("vkCmdDispatch", cmd_dispatch),
-                     ("vkCmdDispatchBase", cmd_dispatch_base), ("vkCmdPipelineBarrier", cmd_barrier)):
+                     ("vkCmdDispatchBase", cmd_dispatch_base), ("vkCmdPipelineBarrier", cmd_barrier),
+                     ("vkCmdWaitEvents", cmd_wait_events), ("vkCmdTraceRaysKHR", cmd_trace_rays)):
         hooks.applies(name)(fn)
     for name in RECORDED_TRANSFERS:
         hooks.applies(name)(transfer_hook(name))

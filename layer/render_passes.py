@@ -135,6 +135,7 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
     # below serve command buffers the C side does not know.
     @hooks.applies("vkCmdDraw")
     @hooks.applies("vkCmdDrawIndexed")
+    @hooks.applies("vkCmdDrawMeshTasksEXT")
     def folded_draws(dev, commandBuffer, n: int) -> None:
         count(dev, commandBuffer, n)
 

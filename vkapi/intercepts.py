@@ -57,7 +57,9 @@ LABEL_END = Recorded(forward=False)
 APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, python_submits=True)
 APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, python_submits=True)
 APP_LABEL_END = Recorded(forward=False, python_submits=True)
-COUNTED_DRAWS = Recorded(fold=())                    # the layer: consecutive draws only count
+COUNTED_DRAWS = Recorded(fold=())                    # consecutive draws only count (the layer; mesh tasks)
+RAYS = Recorded(fields=("width", "height", "depth"))  # trace rays: the size (the shader tables are not read)
+TAGGED_RAYS = Recorded(fields=("width", "height", "depth"), tagged=True)
 # Render passes (Recorded.opens_pass, closes_pass): a begin with a pNext chain (per-region counters,
 # imageless framebuffers, ...) or a dynamic-rendering instance that suspends or resumes takes Python,
 # and so does its end; the layer's begins are tagged, their t<tag> label open until the end.
@@ -175,8 +177,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawMeshTasksEXT": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
-        LAYER: In("layer.render_passes", "layer.instrument")},
+        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions", c=COUNTED_DRAWS),
+        LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
     "vkCmdDrawMeshTasksIndirectCountEXT": {
         ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
         LAYER: In("layer.render_passes", "layer.instrument")},
@@ -224,10 +226,10 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.instrumentation", "icd.indirect_sizes"),
         LAYER: In("layer.workloads", "layer.instrument")},
     "vkCmdTraceRaysKHR": {
-        ICD: In("icd.recording", "icd.instrumentation"),
-        LAYER: In("layer.workloads", "layer.instrument")},
+        ICD: In("icd.recording", "icd.instrumentation", c=RAYS),
+        LAYER: In("layer.workloads", "layer.instrument", c=TAGGED_RAYS)},
     "vkCmdUpdateBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
-    "vkCmdWaitEvents": {ICD: In("icd.recording")},
+    "vkCmdWaitEvents": {ICD: In("icd.recording", c=Recorded(fields=("srcStageMask", "dstStageMask")))},
     "vkCmdWaitEvents2": {ICD: In("icd.recording", "icd.tensors", c=DEPENDENCIES)},
     "vkCreateAccelerationStructureKHR": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
     "vkCreateBuffer": {

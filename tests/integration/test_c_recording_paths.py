@@ -1,5 +1,6 @@
-"""Render passes recorded in C by both shims (vkapi/recorder.py Recorded.opens_pass / closes_pass), through
-the real loader, the emulated driver, the layer and lavapipe.
+"""Commands recorded in C by both shims against their Python hooks (TESSERA_C_RECORDING=0), through the
+real loader, the emulated driver, the layer and lavapipe: render passes (vkapi/recorder.py
+Recorded.opens_pass / closes_pass), mesh-shading draws and trace rays.
 
 examples/render_passes.py:
 1. a classic render pass with an indirect draw and vkCmdNextSubpass: begun in C; the indirect draw's
@@ -8,6 +9,10 @@ examples/render_passes.py:
 3. an instance suspended in one command buffer and resumed in another: Python, begin and end.
 examples/overdraw.py: one dynamic-rendering instance of direct draws inside application labels: begun
 and ended in C, its t<tag> label opened and closed by C.
+tests/integration/apps/mesh_tasks.py: one instance of three vkCmdDrawMeshTasksEXT, folded into one record
+of three draws by both shims.
+examples/ray_tracing.py: a vkCmdTraceRaysKHR recorded in C (its size; the shader tables are not read),
+and a vkCmdTraceRaysIndirectKHR, whose parameters the layer captures in Python.
 
 Run both ways (TESSERA_C_RECORDING=0 sends everything through Python), the merged traces are the same
 event for event: names, durations, label stacks, tags and metadata (the examples check their pixels too).
@@ -22,12 +27,17 @@ from integration_support import PYTHON, REPO, run
 from tessera.hostd.embedded import merge_session
 from tessera.schemas import perfetto as pf
 
-PASSES = ("vkCmdBeginRenderPass", "vkCmdEndRenderPass", "vkCmdBeginRendering", "vkCmdEndRendering")
-# Per example, the pass commands each shim records in C (by hand, from the docstring).
+APPS = {"render_passes": REPO / "examples" / "render_passes.py", "overdraw": REPO / "examples" / "overdraw.py",
+        "mesh_tasks": REPO / "tests" / "integration" / "apps" / "mesh_tasks.py",
+        "ray_tracing": REPO / "examples" / "ray_tracing.py"}
+# Per program, the records each shim makes in C of those commands (by hand, from the docstring).
 MADE_IN_C = {"render_passes": {"vkCmdBeginRenderPass": 1, "vkCmdEndRenderPass": None, "vkCmdBeginRendering": 1,
-                               "vkCmdEndRendering": None},
+                               "vkCmdEndRendering": None, "vkCmdDrawMeshTasksEXT": None},
              "overdraw": {"vkCmdBeginRenderPass": None, "vkCmdEndRenderPass": None, "vkCmdBeginRendering": 1,
-                          "vkCmdEndRendering": 1}}
+                          "vkCmdEndRendering": 1, "vkCmdDrawMeshTasksEXT": None},
+             "mesh_tasks": {"vkCmdBeginRenderPass": None, "vkCmdEndRenderPass": None, "vkCmdBeginRendering": 1,
+                            "vkCmdEndRendering": 1, "vkCmdDrawMeshTasksEXT": 1},
+             "ray_tracing": {"vkCmdTraceRaysKHR": 1, "vkCmdTraceRaysIndirectKHR": None}}
 
 
 def _session(tmp_path_factory, example: str, c_recording: bool) -> dict:
@@ -39,7 +49,7 @@ def _session(tmp_path_factory, example: str, c_recording: bool) -> dict:
     env.pop("TESSERA_HOSTD", None)
     if not c_recording:
         env["TESSERA_C_RECORDING"] = "0"
-    proc = run([PYTHON, REPO / "examples" / f"{example}.py"], env)
+    proc = run([PYTHON, APPS[example]], env)
     assert proc.returncode == 0 and f"{example}: OK" in proc.stdout, proc.stdout + proc.stderr
     assert "exception" not in proc.stderr.lower(), proc.stderr
     made = {m.group(1): dict((name, int(n)) for name, n in re.findall(r"(vk\w+) (\d+)", m.group(2)))
@@ -66,7 +76,7 @@ def test_both_shims_record_the_passes_that_need_no_python_in_c(runs):
     example, runs = runs
     for shim in ("layer", "icd"):
         made = runs[True]["made"][shim]
-        assert {name: made.get(name) for name in PASSES} == MADE_IN_C[example], (shim, made)
+        assert {name: made.get(name) for name in MADE_IN_C[example]} == MADE_IN_C[example], (shim, made)
         assert runs[False]["made"][shim] == {}
 
 
@@ -74,5 +84,15 @@ def test_passes_recorded_in_c_give_the_trace_of_the_python_path(runs):
     example, runs = runs
     c, python = runs[True]["events"], runs[False]["events"]
     assert len(c) >= 2 and c == python
+    if example == "ray_tracing":
+        rays = [dict(extra) for name, _, extra in c if dict(extra).get("kind") == "trace_rays"]
+        assert [(r["command"], r["width"], r["height"]) for r in rays] == [
+            ("vkCmdTraceRaysKHR", "64", "64"), ("vkCmdTraceRaysIndirectKHR", "64", "64")]
+        return
     passes = [dict(extra) for name, _, extra in c if dict(extra).get("kind") == "render_pass"]
     assert passes and all(p["Label stack"].split(" / ")[-1] == f"t{p['tag']}" for p in passes)
+    if example == "mesh_tasks":   # the three mesh draws, folded in C, still count three (layer and driver)
+        assert {name for name, _, extra in c if dict(extra).get("kind") == "render_pass"} == {"Render pass 32×32, 3 draws"}
+        # the driver estimates each like an indirect draw (icd/timing.py INDIRECT_DRAW_VERTICES: 3072)
+        assert {(p["draw_call_count"], p["Vertices"], p["Estimated"]) for p in passes} == {
+            ("3", str(3 * 3072), "indirect draw sizes")}
