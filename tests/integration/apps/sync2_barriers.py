@@ -2,7 +2,7 @@
 orders differently: the C path records them reduced (vkapi/recorder.py Recorded.dependencies).
 
 Run: .venv/bin/python tests/integration/apps/sync2_barriers.py  (under `tessera run` or not)
-Five command buffers, one submit each; each dispatches collatz.comp over 256 values, then has the
+Six command buffers, one submit each; each dispatches collatz.comp over 256 values, then has the
 barriers below, then fills 4 KiB of another buffer:
 
  1  vkCmdPipelineBarrier2: a memory barrier COMPUTE -> TRANSFER              (the fill waits)
@@ -12,6 +12,7 @@ barriers below, then fills 4 KiB of another buffer:
  4  an image barrier TOP_OF_PIPE -> TRANSFER (UNDEFINED -> GENERAL), no barrier from compute
  5  vkCmdSetEvent2 twice, then vkCmdWaitEvents2 on both: one dependency COMPUTE -> BOTTOM_OF_PIPE,
     the other COMPUTE -> TRANSFER, and a vkCmdPipelineBarrier2 with no barriers at all
+ 6  vkCmdSetEvent, then vkCmdWaitEvents (the original commands) COMPUTE -> TRANSFER   (the fill waits)
 
 Results are checked (collatz steps against a CPU reference, the fills); prints 'sync2_barriers: OK'.
 """
@@ -59,8 +60,8 @@ def body(ctx: vkapp.Context) -> str:
     expected = np.array([collatz_reference(int(v)) for v in inputs], dtype=np.uint32)
     storage = vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
     inbuf = ctx.buffer(COUNT * 4, storage, inputs)
-    outbufs = [ctx.buffer(COUNT * 4, storage) for _ in range(5)]
-    fills = [ctx.buffer(FILL, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT) for _ in range(5)]
+    outbufs = [ctx.buffer(COUNT * 4, storage) for _ in range(6)]
+    fills = [ctx.buffer(FILL, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT) for _ in range(6)]
     image = ctx.image(8, 8, vk.VK_FORMAT_R8G8B8A8_UNORM, vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
 
     stage = vk.VK_SHADER_STAGE_COMPUTE_BIT
@@ -68,7 +69,7 @@ def body(ctx: vkapp.Context) -> str:
                                  (1, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, stage)])
     layout = ctx.pipeline_layout([set_layout], push_size=4, push_stages=stage)
     pipeline = ctx.compute_pipeline("collatz.comp", layout, spec={0: LOCAL_SIZE})
-    pool = ctx.descriptor_pool({vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: 10}, max_sets=5)
+    pool = ctx.descriptor_pool({vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: 12}, max_sets=6)
     count = vk.ffi.new("uint32_t[1]", [COUNT])
     events = [ctx.own(vk.vkDestroyEvent, vk.vkCreateEvent(
         ctx.device, vk.VkEventCreateInfo(sType=vk.VK_STRUCTURE_TYPE_EVENT_CREATE_INFO), None)) for _ in range(2)]
@@ -89,6 +90,10 @@ def body(ctx: vkapp.Context) -> str:
             vk.vkCmdPipelineBarrier2(cmd, dependency(buffers=[buffer_barrier(out, "compute", "bottom")]))
         elif variant == 4:
             vk.vkCmdPipelineBarrier2(cmd, dependency(images=[image_barrier]))
+        elif variant == 6:
+            vk.vkCmdSetEvent(cmd, events[0], vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT)
+            vk.vkCmdWaitEvents(cmd, 1, [events[0]], vk.VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                               vk.VK_PIPELINE_STAGE_TRANSFER_BIT, 0, None, 0, None, 0, None)
         else:
             infos = [dependency(memories=[memory("compute", "bottom")]),
                      dependency(memories=[memory("compute", "transfer")])]
@@ -97,7 +102,7 @@ def body(ctx: vkapp.Context) -> str:
             vk.vkCmdWaitEvents2(cmd, 2, events, infos)
             vk.vkCmdPipelineBarrier2(cmd, dependency())
 
-    for variant in range(1, 6):
+    for variant in range(1, 7):
         dset = ctx.allocate_set(pool, set_layout)
         out = outbufs[variant - 1]
         ctx.write_storage_buffers(dset, [(0, inbuf, 0, vkapp.WHOLE_SIZE), (1, out, 0, vkapp.WHOLE_SIZE)])
@@ -114,7 +119,7 @@ def body(ctx: vkapp.Context) -> str:
         vkapp.check_equal(f"collatz steps, submit {variant}", out.array(np.uint32).copy(), expected)
         vkapp.check_equal(f"fill, submit {variant}", fills[variant - 1].array(np.uint32).copy(),
                           np.full(FILL // 4, 0x5A5A0000 + variant, np.uint32))
-    return f"5 submits checked on {ctx.device_name}"
+    return f"6 submits checked on {ctx.device_name}"
 
 
 if __name__ == "__main__":
