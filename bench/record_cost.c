@@ -248,27 +248,42 @@ static double bench_groups(struct ctx *c, long calls, long reps)
     return best;
 }
 
-/* Best of `reps` times of recording `calls` vkCmdDispatch. */
-static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_end, struct submit_times *st)
+/* The compute pipeline of the dispatch and buffer modes: an empty shader (local size 64), no descriptors. */
+struct compute_pipeline { VkShaderModule module; VkPipelineLayout layout; VkPipeline pipeline; };
+
+static struct compute_pipeline empty_compute_pipeline(struct ctx *c)
 {
-    VkShaderModule module = shader(c, record_empty_comp, sizeof record_empty_comp);
+    struct compute_pipeline cp;
+    cp.module = shader(c, record_empty_comp, sizeof record_empty_comp);
     VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    VkPipelineLayout layout;
-    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &layout));
+    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &cp.layout));
     VkComputePipelineCreateInfo pipe_info = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
         .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = module, .pName = "main"},
-        .layout = layout, .basePipelineIndex = -1};
-    VkPipeline pipeline;
-    VK_CHECK(vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &pipeline));
+                  .module = cp.module, .pName = "main"},
+        .layout = cp.layout, .basePipelineIndex = -1};
+    VK_CHECK(vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &cp.pipeline));
+    return cp;
+}
+
+static void destroy_compute_pipeline(struct ctx *c, struct compute_pipeline *cp)
+{
+    vkDestroyPipeline(c->device, cp->pipeline, NULL);
+    vkDestroyPipelineLayout(c->device, cp->layout, NULL);
+    vkDestroyShaderModule(c->device, cp->module, NULL);
+}
+
+/* Best of `reps` times of recording `calls` vkCmdDispatch. */
+static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_end, struct submit_times *st)
+{
+    struct compute_pipeline cp = empty_compute_pipeline(c);
     VkCommandBuffer cmd = command_buffer(c);
 
     double best = -1.0;
     for (long rep = 0; rep < reps; rep++) {
         VK_CHECK(vkResetCommandBuffer(cmd, 0));
         begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
-        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp.pipeline);
         double t0 = now_ns();
         for (long i = 0; i < calls; i++)
             vkCmdDispatch(cmd, 1, 1, 1);
@@ -283,9 +298,7 @@ static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_
     submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
 
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
-    vkDestroyPipeline(c->device, pipeline, NULL);
-    vkDestroyPipelineLayout(c->device, layout, NULL);
-    vkDestroyShaderModule(c->device, module, NULL);
+    destroy_compute_pipeline(c, &cp);
     return best;
 }
 
@@ -293,17 +306,7 @@ static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_
    resets it), vkCmdBindPipeline, vkCmdDispatch, vkEndCommandBuffer. */
 static double bench_buffer(struct ctx *c, long calls, long reps)
 {
-    VkShaderModule module = shader(c, record_empty_comp, sizeof record_empty_comp);
-    VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    VkPipelineLayout layout;
-    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &layout));
-    VkComputePipelineCreateInfo pipe_info = {
-        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
-        .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
-                  .module = module, .pName = "main"},
-        .layout = layout, .basePipelineIndex = -1};
-    VkPipeline pipeline;
-    VK_CHECK(vkCreateComputePipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &pipeline));
+    struct compute_pipeline cp = empty_compute_pipeline(c);
     VkCommandBuffer cmd = command_buffer(c);
 
     double best = -1.0;
@@ -311,7 +314,7 @@ static double bench_buffer(struct ctx *c, long calls, long reps)
         double t0 = now_ns();
         for (long i = 0; i < calls; i++) {
             begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
-            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp.pipeline);
             vkCmdDispatch(cmd, 1, 1, 1);
             VK_CHECK(vkEndCommandBuffer(cmd));
         }
@@ -321,9 +324,7 @@ static double bench_buffer(struct ctx *c, long calls, long reps)
     }
 
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
-    vkDestroyPipeline(c->device, pipeline, NULL);
-    vkDestroyPipelineLayout(c->device, layout, NULL);
-    vkDestroyShaderModule(c->device, module, NULL);
+    destroy_compute_pipeline(c, &cp);
     return best;
 }
 

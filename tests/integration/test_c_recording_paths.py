@@ -19,13 +19,8 @@ event for event: names, durations, label stacks, tags and metadata (the examples
 """
 from __future__ import annotations
 
-import re
-
 import pytest
-from integration_support import PYTHON, REPO, run
-
-from tessera.hostd.embedded import merge_session
-from tessera.schemas import perfetto as pf
+from integration_support import REPO, run_recorded
 
 APPS = {"render_passes": REPO / "examples" / "render_passes.py", "overdraw": REPO / "examples" / "overdraw.py",
         "mesh_tasks": REPO / "tests" / "integration" / "apps" / "mesh_tasks.py",
@@ -41,30 +36,9 @@ MADE_IN_C = {"render_passes": {"vkCmdBeginRenderPass": 1, "vkCmdEndRenderPass": 
 
 
 def _session(tmp_path_factory, example: str, c_recording: bool) -> dict:
-    from tessera.tools.launch import LaunchConfig, environment
-
     d = tmp_path_factory.mktemp(example + ("-c" if c_recording else "-python")) / "session"
-    d.mkdir()
-    env = dict(environment(LaunchConfig(d)), TESSERA_LOG="info")
-    env.pop("TESSERA_HOSTD", None)
-    if not c_recording:
-        env["TESSERA_C_RECORDING"] = "0"
-    proc = run([PYTHON, APPS[example]], env)
-    assert proc.returncode == 0 and f"{example}: OK" in proc.stdout, proc.stdout + proc.stderr
-    assert "exception" not in proc.stderr.lower(), proc.stderr
-    made = {m.group(1): dict((name, int(n)) for name, n in re.findall(r"(vk\w+) (\d+)", m.group(2)))
-            for m in re.finditer(r"\] (layer|icd) INFO: records made in C so far: (.*)", proc.stderr)}
-    result = merge_session(d)
-    assert result.events_without_metadata == 0 and result.metadata_without_events == 0, result.examples
-    packets = list(pf.read_packets(result.output))
-    assert pf.check_render_stages(packets).problems == []
-    events = []
-    for p in packets:
-        if p.HasField("gpu_render_stage_event"):
-            e = p.gpu_render_stage_event
-            extra = {d.name: d.value for d in e.extra_data if not d.name.startswith("handles.")}
-            events.append((e.name, e.duration, tuple(sorted(extra.items()))))
-    return {"made": made, "events": events}
+    made, events = run_recorded(d, [APPS[example]], f"{example}: OK", c_recording)
+    return {"made": made, "events": [(name, duration, tuple(sorted(extra.items()))) for name, duration, extra in events]}
 
 
 @pytest.fixture(scope="module", params=sorted(MADE_IN_C))

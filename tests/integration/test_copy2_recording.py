@@ -14,14 +14,10 @@ command is among them.
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 import pytest
-from integration_support import PYTHON, REPO, run
-
-from tessera.hostd.embedded import merge_session
-from tessera.schemas import perfetto as pf
+from integration_support import REPO, run_recorded
 
 APP = REPO / "examples" / "transfers.py"
 ORIGINAL = {"vkCmdCopyBuffer2": "vkCmdCopyBuffer", "vkCmdCopyImage2": "vkCmdCopyImage",
@@ -40,30 +36,13 @@ COPIES_2 = {"vkCmdCopyBuffer2": 1, "vkCmdCopyBufferToImage2": 1, "vkCmdCopyImage
 
 
 def _session(tmp_path_factory, copy2: bool) -> dict:
-    from tessera.tools.launch import LaunchConfig, environment
-
     d = tmp_path_factory.mktemp("copy2" if copy2 else "copy") / "session"
-    d.mkdir()
-    env = environment(LaunchConfig(d))
-    env.pop("TESSERA_HOSTD", None)
-    env["TESSERA_LOG"] = "info"   # each shim lists at vkDestroyDevice the records it made in C
-    proc = run([PYTHON, APP, *(["--copy2"] if copy2 else [])], env)
-    assert proc.returncode == 0 and "transfers: OK" in proc.stdout, proc.stdout + proc.stderr
-    assert "exception" not in proc.stderr.lower(), proc.stderr
-    made = {m.group(1): dict((name, int(n)) for name, n in re.findall(r"(vk\w+) (\d+)", m.group(2)))
-            for m in re.finditer(r"\] (layer|icd) INFO: records made in C so far: (.*)", proc.stderr)}
-    result = merge_session(d)
-    assert result.events_without_metadata == 0 and result.metadata_without_events == 0, result.examples
-    packets = list(pf.read_packets(result.output))
-    assert pf.check_render_stages(packets).problems == []
-    events = []
-    for p in packets:
-        if p.HasField("gpu_render_stage_event"):
-            e = p.gpu_render_stage_event
-            extra = {d.name: d.value for d in e.extra_data if not d.name.startswith("handles.")}
-            extra["command"] = ORIGINAL.get(extra.get("command"), extra.get("command"))
-            events.append((e.name, e.duration, tuple(sorted(extra.items()))))
-    return {"made": made, "events": events}
+    made, events = run_recorded(d, [APP, *(["--copy2"] if copy2 else [])], "transfers: OK")
+    out = []
+    for name, duration, extra in events:
+        extra["command"] = ORIGINAL.get(extra.get("command"), extra.get("command"))
+        out.append((name, duration, tuple(sorted(extra.items()))))
+    return {"made": made, "events": out}
 
 
 @pytest.fixture(scope="module")

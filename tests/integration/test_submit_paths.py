@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from integration_support import PYTHON, REPO, run
+from integration_support import PYTHON, REPO, records_made_in_c, run
 
 from tessera.schemas import perfetto as pf
 from tessera.schemas.frames import MessageType, iter_file
@@ -33,8 +33,7 @@ def _session(tmp_path_factory, c_submits: bool) -> dict:
     assert proc.returncode == 0 and "submit_paths: OK" in proc.stdout, proc.stdout + proc.stderr
     paths = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
         r"\] (layer|icd) INFO: submits so far: (\d+) made in C, (\d+) through Python", proc.stderr)}
-    records = {m.group(1): dict((name, int(n)) for name, n in re.findall(r"(vk\w+) (\d+)", m.group(2)))
-               for m in re.finditer(r"\] (layer|icd) INFO: records made in C so far: (.*)", proc.stderr)}
+    records = records_made_in_c(proc.stderr)
     (spool,) = d.glob("layer-*.spool")
     submits, annexes = [], {}
     for f in iter_file(spool):

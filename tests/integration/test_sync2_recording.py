@@ -5,10 +5,8 @@ by hand: the fill waits for the dispatch in submits 1, 2, 5 and 6, not in 3 and 
 vkCmdWaitEvents, recorded in C as vkCmdPipelineBarrier is)."""
 from __future__ import annotations
 
-import re
-
 import pytest
-from integration_support import PYTHON, REPO, run
+from integration_support import PYTHON, REPO, records_made_in_c, run
 
 from tessera.schemas import perfetto as pf
 
@@ -26,13 +24,13 @@ def _run(tmp_path_factory, c_recording: bool) -> dict:
         env["TESSERA_C_RECORDING"] = "0"
     proc = run([PYTHON, APP], env)
     assert proc.returncode == 0 and "sync2_barriers: OK" in proc.stdout, proc.stdout + proc.stderr
-    made = re.search(r"\] icd INFO: records made in C so far: (.*)", proc.stderr).group(1)
+    made = records_made_in_c(proc.stderr)["icd"]
     events = {}
     for p in pf.read_packets(d / "gpu.perfetto-trace"):
         if p.HasField("gpu_render_stage_event"):
             e = p.gpu_render_stage_event
             events.setdefault(e.submission_id, []).append((p.timestamp, e.duration, pf.extra(e, "Workload")))
-    return {"made": dict((n, int(k)) for n, k in re.findall(r"(vk\w+) (\d+)", made)), "events": events}
+    return {"made": made, "events": events}
 
 
 @pytest.fixture(scope="module")
