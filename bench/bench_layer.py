@@ -32,8 +32,10 @@ import argparse
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
 MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups")
-WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)", "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
-        "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit", "groups": "vkEnumeratePhysicalDeviceGroups"}
+WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)",
+        "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
+        "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit",
+        "groups": "vkEnumeratePhysicalDeviceGroups"}
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 

@@ -365,7 +365,8 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
 
     @hooks.replace("vkQueueSubmit")
     def queue_submit(queue, count, pSubmits, fence):
-        return submit(queue, "vkQueueSubmit", "VkSubmitInfo", count, pSubmits, fence, lambda dev: dev.next.vkQueueSubmit)
+        return submit(queue, "vkQueueSubmit", "VkSubmitInfo", count, pSubmits, fence,
+                      lambda dev: dev.next.vkQueueSubmit)
 
     @hooks.replace("vkQueueSubmit2")
     def queue_submit2(queue, count, pSubmits, fence):

@@ -15,10 +15,10 @@ Python later: records are applied in order, by the same hook logic as before, wh
 Python next looks at that command buffer: before any Python hook of a command recorded
 into it (so order is kept, on the recording thread), and at vkEndCommandBuffer, where the
 rest of the recording and the end hooks are applied by a worker thread (`defer`): the
-application's thread only forwards the call (unless the rest is short: INLINE_BYTES). Whatever needs a finished recording waits for
-its job (`wait`, before any hook of that buffer) or for every job (`settle`: submits,
-frees, pool resets, executing secondaries, device destruction). A command buffer the C
-side does not know (not registered) takes the Python hook, as before.
+application's thread only forwards the call (unless the rest is short: INLINE_BYTES). Whatever
+needs a finished recording waits for its job (`wait`, before any hook of that buffer) or for
+every job (`settle`: submits, frees, pool resets, executing secondaries, device destruction). A
+command buffer the C side does not know (not registered) takes the Python hook, as before.
 
 Record layout (little-endian, 8-byte aligned):
     u32 command index (the shim's guard table index) | u32 record size in bytes

@@ -38,7 +38,8 @@ MADE_IN_C = {"render_passes": {"vkCmdBeginRenderPass": 1, "vkCmdEndRenderPass": 
 def _session(tmp_path_factory, example: str, c_recording: bool) -> dict:
     d = tmp_path_factory.mktemp(example + ("-c" if c_recording else "-python")) / "session"
     made, events = run_recorded(d, [APPS[example]], f"{example}: OK", c_recording)
-    return {"made": made, "events": [(name, duration, tuple(sorted(extra.items()))) for name, duration, extra in events]}
+    return {"made": made,
+            "events": [(name, duration, tuple(sorted(extra.items()))) for name, duration, extra in events]}
 
 
 @pytest.fixture(scope="module", params=sorted(MADE_IN_C))
@@ -66,7 +67,8 @@ def test_passes_recorded_in_c_give_the_trace_of_the_python_path(runs):
     passes = [dict(extra) for name, _, extra in c if dict(extra).get("kind") == "render_pass"]
     assert passes and all(p["Label stack"].split(" / ")[-1] == f"t{p['tag']}" for p in passes)
     if example == "mesh_tasks":   # the three mesh draws, folded in C, still count three (layer and driver)
-        assert {name for name, _, extra in c if dict(extra).get("kind") == "render_pass"} == {"Render pass 32×32, 3 draws"}
+        names = {name for name, _, extra in c if dict(extra).get("kind") == "render_pass"}
+        assert names == {"Render pass 32×32, 3 draws"}
         # the driver estimates each like an indirect draw (icd/timing.py INDIRECT_DRAW_VERTICES: 3072)
         assert {(p["draw_call_count"], p["Vertices"], p["Estimated"]) for p in passes} == {
             ("3", str(3 * 3072), "indirect draw sizes")}
