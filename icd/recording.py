@@ -99,6 +99,13 @@ def stage_classes(mask: int, role: str) -> frozenset[str]:
     return frozenset(classes)
 
 
+def add_barrier(cb: CommandBuffer, masks: list[tuple[int, int]]) -> None:
+    """Barriers given as (source, destination) stage masks: one op, the union of their classes."""
+    if masks:
+        cb.ops.append(("barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
+                                   frozenset().union(*(stage_classes(d, "dst") for _, d in masks)))))
+
+
 def _primitives(vertices: int) -> int:
     return vertices // 3   # triangle lists; strips and fans shade about as many vertices
 
@@ -252,10 +259,7 @@ class Shadow:
 
     # ---- ordering and secondaries ---------------------------------------
     def barrier(self, cb: CommandBuffer, masks: list[tuple[int, int]]) -> None:
-        """Barriers given as (source, destination) stage masks: one op, the union of their classes."""
-        if masks:
-            cb.ops.append(("barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
-                                       frozenset().union(*(stage_classes(d, "dst") for _, d in masks)))))
+        add_barrier(cb, masks)
 
     def reduced_barrier(self, cb: CommandBuffer, barriers: int, src: int, dst: int) -> None:
         """A synchronization2 record made in C (intercepts.DEPENDENCIES): the barriers' count, the OR

@@ -38,7 +38,7 @@ from tessera.vkapi.vkconst import vk
 from . import tensor_aliasing, tensor_external
 from .driver import Driver
 from .objects import CommandBuffer, Device, PhysicalDevice
-from .recording import Work, stage_classes
+from .recording import Work, add_barrier
 
 EXTENSION = "VK_ARM_tensors"
 SPEC_VERSION = 2                 # VK_ARM_TENSORS_SPEC_VERSION in vk.xml 1.4.366
@@ -518,9 +518,7 @@ def register(drv: Driver) -> None:
         out.bufferMemoryBarrierCount = len(all_buffers) + len(buffers)
         out.pBufferMemoryBarriers = array
         tensor_aliasing.translate_image_barriers(ffi, info, out, keep)
-        masks = [(b.srcStageMask, b.dstStageMask) for b in barriers]
-        cb.ops.append(("barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
-                                   frozenset().union(*(stage_classes(d, "dst") for _, d in masks)))))
+        add_barrier(cb, [(b.srcStageMask, b.dstStageMask) for b in barriers])
         return out
 
     keepalive: dict[int, list] = {}   # command buffer address -> structs of its last translated barrier
