@@ -223,6 +223,13 @@ static void submit_once(struct ctx *c, VkCommandBuffer cmd, struct submit_times 
         best->wait = t2 - t1;
 }
 
+/* The best (lowest) of the repetitions so far; negative: none yet. */
+static void keep_best(double *best, double value)
+{
+    if (*best < 0.0 || value < *best)
+        *best = value;
+}
+
 /* Best of `reps` times of `calls` vkEnumeratePhysicalDeviceGroups (count, then fill). */
 static double bench_groups(struct ctx *c, long calls, long reps)
 {
@@ -242,8 +249,7 @@ static double bench_groups(struct ctx *c, long calls, long reps)
                 fail("vkEnumeratePhysicalDeviceGroups failed");
         }
         double elapsed = now_ns() - t0;
-        if (best < 0.0 || elapsed < best)
-            best = elapsed;
+        keep_best(&best, elapsed);
     }
     return best;
 }
@@ -290,10 +296,8 @@ static double bench_dispatch(struct ctx *c, long calls, long reps, double *best_
         double elapsed = now_ns() - t0;
         VK_CHECK(vkEndCommandBuffer(cmd));
         double ended = now_ns() - t0 - elapsed;
-        if (best < 0.0 || elapsed < best)
-            best = elapsed;
-        if (*best_end < 0.0 || ended < *best_end)
-            *best_end = ended;
+        keep_best(&best, elapsed);
+        keep_best(best_end, ended);
     }
     submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
 
@@ -319,8 +323,7 @@ static double bench_buffer(struct ctx *c, long calls, long reps)
             VK_CHECK(vkEndCommandBuffer(cmd));
         }
         double elapsed = now_ns() - t0;
-        if (best < 0.0 || elapsed < best)
-            best = elapsed;
+        keep_best(&best, elapsed);
     }
 
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
@@ -432,10 +435,8 @@ static double bench_draw(struct ctx *c, int passes, long calls, long reps, doubl
             vkCmdEndRendering(cmd);
         VK_CHECK(vkEndCommandBuffer(cmd));
         double ended = now_ns() - t0 - elapsed;
-        if (best < 0.0 || elapsed < best)
-            best = elapsed;
-        if (*best_end < 0.0 || ended < *best_end)
-            *best_end = ended;
+        keep_best(&best, elapsed);
+        keep_best(best_end, ended);
     }
     submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
 
@@ -496,10 +497,8 @@ static double bench_copy(struct ctx *c, int two, long calls, long reps, double *
         double elapsed = now_ns() - t0;
         VK_CHECK(vkEndCommandBuffer(cmd));
         double ended = now_ns() - t0 - elapsed;
-        if (best < 0.0 || elapsed < best)
-            best = elapsed;
-        if (*best_end < 0.0 || ended < *best_end)
-            *best_end = ended;
+        keep_best(&best, elapsed);
+        keep_best(best_end, ended);
     }
     submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
 
@@ -551,8 +550,7 @@ static double bench_submit(struct ctx *c, long calls, long reps)
             VK_CHECK(vkResetFences(c->device, batch, fences));
             done += batch;
         }
-        if (best < 0.0 || elapsed < best)
-            best = elapsed;
+        keep_best(&best, elapsed);
     }
 
     VK_CHECK(vkQueueWaitIdle(c->queue));

@@ -20,26 +20,12 @@ import hashlib
 import json
 import sys
 
-VK_SUCCESS, VK_INCOMPLETE = 0, 5
-VK_STRUCTURE_TYPE_APPLICATION_INFO = 0
-VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO = 1
+from ctypes_vulkan import VK_SUCCESS, instance_create_info
+
+VK_INCOMPLETE = 5
 VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GROUP_PROPERTIES = 1000070000
-VK_API_VERSION_1_1 = (1 << 22) | (1 << 12)
 REPEAT = 4
 MARKER_STYPE = 1000999999   # no real structure: nothing may follow this chain
-
-
-class ApplicationInfo(ctypes.Structure):
-    _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p), ("pApplicationName", ctypes.c_char_p),
-                ("applicationVersion", ctypes.c_uint32), ("pEngineName", ctypes.c_char_p),
-                ("engineVersion", ctypes.c_uint32), ("apiVersion", ctypes.c_uint32)]
-
-
-class InstanceCreateInfo(ctypes.Structure):
-    _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p), ("flags", ctypes.c_uint32),
-                ("pApplicationInfo", ctypes.POINTER(ApplicationInfo)), ("enabledLayerCount", ctypes.c_uint32),
-                ("ppEnabledLayerNames", ctypes.c_void_p), ("enabledExtensionCount", ctypes.c_uint32),
-                ("ppEnabledExtensionNames", ctypes.c_void_p)]
 
 
 class BaseOutStructure(ctypes.Structure):
@@ -194,9 +180,7 @@ def properties_answer(get_properties, phys) -> dict:
 
 
 def one_instance(api: Api) -> dict:
-    app = ApplicationInfo(VK_STRUCTURE_TYPE_APPLICATION_INFO, None, b"fixed_answers", 1, b"none", 1,
-                          VK_API_VERSION_1_1)
-    info = InstanceCreateInfo(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, None, 0, ctypes.pointer(app), 0, None, 0, None)
+    info = instance_create_info(b"fixed_answers")
     instance = ctypes.c_void_p()
     result = api.fn(None, "vkCreateInstance", PFN_CREATE_INSTANCE)(ctypes.byref(info), None, ctypes.byref(instance))
     if result != VK_SUCCESS:

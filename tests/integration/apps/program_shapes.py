@@ -16,23 +16,7 @@ Each prints 'program_shapes SHAPE: <device name>' when it gets that far.
 import ctypes
 import sys
 
-VK_SUCCESS = 0
-VK_STRUCTURE_TYPE_APPLICATION_INFO = 0
-VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO = 1
-VK_API_VERSION_1_1 = (1 << 22) | (1 << 12)
-
-
-class ApplicationInfo(ctypes.Structure):
-    _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p), ("pApplicationName", ctypes.c_char_p),
-                ("applicationVersion", ctypes.c_uint32), ("pEngineName", ctypes.c_char_p),
-                ("engineVersion", ctypes.c_uint32), ("apiVersion", ctypes.c_uint32)]
-
-
-class InstanceCreateInfo(ctypes.Structure):
-    _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p), ("flags", ctypes.c_uint32),
-                ("pApplicationInfo", ctypes.POINTER(ApplicationInfo)), ("enabledLayerCount", ctypes.c_uint32),
-                ("ppEnabledLayerNames", ctypes.c_void_p), ("enabledExtensionCount", ctypes.c_uint32),
-                ("ppEnabledExtensionNames", ctypes.c_void_p)]
+from ctypes_vulkan import VK_SUCCESS, instance_create_info
 
 
 class PhysicalDeviceProperties(ctypes.Structure):
@@ -43,9 +27,7 @@ class PhysicalDeviceProperties(ctypes.Structure):
 
 
 def create_instance(vulkan):
-    app = ApplicationInfo(VK_STRUCTURE_TYPE_APPLICATION_INFO, None, b"program_shapes", 1, b"none", 1,
-                          VK_API_VERSION_1_1)
-    info = InstanceCreateInfo(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, None, 0, ctypes.pointer(app), 0, None, 0, None)
+    info = instance_create_info(b"program_shapes")
     instance = ctypes.c_void_p()
     result = vulkan.vkCreateInstance(ctypes.byref(info), None, ctypes.byref(instance))
     if result != VK_SUCCESS:
