@@ -183,6 +183,65 @@ def report_backend(manifest: Path) -> bool:
     return True
 
 
+def _python_version(python: str) -> str | None:
+    try:
+        done = subprocess.run([python, "-I", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=PROBE_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def report_python_environment(env: dict[str, str] | None = None) -> list[str]:
+    """What the user's Python environment (another venv or conda active, PYTHONHOME, PYTHONPATH)
+    means for programs under `tessera run`: one line each (issue #31)."""
+    env = os.environ if env is None else env
+    ours = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    lines = []
+    active = [f"{name}={env[name]}" for name in ("VIRTUAL_ENV", "CONDA_PREFIX") if env.get(name)]
+    first = shutil.which("python3", path=env.get("PATH", os.defpath))
+    if first and Path(first).resolve() != Path(sys.executable).resolve():
+        active.append(f"python3 on PATH is {first} (Python {_python_version(first) or 'unknown'})")
+    for name in ("PYTHONHOME", "PYTHONPATH"):
+        if env.get(name):
+            active.append(f"{name}={env[name]}")
+    if not active:
+        return [f"  ok       Python environment: the project's ({sys.executable}, Python {ours})"]
+    lines.append(f"  note     another Python environment is active: {'; '.join(active)}")
+    lines.append(f"           C/C++/Rust programs: unaffected (the shims start the project's Python {ours} "
+                 f"from {sys.executable}, isolated from PATH, PYTHONHOME and PYTHONPATH)")
+    if first and (version := _python_version(first)) and version != ours:
+        lines.append(f"           Python programs: `python3` here is Python {version}: the shims refuse it; run "
+                     f"them with a Python {ours} (for example {sys.executable})")
+    else:
+        lines.append(f"           Python programs: served by the interpreter that runs them (any Python {ours}); "
+                     f"Tessera's dependencies come from the project first")
+    return lines
+
+
+def _c_program_sees_the_mali() -> bool:
+    """A C program (vulkaninfo) under Tessera's driver in this very environment finds the Mali."""
+    from .launch import ICD_MANIFEST, LaunchConfig, environment
+
+    if not ICD_MANIFEST.exists() or not shutil.which("vulkaninfo"):
+        return True   # reported by the checks above
+    with tempfile.TemporaryDirectory(prefix="tessera-doctor-") as tmp:
+        env = environment(LaunchConfig(Path(tmp), layer=False))
+        try:
+            done = subprocess.run(["vulkaninfo", "--summary"], env=env, capture_output=True, text=True,
+                                  timeout=PROBE_TIMEOUT)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            click.echo(f"  MISSING  a C program finds the emulated Mali ({e}). Fix: make setup")
+            return False
+    if "(emulated)" in done.stdout:
+        click.echo("  ok       a C program (vulkaninfo) finds the emulated Mali in this environment")
+        return True
+    why = next((line for line in done.stderr.splitlines() if line.startswith("tessera:")), done.stderr.strip()[-200:])
+    click.echo(f"  MISSING  a C program (vulkaninfo) finds the emulated Mali in this environment: {why}. "
+               "Fix: make setup")
+    return False
+
+
 @click.command()
 @click.option("--backend", "backend", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Backend driver manifest to report on (default: the one `tessera run` uses).")
@@ -199,6 +258,10 @@ def doctor(backend: Path | None) -> None:
         else:
             missing += 1
             click.echo(f"  MISSING  {check.name}. Fix: {check.fix}")
+    for line in report_python_environment():
+        click.echo(line)
+    if not _c_program_sees_the_mali():
+        missing += 1
     manifest = backend or (Path(m) if (m := _backend_manifest()) else None)
     if manifest is not None and _module("vulkan")() and not report_backend(manifest.resolve()):
         missing += 1

@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import site
+import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass, field
@@ -157,6 +159,55 @@ static void tessera_run_python(const char *code)
     Py_DECREF(globals);
 }
 
+/* A process without Python (a C program): start the interpreter from what the build recorded
+   (TESSERA_PY_*: the project's interpreter, its prefixes and standard library), isolated from the
+   environment. Left to itself, Python would find its prefix by looking for "python3" on PATH and
+   honour PYTHONHOME/PYTHONPATH, so an activated virtual environment or conda, or a PYTHONHOME, would
+   hand it another environment's site-packages or standard library. Signal handlers stay the
+   application's. On success the GIL is released again, as cffi's own start-up leaves it. */
+static int tessera_start_own_python(void)
+{
+    static const char *const search_paths[] = { TESSERA_PY_SEARCH_PATHS };
+    PyConfig config;
+    PyConfig_InitIsolatedConfig(&config);
+    config.install_signal_handlers = 0;
+    config.site_import = 1;      /* site finds the project's venv from `executable` (pyvenv.cfg) */
+    PyStatus status = PyConfig_SetBytesString(&config, &config.executable, TESSERA_PY_EXECUTABLE);
+    if (!PyStatus_Exception(status))
+        status = PyConfig_SetBytesString(&config, &config.base_executable, TESSERA_PY_EXECUTABLE);
+    if (!PyStatus_Exception(status))
+        status = PyConfig_SetBytesString(&config, &config.prefix, TESSERA_PY_PREFIX);
+    if (!PyStatus_Exception(status))
+        status = PyConfig_SetBytesString(&config, &config.base_prefix, TESSERA_PY_PREFIX);
+    if (!PyStatus_Exception(status))
+        status = PyConfig_SetBytesString(&config, &config.exec_prefix, TESSERA_PY_EXEC_PREFIX);
+    if (!PyStatus_Exception(status))
+        status = PyConfig_SetBytesString(&config, &config.base_exec_prefix, TESSERA_PY_EXEC_PREFIX);
+    config.module_search_paths_set = 1;
+    for (size_t i = 0; i < sizeof search_paths / sizeof *search_paths && !PyStatus_Exception(status); i++) {
+        wchar_t *wide = Py_DecodeLocale(search_paths[i], NULL);   /* after pre-initialisation above */
+        status = wide ? PyWideStringList_Append(&config.module_search_paths, wide) : PyStatus_NoMemory();
+        PyMem_RawFree(wide);
+    }
+    if (!PyStatus_Exception(status))
+        status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status)) {
+        fprintf(stderr, "tessera: %s stays out of this process: cannot start the project's Python (%s) from %s: "
+                "%s%s%s. Was the interpreter moved or removed? Run `make setup` in the project, then "
+                "`tessera doctor`.\n", tessera_self_path(), TESSERA_PY_EXECUTABLE, TESSERA_PY_PREFIX,
+                status.func ? status.func : "", status.func ? ": " : "",
+                status.err_msg ? status.err_msg : "initialisation failed");
+        return 0;
+    }
+#if PY_VERSION_HEX < 0x030C0000
+    PyType_Modified(&PyCapsule_Type);   /* see tessera_python_enter */
+#endif
+    int ok = _cffi_start_python() != NULL;   /* with the GIL held: cffi sees Python initialised */
+    PyEval_SaveThread();
+    return ok;
+}
+
 static int tessera_python_started;
 static pthread_mutex_t tessera_start_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -189,10 +240,15 @@ static int tessera_python_enter(void)
                 PyGILState_Release(gil);
             }
         } else {
-            ok = _cffi_start_python() != NULL;
+            ok = tessera_start_own_python();
         }
         if (ok) __atomic_store_n(&tessera_python_started, 1, __ATOMIC_RELEASE);
-        else tessera_refuse = 1;
+        else {
+            tessera_refuse = 1;
+            fprintf(stderr, "tessera: %s stays out of this process: Tessera's Python modules did not load (the "
+                    "lines above say why); run `make setup` in the project, then `tessera doctor`.\n",
+                    tessera_self_path());
+        }
     }
     pthread_mutex_unlock(&tessera_start_lock);
     return ok && tessera_python_usable();
@@ -225,6 +281,25 @@ def _site_dirs() -> list[str]:
     return [p for p in site.getsitepackages() if Path(p).is_dir()]
 
 
+def interpreter_config(python: str = sys.executable) -> dict:
+    """What the shims start their own interpreter with in a process without Python: the
+    interpreter's executable, prefixes and standard-library search path, as that interpreter
+    computes them with no environment and no site (`-I -S`)."""
+    code = ("import json, sys; print(json.dumps({'executable': sys.executable, 'prefix': sys.base_prefix, "
+            "'exec_prefix': sys.base_exec_prefix, 'search_paths': sys.path}))")
+    out = subprocess.run([python, "-I", "-S", "-c", code], check=True, capture_output=True, text=True,
+                         env={"PATH": os.defpath}).stdout
+    return json.loads(out)
+
+
+def _interpreter_defines(config: dict) -> str:
+    paths = ", ".join(json.dumps(p) for p in config["search_paths"]) or "NULL"
+    return (f"#define TESSERA_PY_EXECUTABLE {json.dumps(config['executable'])}\n"
+            f"#define TESSERA_PY_PREFIX {json.dumps(config['prefix'])}\n"
+            f"#define TESSERA_PY_EXEC_PREFIX {json.dumps(config['exec_prefix'])}\n"
+            f"#define TESSERA_PY_SEARCH_PATHS {paths}\n")
+
+
 def generator_fingerprint() -> str:
     """Hash of the generator sources and the registry version."""
     h = hashlib.sha256()
@@ -254,7 +329,9 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
     lib_path = out / spec.library_name
     stamp = out / f"{spec.library_name}.fingerprint"
     libpython = _libpython()
-    fingerprint = _fingerprint(spec, libpython + repr(_site_dirs()))
+    # What interpreter_config() derives from (asked only when rebuilding: it starts a process).
+    interpreter_inputs = repr((sys.executable, sys.base_prefix, sys.base_exec_prefix))
+    fingerprint = _fingerprint(spec, libpython + repr(_site_dirs()) + interpreter_inputs)
     if not force and lib_path.exists() and stamp.exists() and stamp.read_text() == fingerprint:
         _write_manifest(spec, lib_path)
         return lib_path
@@ -276,6 +353,7 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
     defines = (f"#define TESSERA_LIBPYTHON {json.dumps(libpython)}\n"
                f"#define TESSERA_PYTHON {json.dumps(sys.executable)}\n"
                f"#define TESSERA_SHIM_NAME {json.dumps(spec.library_name)}\n"
+               + _interpreter_defines(interpreter_config()) +
                f"#define TESSERA_PATH_PREFIX_CODE {json.dumps(PATH_PREFIX_CODE.format(site_dirs=_site_dirs()))}\n")
     source = (header + defines + PRELUDE + decls.cdef
               + guards.c_source(decls.hooks, spec.recorded, spec.submit_path, spec.answered) + spec.c_glue)
