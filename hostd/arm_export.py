@@ -7,18 +7,19 @@ process's packet sequences of the session's `gpu*.perfetto-trace`, copied
 byte for byte: Arm's reader keys metadata by `t<tagID>` alone, so each
 process needs a trace of its own). Stage names are already Arm's driver
 vocabulary (icd/trace.py ARM_STAGE). Single-threaded; reads the session,
-writes only into the output folder (files replaced atomically).
+writes only into the output folder (0700 when it creates it; files 0600, replaced atomically
+through an exclusive temporary: schemas/files.py).
 
 What Arm's format cannot carry is left out, listed in docs/arm.md.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
+from tessera.schemas.files import AtomicOutput, OutputError, private_folder
 from tessera.schemas.perfetto import TracePacket, iter_raw
 
 from .arm_metadata import METADATA_SUFFIX, arm_frames, write_metadata
@@ -58,7 +59,7 @@ def split_gpu_traces(traces: list[Path], names: dict[int, str], out: Path, resul
     """Copy each process's packet sequences into `<name>-<pid>.perfetto-trace` (the pid of a
     sequence: its interned graphics context; a sequence without one goes to the only process)."""
     only = next(iter(names)) if len(names) == 1 else None
-    files: dict[int, tuple[Path, object]] = {}
+    files: dict[int, AtomicOutput] = {}
     try:
         for fi, path in enumerate(traces):
             owner: dict[int, int | None] = {}
@@ -81,19 +82,15 @@ def split_gpu_traces(traces: list[Path], names: dict[int, str], out: Path, resul
                     continue
                 f = files.get(pid)
                 if f is None:
-                    target = out / f"{safe_name(names.get(pid, 'app'))}-{pid}{TRACE_SUFFIX}"
-                    f = files[pid] = (target, open(target.with_name(target.name + ".tmp"), "wb"))
-                f[1].write(buf[start:end])
+                    f = files[pid] = AtomicOutput(out / f"{safe_name(names.get(pid, 'app'))}-{pid}{TRACE_SUFFIX}")
+                f.write(buf[start:end])
                 result.packets[pid] = result.packets.get(pid, 0) + 1
-        for target, handle in files.values():
-            handle.close()
-            os.replace(handle.name, target)
-            result.files.append(target)
+        for f in files.values():
+            f.commit()
+            result.files.append(f.path)
     finally:
-        for _, handle in files.values():
-            if not handle.closed:
-                handle.close()
-                os.unlink(handle.name)
+        for f in files.values():
+            f.abort()       # (nothing once committed)
 
 
 def export_arm(session: Path, out: Path | None = None) -> ExportResult:
@@ -105,22 +102,25 @@ def export_arm(session: Path, out: Path | None = None) -> ExportResult:
         raise ExportError(f"no session log (*.tessera-log) or spool in {session}: nothing to export")
     out = Path(out) if out else session / DEFAULT_FOLDER
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        private_folder(out)
     except OSError as e:
-        raise ExportError(f"cannot create {out}: {e}") from e
+        raise ExportError(f"cannot create {out}: {e.strerror or e}") from None
     result = ExportResult(out)
     index = MetadataIndex()
     for path in logs:
         load_file(index, path)
     result.problems.extend(index.problems)
     names = {pid: p.process or "app" for pid, p in index.processes.items()}
-    for pid, proc in sorted(index.processes.items()):
-        target = out / f"{safe_name(names[pid])}-{pid}{METADATA_SUFFIX}"
-        result.frames[pid] = write_metadata(target, arm_frames(proc))
-        result.files.append(target)
-    if traces:
-        split_gpu_traces(traces, names, out, result)
-    else:
+    try:
+        for pid, proc in sorted(index.processes.items()):
+            target = out / f"{safe_name(names[pid])}-{pid}{METADATA_SUFFIX}"
+            result.frames[pid] = write_metadata(target, arm_frames(proc))
+            result.files.append(target)
+        if traces:
+            split_gpu_traces(traces, names, out, result)
+    except OutputError as e:        # a full disk: one line; the files written before it stay whole
+        raise ExportError(f"{e}; written before it: {', '.join(map(str, result.files)) or 'nothing'}") from None
+    if not traces:
         result.problems.append(f"no gpu*.perfetto-trace in {session}: metadata only")
     return result
 

@@ -29,6 +29,7 @@ import socket
 import struct
 
 from tessera.schemas.arm_wire import ABSTRACT_SOCKET
+from tessera.schemas.files import private_folder
 
 from .arm_ingest import ArmIngest
 from .ingest import finish
@@ -155,7 +156,7 @@ class ArmListener:
 
         self.loop = asyncio.get_running_loop()
         self._hurry = asyncio.Event()
-        self.cfg.out.mkdir(parents=True, exist_ok=True)
+        private_folder(self.cfg.out)
         for address in self.addresses:
             if address.kind == "abstract":
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from tessera.schemas.files import AtomicOutput
 from tessera.schemas.labels import is_layer_label
 
 LENGTH = struct.Struct("<I")
@@ -62,13 +63,11 @@ def encode_frame(frame: dict[str, Any]) -> bytes:
 
 def write_metadata(path: Path, frames) -> int:
     """Write frames to `path` (replaced atomically); returns how many."""
-    tmp = path.with_name(path.name + ".tmp")
     n = 0
-    with open(tmp, "wb") as f:
+    with AtomicOutput(path) as f:      # an exclusive 0600 temporary, renamed (schemas/files.py)
         for frame in frames:
             f.write(encode_frame(frame))
             n += 1
-    tmp.replace(path)
     return n
 
 

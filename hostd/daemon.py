@@ -41,6 +41,7 @@ import signal
 import socket
 import stat
 
+from tessera.schemas.files import private_folder
 from tessera.schemas.frames import ACK
 
 from .config import Address, DaemonConfig
@@ -163,7 +164,7 @@ class HostDaemon:
         self.loop = asyncio.get_running_loop()
         self._hurry = asyncio.Event()
         try:
-            self.cfg.out.mkdir(parents=True, exist_ok=True)
+            private_folder(self.cfg.out)
         except OSError as e:
             raise DaemonError(f"cannot create the output folder {self.cfg.out}: {e}") from e
         listen = self.cfg.listen

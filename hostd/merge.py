@@ -52,6 +52,7 @@ from typing import Any
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from tessera.schemas.files import OutputError
 from tessera.schemas.labels import tag_label
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
                                       TracePacket, iter_raw, varint)
@@ -98,6 +99,7 @@ class Inputs:
     spools: list[Path] = field(default_factory=list)
     gpu_traces: list[Path] = field(default_factory=list)
     arm: list[Path] = field(default_factory=list)    # Arm GPU Timeline: *.metadata, session.arm-log (arm_inputs.py)
+    problems: list[str] = field(default_factory=list)  # inputs by name that are not files (a folder, a FIFO…)
 
 
 @dataclass
@@ -119,10 +121,20 @@ class MergeResult:
     heatmaps: list[Path] = field(default_factory=list)   # per-region counters' PNGs written (regions.py)
 
 
+def _input_name(name: str) -> bool:
+    return (name.endswith((".tessera-log", ".spool")) or name.startswith("gpu") and name.endswith(".perfetto-trace")
+            or arm_inputs.is_arm_input(Path(name)))
+
+
 def find_inputs(session_dir: Path) -> Inputs:
+    """The inputs of a merge under `session_dir`; one named like an input that is not a regular
+    file (a folder, a FIFO, a device: never opened, a FIFO would block) is listed in `problems`."""
     inputs = Inputs()
     for path in sorted(Path(session_dir).rglob("*")):
         if not path.is_file():
+            if _input_name(path.name):
+                what = "a folder" if path.is_dir() else "not a regular file"
+                inputs.problems.append(f"{path}: {what}, not a session file; skipped")
             continue
         if path.name.endswith(".tessera-log"):
             inputs.logs.append(path)
@@ -534,8 +546,9 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
     inputs = find_inputs(session_dir)
     if not (inputs.logs or inputs.spools or inputs.gpu_traces or inputs.arm):
         raise MergeError(f"nothing to merge in {session_dir}: no *.tessera-log, *.spool, *.metadata, "
-                         f"session.arm-log or gpu*.perfetto-trace")
-    result = MergeResult(output, inputs)
+                         f"session.arm-log or gpu*.perfetto-trace"
+                         + "".join(f"\n  {p}" for p in inputs.problems[:MAX_EXAMPLES]))
+    result = MergeResult(output, inputs, problems=list(inputs.problems))
     index = MetadataIndex()
     for path in inputs.logs + inputs.spools:
         load_file(index, path)
@@ -552,7 +565,7 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
     try:
         out = TraceOut(output)
     except OSError as e:
-        raise MergeError(f"cannot write {output}: {e}") from e
+        raise MergeError(str(e)) from None
     merger = _Merger(index, out, result, top)
     try:
         done = 0
@@ -562,6 +575,9 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
         bar.done(result.gpu_events)
         merger.app_tracks()
         out.commit()
+    except OutputError as e:        # a full disk: one line, the inputs untouched, no temporary left
+        out.abort()
+        raise MergeError(str(e)) from None
     except BaseException:
         out.abort()
         raise

@@ -6,15 +6,19 @@ the region grid scaled over the render area, a colour bar with the counter's uni
 labels, subpass/layer and counter in the title. `--json` prints, per instance and counter, the grid
 row by row instead. `write_heatmaps` is also what the merge calls when a session holds REGIONS
 (merge.py), so `tessera run --regions` leaves the pictures next to the merged trace. Reads session
-logs and spool files; writes only SESSION/regions/; no state beyond one invocation.
+logs and spool files; writes only SESSION/regions/ (0700 when it creates it; each PNG 0600, renamed
+into place from an exclusive temporary: schemas/files.py); no state beyond one invocation.
 """
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
+
+from tessera.schemas.files import OutputError, private_folder, write_atomic
 
 REGIONS_TYPE = 0x84        # schemas.frames.MessageType.REGIONS
 SCALE = 4                  # pixels of the picture per framebuffer pixel at most (small render areas)
@@ -58,7 +62,7 @@ def write_heatmaps(session: Path, found: list[Instance] | None = None, counter: 
         for array in inst.payload["arrays"]:
             for k, c in enumerate(inst.payload["counters"]):
                 if counter is None or c["name"].lower() == counter.lower():
-                    folder.mkdir(exist_ok=True)
+                    private_folder(folder)
                     path = heatmap_path(folder, inst, array, c)
                     heatmap(inst, array, k, path)
                     written.append(path)
@@ -114,7 +118,9 @@ def heatmap(inst: Instance, array: dict, k: int, path: Path) -> None:
     draw.text((bx + BAR // 2 + 4, top), f"{peak}", fill=(0, 0, 0), font=font)
     draw.text((bx + BAR // 2 + 4, top + ph - 12), "0", fill=(0, 0, 0), font=font)
     draw.text((bx, top + ph // 2), unit(counter["name"]), fill=(0, 0, 0), font=font)
-    image.save(path)
+    data = io.BytesIO()
+    image.save(data, format="PNG")
+    write_atomic(path, data.getvalue())     # an exclusive 0600 temporary, renamed (schemas/files.py)
 
 
 def slug(text: str) -> str:
@@ -132,7 +138,11 @@ def regions(session: Path, tag: int | None, counter: str | None, as_json: bool) 
     if not found:
         raise click.ClickException(f"no per-region counters in {session} (run with tessera run --regions)")
     if not as_json:
-        for path in write_heatmaps(session, found, counter):
+        try:
+            written = write_heatmaps(session, found, counter)
+        except OSError as e:        # schemas.files.OutputError (a full disk) or the folder
+            raise click.ClickException(str(e) if isinstance(e, OutputError) else f"{session}/regions: {e}") from None
+        for path in written:
             click.echo(str(path))
         return
     out_json = []

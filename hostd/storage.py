@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from tessera.schemas.files import private_folder, write_atomic
 from tessera.schemas.logfile import FILE_HEADER, encode_records
 
 LOG_NAME = "session.tessera-log"
@@ -65,7 +66,7 @@ def safe_name(text: str, limit: int = 64) -> str:
 class ConnectionStore:
     def __init__(self, out: Path, fsync_interval: float, log_name: str = LOG_NAME) -> None:
         """`log_name`: the log's file name (Arm's protocol is logged as session.arm-log)."""
-        out.mkdir(parents=True, exist_ok=True)
+        private_folder(out)
         while True:
             n = _next_number(out)
             folder = out / f"conn-{n}"
@@ -134,11 +135,7 @@ class ConnectionStore:
         if self._rejected is not None:
             os.fsync(self._rejected.fileno())
             self._rejected.close()
-        tmp = self.folder / (RECORD_NAME + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with open(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(record, indent=2) + "\n")
-        tmp.replace(self.folder / RECORD_NAME)
+        write_atomic(self.folder / RECORD_NAME, (json.dumps(record, indent=2) + "\n").encode("utf-8"))
 
 
 def rejected_offsets(log: Path) -> set[int]:

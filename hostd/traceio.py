@@ -3,38 +3,40 @@
 Role: the merge's output. Reading is tessera.schemas.perfetto.iter_raw (the one
 implementation of the Trace.packet framing): it yields each packet's encoded
 field, so an unmodified packet is copied byte for byte, never re-serialised.
-`TraceOut` writes to a temporary file renamed into place by `commit()`, so a
-failed merge never leaves half a trace under the final name.
+`TraceOut` writes through schemas.files.AtomicOutput: a temporary created
+exclusively (0600, never through a planted link) beside the target, renamed
+into place by `commit()`, so a failed merge never leaves half a trace under the
+final name nor a temporary behind. A write that fails (a full disk) raises
+schemas.files.OutputError.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from tessera.schemas.files import AtomicOutput, OutputError
 from tessera.schemas.perfetto import TracePacket, frame_packet
 
 
 class TraceOut:
     def __init__(self, path: Path, buffer: int = 1 << 20) -> None:
-        self.path = Path(path)
-        self.tmp = self.path.with_name(self.path.name + ".tmp")
-        self._f = open(self.tmp, "wb", buffering=buffer)
+        self._out = AtomicOutput(path, buffer)
+        self.path = self._out.path
+        self.tmp = self._out.tmp
+        self._f = self._out.file
         self.packets = 0
 
     def raw(self, field: bytes) -> None:
-        self._f.write(field)
+        try:                        # (free when nothing is raised: per packet)
+            self._f.write(field)
+        except OSError as e:
+            raise OutputError(self.path, e) from e
         self.packets += 1
 
     def packet(self, packet: TracePacket) -> None:
-        self._f.write(frame_packet(packet))
-        self.packets += 1
+        self.raw(frame_packet(packet))
 
     def commit(self) -> None:
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
-        os.replace(self.tmp, self.path)
+        self._out.commit()
 
     def abort(self) -> None:
-        self._f.close()
-        self.tmp.unlink(missing_ok=True)
+        self._out.abort()

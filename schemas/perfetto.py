@@ -72,7 +72,7 @@ class PacketWriter:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)   # private, like the logs
         self._pending: list[bytes] = []
 
     def write(self, packet: TracePacket) -> None:
