@@ -6,6 +6,8 @@ calls down itself (for example to insert debug labels).
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from tessera.vkapi import intercepts, paths
 from tessera.vkapi.submits import SubmitPath
 
@@ -35,7 +37,7 @@ EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT",
                "VkRenderPassPerformanceCountersByRegionBeginInfoARM", "VkMemoryAllocateFlagsInfo")
 
 
-C_GLUE = r"""
+C_GLUE = (Path(__file__).with_name("passthrough.c").read_text() + r"""
 PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
 PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
 
@@ -45,19 +47,20 @@ PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
 static PFN_vkVoidFunction layer_gipa(VkInstance instance, const char* pName);
 static PFN_vkVoidFunction layer_gdpa(VkDevice device, const char* pName);
 
+/* Without Python (it could not start here), the layer forwards in C: layer/passthrough.c. */
 static PFN_vkVoidFunction layer_gipa(VkInstance instance, const char* pName)
 {
-    if (tessera_refuse || !pName) return NULL;
+    if (!pName) return NULL;
     if (!strcmp(pName, "vkGetInstanceProcAddr")) return (PFN_vkVoidFunction)layer_gipa;
     if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)layer_gdpa;
-    return tessera_python_enter() ? tessera_layer_gipa(instance, pName) : NULL;
+    return tessera_python_enter() ? tessera_layer_gipa(instance, pName) : tessera_passthrough_gipa(instance, pName);
 }
 
 static PFN_vkVoidFunction layer_gdpa(VkDevice device, const char* pName)
 {
-    if (tessera_refuse || !pName) return NULL;
+    if (!pName) return NULL;
     if (!strcmp(pName, "vkGetDeviceProcAddr")) return (PFN_vkVoidFunction)layer_gdpa;
-    return tessera_python_enter() ? tessera_layer_gdpa(device, pName) : NULL;
+    return tessera_python_enter() ? tessera_layer_gdpa(device, pName) : tessera_passthrough_gdpa(device, pName);
 }
 
 TESSERA_EXPORT PFN_vkVoidFunction vkGetInstanceProcAddr(VkInstance instance, const char* pName)
@@ -81,7 +84,7 @@ TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerI
     p->pfnGetPhysicalDeviceProcAddr = NULL;
     return 0;
 }
-"""
+""")
 
 
 # Commands recorded in C (vkapi/recorder.py): the hot ones, whose parameters are scalars or arrays

@@ -165,6 +165,16 @@ static void tessera_run_python(const char *code)
    honour PYTHONHOME/PYTHONPATH, so an activated virtual environment or conda, or a PYTHONHOME, would
    hand it another environment's site-packages or standard library. Signal handlers stay the
    application's. On success the GIL is released again, as cffi's own start-up leaves it. */
+/* cffi's start-up: imports _cffi_backend and runs the init code (Tessera's modules). 0 on failure,
+   after cffi's own lines on stderr and one of ours naming the fix. */
+static int tessera_cffi_start(void)
+{
+    if (_cffi_start_python()) return 1;
+    fprintf(stderr, "tessera: %s stays out of this process: Tessera's Python modules did not load (the lines "
+            "above say why); run `make setup` in the project, then `tessera doctor`.\n", tessera_self_path());
+    return 0;
+}
+
 static int tessera_start_own_python(void)
 {
     static const char *const search_paths[] = { TESSERA_PY_SEARCH_PATHS };
@@ -203,7 +213,7 @@ static int tessera_start_own_python(void)
 #if PY_VERSION_HEX < 0x030C0000
     PyType_Modified(&PyCapsule_Type);   /* see tessera_python_enter */
 #endif
-    int ok = _cffi_start_python() != NULL;   /* with the GIL held: cffi sees Python initialised */
+    int ok = tessera_cffi_start();   /* with the GIL held: cffi sees Python initialised */
     PyEval_SaveThread();
     return ok;
 }
@@ -236,19 +246,14 @@ static int tessera_python_enter(void)
 #endif
                 /* Our packages first: cffi imports _cffi_backend before the init code runs. */
                 tessera_run_python(TESSERA_PATH_PREFIX_CODE);
-                ok = _cffi_start_python() != NULL;
+                ok = tessera_cffi_start();
                 PyGILState_Release(gil);
             }
         } else {
             ok = tessera_start_own_python();
         }
         if (ok) __atomic_store_n(&tessera_python_started, 1, __ATOMIC_RELEASE);
-        else {
-            tessera_refuse = 1;
-            fprintf(stderr, "tessera: %s stays out of this process: Tessera's Python modules did not load (the "
-                    "lines above say why); run `make setup` in the project, then `tessera doctor`.\n",
-                    tessera_self_path());
-        }
+        else tessera_refuse = 1;
     }
     pthread_mutex_unlock(&tessera_start_lock);
     return ok && tessera_python_usable();

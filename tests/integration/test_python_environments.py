@@ -104,3 +104,54 @@ def test_embedded_interpreter_is_the_projects(tmp_path):
     stdlib = Path(venv.__file__).resolve().parent.parent
     assert str(stdlib) in config["search_paths"]
     assert not any("site-packages" in p for p in config["search_paths"])
+
+
+def _damaged_copy(library: Path, manifest: Path, out: Path) -> Path:
+    """A copy of a shim whose recorded standard-library paths point nowhere (as if the project's
+    Python had been removed after the build), with a manifest naming it; returns the manifest."""
+    from tessera.vkapi.shim import interpreter_config
+
+    data = library.read_bytes()
+    for path in interpreter_config()["search_paths"]:
+        recorded = path.encode() + b"\0"
+        assert recorded in data, path
+        data = data.replace(recorded, recorded[:-2] + b"_\0")
+    out.mkdir()
+    (out / library.name).write_bytes(data)
+    text = manifest.read_text().replace(str(library), str(out / library.name))
+    assert str(out / library.name) in text
+    (out / manifest.name).write_text(text)
+    return out / manifest.name
+
+
+def test_layer_forwards_in_c_when_its_python_cannot_start(tessera_env, tmp_path):
+    """The application still sees a working Vulkan, and one line says why Tessera is absent."""
+    from integration_support import lavapipe_manifest
+    from tessera.tools.launch import LAYER_MANIFEST
+
+    layer = _damaged_copy(REPO / "build" / "libVkLayer_tessera_timeline.so", LAYER_MANIFEST, tmp_path / "layer")
+    env = dict(tessera_env, VK_LAYER_PATH=str(layer.parent), VK_DRIVER_FILES=lavapipe_manifest(),
+               VK_INSTANCE_LAYERS="VK_LAYER_TESSERA_timeline")
+    for name in ("VK_ADD_LAYER_PATH", "VK_LOADER_DRIVERS_SELECT"):
+        env.pop(name, None)
+    out = run(["vulkaninfo", "--summary"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "llvmpipe" in out.stdout and "VK_LAYER_TESSERA_timeline" in out.stdout
+    said = [line for line in out.stderr.splitlines() if line.startswith("tessera: ")]
+    assert len(said) == 1 and "cannot start the project's Python" in said[0], out.stderr
+    subprocess.run(["make", "-s", "-C", REPO / "examples"], check=True)
+    out = run([REPO / "build/examples/compute_and_draw"], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_driver_says_why_when_its_python_cannot_start(tessera_env, tmp_path):
+    from tessera.tools.launch import ICD_MANIFEST
+
+    icd = _damaged_copy(REPO / "build" / "libtessera_mali_icd.so", ICD_MANIFEST, tmp_path / "icd")
+    env = dict(tessera_env, VK_DRIVER_FILES=str(icd))
+    for name in ("VK_INSTANCE_LAYERS", "VK_LOADER_DRIVERS_SELECT"):
+        env.pop(name, None)
+    out = run(["vulkaninfo", "--summary"], env)
+    said = [line for line in out.stderr.splitlines() if line.startswith("tessera: ")]
+    assert len(said) == 1 and "libtessera_mali_icd.so stays out of this process" in said[0], out.stderr
+    assert "make setup" in said[0]
