@@ -13,6 +13,9 @@ threading events. The socket lives in a fresh 0700 folder from
 `tempfile.mkdtemp` (short path: Unix socket paths are limited to ~107 bytes),
 removed at exit. `listen=` picks another address instead (tests, TCP).
 
+`hurry()` (any thread, or a signal handler) closes the connections still open
+while `stop()` waits for them: `tessera run` calls it at a signal then.
+
 `arm_listen=` (addresses from arm_listener.parse_arm_address, e.g. `abstract:lglcomms`)
 also starts an ArmListener on the same loop thread, with the same settings and
 output folder, as `tessera hostd --arm-listen` does: Arm's GPU Timeline layer
@@ -56,6 +59,7 @@ class EmbeddedDaemon:
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
+        self._listeners: list = []          # the ArmListener, when arm_listen asks for one
         self._error: BaseException | None = None
         self.daemon: HostDaemon | None = None
         self.bound: Address | None = None
@@ -100,6 +104,23 @@ class EmbeddedDaemon:
         if self._error is not None:
             raise self._error
 
+    def hurry(self) -> None:
+        """Cut `stop()`'s wait for the open connections short: they are closed now (each still finishes
+        writing its log), as a second signal does to `tessera hostd`. From any thread, also a signal
+        handler; nothing happens unless the daemon is running."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._hurry)
+        except RuntimeError:    # the loop has closed: stop() has finished
+            pass
+
+    def _hurry(self) -> None:
+        for x in [self.daemon, *self._listeners]:
+            if x is not None:
+                x.hurry()
+
     def _cleanup(self) -> None:
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
@@ -129,6 +150,7 @@ class EmbeddedDaemon:
                 await asyncio.gather(self.daemon.stop(), arm.stop())
                 raise
             listeners.append(arm)
+        self._listeners = listeners
         self._ready.set()
         await self._stop.wait()
         await asyncio.gather(self.daemon.stop(), *(x.stop() for x in listeners))

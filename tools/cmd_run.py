@@ -7,20 +7,33 @@ appends the GPU trace synchronously at each submit, so it is complete once
 the app is gone), the session is merged and the summary table and merged
 trace path are printed. With `--hostd ADDRESS` the app talks to an external
 daemon and nothing is merged unless `--merge` asks.
+
+Ctrl-C or SIGTERM (interrupt.py) stops the application (the signal is passed
+on; SIGKILL if it is still running KILL_AFTER seconds later or at a second
+signal) and the run ends as above: the daemon lets the connections finish,
+what arrived is merged, one line says so, and the exit status is 128 + the
+signal's number, as a shell reports it. The session folder is locked for the
+run (session_lock.py): a second run on it is refused.
 """
 from __future__ import annotations
 
 import signal
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from tessera.hostd.cli import AddressType, ArmAddressType
 
+from .interrupt import Interrupted, Interruption
 from .launch import LaunchConfig, LaunchError, default_session_dir, prepare_session_dir, run_with_embedded_daemon
 from .launch import run as launch
+
+if TYPE_CHECKING:
+    from tessera.hostd.merge import MergeResult
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -65,28 +78,56 @@ def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, 
     merge_later = do_merge if do_merge is not None else hostd_address is None
     if merge_later:   # the merge's imports (~50 ms of protos) load while the application runs
         threading.Thread(target=_import_merge, name="tessera-prefetch", daemon=True).start()
-    try:
-        prepare_session_dir(session, force)
-        if hostd_address is None:
-            if arm_listen:
-                from tessera.hostd.arm_listener import describe
+    interruption = Interruption()
+    with interruption.catching():
+        try:
+            lock = prepare_session_dir(session, force)
+        except LaunchError as e:
+            raise click.ClickException(str(e)) from e
+        with lock:
+            cfg = LaunchConfig(session, backend, gpu, layer=not no_layer, instrument=instrument, regions=regions)
+            try:
+                if hostd_address is None:
+                    if arm_listen:
+                        from tessera.hostd.arm_listener import describe
 
-                for a in arm_listen:
-                    click.echo(f"tessera: Arm GPU Timeline layer accepted on {describe(a)}", err=True)
-            code = run_with_embedded_daemon(LaunchConfig(session, backend, gpu, layer=not no_layer,
-                                                         instrument=instrument, regions=regions), list(app),
-                                            arm_listen=tuple(arm_listen))
-            merge = True if do_merge is None else do_merge
-        else:
-            code = launch(LaunchConfig(session, backend, gpu, layer=not no_layer, hostd=str(hostd_address),
-                                       instrument=instrument, regions=regions), list(app))
-            merge = bool(do_merge)
-    except LaunchError as e:
-        raise click.ClickException(str(e)) from e
-    click.echo(f"tessera: {app[0]} {_how_it_ended(code)}; session outputs in {session}", err=True)
-    if merge:
-        _merge(session, top)
+                        for a in arm_listen:
+                            click.echo(f"tessera: Arm GPU Timeline layer accepted on {describe(a)}", err=True)
+                    code = run_with_embedded_daemon(cfg, list(app), arm_listen=tuple(arm_listen),
+                                                    interruption=interruption)
+                    merge = True if do_merge is None else do_merge
+                else:
+                    code = launch(replace(cfg, hostd=str(hostd_address)), list(app), interruption=interruption)
+                    merge = bool(do_merge)
+            except LaunchError as e:
+                raise click.ClickException(str(e)) from e
+            except Interrupted:
+                click.echo(f"tessera: interrupted by {interruption.signal_name} before {app[0]} started; "
+                           "nothing to merge", err=True)
+                sys.exit(128 + interruption.signum)
+            if interruption.signum is None:
+                click.echo(f"tessera: {app[0]} {_how_it_ended(code)}; session outputs in {session}", err=True)
+            merged = _merge(session, top, interruption) if merge else None
+            if interruption.signum is not None:
+                click.echo(f"tessera: interrupted by {interruption.signal_name}: {app[0]} "
+                           f"{_how_it_stopped(code, interruption)}; {_what_was_merged(merged, session)}", err=True)
+                sys.exit(128 + interruption.signum)
     sys.exit(128 - code if code < 0 else code)
+
+
+def _how_it_stopped(code: int, interruption: Interruption) -> str:
+    if interruption.killed:
+        return f"was killed with SIGKILL ({interruption.killed})"
+    return _how_it_ended(code)
+
+
+def _what_was_merged(merged: "MergeResult | str | None", session: Path) -> str:
+    if merged is None:
+        return f"not merged (`tessera merge {session}` merges it)"
+    if isinstance(merged, str):
+        return merged
+    return (f"merged what arrived: {merged.gpu_events} GPU event(s) of {merged.submits} submit(s) "
+            f"into {merged.output}")
 
 
 def _how_it_ended(code: int) -> str:
@@ -105,17 +146,23 @@ def _import_merge() -> None:
     import tessera.hostd.summary  # noqa: F401
 
 
-def _merge(session: Path, top: int) -> None:
+def _merge(session: Path, top: int, interruption: Interruption) -> "MergeResult | str":
+    """Merge and print the summary; the MergeResult, or a line saying why nothing was merged."""
     from tessera.hostd.embedded import merge_session, summary
     from tessera.hostd.merge import MergeError
 
     try:
-        result = merge_session(session, top=top)
+        with interruption.raising():
+            result = merge_session(session, top=top)
     except MergeError as e:
         click.echo(f"tessera: nothing merged: {e}", err=True)
-        return
+        return f"nothing merged: {e}"
+    except Interrupted as e:
+        return (f"merge interrupted by {signal.Signals(e.signum).name}; `tessera merge {session}` merges "
+                "what arrived")
     click.echo(summary(result))
     if result.problems:
         click.echo(f"tessera: {len(result.problems)} problem(s) in the inputs; `tessera merge {session}` lists them",
                    err=True)
     click.echo(f"merged trace: {result.output}")
+    return result

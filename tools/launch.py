@@ -14,7 +14,12 @@ no daemon is reachable.
 `prepare_session_dir()` checks the session folder before the app starts: it
 must be writable (or nothing the run produces could be kept) and must not
 hold an earlier session (the merge would mix the two) unless replacing it
-was asked for.
+was asked for. It first takes the folder's lock (session_lock.py), held until
+the run is over: two runs on one folder would mix their events, so the
+second is refused, naming the first.
+
+`run()` starts the app and waits for it; with an `Interruption`
+(interrupt.py), Ctrl-C and SIGTERM stop the app and the run ends in order.
 """
 from __future__ import annotations
 
@@ -27,6 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tessera.vkapi import paths
+
+from .interrupt import Interruption
+from .session_lock import LOCK_NAME, LockError, SessionBusy, SessionLock
 
 LAYER_NAME = "VK_LAYER_TESSERA_timeline"
 ICD_MANIFEST = paths.ICD_MANIFEST_DIR / "tessera_mali_icd.json"
@@ -74,29 +82,50 @@ def _is_session_entry(path: Path) -> bool:
     return path.name in SESSION_FILES or path.name.endswith(SESSION_SUFFIXES)
 
 
-def prepare_session_dir(session: Path, force: bool = False) -> None:
-    """Create `session`, or empty it with `force`; LaunchError if it cannot hold this run's outputs."""
+def prepare_session_dir(session: Path, force: bool = False) -> SessionLock:
+    """Create `session`, or empty it with `force`, holding its lock (tools/session_lock.py: release it when
+    the run is over); LaunchError if it cannot hold this run's outputs or another run holds it."""
     if session.exists() and not session.is_dir():
         raise LaunchError(f"--out {session}: exists and is not a folder")
-    if session.is_dir():
-        entries = list(session.iterdir())
-        if entries and not force:
-            raise LaunchError(f"--out {session} holds an earlier session ({len(entries)} entries); its "
-                              "outputs would be merged with this run's. Choose another folder, or pass "
-                              "--force to replace it.")
-        foreign = [e.name for e in entries if not _is_session_entry(e)]
-        if foreign:
-            raise LaunchError(f"--out {session}: not replaced, it holds files Tessera did not write: "
-                              f"{', '.join(sorted(foreign)[:5])}")
-        for entry in entries:
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
     try:
         session.mkdir(parents=True, exist_ok=True)
+        lock = SessionLock.acquire(session)     # before looking inside: a run holding it is writing there
+    except SessionBusy as e:
+        raise LaunchError(f"--out {session}: {e}") from None
+    except LockError as e:
+        raise LaunchError(f"--out {session}: {e}") from None
+    except OSError as e:
+        raise _unwritable(session, e) from e
+    try:
+        _empty_session_dir(session, force)
         with tempfile.NamedTemporaryFile(dir=session, prefix=".write-check-"):
             pass
     except OSError as e:
-        raise LaunchError(f"--out {session}: cannot write there ({e.strerror}); the run's trace and "
-                          "metadata would be lost. Choose a writable folder.") from e
+        lock.release()
+        raise _unwritable(session, e) from e
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def _empty_session_dir(session: Path, force: bool) -> None:
+    entries = [e for e in session.iterdir() if e.name != LOCK_NAME]
+    if entries and not force:
+        raise LaunchError(f"--out {session} holds an earlier session ({len(entries)} entries); its "
+                          "outputs would be merged with this run's. Choose another folder, or pass "
+                          "--force to replace it.")
+    foreign = [e.name for e in entries if not _is_session_entry(e)]
+    if foreign:
+        raise LaunchError(f"--out {session}: not replaced, it holds files Tessera did not write: "
+                          f"{', '.join(sorted(foreign)[:5])}")
+    for entry in entries:
+        shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+
+
+def _unwritable(session: Path, e: OSError) -> LaunchError:
+    return LaunchError(f"--out {session}: cannot write there ({e.strerror}); the run's trace and "
+                       "metadata would be lost. Choose a writable folder.")
 
 
 def check_executable(argv: list[str], env: dict[str, str]) -> None:
@@ -138,22 +167,39 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
     return env
 
 
-def run(cfg: LaunchConfig, argv: list[str], **popen) -> int:
-    """Run the app to completion under Tessera; its exit code (`popen`: e.g. stdout=)."""
+def run(cfg: LaunchConfig, argv: list[str], *, interruption: Interruption | None = None, **popen) -> int:
+    """Run the app to completion under Tessera; its exit code, -N when signal N ended it (`popen`: e.g.
+    stdout=). With `interruption` (tools/interrupt.py), SIGINT and SIGTERM stop the app: Interrupted if
+    one came before it started."""
     ensure_shims()
     cfg.session_dir.mkdir(parents=True, exist_ok=True)
     env = environment(cfg)
     check_executable(argv, env)
+    if interruption is not None:
+        interruption.check()
+        if interruption.own_group:
+            popen["process_group"] = 0
     try:
-        return subprocess.call(argv, env=env, **popen)
+        proc = subprocess.Popen(argv, env=env, **popen)
     except OSError as e:
         raise LaunchError(f"cannot run {argv[0]!r}: {e.strerror}") from e
+    with proc:
+        if interruption is not None:
+            with interruption.running(proc):
+                return proc.wait()
+        try:
+            return proc.wait()
+        except BaseException:       # as subprocess.call: nothing outlives the caller
+            proc.kill()
+            raise
 
 
-def run_with_embedded_daemon(cfg: LaunchConfig, argv: list[str], *, arm_listen: tuple = (), **popen) -> int:
+def run_with_embedded_daemon(cfg: LaunchConfig, argv: list[str], *, arm_listen: tuple = (),
+                             interruption: Interruption | None = None, **popen) -> int:
     """Run the app with a host daemon of its own for the run; returns once the logs are complete.
     `arm_listen`: addresses (hostd.arm_listener.parse_arm_address) where that daemon also accepts
-    Arm's GPU Timeline layer, into the same session folder."""
+    Arm's GPU Timeline layer, into the same session folder. `interruption`: as for run(); a signal
+    while the daemon lets the connections finish cuts that short."""
     from dataclasses import replace
 
     from tessera.hostd.daemon import DaemonError
@@ -166,6 +212,10 @@ def run_with_embedded_daemon(cfg: LaunchConfig, argv: list[str], *, arm_listen: 
     except DaemonError as e:        # e.g. an Arm address another daemon holds
         raise LaunchError(f"cannot start the host daemon for the run: {e}") from e
     try:
-        return run(replace(cfg, hostd=daemon.address), argv, **popen)
+        return run(replace(cfg, hostd=daemon.address), argv, interruption=interruption, **popen)
     finally:
-        daemon.stop()
+        if interruption is None:
+            daemon.stop()
+        else:
+            with interruption.draining(daemon.hurry):
+                daemon.stop()
