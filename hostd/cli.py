@@ -117,6 +117,8 @@ def merge(session_dir, output, progress) -> None:
     """Merge a session's layer logs, spools and GPU trace into one Perfetto trace."""
     from .merge import MergeError, format_result, merge_session
 
+    if output is not None and not output.name:
+        raise click.BadParameter(f"{str(output)!r} names no file", param_hint="'-o' / '--output'")
     try:
         result = merge_session(session_dir, output, progress=progress)
     except MergeError as e:
@@ -149,6 +151,7 @@ def report(target, top, blocks, as_json) -> None:
     A merged trace holds only what its slices' args carry (per-slice totals, a render pass's
     top draws): report the session folder for the blocks. A session run with --regions also
     lists its per-region heatmaps (SESSION/regions/*.png)."""
+    from tessera.schemas.files import InputError, check_input
     from tessera.schemas.perfetto import TraceFormatError
 
     from .merge import MERGED_NAME, MergeError, find_inputs, merge_session
@@ -156,20 +159,42 @@ def report(target, top, blocks, as_json) -> None:
     from .shaders import rank
     from .summary import format_summary, summarize_trace
 
+    problems: list[str] = []        # lines for stderr: the merge's problems
+    damaged: list[str] = []         # the merged trace's damaged stretches
+
+    def read(trace: Path):
+        """A merged trace read as far as it is whole (the merge's reader); damage is listed."""
+        check_input(trace, "merged trace")         # a FIFO or a device is refused, never opened
+        return summarize_trace(trace, top, lambda offset, message: damaged.append(
+            f"{trace}: at byte {offset}: {message}"))
+
     try:
         if target.is_dir():
             merged = target / MERGED_NAME
             if merged.exists() and _newer(merged, target):
-                summary = summarize_trace(merged, top)
+                summary = read(merged)
                 inputs = find_inputs(target)
                 summary.shaders = rank(load(inputs.logs + inputs.spools), top, blocks)
             else:
-                summary = merge_session(target, top=top, blocks=blocks).summary
+                result = merge_session(target, top=top, blocks=blocks)
+                summary = result.summary
                 click.echo(f"tessera report: merged {target} into {merged}", err=True)
+                if result.problems:
+                    problems.append(f"tessera report: {len(result.problems)} problem(s) in the inputs "
+                                    f"(`tessera merge {target}` lists them all):")
+                    problems += [f"  {p}" for p in result.problems[:5]]
         else:
-            summary = summarize_trace(target, top)
+            summary = read(target)
     except (MergeError, TraceFormatError) as e:
-        raise click.ClickException(f"{target}: {e}") from e
+        raise click.ClickException(f"{target}: {e}") from None
+    except (InputError, OSError) as e:
+        raise click.ClickException(str(e) if isinstance(e, InputError) else f"{target}: cannot read it "
+                                   f"({e.strerror or e})") from None
+    if damaged:
+        problems = [f"tessera report: {len(damaged)} damaged stretch(es) skipped; the summary covers the rest:",
+                    *(f"  {line}" for line in damaged[:20])]
+    for line in problems:
+        click.echo(line, err=True)
     # Per-region counters' heatmaps (tessera run --regions; written by the merge or `tessera regions`)
     folder = (target if target.is_dir() else target.parent) / "regions"
     heatmaps = sorted(str(p) for p in folder.glob("*.png")) if folder.is_dir() else []

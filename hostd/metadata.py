@@ -299,9 +299,14 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
                 versions.append((proc.loaded, frame.body))
         proc.loaded += 1
 
+    before = index.frames_read
     try:
         for frame in read_frames(path, max_json, chunk, problem):
             handle(frame)
+        if index.frames_read == before and not listed:     # an empty log says nothing: say so
+            size = path.stat().st_size
+            index.problems.append(f"{path}: " + ("empty (0 bytes)" if not size else f"no frame in its {size} bytes")
+                                  + "; nothing in it to merge")
     except OSError as e:
         index.problems.append(f"{path}: cannot read ({e})")
     if listed > MAX_FILE_PROBLEMS:

@@ -242,12 +242,30 @@ class SummaryBuilder:
         return self.s
 
 
-def summarize_trace(path, top: int = 10) -> Summary:
-    from tessera.schemas.perfetto import read_packets
+def summarize_trace(path, top: int = 10, problem=None) -> Summary:
+    """The summary of a merged trace. Damage is read past as the merge reads it (the same
+    reader, schemas.perfetto.read_packets): each damaged stretch goes to `problem(offset,
+    message)`, or without one the first is raised as TraceFormatError after the rest is read.
+    A file with no packet at all is a TraceFormatError either way."""
+    from tessera.schemas.perfetto import TraceFormatError, read_packets
 
     b = SummaryBuilder(top, shaders=True)
-    for p in read_packets(path):
+    first: list[tuple[int, str]] = []
+
+    def note(offset: int, message: str) -> None:
+        if not first:
+            first.append((offset, message))
+        if problem is not None:
+            problem(offset, message)
+
+    packets = 0
+    for p in read_packets(path, problem=note):
         b.feed(p)
+        packets += 1
+    if not packets:
+        raise TraceFormatError(*(first[0] if first else (0, "no Perfetto packet in it (an empty file?)")))
+    if first and problem is None:
+        raise TraceFormatError(*first[0])
     return b.result()
 
 
