@@ -37,8 +37,9 @@ DEVICE_COMMANDS = [n for n in _NEEDED if is_device_command(n)]
 
 
 def missing_instance_extensions(names: list[str], available) -> list[str]:
-    """The extensions the layer needs that the application did not enable and the instance has."""
-    return [e for e in REQUIRED_INSTANCE_EXTENSIONS if e not in names and e in available]
+    """The extensions the layer needs that the application did not enable and the instance has;
+    `available` None: the element below did not say (every needed one is tried, see _instance_info)."""
+    return [e for e in REQUIRED_INSTANCE_EXTENSIONS if e not in names and (available is None or e in available)]
 
 
 def emulated_extensions(names, below) -> frozenset[str]:
@@ -167,11 +168,18 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         if link is None:
             return vk.VK_ERROR_INITIALIZATION_FAILED
         next_gipa = link.u.pLayerInfo.pfnNextGetInstanceProcAddr
-        link.u.pLayerInfo = link.u.pLayerInfo.pNext
+        link.u.pLayerInfo = below = link.u.pLayerInfo.pNext
         create = ffi.cast("PFN_vkCreateInstance", next_gipa(ffi.NULL, b"vkCreateInstance"))
         keep: structs.Keepalive = []
         info, enabled = _instance_info(ffi, errors, pCreateInfo, next_gipa, keep)
         result = create(info, pAllocator, pInstance)
+        if result == vk.VK_ERROR_EXTENSION_NOT_PRESENT and info is not pCreateInfo:
+            # Refused below: an extension the layer added untold (_instance_info). The application's
+            # own request instead; the elements below advanced the link as they passed: rewound.
+            errors.log.warning("vkCreateInstance: refused with the extensions the layer adds; created without them")
+            link.u.pLayerInfo = below
+            enabled = frozenset(structs.extension_names(ffi, pCreateInfo))
+            result = create(pCreateInfo, pAllocator, pInstance)
         if result != vk.VK_SUCCESS:
             return result
         handle = pInstance[0]
@@ -243,7 +251,15 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
 
 
 def _instance_info(ffi, errors, pCreateInfo, next_gipa, keep):
-    """The create info with the instance extensions the layer needs, and the names it enables."""
+    """The create info with the instance extensions the layer needs, and the names it enables.
+
+    What the instance offers is asked of the element below, which answers when it is the loader's
+    terminator. A layer below ours may not (the Khronos validation layer answers only for its own
+    name, VK_ERROR_LAYER_NOT_PRESENT; others return no function): the needed extensions are then
+    added untold. The Khronos loader passes each driver only the instance extensions it supports
+    (terminator_CreateInstance), so a driver without them still creates the instance and the
+    layer's label commands resolve to NULL (no labels, as on such a driver anyway); an element
+    that refuses instead (VK_ERROR_EXTENSION_NOT_PRESENT) gets the application's request again."""
     try:
         return _with_extensions(ffi, pCreateInfo, next_gipa, keep)
     except Exception:  # labels are lost, the application's instance is not
@@ -280,35 +296,45 @@ def _properties(ffi, dev: DeviceState) -> DeviceProperties:
     return DeviceProperties(structs.string(ffi, props.deviceName), props.vendorID, props.deviceID, props.apiVersion)
 
 
-def _instance_extensions(ffi, next_gipa) -> set[str]:
+def _instance_extensions(ffi, next_gipa) -> set[str] | None:
+    """The instance extensions the element below lists; None if it does not answer (_instance_info)."""
     enumerate_ = ffi.cast("PFN_vkEnumerateInstanceExtensionProperties",
                           next_gipa(ffi.NULL, b"vkEnumerateInstanceExtensionProperties"))
     if enumerate_ == ffi.NULL:
-        return set()
+        return None
     count = ffi.new("uint32_t *")
     if enumerate_(ffi.NULL, count, ffi.NULL) != vk.VK_SUCCESS:
-        return set()
+        return None
     props = ffi.new("VkExtensionProperties[]", count[0])
-    enumerate_(ffi.NULL, count, props)
+    if enumerate_(ffi.NULL, count, props) not in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
+        return None
     return {structs.string(ffi, props[i].extensionName) for i in range(count[0])}
 
 
 def make_proc_addr(ffi, state: LayerState, pointers: dict):
-    """GetInstanceProcAddr and GetDeviceProcAddr of the layer (C glue handles their own names)."""
+    """GetInstanceProcAddr and GetDeviceProcAddr of the layer (C glue handles their own names).
+
+    As the loader and the layers around ours expect (LoaderLayerInterface.md, "Layer Conventions and
+    Rules"; Khronos validation and Mesa's layers answer the same way), GetInstanceProcAddr returns the
+    layer's own intercept of a command for any `instance`: NULL (vkBasalt and MangoHud ask the next
+    element `(NULL, "vkCreateDevice")` in their vkCreateDevice), one the layer does not know, or its
+    own. With its own instance, an instance-level intercept the element below lacks is left to the
+    element below (its answer, NULL); a command the layer does not intercept is the next element's
+    answer, which needs a known instance (NULL otherwise)."""
     null = ffi.NULL
 
     def gipa(instance, pName):
         name = canonical(ffi.string(pName).decode())
-        if name in GLOBAL_COMMANDS and name in pointers:
-            return pointers[name]
+        hook = pointers.get(name)
+        if hook is not None and (instance == null or name in GLOBAL_COMMANDS):
+            return hook
         if instance == null:
             return null
         inst = state.instances.get(state.key(instance))
         if inst is None:
-            return null
-        if name in pointers:
-            if is_device_command(name) or getattr(inst.next, name, None) is not None:
-                return pointers[name]
+            return null if hook is None else hook
+        if hook is not None and (is_device_command(name) or getattr(inst.next, name, None) is not None):
+            return hook
         return inst.next_gipa(instance, pName)
 
     def gdpa(device, pName):

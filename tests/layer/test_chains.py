@@ -182,6 +182,13 @@ def test_the_layer_adds_debug_utils_only_when_missing_and_available():
     assert missing_instance_extensions([], {"VK_KHR_surface"}) == []
 
 
+def test_the_layer_adds_debug_utils_when_the_element_below_does_not_say():
+    """A layer below ours may not answer the instance-extension query (the Khronos validation layer
+    answers VK_ERROR_LAYER_NOT_PRESENT): None, and the layer adds what it needs (issue #23)."""
+    assert missing_instance_extensions(["VK_KHR_surface"], None) == ["VK_EXT_debug_utils"]
+    assert missing_instance_extensions(["VK_EXT_debug_utils"], None) == []
+
+
 def test_frame_boundary_is_emulated_only_when_enabled_and_the_driver_lacks_it():
     names = ["VK_KHR_swapchain", "VK_EXT_frame_boundary"]
     assert emulated_extensions(names, {"VK_KHR_swapchain": 70}) == {"VK_EXT_frame_boundary"}
