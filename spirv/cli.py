@@ -2,6 +2,12 @@
 
 The lead's tools/cli.py mounts the `spirv` click group lazily, so importing
 this module must stay cheap: tessera.spirv modules load inside the commands.
+
+Inputs: FILE must be a regular file of at most MAX_MODULE bytes (a FIFO or
+/dev/zero would never end: schemas/files.read_input); `reflect` refuses a module
+cut short at an instruction boundary (decoder.check_complete) and checks each
+--spec against the module's constant of that SpecId: unknown ids and values
+outside the constant's type are usage errors, never wrapped to its width.
 """
 
 from __future__ import annotations
@@ -11,20 +17,30 @@ import json
 import click
 
 
-def _spec_pair(value: str) -> tuple[int, int]:
+MAX_MODULE = 64 << 20    # bytes of a SPIR-V file read at most (the largest real modules are a few MiB)
+
+
+def _spec_pair(value: str) -> tuple[int, str]:
+    """SpecId=VALUE: the id checked as an integer here; the value once the module says its type
+    (`_spec_value`)."""
     sid, sep, number = value.partition("=")
     if not sep:
         raise click.BadParameter(f"{value!r} is not ID=VALUE")
     try:
-        return int(sid, 0), int(number, 0)
+        spec_id = int(sid, 0)
     except ValueError:
-        raise click.BadParameter(f"{value!r}: ID and VALUE must be integers") from None
+        raise click.BadParameter(f"{value!r}: ID must be an integer") from None
+    if not 0 <= spec_id <= 0xFFFFFFFF:
+        raise click.BadParameter(f"{value!r}: ID must be a SpecId, 0 to 4294967295")
+    if not number.strip():
+        raise click.BadParameter(f"{value!r}: no VALUE")
+    return spec_id, number.strip()
 
 
 class _SpecParam(click.ParamType):
     name = "ID=VALUE"
 
-    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, int]:
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, str]:
         if isinstance(value, tuple):
             return value  # type: ignore[return-value]
         try:
@@ -33,14 +49,84 @@ class _SpecParam(click.ParamType):
             self.fail(exc.message, param, ctx)
 
 
-def _load(path: str):
-    from .decoder import parse
+def _spec_value(spec, text: str) -> int:
+    """The value a driver would be given for `spec` (a spec.SpecConstant), from the user's text:
+    an integer in the range of its type (never wrapped), true/false/0/1 for a bool, and for a
+    float a decimal number or its bit pattern. ValueError says what is allowed."""
+    import struct
+
+    kind, width = spec.type, spec.width
+    if kind == "bool":
+        word = text.lower()
+        if word in ("true", "1"):
+            return 1
+        if word in ("false", "0"):
+            return 0
+        raise ValueError("a bool: true, false, 1 or 0")
+    if kind == "float":
+        formats = {16: "<e", 32: "<f", 64: "<d"}
+        try:
+            bits = int(text, 0)
+        except ValueError:
+            if width not in formats:
+                raise ValueError(f"the bit pattern of a {width}-bit float") from None
+            try:
+                number = float(text)
+                return int.from_bytes(struct.pack(formats[width], number), "little")
+            except (ValueError, OverflowError, struct.error):
+                raise ValueError(f"a number that fits a {width}-bit float, or its bit pattern") from None
+        if not 0 <= bits < 1 << width:
+            raise ValueError(f"a {width}-bit float, or its bit pattern 0 to {(1 << width) - 1}")
+        return bits
+    try:
+        number = int(text, 0)
+    except ValueError:
+        raise ValueError("an integer") from None
+    low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if kind == "int" else (0, (1 << width) - 1)
+    if not low <= number <= high:
+        raise ValueError(f"an integer from {low} to {high} ({'signed' if kind == 'int' else 'unsigned'} "
+                         f"{width}-bit)")
+    return number
+
+
+def _spec_values(module, specs: tuple[tuple[int, str], ...]) -> dict[int, int]:
+    """--spec values checked against the module's specialization constants (click.BadParameter)."""
+    from .spec import spec_constants
+
+    known = {s.spec_id: s for s in spec_constants(module)}
+    out: dict[int, int] = {}
+    for spec_id, text in specs:
+        spec = known.get(spec_id)
+        if spec is None:
+            have = ", ".join(f"{s.spec_id} ({s.type}{s.width if s.type != 'bool' else ''})"
+                             for s in known.values()) or "none"
+            raise click.BadParameter(f"{spec_id}={text}: the module has no specialization constant with "
+                                     f"SpecId {spec_id} (it has: {have})", param_hint="'--spec'")
+        try:
+            out[spec_id] = _spec_value(spec, text)
+        except ValueError as exc:
+            raise click.BadParameter(f"{spec_id}={text}: SpecId {spec_id} is a {spec.type}"
+                                     f"{spec.width if spec.type != 'bool' else ''}; VALUE must be {exc}",
+                                     param_hint="'--spec'") from None
+    return out
+
+
+def _load(path: str, complete: bool = False):
+    """The module in `path` (a regular file of at most MAX_MODULE bytes); `complete`: also
+    refused when cut short at an instruction boundary (decoder.check_complete)."""
+    from tessera.schemas.files import InputError, read_input
+
+    from .decoder import check_complete, parse
     from .errors import SpirvError
     try:
-        with open(path, "rb") as f:
-            return parse(f.read())
-    except OSError as exc:
-        raise click.FileError(path, hint=str(exc)) from None
+        data = read_input(path, MAX_MODULE, "SPIR-V module")
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        module = parse(data)
+        if complete:
+            check_complete(module)
+        return module
     except SpirvError as exc:
         raise click.ClickException(f"{path}: {exc}") from None
 
@@ -62,16 +148,18 @@ def dis(file: str, header: bool) -> None:
 @spirv.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--spec", "specs", multiple=True, type=_SpecParam(),
-              help="Specialization constant value, SpecId=VALUE (repeatable).")
+              help="Specialization constant value, SpecId=VALUE (repeatable): an integer in the range of the "
+                   "constant's type, true/false for a bool, a number or bit pattern for a float.")
 @click.option("--entry", default=None, help="Only this entry point and what it uses.")
-def reflect(file: str, specs: tuple[tuple[int, int], ...], entry: str | None) -> None:
+def reflect(file: str, specs: tuple[tuple[int, str], ...], entry: str | None) -> None:
     """Reflect FILE as JSON: entry points, work-group size, bindings, CFGs."""
     from .errors import SpirvError
     from .reflect import reflect as do_reflect
     from .reflect import reflection_json
-    module = _load(file)
+    module = _load(file, complete=True)
+    values = _spec_values(module, specs)
     try:
-        data = reflection_json(do_reflect(module, dict(specs)), entry)
+        data = reflection_json(do_reflect(module, values), entry)
     except SpirvError as exc:
         raise click.ClickException(f"{file}: {exc}") from None
     click.echo(json.dumps(data, indent=2))

@@ -135,6 +135,35 @@ def parse(data: bytes | bytearray | memoryview | Sequence[int]) -> Module:
     return module
 
 
+OP_CAPABILITY = 17
+OP_MEMORY_MODEL = 14
+OP_ENTRY_POINT = 15
+CAPABILITY_LINKAGE = 5
+
+
+def check_complete(module: Module) -> None:
+    """SpirvError unless the module is whole as the specification requires of a module (section
+    2.4, "Logical Layout"): one OpMemoryModel, and every <id> it uses defined somewhere in it
+    (a forward reference resolved), and an OpEntryPoint unless it is a library (the Linkage
+    capability), as spirv-val requires. `parse` checks each instruction as it comes; a module cut at
+    an instruction boundary passes it, and fails here (an OpEntryPoint or OpFunctionCall whose
+    function was cut off, a type used before the cut and defined after it)."""
+    from .operands import referenced_ids
+
+    ops = {inst.opcode for inst in module.globals}
+    if OP_MEMORY_MODEL not in ops:
+        raise SpirvError("no OpMemoryModel (a truncated module?)", expected="the module's memory model")
+    linkage = any(inst.opcode == OP_CAPABILITY and inst.words[:1] == [CAPABILITY_LINKAGE] for inst in module.globals)
+    if OP_ENTRY_POINT not in ops and not linkage:     # as spirv-val: only a library may have none
+        raise SpirvError("no OpEntryPoint (a truncated module?)", expected="an entry point, or the Linkage capability")
+    defs = module.defs
+    for inst in module.instructions():
+        for ref in referenced_ids(inst, module):
+            if ref not in defs:
+                raise SpirvError(f"{inst.opname} uses id {ref}, which the module never defines "
+                                 "(a truncated module?)")
+
+
 def _expected_count(lo: int, hi: int) -> str:
     if hi < 0:
         return f"at least {lo + 1} words"
