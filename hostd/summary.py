@@ -39,6 +39,7 @@ INTERNAL_KEY = "internal"       # WORKLOAD field (schemas/json/workload.schema.j
 # The only extra_data names the summary reads from a render-stage event: the `extras` a
 # caller passes need hold no others.
 SUMMARY_READS = frozenset({MISSING_KEY, INTERNAL_KEY, "kind", "labels", "Labels"})
+LABEL_WIDTH = 28                # the summary table's label column, at least (format_summary)
 _SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 _INSTANT = pb.TrackEvent.TYPE_INSTANT
 
@@ -274,28 +275,35 @@ def _ms(ns: int) -> str:
 
 
 def format_summary(s: Summary, detail: bool = False) -> str:
-    """The table; `detail`: the shader ranking with each stage's hottest blocks and their SPIR-V."""
+    """The table; `detail`: the shader ranking with each stage's hottest blocks and their SPIR-V.
+
+    The values start in one column, LABEL_WIDTH or wider when a workload label needs it
+    ("acceleration structure build" is as wide as the default): a label is never run into
+    its count."""
+    nested = [*s.workloads, *s.internal_workloads]
+    width = max([LABEL_WIDTH, *(len(k) + 3 for k in nested)])     # (2 to indent, 1 to part)
+    queue_width = max([LABEL_WIDTH - 4, *(len(q) + 2 for q in s.gpu_time_ns)])
     lines = []
     if s.processes:
-        lines.append(f"{'processes':<28}{', '.join(s.processes)}")
-    lines.append(f"{'frames':<28}{s.frames}")
-    lines.append(f"{'submits':<28}{s.submits}")
-    lines.append(f"{'GPU render-stage events':<28}{s.gpu_events}")
+        lines.append(f"{'processes':<{width}}{', '.join(s.processes)}")
+    lines.append(f"{'frames':<{width}}{s.frames}")
+    lines.append(f"{'submits':<{width}}{s.submits}")
+    lines.append(f"{'GPU render-stage events':<{width}}{s.gpu_events}")
     lines.append("workloads by type")
     for kind, n in sorted(s.workloads.items(), key=lambda kv: (-kv[1], kv[0])):
-        lines.append(f"  {kind:<26}{n}")
+        lines.append(f"  {kind:<{width - 2}}{n}")
     lines.append("GPU time per queue")
     for queue, ns in sorted(s.gpu_time_ns.items(), key=lambda kv: (-kv[1], kv[0])):
-        lines.append(f"  {queue:<24}{_ms(ns)}")
+        lines.append(f"  {queue:<{queue_width}}{_ms(ns)}")
     if s.internal_events:
-        lines.append(f"{'tool (internal) events':<28}{s.internal_events}, "
+        lines.append(f"{'tool (internal) events':<{width}}{s.internal_events}, "
                      f"{sum(s.internal_time_ns.values()) / 1e6:.3f} ms, not counted above")
         for name, n in sorted(s.internal_workloads.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"  {name:<26}{n}")
+            lines.append(f"  {name:<{width - 2}}{n}")
     if s.events_without_metadata or s.metadata_without_events:
-        lines.append(f"{'GPU events without metadata':<28}{s.events_without_metadata}")
+        lines.append(f"{'GPU events without metadata':<{width}}{s.events_without_metadata}")
         if s.metadata_without_events is not None:
-            lines.append(f"{'metadata without GPU events':<28}{s.metadata_without_events}")
+            lines.append(f"{'metadata without GPU events':<{width}}{s.metadata_without_events}")
     if s.longest:
         lines.append(f"{len(s.longest)} longest workloads")
         for w in s.longest:

@@ -62,3 +62,29 @@ def test_capture_copies_are_the_tools_own_in_trace_summary_and_report(tmp_path):
 
 def test_a_summary_without_internal_work_prints_no_internal_line():
     assert "internal" not in format_summary(Summary())
+
+
+def test_labels_wider_than_their_column_never_run_into_the_counts():
+    """Issue 22: "acceleration structure build2" — each count is one column, apart from its label."""
+    import re
+
+    s = Summary(frames=1, submits=2, gpu_events=7,
+                workloads={"acceleration structure build": 2, "dispatch": 3, "a much longer workload kind label": 1},
+                gpu_time_ns={"non-fragment": 1_000_000, "a queue name longer than its column": 2_000_000_000},
+                internal_events=1, internal_workloads={CAPTURE + " of a very long name": 1},
+                internal_time_ns={"transfer": 300})
+    text = format_summary(s)
+    rows = {"acceleration structure build": "2", "dispatch": "3", "a much longer workload kind label": "1",
+            CAPTURE + " of a very long name": "1"}
+    columns = set()
+    for label, count in rows.items():
+        line = next(x for x in text.splitlines() if x.strip().startswith(label))
+        m = re.fullmatch(rf"  {re.escape(label)}( +)(\d+)", line)
+        assert m and m.group(2) == count, line
+        columns.add(line.index(count, len(label) + 2))
+    for label in ("frames", "submits", "GPU render-stage events"):
+        line = next(x for x in text.splitlines() if x.startswith(label))
+        columns.add(len(line) - 1)
+    assert len(columns) == 1, text               # every count starts in the same column
+    queue = next(x for x in text.splitlines() if "a queue name longer" in x)
+    assert re.fullmatch(r"  a queue name longer than its column {2,}2000\.000 ms", queue), queue
