@@ -106,4 +106,4 @@ def before_device_destroyed(drv: Driver, dev: Device) -> None:
         dev.fences = None
 
 
-CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences")   # vkapi/fences.py
+CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences", "vkGetFenceStatus")   # vkapi/fences.py

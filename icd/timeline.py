@@ -31,6 +31,7 @@ import atexit
 import itertools
 import queue as queues
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -48,6 +49,8 @@ from .trace import GpuTrace, boottime_ns
 # come, doubling up to the longest while none do.
 PULL_MIN_S = 0.002
 PULL_MAX_S = 0.05
+# At the program's exit, the longest wait for GPU work whose facts the driver reads back after execution.
+EXIT_WAIT_S = 5.0
 
 
 @dataclass
@@ -104,6 +107,7 @@ class Timeline:
         self._queued = 0
         self._done = 0
         self._stalled = False       # the worker is waiting for GPU work that has not completed
+        self._awaited: tuple[Any, Any] | None = None   # (Fences, fence) the worker waits for
         self._progress = threading.Condition()
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -145,14 +149,36 @@ class Timeline:
     def forget_semaphore(self, semaphore: int) -> None:
         self._hand_over(self._semaphores.pop, semaphore, None)
 
-    def settle(self, block: bool = False) -> None:
-        """Return once every job handed over so far has run, or (unless `block`) once the worker
-        waits for GPU work that has not completed."""
+    def settle(self, block: bool = False, timeout_s: float | None = None) -> bool:
+        """Return once every job handed over so far has run; or (unless `block`) once the worker
+        waits for GPU work that has not completed (the application may be about to unblock it); or
+        once `timeout_s` has passed. True when everything handed over has run."""
         self.pull()
         target = self._queued
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._progress:
-            while self._done < target and (block or not self._stalled):
-                self._progress.wait()
+            while self._done < target:
+                if not block and self._stalled and not self._awaited_completed():
+                    return False
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._progress.wait(left)
+        return True
+
+    def _awaited_completed(self) -> bool:
+        """(`_progress` held) The completion fence the stalled worker waits for has signalled: it is
+        about to go on, so a settle waits for it. Where the application observes completion (a
+        fence or idle wait) this is what makes that submit's events reach the trace before the call
+        returns, whatever the application does next (os._exit, SIGKILL)."""
+        return self._awaited is not None and self._awaited[0].signaled(self._awaited[1])
+
+    def at_exit(self) -> None:
+        """The process exits (Python's atexit, which the shims also run at a C program's exit): place
+        every submit, waiting up to EXIT_WAIT_S for GPU work the driver must read back first."""
+        if not self.settle(block=True, timeout_s=EXIT_WAIT_S):
+            self._report("vkQueueSubmit", f"GPU work not completed {EXIT_WAIT_S} s after the program's exit: "
+                         "its submit and later ones are not in the trace")
 
     def _hand_over(self, fn: Callable, *args) -> None:
         with self._order:
@@ -172,7 +198,7 @@ class Timeline:
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, name="tessera-timeline", daemon=True)
                 self._worker.start()
-                atexit.register(self.settle)   # a Python program's last submits reach the trace
+                atexit.register(self.at_exit)   # a program's last submits reach the trace
 
     # ---- the worker ---------------------------------------------------------------------------
     def _run(self) -> None:
@@ -201,7 +227,12 @@ class Timeline:
     def _place_submit(self, queue: Queue, batches: list[Batch], host: int, completion) -> None:
         if completion is not None:
             fences, fence = completion
-            fences.wait(fence, self._waiting_for_gpu)
+            with self._progress:
+                self._awaited = completion
+            signaled = fences.wait(fence, self._waiting_for_gpu)
+            with self._progress:   # before the fence is reset: a settle may be asking for its status
+                self._awaited = None
+            fences.give_back(fence, signaled)
         self._submissions += 1
         gpu_id, gpu = self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
         order = self._orders.setdefault(id(queue), QueueOrder())

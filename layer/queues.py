@@ -377,16 +377,21 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
     def after_present(dev, result, queue, pPresentInfo):
         reporter.present(dev, address(queue), lambda: frame_boundaries(ffi, pPresentInfo.pNext))
 
+    # The application observes completion: what it knows has run keeps its metadata, whatever it does next.
+    def waited(dev) -> None:
+        reporter.waited(dev)
+        session.transport.hand_to_kernel()
+
     @hooks.after("vkQueueWaitIdle")
     def after_queue_wait(dev, result, queue):
-        reporter.waited(dev)
+        waited(dev)
 
     @hooks.after("vkDeviceWaitIdle")
     def after_device_wait(dev, result, device):
-        reporter.waited(dev)
+        waited(dev)
 
     @hooks.after("vkWaitForFences")
     def after_wait_fences(dev, result, device, count, pFences, waitAll, timeout):
-        reporter.waited(dev)
+        waited(dev)
 
     return reporter

@@ -166,6 +166,13 @@ class _Connection:
 
 # How often the sender looks for messages the layer has not queued yet (submits made in C).
 PULL_S = 0.05
+# hand_to_kernel: the longest wait (a stalled daemon costs the sender up to STALL_S, then it spools).
+HAND_OVER_S = 2.0
+
+
+class _Written(threading.Event):
+    """A queue marker set once the frames before it are written (hand_to_kernel), where a plain
+    Event marker waits for their acknowledgement too (flush)."""
 
 
 class Transport:
@@ -240,6 +247,18 @@ class Transport:
                 os.fsync(self._spool.fileno())
         return done
 
+    def hand_to_kernel(self, timeout: float = HAND_OVER_S) -> bool:
+        """Wait until every frame queued so far is written to the daemon's socket or to the spool,
+        without waiting for acknowledgements: from there the frames outlive the process (the daemon
+        reads what its socket holds; a spool write is in the page cache). Where the application
+        observes completion, so that what it knows has run keeps its metadata whatever the process
+        does next (_exit, abort, SIGKILL)."""
+        self._pull_sources()
+        marker = _Written()
+        self._queue.append(marker)
+        self._kick()
+        return marker.wait(timeout)
+
     def close(self, timeout: float = 10.0) -> None:
         """Flush, then end the connection (a later frame reconnects)."""
         self.flush(timeout)
@@ -276,7 +295,7 @@ class Transport:
                 try:
                     if frames:
                         self._write(frames)
-                    if marker is not None:
+                    if marker is not None and not isinstance(marker, _Written):
                         self._settle()
                 except Exception:   # never let the sender die: the frames are in the spool or reported
                     self.log.exception("tessera sender: unexpected error")

@@ -60,7 +60,7 @@ class Fences:
 
     def wait(self, fence, stalled: Callable[[], None]) -> bool:
         """On the worker: wait until `fence` signals (calling `stalled` each time a slice passes without
-        it), then give it back. False if the device was lost."""
+        it); the caller gives it back. False if the device was lost."""
         dev, pfence = self.device, self._wait_handle
         pfence[0] = fence
         while True:
@@ -68,8 +68,11 @@ class Fences:
             if result != vk.VK_TIMEOUT:
                 break
             stalled()
-        self.give_back(fence, signaled=result == vk.VK_SUCCESS)
         return result == vk.VK_SUCCESS
+
+    def signaled(self, fence) -> bool:
+        """Any thread, while `fence` is taken (not given back)."""
+        return self.device.next.vkGetFenceStatus(self.device.handle, fence) == vk.VK_SUCCESS
 
     def give_back(self, fence, signaled: bool) -> None:
         if signaled:

@@ -175,6 +175,18 @@ static int tessera_cffi_start(void)
     return 0;
 }
 
+/* A C program never finalises the interpreter the shims started, so Python's atexit functions (the
+   timeline's last placements, the layer's last frames) would never run: the shims run them when the
+   program exits (returns from main or calls exit), as Python itself does at its own exit. Registered
+   with atexit(), this runs before the libraries' destructors (the backend driver is still whole). */
+static void tessera_run_python_exit_functions(void)
+{
+    if (!tessera_python_usable()) return;
+    PyGILState_STATE gil = PyGILState_Ensure();
+    tessera_run_python("import atexit\natexit._run_exitfuncs()\n");
+    PyGILState_Release(gil);
+}
+
 static int tessera_start_own_python(void)
 {
     static const char *const search_paths[] = { TESSERA_PY_SEARCH_PATHS };
@@ -215,6 +227,7 @@ static int tessera_start_own_python(void)
 #endif
     int ok = tessera_cffi_start();   /* with the GIL held: cffi sees Python initialised */
     PyEval_SaveThread();
+    if (ok) atexit(tessera_run_python_exit_functions);
     return ok;
 }
 

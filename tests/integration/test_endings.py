@@ -1,0 +1,79 @@
+"""Nothing lost at any ending (issue #22, item 1): whatever a program does last, every submit it
+made before its last wait is in the merged trace with its metadata, and a program that never
+waits still gets every submit's events.
+
+A C program (apps/c/endings.c) and a Python program (apps/endings.py) make SUBMITS submits, then
+end one way or another; each runs under `tessera run` (the real loader, the layer, the emulated
+driver over lavapipe, the embedded daemon), and the session is merged. Exact counts: each submit
+gives a known number of GPU workloads (below), every one with its metadata, no metadata left over.
+Indirect dispatches are timed only after execution (the driver waits for its completion fence), and
+so is instrumented work (--instrument).
+"""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+SUBMITS = 5
+C_APP = REPO / "tests" / "integration" / "apps" / "c" / "endings.c"
+PY_APP = REPO / "tests" / "integration" / "apps" / "endings.py"
+TESSERA = Path(PYTHON).parent / "tessera"
+# GPU workloads per submit. C: fill + copy, and with `indirect` a dispatch plus the layer's copy of its
+# indirect arguments. Python: fill, and with `indirect` a dispatch plus the layer's copy.
+C_EVENTS = {"plain": 2, "indirect": 4}
+PY_EVENTS = {"plain": 1, "indirect": 3}
+# How each ending shows in `tessera run`'s exit status (the application's, as a shell reports it).
+STATUS = {"wait-abort": 128 + 6, "wait-kill": 128 + 9, "raise": 1}
+
+
+@pytest.fixture(scope="module")
+def c_app(tmp_path_factory) -> Path:
+    subprocess.run(["make", "-s", "-C", REPO / "examples"], check=True)   # the compute shader's header
+    out = tmp_path_factory.mktemp("endings") / "endings"
+    subprocess.run(["gcc", "-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-I", str(REPO / "build" / "bench" / "gen"),
+                    "-o", str(out), str(C_APP), "-lvulkan"], check=True)
+    return out
+
+
+def _run_and_merge(argv: list, session: Path, *options: str) -> tuple[subprocess.CompletedProcess, object]:
+    from tessera.hostd.merge import merge_session
+
+    out = run([TESSERA, "run", "--no-merge", "--out", session, *options, "--", *argv], None, timeout=180)
+    return out, merge_session(session)
+
+
+def _assert_every_submit_kept(out, result, ending: str, per_submit: int) -> None:
+    assert out.returncode == STATUS.get(ending, 0), out.stdout + out.stderr
+    assert f"endings: submitted {SUBMITS}" in out.stdout, out.stdout + out.stderr
+    assert (result.gpu_events, result.events_without_metadata, result.metadata_without_events) == \
+        (SUBMITS * per_submit, 0, 0), (result.examples, out.stderr)
+
+
+@pytest.mark.parametrize("work", ["plain", "indirect"])
+@pytest.mark.parametrize("ending", ["return", "exit", "wait-return", "fence-_exit", "wait-_exit", "wait-abort",
+                                    "wait-kill", "destroy"])
+def test_c_program(c_app, tmp_path, ending, work):
+    out, result = _run_and_merge([c_app, ending, SUBMITS, work], tmp_path / "session")
+    _assert_every_submit_kept(out, result, ending, C_EVENTS[work])
+
+
+@pytest.mark.parametrize("work", ["plain", "indirect"])
+@pytest.mark.parametrize("ending", ["return", "raise", "wait-return", "fence-_exit", "wait-kill"])
+def test_python_program(tmp_path, ending, work):
+    out, result = _run_and_merge([PYTHON, PY_APP, ending, SUBMITS, work], tmp_path / "session")
+    _assert_every_submit_kept(out, result, ending, PY_EVENTS[work])
+
+
+@pytest.mark.parametrize("ending", ["return", "fence-_exit", "wait-kill"])
+def test_c_program_instrumented(c_app, tmp_path, ending):
+    out, result = _run_and_merge([c_app, ending, SUBMITS, "indirect"], tmp_path / "session", "--instrument")
+    _assert_every_submit_kept(out, result, ending, C_EVENTS["indirect"])
+
+
+@pytest.mark.parametrize("ending", ["return", "wait-return"])
+def test_python_program_instrumented(tmp_path, ending):
+    out, result = _run_and_merge([PYTHON, PY_APP, ending, SUBMITS, "indirect"], tmp_path / "session", "--instrument")
+    _assert_every_submit_kept(out, result, ending, PY_EVENTS["indirect"])
