@@ -28,7 +28,8 @@ VALIDATION = "VK_LAYER_KHRONOS_validation"
 IMPLICIT = Path("/usr/share/vulkan/implicit_layer.d")
 EXPLICIT = Path("/usr/share/vulkan/explicit_layer.d")
 MANIFESTS = {"vkbasalt": IMPLICIT / "vkBasalt.json", "mangohud": IMPLICIT / "MangoHud.json",
-             "overlay": EXPLICIT / "VkLayer_MESA_overlay.json", "validation": EXPLICIT / "VkLayer_khronos_validation.json"}
+             "overlay": EXPLICIT / "VkLayer_MESA_overlay.json",
+             "validation": EXPLICIT / "VkLayer_khronos_validation.json"}
 
 
 def _needs(name: str) -> None:

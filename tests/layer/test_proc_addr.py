@@ -77,6 +77,7 @@ def test_the_layers_instance_gets_intercepts_and_the_next_elements_answer_for_th
     assert gipa(instance, _name("vkGetPhysicalDeviceFeatures2")) == ffi.NULL
     # Aliases answer as their command.
     assert gipa(instance, _name("vkGetPhysicalDeviceFeatures2KHR")) == ffi.NULL
+    assert "vkCreateDevice" not in next_gipa.asked and "vkCmdDraw" not in next_gipa.asked
 
 
 def test_device_proc_addr_answers_intercepts_the_driver_has():
