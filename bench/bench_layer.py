@@ -14,7 +14,10 @@ spooling to a temporary session folder). Inputs:
             vkEndCommandBuffer): the per-command-buffer cost, the layer's worker included when it lags;
   submit    S x vkQueueSubmit of one pre-recorded 16-byte vkCmdFillBuffer command buffer
             (fence waits every 64 submits are not timed);
-  groups    S x vkEnumeratePhysicalDeviceGroups (the count, then the groups): a query the driver answers.
+  groups    S x vkEnumeratePhysicalDeviceGroups (the count, then the groups): a query the driver answers;
+  frame     F frames of a loop that re-records its work (begin, bind, 8 x vkCmdDispatch, end), submits it
+            with a fence and waits: wall time per frame, and the process's CPU time per frame on all threads
+            (the backend's, the driver's and the layer's workers included).
 After the last draw/dispatch/copy recording, the buffer of N commands is submitted once and the queue
 waited for idle (one sample, not part of the per-call numbers): printed as the submit's time and the
 wait's (the backend running N commands, and the driver's GPU events of them reaching the trace).
@@ -23,7 +26,7 @@ to lavapipe, the layer-vs-ICD-only ratio and the layer's own added ns per call (
 ICD only). A benchmark, not a test: it never fails on a number.
 
 Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
-         [--modes draw,dispatch,copy,copy2,submit,groups]
+         [--frames F] [--modes draw,dispatch,copy,copy2,submit,groups,frame]
 """
 from __future__ import annotations
 
@@ -31,11 +34,12 @@ import argparse
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
-MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups")
+MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame")
 WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)",
         "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
         "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit",
-        "groups": "vkEnumeratePhysicalDeviceGroups"}
+        "groups": "vkEnumeratePhysicalDeviceGroups",
+        "frame": "frame (record 8 dispatches, submit, wait)"}
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 
@@ -56,6 +60,11 @@ def print_costs(mode: str, calls: int, reps: int, runs: dict[str, dict]) -> None
         icd, layer = sum(ns[ICD_ENV]), sum(ns[LAYER_ENV])
         print(f"  layer vs ICD only  x{layer / icd:.2f}, the layer adds {layer - icd:+.0f} ns per {WHAT[mode]}"
               + (" (recording and its share of vkEndCommandBuffer)" if mode in RECORDING else ""))
+    if mode == "frame":
+        for name, r in runs.items():
+            cpu = r["cpu_ns_per_call"]
+            print(f"  {name:18s} {cpu / 1e3:10.1f} us process CPU per frame   x{cpu / runs[LAVAPIPE_ENV]['cpu_ns_per_call']:7.1f}"
+                  " vs lavapipe")
     if mode in RECORDING:
         print(f"  the buffer of {calls} {WHAT[mode]} submitted once, then vkQueueWaitIdle:")
         for name, r in runs.items():
@@ -67,6 +76,7 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=20_000, help="recorded draws/dispatches/copies per repetition")
     ap.add_argument("--submits", type=int, default=5_000,
                     help="vkQueueSubmit calls, recorded command buffers and vkEnumeratePhysicalDeviceGroups calls per repetition")
+    ap.add_argument("--frames", type=int, default=300, help="frames per repetition (frame mode)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
     args = ap.parse_args()
@@ -76,7 +86,7 @@ def main() -> None:
     build()
     with bench_environments() as envs:
         for mode in modes:
-            calls = args.calls if mode in RECORDING else args.submits
+            calls = args.calls if mode in RECORDING else args.frames if mode == "frame" else args.submits
             print_costs(mode, calls, args.reps, record_costs(envs, mode, calls, args.reps))
 
 
