@@ -174,17 +174,20 @@ class Interruption:
             self._hurry()
 
     def _stop_app(self, signum: int) -> None:
-        """Pass `signum` on (unless the terminal did), and arm the SIGKILL timer. Holding `_lock`."""
+        """Pass `signum` on (unless the terminal did), and arm the SIGKILL timer; once (the handler may
+        run inside `running()`, between its attaching the application and its own look at `signum`).
+        Holding `_lock`."""
+        if self._timer is not None:
+            return
         app = self._app
         from_terminal = (signum == signal.SIGINT and not app.group and terminal_group() == os.getpgrp())
         if not from_terminal:
             self._send(app, signum)
             self.forwarded = signum
-        if self._timer is None:
-            reason = f"still running {self.kill_after:g} s after {signal.Signals(signum).name}"
-            self._timer = threading.Timer(self.kill_after, self._kill_app, args=(reason,))
-            self._timer.daemon = True
-            self._timer.start()
+        reason = f"still running {self.kill_after:g} s after {signal.Signals(signum).name}"
+        self._timer = threading.Timer(self.kill_after, self._kill_app, args=(reason,))
+        self._timer.daemon = True
+        self._timer.start()
 
     def _kill_app(self, reason: str) -> None:
         with self._lock:
