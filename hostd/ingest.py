@@ -18,6 +18,9 @@ Problems (one log line each, naming client, stream offset, problem, action):
     rejected: merge skips a bad entry alone);
   - an unknown message type: kept in the log, skipped, warned once per type;
   - a stream that ends inside a frame: reported at end of stream.
+A HELLO is schema-checked in every validation mode: an invalid one closes the connection.
+Text from the client (its process name, a problem quoting it) goes into log lines escaped
+(`printable`): a newline or U+202E cannot forge or reorder a line.
 After `max_problem_lines` lines for one connection the rest are counted and
 summarised when it closes, so a garbage client cannot flood the daemon's log.
 
@@ -51,6 +54,16 @@ def finish(ingest, eof: bool, stopping: bool, exc: BaseException | None) -> None
         ingest.close(how)
     except Exception as e:
         LOG.exception("hostd: client %s: error while finishing: %s", ingest.client, e)
+
+
+def printable(text: str, limit: int = 256) -> str:
+    """`text` safe in a log line: each character that is not printable (a newline, an escape,
+    U+202E RIGHT-TO-LEFT OVERRIDE and the other format characters) as its escape, at most
+    `limit` characters. A client's process name goes into hostd's log lines through this."""
+    if text.isprintable() and len(text) <= limit:
+        return text
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit])
+    return out + ("…" if len(text) > limit else "")
 
 
 def type_name(t: int) -> str:
@@ -145,8 +158,14 @@ class Ingest:
         if not isinstance(payload, dict) or not isinstance(payload.get("pid"), int) \
                 or not isinstance(payload.get("process"), str):
             return self._fatal(f.offset, "HELLO without an integer pid and a process name")
-        if not self._check(f, payload):
-            return self._fatal(f.offset, "HELLO rejected")
+        # A HELLO is checked in every validation mode: an invalid one closes the connection
+        # (docs/formats.md), it would name the session folder and own every frame after it.
+        errors = [] if fastcheck.valid(f.type, payload) else messages.problems(f.type, payload)
+        if errors:
+            if self.cfg.validate is Validation.STRICT:
+                self.rejected += 1
+                self.store.reject(f.offset, f.size, f"HELLO violates its schema: {'; '.join(errors[:3])}")
+            return self._fatal(f.offset, f"HELLO violates its schema: {'; '.join(errors[:3])}")
         protocol = payload.get("protocol")
         if isinstance(protocol, int) and protocol > PROTOCOL_VERSION:
             self._problem(f.offset, f"protocol {protocol} is newer than this hostd's {PROTOCOL_VERSION}",
@@ -158,7 +177,7 @@ class Ingest:
             self.store.name(payload["process"], payload["pid"])
         except OSError as e:
             self.log.warning("hostd: client %s: cannot rename its folder (%s); keeping %s", old, e, self.store.folder)
-        self.client = f"{payload['process']}[{payload['pid']}]#{self.store.number}"
+        self.client = f"{printable(payload['process'])}[{payload['pid']}]#{self.store.number}"
         self.log.info("hostd: %s is %s, logging to %s", old, self.client, self.store.log_path)
         return True
 
@@ -195,7 +214,7 @@ class Ingest:
     def _problem(self, offset: int, problem: str, action: str) -> None:
         self.problems += 1
         if self.problems <= self.cfg.max_problem_lines:
-            self.log.warning("hostd: client %s at byte %d: %s; %s", self.client, offset, problem, action)
+            self.log.warning("hostd: client %s at byte %d: %s; %s", self.client, offset, printable(problem), action)
         elif self.problems == self.cfg.max_problem_lines + 1:
             self.log.warning("hostd: client %s: more problems; counting them, summary at close", self.client)
 

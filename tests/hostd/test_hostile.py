@@ -12,6 +12,7 @@ import socket
 import tempfile
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hostd_builders import RAW0, GpuTrace, hello, submit, workload, frame
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -159,3 +160,34 @@ def test_fuzz_hostile_payloads_through_ingest_and_merge(poison, mode, chunk, rng
         r = merge_session(session)
         assert r.events_with_metadata == GOOD and r.events_without_metadata == 0
         assert r.submits >= GOOD and r.frames >= GOOD
+
+
+# -- issue 22: the HELLO and the process name ------------------------------------------------------
+def _ingest(session: Path, mode: Validation, logger: logging.Logger) -> Ingest:
+    return Ingest(DaemonConfig(Address("unix", Path("x")), session, validate=mode), "peer", logger)
+
+
+@pytest.mark.parametrize("mode", list(Validation))
+@pytest.mark.parametrize("pid", [-1, 1 << 31])
+def test_an_invalid_hello_closes_the_connection_in_every_mode(tmp_path, mode, pid, caplog):
+    """docs/formats.md and docs/hostd.md: a first frame that is not a valid HELLO closes the connection."""
+    ingest = _ingest(tmp_path, mode, logging.getLogger("hello.check"))
+    with caplog.at_level(logging.WARNING, logger="hello.check"):
+        assert ingest.feed(hello(pid=pid) + _good_frames()[0]) is False
+    ingest.close("client closed")
+    assert ingest.hello is None and "HELLO violates its schema" in (ingest.close_reason or "")
+    assert [d.name for d in tmp_path.iterdir()] == [f"conn-{ingest.store.number}"]      # never named after it
+    assert "closing the connection" in caplog.text
+
+
+@pytest.mark.parametrize("name", ["evil\nhostd: client forged[1]#1 closed", "gpu\u202etxt.exe", "bell\x07\x1b[2J"])
+def test_a_process_name_is_escaped_in_hostd_log_lines(tmp_path, name, caplog):
+    ingest = _ingest(tmp_path, Validation.WARN, logging.getLogger("hello.names"))
+    with caplog.at_level(logging.INFO, logger="hello.names"):
+        assert ingest.feed(hello(pid=PID, process=name) + frame(1, RAW0) + encode(MessageType.FRAME, b"{not json"))
+        ingest.close("client closed")
+    assert any("not json" in r.getMessage() or "JSON" in r.getMessage() for r in caplog.records)   # a problem line
+    for record in caplog.records:
+        line = record.getMessage()
+        assert line.isprintable(), repr(line)
+    assert any(repr(name)[1:-1] in r.getMessage() for r in caplog.records)
