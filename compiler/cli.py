@@ -18,27 +18,22 @@ from pathlib import Path
 
 import click
 
+from tessera.spirv.cli import SpecParam
+
 RAY_TRACING_SUFFIXES = (".rgen", ".rint", ".rahit", ".rchit", ".rmiss", ".rcall")
 GLSL_SUFFIXES = (".comp", ".vert", ".frag", ".geom", ".tesc", ".tese", ".glsl") + RAY_TRACING_SUFFIXES
 SPIRV_MAGIC = (b"\x03\x02\x23\x07", b"\x07\x23\x02\x03")
 
 
-def _parse_spec(values: tuple[str, ...]) -> dict[int, int]:
-    out: dict[int, int] = {}
-    for item in values:
-        key, sep, value = item.partition("=")
-        try:
-            out[int(key, 0)] = int(value, 0)
-        except ValueError:
-            raise click.BadParameter(f"{item!r}: expected SPEC_ID=INTEGER", param_hint="--spec") from None
-        if not sep:
-            raise click.BadParameter(f"{item!r}: expected SPEC_ID=INTEGER", param_hint="--spec")
-    return out
-
-
 def load_spirv(path: Path) -> bytes:
     """The SPIR-V of a .spv file, or of a GLSL file compiled with glslangValidator."""
-    data = path.read_bytes()
+    from tessera.schemas.files import InputError, read_input
+    from tessera.spirv.cli import MAX_MODULE
+
+    try:     # a regular file, bounded: a FIFO or /dev/zero would never end
+        data = read_input(path, MAX_MODULE, "shader")
+    except InputError as exc:
+        raise click.ClickException(str(exc)) from None
     if data[:4] in SPIRV_MAGIC:
         return data
     if path.suffix not in GLSL_SUFFIXES:
@@ -70,15 +65,27 @@ def load_spirv(path: Path) -> bytes:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "shader-db"]), default="text",
               show_default=True)
 @click.option("--entry", default=None, help="entry point name (default: every entry point)")
-@click.option("--spec", multiple=True, metavar="ID=VALUE", help="specialization constant value (repeatable)")
-def compile_command(shader: Path, gpu: str, ra: str, fmt: str, entry: str | None, spec: tuple[str, ...]) -> None:
+@click.option("--spec", multiple=True, type=SpecParam(),
+              help="specialization constant value, ID=VALUE (repeatable): in the range of the constant's type")
+def compile_command(shader: Path, gpu: str, ra: str, fmt: str, entry: str | None,
+                    spec: tuple[tuple[int, str], ...]) -> None:
     """Report registers, spilling and cycles per pipe of SHADER (SPIR-V or GLSL)."""
+    from tessera.spirv.cli import spec_values as checked_spec_values
+    from tessera.spirv.decoder import parse
+    from tessera.spirv.errors import SpirvError
+
     from .api import compile_module, entry_point_names
     from .errors import CompileError
     from .report import as_json, shader_db, text
 
-    spec_values = _parse_spec(spec)
     data = load_spirv(shader)
+    spec_values: dict[int, int] = {}
+    if spec:
+        try:
+            module = parse(data)
+        except SpirvError as exc:
+            raise click.ClickException(f"{shader}: {exc}") from None
+        spec_values = checked_spec_values(module, spec)     # unknown ids, values outside the type: usage errors
     try:
         names = [entry] if entry else entry_point_names(data)
         if not names:

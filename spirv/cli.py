@@ -22,7 +22,7 @@ MAX_MODULE = 64 << 20    # bytes of a SPIR-V file read at most (the largest real
 
 def _spec_pair(value: str) -> tuple[int, str]:
     """SpecId=VALUE: the id checked as an integer here; the value once the module says its type
-    (`_spec_value`)."""
+    (spec.spec_values_from_text)."""
     sid, sep, number = value.partition("=")
     if not sep:
         raise click.BadParameter(f"{value!r} is not ID=VALUE")
@@ -37,7 +37,9 @@ def _spec_pair(value: str) -> tuple[int, str]:
     return spec_id, number.strip()
 
 
-class _SpecParam(click.ParamType):
+class SpecParam(click.ParamType):
+    """`--spec ID=VALUE` (spirv reflect, tessera compile): (SpecId, VALUE text) pairs."""
+
     name = "ID=VALUE"
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> tuple[int, str]:
@@ -49,66 +51,15 @@ class _SpecParam(click.ParamType):
             self.fail(exc.message, param, ctx)
 
 
-def _spec_value(spec, text: str) -> int:
-    """The value a driver would be given for `spec` (a spec.SpecConstant), from the user's text:
-    an integer in the range of its type (never wrapped), true/false/0/1 for a bool, and for a
-    float a decimal number or its bit pattern. ValueError says what is allowed."""
-    import struct
-
-    kind, width = spec.type, spec.width
-    if kind == "bool":
-        word = text.lower()
-        if word in ("true", "1"):
-            return 1
-        if word in ("false", "0"):
-            return 0
-        raise ValueError("a bool: true, false, 1 or 0")
-    if kind == "float":
-        formats = {16: "<e", 32: "<f", 64: "<d"}
-        try:
-            bits = int(text, 0)
-        except ValueError:
-            if width not in formats:
-                raise ValueError(f"the bit pattern of a {width}-bit float") from None
-            try:
-                number = float(text)
-                return int.from_bytes(struct.pack(formats[width], number), "little")
-            except (ValueError, OverflowError, struct.error):
-                raise ValueError(f"a number that fits a {width}-bit float, or its bit pattern") from None
-        if not 0 <= bits < 1 << width:
-            raise ValueError(f"a {width}-bit float, or its bit pattern 0 to {(1 << width) - 1}")
-        return bits
-    try:
-        number = int(text, 0)
-    except ValueError:
-        raise ValueError("an integer") from None
-    low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if kind == "int" else (0, (1 << width) - 1)
-    if not low <= number <= high:
-        raise ValueError(f"an integer from {low} to {high} ({'signed' if kind == 'int' else 'unsigned'} "
-                         f"{width}-bit)")
-    return number
-
-
-def _spec_values(module, specs: tuple[tuple[int, str], ...]) -> dict[int, int]:
+def spec_values(module, specs: tuple[tuple[int, str], ...]) -> dict[int, int]:
     """--spec values checked against the module's specialization constants (click.BadParameter)."""
-    from .spec import spec_constants
+    from .errors import SpirvError
+    from .spec import spec_values_from_text
 
-    known = {s.spec_id: s for s in spec_constants(module)}
-    out: dict[int, int] = {}
-    for spec_id, text in specs:
-        spec = known.get(spec_id)
-        if spec is None:
-            have = ", ".join(f"{s.spec_id} ({s.type}{s.width if s.type != 'bool' else ''})"
-                             for s in known.values()) or "none"
-            raise click.BadParameter(f"{spec_id}={text}: the module has no specialization constant with "
-                                     f"SpecId {spec_id} (it has: {have})", param_hint="'--spec'")
-        try:
-            out[spec_id] = _spec_value(spec, text)
-        except ValueError as exc:
-            raise click.BadParameter(f"{spec_id}={text}: SpecId {spec_id} is a {spec.type}"
-                                     f"{spec.width if spec.type != 'bool' else ''}; VALUE must be {exc}",
-                                     param_hint="'--spec'") from None
-    return out
+    try:
+        return spec_values_from_text(module, specs)
+    except SpirvError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--spec'") from None
 
 
 def _load(path: str, complete: bool = False):
@@ -147,7 +98,7 @@ def dis(file: str, header: bool) -> None:
 
 @spirv.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--spec", "specs", multiple=True, type=_SpecParam(),
+@click.option("--spec", "specs", multiple=True, type=SpecParam(),
               help="Specialization constant value, SpecId=VALUE (repeatable): an integer in the range of the "
                    "constant's type, true/false for a bool, a number or bit pattern for a float.")
 @click.option("--entry", default=None, help="Only this entry point and what it uses.")
@@ -157,7 +108,7 @@ def reflect(file: str, specs: tuple[tuple[int, str], ...], entry: str | None) ->
     from .reflect import reflect as do_reflect
     from .reflect import reflection_json
     module = _load(file, complete=True)
-    values = _spec_values(module, specs)
+    values = spec_values(module, specs)
     try:
         data = reflection_json(do_reflect(module, values), entry)
     except SpirvError as exc:

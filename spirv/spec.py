@@ -272,3 +272,65 @@ def spec_values_from_map(entries: list[tuple[int, int, int]], data: bytes) -> di
             raise SpirvError(f"specialization entry {constant_id} reads past the data ({offset}+{size} > {len(data)})")
         out[constant_id] = bytes(data[offset:offset + size])
     return out
+
+
+def spec_value_from_text(spec: SpecConstant, text: str) -> int:
+    """The value a driver would be given for `spec`, from a user's text (`--spec ID=VALUE`): an
+    integer in the range of its type (never wrapped to its width; a signed one may be negative),
+    true/false/1/0 for a bool, a decimal number or its bit pattern for a float. ValueError says
+    what is allowed."""
+    import struct
+
+    kind, width = spec.type, spec.width
+    if kind == "bool":
+        word = text.strip().lower()
+        if word in ("true", "1"):
+            return 1
+        if word in ("false", "0"):
+            return 0
+        raise ValueError("a bool: true, false, 1 or 0")
+    if kind == "float":
+        formats = {16: "<e", 32: "<f", 64: "<d"}
+        try:
+            bits = int(text, 0)
+        except ValueError:
+            if width not in formats:
+                raise ValueError(f"the bit pattern of a {width}-bit float") from None
+            try:
+                return int.from_bytes(struct.pack(formats[width], float(text)), "little")
+            except (ValueError, OverflowError, struct.error):
+                raise ValueError(f"a number that fits a {width}-bit float, or its bit pattern") from None
+        if not 0 <= bits < 1 << width:
+            raise ValueError(f"a {width}-bit float, or its bit pattern 0 to {(1 << width) - 1}")
+        return bits
+    try:
+        number = int(text, 0)
+    except ValueError:
+        raise ValueError("an integer") from None
+    low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if kind == "int" else (0, (1 << width) - 1)
+    if not low <= number <= high:
+        raise ValueError(f"an integer from {low} to {high} ({'signed' if kind == 'int' else 'unsigned'} "
+                         f"{width}-bit)")
+    return number
+
+
+def spec_values_from_text(module: Module, pairs) -> dict[int, int]:
+    """(SpecId, text) pairs -> SpecId -> value, each checked against the module's constant of that
+    SpecId (`spec_value_from_text`); SpirvError for an unknown SpecId or a value its type cannot hold."""
+    known = {s.spec_id: s for s in spec_constants(module)}
+
+    def kind(s: SpecConstant) -> str:
+        return s.type if s.type == "bool" else f"{s.type}{s.width}"
+
+    out: dict[int, int] = {}
+    for spec_id, text in pairs:
+        spec = known.get(spec_id)
+        if spec is None:
+            have = ", ".join(f"{s.spec_id} ({kind(s)})" for s in known.values()) or "none"
+            raise SpirvError(f"{spec_id}={text}: the module has no specialization constant with SpecId {spec_id} "
+                             f"(it has: {have})")
+        try:
+            out[spec_id] = spec_value_from_text(spec, text)
+        except ValueError as exc:
+            raise SpirvError(f"{spec_id}={text}: SpecId {spec_id} is a {kind(spec)}; VALUE must be {exc}") from None
+    return out

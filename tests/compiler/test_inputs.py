@@ -165,3 +165,18 @@ def test_non_utf8_glsl_gets_glslangs_error_not_a_traceback(tmp_path):
     assert res.exit_code == 1, res.output
     assert "glslangValidator failed on" in res.output
     assert not isinstance(res.exception, UnicodeDecodeError)
+
+
+def test_cli_refuses_a_device_and_values_its_spec_constant_cannot_hold(tmp_path):
+    """Issue 22: `tessera compile /dev/zero` never ended, and --spec wrapped to 32 bits silently."""
+    import subprocess
+
+    r = subprocess.run([sys.executable, "-m", "tessera.tools.cli", "compile", "/dev/zero"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1 and "not a regular file (a character device)" in r.stderr, r.stderr
+    collatz = str(ROOT / "examples" / "shaders" / "collatz.comp")      # SpecId 0: a uint32 (local_size_x_id)
+    for value, why in (("0=-5", "from 0 to 4294967295"), ("0=99999999999", "from 0 to 4294967295"),
+                       ("3=1", "no specialization constant with SpecId 3")):
+        res = CliRunner().invoke(compile_command, [collatz, "--spec", value])
+        assert res.exit_code == 2 and why in res.output, res.output
+    assert CliRunner().invoke(compile_command, [collatz, "--spec", "0=128"]).exit_code == 0

@@ -82,20 +82,20 @@ def test_spec_values_at_the_edges_of_their_type_are_taken(corpus: dict[str, Path
 def test_signed_bool_and_float_spec_values() -> None:
     from types import SimpleNamespace as Spec
 
-    import tessera.spirv.cli as cli
+    from tessera.spirv.spec import spec_value_from_text
 
-    assert cli._spec_value(Spec(type="int", width=32), "-5") == -5
-    assert cli._spec_value(Spec(type="int", width=32), "-2147483648") == -(1 << 31)
+    assert spec_value_from_text(Spec(type="int", width=32), "-5") == -5
+    assert spec_value_from_text(Spec(type="int", width=32), "-2147483648") == -(1 << 31)
     for text in ("2147483648", "-2147483649"):
         with pytest.raises(ValueError):
-            cli._spec_value(Spec(type="int", width=32), text)
-    assert cli._spec_value(Spec(type="bool", width=1), "true") == 1
+            spec_value_from_text(Spec(type="int", width=32), text)
+    assert spec_value_from_text(Spec(type="bool", width=1), "true") == 1
     with pytest.raises(ValueError):
-        cli._spec_value(Spec(type="bool", width=1), "2")
-    assert cli._spec_value(Spec(type="float", width=32), "1.0") == 0x3F800000
-    assert cli._spec_value(Spec(type="float", width=32), "0x3f800000") == 0x3F800000
+        spec_value_from_text(Spec(type="bool", width=1), "2")
+    assert spec_value_from_text(Spec(type="float", width=32), "1.0") == 0x3F800000
+    assert spec_value_from_text(Spec(type="float", width=32), "0x3f800000") == 0x3F800000
     with pytest.raises(ValueError):
-        cli._spec_value(Spec(type="float", width=32), "1e300")
+        spec_value_from_text(Spec(type="float", width=32), "1e300")
 
 
 def test_reflect_refuses_a_module_cut_at_any_instruction_boundary(corpus: dict[str, Path], tmp_path: Path) -> None:
