@@ -20,6 +20,7 @@ from tessera.vkapi.enumerate import ExtensionList, fill_extensions, query_extens
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
+from .forwarding import forwarding
 from .shim_spec import CALLS, HOOKS, LAYER_DEVICE_EXTENSIONS, LAYER_NAME
 from .state import DeviceState, InstanceState, LayerState
 
@@ -187,11 +188,11 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         chains.instance_created(state.key(handle), InstanceState(handle, table, next_gipa, enabled))
         return result
 
-    @hooks.replace("vkDestroyInstance")
-    def destroy_instance(instance, pAllocator):
+    @forwarding(hooks, "vkDestroyInstance", lambda instance: state.owner_of(instance).next.vkDestroyInstance)
+    def destroy_instance(call_down, instance, pAllocator):
         if instance == ffi.NULL:
             return
-        chains.destroy_instance(state.key(instance), lambda owner: owner.next.vkDestroyInstance(instance, pAllocator))
+        chains.destroy_instance(state.key(instance), lambda owner: call_down(instance, pAllocator))
 
     @hooks.replace("vkCreateDevice")
     def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):
@@ -226,20 +227,21 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         if fb is not None:
             fb.frameBoundary = vk.VK_TRUE   # provided by the layer when the driver lacks it
 
-    @hooks.replace("vkDestroyDevice")
-    def destroy_device(device, pAllocator):
+    @forwarding(hooks, "vkDestroyDevice", lambda device: state.owner_of(device).next.vkDestroyDevice)
+    def destroy_device(call_down, device, pAllocator):
         if device == ffi.NULL:
             return
-        chains.destroy_device(state.key(device), lambda owner: owner.next.vkDestroyDevice(device, pAllocator))
+        chains.destroy_device(state.key(device), lambda owner: call_down(device, pAllocator))
 
-    @hooks.replace("vkEnumerateDeviceExtensionProperties")
-    def enumerate_device_extensions(physicalDevice, pLayerName, pPropertyCount, pProperties):
+    @forwarding(hooks, "vkEnumerateDeviceExtensionProperties",
+                lambda physical: state.instance_of(physical).next.vkEnumerateDeviceExtensionProperties)
+    def enumerate_device_extensions(call_down, physicalDevice, pLayerName, pPropertyCount, pProperties):
         if pLayerName != ffi.NULL and structs.string(ffi, pLayerName) == LAYER_NAME:
             return fill_extensions(ffi, LAYER_DEVICE_EXTENSIONS, pPropertyCount, pProperties)
         inst = state.instance_of(physicalDevice)
         call = inst.next.vkEnumerateDeviceExtensionProperties
         if pLayerName != ffi.NULL:
-            return call(physicalDevice, pLayerName, pPropertyCount, pProperties)
+            return call_down(physicalDevice, pLayerName, pPropertyCount, pProperties)
         # The device's own list (pLayerName NULL) is where programs look: a layer that provides
         # an extension the driver lacks lists it there too. Fixed per physical device: made once.
         listed = chains.listed_extensions(state.address(physicalDevice),

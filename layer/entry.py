@@ -13,6 +13,7 @@ from tessera.vkapi.submits import SubmitLedger
 
 from . import chain, commands, descriptions, encoder, queues, render_passes, workloads
 from .indirect import Capturer
+from .forwarding import Forwarding
 from .instrument import Instrumenter
 from .regions import Extensions, Regions
 from .settings import LayerSettings
@@ -71,9 +72,7 @@ def install(ffi, lib) -> None:
         if extension is not None:   # after the modules whose appliers it extends
             extension.register(hooks)
     for name in settings.fault_commands:
-        hooks.before(name)(_raise_injected)
-        if name in hooks.appliers:   # recorded in C: its record is applied later, and fails then
-            hooks.applies(name)(_raise_injected)
+        _inject_fault(hooks, name)
     # The intercept table's owners are checked unless TESSERA_LAYER_FAULT put test hooks in place.
     owners = None if settings.fault_commands else intercepts.owners(intercepts.LAYER)
     pointers = hooks.install(ffi, lib, state.owner_of, HOOKS, owners)
@@ -86,3 +85,26 @@ def install(ffi, lib) -> None:
 
 def _raise_injected(*args, **kwargs):
     raise InjectedFault("fault injected by TESSERA_LAYER_FAULT")
+
+
+def _inject_fault(hooks: HookSet, name: str) -> None:
+    """Make the layer's hooks of `name` raise InjectedFault where the layer's own work is: an
+    observed command's before-hook; a replacement hook that calls down itself (forwarding.py), at its
+    start, before it calls down; a replacement that answers alone (vkCreateInstance, vkCreateDevice,
+    the application's labels), at its start; a command recorded in C, when its record is applied."""
+    replacement = hooks.replacements.get(name)
+    if isinstance(replacement, Forwarding):
+        replacement.hook = _faulty(replacement.hook)
+    elif replacement is not None:
+        hooks.replace(name)(_faulty(replacement))
+    else:
+        hooks.before(name)(_raise_injected)
+    if name in hooks.appliers:   # recorded in C: its record is applied later, and fails then
+        hooks.applies(name)(_raise_injected)
+
+
+def _faulty(hook):
+    def raising(*args):
+        _raise_injected()
+        return hook(*args)
+    return raising

@@ -34,6 +34,7 @@ from tessera.vkapi import structs, submits
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
+from .forwarding import forwarding
 from .trackers import Capture, CommandBufferTracker, OpenPass, QueueTracker
 
 
@@ -351,8 +352,9 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
     def at_end(dev, commandBuffer):
         reporter.end_recording(dev, address(commandBuffer), commandBuffer)
 
-    def submit(queue, name: str, ctype: str, count: int, pSubmits, fence, call):
-        """`call`: the next element's function."""
+    def submit(call_down, queue, name: str, ctype: str, count: int, pSubmits, fence):
+        """`call_down`: the next element's function (forwarding.CallDown: an exception here before it
+        is called still forwards the submit, after it returns its result)."""
         called_ns = reporter.clock()   # the submit's host time: when it was called
         dev = state.owner_of(queue)
         q = dev.queues[address(queue)]
@@ -361,17 +363,15 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
             dev, q, queue, called_ns,
             lambda: [[address(h) for h in buffers] for buffers, _, _ in submits.batches(name, count, pSubmits)],
             lambda: [f for i in range(count) for f in frame_boundaries(ffi, pSubmits[i].pNext)],
-            lambda: call(dev)(queue, count, for_driver(ffi, errors, dev, ctype, count, pSubmits, keep), fence))
+            lambda: call_down(queue, count, for_driver(ffi, errors, dev, ctype, count, pSubmits, keep), fence))
 
-    @hooks.replace("vkQueueSubmit")
-    def queue_submit(queue, count, pSubmits, fence):
-        return submit(queue, "vkQueueSubmit", "VkSubmitInfo", count, pSubmits, fence,
-                      lambda dev: dev.next.vkQueueSubmit)
+    @forwarding(hooks, "vkQueueSubmit", lambda queue: state.owner_of(queue).next.vkQueueSubmit)
+    def queue_submit(call_down, queue, count, pSubmits, fence):
+        return submit(call_down, queue, "vkQueueSubmit", "VkSubmitInfo", count, pSubmits, fence)
 
-    @hooks.replace("vkQueueSubmit2")
-    def queue_submit2(queue, count, pSubmits, fence):
-        return submit(queue, "vkQueueSubmit2", "VkSubmitInfo2", count, pSubmits, fence,
-                      lambda dev: dev.next.vkQueueSubmit2)
+    @forwarding(hooks, "vkQueueSubmit2", lambda queue: state.owner_of(queue).next.vkQueueSubmit2)
+    def queue_submit2(call_down, queue, count, pSubmits, fence):
+        return submit(call_down, queue, "vkQueueSubmit2", "VkSubmitInfo2", count, pSubmits, fence)
 
     @hooks.after("vkQueuePresentKHR")
     def after_present(dev, result, queue, pPresentInfo):
