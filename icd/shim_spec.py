@@ -74,16 +74,11 @@ char* dlerror(void);
 """
 
 
-# Structs a hook may copy or fill: everything that extends the create/query structs.
-PNEXT_TYPES = tuple(f"extenders:{base}" for base in (
-    "VkDeviceCreateInfo", "VkPhysicalDeviceProperties2", "VkPhysicalDeviceFeatures2", "VkInstanceCreateInfo",
-    "VkComputePipelineCreateInfo", "VkGraphicsPipelineCreateInfo",
-    # VK_ARM_tensors (tensors.py): structs found in or added to these chains
-    "VkFormatProperties2", "VkDependencyInfo", "VkWriteDescriptorSet", "VkMemoryRequirements2",
-    "VkTensorCreateInfoARM", "VkBindBufferMemoryInfo", "VkDescriptorSetLayoutCreateInfo"))
-
-# regions.py: the begin info is found in (and stripped from) these chains.
-PNEXT_TYPES += ("extenders:VkRenderPassBeginInfo", "extenders:VkRenderingInfo")
+# Structs a hook may name: every struct and union of vk.xml (vkapi/cdecl.py ALL_STRUCTS), so that a
+# pNext walker can find, copy or rebuild whatever sType an application chains (issue #23: public
+# programs chained structs the hooks look for that were not declared). Compiled into the shim, so
+# they cost build time and library size, not load time.
+PNEXT_TYPES = ("structs:all",)
 
 
 def spec() -> "ShimSpec":

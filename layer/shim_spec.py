@@ -30,11 +30,9 @@ CALLS = (
     "vkGetPhysicalDeviceProperties2", "vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM",
     "vkGetBufferDeviceAddress",
 )
-# Structs the layer reads, and those it may copy when it rebuilds a device create chain.
-EXTRA_TYPES = ("VkFrameBoundaryEXT", "VkPhysicalDeviceFrameBoundaryFeaturesEXT", "extenders:VkDeviceCreateInfo",
-               "extenders:VkComputePipelineCreateInfo", "extenders:VkGraphicsPipelineCreateInfo",
-               "VkPhysicalDevicePerformanceCountersByRegionPropertiesARM",
-               "VkRenderPassPerformanceCountersByRegionBeginInfoARM", "VkMemoryAllocateFlagsInfo")
+# Structs the layer may read, copy or rebuild in a pNext chain: every struct and union of vk.xml
+# (vkapi/cdecl.py ALL_STRUCTS; a chain may hold any of them, issue #23).
+EXTRA_TYPES = ("structs:all",)
 
 
 C_GLUE = (Path(__file__).with_name("passthrough.c").read_text() + r"""

@@ -6,14 +6,24 @@ they reach: structs in dependency order, enums and flags as integer typedefs
 (their values live in the generated constants module, which keeps the cffi
 build fast), handles, function-pointer types, the `PFN_vk*` type of every
 command, and the loader-interface structs of `cdecl_manual`.
+The extra type `structs:all` (ALL_STRUCTS) declares every struct and union of
+vk.xml and their aliases, so that a pNext walker can name (find, copy, rebuild)
+any struct whose sType it meets. The video codec types of video.xml that Vulkan
+structs reach are declared from video.xml's categories: its enums as int32_t (C
+enums), its structs as incomplete types (Vulkan structs only point to them).
+The shims are compiled (cffi's out-of-line API mode): these declarations cost
+build time and library size, not parse time when a shim loads.
 The same text serves as cffi `cdef` and as the C source cffi compiles, so it
 is plain C that gcc accepts.
 """
 from __future__ import annotations
 
+import functools
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import cdecl_manual, registry
 
@@ -26,6 +36,7 @@ MANUAL_BASE = frozenset({
 })
 ALWAYS_COMMANDS = ("vkGetInstanceProcAddr", "vkGetDeviceProcAddr", "vkDestroyDevice")
 EXTENDERS = "extenders:"
+ALL_STRUCTS = "structs:all"
 
 _ARRAY_DIM = re.compile(r"\[([A-Za-z_][A-Za-z0-9_]*)\]")
 
@@ -61,6 +72,16 @@ def _pfn_typedef(command_name: str) -> str:
     return _subst_constants(cmd.cFunctionPointer.replace("VKAPI_PTR ", ""))
 
 
+@functools.cache
+def video_std_types() -> dict[str, str]:
+    """Name -> category ("enum", "struct", ...) of the video codec types in the registry's video.xml
+    (the model of vk.xml does not carry them)."""
+    import vulkan_object
+
+    root = ET.parse(Path(vulkan_object.__file__).with_name("video.xml")).getroot()
+    return {t.get("name"): t.get("category") for t in root.iter("type") if t.get("name") and t.get("category")}
+
+
 def _param_list(params) -> str:
     return ", ".join(f"{p.fullType} {p.name}{_dims(p.fixedSizeArray)}" for p in params) or "void"
 
@@ -93,7 +114,7 @@ class _Closure:
         elif name in vk.flags:
             pass
         elif not (name in vk.enums or name in vk.bitmasks or name in vk.handles
-                  or name in cdecl_manual.PLATFORM_TYPES):
+                  or name in cdecl_manual.PLATFORM_TYPES or video_std_types().get(name) in ("enum", "struct")):
             raise GeneratorError(f"type {name!r} is not in the registry model nor in cdecl_manual")
         self.order.append(name)
 
@@ -111,6 +132,11 @@ def _scalar_typedef(vk, alias, name: str) -> str | None:
     if name in vk.handles:
         h = vk.handles[name]
         return f"typedef struct {name}_T* {name};" if h.dispatchable else f"typedef uint64_t {name};"
+    category = video_std_types().get(name)
+    if category == "enum":
+        return f"typedef int32_t {name};"
+    if category == "struct":   # reached through pointers only (a by-value member would need its layout)
+        return f"typedef struct {name} {name};"
     return None
 
 
@@ -163,7 +189,12 @@ def generate(commands: Iterable[str], extra_types: Iterable[str] = (), hooks: It
             closure.add(p.type)
         closure.add(cmd.returnType)
     for t in extra_types:
-        if t.startswith(EXTENDERS):
+        if t == ALL_STRUCTS:
+            for name, struct in vk.structs.items():
+                closure.add(name)
+                for a in struct.aliases:
+                    closure.add(a)
+        elif t.startswith(EXTENDERS):
             for ext in vk.structs[t.removeprefix(EXTENDERS)].extendedBy:
                 closure.add(ext)
         else:

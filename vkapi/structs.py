@@ -79,10 +79,18 @@ def struct_name(stype: int) -> str | None:
 
 
 def rebuild_chain(ffi, nodes: list, keep: Keepalive):
-    """A new pNext chain of shallow copies of `nodes` (each a known struct), linked in order."""
+    """A new pNext chain of shallow copies of `nodes`, linked in order.
+
+    Every struct of vk.xml is declared in both shims (vkapi/cdecl.py ALL_STRUCTS), so any registry
+    sType can be copied. A struct newer than our registry (or a private one of another layer) cannot
+    be sized, so it cannot be copied: it is left out of the new chain (the backend, built from an
+    older or equal registry, would skip it anyway) rather than failing the call."""
     head = ffi.NULL
     for node in reversed(nodes):
-        dup = copy(ffi, f"{struct_name(node.sType)} *", node, keep)
+        name = struct_name(node.sType)
+        if name is None:
+            continue
+        dup = copy(ffi, f"{name} *", node, keep)
         ffi.cast("VkBaseOutStructure *", dup).pNext = ffi.cast("VkBaseOutStructure *", head)
         head = dup
     return head
