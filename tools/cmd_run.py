@@ -63,7 +63,8 @@ if TYPE_CHECKING:
 def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app,
         arm_listen=()) -> None:
     """Run APP (with its arguments, after --) and return its exit code (128 + N when signal N killed it,
-    as a shell reports it)."""
+    as a shell reports it). Ctrl-C or SIGTERM stops APP (SIGKILL if it is still running 5 s later),
+    merges what arrived and exits with 128 + N. One run at a time per --out folder."""
     from tessera.icd.profiles import PROFILES
 
     if gpu is not None and gpu.lower() not in PROFILES:
