@@ -117,15 +117,21 @@ EXAMPLES = ["compute_collatz", "render_passes", "transfers"]
 WITHOUT_DEBUG_UTILS = REPO / "tests" / "integration" / "apps" / "without_debug_utils.py"
 
 
+@pytest.mark.parametrize("enabled_by", ["environment", "application"])
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_validation_below_an_application_without_debug_utils(example, tessera_env, tmp_path):
-    """The validation layer below ours does not pass the instance-extension query down; the layer
-    still enables VK_EXT_debug_utils for its labels, so every GPU event has its metadata."""
+def test_validation_below_an_application_without_debug_utils(example, enabled_by, tessera_env):
+    """The validation layer below ours (named in VK_INSTANCE_LAYERS, or enabled by the application
+    itself, which the loader places below the environment's layers) does not pass the
+    instance-extension query down; the layer still enables VK_EXT_debug_utils for its labels, so
+    every GPU event has its metadata."""
     _needs("validation")
-    env = _stack(tessera_env, below=(VALIDATION,))
+    env = _stack(tessera_env, below=(VALIDATION,)) if enabled_by == "environment" else dict(tessera_env)
     env.pop("TESSERA_HOSTD", None)
-    out = run([PYTHON, WITHOUT_DEBUG_UTILS, example], env)
+    argv = [PYTHON, WITHOUT_DEBUG_UTILS, example] + ([VALIDATION] if enabled_by == "application" else [])
+    out = run(argv, dict(env, VK_LOADER_DEBUG="layer"))
     assert out.returncode == 0 and "without_debug_utils: OK" in out.stdout, out.stdout + out.stderr
+    order = _layer_order(out.stderr)
+    assert order.index(LAYER_NAME) < order.index(VALIDATION), order
     assert "Validation Error" not in out.stdout + out.stderr
     assert "exception in" not in out.stderr, out.stderr
     result = merge_session(Path(env["TESSERA_SESSION_DIR"]))
