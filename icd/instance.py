@@ -64,8 +64,9 @@ def register(drv: Driver) -> None:
         if result != vk.VK_SUCCESS:
             return result
         handle = pInstance[0]
+        # Vulkan spec 4.2 "Instances": pApplicationInfo may be NULL, and an apiVersion of 0 means 1.0.0.
         app = pCreateInfo.pApplicationInfo
-        api = app.apiVersion if app != ffi.NULL else vk.VK_API_VERSION_1_0
+        api = (app.apiVersion if app != ffi.NULL else 0) or vk.VK_API_VERSION_1_0
         objects.add(Instance(handle, hooks.dispatch_table(ffi, drv.backend.gipa, handle, INSTANCE_COMMANDS), api))
         return result
 

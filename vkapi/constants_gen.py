@@ -1,7 +1,8 @@
 """Generator: a Python module of Vulkan constants from the registry.
 
-Emits every enum value, flag bit and API constant as a module attribute, and
-STRUCTS: sType value -> (struct name, core version or None, extensions), which
+Emits every enum value, flag bit and API constant as a module attribute, the
+VK_API_VERSION_<major>_<minor> of every core version (vk.xml defines them as C macros, which the
+model does not carry), and STRUCTS: sType value -> (struct name, core version or None, extensions), which
 the driver uses to decide which pNext structs a backend understands.
 Kept out of the cffi declarations so the shims compile in a fraction of a second.
 """
@@ -19,9 +20,24 @@ def _version(v) -> tuple[int, int] | None:
     return (int(major), int(minor))
 
 
+def make_api_version(variant: int, major: int, minor: int, patch: int) -> int:
+    """VK_MAKE_API_VERSION of vulkan_core.h."""
+    return (variant << 29) | (major << 22) | (minor << 12) | patch
+
+
+def api_versions(vk) -> dict[str, int]:
+    """VK_API_VERSION_1_0 (in vk.xml's macros only) and every core version of the model."""
+    out = {"VK_API_VERSION_1_0": make_api_version(0, 1, 0, 0)}
+    for v in vk.versions.values():
+        major, minor = _version(v)
+        out[v.nameApi] = make_api_version(0, major, minor, 0)
+    return out
+
+
 def generate() -> str:
     vk = registry.load()
     lines = [HEADER, f"HEADER_VERSION = {vk.headerVersion}"]
+    lines += [f"{name} = {value}" for name, value in api_versions(vk).items()]
     for name, c in sorted(vk.constants.items()):
         if isinstance(c.value, (int, float)):
             lines.append(f"{name} = {c.value!r}")

@@ -1,0 +1,47 @@
+"""A Vulkan call valid on the backend is valid under Tessera (issue #23, deliverable 3).
+
+apps/optional_parameters.py calls the commands the shims intercept with their optional parameters
+left out (NULL pApplicationInfo, NULL pAllocator, NULL pNext, zero counts with NULL arrays,
+VK_NULL_HANDLE destroys and frees). It runs on lavapipe alone, then through the real loader with
+the emulated driver alone and with the layer and the driver: every call must give what it gives on
+lavapipe, and no hook may raise (vkCreateInstance without application info used to fail with
+VK_ERROR_INCOMPATIBLE_DRIVER: icd/instance.py read VK_API_VERSION_1_0, which the generated
+constants lacked)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+APP = REPO / "tests" / "integration" / "apps" / "optional_parameters.py"
+
+
+def _results(env) -> tuple[dict, str]:
+    out = run([PYTHON, APP], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1]), out.stderr
+
+
+@pytest.fixture(scope="module")
+def on_lavapipe():
+    import os
+
+    from tessera.icd.backend import default_manifest
+
+    env = dict(os.environ, VK_DRIVER_FILES=str(default_manifest()))
+    env.pop("VK_INSTANCE_LAYERS", None)
+    results, _ = _results(env)
+    assert results and all(v == 0 for k, v in results.items() if not k.startswith("physical")), results
+    return results
+
+
+@pytest.mark.parametrize("layer", [True, False], ids=["layer+driver", "driver"])
+def test_optional_parameters_left_out_give_what_the_backend_gives(shims, tmp_path, on_lavapipe, layer):
+    from tessera.tools.launch import LaunchConfig, environment
+
+    env = environment(LaunchConfig(tmp_path / "session", layer=layer))
+    env.pop("TESSERA_HOSTD", None)
+    results, stderr = _results(env)
+    assert results == on_lavapipe
+    assert "Traceback" not in stderr and "exception" not in stderr.lower(), stderr
