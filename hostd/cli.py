@@ -217,6 +217,8 @@ def report(target, top, blocks, as_json) -> None:
 @click.option("--once", is_flag=True, help="Exit after the UI fetched the trace once.")
 def view(trace, port, once) -> None:
     """Serve TRACE on 127.0.0.1 for ui.perfetto.dev and print the link to open."""
+    from tessera.schemas.files import InputError
+
     from .merge import MERGED_NAME
     from .view import NotATrace, check_trace, serve
 
@@ -228,6 +230,8 @@ def view(trace, port, once) -> None:
         check_trace(trace)
     except NotATrace as e:
         raise click.ClickException(f"{trace}: not a Perfetto trace: {e}") from None
+    except InputError as e:
+        raise click.ClickException(str(e)) from None
     except OSError as e:
         raise click.ClickException(f"{trace}: cannot read it: {e.strerror or e}") from None
     try:

@@ -98,8 +98,10 @@ class NotATrace(ValueError):
 def check_trace(path: Path) -> None:
     """NotATrace unless `path` starts with a `Trace.packet` (field 1, length-delimited) that
     parses as a TracePacket: what the UI would load, as opposed to any file."""
+    from tessera.schemas.files import check_input
     from tessera.schemas.perfetto import TracePacket
 
+    check_input(path, "trace")      # schemas.files.InputError for a FIFO (its open would block) or a device
     with open(path, "rb") as f:
         head = f.read(11)
         if not head:

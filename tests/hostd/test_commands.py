@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -201,3 +202,12 @@ def test_view_checks_a_huge_file_without_reading_it_whole(tmp_path, monkeypatch)
     with pytest.raises(view_module.NotATrace, match="claims"):
         view_module.check_trace(path)
     assert reads and all(0 <= n <= view_module.FIRST_PACKET_LIMIT for n in reads)
+
+
+def test_view_refuses_a_fifo_without_blocking(tmp_path):
+    """Issue 22: a FIFO nobody writes blocked the open (a subprocess: a regression fails on the timeout)."""
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    r = subprocess.run([sys.executable, "-m", "tessera.tools.cli", "view", str(fifo), "--port", "0", "--once"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and "not a regular file (a FIFO)" in r.stderr and "Traceback" not in r.stderr, r.stderr
