@@ -8,7 +8,9 @@ resolves its dispatch table from the next element right away.
 The bookkeeping (which instances and devices exist, what each enables, which
 extensions the layer adds, provides or lists, the DEVICE message) is in
 `Chains` and the functions beside it, on plain values; `register`'s hooks walk
-the loader's structures, call down and hand them what they found.
+the loader's structures, call down and hand them what they found. The hooks that
+call down themselves, except the two creates, still forward when they raise
+(forwarding.py).
 """
 from __future__ import annotations
 
