@@ -21,6 +21,7 @@ Emitted C (appended to the shim source after cffi's declarations):
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from . import answers, recorder, registry, submits
 from .dispatch import RETURN_FAILURE
@@ -75,6 +76,28 @@ void tessera_note_next(int index, PFN_vkVoidFunction fn);
 """
 
 
+def _off_thread(name: str, cmd, ret: str, seen: str) -> tuple[str, str]:
+    """C for calling `name`'s hook on the runner thread: (the arguments' struct and the function the
+    runner calls, before the guard; the statements inside the guard, Python usable)."""
+    members = "".join(f"    {p.fullType}{' *' if p.fixedSizeArray else ''} {p.name};\n" for p in cmd.params)
+    args = ", ".join(f"a->{p.name}" for p in cmd.params)
+    result = "" if ret == "void" else f"    {ret} result;\n"
+    store = "" if ret == "void" else "a->result = "
+    outside = (f"struct tessera_args_{name} {{\n{members}{result}}};\n"
+               f"static void tessera_call_{name}(void *p)\n{{\n"
+               f"    struct tessera_args_{name} *a = p;\n"
+               + (f"    {seen.replace('commandBuffer', 'a->commandBuffer')}\n" if seen else "") +
+               f"    {store}hook_{name}({args});\n}}\n")
+    init = ", ".join(p.name for p in cmd.params)
+    done = "return;" if ret == "void" else "return a.result;"
+    inside = (f"        if (__builtin_expect(tessera_off_python_thread(), 0)) {{\n"
+              f"            struct tessera_args_{name} a = {{{init}}};\n"
+              f"            if (tessera_run_on_python(tessera_call_{name}, &a, \"{name}\")) {done}\n"
+              f"            goto forward;\n"
+              f"        }}\n")
+    return outside, inside
+
+
 def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | None = None,
              submit_path: "submits.SubmitPath | None" = None,
              answered: dict[str, "answers.Answered"] | None = None) -> str:
@@ -114,17 +137,26 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
         # A Python hook of a command buffer ends C's hold on its open render pass (recorder.py).
         seen = ("tessera_cb_python_seen((void *)commandBuffer); "
                 if name.startswith("vkCmd") and cmd.params[0].type == "VkCommandBuffer" else "")
+        # From a thread Python does not know, in a Python application, the hook runs on the runner
+        # (python_runner.c); answered queries keep their own path (they run at start-up).
+        off_thread = "" if name in answered else _off_thread(name, cmd, ret, seen)
         out.append(
             f"static {ret} hook_{name}({params});\n"
+            + (off_thread and off_thread[0]) +
             f"static {ret} guard_{name}({params})\n{{\n"
             + fast +
-            f"    if (__builtin_expect(tessera_python_usable(), 1)) {{ {seen}{call_hook} }}\n"
+            f"    if (__builtin_expect(tessera_python_usable(), 1)) {{\n"
+            + (off_thread and off_thread[1]) +
+            f"        {seen}{call_hook}\n    }}\n"
+            + ("forward:;\n" if off_thread else "") +
             f"    PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"
             f"    {forward}\n}}\n")
     table_names = ",\n    ".join(f'"{n}"' for n in names)
+    runner = (Path(__file__).with_name("python_runner.c").read_text())
     table_pointers = ",\n    ".join(f"(PFN_vkVoidFunction)guard_{n}" for n in names)
     return (f"#define TESSERA_GUARD_COUNT {len(names)}\n"
             + _NEXT_TABLE
+            + runner
             + recorder.formats_table(names, recorded)
             + recorder.support_c()
             + submits.support_c()

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from . import answers, cdecl, guards, paths, recorder, submits
 
-GENERATOR_FILES = ("shim.py", "guards.py", "recorder.py", "submits.py", "answers.py", "cdecl.py", "cdecl_manual.py",
+GENERATOR_FILES = ("shim.py", "guards.py", "python_runner.c", "recorder.py", "submits.py", "answers.py", "cdecl.py", "cdecl_manual.py",
                    "registry.py", "constants_gen.py", "../schemas/labels.py")
 
 
@@ -99,6 +99,7 @@ PRELUDE = r"""
 #endif
 
 static int tessera_refuse;
+static int tessera_in_app_python;   /* the shims run in the application's own interpreter */
 
 /* Where this library is (for messages). */
 static const char *tessera_self_path(void)
@@ -253,6 +254,7 @@ static int tessera_python_enter(void)
             if (TESSERA_PY_FINALIZING()) {
                 ok = 0;
             } else {
+                tessera_in_app_python = 1;
                 PyGILState_STATE gil = PyGILState_Ensure();
 #if PY_VERSION_HEX < 0x030C0000
                 PyType_Modified(&PyCapsule_Type);
