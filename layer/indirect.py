@@ -218,18 +218,21 @@ class Capturer:
             t.pending_fence = fence
         self.pending.setdefault(dev.address, []).append(Pending(fence, submit_id, captures, holders, readers or []))
 
-    def poll(self, dev, wait: bool = False) -> None:
-        """Read back every completed capture (all of them when `wait`) and send their annexes."""
+    def poll(self, dev, wait: bool = False) -> int:
+        """Read back every completed capture (all of them when `wait`) and send their annexes; how
+        many submits' captures were read back."""
         queue = self.pending.get(dev.address, [])
         nxt = dev.next
+        read = 0
         while queue:
             p = queue[0]
             if wait:
                 arr = self.ffi.new("VkFence[]", [p.fence])
                 nxt.vkWaitForFences(dev.handle, 1, arr, vk.VK_TRUE, UINT64_MAX)
             elif nxt.vkGetFenceStatus(dev.handle, p.fence) != vk.VK_SUCCESS:
-                return   # fences on one queue signal in order
+                return read   # fences on one queue signal in order
             queue.pop(0)
+            read += 1
             per_tag: dict[int, dict] = {}
             for tag, cap in p.captures:   # a pass with several indirect draws: one annex, all draws
                 fields = self._decode(dev, cap)
@@ -246,6 +249,7 @@ class Capturer:
                 if t.pending_fence == p.fence:
                     t.pending_fence = None
             dev.fences.give_back(p.fence, signaled=True)
+        return read
 
     def _decode(self, dev, cap: Capture) -> dict:
         data = dev.capture.read(cap.offset, cap.size)

@@ -36,6 +36,7 @@ from tessera.vkapi.vkconst import vk
 from . import encoder
 from .forwarding import forwarding
 from .trackers import Capture, CommandBufferTracker, OpenPass, QueueTracker
+from .transport import HAND_OVER_S
 
 
 
@@ -282,10 +283,11 @@ class QueueReporter:
         self.end_frame(dev, q, "present", ids[0] if ids else None)
         self.capturer.poll(dev)
 
-    def waited(self, dev) -> None:
-        """After a wait (queue, device, fences): report what C submitted, read back captures."""
+    def waited(self, dev) -> bool:
+        """After a wait (queue, device, fences): report what C submitted, read back captures.
+        True when captures were read back (their frames sent)."""
         self.pull()
-        self.capturer.poll(dev)
+        return bool(self.capturer.poll(dev))
 
 
 def frame_boundaries(ffi, pnext) -> list[int]:
@@ -377,21 +379,23 @@ def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, l
     def after_present(dev, result, queue, pPresentInfo):
         reporter.present(dev, address(queue), lambda: frame_boundaries(ffi, pPresentInfo.pNext))
 
-    # The application observes completion: what it knows has run keeps its metadata, whatever it does next.
-    def waited(dev) -> None:
-        reporter.waited(dev)
-        session.transport.hand_to_kernel()
+    # The application observes completion: what it knows has run keeps its metadata, whatever it does
+    # next (transport.hand_to_kernel). The sender writes the frames while the driver waits; after the
+    # wait the hook only waits for that, unless the wait read captures back (more frames).
+    writing = threading.local()
 
-    @hooks.after("vkQueueWaitIdle")
-    def after_queue_wait(dev, result, queue):
-        waited(dev)
+    def waiting(dev, *args) -> None:
+        writing.done = session.transport.hand_to_kernel()
 
-    @hooks.after("vkDeviceWaitIdle")
-    def after_device_wait(dev, result, device):
-        waited(dev)
+    def waited(dev, *args) -> None:
+        read_back = reporter.waited(dev)
+        done, writing.done = getattr(writing, "done", None), None
+        if read_back or done is None:
+            done = session.transport.hand_to_kernel()
+        done.wait(HAND_OVER_S)
 
-    @hooks.after("vkWaitForFences")
-    def after_wait_fences(dev, result, device, count, pFences, waitAll, timeout):
-        waited(dev)
+    for name in ("vkQueueWaitIdle", "vkDeviceWaitIdle", "vkWaitForFences"):
+        hooks.before(name)(waiting)
+        hooks.after(name)(waited)
 
     return reporter

@@ -166,7 +166,7 @@ class _Connection:
 
 # How often the sender looks for messages the layer has not queued yet (submits made in C).
 PULL_S = 0.05
-# hand_to_kernel: the longest wait (a stalled daemon costs the sender up to STALL_S, then it spools).
+# hand_to_kernel: the longest wait for the frames to be written.
 HAND_OVER_S = 2.0
 
 
@@ -247,17 +247,18 @@ class Transport:
                 os.fsync(self._spool.fileno())
         return done
 
-    def hand_to_kernel(self, timeout: float = HAND_OVER_S) -> bool:
-        """Wait until every frame queued so far is written to the daemon's socket or to the spool,
-        without waiting for acknowledgements: from there the frames outlive the process (the daemon
-        reads what its socket holds; a spool write is in the page cache). Where the application
-        observes completion, so that what it knows has run keeps its metadata whatever the process
-        does next (_exit, abort, SIGKILL)."""
+    def hand_to_kernel(self) -> threading.Event:
+        """Start writing every frame queued so far to the daemon's socket or to the spool; the
+        Event returned is set once they are written (acknowledgements are not waited for). From
+        there the frames outlive the process: the daemon reads what its socket holds, a spool write
+        is in the page cache. Used where the application observes completion, so that what it knows
+        has run keeps its metadata whatever the process does next (_exit, abort, SIGKILL); wait
+        for it at most HAND_OVER_S (a stalled daemon costs the sender up to STALL_S, then it spools)."""
         self._pull_sources()
         marker = _Written()
         self._queue.append(marker)
         self._kick()
-        return marker.wait(timeout)
+        return marker
 
     def close(self, timeout: float = 10.0) -> None:
         """Flush, then end the connection (a later frame reconnects)."""
