@@ -32,7 +32,7 @@ from tessera.schemas.arm_wire import ABSTRACT_SOCKET
 from tessera.schemas.files import private_folder
 
 from .arm_ingest import ArmIngest
-from .ingest import finish
+from .ingest import finish, write_failed
 from .config import Address, AddressError, DaemonConfig, parse_address
 
 LOG = logging.getLogger("tessera.hostd")
@@ -106,7 +106,10 @@ class _ArmConnection(asyncio.Protocol):
             keep, reply = self.ingest.feed(data)
             if reply:
                 self.transport.write(reply)
-        except Exception as e:  # disk full, a bug: this connection ends, the daemon carries on
+        except OSError as e:    # the disk is full (or gone): one line, what is logged stays
+            write_failed(self.ingest, e)
+            keep = False
+        except Exception as e:  # a bug: this connection ends, the daemon carries on
             LOG.exception("hostd: client %s: internal error while ingesting (%s); closing it", self.ingest.client, e)
             self.ingest.close_reason = f"internal error: {e}"
             keep = False

@@ -45,7 +45,7 @@ from tessera.schemas.files import private_folder
 from tessera.schemas.frames import ACK
 
 from .config import Address, DaemonConfig
-from .ingest import Ingest, finish
+from .ingest import Ingest, finish, write_failed
 
 LOG = logging.getLogger("tessera.hostd")
 
@@ -115,7 +115,10 @@ class _Connection(asyncio.Protocol):
             # can spool what this daemon might lose if it dies (schemas.frames.ACK).
             if self.ingest.hello is not None and self.ingest.hello.get("acks") is True:
                 self.transport.write(ACK.pack(self.logged))
-        except Exception as e:  # disk full, a bug: this connection ends, the daemon carries on
+        except OSError as e:    # the disk is full (or gone): one line, what is logged stays
+            write_failed(self.ingest, e)
+            keep = False
+        except Exception as e:  # a bug: this connection ends, the daemon carries on
             LOG.exception("hostd: client %s: internal error while ingesting (%s); closing it", self.ingest.client, e)
             self.ingest.close_reason = f"internal error: {e}"
             keep = False

@@ -56,6 +56,16 @@ def finish(ingest, eof: bool, stopping: bool, exc: BaseException | None) -> None
         LOG.exception("hostd: client %s: error while finishing: %s", ingest.client, e)
 
 
+def write_failed(ingest, error: OSError) -> None:
+    """A connection's log could not be written (a full disk): one log line, no traceback; the
+    connection is closed by the caller. What the log holds stays; a client that reads
+    acknowledgements keeps (and spools) every byte not acknowledged."""
+    reason = error.strerror or str(error)
+    ingest.close_reason = f"cannot write its session log: {reason}"
+    ingest.log.error("hostd: client %s: cannot write its session log (%s); closing the connection "
+                     "(the %d bytes logged before stay)", ingest.client, reason, ingest.store.bytes)
+
+
 def printable(text: str, limit: int = 256) -> str:
     """`text` safe in a log line: each character that is not printable (a newline, an escape,
     U+202E RIGHT-TO-LEFT OVERRIDE and the other format characters) as its escape, at most

@@ -150,3 +150,31 @@ def test_merge_onto_a_full_filesystem_is_one_line_and_keeps_what_was_there(tmp_p
     assert old.read_bytes() == b"the previous merge" and kept.read_bytes() == b"k" * 4096
     assert leftovers(small_fs) == [] and leftovers(root) == []
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_hostd_on_a_full_disk_logs_one_line_and_keeps_what_it_logged(small_fs, caplog):
+    """The issue's "raw double traceback": hostd's log write hitting ENOSPC is one error line, the
+    connection closed, the bytes logged before kept, the daemon still serving."""
+    import logging
+    import socket
+
+    from hostd_builders import frame
+
+    from tessera.hostd.embedded import EmbeddedDaemon
+
+    caplog.set_level(logging.INFO, "tessera.hostd")
+    stream = hello(pid=PID) + b"".join(frame(i, RAW0 + i) for i in range(40_000))      # ~2 MiB of frames
+    with EmbeddedDaemon(small_fs, drain_timeout=30) as d:
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(d.address.removeprefix("unix:"))
+        try:
+            c.sendall(stream)
+        except OSError:
+            pass            # the daemon closed the connection: what it could not log is refused
+        c.close()
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.exc_info for r in caplog.records if r.exc_info] == []
+    assert len(errors) >= 1 and "cannot write its session log (No space left on device)" in errors[0].getMessage()
+    log = next(small_fs.rglob(LOG_NAME))
+    assert log.stat().st_size > 100_000                     # what was logged before the disk filled stays
+    assert leftovers(small_fs) == []
