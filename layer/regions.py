@@ -76,6 +76,10 @@ class Instance:
 
 
 class Regions:
+    def pipe_rates(self, dev, device_name: str) -> None:
+        """Per-pipe rates for the DEVICE message are the instrumenter's (instrument.py)."""
+        return None
+
     def __init__(self, ffi, state: LayerState, send, errors, names: tuple[str, ...]) -> None:
         self.ffi, self.state, self.send, self.errors = ffi, state, send, errors
         self.names = names
@@ -350,3 +354,6 @@ class Extensions:
 
     def readers(self, dev, submit_id: int, trackers) -> list:
         return [r for item in self.items for r in item.readers(dev, submit_id, trackers)]
+
+    def pipe_rates(self, dev, device_name: str) -> dict[str, float] | None:
+        return next((rates for item in self.items if (rates := item.pipe_rates(dev, device_name))), None)

@@ -21,6 +21,7 @@ def session(shims, tmp_path_factory):
                            str(REPO / "examples" / "render_passes.py")], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "render_passes: OK" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr   # the DEVICE message was once lost to one (#23)
     return out
 
 
@@ -54,6 +55,16 @@ def test_every_render_pass_instance_streams_regions(session):
     assert subpasses == {0, 1}
     threads = sum(v for _, _, p in found for a in p["arrays"] for row in a["values"][0] for v in row)
     assert threads > 0
+
+
+def test_device_message_is_sent_under_regions(session):
+    """A --regions run describes its device (a traceback in vkCreateDevice once dropped it, #23)."""
+    from tessera.schemas.frames import MessageType
+    from tessera.schemas.logfile import read_frames
+
+    devices = [json.loads(f.body) for log in session.rglob("*.tessera-log") for f in read_frames(log)
+               if f.type == MessageType.DEVICE]
+    assert [d["name"] for d in devices] == ["Mali-G720 (emulated)"]
 
 
 def test_regions_command_writes_heatmaps_and_json(session):
