@@ -12,6 +12,7 @@ import os
 import time
 from pathlib import Path
 
+from tessera.schemas.files import FOLDER_MODE
 from tessera.schemas.labels import innermost_tag
 
 # tessera.schemas.perfetto, imported with the first GpuTrace: its protos take ~35 ms to load, which a
@@ -49,7 +50,7 @@ class GpuTrace:
     def __init__(self, session_dir: Path) -> None:
         global pf
         from tessera.schemas import perfetto as pf
-        session_dir.mkdir(parents=True, exist_ok=True)
+        session_dir.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         self.path = session_dir / "gpu.perfetto-trace"
         self.pid = os.getpid()
         self.sequence = (SEQUENCE_BASE + self.pid) & 0xFFFFFFFF

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from tessera.schemas.files import FOLDER_MODE
 from tessera.vkapi import paths
 
 from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
@@ -60,7 +61,7 @@ def demo(out: Path) -> None:
         shutil.rmtree(session, ignore_errors=True)   # the demo's own folder: each run starts clean
         start = time.perf_counter()
         proc_out = session / "app-output.txt"
-        session.mkdir(parents=True, exist_ok=True)
+        session.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
         with open(proc_out, "w") as f:
             code = run_with_embedded_daemon(LaunchConfig(session, instrument=name in INSTRUMENTED,
                                                          regions=REGIONS.get(name)), argv, stdout=f,
