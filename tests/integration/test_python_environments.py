@@ -11,6 +11,7 @@ with the layer and the emulated driver, in the environment a user would have.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import venv
@@ -155,3 +156,26 @@ def test_driver_says_why_when_its_python_cannot_start(tessera_env, tmp_path):
     said = [line for line in out.stderr.splitlines() if line.startswith("tessera: ")]
     assert len(said) == 1 and "libtessera_mali_icd.so stays out of this process" in said[0], out.stderr
     assert "make setup" in said[0]
+
+
+def test_project_set_up_with_debians_python(tmp_path, other_venv):
+    """Shims built by a venv of Debian's own python3.11 (statically linked, with libpython beside it):
+    a C program under `tessera run`, with another environment activated, finds the emulated Mali."""
+    from integration_support import lavapipe_manifest
+
+    debian = Path("/usr/bin/python3.11")
+    if not debian.exists() or Path(sys.executable).resolve() == debian.resolve():
+        pytest.skip("no Debian python3.11 beside the project's interpreter")
+    root = tmp_path / "debian-venv"
+    subprocess.run([str(debian), "-m", "venv", "--without-pip", str(root)], check=True)
+    # The project's packages, as `pip install -e .` would give them (nothing is downloaded).
+    site = next(root.glob("lib/python3.*/site-packages"))
+    ours = next(Path(sys.prefix).glob("lib/python3.*/site-packages"))
+    (site / "project.pth").write_text(f"{ours}\nimport site; site.addsitedir({str(ours)!r})\n")
+    env = dict(os.environ, TESSERA_BUILD_DIR=str(tmp_path / "build"))
+    subprocess.run([str(root / "bin" / "python"), "-m", "tessera.tools.build_shims"], env=env, check=True,
+                   capture_output=True, timeout=300)
+    out = run([root / "bin" / "python", "-m", "tessera.tools.cli", "run", "--no-merge", "--backend",
+               lavapipe_manifest(), "--out", tmp_path / "session", "--", "vulkaninfo", "--summary"],
+              _activated(env, other_venv))
+    _assert_on_the_mali(out)
