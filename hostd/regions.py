@@ -38,8 +38,9 @@ def instances(session: Path) -> list[Instance]:
     from tessera.schemas.logfile import read_frames
 
     out = []
-    sources = [(log, read_frames) for log in sorted(session.rglob("*.tessera-log"))]
-    sources += [(spool, iter_file) for spool in sorted(session.rglob("*.spool"))]
+    # regular files only: a folder or a FIFO named like a log is no log (a FIFO's open would block)
+    sources = [(log, read_frames) for log in sorted(session.rglob("*.tessera-log")) if log.is_file()]
+    sources += [(spool, iter_file) for spool in sorted(session.rglob("*.spool")) if spool.is_file()]
     for path, reader in sources:
         for frame in reader(path):
             if frame.type == REGIONS_TYPE:
