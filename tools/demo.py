@@ -11,6 +11,7 @@ per-region counters (REGIONS) also keep their heatmaps in `regions/`.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from tessera.schemas.files import FOLDER_MODE
+from tessera.schemas.files import FILE_MODE, FOLDER_MODE, write_atomic
 from tessera.vkapi import paths
 
 from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
@@ -62,7 +63,7 @@ def demo(out: Path) -> None:
         start = time.perf_counter()
         proc_out = session / "app-output.txt"
         session.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-        with open(proc_out, "w") as f:
+        with open(os.open(proc_out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE), "w") as f:
             code = run_with_embedded_daemon(LaunchConfig(session, instrument=name in INSTRUMENTED,
                                                          regions=REGIONS.get(name)), argv, stdout=f,
                                             stderr=subprocess.STDOUT)
@@ -70,7 +71,7 @@ def demo(out: Path) -> None:
         lines = proc_out.read_text().splitlines()
         check = next((ln for ln in reversed(lines) if ln.startswith(f"{name}:")), lines[-1] if lines else "")
         result = merge_session(session)
-        (session / "summary.txt").write_text(summary(result) + "\n")
+        write_atomic(session / "summary.txt", (summary(result) + "\n").encode())
         ok = code == 0 and not result.events_without_metadata
         failures += not ok
         click.echo(f"  {'ok  ' if ok else 'FAIL'} {name:18s} {took:5.2f} s  {check[:110]}")
