@@ -219,9 +219,9 @@ def unresolved(library: Path) -> list[str]:
 def write_manifest(library: Path, api_version: str) -> None:
     manifest = {"file_format_version": "1.0.0",
                 "ICD": {"library_path": str(library.resolve()), "api_version": api_version}}
-    tmp = PRIVATE_MANIFEST.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=4) + "\n")
-    tmp.replace(PRIVATE_MANIFEST)
+    from tessera.schemas.files import write_atomic
+
+    write_atomic(PRIVATE_MANIFEST, (json.dumps(manifest, indent=4) + "\n").encode())   # exclusive temporary, renamed
 
 
 def _packaged_api_version() -> str:
