@@ -118,7 +118,9 @@ def merge(session_dir, output, progress) -> None:
     from .merge import MergeError, format_result, merge_session
 
     if output is not None and not output.name:
-        raise click.BadParameter(f"{str(output)!r} names no file", param_hint="'-o' / '--output'")
+        given = "an empty name" if str(output) in ("", ".") else repr(str(output))
+        raise click.BadParameter(f"{given} names no file; give the merged trace's file name",
+                                 param_hint="'-o' / '--output'")
     try:
         result = merge_session(session_dir, output, progress=progress)
     except MergeError as e:
