@@ -118,9 +118,8 @@ def merge(session_dir, output, progress) -> None:
     from .merge import MergeError, format_result, merge_session
 
     if output is not None and not output.name:
-        given = "an empty name" if str(output) in ("", ".") else repr(str(output))
-        raise click.BadParameter(f"{given} names no file; give the merged trace's file name",
-                                 param_hint="'-o' / '--output'")
+        given = "empty" if str(output) in ("", ".") else f"{str(output)!r} names no file"
+        raise click.BadParameter(f"{given}: give the merged trace's file name", param_hint="'-o' / '--output'")
     try:
         result = merge_session(session_dir, output, progress=progress)
     except MergeError as e:

@@ -108,7 +108,7 @@ def test_merge_to_an_empty_output_name_is_a_usage_error(tmp_path):
 
     root = _session(tmp_path / "s")
     r = CliRunner().invoke(merge, [str(root), "-o", ""])
-    assert r.exit_code == 2 and "names no file" in r.output, r.output
+    assert r.exit_code == 2 and "empty: give the merged trace's file name" in r.output, r.output
     assert "Traceback" not in r.output and not list(root.rglob("*.tmp"))
 
 
