@@ -17,7 +17,7 @@ from tessera.vkapi.vkconst import vk
 from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 
 from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, instrumentation, labels,
-               measured_timing, recording, regions, shader_costs, submit, tensor_descriptors, tensors)
+               measured_timing, object_names, recording, regions, shader_costs, submit, tensor_descriptors, tensors)
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
@@ -40,8 +40,8 @@ def install(ffi, lib) -> None:
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)   # the C path of submits and queue labels
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
-    for module in (instance, device, command_buffer, labels, recording, submit, core_builtins, tensor_descriptors,
-                   instrumentation, tensors):
+    for module in (instance, device, command_buffer, labels, object_names, recording, submit, core_builtins,
+                   tensor_descriptors, instrumentation, tensors):
         module.register(drv)
     regions.register(drv)   # after recording and instrumentation, whose hooks it extends
     # after recording (whose Work/Draw they complete) and instrumentation (whose regions measured_timing reads)

@@ -27,7 +27,7 @@ from tessera.vkapi.vkconst import vk
 from . import counter_memory
 from .counter_memory import Chunk
 from .instrumentation_metrics import METRICS, OPS_INDEX
-from .objects import Device
+from .objects import Device, EmulatedObject, adopt, release
 
 CHUNK_BYTES = 1 << 20          # one buffer of an object's memory; regions never span two
 REGION_MAX_BYTES = 1 << 16     # the largest pipeline: 16,384 blocks over its stages
@@ -74,8 +74,9 @@ class Region:
     pipeline: InstrumentedPipeline
 
 
-@dataclass
-class InstrumentationObject:
+@dataclass(eq=False)
+class InstrumentationObject(EmulatedObject):
+    OBJECT_TYPE = vk.VK_OBJECT_TYPE_SHADER_INSTRUMENTATION_ARM
     handle: int
     device: Device
     next_index: int = 0
@@ -130,6 +131,7 @@ def object_of(dev: Device, handle) -> InstrumentationObject | None:
 def create(state: DeviceInstrumentation, dev: Device) -> InstrumentationObject:
     obj = InstrumentationObject(next(_handles), dev)
     state.objects[obj.handle] = obj
+    adopt(dev, obj)
     return obj
 
 
@@ -138,6 +140,7 @@ def destroy(ffi, obj: InstrumentationObject) -> None:
     for fn in obj.before_clear:   # its values are about to go
         fn()
     del obj.device.instrumentation.objects[obj.handle]
+    release(obj.device, obj.handle)
     for chunk in obj.chunks:
         counter_memory.destroy_chunk(ffi, obj.device, chunk)
 

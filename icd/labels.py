@@ -5,8 +5,8 @@ markers are recorded into the shadow recording (command buffers) or the
 queue's label stack, where the emulated timeline reads them; they are not
 passed to the backend, which needs none of them (and lavapipe crashes on
 labels that open in one command buffer and close in another, which Vulkan
-allows and the layer's split render-pass tags rely on). Object names are
-recorded and forwarded when the backend has the command.
+allows and the layer's split render-pass tags rely on). Object names and
+tags are object_names.py's.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
-from .objects import CommandBuffer, Device, Queue
+from .objects import CommandBuffer, Queue
 
 
 def register(drv: Driver) -> None:
@@ -73,22 +73,3 @@ def register(drv: Driver) -> None:
     @hooks.replace("vkQueueInsertDebugUtilsLabelEXT")
     def queue_insert_label(queue, pLabelInfo):
         objects.get(queue, Queue)  # a point label: nothing stays open
-
-    @hooks.replace("vkSetDebugUtilsObjectNameEXT")
-    def set_object_name(device, pNameInfo):
-        dev = objects.get(device, Device)
-        dev.object_names[int(pNameInfo.objectHandle)] = structs.string(ffi, pNameInfo.pObjectName)
-        forward = dev.next.vkSetDebugUtilsObjectNameEXT
-        return forward(device, pNameInfo) if forward is not None else vk.VK_SUCCESS
-
-    @hooks.replace("vkDebugMarkerSetObjectNameEXT")
-    def marker_object_name(device, pNameInfo):
-        dev = objects.get(device, Device)
-        dev.object_names[int(pNameInfo.object)] = structs.string(ffi, pNameInfo.pObjectName)
-        forward = dev.next.vkDebugMarkerSetObjectNameEXT
-        return forward(device, pNameInfo) if forward is not None else vk.VK_SUCCESS
-
-    @hooks.replace("vkDebugMarkerSetObjectTagEXT")
-    def marker_object_tag(device, pTagInfo):
-        forward = objects.get(device, Device).next.vkDebugMarkerSetObjectTagEXT
-        return forward(device, pTagInfo) if forward is not None else vk.VK_SUCCESS

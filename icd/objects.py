@@ -4,13 +4,20 @@ Dispatchable handles are the backend's own (the loader writes its dispatch
 pointer into them, as it does for the backend). Every object the driver
 tracks is an `IcdObject` keyed by handle address; look-ups check the type.
 Written by create/destroy hooks under `Objects.lock`; read lock-free.
+
+Objects the driver emulates itself (tensors, tensor views, shader
+instrumentation objects, tensor descriptor update templates) are
+`EmulatedObject`s: non-dispatchable handles of the driver's own, listed in
+their device's `emulated` map from create to destroy, so that commands naming
+an object by (type, handle) find them and never pass them to the backend
+(object_names.py).
 """
 from __future__ import annotations
 
 import enum
 import threading
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from tessera.vkapi.dispatch import DispatchTable
 
@@ -28,6 +35,28 @@ class IcdError(Exception):
 @dataclass(eq=False)
 class IcdObject:
     handle: Any
+
+
+class EmulatedObject:
+    """Base of the objects this driver emulates: their VkObjectType, and what commands that name an
+    object store on it (object_names.py): its debug name, its tag, its private data per slot.
+    Subclasses set OBJECT_TYPE; `handle` is theirs (an int)."""
+    OBJECT_TYPE: ClassVar[int] = 0
+    handle: int
+    # class-level defaults: set on the instance by the naming commands
+    debug_name: str | None = None
+    tag: tuple[int, bytes] | None = None            # (tagName, tag bytes)
+    private_data: dict[int, int] | None = None      # VkPrivateDataSlot -> value
+
+
+def adopt(device: "Device", obj: EmulatedObject) -> None:
+    """An emulated object was created on `device`: the naming commands may name it."""
+    device.emulated[int(obj.handle)] = obj
+
+
+def release(device: "Device", handle) -> None:
+    """An emulated object is destroyed: its handle is no longer the device's."""
+    device.emulated.pop(int(handle), None)
 
 
 @dataclass(eq=False)
@@ -55,7 +84,8 @@ class Device(IcdObject):
     physical: PhysicalDevice
     enabled_extensions: frozenset[str]
     emulated_extensions: frozenset[str]        # enabled by the app, provided by this driver
-    object_names: dict[int, str] = field(default_factory=dict)
+    object_names: dict[int, str] = field(default_factory=dict)   # backend objects' debug names, by handle
+    emulated: dict[int, EmulatedObject] = field(default_factory=dict)   # this driver's own objects, by handle
     res: "Resources" = field(default_factory=lambda: Resources())
     recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
     instrumentation: Any = None                # instrumentation_objects.DeviceInstrumentation when the feature is on

@@ -31,7 +31,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import tensors
 from .driver import Driver
-from .objects import CommandBuffer, Device
+from .objects import CommandBuffer, Device, EmulatedObject, adopt, release
 
 TENSOR = vk.VK_DESCRIPTOR_TYPE_TENSOR_ARM
 STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
@@ -53,12 +53,14 @@ class Chunk:
         self.buffer, self.memory, self.mapped, self.used = buffer, memory, mapped, 0
 
 
-class Template:
+class Template(EmulatedObject):
     """An emulated update template (its set layout has tensor bindings)."""
-    __slots__ = ("entries", "push", "bind_point", "pipeline_layout", "set", "layout")
+    OBJECT_TYPE = vk.VK_OBJECT_TYPE_DESCRIPTOR_UPDATE_TEMPLATE
+    __slots__ = ("handle", "entries", "push", "bind_point", "pipeline_layout", "set", "layout")
 
-    def __init__(self, entries: list[tuple[int, int, int, int, int, int]], push: bool, bind_point: int,
+    def __init__(self, handle: int, entries: list[tuple[int, int, int, int, int, int]], push: bool, bind_point: int,
                  pipeline_layout: int, set_index: int, layout: Any) -> None:
+        self.handle = handle
         self.entries = entries          # binding, array element, count, type, offset, stride
         self.push, self.bind_point, self.pipeline_layout, self.set = push, bind_point, pipeline_layout, set_index
         self.layout = layout            # tensor_descriptors.SetLayoutInfo
@@ -245,16 +247,20 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
                 return tensors.VALIDATION_FAILED
             return dev.next.vkCreateDescriptorUpdateTemplate(device, pCreateInfo, pAllocator, pTemplate)
         handle = next(tensors._handles)
-        templates[handle] = Template([(e.dstBinding, e.dstArrayElement, e.descriptorCount, e.descriptorType,
+        templates[handle] = Template(handle, [(e.dstBinding, e.dstArrayElement, e.descriptorCount, e.descriptorType,
                                        e.offset, e.stride) for e in entries], push, info.pipelineBindPoint,
                                      int(info.pipelineLayout), info.set, layout)
+        adopt(dev, templates[handle])
         pTemplate[0] = handle
         return vk.VK_SUCCESS
 
     @hooks.replace("vkDestroyDescriptorUpdateTemplate")
     def destroy_template(device, template, pAllocator):
-        if templates.pop(int(template), None) is None and int(template):
-            objects.get(device, Device).next.vkDestroyDescriptorUpdateTemplate(device, template, pAllocator)
+        dev = objects.get(device, Device)
+        if templates.pop(int(template), None) is not None:
+            release(dev, template)
+        elif int(template):
+            dev.next.vkDestroyDescriptorUpdateTemplate(device, template, pAllocator)
 
     def template_writes(t: Template, dst_set, pData, keep: list):
         """The VkWriteDescriptorSet array a template's entries read from pData stand for."""

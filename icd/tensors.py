@@ -37,7 +37,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import tensor_aliasing, tensor_external
 from .driver import Driver
-from .objects import CommandBuffer, Device, PhysicalDevice
+from .objects import CommandBuffer, Device, EmulatedObject, PhysicalDevice, adopt, release
 from .recording import Work, add_barrier
 
 EXTENSION = "VK_ARM_tensors"
@@ -85,7 +85,8 @@ class Features:
 
 
 @dataclass(eq=False)
-class Tensor:
+class Tensor(EmulatedObject):
+    OBJECT_TYPE = vk.VK_OBJECT_TYPE_TENSOR_ARM
     handle: int
     format: int
     tiling: int
@@ -104,7 +105,8 @@ class Tensor:
 
 
 @dataclass(eq=False)
-class TensorView:
+class TensorView(EmulatedObject):
+    OBJECT_TYPE = vk.VK_OBJECT_TYPE_TENSOR_VIEW_ARM
     handle: int
     tensor: Tensor
     format: int
@@ -296,6 +298,7 @@ def register(drv: Driver) -> None:
         t = Tensor(next(_handles), fmt, tiling, dims, strides, usage, element, nbytes, buffer,
                    flags=int(pCreateInfo.flags))
         st.tensors[t.handle] = t
+        adopt(dev, t)
         pTensor[0] = t.handle
         return vk.VK_SUCCESS
 
@@ -305,6 +308,7 @@ def register(drv: Driver) -> None:
         st = dev.tensors
         t = st.tensors.pop(int(tensor), None) if st is not None else None
         if t is not None:
+            release(dev, t.handle)
             dev.next.vkDestroyBuffer(device, t.buffer, ffi.NULL)
 
     def tensor_of(st: DeviceTensors, handle, what: str) -> Tensor:
@@ -394,14 +398,15 @@ def register(drv: Driver) -> None:
             return VALIDATION_FAILED
         view = TensorView(next(_handles), t, fmt)
         st.views[view.handle] = view
+        adopt(dev, view)
         pView[0] = view.handle
         return vk.VK_SUCCESS
 
     @hooks.replace("vkDestroyTensorViewARM")
     def destroy_view(device, tensorView, pAllocator):
         dev = objects.get(device, Device)
-        if dev.tensors is not None:
-            dev.tensors.views.pop(int(tensorView), None)
+        if dev.tensors is not None and dev.tensors.views.pop(int(tensorView), None) is not None:
+            release(dev, tensorView)
 
     # ---- copies ----------------------------------------------------------------------------
     def region(info, i: int, src: Tensor, dst: Tensor):

@@ -34,6 +34,36 @@ def api_versions(vk) -> dict[str, int]:
     return out
 
 
+def object_naming(vk) -> dict[str, tuple[str, ...]]:
+    """Commands that name an object by (type, handle): a parameter, or a member of a struct the
+    parameters point to (not through pNext), that vk.xml marks with objectType="<member>".
+    Canonical command -> paths like "pNameInfo->objectHandle" (an array: "pCallbackData->pObjects[]->objectHandle")."""
+    def members(struct: str, prefix: str, seen: frozenset) -> list[str]:
+        out = []
+        for m in vk.structs[struct].members:
+            if m.objectType:
+                out.append(f"{prefix}{m.name}")
+            elif m.type in vk.structs and m.name != "pNext" and m.type not in seen:
+                arrow = "[]->" if m.length else ("->" if m.pointer else ".")
+                out += members(m.type, f"{prefix}{m.name}{arrow}", seen | {m.type})
+        return out
+
+    found = {}
+    for name, cmd in vk.commands.items():
+        if cmd.alias:
+            continue
+        paths = []
+        for p in cmd.params:
+            if p.objectType:
+                paths.append(p.name)
+            elif p.type in vk.structs:
+                arrow = "[]->" if p.length else ("->" if p.pointer else ".")
+                paths += members(p.type, f"{p.name}{arrow}", frozenset({p.type}))
+        if paths:
+            found[name] = tuple(paths)
+    return found
+
+
 def generate() -> str:
     vk = registry.load()
     lines = [HEADER, f"HEADER_VERSION = {vk.headerVersion}"]
@@ -66,6 +96,11 @@ def generate() -> str:
         canonical = vk.commands[cmd.alias] if cmd.alias else cmd
         first = canonical.params[0].type if canonical.params else None
         lines.append(f"    {name!r}: ({canonical.name!r}, {first in device_handles!r}),")
+    lines.append("}")
+    lines.append("# command (canonical) -> (its extensions, where it names objects by (type, handle): a path per pair)")
+    lines.append("OBJECT_NAMING = {")
+    lines += [f"    {name!r}: ({tuple(vk.commands[name].extensions)!r}, {paths!r}),"
+              for name, paths in sorted(object_naming(vk).items())]
     lines.append("}")
     lines.append("COMMAND_RETURNS = {")
     lines += [f"    {name!r}: {cmd.returnType!r}," for name, cmd in sorted(vk.commands.items())]

@@ -18,7 +18,8 @@ hook in a module its row does not name all stop the shim with the command's name
 --instrument and --regions) are listed; a module may leave its hook out, never add one.
 
 The rows are sorted by command name. Commands a shim calls but does not intercept are its
-CALLS (shim specs), not rows.
+CALLS (shim specs), not rows. The driver's rows of the commands that name an object by (type,
+handle) are made from the registry (OBJECT_NAMING_FORWARDED: the exceptions).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from .answers import Answered
 from .recorder import Recorded
 from .transfers import RECORDED_IN_C as TRANSFER_FIELDS
+from .vkconst import vk
 
 ICD, LAYER = "icd", "layer"
 
@@ -264,8 +266,6 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("vkapi.pipelines", "layer.instrument")},
     "vkCreateTensorARM": {ICD: In("icd.tensors", emulated=True), LAYER: In("layer.tensors")},
     "vkCreateTensorViewARM": {ICD: In("icd.tensors", emulated=True)},
-    "vkDebugMarkerSetObjectNameEXT": {ICD: In("icd.labels", emulated=True)},
-    "vkDebugMarkerSetObjectTagEXT": {ICD: In("icd.labels", emulated=True)},
     "vkDestroyAccelerationStructureKHR": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
     "vkDestroyBuffer": {ICD: In("vkapi.resource_hooks", "icd.indirect_sizes"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroyCommandPool": {ICD: In("vkapi.commands", "icd.regions"), LAYER: In("vkapi.commands")},
@@ -279,6 +279,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
     "vkDestroyPipeline": {ICD: In("vkapi.pipelines", "icd.regions"), LAYER: In("vkapi.pipelines")},
     "vkDestroyPipelineLayout": {ICD: In("icd.counter_memory")},
+    "vkDestroyPrivateDataSlot": {ICD: In("icd.object_names")},   # its values on emulated objects go with it
     "vkDestroyRenderPass": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroySemaphore": {ICD: In("icd.submit")},
     "vkDestroyShaderEXT": {ICD: In("vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
@@ -324,11 +325,52 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.commands")},
     "vkResetCommandPool": {ICD: In("vkapi.commands", "icd.regions"), LAYER: In("vkapi.commands")},
     "vkResetDescriptorPool": {ICD: In("icd.tensor_descriptors")},
-    "vkSetDebugUtilsObjectNameEXT": {ICD: In("icd.labels", emulated=True)},
     "vkUpdateDescriptorSetWithTemplate": {ICD: In("icd.tensor_push")},
     "vkUpdateDescriptorSets": {ICD: In("icd.tensor_descriptors")},
     "vkWaitForFences": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
 }
+
+
+# Commands that name an object by (type, handle) come from the registry (vkconst OBJECT_NAMING, made
+# by constants_gen.object_naming from vk.xml's objectType attributes): the driver intercepts each, so
+# that the objects it emulates never reach the backend (icd/object_names.py), except these, each with
+# its reason.
+OBJECT_NAMING_FORWARDED = {
+    "vkDebugReportMessageEXT": "instance-level: the object is payload of a message to the application's own "
+                               "callbacks, which must see the handle it gave; backends pass it on without "
+                               "dereferencing it (Mesa vk_debug_report)",
+    "vkSubmitDebugUtilsMessageEXT": "instance-level: pObjects are payload of a message to the application's own "
+                                    "messengers, which must see the handles it gave; backends pass them on "
+                                    "without dereferencing them (Mesa vk_debug_message)",
+}
+# Extensions the driver provides itself when the backend lacks them (icd/identity.py EMULATED_*_EXTENSIONS):
+# their naming commands are `emulated` (the driver answers them for every object).
+NAMING_EXTENSIONS_PROVIDED = frozenset({"VK_EXT_debug_utils", "VK_EXT_debug_marker"})
+
+
+def _object_naming() -> dict:
+    naming = getattr(vk, "OBJECT_NAMING", None)
+    if naming is None:   # a constants module generated before OBJECT_NAMING existed, loaded by a build
+        from . import constants_gen, registry   # that regenerates it: only at build time
+
+        vk_xml = registry.load()
+        naming = {n: (tuple(vk_xml.commands[n].extensions), p) for n, p in constants_gen.object_naming(vk_xml).items()}
+    return naming
+
+
+def _object_naming_rows() -> None:
+    for name, (extensions, _) in _object_naming().items():
+        if name in OBJECT_NAMING_FORWARDED:
+            continue
+        if ICD in INTERCEPTS.get(name, {}):
+            raise ValueError(f"{name}: names objects, so icd.object_names handles it in the driver; "
+                             "its row is made from the registry")
+        INTERCEPTS.setdefault(name, {})[ICD] = In("icd.object_names",
+                                                  emulated=bool(NAMING_EXTENSIONS_PROVIDED & set(extensions)))
+
+
+_object_naming_rows()
+INTERCEPTS = dict(sorted(INTERCEPTS.items()))
 
 
 def hooks(shim: str) -> tuple[str, ...]:

@@ -59,7 +59,9 @@ def _type_literals(folder: str) -> dict[str, list[str]]:
                     and call.func.attr in _TYPE_TAKERS):
                 continue
             for arg in call.args:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (m := _TYPE_LITERAL.match(arg.value)):
+                text = arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else ""
+                m = _TYPE_LITERAL.match(text)
+                if m:
                     out.setdefault(m.group(1), []).append(f"{folder}/{path.name}:{arg.lineno}")
     return out
 

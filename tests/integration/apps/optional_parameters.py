@@ -77,8 +77,8 @@ def main() -> None:
     render_pass = call("vkCreateRenderPass", vk.vkCreateRenderPass, device,
                        vk.VkRenderPassCreateInfo(pSubpasses=[subpass]), None)
     subpass2 = vk.VkSubpassDescription2(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS)
-    render_pass2 = call("vkCreateRenderPass2", vk.vkCreateRenderPass2, device, vk.VkRenderPassCreateInfo2(pSubpasses=[subpass2]),
-                        None)
+    render_pass2 = call("vkCreateRenderPass2", vk.vkCreateRenderPass2, device,
+                        vk.VkRenderPassCreateInfo2(pSubpasses=[subpass2]), None)
     framebuffer = call("vkCreateFramebuffer", vk.vkCreateFramebuffer, device, vk.VkFramebufferCreateInfo(
         renderPass=render_pass, width=4, height=4, layers=1), None)
 
