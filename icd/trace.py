@@ -9,6 +9,7 @@ valid trace at all times. Thread-safe: the timeline calls it under its lock.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -57,6 +58,7 @@ class GpuTrace:
         self._writer = pf.PacketWriter(self.path)
         self._next_event = 1
         self._started = False
+        self._write_failed = False
 
     def _start(self) -> None:
         p = pf.TracePacket()
@@ -113,11 +115,21 @@ class GpuTrace:
             e.extra_data.add(name=TRANSFER_KEY, value=stage)
         for name, value in extra.items():
             e.extra_data.add(name=name, value=str(list(value)) if type(value) is tuple else str(value))
-        self._writer.write(p)
+        if not self._write_failed:   # after a failed write nothing more is appended (flush)
+            self._writer.write(p)
         return e.event_id
 
     def flush(self) -> None:
-        self._writer.flush()
+        """Append the events so far. A write that fails (a full disk) costs the events not written, says
+        so once in one line, and never the application: what is in the file stays a valid trace as far as
+        it is whole (merge reads that far)."""
+        try:
+            self._writer.flush()
+        except OSError as e:
+            if not self._write_failed:
+                self._write_failed = True
+                sys.stderr.write(f"tessera: cannot write {self.path}: {e.strerror or e}; the GPU events from "
+                                 "here on are lost (what was written is kept)\n")
 
     def close(self) -> None:
         self._writer.close()

@@ -77,3 +77,36 @@ def test_c_program_instrumented(c_app, tmp_path, ending):
 def test_python_program_instrumented(tmp_path, ending):
     out, result = _run_and_merge([PYTHON, PY_APP, ending, SUBMITS, "indirect"], tmp_path / "session", "--instrument")
     _assert_every_submit_kept(out, result, ending, PY_EVENTS["indirect"])
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 1 MiB tmpfs (root only); skipped where mounting is not permitted."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace').strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
+def test_a_full_disk_costs_the_events_not_written_and_nothing_else(c_app, small_fs):
+    """The session on a 1 MiB filesystem: the program is not disturbed, the driver says once that it
+    cannot write its trace, and what it wrote before reads as a valid trace."""
+    from tessera.schemas import perfetto as pf
+
+    session = small_fs / "session"
+    out = run([TESSERA, "run", "--no-merge", "--out", session, "--", c_app, "return", 20_000, "plain"], None,
+              timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "endings: submitted 20000" in out.stdout
+    said = [line for line in out.stderr.splitlines() if "cannot write" in line and "gpu.perfetto-trace" in line]
+    assert len(said) == 1 and said[0].startswith("tessera: "), out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+    problems = []
+    events = sum(p.HasField("gpu_render_stage_event")
+                 for p in pf.read_packets(session / "gpu.perfetto-trace", problem=lambda *a: problems.append(a)))
+    assert 0 < events < 2 * 20_000 and len(problems) <= 1, problems
