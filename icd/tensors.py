@@ -475,6 +475,8 @@ def register(drv: Driver) -> None:
         ffi.memmove(copies, table.tobytes(), table.nbytes)
         info = {"bytes": nbytes, "regions": len(regions), "buffer_copies": len(table),
                 "src_shape": list(src.dims), "dst_shape": list(dst.dims), "rank": src.rank}
+        # the tensors' debug names when recorded (object_names.py), for the trace
+        info.update({key: t.debug_name for key, t in (("src_tensor", src), ("dst_tensor", dst)) if t.debug_name})
         cb.ops.append(("work", Work("transfer", "tensor copy", "vkCmdCopyTensorARM", info, nbytes=nbytes)))
         cb.device.next.vkCmdCopyBuffer(commandBuffer, src.buffer, dst.buffer, len(table), copies)
 

@@ -36,7 +36,8 @@ def api_versions(vk) -> dict[str, int]:
 
 def object_naming(vk) -> dict[str, tuple[str, ...]]:
     """Commands that name an object by (type, handle): a parameter, or a member of a struct the
-    parameters point to (not through pNext), that vk.xml marks with objectType="<member>".
+    parameters point to (not through pNext: VkDebugUtilsObjectNameInfoEXT chained to a create info
+    names the object being created, never an existing one), that vk.xml marks with objectType="<member>".
     Canonical command -> paths like "pNameInfo->objectHandle" (an array: "pCallbackData->pObjects[]->objectHandle")."""
     def members(struct: str, prefix: str, seen: frozenset) -> list[str]:
         out = []

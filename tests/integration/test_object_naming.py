@@ -6,7 +6,8 @@ OBJECT_NAMING, from the objectType attributes) x every object type the driver em
 VkObjectTypes of icd.objects.EmulatedObject's subclasses) x a backend VkBuffer, in one run of
 apps/object_naming.py. Each call must succeed without crashing the process (a forwarded emulated
 handle made lavapipe SIGSEGV), private data set on each object must read back (and 0 from a slot
-never set), and the driver must intercept exactly the registry's commands minus the named exceptions.
+never set), the driver must intercept exactly the registry's commands minus the named exceptions,
+and a named tensor is named in the trace.
 """
 from __future__ import annotations
 
@@ -65,7 +66,9 @@ def result(shims, tmp_path_factory) -> dict:
     out = run([PYTHON, APP, ",".join(naming_commands()), ",".join(map(str, emulated_types()))], env)
     assert out.returncode == 0, f"exit {out.returncode}\n{out.stdout}\n{out.stderr}"
     assert "Traceback" not in out.stderr, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-2])
+    data = json.loads(out.stdout.strip().splitlines()[-2])
+    data["session"] = session
+    return data
 
 
 @pytest.mark.parametrize("object_type", emulated_types() + [9])
@@ -78,3 +81,16 @@ def test_every_naming_command_on_every_emulated_object(result, command, object_t
 def test_private_data_of_every_object_reads_back(result, object_type):
     written, read, never_set = result["private_data"][str(object_type)]
     assert (read, never_set) == (written, 0)
+
+
+def test_a_named_tensor_is_named_in_the_trace(result):
+    """The app names two tensors (vkSetDebugUtilsObjectNameEXT) and copies one into the other: the
+    driver keeps the names on its objects and the tensor copy's slice carries them."""
+    from tessera.hostd.embedded import merge_session
+    from tessera.schemas import perfetto as pf
+
+    merged = merge_session(result["session"])
+    copies = [{d.name: d.value for d in p.gpu_render_stage_event.extra_data}
+              for p in pf.read_packets(merged.output) if p.HasField("gpu_render_stage_event")
+              and p.gpu_render_stage_event.name.startswith("Tensor copy")]
+    assert [(c["Src tensor"], c["Dst tensor"]) for c in copies] == [("source weights", "destination weights")]

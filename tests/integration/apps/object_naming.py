@@ -203,6 +203,17 @@ def body(ctx: vkapp.Context, commands: list[str], types: list[int]) -> str:
         value = 0xDA7A0000 + object_type % 1000
         assert cmds.fns["vkSetPrivateData"](cmds.device, object_type, obj, slot, value) == 0
         private[str(object_type)] = [value, cmds.get(object_type, obj, slot), cmds.get(object_type, obj, unused_slot)]
+    # A named tensor copied into another: the trace's tensor copy names both (driver's extra_data).
+    source, destination = tensors.tensor(vk.VK_FORMAT_R32_SFLOAT, (4, 4)), objects[TENSOR][0]
+    for obj, name in ((source.handle, b"source weights"), (destination, b"destination weights")):
+        text = ctypes.create_string_buffer(name)
+        cmds.fns["vkSetDebugUtilsObjectNameEXT"](cmds.device, ObjectNameInfo(1000128000, None, TENSOR, obj,
+                                                                             ctypes.addressof(text)).ptr())
+    cmd = ctx.command_buffer()
+    keep = tensors.cmd_copy(cmd, source, vt.Tensor(destination, 0, vk.VK_FORMAT_R32_SFLOAT, (4, 4), (16, 4),
+                                                   None, None, 64))
+    ctx.submit([cmd])
+    del keep
     cmds.destroy_slot(cmds.device, slot, None)
     cmds.destroy_slot(cmds.device, unused_slot, None)
     for _, (obj, what) in objects.items():
