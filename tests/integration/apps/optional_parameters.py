@@ -51,9 +51,14 @@ def main() -> None:
     families = vk.vkGetPhysicalDeviceQueueFamilyProperties(physical)
     family = next(i for i, f in enumerate(families) if f.queueFlags & vk.VK_QUEUE_COMPUTE_BIT)
     queue_info = vk.VkDeviceQueueCreateInfo(queueFamilyIndex=family, queueCount=1, pQueuePriorities=[1.0])
-    # vkCreateDevice: no features, no extensions.
+    # vkCreateDevice: no features, no extensions, no pNext; then the device the rest runs on, with
+    # synchronization2 (vkCmdPipelineBarrier2, vkQueueSubmit2).
+    bare_device = call("vkCreateDevice(no features)", vk.vkCreateDevice, physical,
+                       vk.VkDeviceCreateInfo(pQueueCreateInfos=[queue_info], pEnabledFeatures=None), None)
+    call("vkDestroyDevice(no features)", vk.vkDestroyDevice, bare_device, None)
+    sync2 = vk.VkPhysicalDeviceSynchronization2Features(synchronization2=vk.VK_TRUE)
     device = call("vkCreateDevice", vk.vkCreateDevice, physical,
-                  vk.VkDeviceCreateInfo(pQueueCreateInfos=[queue_info], pEnabledFeatures=None), None)
+                  vk.VkDeviceCreateInfo(pNext=sync2, pQueueCreateInfos=[queue_info], pEnabledFeatures=None), None)
     queue = vk.vkGetDeviceQueue(device, family, 0)
 
     buffer = call("vkCreateBuffer", vk.vkCreateBuffer, device, vk.VkBufferCreateInfo(
@@ -95,15 +100,42 @@ def main() -> None:
     code = vkapp.compile_glsl(vkapp.Settings.from_env(), vkapp.SHADER_DIR / "collatz.comp")
     module = call("vkCreateShaderModule", vk.vkCreateShaderModule, device,
                   vk.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code), None)
+    compute_set_layout = vk.vkCreateDescriptorSetLayout(device, vk.VkDescriptorSetLayoutCreateInfo(pBindings=[
+        vk.VkDescriptorSetLayoutBinding(b, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, vk.VK_SHADER_STAGE_COMPUTE_BIT)
+        for b in (0, 1)]), None)
     compute_layout = vk.vkCreatePipelineLayout(device, vk.VkPipelineLayoutCreateInfo(
-        pSetLayouts=[vk.vkCreateDescriptorSetLayout(device, vk.VkDescriptorSetLayoutCreateInfo(pBindings=[
-            vk.VkDescriptorSetLayoutBinding(b, vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, vk.VK_SHADER_STAGE_COMPUTE_BIT)
-            for b in (0, 1)]), None)],
+        pSetLayouts=[compute_set_layout],
         pPushConstantRanges=[vk.VkPushConstantRange(vk.VK_SHADER_STAGE_COMPUTE_BIT, 0, 4)]), None)
     stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_COMPUTE_BIT, module=module, pName="main",
                                                pSpecializationInfo=None)
     pipelines = call("vkCreateComputePipelines", vk.vkCreateComputePipelines, device, None, 1,
                      [vk.VkComputePipelineCreateInfo(stage=stage, layout=compute_layout)], None)
+
+    # A graphics pipeline with every optional state left out: rasterization discarded, so no viewport,
+    # multisample, depth-stencil or colour-blend state; no vertex bindings, no dynamic state, no cache.
+    vertex_code = vkapp.compile_glsl(vkapp.Settings.from_env(), vkapp.SHADER_DIR / "fullscreen.vert")
+    vertex = vk.vkCreateShaderModule(device, vk.VkShaderModuleCreateInfo(codeSize=len(vertex_code),
+                                                                         pCode=vertex_code), None)
+    vertex_stage = vk.VkPipelineShaderStageCreateInfo(stage=vk.VK_SHADER_STAGE_VERTEX_BIT, module=vertex,
+                                                      pName="main")   # a local: the package frees pName else
+    graphics = call("vkCreateGraphicsPipelines", vk.vkCreateGraphicsPipelines, device, None, 1, [
+        vk.VkGraphicsPipelineCreateInfo(
+            pStages=[vertex_stage],
+            pVertexInputState=vk.VkPipelineVertexInputStateCreateInfo(),
+            pInputAssemblyState=vk.VkPipelineInputAssemblyStateCreateInfo(
+                topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST),
+            pRasterizationState=vk.VkPipelineRasterizationStateCreateInfo(
+                rasterizerDiscardEnable=vk.VK_TRUE, polygonMode=vk.VK_POLYGON_MODE_FILL, lineWidth=1.0),
+            layout=pipeline_layout, renderPass=render_pass, subpass=0)], None)
+    # An update template of one entry (at least one is required), no allocator.
+    template = call("vkCreateDescriptorUpdateTemplate", vk.vkCreateDescriptorUpdateTemplate, device,
+                    vk.VkDescriptorUpdateTemplateCreateInfo(
+                        pDescriptorUpdateEntries=[vk.VkDescriptorUpdateTemplateEntry(
+                            dstBinding=0, descriptorCount=1, descriptorType=vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                            offset=0, stride=16)],
+                        templateType=vk.VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_DESCRIPTOR_SET,
+                        descriptorSetLayout=compute_set_layout),
+                    None)
 
     pool_cb = vk.vkCreateCommandPool(device, vk.VkCommandPoolCreateInfo(queueFamilyIndex=family), None)
     cbs = call("vkAllocateCommandBuffers", vk.vkAllocateCommandBuffers, device, vk.VkCommandBufferAllocateInfo(
@@ -127,12 +159,17 @@ def main() -> None:
     for name in ("vkDestroyBuffer", "vkDestroyImage", "vkDestroyImageView", "vkDestroyFramebuffer",
                  "vkDestroyRenderPass", "vkDestroyPipeline", "vkDestroyPipelineLayout", "vkDestroyShaderModule",
                  "vkDestroyDescriptorPool", "vkDestroyDescriptorSetLayout", "vkDestroyCommandPool",
-                 "vkDestroySemaphore"):
+                 "vkDestroySemaphore", "vkDestroyDescriptorUpdateTemplate", "vkDestroyPrivateDataSlot"):
         call(f"{name}(NULL)", getattr(vk, name), device, None, None)
     call("vkFreeCommandBuffers(NULL entry)", vk.vkFreeCommandBuffers, device, pool_cb, 1, [vk.ffi.NULL])
     vk.vkFreeCommandBuffers(device, pool_cb, 1, cbs)
     vk.vkDestroyCommandPool(device, pool_cb, None)
     vk.vkDestroyPipeline(device, pipelines[0], None)
+    vk.vkDestroyPipeline(device, graphics[0], None)
+    vk.vkDestroyDescriptorUpdateTemplate(device, template, None)
+    vk.vkDestroyShaderModule(device, vertex, None)
+    vk.vkDestroyPipelineLayout(device, compute_layout, None)
+    vk.vkDestroyDescriptorSetLayout(device, compute_set_layout, None)
     vk.vkDestroyShaderModule(device, module, None)
     del sets
     for destroy, handle in ((vk.vkDestroyDescriptorPool, pool), (vk.vkDestroyPipelineLayout, pipeline_layout),
