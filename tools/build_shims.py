@@ -31,6 +31,7 @@ def build_constants() -> None:
         return
     vkconst.write_generated(target, constants_gen.generate())
     stamp.write_text(fingerprint)
+    vkconst.refresh()   # vkconst loaded the old one when this module was imported
 
 
 PACKAGES = ("vkapi", "spirv", "schemas", "compiler", "layer", "icd", "hostd", "tools")

@@ -348,18 +348,8 @@ OBJECT_NAMING_FORWARDED = {
 NAMING_EXTENSIONS_PROVIDED = frozenset({"VK_EXT_debug_utils", "VK_EXT_debug_marker"})
 
 
-def _object_naming() -> dict:
-    naming = getattr(vk, "OBJECT_NAMING", None)
-    if naming is None:   # a constants module generated before OBJECT_NAMING existed, loaded by a build
-        from . import constants_gen, registry   # that regenerates it: only at build time
-
-        vk_xml = registry.load()
-        naming = {n: (tuple(vk_xml.commands[n].extensions), p) for n, p in constants_gen.object_naming(vk_xml).items()}
-    return naming
-
-
 def _object_naming_rows() -> None:
-    for name, (extensions, _) in _object_naming().items():
+    for name, (extensions, _) in vk.OBJECT_NAMING.items():
         if name in OBJECT_NAMING_FORWARDED:
             continue
         if ICD in INTERCEPTS.get(name, {}):

@@ -28,6 +28,13 @@ def _load() -> ModuleType:
     return module
 
 
+def refresh() -> None:
+    """Read the generated module again into `vk` (build_shims, after regenerating it): whoever holds `vk`
+    sees the new values, and nothing imported later sees stale ones."""
+    spec = importlib.util.spec_from_file_location(MODULE_NAME, paths.GEN_DIR / f"{MODULE_NAME}.py")
+    spec.loader.exec_module(vk)
+
+
 def write_generated(path, text: str) -> None:
     """Write atomically, so a concurrent reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
