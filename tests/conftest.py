@@ -18,6 +18,20 @@ settings.load_profile(os.environ.get("TESSERA_HYPOTHESIS", "ci"))
 
 
 
+@pytest.fixture
+def small_fs(tmp_path):
+    """A 1 MiB tmpfs, for full-disk tests (root only); skipped where mounting is not permitted."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True)
+    if r.returncode:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace').strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", str(folder)], check=False)
+
+
 @pytest.fixture(scope="session")
 def shims():
     from tessera.tools.launch import ensure_shims

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import uuid
 
 import pytest
 from click.testing import CliRunner
@@ -119,19 +118,6 @@ def test_a_full_device_is_an_output_error_and_no_temporary(tmp_path, monkeypatch
     assert "\n" not in str(e.value) and str(target) in str(e.value)
     assert not target.exists() and leftovers(tmp_path) == []
 
-
-@pytest.fixture
-def small_fs(tmp_path):
-    """A 1 MiB tmpfs (root only); skipped where mounting is not permitted."""
-    folder = tmp_path / f"small-{uuid.uuid4().hex[:6]}"
-    folder.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True)
-    if r.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace').strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
 
 
 def test_merge_onto_a_full_filesystem_is_one_line_and_keeps_what_was_there(tmp_path, small_fs):

@@ -79,19 +79,6 @@ def test_python_program_instrumented(tmp_path, ending):
     _assert_every_submit_kept(out, result, ending, PY_EVENTS["indirect"])
 
 
-@pytest.fixture
-def small_fs(tmp_path):
-    """A 1 MiB tmpfs (root only); skipped where mounting is not permitted."""
-    folder = tmp_path / "small"
-    folder.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True)
-    if r.returncode:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.decode(errors='replace').strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
-
 
 def test_a_full_disk_costs_the_events_not_written_and_nothing_else(c_app, small_fs):
     """The session on a 1 MiB filesystem: the program is not disturbed, the driver says once that it
