@@ -90,6 +90,7 @@ PRELUDE = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #define TESSERA_EXPORT __attribute__((visibility("default")))
 #define TESSERA_VK_ERROR_INITIALIZATION_FAILED (-3)
 #if PY_VERSION_HEX >= 0x030D0000
@@ -180,9 +181,13 @@ static int tessera_cffi_start(void)
    timeline's last placements, the layer's last frames) would never run: the shims run them when the
    program exits (returns from main or calls exit), as Python itself does at its own exit. Registered
    with atexit(), this runs before the libraries' destructors (the backend driver is still whole). */
+static pid_t tessera_python_pid;   /* the process that started the interpreter */
+
 static void tessera_run_python_exit_functions(void)
 {
-    if (!tessera_python_usable()) return;
+    /* A child forked without exec that calls exit() inherits the handler, but not the threads: one of
+       them may have held the GIL at the fork, and the child would wait for it forever. */
+    if (getpid() != tessera_python_pid || !tessera_python_usable()) return;
     PyGILState_STATE gil = PyGILState_Ensure();
     tessera_run_python("import atexit\natexit._run_exitfuncs()\n");
     PyGILState_Release(gil);
@@ -228,7 +233,10 @@ static int tessera_start_own_python(void)
 #endif
     int ok = tessera_cffi_start();   /* with the GIL held: cffi sees Python initialised */
     PyEval_SaveThread();
-    if (ok) atexit(tessera_run_python_exit_functions);
+    if (ok) {
+        tessera_python_pid = getpid();
+        atexit(tessera_run_python_exit_functions);
+    }
     return ok;
 }
 

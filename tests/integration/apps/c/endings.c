@@ -13,6 +13,8 @@
  *   wait-_exit    vkQueueWaitIdle, then _exit(0)
  *   wait-abort    vkQueueWaitIdle, then abort()
  *   wait-kill     vkQueueWaitIdle, then SIGKILL to itself
+ *   fork-exit     forks a child that calls exit(0) at once (it inherits Tessera's exit handler but not its
+ *                 threads), waits for it, then returns without waiting for the GPU
  *   destroy       vkQueueWaitIdle, destroys everything, returns
  * Prints "endings: submitted N" on stdout before it ends. Links -lvulkan; the compute shader comes from
  * build/bench/gen/record_empty.comp.h (examples/Makefile).
@@ -22,6 +24,7 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -158,6 +161,17 @@ int main(int argc, char **argv)
         return 0;
     if (!strcmp(ending, "exit"))
         exit(0);
+    if (!strcmp(ending, "fork-exit")) {
+        pid_t child = fork();
+        if (child == 0)
+            exit(0);
+        int status = 0;
+        if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) {
+            fprintf(stderr, "endings: the forked child did not exit\n");
+            return 2;
+        }
+        return 0;
+    }
     if (!strcmp(ending, "fence-_exit")) {
         CHECK(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX));
         _exit(0);
