@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
@@ -55,7 +54,7 @@ def temporary_for(path: Path) -> tuple[int, Path]:
     """A new file beside `path`, created exclusively 0600 (never a name that exists, never
     through a link); returns (descriptor, its path)."""
     for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        tmp = path.with_name(f".{path.name}.{os.urandom(6).hex()}.tmp")
         try:
             return os.open(tmp, _CREATE, FILE_MODE), tmp
         except FileExistsError:
