@@ -12,18 +12,23 @@ the process disagree on it, the guard cannot tell which applies and returns
 the command's failure value instead (a destroy is then skipped: the process
 is exiting and nothing is left to observe a leak).
 
-Emitted C (appended to the shim source after cffi's declarations):
+Emitted C (appended to the shim source after cffi's declarations), per command and per table
+only; the static C around it is read as it is from vkapi/runtime/, never formatted here:
+    #define TESSERA_GUARD_COUNT, ...     the values the runtime files need (recorder_gen, submits)
+    runtime/guards.c                     tessera_note_next(index, fn): the next element's function
+    runtime/python_runner.c              the runner thread of hooks called off Python's threads
+    tessera_record_formats[], runtime/recorder.c, runtime/submits.c, runtime/answers.c
     static RET hook_X(...);              cffi's extern "Python" callback
     static RET guard_X(...)              the entry point handed to the loader
-    tessera_guard_count/_name/_address   the table Python binds by name
-    tessera_note_next(index, fn)         remembers the next element's function
+    tessera_guard_names[], _pointers[]   the table, then runtime/guard_table.c:
+                                         tessera_guard_count/_name/_address, which Python binds by name
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import answers, recorder, registry, submits
+from . import answers, recorder_gen, registry, submits
 from .dispatch import RETURN_FAILURE
 
 # What a command returns when it can be neither run nor forwarded, as C: dispatch.RETURN_FAILURE's values.
@@ -32,40 +37,8 @@ FAILURE_BY_RETURN_TYPE = {
     else "VK_ERROR_INITIALIZATION_FAILED" if kind == "VkResult" else str(value)
     for kind, value in RETURN_FAILURE.items()}
 
-_NEXT_TABLE = r"""
-#define VK_ERROR_INITIALIZATION_FAILED (-3)
-#define TESSERA_NEXT_AMBIGUOUS ((PFN_vkVoidFunction)(uintptr_t)1)
-static PFN_vkVoidFunction tessera_next[TESSERA_GUARD_COUNT];
+RUNTIME = Path(__file__).with_name("runtime")   # the shims' static C, compiled with what is generated here
 
-/* Called from Python (holding the GIL) whenever it resolves a dispatch table. */
-void tessera_note_next(int index, PFN_vkVoidFunction fn)
-{
-    if (index < 0 || index >= TESSERA_GUARD_COUNT || !fn) return;
-    PFN_vkVoidFunction seen = __atomic_load_n(&tessera_next[index], __ATOMIC_ACQUIRE);
-    if (seen == NULL)
-        __atomic_store_n(&tessera_next[index], fn, __ATOMIC_RELEASE);
-    else if (seen != fn)
-        __atomic_store_n(&tessera_next[index], TESSERA_NEXT_AMBIGUOUS, __ATOMIC_RELEASE);
-}
-
-static PFN_vkVoidFunction tessera_next_of(int index)
-{
-    PFN_vkVoidFunction fn = __atomic_load_n(&tessera_next[index], __ATOMIC_ACQUIRE);
-    return fn == TESSERA_NEXT_AMBIGUOUS ? NULL : fn;
-}
-"""
-
-_TABLE_API = r"""
-int tessera_guard_count(void) { return TESSERA_GUARD_COUNT; }
-const char* tessera_guard_name(int index)
-{
-    return index >= 0 && index < TESSERA_GUARD_COUNT ? tessera_guard_names[index] : NULL;
-}
-PFN_vkVoidFunction tessera_guard_address(int index)
-{
-    return index >= 0 && index < TESSERA_GUARD_COUNT ? tessera_guard_pointers[index] : NULL;
-}
-"""
 
 # Declarations cffi needs to call the table functions from Python.
 CDEF = """
@@ -98,11 +71,11 @@ def _off_thread(name: str, cmd, ret: str, seen: str) -> tuple[str, str]:
     return outside, inside
 
 
-def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | None = None,
+def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] | None = None,
              submit_path: "submits.SubmitPath | None" = None,
              answered: dict[str, "answers.Answered"] | None = None) -> str:
     """Guards for `hooks` (canonical command names, in the order of the table); the commands in
-    `recorded` first try the C recording path (recorder.py), and with a `submit_path` the
+    `recorded` first try the C recording path (recorder_gen.py), and with a `submit_path` the
     submits first try the C submit path (submits.py): both need no Python at all. The commands in
     `answered` are answered in C once Python has given a final answer (answers.py)."""
     vk = registry.load()
@@ -129,16 +102,16 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
             forward = f"return next ? next({args}) : {failure};"
         if name in answered:
             call_hook = answers.call_hook(name, index, answered[name])
-        fast = recorder.fast_path(name, index, recorded[name]) if name in recorded else ""
+        fast = recorder_gen.fast_path(name, index, recorded[name]) if name in recorded else ""
         if submit_path is not None and name in submits.COMMANDS:
             fast = submits.fast_path(name, index, submit_path)
         if submit_path is not None and submit_path.queue_labels and name in submits.LABEL_COMMANDS:
             fast = submits.label_fast_path(name)
-        # A Python hook of a command buffer ends C's hold on its open render pass (recorder.py).
+        # A Python hook of a command buffer ends C's hold on its open render pass (runtime/recorder.c).
         seen = ("tessera_cb_python_seen((void *)commandBuffer); "
                 if name.startswith("vkCmd") and cmd.params[0].type == "VkCommandBuffer" else "")
         # From a thread Python does not know, in a Python application, the hook runs on the runner
-        # (python_runner.c); answered queries keep their own path (they run at start-up).
+        # (runtime/python_runner.c); answered queries keep their own path (they run at start-up).
         off_thread = "" if name in answered else _off_thread(name, cmd, ret, seen)
         out.append(
             f"static {ret} hook_{name}({params});\n"
@@ -152,16 +125,17 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder.Recorded"] | No
             f"    PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"
             f"    {forward}\n}}\n")
     table_names = ",\n    ".join(f'"{n}"' for n in names)
-    runner = (Path(__file__).with_name("python_runner.c").read_text())
     table_pointers = ",\n    ".join(f"(PFN_vkVoidFunction)guard_{n}" for n in names)
     return (f"#define TESSERA_GUARD_COUNT {len(names)}\n"
-            + _NEXT_TABLE
-            + runner
-            + recorder.formats_table(names, recorded)
-            + recorder.support_c()
+            + recorder_gen.c_defines()
+            + submits.c_defines()
+            + (RUNTIME / "guards.c").read_text()
+            + (RUNTIME / "python_runner.c").read_text()
+            + recorder_gen.formats_table(names, recorded)
+            + recorder_gen.support_c()
             + submits.support_c()
             + answers.support_c()
             + "".join(out)
             + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"
             + f"static const PFN_vkVoidFunction tessera_guard_pointers[] = {{\n    {table_pointers}\n}};\n"
-            + _TABLE_API)
+            + (RUNTIME / "guard_table.c").read_text())

@@ -1,7 +1,8 @@
 """Submits recorded in C: a vkQueueSubmit that needs no Python now costs no Python.
 
 Role: the C fast path of vkQueueSubmit / vkQueueSubmit2 (generated into a shim's guards,
-like recorder.py's command recording) and the Python that reads what it wrote. When every
+like recorder_gen.py's command recording, around the static C of vkapi/runtime/submits.c) and
+the Python that reads what it wrote. When every
 command buffer of a submit is registered with the C recorder and marked ready
 (`Recorder.set_submit_ok`, which a shim decides once per recording, at vkEndCommandBuffer),
 and nothing process-wide asks for Python (`python_reasons`), the guard forwards the submit in
@@ -38,6 +39,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from . import registry
@@ -75,125 +77,7 @@ class Submission:
     batches: list[tuple[list[int], list[int], list[int]]]   # (command buffers, waits, signals)
 
 
-SUPPORT_C = r"""
-/* ---- submits recorded in C (tessera.vkapi.submits) ---- */
-#include <time.h>
-typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; } tessera_ledger;
-static tessera_ledger tessera_ledger_a, tessera_ledger_b;
-static tessera_ledger *tessera_ledger_active = &tessera_ledger_a, *tessera_ledger_spare = &tessera_ledger_b;
-static pthread_mutex_t tessera_ledger_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t tessera_submit_id;     /* submitIDs, shared with Python (tessera_next_submit) */
-static uint64_t tessera_frame;         /* the frame a submit belongs to, set by Python */
-static int64_t tessera_python_reasons; /* > 0: every submit takes the Python path */
-static int tessera_c_submits = 1;      /* 0 (TESSERA_C_SUBMITS=0): submits and queue labels take Python */
-
-static inline uint64_t tessera_clock(clockid_t clock)
-{
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Append one record of `slots` u64; NULL (and counted) when memory ran out. Under the lock. */
-static uint64_t *tessera_ledger_record(size_t slots)
-{
-    tessera_ledger *l = tessera_ledger_active;
-    size_t size = slots * 8;
-    if (l->used + size > l->cap) {
-        size_t cap = l->cap ? l->cap : 16384;
-        while (cap < l->used + size) cap *= 2;
-        uint8_t *data = realloc(l->data, cap);
-        if (!data) { l->dropped++; return NULL; }
-        l->data = data;
-        l->cap = cap;
-    }
-    uint64_t *p = (uint64_t *)(l->data + l->used);
-    l->used += size;
-    return p;
-}
-
-/* Python: the records so far, or NULL when there are none; give it back with tessera_ledger_give_back. */
-tessera_ledger *tessera_ledger_take(void)
-{
-    pthread_mutex_lock(&tessera_ledger_lock);
-    tessera_ledger *l = tessera_ledger_active;
-    if ((l->used == 0 && l->dropped == 0) || tessera_ledger_spare == NULL) {
-        pthread_mutex_unlock(&tessera_ledger_lock);
-        return NULL;
-    }
-    tessera_ledger_active = tessera_ledger_spare;
-    tessera_ledger_spare = NULL;
-    pthread_mutex_unlock(&tessera_ledger_lock);
-    return l;
-}
-
-void tessera_ledger_give_back(tessera_ledger *l)
-{
-    l->used = 0;
-    l->dropped = 0;
-    pthread_mutex_lock(&tessera_ledger_lock);
-    tessera_ledger_spare = l;
-    pthread_mutex_unlock(&tessera_ledger_lock);
-}
-
-uint64_t tessera_next_submit(void) { return __atomic_add_fetch(&tessera_submit_id, 1, __ATOMIC_RELAXED); }
-void tessera_set_frame(uint64_t frame) { __atomic_store_n(&tessera_frame, frame, __ATOMIC_RELAXED); }
-void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_reasons, delta, __ATOMIC_RELAXED); }
-void tessera_set_c_submits(int on) { __atomic_store_n(&tessera_c_submits, on, __ATOMIC_RELAXED); }
-
-/* A queue label in the ledger (kind LABEL_BEGIN with its name, or LABEL_END). */
-static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
-{
-    size_t n = name ? strlen(name) : 0;
-    size_t slots = 3 + (n + 7) / 8;
-    pthread_mutex_lock(&tessera_ledger_lock);
-    uint64_t *r = tessera_ledger_record(slots);
-    if (r) {
-        r[0] = (uint64_t)(slots * 8) | (kind << 48);
-        r[1] = (uint64_t)(uintptr_t)queue;
-        r[2] = n;
-        if (n) memcpy(r + 3, name, n);
-    }
-    pthread_mutex_unlock(&tessera_ledger_lock);
-}
-
-/* Python: whether the buffer's submit may take the C path (decided at vkEndCommandBuffer). */
-void tessera_cb_set_submit_ok(void *handle, int ok)
-{
-    tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) cb->submit_ok = ok && !cb->python_submits;
-}
-
-/* Python (the Python path): count a submit of the buffer, as the C path does. */
-void tessera_cb_count_submit(void *handle)
-{
-    tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) cb->submits++;
-}
-
-typedef struct tessera_chain_node { int32_t sType; const struct tessera_chain_node *pNext; } tessera_chain_node;
-
-static int tessera_has_frame_boundary(const void *chain)
-{
-    for (const tessera_chain_node *s = chain; s; s = s->pNext)
-        if (s->sType == %(frame_boundary)d) return 1;
-    return 0;
-}
-
-/* The s<submitID> queue label of a wrapped submit, through the device's next functions. */
-static int tessera_queue_push(VkQueue queue, tessera_device *dev, uint64_t submit_id)
-{
-    PFN_vkQueueBeginDebugUtilsLabelEXT begin = (PFN_vkQueueBeginDebugUtilsLabelEXT)dev->queue_label_begin;
-    if (!begin || !dev->queue_label_end) return 0;
-    char name[24];
-    snprintf(name, sizeof name, TESSERA_SUBMIT_FORMAT, (unsigned long long)submit_id);
-    VkDebugUtilsLabelEXT label = {0};
-    label.sType = 1000128002;   /* VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT */
-    label.pLabelName = name;
-    begin(queue, &label);
-    return 1;
-}
-"""
+RUNTIME_C = Path(__file__).with_name("runtime") / "submits.c"   # the static C of the ledger
 
 CDEF = """
 typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; } tessera_ledger;
@@ -248,9 +132,19 @@ def command_buffers(name: str, count: int, pSubmits) -> list:
     return [h for i in range(count) for h in buffers(pSubmits[i])]
 
 
-def support_c() -> str:
+def c_defines() -> str:
+    """The #defines vkapi/runtime/submits.c needs: the s<submitID> label format (tessera.schemas.labels)
+    and VkFrameBoundaryEXT's sType."""
+    from tessera.schemas.labels import C_SUBMIT_FORMAT
+
     from .vkconst import vk
-    return SUPPORT_C % {"frame_boundary": vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT}
+    return (f'#define TESSERA_SUBMIT_FORMAT "{C_SUBMIT_FORMAT}"\n'
+            f"#define TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT {vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT}\n")
+
+
+def support_c() -> str:
+    """The submit support C (vkapi/runtime/submits.c), as it is."""
+    return RUNTIME_C.read_text()
 
 
 def fast_path(name: str, index: int, spec: SubmitPath) -> str:

@@ -16,7 +16,8 @@ def test_the_2_variants_are_recorded_as_info_structs_from_the_registry():
     """Each *2 transfer's one parameter is an I code naming its struct and region array (recorder.py);
     a render pass's structs name their arrays and single attachments; structs with strings or
     pointer-bearing elements are not info structs."""
-    from tessera.vkapi.recorder import Recorded, formats, info_pointers
+    from tessera.vkapi.recorder import Recorded
+    from tessera.vkapi.recorder_gen import formats, info_pointers
     from tessera.vkapi.transfers import RECORDED_IN_C
 
     twos = sorted(name for name in TRANSFERS if name.endswith("2"))

@@ -1,6 +1,6 @@
 /* Hooks called from threads Python does not know, in a Python application: run on a thread of the
    shim's own, never waiting for the interpreter lock on the caller's thread (compiled into both shims
-   after vkapi/shim.py's prelude; the generated guards call tessera_run_on_python, vkapi/guards.py).
+   after vkapi/runtime/prelude.c; the generated guards call tessera_run_on_python, vkapi/guards.py).
 
    Why: in a Python program the GIL may be held by a thread that waits for the very thread calling
    Vulkan. moderngl holds it while it waits, in C, for zink's worker thread, which creates Vulkan

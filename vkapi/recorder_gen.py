@@ -1,0 +1,363 @@
+"""Generator: the C that records commands in a per-command-buffer arena, inside their guards.
+
+For each command a shim declares `Recorded` (vkapi/recorder.py, in the intercept table) this module
+checks its parameters against the registry, gives each a format code (`formats`, the layout is
+vkapi/recorder.py's docstring) and emits the C statements that append its record and forward the
+call (`fast_path`), all inside the command's guard (vkapi/guards.py). The static C they call (the
+command-buffer map, the arenas, the t<tag> labels) is vkapi/runtime/recorder.c, read as it is
+(`support_c`); this module emits only per-command text, the format table and the #defines that
+file needs (`c_defines`). Build time only: the shims read the records with vkapi/recorder.py.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import registry
+from .recorder import Recorded
+
+RUNTIME_C = Path(__file__).with_name("runtime") / "recorder.c"
+
+
+_SCALAR_TYPES_SIGNED = {"int32_t", "int64_t", "int16_t", "int8_t"}
+
+
+def _plain(struct_name: str) -> bool:
+    """A struct copyable byte for byte: no pointers, no pNext."""
+    vk = registry.load()
+    s = vk.structs.get(struct_name)
+    return s is not None and not s.sType and all(not m.pointer for m in s.members)
+
+
+def _flat(struct_name: str, chained: bool) -> bool:
+    """A struct with no pointers in it (by-value struct members included), except, when `chained`,
+    its own pNext (next to an sType)."""
+    vk = registry.load()
+    s = vk.structs.get(struct_name)
+    if s is None or (bool(s.sType) and not chained):
+        return False
+    for m in s.members:
+        if m.pointer:
+            if not (chained and m.name == "pNext" and s.sType):
+                return False
+        elif m.type in vk.structs and not _flat(m.type, False):
+            return False
+    return True
+
+
+def info_pointers(struct_name: str) -> list | None:
+    """The pointer members the I code copies with an info struct, in member order, or None when
+    `struct_name` is not one: a struct with sType and pNext whose other members are scalars,
+    handles or pointer-free structs, or `const` pointers to structs (themselves pointer-free but for
+    their own pNext), each either an array counted by another member (its registry `length`) or
+    one optional struct (no `length`)."""
+    vk = registry.load()
+    s = vk.structs.get(struct_name)
+    if s is None or not s.sType or not s.members or s.members[1].name != "pNext":
+        return None
+    names = {m.name for m in s.members}
+    pointers = [m for m in s.members[2:] if m.pointer]
+    for m in pointers:
+        if (not m.fullType.startswith("const ") or m.fullType.count("*") != 1 or not _flat(m.type, True)
+                or (m.length and m.length not in names)):
+            return None
+        if m.length:
+            count = next(c for c in s.members if c.name == m.length)
+            if count.pointer or count.type not in ("uint32_t", "uint64_t", "size_t"):
+                return None
+    if any(m.type in vk.structs and not _flat(m.type, False) for m in s.members[2:] if not m.pointer):
+        return None
+    return pointers
+
+
+def info_code(struct_name: str, pointers) -> str:
+    """I<Struct>, then .<member>:<count> per array and .<member> per single struct pointer."""
+    return "I" + struct_name + "".join(f".{m.name}:{m.length}" if m.length else f".{m.name}" for m in pointers)
+
+
+def formats(name: str, spec: Recorded) -> list[str]:
+    """The format code of each parameter after the command buffer (see the module docstring)."""
+    vk = registry.load()
+    cmd = vk.commands[name]
+    if cmd.params[0].type != "VkCommandBuffer" or cmd.returnType != "void":
+        raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
+    if spec.fold is not None:
+        if (spec.tagged or spec.fields or spec.strings or spec.python_submits or spec.dependencies
+                or spec.python_if or spec.opens_pass or spec.closes_pass):
+            raise ValueError(f"{name}: a folded record has only its count and sums")
+        return ["F"] + ["Q"] * len(spec.fold)
+    if spec.dependencies:
+        if spec.tagged or spec.fields or spec.strings or spec.python_if or spec.opens_pass or spec.closes_pass \
+                or not _dependency_params(cmd):
+            raise ValueError(f"{name}: a dependency record reduces VkDependencyInfo parameters, nothing else")
+        return ["D", "Q", "Q"]
+    codes = []
+    for p in cmd.params[1:]:
+        if spec.fields is not None and p.name not in spec.fields and p.name not in spec.strings:
+            codes.append("-")
+        elif p.name in spec.strings:
+            codes.append(f"S{p.type}.{spec.strings[p.name]}")
+        elif p.pointer:
+            pointers = None if p.length else info_pointers(p.type)
+            if pointers is not None and p.fullType == f"const {p.type}*":
+                codes.append(info_code(p.type, pointers))
+                continue
+            if not (p.length and _plain(p.type) and p.fullType.startswith("const ")):
+                raise ValueError(f"{name}.{p.name}: pointer parameters are recorded only as arrays of plain "
+                                 "structs or info structs (info_pointers)")
+            codes.append(f"A{p.type}")
+        elif p.type in _SCALAR_TYPES_SIGNED:
+            codes.append("q")
+        elif p.type in ("float", "double"):
+            raise ValueError(f"{name}.{p.name}: floating-point parameters are not recorded")
+        else:
+            codes.append("Q")
+    return ["T" if spec.tagged else "R"] + codes
+
+
+def c_defines() -> str:
+    """The #defines vkapi/runtime/recorder.c needs: the t<tag> label format (tessera.schemas.labels)."""
+    from tessera.schemas.labels import C_TAG_FORMAT
+    return f'#define TESSERA_TAG_FORMAT "{C_TAG_FORMAT}"        /* tessera.schemas.labels */\n'
+
+
+def support_c() -> str:
+    """The recording support C (vkapi/runtime/recorder.c), as it is."""
+    return RUNTIME_C.read_text()
+
+
+CDEF = """
+typedef struct tessera_device {
+    PFN_vkVoidFunction next[%d];
+    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;
+    PFN_vkCmdEndDebugUtilsLabelEXT label_end;
+    PFN_vkCmdDebugMarkerBeginEXT marker_begin;
+    PFN_vkCmdDebugMarkerEndEXT marker_end;
+    PFN_vkVoidFunction queue_label_begin;            /* s<submitID> queue labels (layer, submits.py) */
+    PFN_vkVoidFunction queue_label_end;
+} tessera_device;
+int tessera_cb_register(void *handle, tessera_device *dev);
+void tessera_cb_unregister(void *handle);
+int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped);
+void tessera_cb_clear(void *handle);
+void tessera_cb_reset(void *handle);
+void tessera_cb_set_python(void *handle, int on);
+uint64_t tessera_next_tag(void);
+const char *tessera_record_format(int index);
+"""
+
+# Types the recording C needs declared even when a shim hooks no label command.
+LABEL_COMMANDS = ("vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT",
+                  "vkCmdDebugMarkerBeginEXT", "vkCmdDebugMarkerEndEXT")
+
+
+def fast_path(name: str, index: int, spec: Recorded) -> str:
+    """C statements recording `name` when its command buffer is registered; they return."""
+    vk = registry.load()
+    cmd = vk.commands[name]
+    codes = formats(name, spec)
+    if spec.fold is not None:
+        return _fold_path(name, index, spec)
+    if spec.dependencies:
+        return _dependency_path(name, index, spec)
+    tagged = spec.tagged
+    params = cmd.params[1:]
+    slot_codes = codes[1:]
+    recorded = [(p, c) for p, c in zip(params, slot_codes) if c != "-"]
+    when = "rec && !rec->python_path"
+    if spec.closes_pass:
+        when += " && rec->pass_in_c"
+    if spec.python_if:
+        when += f" && !({c_constants(spec.python_if)})"
+    lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
+             f"    if ({when}) {{"]
+    if spec.python_submits:
+        lines.append("        rec->python_submits = 1;")
+    sizes = []
+    for p, c in recorded:
+        if c.startswith("A"):
+            lines.append(f"        size_t n_{p.name} = {p.name} ? (size_t)({p.length}) * sizeof({p.type}) : 0;")
+            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+        elif c.startswith("S"):
+            member = c.split(".", 1)[1]
+            lines.append(f"        const char *s_{p.name} = {p.name} && {p.name}->{member} ? {p.name}->{member} : \"\";")
+            lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
+            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+        elif c.startswith("I"):
+            parts = [f"((sizeof({p.type}) + 7) & ~(size_t)7)"]
+            for k, m in enumerate(info_pointers(p.type)):
+                n = f"(size_t){p.name}->{m.length}" if m.length else "1"
+                lines.append(f"        size_t c{k}_{p.name} = {p.name} && {p.name}->{m.name} ? {n} : 0;")
+                parts.append(f"((c{k}_{p.name} * sizeof({m.type}) + 7) & ~(size_t)7)")
+            lines.append(f"        size_t n_{p.name} = {p.name} ? {' + '.join(parts)} : 0;")
+            sizes.append(f"n_{p.name}")
+    nslots = len(recorded) + (1 if tagged else 0)
+    extra = " + ".join(sizes) or "0"
+    if tagged:
+        lines.append("        uint64_t tag = tessera_next_tag();")
+        lines.append("        int pushed = tessera_push_tag(commandBuffer, rec->dev, tag);")
+    lines.append(f"        uint64_t *slot = tessera_record(rec, {index}, {nslots}, {extra});")
+    lines.append("        if (slot) {")
+    i = 0
+    if tagged:
+        lines.append("            slot[0] = tag;")
+        i = 1
+    for p, c in recorded:
+        if c == "Q":
+            lines.append(f"            slot[{i}] = (uint64_t)(uintptr_t){p.name};" if p.type in vk.handles
+                         and vk.handles[p.type].dispatchable else f"            slot[{i}] = (uint64_t){p.name};")
+        elif c == "q":
+            lines.append(f"            slot[{i}] = (uint64_t)(int64_t){p.name};")
+        else:
+            lines.append(f"            slot[{i}] = n_{p.name};")
+        i += 1
+    if sizes:
+        lines.append(f"            uint8_t *extra = (uint8_t *)(slot + {nslots});")
+        for p, c in recorded:
+            if c.startswith("A"):
+                lines.append(f"            if (n_{p.name}) memcpy(extra, {p.name}, n_{p.name});")
+                lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
+            elif c.startswith("S"):
+                lines.append(f"            memcpy(extra, s_{p.name}, n_{p.name});")
+                lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
+            elif c.startswith("I"):
+                lines += _info_copy(p)
+    lines.append("        }")
+    args = ", ".join(p.name for p in cmd.params)
+    if spec.forward:
+        lines.append(f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];")
+        lines.append(f"        if (next) next({args});")
+    if spec.opens_pass:   # the pass's t<tag> label, if any, stays open until its end
+        lines.append("        rec->pass_in_c = 1;")
+        lines.append(f"        rec->pass_label = {'pushed' if tagged else '0'};")
+    elif tagged:
+        lines.append("        if (pushed) tessera_pop_tag(commandBuffer, rec->dev);")
+    if spec.closes_pass:
+        lines.append("        if (rec->pass_label) tessera_pop_tag(commandBuffer, rec->dev);")
+        lines.append("        rec->pass_in_c = 0;")
+        lines.append("        rec->pass_label = 0;")
+    lines.append("        return;")
+    lines.append("    }")
+    return "\n".join(lines) + "\n"
+
+
+def _info_copy(p) -> list[str]:
+    """C copying an info struct parameter and what its pointers point to into the record (the I code)."""
+    vk = registry.load()
+    v = f"i_{p.name}"
+    pointers = info_pointers(p.type)
+    lines = [f"            if (n_{p.name}) {{",
+             f"                {p.type} *{v} = ({p.type} *)extra;",
+             f"                memcpy({v}, {p.name}, sizeof({p.type}));",
+             f"                {v}->pNext = NULL;"]
+    if pointers:
+        lines.append(f"                uint8_t *at = extra + ((sizeof({p.type}) + 7) & ~(size_t)7);")
+    for k, m in enumerate(pointers):
+        c = f"c{k}_{p.name}"
+        lines.append(f"                if (!{c}) {v}->{m.name} = NULL;   /* else Python points it at the copy */")
+        if m.length:
+            lines.append(f"                {v}->{m.length} = {c};")
+        lines.append(f"                if ({c}) memcpy(at, {p.name}->{m.name}, {c} * sizeof({m.type}));")
+        if vk.structs[m.type].sType:
+            lines.append(f"                for (size_t k = 0; k < {c}; k++) (({m.type} *)at)[k].pNext = NULL;")
+        lines.append(f"                at += ({c} * sizeof({m.type}) + 7) & ~(size_t)7;")
+    lines += ["            }",
+              f"            extra += n_{p.name};"]
+    return lines
+
+
+def _fold_path(name: str, index: int, spec: Recorded) -> str:
+    """Fast path of a folded command: add to the last record when it is the same command."""
+    cmd = registry.load().commands[name]
+    n = 1 + len(spec.fold)
+    lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
+             "    if (rec && !rec->python_path) {",
+             "        uint64_t *slot;",
+             f"        if (rec->last_index == {index} && rec->used)",
+             "            slot = (uint64_t *)(rec->data + rec->last + 8);",
+             f"        else if ((slot = tessera_record(rec, {index}, {n}, 0)) != NULL)",
+             f"            memset(slot, 0, {n} * sizeof(uint64_t));",
+             "        if (slot) {",
+             "            slot[0] += 1;"]
+    for i, expr in enumerate(spec.fold, start=1):
+        lines.append(f"            slot[{i}] += (uint64_t)({expr});")
+    lines.append("        }")
+    args = ", ".join(p.name for p in cmd.params)
+    if spec.forward:
+        lines.append(f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];")
+        lines.append(f"        if (next) next({args});")
+    lines += ["        return;", "    }"]
+    return "\n".join(lines) + "\n"
+
+
+def c_constants(expr: str) -> str:
+    """`expr` with each {VK_NAME} replaced by that registry enum value or flag bit."""
+    vk = registry.load()
+
+    def value(m: re.Match) -> str:
+        for group in (*vk.enums.values(), *vk.bitmasks.values()):
+            for f in getattr(group, "fields", None) or getattr(group, "flags", ()):
+                if f.name == m.group(1):
+                    return f"{f.value:#x}" if f.value >= 0 else str(f.value)
+        raise ValueError(f"{m.group(1)} is not a registry enum value or flag")
+    return re.sub(r"\{(VK_[A-Z0-9_]+)\}", value, expr)
+
+
+def _dependency_params(cmd) -> list:
+    return [p for p in cmd.params[1:] if p.type == "VkDependencyInfo" and p.pointer]
+
+
+# The barrier arrays of a VkDependencyInfo: (count member, array member, whether image layouts apply).
+_BARRIER_ARRAYS = (("memoryBarrierCount", "pMemoryBarriers", False),
+                   ("bufferMemoryBarrierCount", "pBufferMemoryBarriers", False),
+                   ("imageMemoryBarrierCount", "pImageMemoryBarriers", True))
+
+
+def _dependency_path(name: str, index: int, spec: Recorded) -> str:
+    """Fast path of a synchronization2 command: one D record (Recorded.dependencies), or Python."""
+    vk = registry.load()
+    cmd = vk.commands[name]
+    bottom = next(f.value for f in vk.bitmasks["VkPipelineStageFlagBits2"].flags
+                  if f.name == "VK_PIPELINE_STAGE_2_BOTTOM_OF_PIPE_BIT")
+    values = {f.name: f.value for f in vk.enums["VkImageLayout"].fields}
+    layouts = [values[n] for n in spec.python_layouts]
+    lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
+             "    if (rec && !rec->python_path) {",
+             "        uint64_t barriers = 0, src = 0, dst = 0;",
+             "        int python = 0;"]
+    for p in _dependency_params(cmd):
+        count = f"(size_t)({p.length})" if p.length else "1"
+        lines += [f"        for (size_t d = 0; {p.name} && d < {count}; d++) {{",
+                  f"            const VkDependencyInfo *info = &{p.name}[d];",
+                  "            python |= info->pNext != NULL;"]
+        for n, array, images in _BARRIER_ARRAYS:
+            lines += [f"            for (uint32_t k = 0; info->{array} && k < info->{n}; k++) {{",
+                      f"                python |= info->{array}[k].pNext != NULL;",
+                      f"                src |= info->{array}[k].srcStageMask;",
+                      f"                if (!(info->{array}[k].dstStageMask & {bottom:#x}ull))"
+                      f" dst |= info->{array}[k].dstStageMask;"]
+            for value in layouts if images else ():
+                lines.append(f"                python |= info->{array}[k].oldLayout == {value} || "
+                             f"info->{array}[k].newLayout == {value};")
+            lines += ["                barriers++;", "            }"]
+        lines.append("        }")
+    args = ", ".join(p.name for p in cmd.params)
+    lines += ["        if (!python) {",
+              f"            uint64_t *slot = tessera_record(rec, {index}, 3, 0);",
+              "            if (slot) { slot[0] = barriers; slot[1] = src; slot[2] = dst; }",
+              f"            PFN_{name} next = (PFN_{name})rec->dev->next[{index}];",
+              f"            if (next) next({args});",
+              "            return;",
+              "        }",
+              "    }"]
+    return "\n".join(lines) + "\n"
+
+
+def formats_table(names: Iterable[str], recorded: dict[str, Recorded]) -> str:
+    """C array of the format strings, by guard index ("" for commands not recorded)."""
+    entries = []
+    for name in names:
+        spec = recorded.get(name)
+        entries.append('"' + (",".join(formats(name, spec)) if spec else "") + '"')
+    return "static const char *const tessera_record_formats[] = {\n    " + ",\n    ".join(entries) + "\n};\n"

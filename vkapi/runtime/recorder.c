@@ -1,0 +1,246 @@
+/* ---- command-buffer arenas (tessera.vkapi.recorder; the record layout is its docstring) ----
+   Static C: a lock-free hash map from command buffer to its arena and device table, the arenas, and
+   the layer's t<tag> labels. The generated recording fast paths (vkapi/recorder_gen.py) call it. The
+   generator #defines TESSERA_GUARD_COUNT and TESSERA_TAG_FORMAT (tessera.schemas.labels) before it and
+   emits tessera_record_formats[]. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+typedef struct tessera_device {
+    PFN_vkVoidFunction next[TESSERA_GUARD_COUNT];   /* next element's function per guarded command */
+    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;   /* t<tag> labels (layer): debug utils, or else markers */
+    PFN_vkCmdEndDebugUtilsLabelEXT label_end;
+    PFN_vkCmdDebugMarkerBeginEXT marker_begin;
+    PFN_vkCmdDebugMarkerEndEXT marker_end;
+    PFN_vkVoidFunction queue_label_begin;            /* s<submitID> queue labels (layer, submits.py) */
+    PFN_vkVoidFunction queue_label_end;
+} tessera_device;
+
+typedef struct tessera_cb {
+    void *handle;
+    tessera_device *dev;
+    uint8_t *data;
+    size_t used, cap;
+    uint64_t dropped;            /* records lost to a failed allocation, reported by Python */
+    int python_path;             /* set by Python: this buffer's commands take their Python hooks */
+    int submit_ok;               /* set by Python: a submit of this buffer may take the C path (submits.py) */
+    int python_submits;          /* a record of a Recorded(python_submits=True) command: submits take Python */
+    int pass_in_c;               /* the open render pass was begun in C and no Python hook ran since */
+    int pass_label;              /* ... and C opened its t<tag> label (the layer) */
+    uint64_t submits;            /* times submitted since recorded (submits.py) */
+    size_t last;                 /* offset of the last record, for folding */
+    uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
+} tessera_cb;
+
+typedef struct { void *key; tessera_cb *cb; } tessera_slot;
+typedef struct { size_t mask; tessera_slot slots[]; } tessera_table;
+
+#define TESSERA_TOMBSTONE ((void *)(uintptr_t)1)
+static tessera_table *tessera_cbs;          /* read lock-free; replaced (never freed) when it grows */
+static size_t tessera_cb_used;              /* live + tombstones, under tessera_cb_lock */
+static pthread_mutex_t tessera_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tessera_tag;
+
+static inline size_t tessera_hash(void *key, size_t mask)
+{
+    return (size_t)((((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+}
+
+static inline tessera_cb *tessera_cb_find(void *key)
+{
+    tessera_table *t = __atomic_load_n(&tessera_cbs, __ATOMIC_ACQUIRE);
+    if (!t) return NULL;
+    for (size_t i = tessera_hash(key, t->mask);; i = (i + 1) & t->mask) {
+        void *k = __atomic_load_n(&t->slots[i].key, __ATOMIC_ACQUIRE);
+        if (k == key) return t->slots[i].cb;
+        if (k == NULL) return NULL;
+    }
+}
+
+static tessera_table *tessera_table_new(size_t slots)
+{
+    tessera_table *t = calloc(1, sizeof(tessera_table) + slots * sizeof(tessera_slot));
+    if (t) t->mask = slots - 1;
+    return t;
+}
+
+static void tessera_table_put(tessera_table *t, void *key, tessera_cb *cb)
+{
+    size_t i = tessera_hash(key, t->mask);
+    while (t->slots[i].key != NULL && t->slots[i].key != TESSERA_TOMBSTONE && t->slots[i].key != key)
+        i = (i + 1) & t->mask;
+    t->slots[i].cb = cb;
+    __atomic_store_n(&t->slots[i].key, key, __ATOMIC_RELEASE);
+}
+
+/* Python: the command buffer `handle` of a device records in C from now on. 0 on failure. */
+int tessera_cb_register(void *handle, tessera_device *dev)
+{
+    tessera_cb *cb = calloc(1, sizeof(tessera_cb));
+    if (!cb) return 0;
+    cb->handle = handle;
+    cb->dev = dev;
+    cb->last_index = UINT32_MAX;
+    pthread_mutex_lock(&tessera_cb_lock);
+    tessera_table *t = tessera_cbs;
+    if (!t || (tessera_cb_used + 1) * 2 > t->mask + 1) {
+        size_t live = 0;
+        if (t) for (size_t i = 0; i <= t->mask; i++)
+            live += t->slots[i].key != NULL && t->slots[i].key != TESSERA_TOMBSTONE;
+        size_t slots = 1024;
+        while ((live + 1) * 4 > slots) slots *= 2;
+        tessera_table *grown = tessera_table_new(slots);
+        if (!grown) { pthread_mutex_unlock(&tessera_cb_lock); free(cb); return 0; }
+        if (t) for (size_t i = 0; i <= t->mask; i++)
+            if (t->slots[i].key != NULL && t->slots[i].key != TESSERA_TOMBSTONE)
+                tessera_table_put(grown, t->slots[i].key, t->slots[i].cb);
+        /* The old table stays allocated: a reader may still be probing it. */
+        __atomic_store_n(&tessera_cbs, grown, __ATOMIC_RELEASE);
+        tessera_cb_used = live;
+        t = grown;
+    }
+    tessera_cb *old = tessera_cb_find(handle);
+    if (old) {   /* a handle the backend reused without our seeing it freed: replace */
+        for (size_t i = tessera_hash(handle, t->mask);; i = (i + 1) & t->mask)
+            if (t->slots[i].key == handle) { __atomic_store_n(&t->slots[i].cb, cb, __ATOMIC_RELEASE); break; }
+        free(old->data);
+        free(old);
+    } else {
+        tessera_table_put(t, handle, cb);
+        tessera_cb_used++;
+    }
+    pthread_mutex_unlock(&tessera_cb_lock);
+    return 1;
+}
+
+/* Python: the command buffer is freed (its records were applied first). */
+void tessera_cb_unregister(void *handle)
+{
+    pthread_mutex_lock(&tessera_cb_lock);
+    tessera_table *t = tessera_cbs;
+    if (t) for (size_t i = tessera_hash(handle, t->mask);; i = (i + 1) & t->mask) {
+        void *k = t->slots[i].key;
+        if (k == NULL) break;
+        if (k == handle) {
+            tessera_cb *cb = t->slots[i].cb;
+            __atomic_store_n(&t->slots[i].key, TESSERA_TOMBSTONE, __ATOMIC_RELEASE);
+            /* Only the (externally synchronised) owner of `handle` ever reads its cb. */
+            free(cb->data);
+            free(cb);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&tessera_cb_lock);
+}
+
+static int tessera_arena_grow(tessera_cb *cb, size_t need)
+{
+    size_t cap = cb->cap ? cb->cap : 4096;
+    while (cap < cb->used + need) cap *= 2;
+    uint8_t *data = realloc(cb->data, cap);
+    if (!data) return 0;
+    cb->data = data;
+    cb->cap = cap;
+    return 1;
+}
+
+/* Room for one record: its slots, then `extra` bytes; NULL (and counted) when memory ran out. */
+static inline uint64_t *tessera_record(tessera_cb *cb, uint32_t index, size_t slots, size_t extra)
+{
+    size_t size = 8 + slots * 8 + ((extra + 7) & ~(size_t)7);
+    if (cb->used + size > cb->cap && !tessera_arena_grow(cb, size)) {
+        cb->dropped++;
+        return NULL;
+    }
+    uint8_t *p = cb->data + cb->used;
+    cb->last = cb->used;
+    cb->last_index = index;
+    cb->used += size;
+    ((uint32_t *)p)[0] = index;
+    ((uint32_t *)p)[1] = (uint32_t)size;
+    return (uint64_t *)(p + 8);
+}
+
+/* Python: the records so far (pointer, byte count, records dropped); then tessera_cb_clear. */
+int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return 0;
+    *data = cb->data;
+    *used = cb->used;
+    *dropped = cb->dropped;
+    return 1;
+}
+
+/* Python: the records were applied; the arena is empty again. */
+void tessera_cb_clear(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; }
+}
+
+/* Python: the buffer was reset (or begun again): no records, Python path off, nothing submitted. */
+void tessera_cb_reset(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) {
+        cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0;
+        cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->pass_in_c = 0; cb->pass_label = 0;
+    }
+}
+
+/* Before any Python hook of a command-buffer command (guards.py): a render pass begun in C
+   must end in Python, where the hooks acting at the end of a pass run (Recorded.closes_pass). */
+static inline void tessera_cb_python_seen(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) cb->pass_in_c = 0;
+}
+
+/* Python: while on, the buffer's recorded commands take their Python hooks instead (a driver
+   feature that must act at record time, such as shader instrumentation regions). */
+void tessera_cb_set_python(void *handle, int on)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) cb->python_path = on;
+}
+
+uint64_t tessera_next_tag(void)
+{
+    return __atomic_add_fetch(&tessera_tag, 1, __ATOMIC_RELAXED);
+}
+
+/* The layer's t<tag> label around a workload recorded in C (tagging.py's Labeller in C). */
+static int tessera_push_tag(VkCommandBuffer commandBuffer, tessera_device *dev, uint64_t tag)
+{
+    char name[24];
+    snprintf(name, sizeof name, TESSERA_TAG_FORMAT, (unsigned long long)tag);
+    if (dev->label_begin) {
+        VkDebugUtilsLabelEXT label = {0};
+        label.sType = 1000128002;   /* VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT */
+        label.pLabelName = name;
+        dev->label_begin(commandBuffer, &label);
+        return 1;
+    }
+    if (dev->marker_begin) {
+        VkDebugMarkerMarkerInfoEXT marker = {0};
+        marker.sType = 1000022002;  /* VK_STRUCTURE_TYPE_DEBUG_MARKER_MARKER_INFO_EXT */
+        marker.pMarkerName = name;
+        dev->marker_begin(commandBuffer, &marker);
+        return 1;
+    }
+    return 0;
+}
+
+static void tessera_pop_tag(VkCommandBuffer commandBuffer, tessera_device *dev)
+{
+    if (dev->label_end) dev->label_end(commandBuffer);
+    else if (dev->marker_end) dev->marker_end(commandBuffer);
+}
+
+const char *tessera_record_format(int index)
+{
+    return index >= 0 && index < TESSERA_GUARD_COUNT ? tessera_record_formats[index] : NULL;
+}
