@@ -43,6 +43,9 @@ Threads: snapshots are allocated by the threads recording command buffers,
 read by the timeline's worker, and released when the item holding them is
 garbage (any thread): each device's SnapshotMemory has one lock. A
 buffer's copyability is tracked per device under the same lock.
+
+State: the device's SnapshotMemory and a command buffer's IndirectPending, each
+in this module's slot on its object (vkapi/slots.py).
 """
 from __future__ import annotations
 
@@ -217,24 +220,33 @@ _state_lock = threading.Lock()
 
 
 def memory_of(ffi, dev: Device) -> SnapshotMemory:
-    state = dev.__dict__.get("indirect_snapshots")   # this module's own state on the device
-    if state is None:
+    """This module's state on the device (its slot, made once, under a lock)."""
+    mem = dev.peek(SnapshotMemory)
+    if mem is None:
         with _state_lock:
-            state = dev.__dict__.setdefault("indirect_snapshots", SnapshotMemory(ffi, dev))
-    return state
+            mem = dev.slot(SnapshotMemory, lambda: SnapshotMemory(ffi, dev))
+    return mem
 
 
 def teardown(dev: Device) -> None:
-    state = dev.__dict__.pop("indirect_snapshots", None)
-    if state is not None:
-        state.destroy()
+    mem = dev.drop(SnapshotMemory)
+    if mem is not None:
+        mem.destroy()
 
 
 @dataclass
-class _Pending:
-    """Indirect draws of the render pass being recorded, copied once it ends."""
-    ops: list                        # the command buffer's op list they belong to
-    copies: list = field(default_factory=list)    # (sources, items, decode)
+class PendingCopy:
+    """One indirect draw command's copy, recorded once its render pass ends."""
+    sources: list[list[tuple[Any, int, int]]]     # per snapshot: (source buffer, offset, size) regions
+    items: list                                   # the Draws the command made (recording.py)
+    decode: Callable[[list], None]                # sets the items' sizes from the snapshots
+
+
+@dataclass
+class IndirectPending:
+    """This module's state on a command buffer (its slot, dropped at reset): the indirect draws of
+    the render pass being recorded, copied once it ends."""
+    copies: list[PendingCopy] = field(default_factory=list)
 
 
 def register(drv: Driver) -> None:
@@ -265,10 +277,10 @@ def register(drv: Driver) -> None:
 
     @hooks.also_before("vkDestroyBuffer")
     def before_destroy_buffer(dev, device, buffer, pAllocator):
-        state = dev.__dict__.get("indirect_snapshots")
-        if state is not None:
-            with state.lock:
-                state.copyable.discard(int(ffi.cast("uintptr_t", buffer)))
+        mem = dev.peek(SnapshotMemory)
+        if mem is not None:
+            with mem.lock:
+                mem.copyable.discard(int(ffi.cast("uintptr_t", buffer)))
 
     # ---- recording the copies ---------------------------------------------------------------
     def barrier(nxt, commandBuffer, src_stage, src_access, dst_stage, dst_access) -> None:
@@ -345,19 +357,14 @@ def register(drv: Driver) -> None:
             cb.needs_completion = True
 
     # draws: copied once their render pass ends
-    def pending(cb: CommandBuffer) -> _Pending:
-        p = cb.__dict__.get("indirect_pending")    # this module's own state on the command buffer
-        if p is None or p.ops is not cb.ops:        # none yet, or left from before a reset
-            p = cb.__dict__["indirect_pending"] = _Pending(cb.ops)
-        return p
-
     def draws_indirect(cb, buffer, offset, count: int, stride: int, record: struct.Struct):
         items = last_items(cb, "draw", count)
         if not items:
             return
         stride = stride or record.size
         regions = [(buffer, offset + i * stride, record.size) for i in range(count)]
-        pending(cb).copies.append(([regions], items, lambda snaps: _draw_sizes(items, snaps[0], record)))
+        cb.slot(IndirectPending).copies.append(
+            PendingCopy([regions], items, lambda snaps: _draw_sizes(items, snaps[0], record)))
 
     @hooks.also_before("vkCmdDrawIndirect")
     def draw_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
@@ -375,8 +382,9 @@ def register(drv: Driver) -> None:
         n = min(max_draws, MAX_COUNT_RECORDS)
         stride = stride or record.size
         regions = [(buffer, offset + i * stride, record.size) for i in range(n)]
-        pending(cb).copies.append(([[(count_buffer, count_offset, 4)], regions], items,
-                                   lambda snaps: _draw_count_sizes(items[0], snaps[0], snaps[1], record, max_draws)))
+        cb.slot(IndirectPending).copies.append(PendingCopy(
+            [[(count_buffer, count_offset, 4)], regions], items,
+            lambda snaps: _draw_count_sizes(items[0], snaps[0], snaps[1], record, max_draws)))
 
     @hooks.also_before("vkCmdDrawIndirectCount")
     def draw_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
@@ -388,18 +396,18 @@ def register(drv: Driver) -> None:
         draws_indirect_count(cb, buffer, offset, countBuffer, countOffset, maxDrawCount, stride, DRAW_INDEXED)
 
     def pass_ended(cb: CommandBuffer, commandBuffer) -> None:
-        p = cb.__dict__.get("indirect_pending")
-        if p is None or p.ops is not cb.ops or not p.copies:
+        p = cb.peek(IndirectPending)
+        if p is None or not p.copies:
             return
         if cb.ops and cb.ops[-1] == ("pass_end", True):   # suspended: copied when it ends in this buffer
             return
         copies, p.copies = p.copies, []
-        for sources, items, decode in copies:
-            snaps = snapshot(cb, commandBuffer, sources)
+        for copy in copies:
+            snaps = snapshot(cb, commandBuffer, copy.sources)
             if snaps is None:
                 continue
             # one reading per command sets every draw it made
-            then(items[0], lambda snaps=snaps, decode=decode: decode(snaps), first=True)
+            then(copy.items[0], lambda snaps=snaps, decode=copy.decode: decode(snaps), first=True)
             cb.needs_completion = True
 
     @hooks.also_after("vkCmdEndRenderPass")

@@ -42,6 +42,15 @@ class InstrumentedStage:
     blocks: int
     ops: list[tuple[float, ...]]   # per block: thread-operations per execution, by pipe
 
+    @functools.cached_property
+    def pipe_table(self):
+        """blocks x pipe metrics (METRICS order): thread-operations per execution (a numpy array, made
+        once per stage)."""
+        import numpy as np
+
+        return np.array([[ops[OPS_INDEX[name]] for name, _ in METRICS[:-1]] for ops in self.ops],
+                        dtype=np.float64).reshape(len(self.ops), len(METRICS) - 1)
+
 
 @dataclass
 class InstrumentedPipeline:
@@ -197,7 +206,7 @@ def results(ffi, obj: InstrumentationObject):
             rows["header"][..., 0] = indices[:, None]
             rows["header"][..., 2] = stage.bit
             rows["header"][..., 3] = np.arange(stage.blocks)
-            rows["metrics"][..., :-1] = np.rint(executions[..., None].astype(np.float64) * pipe_table(stage))
+            rows["metrics"][..., :-1] = np.rint(executions[..., None].astype(np.float64) * stage.pipe_table)
             rows["metrics"][..., -1] = executions
             parts.append(rows.reshape(-1))
     if not parts:
@@ -213,15 +222,3 @@ def row_dtype():
     import numpy as np
 
     return np.dtype([("header", "<u4", (4,)), ("metrics", "<u8", (len(METRICS),))])
-
-
-def pipe_table(stage: InstrumentedStage):
-    """blocks x pipe metrics (METRICS order): thread-operations per execution, made once per stage."""
-    table = stage.__dict__.get("_table")
-    if table is None:
-        import numpy as np
-
-        table = np.array([[ops[OPS_INDEX[name]] for name, _ in METRICS[:-1]] for ops in stage.ops],
-                         dtype=np.float64).reshape(len(stage.ops), len(METRICS) - 1)
-        stage.__dict__["_table"] = table
-    return table

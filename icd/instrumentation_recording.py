@@ -9,13 +9,14 @@ shader objects bound separately share one region per draw (graphics_plan: the ve
 N, the fragment part at N+1); a pair with different layouts counts into the discard region.
 
 State: the object's index and regions (external synchronisation of its command buffers), the
-command buffer's own entry `instrumented_shaders` (cb.__dict__: the plan of the graphics shader
-objects bound, with the graphics pipeline it goes with), and the device's shader_pairs cache and
-chunk allocation, under the device's lock where two recording threads may meet.
+command buffer's InstrumentedShaders (this module's slot on it, vkapi/slots.py: the plan of the
+graphics shader objects bound, with the graphics pipeline it goes with), and the device's
+shader_pairs cache and chunk allocation, under the device's lock where two recording threads may
+meet. It reads the shader objects bound from cb.shader_objects (recording.py's).
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from tessera.vkapi.vkconst import vk
@@ -25,6 +26,14 @@ from .counter_memory import Chunk
 from .instrumentation_objects import (CHUNK_BYTES, REGION_MAX_BYTES, DeviceInstrumentation, InstrumentationObject,
                                       InstrumentedPipeline, Region)
 from .objects import CommandBuffer, Device
+
+
+@dataclass
+class InstrumentedShaders:
+    """This module's state on a command buffer (its slot, dropped at reset): the plan of the graphics
+    shader objects bound, and the graphics pipeline record (recording.py) it goes with."""
+    pipeline: Any = None
+    plan: InstrumentedPipeline | tuple | None = None   # a (vertex, fragment) tuple: graphics_plan
 
 
 def region_for(ffi, obj: InstrumentationObject, pipeline: InstrumentedPipeline) -> Region:
@@ -73,9 +82,9 @@ def before_action(ffi, cb: CommandBuffer, commandBuffer, bind_point: int) -> Non
     bound = cb.graphics_pipeline if bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS else cb.compute_pipeline
     plan = getattr(bound, "instrumented", None)
     if plan is None and bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
-        shaders = cb.__dict__.get("instrumented_shaders")    # graphics shader objects bound
-        if shaders is not None and shaders[0] is bound:
-            plan = shaders[1]
+        shaders = cb.peek(InstrumentedShaders)    # graphics shader objects bound
+        if shaders is not None and shaders.pipeline is bound:
+            plan = shaders.plan
     if plan is None:
         return
     if isinstance(plan, tuple):   # shader objects that cannot share a region: they count, unread
@@ -97,10 +106,11 @@ def shaders_bound(cb: CommandBuffer, count: int, pStages, warn: Callable[[str, s
     state = cb.device.instrumentation
     if state is None or not any(pStages[i] != vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):
         return
-    bound = cb.__dict__.get("shader_objects", {})
+    bound = cb.shader_objects
     v = getattr(bound.get(vk.VK_SHADER_STAGE_VERTEX_BIT), "instrumented", None)
     f = getattr(bound.get(vk.VK_SHADER_STAGE_FRAGMENT_BIT), "instrumented", None)
-    cb.__dict__["instrumented_shaders"] = (cb.graphics_pipeline, graphics_plan(state, v, f, warn))
+    shaders = cb.slot(InstrumentedShaders)
+    shaders.pipeline, shaders.plan = cb.graphics_pipeline, graphics_plan(state, v, f, warn)
 
 
 def graphics_plan(state: DeviceInstrumentation, v, f, warn: Callable[[str, str], None]

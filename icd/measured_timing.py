@@ -33,12 +33,15 @@ rewrite.
 
 Threads: readers are made by the threads recording command buffers, read on the timeline's worker
 and banked by the thread that clears: one module lock.
+
+State: a command buffer's MeasuredRecording, in this module's slot on it (vkapi/slots.py).
 """
 from __future__ import annotations
 
 import threading
 import weakref
 from collections import deque
+from dataclasses import dataclass, field
 from typing import Any
 
 from tessera.vkapi.commands import DISPATCHES, DRAWS
@@ -159,19 +162,26 @@ class _Measure:
                 d.fragment_cycles = per_draw
 
 
-def _pass_area(cb: CommandBuffer) -> int | None:
+@dataclass
+class MeasuredRecording:
+    """This module's state on a command buffer (its slot, dropped at reset): one recording's."""
+    mark: int | None = None     # where the items of the action being recorded start in cb.ops (mark -> action)
+    scanned: int = 0            # ops scanned by _pass_area so far
+    area: int | None = None     # the render pass area there (None: outside a pass)
+    readers: list[_Counts] = field(default_factory=list)   # of the actions recorded in it and its secondaries
+
+
+def _pass_area(cb: CommandBuffer, state: MeasuredRecording) -> int | None:
     """width × height × layers of the render pass being recorded in `cb` (as timing.render_pass), None
-    outside one. Scans only the ops recorded since its last call (this module's state on the command
-    buffer: the op list, how far it was scanned, the area there)."""
+    outside one. Scans only the ops recorded since its last call."""
     ops = cb.ops
-    state = cb.__dict__.get("measured_pass")
-    start, area = (state[1], state[2]) if state is not None and state[0] is ops else (0, None)
-    for op, value in ops[start:]:
+    area = state.area
+    for op, value in ops[state.scanned:]:
         if op == "pass_begin":
             area = value.width * value.height * max(1, value.layers)
         elif op == "pass_end":
             area = None
-    cb.__dict__["measured_pass"] = (ops, len(ops), area)
+    state.scanned, state.area = len(ops), area
     return area
 
 
@@ -189,14 +199,18 @@ def register(drv: Driver) -> None:
     def mark(cb: CommandBuffer, commandBuffer, *args) -> None:
         """Before recording.py appends the command's items: where they will start."""
         if cb.instrumentation is not None:
-            cb.__dict__["measured_mark"] = len(cb.ops)   # this module's own state on the command buffer
+            cb.slot(MeasuredRecording).mark = len(cb.ops)
 
     def action(kind: str):
         def before(cb: CommandBuffer, commandBuffer, *args):
             obj = cb.instrumentation
-            start = cb.__dict__.pop("measured_mark", None)
-            if obj is None or start is None:
+            if obj is None:             # not marked either (mark runs just before, on this thread)
                 return None
+            state = cb.peek(MeasuredRecording)
+            start = state.mark if state is not None else None
+            if start is None:
+                return None
+            state.mark = None
             region = obj.regions.get(obj.next_index - 1)   # the index this command just took
             if region is None:                             # uninstrumented pipeline: no counters
                 return None
@@ -205,33 +219,29 @@ def register(drv: Driver) -> None:
             stage = next((s for s in region.pipeline.stages if s.name == kind), None)
             if not items or stage is None:
                 return None
-            area = _pass_area(cb) if kind == "fragment" else None
+            area = _pass_area(cb, state) if kind == "fragment" else None
             if kind == "fragment" and area is None:
                 return None
             reader = _reader(ffi, obj, region)
-            readers_of(cb, create=True).append(reader)
+            state.readers.append(reader)
             m = _Measure(reader, stage, items, costs(), area)
             then(items[0], m.compute if kind == "compute" else m.fragment)
             cb.needs_completion = True
             return None
         return before
 
-    def readers_of(cb: CommandBuffer, create: bool = False) -> list:
+    def readers_of(cb: CommandBuffer) -> list:
         """The readers of the actions recorded in `cb` (and the secondaries it executes) since its
         last reset."""
-        entry = cb.__dict__.get("measured_readers")     # this module's own state: (ops list, readers)
-        if entry is None or entry[0] is not cb.ops:
-            if not create:
-                return []
-            entry = cb.__dict__["measured_readers"] = (cb.ops, [])
-        return entry[1]
+        state = cb.peek(MeasuredRecording)
+        return state.readers if state is not None else []
 
     @hooks.also_before("vkCmdExecuteCommands")
     def execute(cb, commandBuffer, count, pCommandBuffers):
         for i in range(count):
             secondary = drv.objects.get(pCommandBuffers[i], CommandBuffer)
             if readers_of(secondary):
-                readers_of(cb, create=True).extend(readers_of(secondary))
+                cb.slot(MeasuredRecording).readers.extend(readers_of(secondary))
 
     # A submit of a command buffer: Vulkan allows it only once the buffer's earlier executions are
     # complete (not pending, spec 6.4), so what they counted is banked before this one adds to it.

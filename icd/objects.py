@@ -11,6 +11,11 @@ instrumentation objects, tensor descriptor update templates) are
 their device's `emulated` map from create to destroy, so that commands naming
 an object by (type, handle) find them and never pass them to the backend
 (object_names.py).
+
+Feature state: a feature keeps its own state on an object in a typed slot
+(vkapi/slots.py: `cb.slot(IndirectPending)`, `dev.peek(SnapshotMemory)`); a
+command buffer drops its slots when it is reset. State that several modules
+share is a declared field below, commented with its owner.
 """
 from __future__ import annotations
 
@@ -20,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from tessera.vkapi.dispatch import DispatchTable
-
 from tessera.vkapi.resources import Resources
+from tessera.vkapi.slots import HasSlots
 
 
 class IcdError(Exception):
@@ -33,7 +38,8 @@ class IcdError(Exception):
 
 
 @dataclass(eq=False)
-class IcdObject:
+class IcdObject(HasSlots):
+    """A tracked object; features keep their state on it in slots (HasSlots)."""
     handle: Any
 
 
@@ -129,6 +135,10 @@ class CommandBuffer(IcdObject):
     address: int = 0                # the handle as an integer (trace command_buffer_handle)
     instrumentation: Any = None     # the active shader instrumentation object (instrumentation.py)
     needs_completion: bool = False  # holds work timed only after execution (recording.Draw.at_completion)
+    # Shader objects bound (vkCmdBindShadersEXT): stage bit -> vkapi.pipelines.Pipeline. Written by
+    # recording.py (bind_shaders), read by instrumentation_recording.py (shaders_bound). Kept across
+    # a reset, as it always was (an application rebinds every stage it draws with).
+    shader_objects: dict[int, Any] = field(default_factory=dict)
 
     @property
     def next(self) -> DispatchTable:
@@ -140,6 +150,7 @@ class CommandBuffer(IcdObject):
         self.needs_completion = False
         self.compute_pipeline = self.graphics_pipeline = None
         self.instrumentation = None
+        self.slots.clear()   # the features' state of the recording that ended (vkapi/slots.py)
 
 
 T = TypeVar("T", bound=IcdObject)

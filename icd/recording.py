@@ -202,8 +202,7 @@ class Shadow:
 
     def bind_shaders(self, cb: CommandBuffer, stages: list[int], shaders: list[int] | None) -> None:
         """vkCmdBindShadersEXT: `shaders` None for a NULL pShaders (every stage named unbound)."""
-        bound = cb.__dict__.setdefault("shader_objects", {})   # this module's own state, like ray_tracing_pipeline
-        now = pipelines.bind_shader_objects(self.resources(cb), bound, len(stages), stages, shaders)
+        now = pipelines.bind_shader_objects(self.resources(cb), cb.shader_objects, len(stages), stages, shaders)
         if any(s == vk.VK_SHADER_STAGE_COMPUTE_BIT for s in stages):
             cb.compute_pipeline = now[vk.VK_PIPELINE_BIND_POINT_COMPUTE]
         if any(s != vk.VK_SHADER_STAGE_COMPUTE_BIT for s in stages):

@@ -61,6 +61,7 @@ class Recording:
     next_index: int = 0                                       # the object's next resultIndex
     actions: dict[int, Action] = field(default_factory=dict)
     bound: dict[int, int] = field(default_factory=dict)      # bind point -> pipeline handle
+    shader_objects: dict[int, int] = field(default_factory=dict)   # stage bit -> VkShaderEXT bound (0: none)
     active: bool = False
     unread: int = 0                                           # submits whose values are still to read
     replaced: bool = False                                    # the buffer was recorded again
@@ -309,7 +310,7 @@ class Instrumenter:
             rec = recording(dev, commandBuffer)
             if rec is None:
                 return
-            stages = rec.__dict__.setdefault("shader_objects", {})
+            stages = rec.shader_objects
             for i in range(count):
                 stages[pStages[i]] = int(pShaders[i]) if pShaders != ffi.NULL else 0
             rec.bound[vk.VK_PIPELINE_BIND_POINT_COMPUTE] = stages.get(vk.VK_SHADER_STAGE_COMPUTE_BIT, 0)

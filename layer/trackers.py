@@ -15,7 +15,10 @@ requires external synchronization of a command buffer), read at submit.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tessera.vkapi.pipelines import Pipeline
 
 
 @dataclass
@@ -68,6 +71,9 @@ class CommandBufferTracker:
     continued_draws: int = 0                 # secondary: draws inside the render pass it continues
     label_pushed: bool = False               # a t<tag> label is open around the command being recorded
     described: list = field(default_factory=list)   # descriptions not sent yet (descriptions.py)
+    # Shader objects bound (vkCmdBindShadersEXT): stage bit -> their Pipeline, workloads.py's (a compute
+    # one sizes dispatches). Kept across a reset, as it always was.
+    shader_objects: dict[int, Pipeline] = field(default_factory=dict)
 
     def reset(self) -> None:
         self.ops.clear()

@@ -69,8 +69,7 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
     def before_bind_shaders(dev, commandBuffer, count, pStages, pShaders):
         """Shader objects: a compute shader bound this way sizes dispatches like a pipeline."""
         t = state.command_buffer(dev, commandBuffer)
-        bound = t.__dict__.setdefault("shader_objects", {})
-        now = pipelines.bind_shader_objects(dev.res, bound, count, pStages,
+        now = pipelines.bind_shader_objects(dev.res, t.shader_objects, count, pStages,
                                             None if pShaders == state.ffi.NULL else pShaders)
         if any(pStages[i] == vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):
             t.compute_pipeline = now[vk.VK_PIPELINE_BIND_POINT_COMPUTE]
