@@ -45,13 +45,14 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from tessera.schemas import slice_args as table
 from tessera.schemas.files import OutputError
 from tessera.schemas.labels import tag_label
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
@@ -61,7 +62,7 @@ from .metadata import MetadataIndex, ProcessMeta, load_file
 from . import arm_inputs, region_args, shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from .protowire import key as field_key
-from .slice_args import HANDLE_ARGS, reconcile
+from .slice_args import HANDLE_ARGS, WORKLOAD_KEY, reconcile
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)
 from .traceio import TraceOut
@@ -76,6 +77,8 @@ _EXTRA_DATA_FIELD = field_key(pb.GpuRenderStageEvent, "extra_data", "message")
 _NAME_FIELD = field_key(pb.GpuRenderStageEvent, "name", "bytes")
 _EXTRA_NAME = field_key(pb.GpuRenderStageEvent.ExtraData, "name", "bytes")
 _EXTRA_VALUE = field_key(pb.GpuRenderStageEvent.ExtraData, "value", "bytes")
+# Names of the args the join derives (schemas/slice_args.py).
+_TAG, _SUBMIT, _LAYER_TWIN = table.TAG.label, table.SUBMIT.label, table.LAYER_TWIN.label
 
 
 def _string_field(tag: bytes, text: str) -> bytes:
@@ -277,12 +280,12 @@ class _Merger:
         What the join adds (name, extra_data) depends only on the process and the driver's
         extra_data (Labels and Label stack give tag and submit; the names and values decide
         what slice_args.reconcile keeps of the driver's view; the index does not change), so
-        it is built once as the encoded fields of a partial event (extra_data entries, the
-        common ones kept encoded in `_entries`, and name) and merged in with one
-        MergeFromString (repeated extra_data appended, name set: the same message as building
-        it field by field); when a driver entry is dropped or renamed, the event's extra_data
-        is cut there first and the partial event starts with the driver's entries after it
-        that stay (the Labels and Label stack before it are never encoded again).
+        it is built once as the encoded fields of a partial event (the args of each of
+        _ARG_SOURCES in turn, the common ones kept encoded in `_entries`, then name) and merged
+        in with one MergeFromString (repeated extra_data appended, name set: the same message
+        as building it field by field); when a driver entry is dropped or renamed, the event's
+        extra_data is cut there first and the partial event starts with the driver's entries
+        after it that stay (the Labels and Label stack before it are never encoded again).
         The binning and main phases of a render pass are consecutive and share it (`_last`,
         keyed by pid and the driver's entries)."""
         self.r.gpu_events += 1
@@ -290,107 +293,48 @@ class _Merger:
         if pid is None:
             pid = self.default_pid
         ex = first_values(e)
-        labels = ex.get(LABELS_KEY)
-        stack_text = ex.get(LABEL_STACK_KEY)
         n = len(e.extra_data)
         names = tuple(ex)
         key = (pid, n, names, ex)         # the names in order, then the values (dict equality)
         if self._last is not None and self._last[0] == key:
             _, tag, submit, add, reads, cut = self._last
         else:
-            stack = split_stack(stack_text)
-            tag = tag_of(labels, stack)
+            stack = split_stack(ex.get(LABEL_STACK_KEY))
+            tag = tag_of(ex.get(LABELS_KEY), stack)
             submit = submit_of(stack)
             proc = self.index.processes.get(pid) if pid is not None else None
             if proc is None and self.index.unowned:     # Arm .metadata without a pid (arm_inputs.adopt)
                 proc = arm_inputs.adopt(self.index, pid)
             meta = proc.workload(tag, submit) if proc is not None and tag is not None else None
             if meta is None:
-                stage = self.specs.get((fi, seq, e.stage_iid), "")
-                fallback = e.name or ex.get("Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
-                e.name = slice_name(meta, stack, fallback)
-                self.r.events_without_metadata += 1
-                if proc is None and pid is not None:
-                    self.r.events_without_layer[pid] = self.r.events_without_layer.get(pid, 0) + 1
-                d = e.extra_data.add()
-                d.name, d.value = MISSING_KEY, MISSING_VALUE
-                ex.setdefault(MISSING_KEY, MISSING_VALUE)
-                if len(self.r.examples) < MAX_EXAMPLES:
-                    why = ("no Labels tag" if tag is None else "no process for its graphics context" if proc is None
-                           else f"no WORKLOAD for t{tag} in pid {pid}")
-                    self.r.examples.append(f"GPU event {e.event_id} ({stage or 'stage ?'}): {why}")
-                return ex
-            fallback = ""     # slice_name uses it only for an empty WORKLOAD, with the driver's view
+                return self._missing(fi, seq, e, ex, pid, proc, tag, stack)
             if not meta:
-                stage = self.specs.get((fi, seq, e.stage_iid), "")
-                fallback = e.name or ex.get("Workload") or (stage[:1].upper() + stage[1:]) or "GPU work"
-                key = None    # then the name depends on more than the key: not reused
-            own = app_labels(meta, [])
-            if own:       # the metadata's own label names both the GPU slice and the submit's child slice
-                name = child_name = own[-1]
-            else:
-                name = slice_name(meta, stack, fallback)
-                child_name = describe(meta) if meta else tag_label(tag)
-            entries = self._entries
-            parts = []
-            # Each fact once (slice_args.py): the driver's entries the layer's fields state or
-            # supersede are dropped, a disagreement marked, raw handles written last. The event's
-            # extra_data is cut at the first driver entry dropped or renamed (`cut`) and what
-            # stays of it after that point is written again, ahead of the metadata's.
+                key = None    # then the name depends on more than the key (the driver's view): not reused
+            name, child_name = self._names(fi, seq, e, ex, meta, stack, tag)
+            # Each fact once (slice_args.py): the event's extra_data is cut at the first driver
+            # entry dropped or renamed (`cut`); what stays of it after that point is written again.
             changed, fields = reconcile(ex, meta)
-            cut = None
+            cut, driver = None, ()
             if changed:
                 if n == len(ex):        # no name twice: the entries are ex's, in order
                     cut = names.index(next(iter(changed)))     # changed is in ex's order
                     driver = [(k, ex[k]) for k in names[cut:]]
                 else:                   # then ex does not say what the entries were: not reused
-                    driver = [(d.name, d.value) for d in e.extra_data]
-                    cut = 0
-                    key = None
-                for k, v in driver:
-                    k = changed.get(k, k)
-                    if k is not None:
-                        parts.append(self._entry(k, v))
-            late = []
-            added: dict[str, str] = {}     # what the summary reads (SUMMARY_READS): the first value of each name
-            for k, value in meta.items():
-                target = parts
-                arg = fields.get(k, k)
-                if arg is k:
-                    if k in ex and changed.get(k, k) is not None:     # a driver entry of that name stays
-                        k = f"layer {k}"
-                elif arg is None:
-                    continue
-                else:
-                    if arg in HANDLE_ARGS:
-                        target = late
-                    k = arg
-                v = value if value.__class__ is str else arg_value(value)
-                field = entries.get((k, v))
-                target.append(field if field is not None else self._entry(k, v))
-                if k in SUMMARY_READS and k not in added:
-                    added[k] = v
-            for k, value in (("tag", tag), ("submit", submit)):
-                if value is not None and k not in ex and k not in meta:
-                    parts.append(self._entry(k, str(value)))
-            if proc.instrumentation:        # shader cost (--instrument): its values are not kept in _entries
-                index = self._shaders.get(pid)
-                if index is None:
-                    index = self._shaders[pid] = shaders.ShaderIndex(proc)
-                for k, v in shaders.slice_args(index, tag, submit):
-                    if k not in ex and k not in meta:
-                        parts.append(_extra_data(k, v))
-            if proc.regions:                # per-region counters (--regions): max, mean, hottest per counter
-                for k, v in region_args.slice_args(proc.regions, tag, submit):
-                    if k not in ex and k not in meta:
-                        parts.append(_extra_data(k, v))
-            parts += late
+                    cut, driver, key = 0, [(d.name, d.value) for d in e.extra_data], None
+            join = _Join(pid, proc, tag, submit, ex, meta, changed, fields, driver)
+            parts = []
+            reads: dict[str, str] = {}      # what the summary reads (SUMMARY_READS): the first value of each name
+            for source, common in _ARG_SOURCES:
+                encode = self._entry if common else _extra_data
+                for k, v in source(self, join):
+                    parts.append(encode(k, v))
+                    if k in SUMMARY_READS and k not in reads:
+                        reads[k] = v
             parts.append(_string_field(_NAME_FIELD, name))
             add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)
-            # what the summary reads of the event (SUMMARY_READS): the driver's entries come first
-            # in the event, so theirs win; the same for every event of this key
-            reads = added | {k: ex[k] for k in SUMMARY_READS if k in ex}
+            # the driver's entries come first in the event, so theirs win; the same for every event of this key
+            reads.update((k, ex[k]) for k in SUMMARY_READS if k in ex)
             self._last = (key, tag, submit, add, reads, cut) if key is not None else None
         if cut is not None:
             if cut:
@@ -403,6 +347,37 @@ class _Merger:
             self.rp_seen.add((pid, e.render_pass_instance_id))
             self.rp_links.setdefault((pid, submit, tag), []).append(e.render_pass_instance_id)
         return reads
+
+    def _fallback(self, fi: int, seq: int, e, ex: dict[str, str]) -> tuple[str, str]:
+        """(stage name, the slice's name from the driver's view): for an event without metadata."""
+        stage = self.specs.get((fi, seq, e.stage_iid), "")
+        return stage, e.name or ex.get(WORKLOAD_KEY) or (stage[:1].upper() + stage[1:]) or "GPU work"
+
+    def _missing(self, fi: int, seq: int, e, ex: dict[str, str], pid: int | None, proc: ProcessMeta | None,
+                 tag: int | None, stack: list[str]) -> dict[str, str]:
+        """An event the join found no metadata for: named from the driver's view, marked, counted."""
+        stage, fallback = self._fallback(fi, seq, e, ex)
+        e.name = slice_name(None, stack, fallback)
+        self.r.events_without_metadata += 1
+        if proc is None and pid is not None:
+            self.r.events_without_layer[pid] = self.r.events_without_layer.get(pid, 0) + 1
+        d = e.extra_data.add()
+        d.name, d.value = MISSING_KEY, MISSING_VALUE
+        ex.setdefault(MISSING_KEY, MISSING_VALUE)
+        if len(self.r.examples) < MAX_EXAMPLES:
+            why = ("no Labels tag" if tag is None else "no process for its graphics context" if proc is None
+                   else f"no WORKLOAD for t{tag} in pid {pid}")
+            self.r.examples.append(f"GPU event {e.event_id} ({stage or 'stage ?'}): {why}")
+        return ex
+
+    def _names(self, fi: int, seq: int, e, ex: dict[str, str], meta: dict[str, Any], stack: list[str],
+               tag: int) -> tuple[str, str]:
+        """(the GPU slice's name, the submit track's child slice's name) of a joined event."""
+        own = app_labels(meta, [])
+        if own:       # the metadata's own label names both the GPU slice and the submit's child slice
+            return own[-1], own[-1]
+        fallback = self._fallback(fi, seq, e, ex)[1] if not meta else ""   # only for an empty WORKLOAD
+        return slice_name(meta, stack, fallback), (describe(meta) if meta else tag_label(tag))
 
     # -- the application's tracks -------------------------------------------
     def app_tracks(self) -> None:
@@ -508,6 +483,94 @@ class _Merger:
             self.r.frames += 1
             args = {k: v for k, v in f.items() if k in ("frame", "queue", "device", "source")}
             w.instant(track, ts, f"Frame {n}", args)
+
+
+# ---- the join's arg sources ------------------------------------------------------------------
+class _Join(NamedTuple):
+    """One event's join: what its arg sources read."""
+    pid: int | None
+    proc: ProcessMeta
+    tag: int
+    submit: int | None
+    ex: dict[str, str]                  # the driver's entries: name -> first value
+    meta: dict[str, Any]                # the WORKLOAD, with its ANNEX merged over it
+    changed: dict[str, str | None]      # slice_args.reconcile: driver entry -> new name, or None to drop it
+    fields: dict[str, str | None]       # slice_args.reconcile: metadata field -> arg name, or None to leave out
+    driver: list[tuple[str, str]]       # the driver's entries from the cut on, to write again
+
+
+def _driver_entries(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+    """What stays of the driver's entries after the cut, renamed where the layer disagrees."""
+    changed = j.changed
+    for k, v in j.driver:
+        k = changed.get(k, k)
+        if k is not None:
+            yield k, v
+
+
+def _metadata_fields(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+    """The layer's fields under their own names (`layer <field>` where a driver entry of that name
+    stays), but for those reconcile leaves out and the raw handles (_handles)."""
+    ex, changed, fields = j.ex, j.changed, j.fields
+    for k, value in j.meta.items():
+        arg = fields.get(k, k)
+        if arg is k:
+            if k in ex and changed.get(k, k) is not None:     # a driver entry of that name stays
+                k = _LAYER_TWIN.format(field=k)
+        elif arg is None or arg in HANDLE_ARGS:
+            continue
+        else:
+            k = arg
+        yield k, value if value.__class__ is str else arg_value(value)
+
+
+def _not_named(j: _Join, args) -> Iterator[tuple[str, str]]:
+    """`args` but those the driver or the layer already has an arg of that name for."""
+    ex, meta = j.ex, j.meta
+    return ((k, v) for k, v in args if k not in ex and k not in meta)
+
+
+def _join_keys(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+    """The workload's tag and the submit whose ANNEX the join used."""
+    return _not_named(j, ((k, str(v)) for k, v in ((_TAG, j.tag), (_SUBMIT, j.submit)) if v is not None))
+
+
+def _shader_cost(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+    """tessera run --instrument: the workload's shader cost (shaders.py)."""
+    if not j.proc.instrumentation:
+        return iter(())
+    index = m._shaders.get(j.pid)
+    if index is None:
+        index = m._shaders[j.pid] = shaders.ShaderIndex(j.proc)
+    return _not_named(j, shaders.slice_args(index, j.tag, j.submit))
+
+
+def _region_counters(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+    """tessera run --regions: max, mean and hottest region per counter (region_args.py)."""
+    if not j.proc.regions:
+        return iter(())
+    return _not_named(j, region_args.slice_args(j.proc.regions, j.tag, j.submit))
+
+
+def _handles(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+    """The layer's raw Vulkan handles, grouped as `handles.<field>`, after every meaningful arg."""
+    fields = j.fields
+    for k, value in j.meta.items():
+        arg = fields.get(k)
+        if arg in HANDLE_ARGS:
+            yield arg, value if value.__class__ is str else arg_value(value)
+
+
+# The args a joined event gets after the driver's own, in this order: (source, whether its entries
+# are common enough to keep encoded in _Merger._entries; shader cost and region counters are not).
+_ARG_SOURCES = (
+    (_driver_entries, True),
+    (_metadata_fields, True),
+    (_join_keys, True),
+    (_shader_cost, False),
+    (_region_counters, False),
+    (_handles, True),
+)
 
 
 def merge_session(session_dir: Path, output: Path | None = None, *, top: int = 10, blocks: int = 5,

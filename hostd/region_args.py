@@ -16,10 +16,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tessera.schemas import slice_args as table
+
 from .naming import arg_value
 
-ARG_PREFIX = "Regions "
-HEATMAPS_ARG = "Regions heatmaps"
+# arg names: schemas/slice_args.py
+COUNTER_ARG = table.REGION_COUNTER.label        # a template: {counter}
+HEATMAPS_ARG = table.REGION_HEATMAPS.label
 
 
 def summarize(payload: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -54,7 +57,7 @@ def slice_args(regions: dict[tuple[int, int], bytes], tag: int, submit: int | No
         return []
     try:
         payload = json.loads(body)
-        args = [(ARG_PREFIX + name, arg_value(stats)) for name, stats in summarize(payload)]
+        args = [(COUNTER_ARG.format(counter=name), arg_value(stats)) for name, stats in summarize(payload)]
     except (ValueError, KeyError, TypeError, IndexError, AttributeError):   # a hostile payload: no args
         return []
     return args + [(HEATMAPS_ARG, f"regions/t{tag}-s{submit}-*.png")] if args else []

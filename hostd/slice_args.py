@@ -36,40 +36,22 @@ from __future__ import annotations
 
 from typing import Any
 
-# Driver extra_data name (icd/timeline.py, icd/trace.py) -> the metadata field stating the same
-# fact (schemas/json/workload.schema.json). Compared as the driver writes them: str() of the value.
-SAME_FACT: dict[str, str] = {
-    "Command": "command",               # the Vulkan command that started the workload
-    "Groups": "groups",                 # dispatch: work groups (driver: [-1, -1, -1] when indirect)
-    "Group size": "group_size",
-    "Base group": "base_group",
-    "Items": "items",                   # dispatch / trace rays invocations (driver: -1 when indirect)
-    "Width": "width",                   # trace rays (driver: -1 when indirect)
-    "Height": "height",
-    "Depth": "depth",
-    "Bytes": "bytes",                   # transfers: both from vkapi/transfers.py
-    "Pixels": "pixels",
-    "Regions": "regions",
-    "Transfer": "subtype",              # the finer transfer kind behind Arm's stage name
-    "Copy mode": "copy_mode",           # acceleration-structure copies: clone, compact, serialize, deserialize
-    "Primitives": "primitives",         # acceleration-structure builds: both from vkapi/accel.py
-    "Instances": "instances",
-    "Draws": "draw_call_count",         # render passes
-    "Subpasses": "subpass_count",
-}
-WORKLOAD_KEY = "Workload"               # the driver's workload class; the layer's `kind` supersedes it
-KIND_FIELD = "kind"
+from tessera.schemas import slice_args as table
+
+# Every name below is the table's (schemas/slice_args.py): the driver writes its args by it.
+# Driver extra_data name -> the metadata field stating the same fact (schemas/json/workload.schema.json).
+# Compared as the driver writes them: str() of the value.
+SAME_FACT: dict[str, str] = table.SAME_FACT
+WORKLOAD_KEY = table.WORKLOAD.label     # the driver's workload class; the layer's `kind` supersedes it
+KIND_FIELD = table.KIND_FIELD
 # The driver's Workload values that a more precise layer kind refines.
-REFINED_BY_KIND = {"transfer": frozenset({"buffer_transfer", "image_transfer", "tensor_copy"})}
-ESTIMATED_KEY = "Estimated"
-# The driver's `Estimated` values -> the entries whose values they call guesses (icd/timeline.py).
-ESTIMATES: dict[str, tuple[str, ...]] = {
-    "indirect sizes": ("Groups", "Items", "Width", "Height", "Depth"),
-    "indirect draw sizes": ("Vertices",),           # the layer has no vertex counts: the note stays
-    "maximum primitive counts": ("Primitives", "Instances"),
-}
-HANDLE_FIELDS = ("device", "command_buffer")       # raw Vulkan handles of the layer's WORKLOAD
-HANDLES_GROUP = "handles"
+REFINED_BY_KIND = {table.WORKLOAD_CLASSES["transfer"]: frozenset({"buffer_transfer", "image_transfer", "tensor_copy"})}
+ESTIMATED_KEY = table.ESTIMATED.label
+# The driver's `Estimated` values -> the entries whose values they call guesses.
+ESTIMATES: dict[str, tuple[str, ...]] = {note: tuple(table.DRIVER_LABELS[k] for k in keys)
+                                         for note, keys in table.ESTIMATES.items()}
+HANDLE_FIELDS = table.HANDLE_FIELDS     # raw Vulkan handles of the layer's WORKLOAD
+DRIVER_TWIN = table.DRIVER_TWIN.label   # a driver entry the layer's known value disagrees with
 
 
 def _unknown_text(text: str) -> bool:
@@ -92,7 +74,7 @@ def kinds_agree(workload: str, kind: Any) -> bool:
 
 
 _MISSING = object()
-_HANDLE_ARGS = tuple((field, f"{HANDLES_GROUP}.{field}") for field in HANDLE_FIELDS)
+_HANDLE_ARGS = tuple((field, table.HANDLES.label.format(field=field)) for field in HANDLE_FIELDS)
 HANDLE_ARGS = frozenset(arg for _, arg in _HANDLE_ARGS)       # the arg names written last
 # (Workload, kind) pairs that agree (kinds_agree), for one set look-up per workload.
 _KINDS = ("render_pass", "dispatch", "trace_rays", "buffer_transfer", "image_transfer", "tensor_copy",
@@ -133,7 +115,7 @@ def reconcile(driver: dict[str, str], meta: dict[str, Any]) -> tuple[dict[str, s
         elif _unknown_value(value):
             fields[field] = None
         else:
-            entries[name] = f"{name} (driver)"
+            entries[name] = DRIVER_TWIN.format(label=name)
     if superseded:
         estimated = driver.get(ESTIMATED_KEY)
         if estimated is not None:

@@ -39,6 +39,7 @@ from typing import Any, Callable
 from . import timing
 from .objects import CommandBuffer, Queue
 from tessera.vkapi.render_passes import PassInfo
+from tessera.schemas import slice_args as A
 
 from .recording import Draw, Work
 from .scheduler import EmulatedGpu, QueueOrder
@@ -51,6 +52,8 @@ PULL_MIN_S = 0.002
 PULL_MAX_S = 0.05
 # At the program's exit, the longest wait for GPU work whose facts the driver reads back after execution.
 EXIT_WAIT_S = 5.0
+# The Workload arg of a render pass (arg names and values: schemas/slice_args.py).
+_RENDER_PASS = A.WORKLOAD_CLASSES["render_pass"]
 
 
 @dataclass
@@ -326,12 +329,12 @@ class _Placer:
             vertex_cycles=v_cycles, fragment_cycles=f_cycles)
         self.tl._render_pass_instances += 1
         rp = (info.handle, self.tl._render_pass_instances)
-        extra = {"Workload": "render pass", "Area": f"{info.width}x{info.height}", "Draws": draws,
-                 "Vertices": vertices, "Subpasses": info.subpasses, "Command": info.command}
+        extra = {A.WORKLOAD.label: _RENDER_PASS, A.AREA.label: f"{info.width}x{info.height}", A.DRAWS.label: draws,
+                 A.VERTICES.label: vertices, A.SUBPASSES.label: info.subpasses, A.COMMAND.label: info.command}
         if run.parts > 1:
-            extra["Parts"] = run.parts
+            extra[A.PARTS.label] = run.parts
         if any(d.estimated for d in run.draws):
-            extra["Estimated"] = "indirect draw sizes"
+            extra[A.ESTIMATED.label] = A.INDIRECT_DRAW_SIZES
         b_start = self.gpu.place(binning, self._start_floor("vertex"))
         self._write(b_start, binning, run, extra, rp)
         self._placed("vertex", b_start, binning.duration_ns)
@@ -353,13 +356,15 @@ class _Placer:
             phase = timing.transfer(p, work.stage, work.nbytes)
         cls = "transfer" if work.kind in ("transfer", "acceleration_structure_copy") else "compute"
         start = self.gpu.place(phase, self._start_floor(cls))
-        extra = {"Workload": work.kind.replace("_", " "), "Command": work.command,
-                 **{k.replace("_", " ").capitalize(): v for k, v in work.info.items()}}
+        # names from the table (schemas/slice_args.py); a kind or Work.info key it lacks is written as it is
+        label = A.DRIVER_LABELS.get
+        extra = {A.WORKLOAD.label: A.WORKLOAD_CLASSES.get(work.kind, work.kind), A.COMMAND.label: work.command,
+                 **{label(k, k): v for k, v in work.info.items()}}
         if work.kind in ("dispatch", "trace_rays"):
-            extra["Items"] = work.invocations if not work.estimated else -1
+            extra[A.ITEMS.label] = work.invocations if not work.estimated else -1
         if work.estimated:
-            extra["Estimated"] = ("maximum primitive counts" if work.kind == "acceleration_structure_build"
-                                  else "indirect sizes")
+            extra[A.ESTIMATED.label] = (A.MAXIMUM_PRIMITIVE_COUNTS if work.kind == "acceleration_structure_build"
+                                        else A.INDIRECT_SIZES)
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
                             labels=labels, extra=extra)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tessera.schemas.files import FOLDER_MODE
 from tessera.schemas.labels import innermost_tag
+from tessera.schemas.slice_args import LABEL, LABEL_STACK, TRANSFER
 
 # tessera.schemas.perfetto, imported with the first GpuTrace: its protos take ~35 ms to load, which a
 # program that never submits (vulkaninfo) should not pay at start-up.
@@ -35,10 +36,11 @@ STAGES = {name: (10 + i, category) for i, (name, category) in enumerate([
     ("acceleration structure copy from memory", _OTHER),
 ])}
 # The timing model's finer transfer kinds, and the Arm stage each runs as; the finer kind stays
-# in the event's extra_data under TRANSFER_KEY.
+# in the event's extra_data under TRANSFER_KEY (arg names: schemas/slice_args.py).
 ARM_STAGE = {"update buffer": "copy buffer", "copy buffer to image": "copy image",
              "copy image to buffer": "copy image", "tensor copy": "copy buffer"}
-TRANSFER_KEY = "Transfer"
+TRANSFER_KEY = TRANSFER.label
+_LABELS_KEY, _LABEL_STACK_KEY = LABEL.label, LABEL_STACK.label
 GRAPHICS_CONTEXT_IID = 1
 SEQUENCE_BASE = 0x7E550000   # sequence id = base + pid (unique per process in one file)
 
@@ -108,9 +110,9 @@ class GpuTrace:
             e.render_pass_handle, e.render_pass_instance_id = render_pass
         tag = innermost_tag(labels)
         if tag is not None:
-            e.extra_data.add(name=pf.LABELS_KEY, value=tag)
+            e.extra_data.add(name=_LABELS_KEY, value=tag)
         if labels:
-            e.extra_data.add(name=pf.LABEL_STACK_KEY, value=" / ".join(labels))
+            e.extra_data.add(name=_LABEL_STACK_KEY, value=" / ".join(labels))
         if stage in ARM_STAGE:
             e.extra_data.add(name=TRANSFER_KEY, value=stage)
         for name, value in extra.items():

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from .readahead import ReadAhead
+from .slice_args import LABEL, LABEL_STACK
 
 TracePacket = pb.TracePacket
 SEQ_INCREMENTAL_STATE_CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
@@ -33,8 +34,8 @@ CLOCK_REALTIME = pb.BUILTIN_CLOCK_REALTIME
 
 # Names Arm's trace parser accepts (FACTS.md) — the GPU trace uses these exactly.
 QUEUE_NAMES = ("non-fragment", "fragment", "transfer")
-LABELS_KEY = "Labels"          # extra_data name Arm's driver uses for the debug label
-LABEL_STACK_KEY = "Label stack"  # the whole label stack, outermost first, joined by " / "
+LABELS_KEY = LABEL.label             # extra_data name Arm's driver uses for the debug label (slice_args.py)
+LABEL_STACK_KEY = LABEL_STACK.label  # the whole label stack, outermost first, joined by " / "
 
 _PACKET_TAG = b"\x0a"  # Trace.packet: field 1, wire type 2
 
