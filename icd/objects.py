@@ -132,6 +132,7 @@ class CommandBuffer(IcdObject):
     ops: list[tuple] = field(default_factory=list)
     compute_pipeline: Any = None    # bound at record time
     graphics_pipeline: Any = None
+    ray_tracing_pipeline: Any = None
     address: int = 0                # the handle as an integer (trace command_buffer_handle)
     instrumentation: Any = None     # the active shader instrumentation object (instrumentation.py)
     needs_completion: bool = False  # holds work timed only after execution (recording.Draw.at_completion)

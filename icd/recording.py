@@ -198,7 +198,7 @@ class Shadow:
         elif bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
             cb.graphics_pipeline = p
         elif bind_point == vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR:
-            cb.ray_tracing_pipeline = p   # an attribute of this module's own (objects.CommandBuffer is shared)
+            cb.ray_tracing_pipeline = p
 
     def bind_shaders(self, cb: CommandBuffer, stages: list[int], shaders: list[int] | None) -> None:
         """vkCmdBindShadersEXT: `shaders` None for a NULL pShaders (every stage named unbound)."""
@@ -229,7 +229,7 @@ class Shadow:
     @staticmethod
     def ray_cycles(cb: CommandBuffer) -> float | None:
         """Cycles per ray of the bound ray-tracing pipeline (its stages' compiler-model costs)."""
-        p = getattr(cb, "ray_tracing_pipeline", None)
+        p = cb.ray_tracing_pipeline
         return timing.ray_cycles(p.shader_cycles) if p is not None else None
 
     def trace_rays(self, cb: CommandBuffer, width: int, height: int, depth: int) -> None:
