@@ -61,7 +61,7 @@ def _off_thread(name: str, cmd, ret: str, seen: str) -> tuple[str, str]:
                f"    struct tessera_args_{name} *a = p;\n"
                + (f"    {seen.replace('commandBuffer', 'a->commandBuffer')}\n" if seen else "") +
                f"    {store}hook_{name}({args});\n}}\n")
-    init = ", ".join(p.name for p in cmd.params)
+    init = ", ".join([p.name for p in cmd.params] + ([] if ret == "void" else ["0"]))   # every member: -Wextra
     done = "return;" if ret == "void" else "return a.result;"
     inside = (f"        if (__builtin_expect(tessera_off_python_thread(), 0)) {{\n"
               f"            struct tessera_args_{name} a = {{{init}}};\n"

@@ -1,6 +1,7 @@
 /* ---- queries answered in C once Python has (tessera.vkapi.answers) ----
    Static C: answers kept per (guard index, first parameter) in a list under one mutex. The generated
-   guards of `answered=` commands (vkapi/answers.py `call_hook`) call it. */
+   guards of `answered=` commands (vkapi/answers.py `call_hook`) call it. Helpers that only one shim calls
+   are marked unused (tests/vkapi/test_runtime_c.py compiles both shims with -Wall -Wextra -Werror). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,7 +39,7 @@ static tessera_answer *tessera_answer_find(int index, const void *handle)
 /* The kept answer of (index, handle) written to `out` (items of `stride` bytes, written from byte
    `offset` of each): min(*pCount, kept) items, *pCount set to that; with `out` NULL only *pCount is
    set (to the number kept). Returns the number kept, or -1 when nothing is kept. */
-static int64_t tessera_answer_get(int index, const void *handle, uint32_t *pCount, void *out,
+__attribute__((unused)) static int64_t tessera_answer_get(int index, const void *handle, uint32_t *pCount, void *out,
                                   size_t stride, size_t offset)
 {
     int64_t total = -1;
@@ -60,7 +61,7 @@ static int64_t tessera_answer_get(int index, const void *handle, uint32_t *pCoun
 }
 
 /* Keeps `count` items of `src` (as tessera_answer_get writes them) for (index, handle). */
-static void tessera_answer_keep(int index, const void *handle, uint32_t count, const void *src,
+__attribute__((unused)) static void tessera_answer_keep(int index, const void *handle, uint32_t count, const void *src,
                                 size_t stride, size_t offset)
 {
     size_t part = stride - offset;

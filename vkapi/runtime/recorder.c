@@ -2,7 +2,8 @@
    Static C: a lock-free hash map from command buffer to its arena and device table, the arenas, and
    the layer's t<tag> labels. The generated recording fast paths (vkapi/recorder_gen.py) call it. The
    generator #defines TESSERA_GUARD_COUNT and TESSERA_TAG_FORMAT (tessera.schemas.labels) before it and
-   emits tessera_record_formats[]. */
+   emits tessera_record_formats[]. Helpers that only one shim calls
+   are marked unused (tests/vkapi/test_runtime_c.py compiles both shims with -Wall -Wextra -Werror). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -213,7 +214,7 @@ uint64_t tessera_next_tag(void)
 }
 
 /* The layer's t<tag> label around a workload recorded in C (tagging.py's Labeller in C). */
-static int tessera_push_tag(VkCommandBuffer commandBuffer, tessera_device *dev, uint64_t tag)
+__attribute__((unused)) static int tessera_push_tag(VkCommandBuffer commandBuffer, tessera_device *dev, uint64_t tag)
 {
     char name[24];
     snprintf(name, sizeof name, TESSERA_TAG_FORMAT, (unsigned long long)tag);

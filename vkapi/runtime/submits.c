@@ -2,7 +2,8 @@
    Static C: the process-wide ledger, submitIDs, frames, queue labels in the ledger, and the s<submitID>
    queue label of a wrapped submit. The generated submit fast paths (vkapi/submits.py) call it. After
    recorder.c; the generator #defines TESSERA_SUBMIT_FORMAT and TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT
-   before it. */
+   before it. Helpers that only one shim calls
+   are marked unused (tests/vkapi/test_runtime_c.py compiles both shims with -Wall -Wextra -Werror). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -73,7 +74,7 @@ void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_r
 void tessera_set_c_submits(int on) { __atomic_store_n(&tessera_c_submits, on, __ATOMIC_RELAXED); }
 
 /* A queue label in the ledger (kind LABEL_BEGIN with its name, or LABEL_END). */
-static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
+__attribute__((unused)) static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
 {
     size_t n = name ? strlen(name) : 0;
     size_t slots = 3 + (n + 7) / 8;
@@ -104,7 +105,7 @@ void tessera_cb_count_submit(void *handle)
 
 typedef struct tessera_chain_node { int32_t sType; const struct tessera_chain_node *pNext; } tessera_chain_node;
 
-static int tessera_has_frame_boundary(const void *chain)
+__attribute__((unused)) static int tessera_has_frame_boundary(const void *chain)
 {
     for (const tessera_chain_node *s = chain; s; s = s->pNext)
         if (s->sType == TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT) return 1;
@@ -112,7 +113,7 @@ static int tessera_has_frame_boundary(const void *chain)
 }
 
 /* The s<submitID> queue label of a wrapped submit, through the device's next functions. */
-static int tessera_queue_push(VkQueue queue, tessera_device *dev, uint64_t submit_id)
+__attribute__((unused)) static int tessera_queue_push(VkQueue queue, tessera_device *dev, uint64_t submit_id)
 {
     PFN_vkQueueBeginDebugUtilsLabelEXT begin = (PFN_vkQueueBeginDebugUtilsLabelEXT)dev->queue_label_begin;
     if (!begin || !dev->queue_label_end) return 0;

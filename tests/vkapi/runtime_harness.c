@@ -1,0 +1,264 @@
+/* A harness for the shims' static C (vkapi/runtime/) that runs without Vulkan and without Python:
+   the command-buffer map and arenas (recorder.c), the submit ledger (submits.c), kept answers
+   (answers.c) and the guards' next functions (guards.c). tests/vkapi/test_runtime_c.py compiles it
+   after a shim's Vulkan declarations, the generator's #defines and those files, under
+   AddressSanitizer and UBSan, and runs it. Prints "ok" and returns 0, or names the failed check. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+                              exit(1); } } while (0)
+
+static void *key(size_t i) { return (void *)(uintptr_t)(0x10000 + i * 16); }
+
+static int label_depth, labels;
+static char last_label[32];
+static void fake_label_begin(VkCommandBuffer commandBuffer, const VkDebugUtilsLabelEXT *label)
+{
+    (void)commandBuffer;
+    CHECK(label->sType == 1000128002 && label->pNext == NULL);
+    snprintf(last_label, sizeof last_label, "%s", label->pLabelName);
+    label_depth++;
+    labels++;
+}
+static void fake_label_end(VkCommandBuffer commandBuffer) { (void)commandBuffer; label_depth--; }
+static void fake_marker_begin(VkCommandBuffer commandBuffer, const VkDebugMarkerMarkerInfoEXT *marker)
+{
+    (void)commandBuffer;
+    snprintf(last_label, sizeof last_label, "%s", marker->pMarkerName);
+    label_depth++;
+}
+static void fake_marker_end(VkCommandBuffer commandBuffer) { (void)commandBuffer; label_depth--; }
+static void fake_queue_begin(VkQueue queue, const VkDebugUtilsLabelEXT *label)
+{
+    (void)queue;
+    snprintf(last_label, sizeof last_label, "%s", label->pLabelName);
+}
+static void fake_queue_end(VkQueue queue) { (void)queue; }
+static void fake_next_a(void) {}
+static void fake_next_b(void) {}
+
+/* The map: growth past its first table, tombstones, a reused handle, and the arenas behind it. */
+static void map_and_arenas(void)
+{
+    static tessera_device dev;
+    enum { N = 3000 };
+    CHECK(tessera_cb_find(key(1)) == NULL);
+    for (size_t i = 0; i < N; i++) CHECK(tessera_cb_register(key(i), &dev));
+    for (size_t i = 0; i < N; i++) {
+        tessera_cb *cb = tessera_cb_find(key(i));
+        CHECK(cb && cb->handle == key(i) && cb->dev == &dev && cb->last_index == UINT32_MAX);
+    }
+    CHECK(tessera_cb_find((void *)(uintptr_t)8) == NULL);
+
+    /* Records of slots and extra bytes, past the first 4096-byte page several times. */
+    tessera_cb *cb = tessera_cb_find(key(7));
+    for (uint64_t k = 0; k < 1000; k++) {
+        uint64_t *slot = tessera_record(cb, 0, 2, 13);
+        CHECK(slot);
+        slot[0] = k;
+        slot[1] = 13;
+        memset(slot + 2, 0xab, 13);
+    }
+    uint8_t *data;
+    size_t used;
+    uint64_t dropped;
+    CHECK(tessera_cb_records(key(7), &data, &used, &dropped));
+    CHECK(used == 1000 * (8 + 16 + 16) && dropped == 0);
+    for (size_t at = 0, k = 0; at < used; k++) {
+        uint32_t *head = (uint32_t *)(data + at);
+        uint64_t *slot = (uint64_t *)(data + at + 8);
+        CHECK(head[0] == 0 && head[1] == 40 && slot[0] == k && slot[1] == 13 && data[at + 24 + 12] == 0xab);
+        at += head[1];
+    }
+    CHECK(cb->last_index == 0 && cb->last == used - 40);
+    tessera_cb_clear(key(7));
+    CHECK(tessera_cb_records(key(7), &data, &used, &dropped) && used == 0 && cb->last_index == UINT32_MAX);
+
+    /* The flags Python and the guards set, and what a reset clears. */
+    tessera_cb_set_python(key(7), 1);
+    tessera_cb_set_submit_ok(key(7), 1);
+    tessera_cb_count_submit(key(7));
+    cb->pass_in_c = 1;
+    tessera_cb_python_seen(key(7));
+    CHECK(cb->python_path == 1 && cb->submit_ok == 1 && cb->submits == 1 && cb->pass_in_c == 0);
+    cb->python_submits = 1;
+    tessera_cb_set_submit_ok(key(7), 1);
+    CHECK(cb->submit_ok == 0);
+    tessera_cb_reset(key(7));
+    CHECK(!cb->python_path && !cb->submit_ok && !cb->submits && !cb->python_submits && !cb->pass_label);
+    tessera_cb_set_python(key(N + 5), 1);   /* unknown handles are ignored */
+    tessera_cb_reset(key(N + 5));
+    tessera_cb_clear(key(N + 5));
+    CHECK(!tessera_cb_records(key(N + 5), &data, &used, &dropped));
+
+    /* Unregister every other buffer (tombstones), then register more than the table held. */
+    for (size_t i = 0; i < N; i += 2) tessera_cb_unregister(key(i));
+    tessera_cb_unregister(key(N + 5));
+    for (size_t i = 0; i < N; i++) CHECK((tessera_cb_find(key(i)) != NULL) == (i % 2 == 1));
+    for (size_t i = N; i < 2 * N; i++) CHECK(tessera_cb_register(key(i), &dev));
+    /* A handle registered again without being freed (the backend reused it): replaced. */
+    tessera_cb *old = tessera_cb_find(key(9));
+    CHECK(tessera_record(old, 1, 1, 0));
+    CHECK(tessera_cb_register(key(9), &dev));
+    CHECK(tessera_cb_find(key(9)) != NULL && tessera_cb_records(key(9), &data, &used, &dropped) && used == 0);
+    for (size_t i = 1; i < 2 * N; i++) tessera_cb_unregister(key(i));
+    for (size_t i = 0; i < 2 * N; i++) CHECK(tessera_cb_find(key(i)) == NULL);
+
+    /* Formats by guard index. */
+    CHECK(strcmp(tessera_record_format(0), "R,Q") == 0 && tessera_record_format(-1) == NULL
+          && tessera_record_format(TESSERA_GUARD_COUNT) == NULL);
+}
+
+/* Readers find buffers without the lock while another thread registers (and grows the table). */
+static void *register_many(void *arg)
+{
+    static tessera_device dev;
+    (void)arg;
+    for (size_t i = 10000; i < 14000; i++) CHECK(tessera_cb_register(key(i), &dev));
+    return NULL;
+}
+
+static void concurrent_readers(void)
+{
+    static tessera_device dev;
+    for (size_t i = 0; i < 16; i++) CHECK(tessera_cb_register(key(i), &dev));
+    pthread_t writer;
+    CHECK(pthread_create(&writer, NULL, register_many, NULL) == 0);
+    for (int round = 0; round < 2000; round++)
+        for (size_t i = 0; i < 16; i++) CHECK(tessera_cb_find(key(i)) != NULL);
+    CHECK(pthread_join(writer, NULL) == 0);
+    for (size_t i = 10000; i < 14000; i++) CHECK(tessera_cb_find(key(i)) != NULL);
+    for (size_t i = 10000; i < 14000; i++) tessera_cb_unregister(key(i));
+    for (size_t i = 0; i < 16; i++) tessera_cb_unregister(key(i));
+}
+
+/* The layer's t<tag> labels: debug utils first, else markers, else none. */
+static void tags(void)
+{
+    tessera_device dev;
+    memset(&dev, 0, sizeof dev);
+    VkCommandBuffer commandBuffer = (VkCommandBuffer)key(1);
+    CHECK(!tessera_push_tag(commandBuffer, &dev, 1));
+    dev.marker_begin = fake_marker_begin;
+    dev.marker_end = fake_marker_end;
+    uint64_t first = tessera_next_tag(), second = tessera_next_tag();
+    CHECK(second == first + 1);
+    CHECK(tessera_push_tag(commandBuffer, &dev, 18446744073709551615ull) && label_depth == 1);
+    CHECK(strcmp(last_label, "t18446744073709551615") == 0);
+    tessera_pop_tag(commandBuffer, &dev);
+    dev.label_begin = fake_label_begin;
+    dev.label_end = fake_label_end;
+    CHECK(tessera_push_tag(commandBuffer, &dev, 42) && labels == 1 && strcmp(last_label, "t42") == 0);
+    tessera_pop_tag(commandBuffer, &dev);
+    CHECK(label_depth == 0);
+}
+
+/* The ledger: records from the submit path, queue labels, taking and giving back. */
+static void ledger(void)
+{
+    CHECK(tessera_ledger_take() == NULL);
+    size_t expect = 0;
+    for (uint64_t k = 0; k < 5000; k++) {   /* past the first 16 KiB several times */
+        pthread_mutex_lock(&tessera_ledger_lock);
+        uint64_t *r = tessera_ledger_record(9);
+        CHECK(r);
+        r[0] = 72;
+        for (int s = 1; s < 9; s++) r[s] = k;
+        pthread_mutex_unlock(&tessera_ledger_lock);
+        expect += 72;
+    }
+    VkQueue queue = (VkQueue)key(3);
+    tessera_ledger_label(queue, 1, "a label of twenty bytes");
+    tessera_ledger_label(queue, 2, NULL);
+    expect += 8 * (3 + 3) + 8 * 3;
+    tessera_ledger *l = tessera_ledger_take();
+    CHECK(l && l->used == expect && l->dropped == 0);
+    CHECK(tessera_ledger_take() == NULL);   /* empty while the spare is out */
+    const uint64_t *label = (const uint64_t *)(l->data + 5000 * 72);
+    CHECK((label[0] & 0xFFFFFFFF) == 48 && label[0] >> 48 == 1 && label[2] == 23);
+    CHECK(memcmp(label + 3, "a label of twenty bytes", 23) == 0);
+    tessera_ledger_label(queue, 2, NULL);   /* into the other ledger */
+    tessera_ledger_give_back(l);
+    tessera_ledger *m = tessera_ledger_take();
+    CHECK(m && m != l && m->used == 24);
+    tessera_ledger_give_back(m);
+    CHECK(tessera_ledger_take() == NULL);
+
+    uint64_t a = tessera_next_submit(), b = tessera_next_submit();
+    CHECK(b == a + 1);
+    tessera_set_frame(7);
+    tessera_python_reason(1);
+    tessera_python_reason(-1);
+    tessera_set_c_submits(1);
+    CHECK(tessera_frame == 7 && tessera_python_reasons == 0 && tessera_c_submits == 1);
+
+    tessera_chain_node boundary = { TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT, NULL }, other = { 1, &boundary };
+    CHECK(tessera_has_frame_boundary(&other) && !tessera_has_frame_boundary(NULL));
+    other.pNext = NULL;
+    CHECK(!tessera_has_frame_boundary(&other));
+
+    tessera_device dev;
+    memset(&dev, 0, sizeof dev);
+    CHECK(!tessera_queue_push(queue, &dev, 5));
+    dev.queue_label_begin = (PFN_vkVoidFunction)fake_queue_begin;
+    dev.queue_label_end = (PFN_vkVoidFunction)fake_queue_end;
+    CHECK(tessera_queue_push(queue, &dev, 5) && strcmp(last_label, "s5") == 0);
+}
+
+/* Kept answers: the two-call idiom, a short array, items written past sType/pNext, forgetting. */
+typedef struct { int32_t sType; void *pNext; uint32_t value; } item;
+
+static void answers(void)
+{
+    const void *instance = key(1), *other = key(2);
+    item kept[3] = { { 1, NULL, 10 }, { 1, NULL, 11 }, { 1, NULL, 12 } };
+    uint32_t count = 0;
+    CHECK(tessera_answer_get(4, instance, &count, NULL, sizeof(item), offsetof(item, value)) == -1);
+    tessera_answer_keep(4, instance, 3, kept, sizeof(item), offsetof(item, value));
+    tessera_answer_keep(4, instance, 1, kept, sizeof(item), offsetof(item, value));   /* kept already */
+    tessera_answer_keep(4, other, 0, NULL, sizeof(item), offsetof(item, value));
+    CHECK(tessera_answer_get(4, instance, &count, NULL, sizeof(item), offsetof(item, value)) == 3 && count == 3);
+    item out[2] = { { 99, &count, 0 }, { 99, &count, 0 } };
+    count = 2;
+    CHECK(tessera_answer_get(4, instance, &count, out, sizeof(item), offsetof(item, value)) == 3 && count == 2);
+    CHECK(out[0].sType == 99 && out[0].pNext == &count && out[0].value == 10 && out[1].value == 11);
+    CHECK(tessera_answer_get(4, other, &count, NULL, sizeof(item), 0) == 0 && count == 0);
+    CHECK(tessera_answer_get(5, instance, &count, NULL, sizeof(item), 0) == -1);
+    tessera_answer_final();
+    CHECK(tessera_answer_is_final == 1);
+    tessera_answers_forget((void *)instance);
+    CHECK(tessera_answer_get(4, instance, &count, NULL, sizeof(item), 0) == -1);
+    CHECK(tessera_answer_get(4, other, &count, NULL, sizeof(item), 0) == 0);
+    tessera_answers_forget((void *)other);
+    CHECK(tessera_answers == NULL);
+}
+
+/* The guards' next functions: one per command, ambiguous when two chains disagree. */
+static void next_functions(void)
+{
+    CHECK(tessera_next_of(1) == NULL);
+    tessera_note_next(1, (PFN_vkVoidFunction)fake_next_a);
+    tessera_note_next(1, (PFN_vkVoidFunction)fake_next_a);
+    CHECK(tessera_next_of(1) == (PFN_vkVoidFunction)fake_next_a);
+    tessera_note_next(1, (PFN_vkVoidFunction)fake_next_b);
+    CHECK(tessera_next_of(1) == NULL);
+    tessera_note_next(-1, (PFN_vkVoidFunction)fake_next_a);
+    tessera_note_next(TESSERA_GUARD_COUNT, (PFN_vkVoidFunction)fake_next_a);
+    tessera_note_next(2, NULL);
+    CHECK(tessera_next_of(2) == NULL);
+}
+
+int main(void)
+{
+    map_and_arenas();
+    concurrent_readers();
+    tags();
+    ledger();
+    answers();
+    next_functions();
+    puts("ok");
+    return 0;
+}
