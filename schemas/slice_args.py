@@ -141,3 +141,24 @@ ESTIMATES: dict[str, tuple[str, ...]] = {
     INDIRECT_DRAW_SIZES: (VERTICES.key,),           # the layer has no vertex counts: the note stays
     MAXIMUM_PRIMITIVE_COUNTS: (PRIMITIVES.key, INSTANCES.key),
 }
+
+
+def row_of(name: str) -> Arg | None:
+    """The row whose label is `name`, else the one whose template (`{…}`) it fills, the template
+    with the most fixed text first; None for an arg the table does not know."""
+    for a in TABLE:
+        if a.label == name:
+            return a
+    for fixed, head, tail, a in _TEMPLATES:
+        if len(name) > fixed and name.startswith(head) and name.endswith(tail):
+            return a
+    return None
+
+
+def _template(a: Arg) -> tuple[int, str, str, Arg]:
+    head, _, rest = a.label.partition("{")
+    tail = rest.partition("}")[2]
+    return len(head) + len(tail), head, tail, a
+
+
+_TEMPLATES = sorted((_template(a) for a in TABLE if "{" in a.label), key=lambda t: -t[0])
