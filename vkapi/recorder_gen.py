@@ -174,24 +174,7 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
              f"    if ({when}) {{"]
     if spec.python_submits:
         lines.append("        rec->python_submits = 1;")
-    sizes = []
-    for p, c in recorded:
-        if c.startswith("A"):
-            lines.append(f"        size_t n_{p.name} = {p.name} ? (size_t)({p.length}) * sizeof({p.type}) : 0;")
-            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
-        elif c.startswith("S"):
-            member = c.split(".", 1)[1]
-            lines.append(f"        const char *s_{p.name} = {p.name} && {p.name}->{member} ? {p.name}->{member} : \"\";")
-            lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
-            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
-        elif c.startswith("I"):
-            parts = [f"((sizeof({p.type}) + 7) & ~(size_t)7)"]
-            for k, m in enumerate(info_pointers(p.type)):
-                n = f"(size_t){p.name}->{m.length}" if m.length else "1"
-                lines.append(f"        size_t c{k}_{p.name} = {p.name} && {p.name}->{m.name} ? {n} : 0;")
-                parts.append(f"((c{k}_{p.name} * sizeof({m.type}) + 7) & ~(size_t)7)")
-            lines.append(f"        size_t n_{p.name} = {p.name} ? {' + '.join(parts)} : 0;")
-            sizes.append(f"n_{p.name}")
+    sizes = _measure(recorded, lines)
     nslots = len(recorded) + (1 if tagged else 0)
     extra = " + ".join(sizes) or "0"
     if tagged:
@@ -214,15 +197,7 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
         i += 1
     if sizes:
         lines.append(f"            uint8_t *extra = (uint8_t *)(slot + {nslots});")
-        for p, c in recorded:
-            if c.startswith("A"):
-                lines.append(f"            if (n_{p.name}) memcpy(extra, {p.name}, n_{p.name});")
-                lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
-            elif c.startswith("S"):
-                lines.append(f"            memcpy(extra, s_{p.name}, n_{p.name});")
-                lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
-            elif c.startswith("I"):
-                lines += _info_copy(p)
+        lines += _copy_extra(recorded)
     lines.append("        }")
     args = ", ".join(p.name for p in cmd.params)
     if spec.forward:
@@ -240,6 +215,45 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     lines.append("        return;")
     lines.append("    }")
     return "\n".join(lines) + "\n"
+
+
+def _measure(recorded, lines: list[str]) -> list[str]:
+    """C measuring the bytes each array, string and info parameter adds to the record, appended to
+    `lines`; returns their padded sizes as C expressions."""
+    sizes = []
+    for p, c in recorded:
+        if c.startswith("A"):
+            lines.append(f"        size_t n_{p.name} = {p.name} ? (size_t)({p.length}) * sizeof({p.type}) : 0;")
+            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+        elif c.startswith("S"):
+            member = c.split(".", 1)[1]
+            lines.append(f"        const char *s_{p.name} = {p.name} && {p.name}->{member} ? {p.name}->{member} : \"\";")
+            lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
+            sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
+        elif c.startswith("I"):
+            parts = [f"((sizeof({p.type}) + 7) & ~(size_t)7)"]
+            for k, m in enumerate(info_pointers(p.type)):
+                n = f"(size_t){p.name}->{m.length}" if m.length else "1"
+                lines.append(f"        size_t c{k}_{p.name} = {p.name} && {p.name}->{m.name} ? {n} : 0;")
+                parts.append(f"((c{k}_{p.name} * sizeof({m.type}) + 7) & ~(size_t)7)")
+            lines.append(f"        size_t n_{p.name} = {p.name} ? {' + '.join(parts)} : 0;")
+            sizes.append(f"n_{p.name}")
+    return sizes
+
+
+def _copy_extra(recorded) -> list[str]:
+    """C copying each array, string and info parameter after the record's slots (`extra`)."""
+    lines = []
+    for p, c in recorded:
+        if c.startswith("A"):
+            lines.append(f"            if (n_{p.name}) memcpy(extra, {p.name}, n_{p.name});")
+            lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
+        elif c.startswith("S"):
+            lines.append(f"            memcpy(extra, s_{p.name}, n_{p.name});")
+            lines.append(f"            extra += (n_{p.name} + 7) & ~(size_t)7;")
+        elif c.startswith("I"):
+            lines += _info_copy(p)
+    return lines
 
 
 def _info_copy(p) -> list[str]:

@@ -98,3 +98,17 @@ def test_runtime_runs_clean_under_address_and_undefined_sanitizers(shims, tmp_pa
            "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
     run = subprocess.run([str(binary)], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0 and run.stdout.strip() == "ok", f"{run.stdout}\n{run.stderr[-6000:]}"
+
+
+def test_editing_a_runtime_file_changes_the_shims_fingerprint(tmp_path, monkeypatch):
+    """Every file of vkapi/runtime/ is an input of the build: editing one rebuilds the shims."""
+    runtime = tmp_path / "runtime"
+    shutil.copytree(shim.RUNTIME_DIR, runtime)
+    monkeypatch.setattr(shim, "RUNTIME_DIR", runtime)
+    before = shim.generator_fingerprint()
+    for path in sorted(runtime.glob("*.c")):
+        text = path.read_text()
+        path.write_text(text + "/* edited */\n")
+        assert shim.generator_fingerprint() != before, f"{path.name} is not part of the fingerprint"
+        path.write_text(text)
+    assert shim.generator_fingerprint() == before

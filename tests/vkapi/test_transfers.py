@@ -13,7 +13,7 @@ def test_table_covers_every_transfer_command_with_its_arguments():
 
 
 def test_the_2_variants_are_recorded_as_info_structs_from_the_registry():
-    """Each *2 transfer's one parameter is an I code naming its struct and region array (recorder.py);
+    """Each *2 transfer's one parameter is an I code naming its struct and region array (recorder_gen.py);
     a render pass's structs name their arrays and single attachments; structs with strings or
     pointer-bearing elements are not info structs."""
     from tessera.vkapi.recorder import Recorded
