@@ -1,7 +1,7 @@
 """A Python program holding its interpreter lock while a thread Python does not know calls Vulkan
 (issue #23: moderngl through zink hung). The shims never wait for the lock on such a thread: its
 hooks run on a runner thread of the shim's own, and when the lock does not come (the holder waits for
-that very thread) the call is forwarded without Tessera, with one line saying so (vkapi/python_runner.c).
+that very thread) the call is forwarded without Tessera, with one line saying so (vkapi/runtime/python_runner.c).
 """
 from __future__ import annotations
 
