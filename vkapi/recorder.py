@@ -262,7 +262,7 @@ class Recorder:
     def _out_params(self) -> tuple:
         """tessera_cb_records' out-parameters, per thread (buffers are applied on several threads at
         once; every Python hook of a command buffer reads them, so they are not allocated per call)."""
-        out = self._out.__dict__.get("params")
+        out = getattr(self._out, "params", None)
         if out is None:
             ffi = self.ffi
             out = self._out.params = (ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *"))
