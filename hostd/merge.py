@@ -45,7 +45,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -314,27 +314,24 @@ class _Merger:
             # Each fact once (slice_args.py): the event's extra_data is cut at the first driver
             # entry dropped or renamed (`cut`); what stays of it after that point is written again.
             changed, fields = reconcile(ex, meta)
-            cut, driver = None, ()
-            if changed:
-                if n == len(ex):        # no name twice: the entries are ex's, in order
-                    cut = names.index(next(iter(changed)))     # changed is in ex's order
-                    driver = [(k, ex[k]) for k in names[cut:]]
-                else:                   # then ex does not say what the entries were: not reused
-                    cut, driver, key = 0, [(d.name, d.value) for d in e.extra_data], None
+            cut, driver = _cut(e, n, ex, names, changed)
+            if changed and n != len(ex):    # a name twice: ex does not say what the entries were, not reused
+                key = None
             join = _Join(pid, proc, tag, submit, ex, meta, changed, fields, driver)
             parts = []
-            reads: dict[str, str] = {}      # what the summary reads (SUMMARY_READS): the first value of each name
+            entries = self._entries
             for source, common in _ARG_SOURCES:
-                encode = self._entry if common else _extra_data
-                for k, v in source(self, join):
-                    parts.append(encode(k, v))
-                    if k in SUMMARY_READS and k not in reads:
-                        reads[k] = v
+                args = source(self, join)
+                if common:
+                    for arg in args:      # (name, value): the key of its encoded entry in _entries
+                        field = entries.get(arg)
+                        parts.append(field if field is not None else self._entry(*arg))
+                else:
+                    parts += [_extra_data(k, v) for k, v in args]
             parts.append(_string_field(_NAME_FIELD, name))
             add = b"".join(parts)
             self._remember(pid, proc, tag, submit, meta, child_name)
-            # the driver's entries come first in the event, so theirs win; the same for every event of this key
-            reads.update((k, ex[k]) for k in SUMMARY_READS if k in ex)
+            reads = _summary_reads(join)
             self._last = (key, tag, submit, add, reads, cut) if key is not None else None
         if cut is not None:
             if cut:
@@ -485,6 +482,19 @@ class _Merger:
             w.instant(track, ts, f"Frame {n}", args)
 
 
+def _cut(e, n: int, ex: dict[str, str], names: tuple[str, ...], changed: dict[str, str | None]
+         ) -> tuple[int | None, list[tuple[str, str]]]:
+    """(where the event's extra_data is cut, the driver's entries from there on) when reconcile
+    dropped or renamed some (`changed`, in ex's order), else (None, []); 0 when a name comes twice
+    (ex does not say what the entries were: all are written again)."""
+    if not changed:
+        return None, []
+    if n == len(ex):        # no name twice (n: the event's entries): they are ex's, in order
+        cut = names.index(next(iter(changed)))
+        return cut, [(k, ex[k]) for k in names[cut:]]
+    return 0, [(d.name, d.value) for d in e.extra_data]
+
+
 # ---- the join's arg sources ------------------------------------------------------------------
 class _Join(NamedTuple):
     """One event's join: what its arg sources read."""
@@ -499,19 +509,41 @@ class _Join(NamedTuple):
     driver: list[tuple[str, str]]       # the driver's entries from the cut on, to write again
 
 
-def _driver_entries(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+Args = list[tuple[str, str]]     # (name, value) pairs, in order
+
+
+def _summary_reads(j: _Join) -> dict[str, str]:
+    """What the summary reads of a joined event (SUMMARY_READS), the first value of each name: the
+    driver's entries come first in the event, so theirs win over the layer's fields written under
+    their own names (_metadata_fields); the same for every event of the join."""
+    meta, fields, ex = j.meta, j.fields, j.ex
+    reads = {}
+    for k in SUMMARY_READS:
+        v = ex.get(k)
+        if v is None and k in meta and fields.get(k, k) is k:
+            v = meta[k]
+            v = v if v.__class__ is str else arg_value(v)
+        if v is not None:
+            reads[k] = v
+    return reads
+
+
+def _driver_entries(m: _Merger, j: _Join) -> Args:
     """What stays of the driver's entries after the cut, renamed where the layer disagrees."""
-    changed = j.changed
+    get = j.changed.get
+    out = []
     for k, v in j.driver:
-        k = changed.get(k, k)
+        k = get(k, k)
         if k is not None:
-            yield k, v
+            out.append((k, v))
+    return out
 
 
-def _metadata_fields(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+def _metadata_fields(m: _Merger, j: _Join) -> Args:
     """The layer's fields under their own names (`layer <field>` where a driver entry of that name
     stays), but for those reconcile leaves out and the raw handles (_handles)."""
     ex, changed, fields = j.ex, j.changed, j.fields
+    out = []
     for k, value in j.meta.items():
         arg = fields.get(k, k)
         if arg is k:
@@ -521,44 +553,52 @@ def _metadata_fields(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
             continue
         else:
             k = arg
-        yield k, value if value.__class__ is str else arg_value(value)
+        out.append((k, value if value.__class__ is str else arg_value(value)))
+    return out
 
 
-def _not_named(j: _Join, args) -> Iterator[tuple[str, str]]:
+def _not_named(j: _Join, args: Args) -> Args:
     """`args` but those the driver or the layer already has an arg of that name for."""
     ex, meta = j.ex, j.meta
-    return ((k, v) for k, v in args if k not in ex and k not in meta)
+    return [(k, v) for k, v in args if k not in ex and k not in meta]
 
 
-def _join_keys(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
-    """The workload's tag and the submit whose ANNEX the join used."""
-    return _not_named(j, ((k, str(v)) for k, v in ((_TAG, j.tag), (_SUBMIT, j.submit)) if v is not None))
+def _join_keys(m: _Merger, j: _Join) -> Args:
+    """The workload's tag and the submit whose ANNEX the join used (_not_named)."""
+    ex, meta = j.ex, j.meta
+    out = []
+    for k, v in ((_TAG, j.tag), (_SUBMIT, j.submit)):
+        if v is not None and k not in ex and k not in meta:
+            out.append((k, str(v)))
+    return out
 
 
-def _shader_cost(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+def _shader_cost(m: _Merger, j: _Join) -> Args:
     """tessera run --instrument: the workload's shader cost (shaders.py)."""
     if not j.proc.instrumentation:
-        return iter(())
+        return []
     index = m._shaders.get(j.pid)
     if index is None:
         index = m._shaders[j.pid] = shaders.ShaderIndex(j.proc)
     return _not_named(j, shaders.slice_args(index, j.tag, j.submit))
 
 
-def _region_counters(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+def _region_counters(m: _Merger, j: _Join) -> Args:
     """tessera run --regions: max, mean and hottest region per counter (region_args.py)."""
     if not j.proc.regions:
-        return iter(())
+        return []
     return _not_named(j, region_args.slice_args(j.proc.regions, j.tag, j.submit))
 
 
-def _handles(m: _Merger, j: _Join) -> Iterator[tuple[str, str]]:
+def _handles(m: _Merger, j: _Join) -> Args:
     """The layer's raw Vulkan handles, grouped as `handles.<field>`, after every meaningful arg."""
-    fields = j.fields
+    get = j.fields.get
+    out = []
     for k, value in j.meta.items():
-        arg = fields.get(k)
+        arg = get(k)
         if arg in HANDLE_ARGS:
-            yield arg, value if value.__class__ is str else arg_value(value)
+            out.append((arg, value if value.__class__ is str else arg_value(value)))
+    return out
 
 
 # The args a joined event gets after the driver's own, in this order: (source, whether its entries
