@@ -14,7 +14,8 @@ It writes `merged.perfetto-trace` (docs/hostd.md "Merge rules"):
     readable `name` (naming.py) and one extra_data per metadata field, plus
     `tag` and `submit`, each fact once (slice_args.py: the driver's entries
     the metadata states or supersedes are dropped, disagreements marked, raw
-    handles last); `Labels` stays exactly as the driver wrote it; an event
+    handles last; the args come from `_ARG_SOURCES`, in its order, their
+    names from schemas/slice_args.py); `Labels` stays exactly as the driver wrote it; an event
     with no metadata gets `metadata = missing` and keeps the driver's view;
   - one process track per application process (tracks.py): per queue a
     `vkQueueSubmit (<queue>)` track of submit slices, each holding one child
@@ -564,7 +565,8 @@ def _not_named(j: _Join, args: Args) -> Args:
 
 
 def _join_keys(m: _Merger, j: _Join) -> Args:
-    """The workload's tag and the submit whose ANNEX the join used (_not_named)."""
+    """The workload's tag and the submit whose ANNEX the join used, unless the driver or the layer
+    has an arg of that name (as _not_named)."""
     ex, meta = j.ex, j.meta
     out = []
     for k, v in ((_TAG, j.tag), (_SUBMIT, j.submit)):

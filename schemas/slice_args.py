@@ -23,17 +23,22 @@ Imported by the driver at start-up: plain tuples and dicts, nothing else importe
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 DRIVER, LAYER, HOSTD = "driver", "layer", "hostd"
 
 
-class Arg(NamedTuple):
-    key: str                    # the fact's name on its owner's side
-    label: str                  # the extra_data name on the GPU slice
-    unit: str
-    owner: str                  # DRIVER, LAYER or HOSTD
-    same_as: str | None = None  # DRIVER rows: the LAYER key stating the same fact (reconciled)
+class Arg:
+    """One row. (A plain class: a NamedTuple's first creation costs the driver's start-up ~1 ms.)"""
+    __slots__ = ("key", "label", "unit", "owner", "same_as")
+
+    def __init__(self, key: str, label: str, unit: str, owner: str, same_as: str | None = None) -> None:
+        self.key = key              # the fact's name on its owner's side
+        self.label = label          # the extra_data name on the GPU slice
+        self.unit = unit
+        self.owner = owner          # DRIVER, LAYER or HOSTD
+        self.same_as = same_as      # DRIVER rows: the LAYER key stating the same fact (reconciled)
+
+    def __repr__(self) -> str:
+        return f"Arg({self.key!r}, {self.label!r}, {self.owner})"
 
 
 # ---- the driver's (icd/timeline.py `_emit_pass`, `_emit_work`; icd/trace.py `event`) -------------
