@@ -16,7 +16,7 @@ A GPU render-stage event's `extra_data` args come from three owners, in three pr
 
 Names are protocol: a driver writes them, and traces already written keep them. Renaming one
 changes what the merged trace shows (docs/hostd.md "Merge rules"): do it here, nowhere else.
-tests/schemas/test_slice_args.py checks that every arg the driver can write and every arg hostd
+tests/schemas/test_slice_arg_schema.py checks that every arg the driver can write and every arg hostd
 reads is in TABLE, and that keys (per owner) and labels are unique.
 
 Imported by the driver at start-up: plain tuples and dicts, nothing else imported.
