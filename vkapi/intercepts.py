@@ -153,61 +153,61 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
     "vkCmdDispatchIndirect": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.indirect_sizes", "icd.measured_timing"),
         LAYER: In("layer.workloads", "layer.instrument")},
     "vkCmdDraw": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions",
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing",
                 c=folded_draws("vertexCount")),
         LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
     "vkCmdDrawIndexed": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions",
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing",
                 c=folded_draws("indexCount")),
         LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
     "vkCmdDrawIndexedIndirect": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.indirect_sizes", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawIndexedIndirectCount": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.indirect_sizes", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawIndirect": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.indirect_sizes", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawIndirectByteCountEXT": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawIndirectCount": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.indirect_sizes", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.indirect_sizes", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawMeshTasksEXT": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions", c=COUNTED_DRAWS),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing", c=COUNTED_DRAWS),
         LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
     "vkCmdDrawMeshTasksIndirectCountEXT": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawMeshTasksIndirectEXT": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawMultiEXT": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdDrawMultiIndexedEXT": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing"),
         LAYER: In("layer.render_passes", "layer.instrument")},
     "vkCmdEndDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL_END, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL_END)},
     "vkCmdEndRenderPass": {
-        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions", c=PASS_END),
+        ICD: In("icd.recording", "icd.regions", "icd.indirect_sizes", c=PASS_END),
         LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndRenderPass2": {
-        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions", c=PASS_END),
+        ICD: In("icd.recording", "icd.regions", "icd.indirect_sizes", c=PASS_END),
         LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndRendering": {
-        ICD: In("icd.recording", "icd.indirect_sizes", "icd.regions", c=PASS_END),
+        ICD: In("icd.recording", "icd.regions", "icd.indirect_sizes", c=PASS_END),
         LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndShaderInstrumentationARM": {ICD: In("icd.instrumentation", emulated=True)},
     "vkCmdExecuteCommands": {
-        ICD: In("icd.recording", "icd.instrumentation", "icd.measured_timing", "icd.regions"),
+        ICD: In("icd.recording", "icd.instrumentation", "icd.regions", "icd.measured_timing"),
         LAYER: In("layer.commands", "layer.instrument")},
     "vkCmdFillBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdInsertDebugUtilsLabelEXT": {
