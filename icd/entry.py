@@ -40,13 +40,12 @@ def install(ffi, lib) -> None:
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)   # the C path of submits and queue labels
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
+    # The order modules register in does not matter: each command's hooks run in the order its row of the
+    # intercept table names their modules (vkapi/intercepts.py; e.g. icd.recording makes a draw's Work/Draw
+    # before icd.regions, icd.indirect_sizes and icd.measured_timing complete it).
     for module in (instance, device, command_buffer, labels, object_names, recording, submit, core_builtins,
-                   tensor_descriptors, instrumentation, tensors):
+                   tensor_descriptors, instrumentation, tensors, regions, indirect_sizes, measured_timing):
         module.register(drv)
-    regions.register(drv)   # after recording and instrumentation, whose hooks it extends
-    # after recording (whose Work/Draw they complete) and instrumentation (whose regions measured_timing reads)
-    indirect_sizes.register(drv)
-    measured_timing.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))
     # Without TESSERA_C_ANSWERS=0 the C guards keep the fixed answers (vkapi/answers.py) once Python gave them.

@@ -254,7 +254,7 @@ def register(drv: Driver) -> None:
     _report[:] = [hooks.errors.report]
 
     # ---- buffers: indirect buffers are copy sources too ------------------------------------
-    @hooks.also_before("vkCreateBuffer")
+    @hooks.before("vkCreateBuffer")
     def before_create_buffer(dev, device, pCreateInfo, pAllocator, pBuffer):
         usage = pCreateInfo.usage
         if usage & vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT and not usage & vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT \
@@ -264,7 +264,7 @@ def register(drv: Driver) -> None:
             return device, info, pAllocator, pBuffer
         return None
 
-    @hooks.also_after("vkCreateBuffer")
+    @hooks.after("vkCreateBuffer")
     def after_create_buffer(dev, result, device, pCreateInfo, pAllocator, pBuffer):
         if result != vk.VK_SUCCESS:
             return
@@ -275,7 +275,7 @@ def register(drv: Driver) -> None:
             with mem.lock:
                 mem.copyable.add(int(ffi.cast("uintptr_t", pBuffer[0])))
 
-    @hooks.also_before("vkDestroyBuffer")
+    @hooks.before("vkDestroyBuffer")
     def before_destroy_buffer(dev, device, buffer, pAllocator):
         mem = dev.peek(SnapshotMemory)
         if mem is not None:
@@ -328,7 +328,7 @@ def register(drv: Driver) -> None:
         return [v for o, v in tail] if len(tail) == n and all(o == op for o, _ in tail) else []
 
     # dispatches and trace rays: copied right before the command (outside any render pass)
-    @hooks.also_before("vkCmdDispatchIndirect")
+    @hooks.before("vkCmdDispatchIndirect")
     def dispatch_indirect(cb, commandBuffer, buffer, offset):
         (work,) = last_items(cb, "work", 1) or (None,)
         if work is None or work.command != "vkCmdDispatchIndirect":
@@ -340,7 +340,7 @@ def register(drv: Driver) -> None:
             then(work, lambda: _dispatch_sizes(work, snaps[0], per_group), first=True)
             cb.needs_completion = True
 
-    @hooks.also_before("vkCmdTraceRaysIndirectKHR")
+    @hooks.before("vkCmdTraceRaysIndirectKHR")
     def trace_rays_indirect(cb, commandBuffer, raygen, miss, hit, callable_, address):
         from tessera.vkapi.accel import buffer_at
 
@@ -366,11 +366,11 @@ def register(drv: Driver) -> None:
         cb.slot(IndirectPending).copies.append(
             PendingCopy([regions], items, lambda snaps: _draw_sizes(items, snaps[0], record)))
 
-    @hooks.also_before("vkCmdDrawIndirect")
+    @hooks.before("vkCmdDrawIndirect")
     def draw_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
         draws_indirect(cb, buffer, offset, drawCount, stride, DRAW)
 
-    @hooks.also_before("vkCmdDrawIndexedIndirect")
+    @hooks.before("vkCmdDrawIndexedIndirect")
     def draw_indexed_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
         draws_indirect(cb, buffer, offset, drawCount, stride, DRAW_INDEXED)
 
@@ -386,11 +386,11 @@ def register(drv: Driver) -> None:
             [[(count_buffer, count_offset, 4)], regions], items,
             lambda snaps: _draw_count_sizes(items[0], snaps[0], snaps[1], record, max_draws)))
 
-    @hooks.also_before("vkCmdDrawIndirectCount")
+    @hooks.before("vkCmdDrawIndirectCount")
     def draw_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
         draws_indirect_count(cb, buffer, offset, countBuffer, countOffset, maxDrawCount, stride, DRAW)
 
-    @hooks.also_before("vkCmdDrawIndexedIndirectCount")
+    @hooks.before("vkCmdDrawIndexedIndirectCount")
     def draw_indexed_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount,
                                     stride):
         draws_indirect_count(cb, buffer, offset, countBuffer, countOffset, maxDrawCount, stride, DRAW_INDEXED)
@@ -410,15 +410,15 @@ def register(drv: Driver) -> None:
             then(copy.items[0], lambda snaps=snaps, decode=copy.decode: decode(snaps), first=True)
             cb.needs_completion = True
 
-    @hooks.also_after("vkCmdEndRenderPass")
+    @hooks.after("vkCmdEndRenderPass")
     def after_end_render_pass(cb, result, commandBuffer):
         pass_ended(cb, commandBuffer)
 
-    @hooks.also_after("vkCmdEndRenderPass2")
+    @hooks.after("vkCmdEndRenderPass2")
     def after_end_render_pass2(cb, result, commandBuffer, pSubpassEndInfo):
         pass_ended(cb, commandBuffer)
 
-    @hooks.also_after("vkCmdEndRendering")
+    @hooks.after("vkCmdEndRendering")
     def after_end_rendering(cb, result, commandBuffer):
         pass_ended(cb, commandBuffer)
 

@@ -72,24 +72,24 @@ def register(drv: Driver) -> None:
     # ---- instrumented pipelines and shader objects (instrumentation_rewrite.py) ------------------
     rewriter = Rewriter(drv, warn_once)
 
-    @hooks.also_before("vkCreateComputePipelines")
+    @hooks.before("vkCreateComputePipelines")
     def before_create_compute(dev, *args):
         return rewriter.before_pipelines("compute", "VkComputePipelineCreateInfo", compute_stages, dev, *args)
 
-    @hooks.also_before("vkCreateGraphicsPipelines")
+    @hooks.before("vkCreateGraphicsPipelines")
     def before_create_graphics(dev, *args):
         return rewriter.before_pipelines("graphics", "VkGraphicsPipelineCreateInfo", graphics_stages, dev, *args)
 
-    @hooks.also_after("vkCreateComputePipelines")
-    @hooks.also_after("vkCreateGraphicsPipelines")
+    @hooks.after("vkCreateComputePipelines")
+    @hooks.after("vkCreateGraphicsPipelines")
     def after_create(dev, result, *args):
         rewriter.after_pipelines(dev, result, *args)
 
-    @hooks.also_before("vkCreateShadersEXT")
+    @hooks.before("vkCreateShadersEXT")
     def before_create_shaders(dev, *args):
         return rewriter.before_shaders(dev, *args)
 
-    @hooks.also_after("vkCreateShadersEXT")
+    @hooks.after("vkCreateShadersEXT")
     def after_create_shaders(dev, result, *args):
         rewriter.after_shaders(dev, result, *args)
 
@@ -112,7 +112,7 @@ def register(drv: Driver) -> None:
             instrumentation_objects.destroy(ffi, obj)
 
     # ---- recording (instrumentation_recording.py) ------------------------------------------------
-    @hooks.also_after("vkBeginCommandBuffer")
+    @hooks.after("vkBeginCommandBuffer")
     def after_begin_buffer(cb, result, commandBuffer, pBeginInfo):
         """Every command buffer of a device with the feature records through its Python hooks: an
         action with an instrumented pipeline and no active object must still bind somewhere for
@@ -142,13 +142,13 @@ def register(drv: Driver) -> None:
             return
         cb.instrumentation = None
 
-    @hooks.also_before("vkCmdExecuteCommands")
+    @hooks.before("vkCmdExecuteCommands")
     def before_execute(cb, commandBuffer, count, pCommandBuffers):
         if cb.instrumentation is not None:
             warn_once("execute", "vkCmdExecuteCommands while shader instrumentation is active (not allowed by "
                       "VK_ARM_shader_instrumentation): the secondaries' work is not attributed to it")
 
-    @hooks.also_before("vkCmdBindShadersEXT")
+    @hooks.before("vkCmdBindShadersEXT")
     def bind_shaders(cb: CommandBuffer, commandBuffer, count, pStages, pShaders):
         """After recording.py bound the stages: the plan of the graphics shader objects now bound."""
         instrumentation_recording.shaders_bound(cb, count, pStages, warn_once)
@@ -159,11 +159,11 @@ def register(drv: Driver) -> None:
         return before
 
     for name in DRAWS:
-        hooks.also_before(name)(action(vk.VK_PIPELINE_BIND_POINT_GRAPHICS))
+        hooks.before(name)(action(vk.VK_PIPELINE_BIND_POINT_GRAPHICS))
     for name in DISPATCHES:
-        hooks.also_before(name)(action(vk.VK_PIPELINE_BIND_POINT_COMPUTE))
+        hooks.before(name)(action(vk.VK_PIPELINE_BIND_POINT_COMPUTE))
     for name in TRACE_RAYS:
-        hooks.also_before(name)(action(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR))
+        hooks.before(name)(action(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR))
 
     # ---- results (instrumentation_metrics.py, instrumentation_objects.py) ------------------------
     @hooks.replace("vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM")

@@ -236,7 +236,7 @@ def register(drv: Driver) -> None:
         state = cb.peek(MeasuredRecording)
         return state.readers if state is not None else []
 
-    @hooks.also_before("vkCmdExecuteCommands")
+    @hooks.before("vkCmdExecuteCommands")
     def execute(cb, commandBuffer, count, pCommandBuffers):
         for i in range(count):
             secondary = drv.objects.get(pCommandBuffers[i], CommandBuffer)
@@ -271,15 +271,15 @@ def register(drv: Driver) -> None:
 
         def after(queue, result, vkqueue, count, pSubmits, fence):
             after_submit(submitted(command_buffers(name, count, pSubmits)) if _readers else [], result)
-        hooks.also_before(name)(before)
-        hooks.also_after(name)(after)
+        hooks.before(name)(before)
+        hooks.after(name)(after)
 
     for name in SUBMIT_COMMANDS:
         queue_submit(name)
 
     for name in DISPATCHES:
         hooks.at_record(name)(mark)
-        hooks.also_before(name)(action("compute"))
+        hooks.before(name)(action("compute"))
     for name in DRAWS:
         hooks.at_record(name)(mark)
-        hooks.also_before(name)(action("fragment"))
+        hooks.before(name)(action("fragment"))

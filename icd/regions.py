@@ -103,7 +103,7 @@ def register(drv: Driver) -> None:
         if state is not None:
             state.view_masks[int(pRenderPass[0])] = tuple(subpass_masks)
 
-    @hooks.also_after("vkCreateRenderPass")
+    @hooks.after("vkCreateRenderPass")
     def after_create_render_pass(dev, result, device, ci, pAllocator, pRenderPass):
         if result != vk.VK_SUCCESS:
             return
@@ -112,13 +112,13 @@ def register(drv: Driver) -> None:
         masks = [mv.pViewMasks[i] if mv is not None and i < mv.subpassCount else 0 for i in range(ci.subpassCount)]
         remember_views(dev, pRenderPass, masks)
 
-    @hooks.also_after("vkCreateRenderPass2")
+    @hooks.after("vkCreateRenderPass2")
     def after_create_render_pass2(dev, result, device, ci, pAllocator, pRenderPass):
         if result == vk.VK_SUCCESS:
             remember_views(dev, pRenderPass, [ci.pSubpasses[i].viewMask for i in range(ci.subpassCount)])
 
     # ---- counting pipelines ---------------------------------------------------------------------
-    @hooks.also_after("vkCreateGraphicsPipelines")
+    @hooks.after("vkCreateGraphicsPipelines")
     def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
         state = state_of(dev)
         if state is None:
@@ -141,7 +141,7 @@ def register(drv: Driver) -> None:
                 with state.lock:
                     state.variants[handle] = variant
 
-    @hooks.also_before("vkDestroyPipeline")
+    @hooks.before("vkDestroyPipeline")
     def before_destroy_pipeline(dev, device, pipeline, pAllocator):
         state = state_of(dev)
         if state is None:
@@ -152,19 +152,19 @@ def register(drv: Driver) -> None:
             dev.next.vkDestroyPipeline(device, variant.pipeline, ffi.NULL)
 
     # ---- driver memory: a command buffer's chunks go back to the device's free list -------------
-    @hooks.also_before("vkBeginCommandBuffer")
+    @hooks.before("vkBeginCommandBuffer")
     def before_begin(cb, commandBuffer, pBeginInfo):
         state = state_of(cb.device)
         if state is not None:
             release(state, cb.address)
 
-    @hooks.also_before("vkResetCommandBuffer")
+    @hooks.before("vkResetCommandBuffer")
     def before_reset(cb, commandBuffer, flags):
         state = state_of(cb.device)
         if state is not None:
             release(state, cb.address)
 
-    @hooks.also_before("vkFreeCommandBuffers")
+    @hooks.before("vkFreeCommandBuffers")
     def before_free(dev, device, commandPool, count, pCommandBuffers):
         state = state_of(dev)
         if state is not None:
@@ -178,8 +178,8 @@ def register(drv: Driver) -> None:
             for address in [a for a, r in state.buffers.items() if r.pool == int(commandPool)]:
                 release(state, address)
 
-    hooks.also_before("vkDestroyCommandPool")(lambda dev, device, pool, pAllocator: release_pool(dev, pool))
-    hooks.also_before("vkResetCommandPool")(lambda dev, device, pool, flags: release_pool(dev, pool))
+    hooks.before("vkDestroyCommandPool")(lambda dev, device, pool, pAllocator: release_pool(dev, pool))
+    hooks.before("vkResetCommandPool")(lambda dev, device, pool, flags: release_pool(dev, pool))
 
     # ---- capture: begin ----------------------------------------------------------------------------
     def start(cb: CommandBuffer, commandBuffer, request, area, subpass_arrays, writeback, command: str) -> None:
@@ -234,15 +234,15 @@ def register(drv: Driver) -> None:
 
     stripped: dict[int, tuple] = {}   # command buffer -> the begin info copy passed down (kept alive)
 
-    @hooks.also_before("vkCmdBeginRenderPass")
+    @hooks.before("vkCmdBeginRenderPass")
     def before_begin_render_pass(cb, commandBuffer, pRenderPassBegin, contents):
         return begin_render_pass(cb, commandBuffer, pRenderPassBegin, (contents,), "vkCmdBeginRenderPass")
 
-    @hooks.also_before("vkCmdBeginRenderPass2")
+    @hooks.before("vkCmdBeginRenderPass2")
     def before_begin_render_pass2(cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
         return begin_render_pass(cb, commandBuffer, pRenderPassBegin, (pSubpassBeginInfo,), "vkCmdBeginRenderPass2")
 
-    @hooks.also_before("vkCmdBeginRendering")
+    @hooks.before("vkCmdBeginRendering")
     def before_begin_rendering(cb, commandBuffer, pRenderingInfo):
         keep: list = []
         request, chain = split(ffi, pRenderingInfo.pNext, keep)
@@ -262,7 +262,7 @@ def register(drv: Driver) -> None:
         return (commandBuffer, copy)
 
     for name in ("vkCmdBeginRenderPass", "vkCmdBeginRenderPass2", "vkCmdBeginRendering"):
-        hooks.also_after(name)(lambda cb, result, commandBuffer, *a: (
+        hooks.after(name)(lambda cb, result, commandBuffer, *a: (
             stripped.pop(objects.address(commandBuffer), None), after_start(cb)))
 
     # ---- capture: inside the pass ---------------------------------------------------------------
@@ -273,7 +273,7 @@ def register(drv: Driver) -> None:
             return None, None
         return state, regions.capture
 
-    @hooks.also_before("vkCmdBindPipeline")
+    @hooks.before("vkCmdBindPipeline")
     def before_bind_pipeline(cb, commandBuffer, bindPoint, pipeline):
         if bindPoint != vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
             return None
@@ -296,17 +296,17 @@ def register(drv: Driver) -> None:
         return None
 
     for name in DRAWS:
-        hooks.also_before(name)(before_draw)
+        hooks.before(name)(before_draw)
 
     def next_subpass(cb, commandBuffer, *args):
         state, capture = active(cb)
         if capture is not None:
             capture.subpass += 1
 
-    hooks.also_after("vkCmdNextSubpass")(lambda cb, result, *a: next_subpass(cb, *a))
-    hooks.also_after("vkCmdNextSubpass2")(lambda cb, result, *a: next_subpass(cb, *a))
+    hooks.after("vkCmdNextSubpass")(lambda cb, result, *a: next_subpass(cb, *a))
+    hooks.after("vkCmdNextSubpass2")(lambda cb, result, *a: next_subpass(cb, *a))
 
-    @hooks.also_before("vkCmdExecuteCommands")
+    @hooks.before("vkCmdExecuteCommands")
     def before_execute(cb, commandBuffer, count, pCommandBuffers):
         if active(cb)[1] is not None:
             warn("execute", "vkCmdExecuteCommands inside a captured render pass instance: the secondaries' draws "
@@ -323,4 +323,4 @@ def register(drv: Driver) -> None:
         end_commands(ffi, cb, commandBuffer, capture)
 
     for name in ("vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdEndRendering"):
-        hooks.also_after(name)(lambda cb, result, commandBuffer, *a: end(cb, commandBuffer, *a))
+        hooks.after(name)(lambda cb, result, commandBuffer, *a: end(cb, commandBuffer, *a))

@@ -154,7 +154,7 @@ def register(drv: Driver) -> None:
     ffi, hooks = drv.ffi, drv.hooks
     pending: dict[int, list] = {}
 
-    @hooks.also_before("vkCreateImage")
+    @hooks.before("vkCreateImage")
     def before_create_image(dev, device, pCreateInfo, pAllocator, pImage):
         if dev.tensors is None or not pCreateInfo.usage & IMAGE_USAGE_TENSOR_ALIASING:
             return None
@@ -177,6 +177,6 @@ def register(drv: Driver) -> None:
         pending[int(ffi.cast("uintptr_t", info))] = keep
         return (device, info, pAllocator, pImage)
 
-    @hooks.also_after("vkCreateImage")
+    @hooks.after("vkCreateImage")
     def after_create_image(dev, result, device, pCreateInfo, pAllocator, pImage):
         pending.pop(int(ffi.cast("uintptr_t", pCreateInfo)), None)

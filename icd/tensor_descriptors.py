@@ -437,7 +437,7 @@ def register(drv: Driver) -> None:
             stage.pName = name
             stage.pSpecializationInfo = ffi.NULL
 
-    @hooks.also_before("vkCreateComputePipelines")
+    @hooks.before("vkCreateComputePipelines")
     def before_create_compute(dev, device, cache, count, pInfos, pAllocator, pPipelines):
         from tessera.spirv.passes.tensors import uses_tensors
         from tessera.vkapi.pipelines import _stage_code
@@ -459,7 +459,7 @@ def register(drv: Driver) -> None:
         pending_pipelines[int(ffi.cast("uintptr_t", infos))] = [modules, keep]
         return (device, cache, count, infos, pAllocator, pPipelines)
 
-    @hooks.also_before("vkCreateGraphicsPipelines")
+    @hooks.before("vkCreateGraphicsPipelines")
     def before_create_graphics(dev, device, cache, count, pInfos, pAllocator, pPipelines):
         """Graphics stages reading or writing tensors (shaderTensorSupportedStages: fragment tested),
         lowered as compute stages are."""
@@ -493,11 +493,11 @@ def register(drv: Driver) -> None:
         pending_pipelines[int(ffi.cast("uintptr_t", infos))] = [modules, keep]
         return (device, cache, count, infos, pAllocator, pPipelines)
 
-    @hooks.also_after("vkCreateGraphicsPipelines")
+    @hooks.after("vkCreateGraphicsPipelines")
     def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
         after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines)
 
-    @hooks.also_after("vkCreateComputePipelines")
+    @hooks.after("vkCreateComputePipelines")
     def after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
         entry = pending_pipelines.pop(int(ffi.cast("uintptr_t", pInfos)), None)
         if entry is None:

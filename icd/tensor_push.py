@@ -149,15 +149,15 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
             free_chunks.setdefault(id(cb.device), []).extend(ps.chunks[1:])
             del ps.chunks[1:]
 
-    @hooks.also_after("vkBeginCommandBuffer")
+    @hooks.after("vkBeginCommandBuffer")
     def after_begin(cb, result, commandBuffer, pBeginInfo):
         recycle(cb)
 
-    @hooks.also_after("vkResetCommandBuffer")
+    @hooks.after("vkResetCommandBuffer")
     def after_reset(cb, result, commandBuffer, flags):
         recycle(cb)
 
-    @hooks.also_after("vkGetPhysicalDeviceProperties2")
+    @hooks.after("vkGetPhysicalDeviceProperties2")
     def after_properties2(phys, result, physicalDevice, pProperties):
         """maxPushDescriptors leaves room for the metadata binding a push set with tensors gets."""
         p = structs.find(ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES,

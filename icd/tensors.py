@@ -530,7 +530,7 @@ def register(drv: Driver) -> None:
 
     keepalive: dict[int, list] = {}   # command buffer address -> structs of its last translated barrier
 
-    @hooks.also_before("vkCmdPipelineBarrier2")
+    @hooks.before("vkCmdPipelineBarrier2")
     def before_barrier2(cb, commandBuffer, pDependencyInfo):
         if cb.device.tensors is None:
             return None
@@ -541,7 +541,7 @@ def register(drv: Driver) -> None:
         keepalive[cb.address or objects.address(commandBuffer)] = keep
         return (commandBuffer, info)
 
-    @hooks.also_before("vkCmdWaitEvents2")
+    @hooks.before("vkCmdWaitEvents2")
     def before_wait_events2(cb, commandBuffer, count, pEvents, pInfos):
         if cb.device.tensors is None:
             return None
@@ -561,7 +561,7 @@ def register(drv: Driver) -> None:
     tensor_aliasing.register(drv)
 
     # ---- physical device ---------------------------------------------------------------------
-    @hooks.also_after("vkGetPhysicalDeviceFormatProperties2")
+    @hooks.after("vkGetPhysicalDeviceFormatProperties2")
     def after_format_properties2(phys, result, physicalDevice, fmt, pProperties):
         p = structs.find(ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_TENSOR_FORMAT_PROPERTIES_ARM,
                          "VkTensorFormatPropertiesARM *")
@@ -581,7 +581,7 @@ def register(drv: Driver) -> None:
         props.exportFromImportedHandleTypes = export_from
         props.compatibleHandleTypes = compatible
 
-    @hooks.also_after("vkGetPhysicalDeviceFeatures2")
+    @hooks.after("vkGetPhysicalDeviceFeatures2")
     def after_features2(phys, result, physicalDevice, pFeatures):
         """Descriptor buffers do not hold tensor descriptors here (docs/tensors.md: a tensor descriptor
         is a storage buffer plus a metadata record reached through a binding the driver adds)."""

@@ -34,7 +34,7 @@ def send_pending(state, dev, t: CommandBufferTracker) -> None:
 
 
 def register(hooks, state) -> None:
-    @hooks.also_after("vkEndCommandBuffer")
+    @hooks.after("vkEndCommandBuffer")
     def after_end(dev, result, commandBuffer):
         """Runs after the other end hooks (a pass suspended at the end is described by then)."""
         send_pending(state, dev, state.command_buffer(dev, commandBuffer))

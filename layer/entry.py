@@ -58,6 +58,9 @@ def install(ffi, lib) -> None:
             by_region.destroy(dev)
         transport.flush()
 
+    # Each command's hooks run in the order its row of the intercept table names their modules
+    # (vkapi/intercepts.py), whatever order the modules register in; only appliers (hooks.applies)
+    # depend on it, where an extension wraps another module's.
     chain.register(hooks, state, ffi, on_destroy_device, instrumenter)
     resource_hooks.register(hooks, ffi)
     pipelines.register(hooks, ffi)
@@ -71,10 +74,10 @@ def install(ffi, lib) -> None:
     for extension in (instrumenter.items if isinstance(instrumenter, Extensions) else [instrumenter]):
         if extension is not None:   # after the modules whose appliers it extends
             extension.register(hooks)
+    owners = intercepts.owners(intercepts.LAYER)
     for name in settings.fault_commands:
         _inject_fault(hooks, name)
-    # The intercept table's owners are checked unless TESSERA_LAYER_FAULT put test hooks in place.
-    owners = None if settings.fault_commands else intercepts.owners(intercepts.LAYER)
+        owners[name] = (__name__, *owners.get(name, ()))   # the injected fault's hooks come first
     pointers = hooks.install(ffi, lib, state.owner_of, HOOKS, owners)
     gipa, gdpa = chain.make_proc_addr(ffi, state, pointers)
     ffi.def_extern(name="tessera_layer_gipa")(guarded(errors, "vkGetInstanceProcAddr", gipa, ffi.NULL))
@@ -89,14 +92,15 @@ def _raise_injected(*args, **kwargs):
 
 def _inject_fault(hooks: HookSet, name: str) -> None:
     """Make the layer's hooks of `name` raise InjectedFault where the layer's own work is: an
-    observed command's before-hook; a replacement hook that calls down itself (forwarding.py), at its
-    start, before it calls down; a replacement that answers alone (vkCreateInstance, vkCreateDevice,
-    the application's labels), at its start; a command recorded in C, when its record is applied."""
+    observed command's before-hooks (a first one that raises: the others are skipped); a replacement
+    hook that calls down itself (forwarding.py), at its start, before it calls down; a replacement that
+    answers alone (vkCreateInstance, vkCreateDevice, the application's labels), at its start; a command
+    recorded in C, when its record is applied. The caller names this module first in the command's row."""
     replacement = hooks.replacements.get(name)
     if isinstance(replacement, Forwarding):
         replacement.hook = _faulty(replacement.hook)
     elif replacement is not None:
-        hooks.replace(name)(_faulty(replacement))
+        hooks.replacements[name] = _faulty(replacement)   # swapped on purpose: a second replace() raises
     else:
         hooks.before(name)(_raise_injected)
     if name in hooks.appliers:   # recorded in C: its record is applied later, and fails then

@@ -175,15 +175,15 @@ class Instrumenter:
                 if int(pPipelines[i]) and stages:
                     self.pipelines[int(pPipelines[i])] = PipelineCode(stages)
 
-        hooks.also_before("vkCreateComputePipelines")(
+        hooks.before("vkCreateComputePipelines")(
             before_create("VkComputePipelineCreateInfo", lambda info: [info.stage]))
-        hooks.also_before("vkCreateGraphicsPipelines")(
+        hooks.before("vkCreateGraphicsPipelines")(
             before_create("VkGraphicsPipelineCreateInfo", lambda info: [info.pStages[s] for s in range(info.stageCount)]))
-        hooks.also_after("vkCreateComputePipelines")(after_create)
-        hooks.also_after("vkCreateGraphicsPipelines")(after_create)
+        hooks.after("vkCreateComputePipelines")(after_create)
+        hooks.after("vkCreateGraphicsPipelines")(after_create)
 
         # ---- shader objects: the flag on every SPIR-V shader (the driver says which it cannot do)
-        @hooks.also_before("vkCreateShadersEXT")
+        @hooks.before("vkCreateShadersEXT")
         def before_create_shaders(dev, device, count, pInfos, pAllocator, pShaders):
             if not self.instrumented(dev):
                 return None
@@ -202,7 +202,7 @@ class Instrumenter:
             pending[int(ffi.cast("uintptr_t", infos))] = [[infos], code]
             return device, count, infos, pAllocator, pShaders
 
-        @hooks.also_after("vkCreateShadersEXT")
+        @hooks.after("vkCreateShadersEXT")
         def after_create_shaders(dev, result, device, count, pInfos, pAllocator, pShaders):
             entry = pending.pop(int(ffi.cast("uintptr_t", pInfos)), None)
             if entry is None or result != vk.VK_SUCCESS:
@@ -215,7 +215,7 @@ class Instrumenter:
         def recording(dev, commandBuffer) -> Recording | None:
             return self.recordings.get(state.address(commandBuffer)) if self.instrumented(dev) else None
 
-        @hooks.also_after("vkBeginCommandBuffer")
+        @hooks.after("vkBeginCommandBuffer")
         def after_begin(dev, result, commandBuffer, pBeginInfo):
             if result != vk.VK_SUCCESS or not self.instrumented(dev):
                 return
@@ -249,7 +249,7 @@ class Instrumenter:
             if rec is not None and rec.active:
                 dev.next.vkCmdEndShaderInstrumentationARM(commandBuffer)
 
-        @hooks.also_after("vkEndCommandBuffer")
+        @hooks.after("vkEndCommandBuffer")
         def after_end(dev, result, commandBuffer):
             rec = recording(dev, commandBuffer)
             if rec is not None:
@@ -263,7 +263,7 @@ class Instrumenter:
 
         hooks.at_record("vkEndCommandBuffer")(close_at_end)
         hooks.at_record("vkCmdExecuteCommands")(lambda dev, commandBuffer, *a: close(dev, commandBuffer))
-        hooks.also_after("vkCmdExecuteCommands")(lambda dev, result, commandBuffer, *a: reopen(dev, commandBuffer))
+        hooks.after("vkCmdExecuteCommands")(lambda dev, result, commandBuffer, *a: reopen(dev, commandBuffer))
 
         # ---- numbering the actions -----------------------------------------------------
         def bind(dev, commandBuffer, bindPoint, pipeline):
@@ -300,9 +300,9 @@ class Instrumenter:
                 after(dev, commandBuffer, *args)
             hooks.appliers[name] = applier
 
-        hooks.also_before("vkCmdBindPipeline")(bind)
+        hooks.before("vkCmdBindPipeline")(bind)
 
-        @hooks.also_before("vkCmdBindShadersEXT")
+        @hooks.before("vkCmdBindShadersEXT")
         def bind_shaders(dev, commandBuffer, count, pStages, pShaders):
             """Shader objects stand for the bound pipeline: a compute shader object names its
             dispatches; for draws, the fragment shader object (else the vertex one) names them, so
@@ -320,13 +320,13 @@ class Instrumenter:
         chain_applier("vkCmdBindPipeline", bind)
         for name in DRAWS:
             point = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
-            hooks.also_before(name)(lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
+            hooks.before(name)(lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
             # Folded draws (recorder.py) arrive as (count,): one action per draw call.
             chain_applier(name, lambda dev, cb, count=1, *a, _n=name, _p=point: number(dev, cb, _n, _p, count))
         for names, point in ((DISPATCHES, vk.VK_PIPELINE_BIND_POINT_COMPUTE),
                              (TRACE_RAYS, vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR)):
             for name in names:
-                hooks.also_before(name)(lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
+                hooks.before(name)(lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
                 chain_applier(name, lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
 
     # ---- results -----------------------------------------------------------------------------

@@ -260,12 +260,12 @@ class Regions:
                 return None
             return (commandBuffer, copy, *rest) if copy is not None else None
 
-        hooks.also_before("vkCmdBeginRenderPass")(
+        hooks.before("vkCmdBeginRenderPass")(
             lambda dev, cb, pBegin, contents: begin_pass(dev, cb, pBegin, (contents,)))
-        hooks.also_before("vkCmdBeginRenderPass2")(
+        hooks.before("vkCmdBeginRenderPass2")(
             lambda dev, cb, pBegin, pSubpass: begin_pass(dev, cb, pBegin, (pSubpass,)))
 
-        @hooks.also_before("vkCmdBeginRendering")
+        @hooks.before("vkCmdBeginRendering")
         def begin_rendering(dev, commandBuffer, info):
             if info.flags & vk.VK_RENDERING_RESUMING_BIT:
                 return None
@@ -282,7 +282,7 @@ class Regions:
             if result == vk.VK_SUCCESS and dev.address in self.limits:
                 self.view_masks[int(pRenderPass[0])] = tuple(masks)
 
-        @hooks.also_after("vkCreateRenderPass")
+        @hooks.after("vkCreateRenderPass")
         def after_rp(dev, result, device, ci, pAllocator, pRenderPass):
             mv = structs.find(ffi, ci.pNext, vk.VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO,
                               "VkRenderPassMultiviewCreateInfo *")
@@ -290,11 +290,11 @@ class Regions:
                      [mv.pViewMasks[i] if mv is not None and i < mv.subpassCount else 0
                       for i in range(ci.subpassCount)])
 
-        @hooks.also_after("vkCreateRenderPass2")
+        @hooks.after("vkCreateRenderPass2")
         def after_rp2(dev, result, device, ci, pAllocator, pRenderPass):
             remember(dev, result, ci, pRenderPass, [ci.pSubpasses[i].viewMask for i in range(ci.subpassCount)])
 
-        @hooks.also_after("vkBeginCommandBuffer")
+        @hooks.after("vkBeginCommandBuffer")
         def after_begin(dev, result, commandBuffer, pBeginInfo):
             if dev.address in self.limits:
                 self.recycle(dev, commandBuffer)

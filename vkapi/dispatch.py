@@ -4,16 +4,19 @@ A `DispatchTable` holds the next element's function pointers for one instance
 or device, resolved eagerly when the object is created (asking the next
 GetProcAddr later can hand back a loader trampoline that re-enters us).
 
-`HookSet` collects, per command, either observers (`before`, `after`) or a
-`replace`ment, and turns them into the `extern "Python"` callbacks of a shim:
+`HookSet` collects, per command, either observers (`at_record`, `before`,
+`after`: any number, run in the order the command's intercept-table row names
+their modules) or one `replace`ment, and turns them into the `extern "Python"`
+callbacks of a shim:
 
-- observer trampoline: resolve the dispatchable handle to its owner; run
-  `before` (which may return replacement arguments); call the next element
-  (when the next element lacks the command, the hook alone implements it and
-  the call succeeds: the driver emulates label commands this way); run
-  `after` with the result. An exception in `before` or `after` is reported
-  and the call is still forwarded with the original arguments: a bug in
-  Tessera never breaks the application's call.
+- observer trampoline: resolve the dispatchable handle to its owner; run the
+  `at_record` hooks, then the `before` hooks (each may return replacement
+  arguments); call the next element (when the next element lacks the command,
+  the hooks alone implement it and the call succeeds: the driver emulates label
+  commands this way); run the `after` hooks with the result. An exception in a
+  `before` or `after` hook is reported (the command's later hooks of that kind
+  are skipped) and the call is still forwarded with the original arguments: a
+  bug in Tessera never breaks the application's call.
 - replacement trampoline: the hook does everything (create/destroy, queries
   that answer for the next element); an exception is reported and the call
   returns the command's failure value (VK_ERROR_INITIALIZATION_FAILED,
@@ -70,14 +73,19 @@ Resolver = Callable[[Any], Any]  # dispatchable handle -> owner with `.next` Dis
 
 
 class HookSet:
-    """The hooks of one shim, by canonical command name."""
+    """The hooks of one shim, by canonical command name.
+
+    Append-only: each verb adds a hook; nothing a module registers is ever dropped. `before`,
+    `after` and `at_record` hooks of a command run in the order its intercept-table row
+    (vkapi/intercepts.py) names their modules, hooks of one module in registration order; so the
+    order modules register in does not matter. A command has at most one `replace`ment: a second
+    one raises, naming the command and both modules.
+    """
 
     def __init__(self, errors: HookErrors) -> None:
         self.errors = errors
-        self.observers: dict[str, tuple[Callable | None, Callable | None]] = {}
-        # Observers a second module adds to a command another module already observes (run after it).
-        self.more_before: dict[str, list[Callable]] = {}
-        self.more_after: dict[str, list[Callable]] = {}
+        self.befores: dict[str, list[Callable]] = {}
+        self.afters: dict[str, list[Callable]] = {}
         # Observers that must act on the calling thread before the call is forwarded, even where the
         # command's other hooks run later (vkEndCommandBuffer's run on the recorder's worker).
         self.record_time: dict[str, list[Callable]] = {}
@@ -86,58 +94,52 @@ class HookSet:
         self.appliers: dict[str, Callable] = {}
         self.recorder: Recorder | None = None
 
-    def before(self, name: str):
+    def _observe(self, table: dict[str, list[Callable]], name: str):
         def register(fn):
-            b, a = self.observers.get(name, (None, None))
-            self.observers[name] = (fn, a)
+            table.setdefault(name, []).append(fn)
+            for observers in (self.befores, self.afters, self.record_time):
+                observers.setdefault(name, [])
             return fn
         return register
+
+    def before(self, name: str):
+        """Run (owner, *args) before the call is forwarded; a non-None return replaces the arguments
+        (the command's next before-hooks and the call see them)."""
+        return self._observe(self.befores, name)
 
     def after(self, name: str):
-        def register(fn):
-            b, a = self.observers.get(name, (None, None))
-            self.observers[name] = (b, fn)
-            return fn
-        return register
-
-    def also_before(self, name: str):
-        """A before-observer in addition to the command's own, run after it (it sees its replaced
-        arguments and may replace them in turn)."""
-        def register(fn):
-            self.more_before.setdefault(name, []).append(fn)
-            self.observers.setdefault(name, (None, None))
-            return fn
-        return register
+        """Run (owner, result, *args) after the call was forwarded."""
+        return self._observe(self.afters, name)
 
     def at_record(self, name: str):
         """Run (owner, *args) on the calling thread just before the call is forwarded (for a
         command-buffer command, after the buffer's earlier records were applied; except for
         vkEndCommandBuffer, whose records are applied later, on the worker)."""
-        def register(fn):
-            self.record_time.setdefault(name, []).append(fn)
-            self.observers.setdefault(name, (None, None))
-            return fn
-        return register
-
-    def also_after(self, name: str):
-        """An after-observer in addition to the command's own, run after it."""
-        def register(fn):
-            self.more_after.setdefault(name, []).append(fn)
-            self.observers.setdefault(name, (None, None))
-            return fn
-        return register
+        return self._observe(self.record_time, name)
 
     def replace(self, name: str):
+        """The hook does everything instead of the call (create/destroy, queries the shim answers);
+        one per command."""
         def register(fn):
+            first = self.replacements.get(name)
+            if first is not None:
+                raise RuntimeError(f"{name} replaced twice: by {first.__module__} and by {fn.__module__}")
             self.replacements[name] = fn
             return fn
         return register
 
-    def _chained(self, name: str) -> tuple[Callable | None, Callable | None]:
-        """The command's before and after observers, each one function (extra ones chained)."""
-        before, after = self.observers[name]
-        befores = [f for f in (before, *self.more_before.get(name, ())) if f is not None]
-        afters = [f for f in (after, *self.more_after.get(name, ())) if f is not None]
+    @property
+    def observers(self) -> dict[str, tuple[Callable | None, Callable | None]]:
+        """Observed command -> its first registered before and after hook (None where it has none):
+        for unit tests that call one module's hooks directly."""
+        return {name: (self.befores[name][0] if self.befores[name] else None,
+                       self.afters[name][0] if self.afters[name] else None) for name in self.befores}
+
+    def _chained(self, name: str, row: tuple[str, ...] | None) -> tuple[Callable | None, Callable | None]:
+        """The command's before and after observers in the row's order, each one function (several
+        chained: an exception in one skips the rest, as the trampoline reports it)."""
+        befores = _in_row_order(self.befores[name], row)
+        afters = _in_row_order(self.afters[name], row)
         if len(befores) > 1:
             def before(owner, *args):
                 replaced = None
@@ -162,18 +164,16 @@ class HookSet:
         return register
 
     def names(self) -> set[str]:
-        return set(self.observers) | set(self.replacements)
+        return set(self.befores) | set(self.replacements)
 
     def modules(self) -> dict[str, set[str]]:
         """Command -> the modules that registered a function for it (any kind of hook)."""
         out: dict[str, set[str]] = {}
-        registered = [(name, fn) for name, pair in self.observers.items() for fn in pair]
-        registered += [(name, fn) for table in (self.more_before, self.more_after, self.record_time)
-                       for name, fns in table.items() for fn in fns]
+        registered = [(name, fn) for table in (self.befores, self.afters, self.record_time)
+                      for name, fns in table.items() for fn in fns]
         registered += [*self.replacements.items(), *self.appliers.items()]
         for name, fn in registered:
-            if fn is not None:
-                out.setdefault(name, set()).add(fn.__module__)
+            out.setdefault(name, set()).add(fn.__module__)
         return out
 
     def dispatch_table(self, ffi, get_proc_addr, handle, names: Iterable[str]) -> DispatchTable:
@@ -186,15 +186,16 @@ class HookSet:
         return table
 
     def install(self, ffi, lib, resolver: Resolver, declared: Iterable[str],
-                owners: Mapping[str, frozenset[str]] | None = None, answered: Iterable[str] = ()) -> dict[str, Any]:
+                owners: Mapping[str, tuple[str, ...]] | None = None, answered: Iterable[str] = ()) -> dict[str, Any]:
         """Bind every declared hook; returns name -> PFN_vkVoidFunction for GetProcAddr
         (the generated C guard of each hook, which calls it while Python is usable).
 
         Every command the shim declares must have a hook, and every hook a declaration (it would
-        never be called); with `owners` (command -> modules, vkapi/intercepts.py), every hook
-        must come from a module its command's row names. Any of these is a build/registration
-        mismatch, reported loudly. `answered`: the commands whose final answers the C guards keep
-        (vkapi/answers.py).
+        never be called); with `owners` (command -> its row's modules in order, vkapi/intercepts.py),
+        every hook must come from a module its command's row names, and a command's before, after
+        and at_record hooks run in that order (without `owners`: in registration order). Any of
+        these is a build/registration mismatch, reported loudly. `answered`: the commands whose final
+        answers the C guards keep (vkapi/answers.py).
         """
         pointers: dict[str, Any] = {}
         self._resolver = resolver
@@ -208,7 +209,7 @@ class HookSet:
             raise RuntimeError(f"hooks of commands the shim does not declare (never called): {sorted(undeclared)}")
         if owners is not None:
             strays = sorted(f"{name} (hooked in {module})" for name, modules in self.modules().items()
-                            for module in modules - owners.get(name, frozenset()))
+                            for module in modules - set(owners.get(name, ())))
             if strays:
                 raise RuntimeError(f"hooks in modules the intercept table does not name: {strays}")
         guards = {ffi.string(lib.tessera_guard_name(i)).decode(): i for i in range(lib.tessera_guard_count())}
@@ -218,8 +219,9 @@ class HookSet:
             if name in self.replacements:
                 fn = self._replacement(name, self.replacements[name], lib)
             else:
-                b, a = self._chained(name)
-                fn = self._observer(name, resolver, b, a, lib)
+                row = owners.get(name) if owners is not None else None
+                b, a = self._chained(name, row)
+                fn = self._observer(name, resolver, b, a, _in_row_order(self.record_time[name], row), lib)
             ffi.def_extern(name=f"hook_{name}")(fn)
             pointers[name] = lib.tessera_guard_address(guards[name])
 
@@ -285,7 +287,8 @@ class HookSet:
         trampoline.__name__ = f"hook_{name}"
         return trampoline
 
-    def _observer(self, name: str, resolver: Resolver, before, after, lib) -> Callable:
+    def _observer(self, name: str, resolver: Resolver, before, after, record_time: list[Callable],
+                  lib) -> Callable:
         errors = self.errors
         failure = _failure_for(name)
         success = vk.VK_SUCCESS if vk.COMMAND_RETURNS.get(name) == "VkResult" else None
@@ -293,7 +296,6 @@ class HookSet:
         on_command_buffer = _takes_command_buffer(name)
         ends_recording = name == "vkEndCommandBuffer"
         settles = name in SETTLE_ALL
-        record_time = self.record_time.get(name, ())
         final = lib.tessera_answer_final if name in self._answered else None
 
         def trampoline(*args):
@@ -344,6 +346,14 @@ class HookSet:
 SETTLE_ALL = frozenset({"vkQueueSubmit", "vkQueueSubmit2", "vkFreeCommandBuffers", "vkDestroyCommandPool",
                         "vkResetCommandPool", "vkCmdExecuteCommands", "vkDestroyDevice", "vkQueueWaitIdle",
                         "vkDeviceWaitIdle", "vkWaitForFences"})
+
+
+def _in_row_order(fns: list[Callable], row: tuple[str, ...] | None) -> list[Callable]:
+    """`fns` in the order `row` names their modules (a stable sort: one module's hooks stay in
+    registration order); without a row, in registration order."""
+    if row is None:
+        return list(fns)
+    return sorted(fns, key=lambda fn: row.index(fn.__module__))
 
 
 def _takes_command_buffer(name: str) -> bool:

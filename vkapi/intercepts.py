@@ -16,6 +16,8 @@ checks the registrations against it: a row without a hook, a hook without a row,
 hook in a module its row does not name all stop the shim with the command's name
 (tests/vkapi/test_declarations.py). Modules that hook only under an option (the layer's
 --instrument and --regions) are listed; a module may leave its hook out, never add one.
+The order a row names its modules is the order their hooks of the command run (each kind:
+at_record, before, after; vkapi/dispatch.py HookSet), whatever order the modules register in.
 
 The rows are sorted by command name. Commands a shim calls but does not intercept are its
 CALLS (shim specs), not rows. The driver's rows of the commands that name an object by (type,
@@ -386,9 +388,10 @@ def answered(shim: str) -> dict[str, Answered]:
             if shim in row and row[shim].answered is not None}
 
 
-def owners(shim: str) -> dict[str, frozenset[str]]:
-    """Command -> the modules (full names) that may register its hooks in `shim`."""
-    return {name: frozenset(f"tessera.{m}" for m in row[shim].modules)
+def owners(shim: str) -> dict[str, tuple[str, ...]]:
+    """Command -> the modules (full names) that may register its hooks in `shim`, in the order
+    their hooks run."""
+    return {name: tuple(f"tessera.{m}" for m in row[shim].modules)
             for name, row in INTERCEPTS.items() if shim in row}
 
 
