@@ -71,19 +71,17 @@ DRAW_INDEXED = struct.Struct("<3IiI")   # VkDrawIndexedIndirectCommand: indexCou
 HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 USAGE_FLAGS_2 = vk.VK_STRUCTURE_TYPE_BUFFER_USAGE_FLAGS_2_CREATE_INFO
 
-_report: list[Callable[[str, str], None]] = []    # the driver's error reporter (register)
-
-
-def then(item: Any, fn: Callable[[], None], first: bool = False) -> None:
+def then(item: Any, fn: Callable[[], None], first: bool = False, *,
+         report: Callable[[str, str], None] | None = None) -> None:
     """Add `fn` to a Work's or Draw's at_completion, after (or, `first`, before) what it already runs:
-    sizes are set before anything that uses them (measured_timing.py). A failure of `fn` is reported
-    and costs only its own update (the item keeps what it had)."""
+    sizes are set before anything that uses them (measured_timing.py). A failure of `fn` goes to
+    `report` (the driver's HookErrors.report) and costs only its own update (the item keeps what it had)."""
     def guarded() -> None:
         try:
             fn()
         except Exception:
-            if _report:
-                _report[0]("vkQueueSubmit", "completing a workload's sizes or costs after execution")
+            if report is not None:
+                report("vkQueueSubmit", "completing a workload's sizes or costs after execution")
     prev = item.at_completion
     if prev is None:
         item.at_completion = guarded
@@ -251,7 +249,7 @@ class IndirectPending:
 
 def register(drv: Driver) -> None:
     ffi, hooks = drv.ffi, drv.hooks
-    _report[:] = [hooks.errors.report]
+    report = hooks.errors.report
 
     # ---- buffers: indirect buffers are copy sources too ------------------------------------
     @hooks.before("vkCreateBuffer")
@@ -337,7 +335,7 @@ def register(drv: Driver) -> None:
         if snaps is not None:
             size = work.info.get("group_size") or [-1, -1, -1]
             per_group = size[0] * size[1] * size[2] if min(size) > 0 else 1
-            then(work, lambda: _dispatch_sizes(work, snaps[0], per_group), first=True)
+            then(work, lambda: _dispatch_sizes(work, snaps[0], per_group), first=True, report=report)
             cb.needs_completion = True
 
     @hooks.before("vkCmdTraceRaysIndirectKHR")
@@ -353,7 +351,7 @@ def register(drv: Driver) -> None:
         src, offset = found
         snaps = snapshot(cb, commandBuffer, [[(ffi.cast("VkBuffer", src), offset, TRACE_RAYS.size)]])
         if snaps is not None:
-            then(work, lambda: _trace_rays_sizes(work, snaps[0]), first=True)
+            then(work, lambda: _trace_rays_sizes(work, snaps[0]), first=True, report=report)
             cb.needs_completion = True
 
     # draws: copied once their render pass ends
@@ -407,7 +405,7 @@ def register(drv: Driver) -> None:
             if snaps is None:
                 continue
             # one reading per command sets every draw it made
-            then(copy.items[0], lambda snaps=snaps, decode=copy.decode: decode(snaps), first=True)
+            then(copy.items[0], lambda snaps=snaps, decode=copy.decode: decode(snaps), first=True, report=report)
             cb.needs_completion = True
 
     @hooks.after("vkCmdEndRenderPass")

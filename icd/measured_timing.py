@@ -225,7 +225,7 @@ def register(drv: Driver) -> None:
             reader = _reader(ffi, obj, region)
             state.readers.append(reader)
             m = _Measure(reader, stage, items, costs(), area)
-            then(items[0], m.compute if kind == "compute" else m.fragment)
+            then(items[0], m.compute if kind == "compute" else m.fragment, report=hooks.errors.report)
             cb.needs_completion = True
             return None
         return before
