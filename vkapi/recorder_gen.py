@@ -127,17 +127,16 @@ def support_c() -> str:
     return RUNTIME_C.read_text()
 
 
-CDEF = """
-typedef struct tessera_device {
-    PFN_vkVoidFunction next[%d];
-    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;
-    PFN_vkCmdEndDebugUtilsLabelEXT label_end;
-    PFN_vkCmdDebugMarkerBeginEXT marker_begin;
-    PFN_vkCmdDebugMarkerEndEXT marker_end;
-    PFN_vkVoidFunction queue_label_begin;            /* s<submitID> queue labels (layer, submits.py) */
-    PFN_vkVoidFunction queue_label_end;
-} tessera_device;
-int tessera_cb_register(void *handle, tessera_device *dev);
+def _device_struct() -> str:
+    """runtime/recorder.c's `tessera_device`, for cffi: one declaration of the struct Python fills, its
+    table sized by `%d` (cffi's declarations are not preprocessed: TESSERA_GUARD_COUNT is C's)."""
+    text = RUNTIME_C.read_text()
+    start = text.index("typedef struct tessera_device {")
+    end = text.index("} tessera_device;", start) + len("} tessera_device;")
+    return text[start:end].replace("%", "%%").replace("TESSERA_GUARD_COUNT", "%d") + "\n"
+
+
+CDEF = _device_struct() + """int tessera_cb_register(void *handle, tessera_device *dev);
 void tessera_cb_unregister(void *handle);
 int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped);
 void tessera_cb_clear(void *handle);
