@@ -22,78 +22,86 @@ from .objects import CommandBuffer, Device, Queue
 from .timeline import LabelMade, SubmitMade, batch
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
-    ledger = SubmitLedger(ffi, drv.lib, lambda message: hooks.errors.log.warning("%s", message))
+class Submits:
+    """The driver's submit hooks: one method per command (HookSet.bind), the C path's ledger its state."""
 
-    def made_in_c() -> list[SubmitMade | LabelMade]:
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi, self.objects = drv, drv.ffi, drv.objects
+        self.report = drv.hooks.errors.report
+        self.recorder_of = lambda: drv.hooks.recorder   # made when the hooks are installed
+        self.ledger = SubmitLedger(drv.ffi, drv.lib, lambda message: drv.hooks.errors.log.warning("%s", message))
+        drv.timeline.take_submits_from(self.made_in_c)
+        drv.submit_ledger = self.ledger
+
+    def made_in_c(self) -> list[SubmitMade | LabelMade]:
         """The submits and queue labels the C path recorded, as the timeline takes them."""
         out = []
-        for s in ledger.take():
-            queue = objects.by_address.get(s.queue)
+        by_address = self.objects.by_address
+        for s in self.ledger.take():
+            queue = by_address.get(s.queue)
             if not isinstance(queue, Queue):   # cannot happen: the queue's device is alive
                 continue
             if isinstance(s, QueueLabel):
                 out.append(LabelMade(queue, s.name))
                 continue
+            recorder = self.recorder_of()
             for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
                 for address in cbs:
-                    hooks.recorder.wait(address)
-            batches = [batch([objects.by_address[a] for a in cbs], waits, signals)
-                       for cbs, waits, signals in s.batches]
+                    recorder.wait(address)
+            batches = [batch([by_address[a] for a in cbs], waits, signals) for cbs, waits, signals in s.batches]
             out.append(SubmitMade(queue, batches, s.boottime_ns))
         return out
 
-    drv.timeline.take_submits_from(made_in_c)
-    drv.submit_ledger = ledger
-
-    def hand_over(queue: Queue, batches) -> None:
-        ledger.made_in_python += 1
+    def hand_over(self, queue: Queue, batches) -> None:
+        """A submit made in Python: to the timeline, behind the driver's completion fence when a buffer
+        holds work timed only after execution."""
+        self.ledger.made_in_python += 1
         completion = None
         if any(cb.needs_completion for b in batches for cb in b[0]):
             dev = queue.device
             if dev.fences is None:
-                dev.fences = Fences(ffi, dev)
+                dev.fences = Fences(self.ffi, dev)
             fence = dev.fences.signal_after(queue.handle)
             if fence is None:
-                hooks.errors.report("vkQueueSubmit", "submitting the driver's completion fence; indirect sizes "
-                                    "and measured executions of this submit may be read before they exist")
+                self.report("vkQueueSubmit", "submitting the driver's completion fence; indirect sizes "
+                            "and measured executions of this submit may be read before they exist")
             else:
                 completion = (dev.fences, fence)
-        drv.timeline.submit(queue, [batch(*b) for b in batches], completion)
+        self.drv.timeline.submit(queue, [batch(*b) for b in batches], completion)
 
-    def after(name: str):
-        def after_submit(queue, result, vkqueue, count, pSubmits, fence):
-            if result != vk.VK_SUCCESS:
-                return
-            get = objects.get
-            hand_over(queue, [([get(h, CommandBuffer) for h in buffers], [int(w) for w in waits],
-                               [int(s) for s in signals])
-                              for buffers, waits, signals in submits.batches(name, count, pSubmits)])
-        return after_submit
+    def _after_submit(self, name: str, queue, result, count, pSubmits) -> None:
+        if result != vk.VK_SUCCESS:
+            return
+        get = self.objects.get
+        self.hand_over(queue, [([get(h, CommandBuffer) for h in buffers], [int(w) for w in waits],
+                                [int(s) for s in signals])
+                               for buffers, waits, signals in submits.batches(name, count, pSubmits)])
 
-    for name in submits.COMMANDS:
-        hooks.after(name)(after(name))
+    def after_vkQueueSubmit(self, queue, result, vkqueue, count, pSubmits, fence):
+        self._after_submit("vkQueueSubmit", queue, result, count, pSubmits)
 
-    @hooks.before("vkDestroySemaphore")
-    def before_destroy_semaphore(dev, device, semaphore, pAllocator):
-        drv.timeline.forget_semaphore(int(semaphore))
+    def after_vkQueueSubmit2(self, queue, result, vkqueue, count, pSubmits, fence):
+        self._after_submit("vkQueueSubmit2", queue, result, count, pSubmits)
+
+    def before_vkDestroySemaphore(self, dev, device, semaphore, pAllocator):
+        self.drv.timeline.forget_semaphore(int(semaphore))
 
     # The application observes completion: what it knows has run is in the trace when the call returns.
-    @hooks.after("vkWaitForFences")
-    def after_wait_fences(dev, result, device, count, pFences, waitAll, timeout):
+    def after_vkWaitForFences(self, dev, result, device, count, pFences, waitAll, timeout):
         if result == vk.VK_SUCCESS:
-            drv.timeline.settle()
+            self.drv.timeline.settle()
 
-    @hooks.after("vkQueueWaitIdle")
-    def after_queue_wait_idle(queue, result, vkqueue):
+    def after_vkQueueWaitIdle(self, queue, result, vkqueue):
         if result == vk.VK_SUCCESS:
-            drv.timeline.settle()
+            self.drv.timeline.settle()
 
-    @hooks.after("vkDeviceWaitIdle")
-    def after_device_wait_idle(dev, result, device):
+    def after_vkDeviceWaitIdle(self, dev, result, device):
         if result == vk.VK_SUCCESS:
-            drv.timeline.settle()
+            self.drv.timeline.settle()
+
+
+def register(drv: Driver) -> None:
+    drv.hooks.bind(Submits(drv))
 
 
 def before_device_destroyed(drv: Driver, dev: Device) -> None:

@@ -163,6 +163,24 @@ class HookSet:
             return fn
         return register
 
+    def bind(self, feature: object) -> object:
+        """Register a feature object's hooks, found by their names: a method `before_vkCmdDraw` is a
+        before-hook of vkCmdDraw; likewise `after_`, `at_record_`, `replace_` and `apply_` (the applier of
+        a record made in C). So a command's handler is found by grepping its name, and the feature's
+        state lives on the object, not in closures. A method named after no command raises: a typo never
+        hooks nothing in silence. Returns `feature`."""
+        verbs = {"before": self.before, "after": self.after, "at_record": self.at_record,
+                 "replace": self.replace, "apply": self.applies}
+        for attr in dir(type(feature)):
+            verb, sep, rest = attr.partition("_vk")
+            if not sep or verb not in verbs:
+                continue
+            command = "vk" + rest
+            if command not in vk.COMMANDS or canonical(command) != command:
+                raise RuntimeError(f"{type(feature).__name__}.{attr}: {command} is not a canonical Vulkan command")
+            verbs[verb](command)(getattr(feature, attr))
+        return feature
+
     def names(self) -> set[str]:
         return set(self.befores) | set(self.replacements)
 
