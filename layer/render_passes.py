@@ -20,179 +20,187 @@ from .tagging import Labeller
 from .trackers import CommandBufferTracker, PassPart, Workload
 
 
-
 def _meta(info: PassInfo) -> dict:
     return {"command": info.command, "width": info.width, "height": info.height, "render_area": info.render_area,
             "subpass_count": info.subpasses, "dynamic": info.dynamic, "attachments": info.attachments,
             "draw_call_count": 0}
 
 
-def register(hooks, state, labeller: Labeller, capture) -> None:
-    def start(dev, t: CommandBufferTracker, commandBuffer, info: PassInfo, tag: int | None = None) -> None:
+class RenderPasses:
+    """The render-pass hooks: one method per command (HookSet.bind); per-buffer state is on each
+    command buffer's tracker (its open `part`, deferred indirect captures, continued draws)."""
+
+    def __init__(self, state, labeller: Labeller, capture) -> None:
+        self.state = state
+        self.labeller = labeller
+        self.capture = capture   # indirect.Capturer: indirect draws' parameters
+
+    def _start(self, dev, t: CommandBufferTracker, commandBuffer, info: PassInfo, tag: int | None = None) -> None:
         """`tag`: the pass was begun in C, which took that tag and opened its label."""
-        w = Workload(labeller.next_tag() if tag is None else tag, tuple(t.labels), t.pops_below_start)
+        w = Workload(self.labeller.next_tag() if tag is None else tag, tuple(t.labels), t.pops_below_start)
         if tag is None:
-            labeller.push(dev, commandBuffer, tag_label(w.tag))
+            self.labeller.push(dev, commandBuffer, tag_label(w.tag))
         t.part = PassPart(w, _meta(info), suspends=info.suspending)
 
-    def finish(dev, t: CommandBufferTracker, commandBuffer, suspended: bool, in_c: bool = False) -> None:
+    def _finish(self, dev, t: CommandBufferTracker, commandBuffer, suspended: bool, in_c: bool = False) -> None:
         """The pass (or this command buffer's part of it) is recorded. `in_c`: it ended in C, which
         closed its label; no Python hook ran inside it, so it has no indirect draw to capture."""
         part, t.part = t.part, None
         part.suspends = suspended
         if not suspended and not in_c:
-            labeller.pop(dev, commandBuffer)
+            self.labeller.pop(dev, commandBuffer)
             # Indirect draws: their parameters are copied once the pass is over (no copies inside one).
             part.captures += [c for c in (pending(commandBuffer) for pending in t.deferred_captures) if c]
             t.deferred_captures.clear()
         t.ops.append(("pass", part))
         if part.workload is not None:
             part.meta["draw_call_count"] = part.draws
-            describe(state, dev, t, part.workload, "render_pass", part.meta, suspended or bool(part.captures))
+            describe(self.state, dev, t, part.workload, "render_pass", part.meta, suspended or bool(part.captures))
             part.meta = None
 
     # ---- begin / end ---------------------------------------------------------
-    @hooks.before("vkCmdBeginRenderPass")
-    def begin1(dev, commandBuffer, pBegin, contents):
-        start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
-              describe_begin(dev.res, pBegin, "vkCmdBeginRenderPass"))
+    def before_vkCmdBeginRenderPass(self, dev, commandBuffer, pBegin, contents):
+        self._start(dev, self.state.command_buffer(dev, commandBuffer), commandBuffer,
+                    describe_begin(dev.res, pBegin, "vkCmdBeginRenderPass"))
 
-    @hooks.before("vkCmdBeginRenderPass2")
-    def begin2(dev, commandBuffer, pBegin, pSubpassBegin):
-        start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
-              describe_begin(dev.res, pBegin, "vkCmdBeginRenderPass2"))
+    def before_vkCmdBeginRenderPass2(self, dev, commandBuffer, pBegin, pSubpassBegin):
+        self._start(dev, self.state.command_buffer(dev, commandBuffer), commandBuffer,
+                    describe_begin(dev.res, pBegin, "vkCmdBeginRenderPass2"))
 
-    @hooks.after("vkCmdEndRenderPass")
-    def end1(dev, result, commandBuffer):
-        t = state.command_buffer(dev, commandBuffer)
+    def after_vkCmdEndRenderPass(self, dev, result, commandBuffer):
+        t = self.state.command_buffer(dev, commandBuffer)
         if t.part is not None:
-            finish(dev, t, commandBuffer, suspended=False)
+            self._finish(dev, t, commandBuffer, suspended=False)
 
-    @hooks.after("vkCmdEndRenderPass2")
-    def end2(dev, result, commandBuffer, pSubpassEnd):
-        end1(dev, result, commandBuffer)
+    def after_vkCmdEndRenderPass2(self, dev, result, commandBuffer, pSubpassEnd):
+        self.after_vkCmdEndRenderPass(dev, result, commandBuffer)
 
-    @hooks.before("vkCmdBeginRendering")
-    def begin_rendering(dev, commandBuffer, pRenderingInfo):
-        t = state.command_buffer(dev, commandBuffer)
-        info = describe_rendering(state.ffi, dev.res, pRenderingInfo)
+    def before_vkCmdBeginRendering(self, dev, commandBuffer, pRenderingInfo):
+        t = self.state.command_buffer(dev, commandBuffer)
+        info = describe_rendering(self.state.ffi, dev.res, pRenderingInfo)
+        self._begin_rendering(dev, t, commandBuffer, info)
+
+    def _begin_rendering(self, dev, t: CommandBufferTracker, commandBuffer, info: PassInfo) -> None:
         if info.resuming and t.part is not None:          # resumed in the same command buffer: same part
             t.part.suspends = info.suspending
         elif info.resuming:                               # resumes a pass begun in an earlier command buffer
             t.part = PassPart(None, suspends=info.suspending, resumes=True)
         else:
-            start(dev, t, commandBuffer, info)
+            self._start(dev, t, commandBuffer, info)
 
-    @hooks.after("vkCmdEndRendering")
-    def end_rendering(dev, result, commandBuffer):
-        t = state.command_buffer(dev, commandBuffer)
+    def after_vkCmdEndRendering(self, dev, result, commandBuffer):
+        t = self.state.command_buffer(dev, commandBuffer)
         if t.part is not None and not t.part.suspends:
-            finish(dev, t, commandBuffer, suspended=False)
+            self._finish(dev, t, commandBuffer, suspended=False)
         # suspended: the part stays open; a resume in this buffer continues it, else vkEndCommandBuffer ends it
 
     # Recorded in C (intercepts.TAGGED_PASS_BEGIN, TAGGED_RENDERING_BEGIN, PASS_END) when no hook must act
     # at record time (no pNext, no suspending or resuming): C took the tag and opened the pass's label at
     # the begin and closed it at the end; the records are applied here, in order.
-    def begun_in_c(command: str):
-        def apply(dev, commandBuffer, pBegin, contents_or_subpass_begin, tag: int):
-            start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
-                  describe_begin(dev.res, pBegin, command), tag)
-        return apply
+    def _begun_in_c(self, command: str, dev, commandBuffer, pBegin, tag: int) -> None:
+        self._start(dev, self.state.command_buffer(dev, commandBuffer), commandBuffer,
+                    describe_begin(dev.res, pBegin, command), tag)
 
-    for name in ("vkCmdBeginRenderPass", "vkCmdBeginRenderPass2"):
-        hooks.applies(name)(begun_in_c(name))
+    def apply_vkCmdBeginRenderPass(self, dev, commandBuffer, pBegin, contents, tag: int):
+        self._begun_in_c("vkCmdBeginRenderPass", dev, commandBuffer, pBegin, tag)
 
-    @hooks.applies("vkCmdBeginRendering")
-    def rendering_begun_in_c(dev, commandBuffer, pRenderingInfo, tag: int):
-        start(dev, state.command_buffer(dev, commandBuffer), commandBuffer,
-              describe_rendering(state.ffi, dev.res, pRenderingInfo), tag)
+    def apply_vkCmdBeginRenderPass2(self, dev, commandBuffer, pBegin, pSubpassBegin, tag: int):
+        self._begun_in_c("vkCmdBeginRenderPass2", dev, commandBuffer, pBegin, tag)
 
-    @hooks.applies("vkCmdEndRenderPass")
-    @hooks.applies("vkCmdEndRenderPass2")
-    @hooks.applies("vkCmdEndRendering")
-    def ended_in_c(dev, commandBuffer, *end_info):
-        t = state.command_buffer(dev, commandBuffer)
+    def apply_vkCmdBeginRendering(self, dev, commandBuffer, pRenderingInfo, tag: int):
+        self._start(dev, self.state.command_buffer(dev, commandBuffer), commandBuffer,
+                    describe_rendering(self.state.ffi, dev.res, pRenderingInfo), tag)
+
+    def _ended_in_c(self, dev, commandBuffer) -> None:
+        t = self.state.command_buffer(dev, commandBuffer)
         if t.part is not None:
-            finish(dev, t, commandBuffer, suspended=False, in_c=True)
+            self._finish(dev, t, commandBuffer, suspended=False, in_c=True)
 
-    @hooks.before("vkEndCommandBuffer")
-    def before_end_command_buffer(dev, commandBuffer):
-        t = state.command_buffer(dev, commandBuffer)
+    def apply_vkCmdEndRenderPass(self, dev, commandBuffer, *end_info):
+        self._ended_in_c(dev, commandBuffer)
+
+    def apply_vkCmdEndRenderPass2(self, dev, commandBuffer, *end_info):
+        self._ended_in_c(dev, commandBuffer)
+
+    def apply_vkCmdEndRendering(self, dev, commandBuffer, *end_info):
+        self._ended_in_c(dev, commandBuffer)
+
+    def before_vkEndCommandBuffer(self, dev, commandBuffer):
+        t = self.state.command_buffer(dev, commandBuffer)
         if t.part is not None:   # suspended at the end of this buffer: resumed in a later one
             t.deferred_captures.clear()   # no copy can go between suspended parts: sizes stay unknown
-            finish(dev, t, commandBuffer, suspended=True)
+            self._finish(dev, t, commandBuffer, suspended=True)
 
     # ---- draws ------------------------------------------------------------------
-    def count(dev, commandBuffer, n: int = 1) -> CommandBufferTracker:
-        t = state.command_buffer(dev, commandBuffer)
+    def count(self, dev, commandBuffer, n: int = 1) -> CommandBufferTracker:
+        t = self.state.command_buffer(dev, commandBuffer)
         if t.part is not None:
             t.part.draws += n
         elif t.level == vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY:
             t.continued_draws += n
         return t
 
-    # Recorded in C (shim_spec.RECORDED), consecutive draws folded into one count; the hooks
-    # below serve command buffers the C side does not know.
-    @hooks.applies("vkCmdDraw")
-    @hooks.applies("vkCmdDrawIndexed")
-    @hooks.applies("vkCmdDrawMeshTasksEXT")
-    def folded_draws(dev, commandBuffer, n: int) -> None:
-        count(dev, commandBuffer, n)
+    # Recorded in C (shim_spec.RECORDED), consecutive draws folded into one count; the before-hooks
+    # serve command buffers the C side does not know.
+    def apply_vkCmdDraw(self, dev, commandBuffer, n: int) -> None:
+        self.count(dev, commandBuffer, n)
 
-    @hooks.before("vkCmdDraw")
-    def draw(dev, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):
-        count(dev, commandBuffer)
+    def apply_vkCmdDrawIndexed(self, dev, commandBuffer, n: int) -> None:
+        self.count(dev, commandBuffer, n)
 
-    @hooks.before("vkCmdDrawIndexed")
-    def draw_indexed(dev, commandBuffer, indexCount, instanceCount, firstIndex, vertexOffset, firstInstance):
-        count(dev, commandBuffer)
+    def apply_vkCmdDrawMeshTasksEXT(self, dev, commandBuffer, n: int) -> None:
+        self.count(dev, commandBuffer, n)
 
-    def indirect(dev, commandBuffer, buffer, offset, drawCount, stride, kind: str) -> None:
-        t = count(dev, commandBuffer, drawCount)
+    def before_vkCmdDraw(self, dev, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):
+        self.count(dev, commandBuffer)
+
+    def before_vkCmdDrawIndexed(self, dev, commandBuffer, indexCount, instanceCount, firstIndex, vertexOffset,
+                                firstInstance):
+        self.count(dev, commandBuffer)
+
+    def _indirect(self, dev, commandBuffer, buffer, offset, drawCount, stride, kind: str) -> None:
+        t = self.count(dev, commandBuffer, drawCount)
         if t.part is not None and drawCount:
+            capture = self.capture
             t.deferred_captures.append(
                 lambda cb: capture.draws(dev, cb, buffer, offset, drawCount, stride, kind))
 
-    @hooks.before("vkCmdDrawIndirect")
-    def draw_indirect(dev, commandBuffer, buffer, offset, drawCount, stride):
-        indirect(dev, commandBuffer, buffer, offset, drawCount, stride, "draw")
+    def before_vkCmdDrawIndirect(self, dev, commandBuffer, buffer, offset, drawCount, stride):
+        self._indirect(dev, commandBuffer, buffer, offset, drawCount, stride, "draw")
 
-    @hooks.before("vkCmdDrawIndexedIndirect")
-    def draw_indexed_indirect(dev, commandBuffer, buffer, offset, drawCount, stride):
-        indirect(dev, commandBuffer, buffer, offset, drawCount, stride, "draw_indexed")
+    def before_vkCmdDrawIndexedIndirect(self, dev, commandBuffer, buffer, offset, drawCount, stride):
+        self._indirect(dev, commandBuffer, buffer, offset, drawCount, stride, "draw_indexed")
 
-    @hooks.before("vkCmdDrawIndirectCount")
-    def draw_indirect_count(dev, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
-        count(dev, commandBuffer)   # the real count is in a buffer: counted as one draw call
+    def before_vkCmdDrawIndirectCount(self, dev, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                      maxDrawCount, stride):
+        self.count(dev, commandBuffer)   # the real count is in a buffer: counted as one draw call
 
-    @hooks.before("vkCmdDrawIndexedIndirectCount")
-    def draw_indexed_indirect_count(dev, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount,
-                                    stride):
-        count(dev, commandBuffer)
+    def before_vkCmdDrawIndexedIndirectCount(self, dev, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                             maxDrawCount, stride):
+        self.count(dev, commandBuffer)
 
-    @hooks.before("vkCmdDrawMultiEXT")
-    def draw_multi(dev, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance, stride):
-        count(dev, commandBuffer, drawCount)
+    def before_vkCmdDrawMultiEXT(self, dev, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance,
+                                 stride):
+        self.count(dev, commandBuffer, drawCount)
 
-    @hooks.before("vkCmdDrawMultiIndexedEXT")
-    def draw_multi_indexed(dev, commandBuffer, drawCount, pIndexInfo, instanceCount, firstInstance, stride,
-                           pVertexOffset):
-        count(dev, commandBuffer, drawCount)
+    def before_vkCmdDrawMultiIndexedEXT(self, dev, commandBuffer, drawCount, pIndexInfo, instanceCount,
+                                        firstInstance, stride, pVertexOffset):
+        self.count(dev, commandBuffer, drawCount)
 
-    @hooks.before("vkCmdDrawIndirectByteCountEXT")
-    def draw_indirect_byte_count(dev, commandBuffer, instanceCount, firstInstance, counterBuffer,
-                                 counterBufferOffset, counterOffset, vertexStride):
-        count(dev, commandBuffer)
+    def before_vkCmdDrawIndirectByteCountEXT(self, dev, commandBuffer, instanceCount, firstInstance, counterBuffer,
+                                             counterBufferOffset, counterOffset, vertexStride):
+        self.count(dev, commandBuffer)
 
-    @hooks.before("vkCmdDrawMeshTasksEXT")
-    def draw_mesh_tasks(dev, commandBuffer, groupCountX, groupCountY, groupCountZ):
-        count(dev, commandBuffer)
+    def before_vkCmdDrawMeshTasksEXT(self, dev, commandBuffer, groupCountX, groupCountY, groupCountZ):
+        self.count(dev, commandBuffer)
 
-    @hooks.before("vkCmdDrawMeshTasksIndirectEXT")
-    def draw_mesh_tasks_indirect(dev, commandBuffer, buffer, offset, drawCount, stride):
-        count(dev, commandBuffer, drawCount)
+    def before_vkCmdDrawMeshTasksIndirectEXT(self, dev, commandBuffer, buffer, offset, drawCount, stride):
+        self.count(dev, commandBuffer, drawCount)
 
-    @hooks.before("vkCmdDrawMeshTasksIndirectCountEXT")
-    def draw_mesh_tasks_indirect_count(dev, commandBuffer, buffer, offset, countBuffer, countOffset,
-                                       maxDrawCount, stride):
-        count(dev, commandBuffer)   # the real count is in a buffer: counted as one draw call
+    def before_vkCmdDrawMeshTasksIndirectCountEXT(self, dev, commandBuffer, buffer, offset, countBuffer,
+                                                  countOffset, maxDrawCount, stride):
+        self.count(dev, commandBuffer)   # the real count is in a buffer: counted as one draw call
+
+
+def register(hooks, state, labeller: Labeller, capture) -> None:
+    hooks.bind(RenderPasses(state, labeller, capture))
