@@ -44,53 +44,58 @@ def _stage_code(ffi, dev, stage) -> bytes | None:
     return bytes(ffi.buffer(inline.pCode, inline.codeSize)) if inline is not None else None
 
 
-def register(hooks, ffi, costs: CostFunction | None = None, log: logging.Logger | None = None) -> None:
-    log = log or hooks.errors.log
+class Pipelines:
+    """Shader modules and compute/graphics pipelines: one method per command (HookSet.bind); the state
+    is the owner's `res` (its SPIR-V per module, its records per pipeline)."""
 
-    @hooks.after("vkCreateShaderModule")
-    def after_create_shader(dev, result, device, ci, pAllocator, pModule):
+    def __init__(self, ffi, costs: CostFunction | None, log: logging.Logger) -> None:
+        self.ffi, self.costs, self.log = ffi, costs, log
+
+    def after_vkCreateShaderModule(self, dev, result, device, ci, pAllocator, pModule):
         if result == vk.VK_SUCCESS:
-            dev.res.shaders[int(pModule[0])] = bytes(ffi.buffer(ci.pCode, ci.codeSize))
+            dev.res.shaders[int(pModule[0])] = bytes(self.ffi.buffer(ci.pCode, ci.codeSize))
 
-    @hooks.before("vkDestroyShaderModule")
-    def before_destroy_shader(dev, device, module, pAllocator):
+    def before_vkDestroyShaderModule(self, dev, device, module, pAllocator):
         dev.res.shaders.pop(int(module), None)
 
-    def stage_info(dev, stage) -> tuple[str, bytes | None, str, dict | None]:
+    def stage_info(self, dev, stage) -> tuple[str, bytes | None, str, dict | None]:
+        ffi = self.ffi
         name = STAGE_NAMES.get(stage.stage, f"stage 0x{stage.stage:x}")
-        return name, _stage_code(ffi, dev, stage), structs.string(ffi, stage.pName), _spec_values(ffi, stage.pSpecializationInfo)
+        return (name, _stage_code(ffi, dev, stage), structs.string(ffi, stage.pName),
+                _spec_values(ffi, stage.pSpecializationInfo))
 
-    @hooks.after("vkCreateComputePipelines")
-    def after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+    def after_vkCreateComputePipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
         for i in range(count):
             handle = int(pPipelines[i])
             if not handle:
                 continue
-            name, code, entry, spec = stage_info(dev, pInfos[i].stage)
+            name, code, entry, spec = self.stage_info(dev, pInfos[i].stage)
             size = None
             if code is not None:
                 from tessera.spirv import SpirvError, workgroup_size
                 try:
                     size = workgroup_size(code, entry, spec)
                 except SpirvError as e:
-                    log.info("compute pipeline %#x: work-group size unknown (%s)", handle, e)
-            cycles = costs([(name, code, entry, spec)]) if costs else {}
+                    self.log.info("compute pipeline %#x: work-group size unknown (%s)", handle, e)
+            cycles = self.costs([(name, code, entry, spec)]) if self.costs else {}
             dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_COMPUTE, size, cycles)
 
-    @hooks.after("vkCreateGraphicsPipelines")
-    def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+    def after_vkCreateGraphicsPipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
         for i in range(count):
             handle = int(pPipelines[i])
             if not handle:
                 continue
             info = pInfos[i]
-            stages = [stage_info(dev, info.pStages[s]) for s in range(info.stageCount)]
-            cycles = costs(stages) if costs else {}
+            stages = [self.stage_info(dev, info.pStages[s]) for s in range(info.stageCount)]
+            cycles = self.costs(stages) if self.costs else {}
             dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_GRAPHICS, None, cycles)
 
-    @hooks.before("vkDestroyPipeline")
-    def before_destroy_pipeline(dev, device, pipeline, pAllocator):
+    def before_vkDestroyPipeline(self, dev, device, pipeline, pAllocator):
         dev.res.pipelines.pop(int(pipeline), None)
+
+
+def register(hooks, ffi, costs: CostFunction | None = None, log: logging.Logger | None = None) -> Pipelines:
+    return hooks.bind(Pipelines(ffi, costs, log or hooks.errors.log))
 
 
 # ---- ray-tracing pipelines (VK_KHR_ray_tracing_pipeline) --------------------------------------
@@ -102,34 +107,43 @@ RAY_TRACING_STAGE_NAMES = {
 }
 
 
-def register_ray_tracing(hooks, ffi, costs: CostFunction | None = None) -> None:
+class RayTracingPipelines:
     """Per ray-tracing pipeline, the cost of each stage type: the mean over its shaders (a pipeline
     may hold several miss shaders or hit groups). Pipelines created with a deferred operation get
     their handles only when it completes: they are not costed (their trace rays use the timing
     model's default ray cost). Pipeline libraries are not followed."""
 
-    @hooks.after("vkCreateRayTracingPipelinesKHR")
-    def after_create_ray_tracing(dev, result, device, deferredOperation, cache, count, pInfos, pAllocator,
-                                 pPipelines):
+    def __init__(self, ffi, costs: CostFunction | None) -> None:
+        self.ffi, self.costs = ffi, costs
+
+    def after_vkCreateRayTracingPipelinesKHR(self, dev, result, device, deferredOperation, cache, count, pInfos,
+                                             pAllocator, pPipelines):
         if result != vk.VK_SUCCESS:
             return
         for i in range(count):
             handle = int(pPipelines[i])
-            if not handle:
-                continue
-            info = pInfos[i]
-            per_stage: dict[str, list[float]] = {}
-            for s in range(info.stageCount):
-                stage = info.pStages[s]
-                name = RAY_TRACING_STAGE_NAMES.get(stage.stage, f"stage 0x{stage.stage:x}")
-                code = _stage_code(ffi, dev, stage)
-                entry = structs.string(ffi, stage.pName)
-                spec = _spec_values(ffi, stage.pSpecializationInfo)
-                cost = costs([(name, code, entry, spec)]) if costs else {}
-                if name in cost:
-                    per_stage.setdefault(name, []).append(cost[name])
-            cycles = {name: sum(v) / len(v) for name, v in per_stage.items()}
-            dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR, None, cycles)
+            if handle:
+                cycles = self.stage_costs(dev, pInfos[i])
+                dev.res.pipelines[handle] = Pipeline(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR, None, cycles)
+
+    def stage_costs(self, dev, info) -> dict[str, float]:
+        """Stage type -> the mean cost of the pipeline's shaders of that type."""
+        ffi = self.ffi
+        per_stage: dict[str, list[float]] = {}
+        for s in range(info.stageCount):
+            stage = info.pStages[s]
+            name = RAY_TRACING_STAGE_NAMES.get(stage.stage, f"stage 0x{stage.stage:x}")
+            code = _stage_code(ffi, dev, stage)
+            entry = structs.string(ffi, stage.pName)
+            spec = _spec_values(ffi, stage.pSpecializationInfo)
+            cost = self.costs([(name, code, entry, spec)]) if self.costs else {}
+            if name in cost:
+                per_stage.setdefault(name, []).append(cost[name])
+        return {name: sum(v) / len(v) for name, v in per_stage.items()}
+
+
+def register_ray_tracing(hooks, ffi, costs: CostFunction | None = None) -> RayTracingPipelines:
+    return hooks.bind(RayTracingPipelines(ffi, costs))
 
 
 # ---- shader objects (VK_EXT_shader_object) --------------------------------------------------------
@@ -138,12 +152,13 @@ def register_ray_tracing(hooks, ffi, costs: CostFunction | None = None) -> None:
 STAGE_BIND_POINTS = {vk.VK_SHADER_STAGE_COMPUTE_BIT: vk.VK_PIPELINE_BIND_POINT_COMPUTE}
 
 
-def register_shader_objects(hooks, ffi, costs: CostFunction | None = None,
-                            log: logging.Logger | None = None) -> None:
-    log = log or hooks.errors.log
+class ShaderObjects:
+    """Shader objects' creation and destruction (HookSet.bind); the state is the owner's `res`."""
 
-    @hooks.after("vkCreateShadersEXT")
-    def after_create_shaders(dev, result, device, count, pInfos, pAllocator, pShaders):
+    def __init__(self, ffi, costs: CostFunction | None, log: logging.Logger) -> None:
+        self.ffi, self.costs, self.log = ffi, costs, log
+
+    def after_vkCreateShadersEXT(self, dev, result, device, count, pInfos, pAllocator, pShaders):
         if result not in (vk.VK_SUCCESS, vk.VK_INCOMPATIBLE_SHADER_BINARY_EXT):
             return
         for i in range(count):
@@ -151,25 +166,33 @@ def register_shader_objects(hooks, ffi, costs: CostFunction | None = None,
             info = pInfos[i]
             if not handle or info.codeType != vk.VK_SHADER_CODE_TYPE_SPIRV_EXT:
                 continue   # binary shaders carry no SPIR-V to reflect or cost
-            name = STAGE_NAMES.get(info.stage, f"stage 0x{info.stage:x}")
-            code = bytes(ffi.buffer(info.pCode, info.codeSize))
-            entry = structs.string(ffi, info.pName)
-            spec = _spec_values(ffi, info.pSpecializationInfo)
-            size = None
-            if info.stage == vk.VK_SHADER_STAGE_COMPUTE_BIT:
-                from tessera.spirv import SpirvError, workgroup_size
-                try:
-                    size = workgroup_size(code, entry, spec)
-                except SpirvError as e:
-                    log.info("compute shader object %#x: work-group size unknown (%s)", handle, e)
-            cycles = costs([(name, code, entry, spec)]) if costs else {}
-            point = STAGE_BIND_POINTS.get(info.stage, vk.VK_PIPELINE_BIND_POINT_GRAPHICS)
-            dev.res.shader_objects[handle] = (info.stage, Pipeline(point, size, cycles))
+            dev.res.shader_objects[handle] = (info.stage, self.record(handle, info))
 
-    @hooks.before("vkDestroyShaderEXT")
-    def before_destroy_shader(dev, device, shader, pAllocator):
+    def record(self, handle: int, info) -> Pipeline:
+        """A SPIR-V shader object as a one-stage pipeline: its work-group size (compute) and costs."""
+        ffi = self.ffi
+        name = STAGE_NAMES.get(info.stage, f"stage 0x{info.stage:x}")
+        code = bytes(ffi.buffer(info.pCode, info.codeSize))
+        entry = structs.string(ffi, info.pName)
+        spec = _spec_values(ffi, info.pSpecializationInfo)
+        size = None
+        if info.stage == vk.VK_SHADER_STAGE_COMPUTE_BIT:
+            from tessera.spirv import SpirvError, workgroup_size
+            try:
+                size = workgroup_size(code, entry, spec)
+            except SpirvError as e:
+                self.log.info("compute shader object %#x: work-group size unknown (%s)", handle, e)
+        cycles = self.costs([(name, code, entry, spec)]) if self.costs else {}
+        point = STAGE_BIND_POINTS.get(info.stage, vk.VK_PIPELINE_BIND_POINT_GRAPHICS)
+        return Pipeline(point, size, cycles)
+
+    def before_vkDestroyShaderEXT(self, dev, device, shader, pAllocator):
         dev.res.shader_objects.pop(int(shader), None)
 
+
+def register_shader_objects(hooks, ffi, costs: CostFunction | None = None,
+                            log: logging.Logger | None = None) -> ShaderObjects:
+    return hooks.bind(ShaderObjects(ffi, costs, log or hooks.errors.log))
 
 def bind_shader_objects(res, bound: dict[int, Pipeline], count: int, pStages, pShaders
                         ) -> dict[int, Pipeline | None]:
