@@ -40,19 +40,23 @@ def physical_device_info(drv: Driver, phys: PhysicalDevice) -> PhysicalDevice:
     return phys
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+class Instances:
+    """Instance and physical-device hooks: one method per command (HookSet.bind); the objects they make
+    live in the driver's `Objects`."""
 
-    @hooks.replace("vkEnumerateInstanceExtensionProperties")
-    def enumerate_instance_extensions(pLayerName, pPropertyCount, pProperties):
-        backend = backend_global(drv, "vkEnumerateInstanceExtensionProperties")
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi, self.hooks, self.objects = drv, drv.ffi, drv.hooks, drv.objects
+
+    def replace_vkEnumerateInstanceExtensionProperties(self, pLayerName, pPropertyCount, pProperties):
+        ffi = self.ffi
+        backend = backend_global(self.drv, "vkEnumerateInstanceExtensionProperties")
         if pLayerName != ffi.NULL:
             return backend(pLayerName, pPropertyCount, pProperties)
         exts = {**identity.EMULATED_INSTANCE_EXTENSIONS, **query_extensions(ffi, backend, ffi.NULL)}
         return fill_extensions(ffi, exts, pPropertyCount, pProperties)
 
-    @hooks.replace("vkCreateInstance")
-    def create_instance(pCreateInfo, pAllocator, pInstance):
+    def replace_vkCreateInstance(self, pCreateInfo, pAllocator, pInstance):
+        ffi, drv = self.ffi, self.drv
         keep: structs.Keepalive = []
         backend_exts = query_extensions(ffi, backend_global(drv, "vkEnumerateInstanceExtensionProperties"), ffi.NULL)
         names = structs.extension_names(ffi, pCreateInfo)
@@ -67,62 +71,62 @@ def register(drv: Driver) -> None:
         # Vulkan spec 4.2 "Instances": pApplicationInfo may be NULL, and an apiVersion of 0 means 1.0.0.
         app = pCreateInfo.pApplicationInfo
         api = (app.apiVersion if app != ffi.NULL else 0) or vk.VK_API_VERSION_1_0
-        objects.add(Instance(handle, hooks.dispatch_table(ffi, drv.backend.gipa, handle, INSTANCE_COMMANDS), api))
+        self.objects.add(Instance(handle, self.hooks.dispatch_table(ffi, drv.backend.gipa, handle, INSTANCE_COMMANDS),
+                                  api))
         return result
 
-    @hooks.replace("vkDestroyInstance")
-    def destroy_instance(instance, pAllocator):
-        if instance == ffi.NULL:
+    def replace_vkDestroyInstance(self, instance, pAllocator):
+        if instance == self.ffi.NULL:
             return
+        lib, objects = self.drv.lib, self.objects
         # The answers the shim's C keeps (vkapi/answers.py) die with the handles: the backend may
         # hand out the same addresses again once it has freed them.
-        drv.lib.tessera_answers_forget(instance)
+        lib.tessera_answers_forget(instance)
         inst = objects.get(instance, Instance)
         for phys in inst.physical_devices:
-            drv.lib.tessera_answers_forget(phys.handle)
+            lib.tessera_answers_forget(phys.handle)
         inst.next.vkDestroyInstance(instance, pAllocator)
         for phys in inst.physical_devices:
             objects.remove(phys.handle)
         objects.remove(instance)
 
-    def track(inst: Instance, handle) -> None:
+    def track(self, inst: Instance, handle) -> None:
         if all(p.handle != handle for p in inst.physical_devices):
             phys = PhysicalDevice(handle, inst)
             inst.physical_devices.append(phys)
-            objects.add(phys)
+            self.objects.add(phys)
 
-    @hooks.after("vkEnumeratePhysicalDevices")
-    def after_enumerate(inst, result, instance, pCount, pPhysicalDevices):
-        if result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE) and pPhysicalDevices != ffi.NULL:
+    def after_vkEnumeratePhysicalDevices(self, inst, result, instance, pCount, pPhysicalDevices):
+        if result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE) and pPhysicalDevices != self.ffi.NULL:
             for i in range(pCount[0]):
-                track(inst, pPhysicalDevices[i])
+                self.track(inst, pPhysicalDevices[i])
 
-    @hooks.after("vkEnumeratePhysicalDeviceGroups")
-    def after_enumerate_groups(inst, result, instance, pCount, pGroups):
-        if result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE) and pGroups != ffi.NULL:
+    def after_vkEnumeratePhysicalDeviceGroups(self, inst, result, instance, pCount, pGroups):
+        if result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE) and pGroups != self.ffi.NULL:
             for i in range(pCount[0]):
                 for j in range(pGroups[i].physicalDeviceCount):
-                    track(inst, pGroups[i].physicalDevices[j])
+                    self.track(inst, pGroups[i].physicalDevices[j])
 
-    @hooks.after("vkGetPhysicalDeviceProperties")
-    def after_properties(phys, result, physicalDevice, pProperties):
-        identity.apply_properties(ffi, pProperties, drv.profile)
+    def after_vkGetPhysicalDeviceProperties(self, phys, result, physicalDevice, pProperties):
+        identity.apply_properties(self.ffi, pProperties, self.drv.profile)
 
-    @hooks.after("vkGetPhysicalDeviceProperties2")
-    def after_properties2(phys, result, physicalDevice, pProperties):
-        identity.apply_properties2(ffi, pProperties, drv.profile)
+    def after_vkGetPhysicalDeviceProperties2(self, phys, result, physicalDevice, pProperties):
+        identity.apply_properties2(self.ffi, pProperties, self.drv.profile)
 
-    @hooks.after("vkGetPhysicalDeviceFeatures2")
-    def after_features2(phys, result, physicalDevice, pFeatures):
-        identity.apply_features2(ffi, pFeatures)
+    def after_vkGetPhysicalDeviceFeatures2(self, phys, result, physicalDevice, pFeatures):
+        identity.apply_features2(self.ffi, pFeatures)
 
-    @hooks.replace("vkEnumerateDeviceExtensionProperties")
-    def enumerate_device_extensions(physicalDevice, pLayerName, pPropertyCount, pProperties):
-        phys = objects.get(physicalDevice, PhysicalDevice)
+    def replace_vkEnumerateDeviceExtensionProperties(self, physicalDevice, pLayerName, pPropertyCount, pProperties):
+        ffi = self.ffi
+        phys = self.objects.get(physicalDevice, PhysicalDevice)
         if pLayerName != ffi.NULL:
             return phys.next.vkEnumerateDeviceExtensionProperties(physicalDevice, pLayerName,
                                                                    pPropertyCount, pProperties)
         if phys.extension_list is None:   # fixed for the physical device's lifetime
             phys.extension_list = ExtensionList(
-                ffi, {**identity.EMULATED_DEVICE_EXTENSIONS, **physical_device_info(drv, phys).extensions})
+                ffi, {**identity.EMULATED_DEVICE_EXTENSIONS, **physical_device_info(self.drv, phys).extensions})
         return phys.extension_list.fill(pPropertyCount, pProperties)
+
+
+def register(drv: Driver) -> None:
+    drv.hooks.bind(Instances(drv))
