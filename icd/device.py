@@ -46,11 +46,15 @@ def strip_chain(ffi, pnext, phys: PhysicalDevice, keep: structs.Keepalive, log=N
     return structs.rebuild_chain(ffi, known, keep)
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+class Devices:
+    """Device hooks: one method per command (HookSet.bind); the devices and queues they make live in
+    the driver's `Objects`."""
 
-    @hooks.replace("vkCreateDevice")
-    def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi, self.hooks, self.objects = drv, drv.ffi, drv.hooks, drv.objects
+
+    def replace_vkCreateDevice(self, physicalDevice, pCreateInfo, pAllocator, pDevice):
+        ffi, drv, objects = self.ffi, self.drv, self.objects
         phys = physical_device_info(drv, objects.get(physicalDevice, PhysicalDevice))
         keep: structs.Keepalive = []
         names = structs.extension_names(ffi, pCreateInfo)
@@ -74,32 +78,35 @@ def register(drv: Driver) -> None:
             return result
         shader_costs.warm_up()
         handle = pDevice[0]
-        table = hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
+        table = self.hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
         dev = objects.add(Device(handle, table, phys, frozenset(names), emulated))
         if tensors.EXTENSION in names:
             dev.tensors = tensors.DeviceTensors(tensor_features or tensors.Features())
-        if by_region:
-            try:
-                drv.regions_setup(dev)
-            except Exception:   # the feature was asked for and cannot be given: no device
-                drv.hooks.errors.report("vkCreateDevice", "setting up per-region counters; device not created")
-                objects.remove(handle)
-                table.vkDestroyDevice(handle, pAllocator)
-                return vk.VK_ERROR_INITIALIZATION_FAILED
-        if instrumented:
-            try:
-                dev.instrumentation = drv.instrumentation_setup(dev)
-            except Exception:   # the feature was asked for and cannot be given: no device
-                drv.hooks.errors.report("vkCreateDevice", "setting up shader instrumentation; device not created")
-                objects.remove(handle)
-                table.vkDestroyDevice(handle, pAllocator)
-                return vk.VK_ERROR_INITIALIZATION_FAILED
+        if by_region and not self.set_up(dev, table, pAllocator, drv.regions_setup, "per-region counters"):
+            return vk.VK_ERROR_INITIALIZATION_FAILED
+        if instrumented and not self.set_up(dev, table, pAllocator, self.set_up_instrumentation,
+                                            "shader instrumentation"):
+            return vk.VK_ERROR_INITIALIZATION_FAILED
         return result
 
-    @hooks.replace("vkDestroyDevice")
-    def destroy_device(device, pAllocator):
-        if device == ffi.NULL:
+    def set_up_instrumentation(self, dev: Device) -> None:
+        dev.instrumentation = self.drv.instrumentation_setup(dev)
+
+    def set_up(self, dev: Device, table, pAllocator, setup, feature: str) -> bool:
+        """Set up a feature the device enabled; False (and the device destroyed) when it cannot be."""
+        try:
+            setup(dev)
+            return True
+        except Exception:   # the feature was asked for and cannot be given: no device
+            self.hooks.errors.report("vkCreateDevice", f"setting up {feature}; device not created")
+            self.objects.remove(dev.handle)
+            table.vkDestroyDevice(dev.handle, pAllocator)
+            return False
+
+    def replace_vkDestroyDevice(self, device, pAllocator):
+        if device == self.ffi.NULL:
             return
+        drv, objects = self.drv, self.objects
         dev = objects.get(device, Device)
         submit.before_device_destroyed(drv, dev)
         indirect_sizes.teardown(dev)
@@ -113,15 +120,15 @@ def register(drv: Driver) -> None:
                     del objects.by_address[address]
         objects.remove(device)
 
-    def track_queue(dev: Device, handle, family: int, index: int) -> None:
-        if handle != ffi.NULL and objects.by_address.get(objects.address(handle)) is None:
+    def track_queue(self, dev: Device, handle, family: int, index: int) -> None:
+        """A queue the application got (vkapi/commands.py's vkGetDeviceQueue/vkGetDeviceQueue2 hooks)."""
+        objects = self.objects
+        if handle != self.ffi.NULL and objects.by_address.get(objects.address(handle)) is None:
             objects.add(Queue(handle, dev, family, index))
 
-    track_device_queues(hooks, track_queue)
-
-    @hooks.replace("vkGetDeviceProcAddr")
-    def get_device_proc_addr(device, pName):
-        dev = objects.get(device, Device)
+    def replace_vkGetDeviceProcAddr(self, device, pName):
+        ffi, drv = self.ffi, self.drv
+        dev = self.objects.get(device, Device)
         name = canonical(ffi.string(pName).decode())
         backend_gdpa = dev.physical.instance.next.vkGetDeviceProcAddr
         if name in drv.pointers and is_device_command(name):
@@ -129,3 +136,8 @@ def register(drv: Driver) -> None:
                 return drv.pointers[name]
             return ffi.NULL
         return backend_gdpa(device, pName)
+
+
+def register(drv: Driver) -> None:
+    devices = drv.hooks.bind(Devices(drv))
+    track_device_queues(drv.hooks, devices.track_queue)   # the queue hooks are vkapi/commands.py's (its row)
