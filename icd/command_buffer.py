@@ -5,58 +5,67 @@ from tessera.vkapi.commands import track_command_buffers
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
-from .objects import CommandBuffer, CommandBufferState
+from .objects import CommandBuffer, CommandBufferState, Device
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+class CommandBufferLifecycle:
+    """The driver's command buffers: made, dropped and reset with their pools (the pool callbacks of
+    vkapi/commands.track_command_buffers), and their state through begin, end and reset; one method per
+    command (HookSet.bind). The recorder is the hooks' (made when they are installed): read when used."""
 
-    def added(dev, handle, address: int, level: int, pool: int) -> None:
-        objects.add(CommandBuffer(handle, dev, pool, level, address=address))
-        recorder = hooks.recorder
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.hooks, self.objects = drv, drv.hooks, drv.objects
+
+    # ---- pools (vkapi/commands.track_command_buffers) ----------------------------------------
+    def pools_of(self, dev: Device) -> dict:
+        return self.objects.pools
+
+    def added(self, dev: Device, handle, address: int, level: int, pool: int) -> None:
+        self.objects.add(CommandBuffer(handle, dev, pool, level, address=address))
+        recorder = self.hooks.recorder
         if dev.recording_table is None:   # the backend's functions, for the commands recorded in C
             dev.recording_table = recorder.device_table(dev.next)
         recorder.register(handle, dev.recording_table)
 
-    def gone(dev, address: int) -> None:
-        drv.timeline.pull()   # the submits made in C of this buffer reach the timeline first
-        with objects.lock:
-            cb = objects.by_address.pop(address, None)
+    def gone(self, dev: Device, address: int) -> None:
+        self.drv.timeline.pull()   # the submits made in C of this buffer reach the timeline first
+        with self.objects.lock:
+            cb = self.objects.by_address.pop(address, None)
         if isinstance(cb, CommandBuffer):
-            hooks.recorder.unregister(cb.handle)
+            self.hooks.recorder.unregister(cb.handle)
 
-    def reset(dev, address: int) -> None:
-        cb = objects.by_address.get(address)
+    def reset(self, dev: Device, address: int) -> None:
+        cb = self.objects.by_address.get(address)
         if isinstance(cb, CommandBuffer):
-            drv.timeline.pull()
-            hooks.recorder.reset(cb.handle)
+            self.drv.timeline.pull()
+            self.hooks.recorder.reset(cb.handle)
             cb.reset()
 
-    track_command_buffers(hooks, ffi, lambda dev: objects.pools, added, gone, reset)
-
-    @hooks.after("vkBeginCommandBuffer")
-    def after_begin(cb, result, commandBuffer, pBeginInfo):
+    # ---- begin, end, reset -------------------------------------------------------------------
+    def after_vkBeginCommandBuffer(self, cb: CommandBuffer, result, commandBuffer, pBeginInfo):
         if result == vk.VK_SUCCESS:
-            drv.timeline.pull()
-            hooks.recorder.reset(commandBuffer)
+            self.drv.timeline.pull()
+            self.hooks.recorder.reset(commandBuffer)
             cb.reset()  # vkBeginCommandBuffer implicitly resets (spec 6.4)
             cb.state = CommandBufferState.RECORDING
 
-    @hooks.after("vkEndCommandBuffer")
-    def after_end(cb, result, commandBuffer):
+    def after_vkEndCommandBuffer(self, cb: CommandBuffer, result, commandBuffer):
         cb.state = CommandBufferState.EXECUTABLE if result == vk.VK_SUCCESS else CommandBufferState.INVALID
 
-    @hooks.at_record("vkEndCommandBuffer")
-    def at_end(cb, commandBuffer):
+    def at_record_vkEndCommandBuffer(self, cb: CommandBuffer, commandBuffer):
         """On the application's thread, before the worker applies the recording: its submits may skip
         Python unless they hold work timed only after execution (submit.py). Work timed so is recorded
         by Python hooks, whose ops exist by now; the commands recorded in C never are."""
-        drv.timeline.start()
-        hooks.recorder.set_submit_ok(commandBuffer, drv.c_submits and not cb.needs_completion)
+        self.drv.timeline.start()
+        self.hooks.recorder.set_submit_ok(commandBuffer, self.drv.c_submits and not cb.needs_completion)
 
-    @hooks.after("vkResetCommandBuffer")
-    def after_reset(cb, result, commandBuffer, flags):
+    def after_vkResetCommandBuffer(self, cb: CommandBuffer, result, commandBuffer, flags):
         if result == vk.VK_SUCCESS:
-            drv.timeline.pull()
-            hooks.recorder.reset(commandBuffer)
+            self.drv.timeline.pull()
+            self.hooks.recorder.reset(commandBuffer)
             cb.reset()
+
+
+def register(drv: Driver) -> None:
+    buffers = drv.hooks.bind(CommandBufferLifecycle(drv))
+    track_command_buffers(drv.hooks, drv.ffi, buffers.pools_of, buffers.added, buffers.gone, buffers.reset)
