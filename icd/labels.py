@@ -17,59 +17,69 @@ from .driver import Driver
 from .objects import CommandBuffer, Queue
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
+class DebugLabels:
+    """Labels and markers into the shadow recording (command buffers) or the queue's label stack; one
+    method per command (HookSet.bind): replacements (the backend never sees them) and the appliers of
+    the records made in C."""
 
-    def record(commandBuffer, op: str, name_ptr=None) -> None:
-        name = structs.string(ffi, name_ptr) if name_ptr is not None else None
-        objects.get(commandBuffer, CommandBuffer).ops.append((op, name))
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi, self.objects = drv, drv.ffi, drv.objects
 
-    # Recorded in C (shim_spec.RECORDED): applied with the label text already copied.
-    def applier(op: str):
-        def apply(cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
-            cb.ops.append((op, name))
-        return apply
+    def _record(self, commandBuffer, op: str, name_ptr=None) -> None:
+        name = structs.string(self.ffi, name_ptr) if name_ptr is not None else None
+        self.objects.get(commandBuffer, CommandBuffer).ops.append((op, name))
 
-    for name, op in (("vkCmdBeginDebugUtilsLabelEXT", "begin"), ("vkCmdEndDebugUtilsLabelEXT", "end"),
-                     ("vkCmdInsertDebugUtilsLabelEXT", "insert"), ("vkCmdDebugMarkerBeginEXT", "begin"),
-                     ("vkCmdDebugMarkerEndEXT", "end"), ("vkCmdDebugMarkerInsertEXT", "insert")):
-        hooks.applies(name)(applier(op))
+    # ---- command buffers: recorded in Python --------------------------------------------------
+    def replace_vkCmdBeginDebugUtilsLabelEXT(self, commandBuffer, pLabelInfo):
+        self._record(commandBuffer, "begin", pLabelInfo.pLabelName)
 
-    @hooks.replace("vkCmdBeginDebugUtilsLabelEXT")
-    def cmd_begin_label(commandBuffer, pLabelInfo):
-        record(commandBuffer, "begin", pLabelInfo.pLabelName)
+    def replace_vkCmdEndDebugUtilsLabelEXT(self, commandBuffer):
+        self._record(commandBuffer, "end")
 
-    @hooks.replace("vkCmdEndDebugUtilsLabelEXT")
-    def cmd_end_label(commandBuffer):
-        record(commandBuffer, "end")
+    def replace_vkCmdInsertDebugUtilsLabelEXT(self, commandBuffer, pLabelInfo):
+        self._record(commandBuffer, "insert", pLabelInfo.pLabelName)
 
-    @hooks.replace("vkCmdInsertDebugUtilsLabelEXT")
-    def cmd_insert_label(commandBuffer, pLabelInfo):
-        record(commandBuffer, "insert", pLabelInfo.pLabelName)
+    def replace_vkCmdDebugMarkerBeginEXT(self, commandBuffer, pMarkerInfo):
+        self._record(commandBuffer, "begin", pMarkerInfo.pMarkerName)
 
-    @hooks.replace("vkCmdDebugMarkerBeginEXT")
-    def marker_begin(commandBuffer, pMarkerInfo):
-        record(commandBuffer, "begin", pMarkerInfo.pMarkerName)
+    def replace_vkCmdDebugMarkerEndEXT(self, commandBuffer):
+        self._record(commandBuffer, "end")
 
-    @hooks.replace("vkCmdDebugMarkerEndEXT")
-    def marker_end(commandBuffer):
-        record(commandBuffer, "end")
+    def replace_vkCmdDebugMarkerInsertEXT(self, commandBuffer, pMarkerInfo):
+        self._record(commandBuffer, "insert", pMarkerInfo.pMarkerName)
 
-    @hooks.replace("vkCmdDebugMarkerInsertEXT")
-    def marker_insert(commandBuffer, pMarkerInfo):
-        record(commandBuffer, "insert", pMarkerInfo.pMarkerName)
+    # ---- command buffers: recorded in C (shim_spec.RECORDED), applied with the label text already copied
+    def apply_vkCmdBeginDebugUtilsLabelEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
+        cb.ops.append(("begin", name))
 
+    def apply_vkCmdEndDebugUtilsLabelEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
+        cb.ops.append(("end", name))
+
+    def apply_vkCmdInsertDebugUtilsLabelEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
+        cb.ops.append(("insert", name))
+
+    def apply_vkCmdDebugMarkerBeginEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
+        cb.ops.append(("begin", name))
+
+    def apply_vkCmdDebugMarkerEndEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
+        cb.ops.append(("end", name))
+
+    def apply_vkCmdDebugMarkerInsertEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
+        cb.ops.append(("insert", name))
+
+    # ---- queues ---------------------------------------------------------------------------------
     # The queue's label stack changes in call order with its submits, on the timeline's worker. The
     # shim's C path records begin and end in the submit ledger (vkapi/submits.py); these hooks run when
     # it is off (TESSERA_C_SUBMITS=0).
-    @hooks.replace("vkQueueBeginDebugUtilsLabelEXT")
-    def queue_begin_label(queue, pLabelInfo):
-        drv.timeline.queue_label(objects.get(queue, Queue), structs.string(ffi, pLabelInfo.pLabelName))
+    def replace_vkQueueBeginDebugUtilsLabelEXT(self, queue, pLabelInfo):
+        self.drv.timeline.queue_label(self.objects.get(queue, Queue), structs.string(self.ffi, pLabelInfo.pLabelName))
 
-    @hooks.replace("vkQueueEndDebugUtilsLabelEXT")
-    def queue_end_label(queue):
-        drv.timeline.queue_label(objects.get(queue, Queue), None)
+    def replace_vkQueueEndDebugUtilsLabelEXT(self, queue):
+        self.drv.timeline.queue_label(self.objects.get(queue, Queue), None)
 
-    @hooks.replace("vkQueueInsertDebugUtilsLabelEXT")
-    def queue_insert_label(queue, pLabelInfo):
-        objects.get(queue, Queue)  # a point label: nothing stays open
+    def replace_vkQueueInsertDebugUtilsLabelEXT(self, queue, pLabelInfo):
+        self.objects.get(queue, Queue)  # a point label: nothing stays open
+
+
+def register(drv: Driver) -> None:
+    drv.hooks.bind(DebugLabels(drv))
