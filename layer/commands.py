@@ -17,126 +17,158 @@ from .state import LayerState
 from .trackers import CommandBufferTracker, QueueTracker
 
 
+class Commands:
+    """Command-buffer and queue tracking and the application's labels: one method per command
+    (HookSet.bind). State: the trackers on each device (`dev.command_buffers`, `dev.queues`)."""
 
-def register(hooks, state: LayerState, ffi, release_captures) -> None:
-    """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py)."""
+    def __init__(self, hooks, state: LayerState, ffi, release_captures) -> None:
+        """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py)."""
+        self.hooks = hooks   # its recorder is made at install, after registration: read when a hook runs
+        self.state = state
+        self.ffi = ffi
+        self.release_captures = release_captures
 
-    def added(dev, handle, address: int, level: int, pool: int) -> None:
+    # ---- command buffers ---------------------------------------------------
+    def added(self, dev, handle, address: int, level: int, pool: int) -> None:
+        recorder = self.hooks.recorder
         dev.command_buffers[address] = CommandBufferTracker(handle, address, level, pool)
         if dev.recording_table is None:   # the driver's functions, and its label commands for t<tag>
-            dev.recording_table = hooks.recorder.device_table(dev.next, label_source=dev.next)
-        hooks.recorder.register(handle, dev.recording_table)
+            dev.recording_table = recorder.device_table(dev.next, label_source=dev.next)
+        recorder.register(handle, dev.recording_table)
 
-    def pull() -> None:
+    def pull(self) -> None:
         """Submits made in C are reported before their buffers or queues change (queues.py)."""
-        state.session.pull_submits()
+        self.state.session.pull_submits()
 
-    def gone(dev, address: int) -> None:
-        pull()
+    def gone(self, dev, address: int) -> None:
+        self.pull()
         tracker = dev.command_buffers.pop(address, None)
         if tracker is not None:
-            send_pending(state, dev, tracker)   # a recording never ended keeps its descriptions
-            hooks.recorder.unregister(tracker.handle)
-            release_captures(dev, tracker)
+            send_pending(self.state, dev, tracker)   # a recording never ended keeps its descriptions
+            self.hooks.recorder.unregister(tracker.handle)
+            self.release_captures(dev, tracker)
 
-    def reset(dev, tracker: CommandBufferTracker) -> None:
-        pull()
-        release_captures(dev, tracker)
-        send_pending(state, dev, tracker)
+    def reset(self, dev, tracker: CommandBufferTracker) -> None:
+        self.pull()
+        self.release_captures(dev, tracker)
+        send_pending(self.state, dev, tracker)
         tracker.reset()
-        hooks.recorder.reset(tracker.handle)   # and the C side's records and submit count
+        self.hooks.recorder.reset(tracker.handle)   # and the C side's records and submit count
 
-    def pool_reset(dev, address: int) -> None:
+    def pool_reset(self, dev, address: int) -> None:
         if address in dev.command_buffers:
-            reset(dev, dev.command_buffers[address])
+            self.reset(dev, dev.command_buffers[address])
 
-    track_command_buffers(hooks, ffi, lambda dev: dev.pools, added, gone, pool_reset)
-
-    @hooks.before("vkBeginCommandBuffer")
-    def before_begin(dev, commandBuffer, pBeginInfo):
-        tracker = state.command_buffer(dev, commandBuffer)
-        reset(dev, tracker)   # spec 6.4: begin implicitly resets
+    def before_vkBeginCommandBuffer(self, dev, commandBuffer, pBeginInfo):
+        tracker = self.state.command_buffer(dev, commandBuffer)
+        self.reset(dev, tracker)   # spec 6.4: begin implicitly resets
         tracker.one_time = bool(pBeginInfo.flags & vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
 
-    @hooks.after("vkResetCommandBuffer")
-    def after_reset(dev, result, commandBuffer, flags):
-        reset(dev, state.command_buffer(dev, commandBuffer))
+    def after_vkResetCommandBuffer(self, dev, result, commandBuffer, flags):
+        self.reset(dev, self.state.command_buffer(dev, commandBuffer))
 
     # vkEndCommandBuffer: a render pass still suspended is finished by render_passes.py.
 
-    def track_queue(dev, handle, family: int, index: int) -> None:
-        address = state.address(handle)
-        if handle != ffi.NULL and address not in dev.queues:
+    def track_queue(self, dev, handle, family: int, index: int) -> None:
+        address = self.state.address(handle)
+        if handle != self.ffi.NULL and address not in dev.queues:
             dev.queues[address] = QueueTracker(handle, f"queue {family}.{index}")
 
-    track_device_queues(hooks, track_queue)
-
     # ---- application labels: recorded, not passed down --------------------
-    def label_begin(t: CommandBufferTracker, name: str) -> None:
-        t.ops.append(("label_begin", name))
-        t.labels.append(name)
+    # Recorded in C (intercepts.APP_LABEL, APP_MARKER, APP_LABEL_END): the apply_ methods apply the
+    # records later, in order, with the text copied; the replacements serve command buffers the C side
+    # does not know.
+    def _recorded(self, commandBuffer) -> CommandBufferTracker:
+        return self.state.command_buffer(self.state.owner_of(commandBuffer), commandBuffer)
 
-    def label_end(t: CommandBufferTracker, name: None = None) -> None:
-        t.ops.append(("label_end", None))
-        if t.labels:
-            t.labels.pop()
-        else:
-            t.pops_below_start += 1   # closes a label opened in an earlier command buffer
+    def _text(self, info, field: str) -> str:
+        return structs.string(self.ffi, getattr(info, field))
 
-    def label_insert(t: CommandBufferTracker, name: str) -> None:
-        t.ops.append(("label_insert", name))
+    def apply_vkCmdBeginDebugUtilsLabelEXT(self, dev, commandBuffer, name: str | None = None) -> None:
+        label_begin(self.state.command_buffer(dev, commandBuffer), name)
 
-    # Recorded in C (intercepts.APP_LABEL, APP_MARKER, APP_LABEL_END): applied later, in order, with
-    # the text copied; the hooks below serve command buffers the C side does not know.
-    def applier(op):
-        def apply(dev, commandBuffer, name: str | None = None) -> None:
-            op(state.command_buffer(dev, commandBuffer), name)
-        return apply
+    def replace_vkCmdBeginDebugUtilsLabelEXT(self, commandBuffer, pLabelInfo) -> None:
+        label_begin(self._recorded(commandBuffer), self._text(pLabelInfo, "pLabelName"))
 
-    def hook(op, text=None):
-        def replacement(commandBuffer, *info) -> None:
-            t = state.command_buffer(state.owner_of(commandBuffer), commandBuffer)
-            op(t, structs.string(ffi, getattr(info[0], text)) if text else None)
-        return replacement
+    def apply_vkCmdEndDebugUtilsLabelEXT(self, dev, commandBuffer, name: str | None = None) -> None:
+        label_end(self.state.command_buffer(dev, commandBuffer))
 
-    for name, op, text in (("vkCmdBeginDebugUtilsLabelEXT", label_begin, "pLabelName"),
-                           ("vkCmdEndDebugUtilsLabelEXT", label_end, None),
-                           ("vkCmdInsertDebugUtilsLabelEXT", label_insert, "pLabelName"),
-                           ("vkCmdDebugMarkerBeginEXT", label_begin, "pMarkerName"),
-                           ("vkCmdDebugMarkerEndEXT", label_end, None),
-                           ("vkCmdDebugMarkerInsertEXT", label_insert, "pMarkerName")):
-        hooks.applies(name)(applier(op))
-        hooks.replace(name)(hook(op, text))
+    def replace_vkCmdEndDebugUtilsLabelEXT(self, commandBuffer) -> None:
+        label_end(self._recorded(commandBuffer))
 
-    def queue_of(queue) -> QueueTracker:
-        return state.owner_of(queue).queues[state.address(queue)]
+    def apply_vkCmdInsertDebugUtilsLabelEXT(self, dev, commandBuffer, name: str | None = None) -> None:
+        label_insert(self.state.command_buffer(dev, commandBuffer), name)
 
-    @hooks.replace("vkQueueBeginDebugUtilsLabelEXT")
-    def queue_begin_label(queue, pLabelInfo):
-        pull()
-        q = queue_of(queue)
-        q.labels.append(structs.string(ffi, pLabelInfo.pLabelName))
-        state.session.note_queue(q)
+    def replace_vkCmdInsertDebugUtilsLabelEXT(self, commandBuffer, pLabelInfo) -> None:
+        label_insert(self._recorded(commandBuffer), self._text(pLabelInfo, "pLabelName"))
 
-    @hooks.replace("vkQueueEndDebugUtilsLabelEXT")
-    def queue_end_label(queue):
-        pull()
-        q = queue_of(queue)
+    def apply_vkCmdDebugMarkerBeginEXT(self, dev, commandBuffer, name: str | None = None) -> None:
+        label_begin(self.state.command_buffer(dev, commandBuffer), name)
+
+    def replace_vkCmdDebugMarkerBeginEXT(self, commandBuffer, pMarkerInfo) -> None:
+        label_begin(self._recorded(commandBuffer), self._text(pMarkerInfo, "pMarkerName"))
+
+    def apply_vkCmdDebugMarkerEndEXT(self, dev, commandBuffer, name: str | None = None) -> None:
+        label_end(self.state.command_buffer(dev, commandBuffer))
+
+    def replace_vkCmdDebugMarkerEndEXT(self, commandBuffer) -> None:
+        label_end(self._recorded(commandBuffer))
+
+    def apply_vkCmdDebugMarkerInsertEXT(self, dev, commandBuffer, name: str | None = None) -> None:
+        label_insert(self.state.command_buffer(dev, commandBuffer), name)
+
+    def replace_vkCmdDebugMarkerInsertEXT(self, commandBuffer, pMarkerInfo) -> None:
+        label_insert(self._recorded(commandBuffer), self._text(pMarkerInfo, "pMarkerName"))
+
+    def _queue(self, queue) -> QueueTracker:
+        return self.state.owner_of(queue).queues[self.state.address(queue)]
+
+    def replace_vkQueueBeginDebugUtilsLabelEXT(self, queue, pLabelInfo):
+        self.pull()
+        q = self._queue(queue)
+        q.labels.append(structs.string(self.ffi, pLabelInfo.pLabelName))
+        self.state.session.note_queue(q)
+
+    def replace_vkQueueEndDebugUtilsLabelEXT(self, queue):
+        self.pull()
+        q = self._queue(queue)
         if q.labels:   # a pop without a push is tolerated
             q.labels.pop()
-        state.session.note_queue(q)
+        self.state.session.note_queue(q)
 
-    @hooks.replace("vkQueueInsertDebugUtilsLabelEXT")
-    def queue_insert_label(queue, pLabelInfo):
-        queue_of(queue)
+    def replace_vkQueueInsertDebugUtilsLabelEXT(self, queue, pLabelInfo):
+        self._queue(queue)
 
-    @hooks.before("vkCmdExecuteCommands")
-    def before_execute(dev, commandBuffer, count, pCommandBuffers):
-        t = state.command_buffer(dev, commandBuffer)
-        secondaries = [state.command_buffer(dev, pCommandBuffers[i]) for i in range(count)]
+    def before_vkCmdExecuteCommands(self, dev, commandBuffer, count, pCommandBuffers):
+        t = self.state.command_buffer(dev, commandBuffer)
+        secondaries = [self.state.command_buffer(dev, pCommandBuffers[i]) for i in range(count)]
         t.ops.append(("execute", secondaries))
         if t.part is not None:   # draws recorded in secondaries continue this render pass
             t.part.draws += sum(_draws(s) for s in secondaries)
+
+
+def label_begin(t: CommandBufferTracker, name: str) -> None:
+    t.ops.append(("label_begin", name))
+    t.labels.append(name)
+
+
+def label_end(t: CommandBufferTracker) -> None:
+    t.ops.append(("label_end", None))
+    if t.labels:
+        t.labels.pop()
+    else:
+        t.pops_below_start += 1   # closes a label opened in an earlier command buffer
+
+
+def label_insert(t: CommandBufferTracker, name: str) -> None:
+    t.ops.append(("label_insert", name))
+
+
+def register(hooks, state: LayerState, ffi, release_captures) -> None:
+    """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py)."""
+    commands = hooks.bind(Commands(hooks, state, ffi, release_captures))
+    track_command_buffers(hooks, ffi, lambda dev: dev.pools, commands.added, commands.gone, commands.pool_reset)
+    track_device_queues(hooks, commands.track_queue)
 
 
 def _draws(tracker: CommandBufferTracker) -> int:
