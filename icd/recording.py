@@ -17,10 +17,11 @@ submission (split render passes, label stacks) is resolved in submit.py.
 `Shadow` holds the logic: one method per kind of command, taking plain values
 (counts, masks, handles as ints, the `PassInfo`, `Transfer` or `AccelWork` the
 shared vkapi tables describe) and appending the ops; its collaborators are
-passed in (the resources of a command buffer's device). `register` only reads
-the Vulkan structures, registers the hooks and the appliers of the records
-made in C (`hooks.applies`), and calls it; the unit tests (tests/icd/
-test_shadow_recording.py) drive `Shadow` with stand-ins, without Vulkan.
+passed in (the resources of a command buffer's device). `ShadowRecording`
+holds the hooks: one method per command (HookSet.bind), each reading the
+Vulkan structures (or, `apply_vk…`, C's record of the command) and calling
+`Shadow`; the unit tests (tests/icd/test_shadow_recording.py,
+test_recording_hooks.py) drive both with stand-ins, without Vulkan.
 """
 from __future__ import annotations
 
@@ -29,10 +30,9 @@ from typing import Callable
 
 from tessera.vkapi import accel, pipelines
 from tessera.vkapi.accel import AccelWork
-from tessera.vkapi.commands import ACCELERATION_STRUCTURES
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.resources import Resources
-from tessera.vkapi.transfers import RECORDED_IN_C as RECORDED_TRANSFERS, TRANSFERS, Transfer
+from tessera.vkapi.transfers import TRANSFERS, Transfer
 from tessera.vkapi.vkconst import vk
 
 from . import shader_costs, timing
@@ -138,7 +138,7 @@ class Shadow:
     `resources(cb)`: the Resources that size a command of `cb` (its device's: render passes and
     framebuffers, pipelines and shader objects with their shader costs, images, buffers). Shader
     costs reach the ops through the pipelines bound (`Pipeline.shader_cycles`, `group_size`).
-    The other inputs are plain values: what `register` read from the Vulkan call or C's record.
+    The other inputs are plain values: what `ShadowRecording` read from the Vulkan call or C's record.
     """
 
     def __init__(self, resources: Callable[[CommandBuffer], Resources] = device_resources) -> None:
@@ -277,201 +277,257 @@ def _last_begin(cb: CommandBuffer) -> PassInfo | None:
     return next((v for op, v in reversed(cb.ops) if op == "pass_begin"), None)
 
 
-def register(drv: Driver) -> None:
-    """The hooks and appliers of the shadow recording: each reads its Vulkan arguments (or C's
-    record) and calls `Shadow`."""
-    ffi, hooks = drv.ffi, drv.hooks
-    shadow = Shadow()
-    res = shadow.resources
+class ShadowRecording:
+    """The hooks and appliers of the shadow recording, one method per command (HookSet.bind): each
+    reads its Vulkan arguments (or C's record) and calls `Shadow`.
+
+    Commands recorded in C (shim_spec.RECORDED) are applied later by the `apply_vk…` methods, mostly
+    the same functions as the hooks; consecutive draws arrive folded: their count and total vertices
+    and primitives."""
+
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi, self.objects = drv, drv.ffi, drv.objects
+        self.log = drv.hooks.errors.log
+        self.shadow = Shadow()
+        self.resources = self.shadow.resources
+
+    def stage_costs(self, stages):
+        """The compiler model's costs of a ray-tracing pipeline's or shader object's stages."""
+        return shader_costs.of_stages(self.drv.profile.key, stages, self.log)
 
     # ---- render passes -------------------------------------------------
     # Recorded in C (intercepts.PASS_BEGIN, RENDERING_BEGIN, PASS_END) unless Python must act at record
     # time: the hooks below also apply those records, with the same arguments.
-    @hooks.applies("vkCmdBeginRenderPass")
-    @hooks.before("vkCmdBeginRenderPass")
-    def cmd_begin_render_pass(cb, commandBuffer, pRenderPassBegin, contents):
-        shadow.begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass")
+    def before_vkCmdBeginRenderPass(self, cb, commandBuffer, pRenderPassBegin, contents):
+        self.shadow.begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass")
 
-    @hooks.applies("vkCmdBeginRenderPass2")
-    @hooks.before("vkCmdBeginRenderPass2")
-    def cmd_begin_render_pass2(cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
-        shadow.begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass2")
+    def before_vkCmdBeginRenderPass2(self, cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
+        self.shadow.begin_render_pass(cb, pRenderPassBegin, "vkCmdBeginRenderPass2")
 
-    @hooks.applies("vkCmdEndRenderPass")
-    @hooks.before("vkCmdEndRenderPass")
-    def cmd_end_render_pass(cb, commandBuffer):
-        shadow.end_render_pass(cb)
+    def before_vkCmdEndRenderPass(self, cb, commandBuffer):
+        self.shadow.end_render_pass(cb)
 
-    @hooks.applies("vkCmdEndRenderPass2")
-    @hooks.before("vkCmdEndRenderPass2")
-    def cmd_end_render_pass2(cb, commandBuffer, pSubpassEndInfo):
-        shadow.end_render_pass(cb)
+    def before_vkCmdEndRenderPass2(self, cb, commandBuffer, pSubpassEndInfo):
+        self.shadow.end_render_pass(cb)
 
-    @hooks.applies("vkCmdBeginRendering")
-    @hooks.before("vkCmdBeginRendering")
-    def cmd_begin_rendering(cb, commandBuffer, info):
-        shadow.begin_rendering(cb, describe_rendering(ffi, res(cb), info))
+    def before_vkCmdBeginRendering(self, cb, commandBuffer, info):
+        self.shadow.begin_rendering(cb, describe_rendering(self.ffi, self.resources(cb), info))
 
-    @hooks.applies("vkCmdEndRendering")
-    @hooks.before("vkCmdEndRendering")
-    def cmd_end_rendering(cb, commandBuffer):
-        shadow.end_rendering(cb)
+    def before_vkCmdEndRendering(self, cb, commandBuffer):
+        self.shadow.end_rendering(cb)
+
+    apply_vkCmdBeginRenderPass = before_vkCmdBeginRenderPass
+    apply_vkCmdBeginRenderPass2 = before_vkCmdBeginRenderPass2
+    apply_vkCmdEndRenderPass = before_vkCmdEndRenderPass
+    apply_vkCmdEndRenderPass2 = before_vkCmdEndRenderPass2
+    apply_vkCmdBeginRendering = before_vkCmdBeginRendering
+    apply_vkCmdEndRendering = before_vkCmdEndRendering
 
     # ---- draws ---------------------------------------------------------
-    @hooks.before("vkCmdDraw")
-    def cmd_draw(cb, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):
-        shadow.draw(cb, vertexCount * instanceCount)
+    def before_vkCmdDraw(self, cb, commandBuffer, vertexCount, instanceCount, firstVertex, firstInstance):
+        self.shadow.draw(cb, vertexCount * instanceCount)
 
-    @hooks.before("vkCmdDrawIndexed")
-    def cmd_draw_indexed(cb, commandBuffer, indexCount, instanceCount, firstIndex, vertexOffset, firstInstance):
-        shadow.draw(cb, indexCount * instanceCount)
+    def before_vkCmdDrawIndexed(self, cb, commandBuffer, indexCount, instanceCount, firstIndex, vertexOffset,
+                                firstInstance):
+        self.shadow.draw(cb, indexCount * instanceCount)
 
-    @hooks.before("vkCmdDrawIndirect")
-    def cmd_draw_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        shadow.estimated_draws(cb, drawCount)
+    def before_vkCmdDrawIndirect(self, cb, commandBuffer, buffer, offset, drawCount, stride):
+        self.shadow.estimated_draws(cb, drawCount)
 
-    @hooks.before("vkCmdDrawIndexedIndirect")
-    def cmd_draw_indexed_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        shadow.estimated_draws(cb, drawCount)
+    def before_vkCmdDrawIndexedIndirect(self, cb, commandBuffer, buffer, offset, drawCount, stride):
+        self.shadow.estimated_draws(cb, drawCount)
 
-    @hooks.before("vkCmdDrawIndirectCount")
-    def cmd_draw_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
-        shadow.estimated_draws(cb)
+    def before_vkCmdDrawIndirectCount(self, cb, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                      maxDrawCount, stride):
+        self.shadow.estimated_draws(cb)
 
-    @hooks.before("vkCmdDrawIndexedIndirectCount")
-    def cmd_draw_indexed_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset,
-                                        maxDrawCount, stride):
-        shadow.estimated_draws(cb)
+    def before_vkCmdDrawIndexedIndirectCount(self, cb, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                             maxDrawCount, stride):
+        self.shadow.estimated_draws(cb)
 
-    @hooks.before("vkCmdDrawMultiEXT")
-    def cmd_draw_multi(cb, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance, stride):
-        shadow.multi_draw(cb, multi(ffi, pVertexInfo, drawCount, stride, "VkMultiDrawInfoEXT *", "vertexCount"),
-                          instanceCount)
+    def before_vkCmdDrawMultiEXT(self, cb, commandBuffer, drawCount, pVertexInfo, instanceCount, firstInstance,
+                                 stride):
+        self.shadow.multi_draw(cb, multi(self.ffi, pVertexInfo, drawCount, stride, "VkMultiDrawInfoEXT *",
+                                         "vertexCount"), instanceCount)
 
-    @hooks.before("vkCmdDrawMultiIndexedEXT")
-    def cmd_draw_multi_indexed(cb, commandBuffer, drawCount, pIndexInfo, instanceCount, firstInstance, stride,
-                               pVertexOffset):
-        shadow.multi_draw(cb, multi(ffi, pIndexInfo, drawCount, stride, "VkMultiDrawIndexedInfoEXT *", "indexCount"),
-                          instanceCount)
+    def before_vkCmdDrawMultiIndexedEXT(self, cb, commandBuffer, drawCount, pIndexInfo, instanceCount,
+                                        firstInstance, stride, pVertexOffset):
+        self.shadow.multi_draw(cb, multi(self.ffi, pIndexInfo, drawCount, stride, "VkMultiDrawIndexedInfoEXT *",
+                                         "indexCount"), instanceCount)
 
-    @hooks.before("vkCmdDrawIndirectByteCountEXT")
-    def cmd_draw_indirect_byte_count(cb, commandBuffer, instanceCount, firstInstance, counterBuffer,
-                                     counterBufferOffset, counterOffset, vertexStride):
-        shadow.estimated_draws(cb, 1, instanceCount)   # the count is in a GPU buffer
+    def before_vkCmdDrawIndirectByteCountEXT(self, cb, commandBuffer, instanceCount, firstInstance, counterBuffer,
+                                             counterBufferOffset, counterOffset, vertexStride):
+        self.shadow.estimated_draws(cb, 1, instanceCount)   # the count is in a GPU buffer
 
     # Mesh shading has no vertex count at record time: estimated like an indirect draw.
-    @hooks.before("vkCmdDrawMeshTasksEXT")
-    def cmd_draw_mesh_tasks(cb, commandBuffer, groupCountX, groupCountY, groupCountZ):
-        shadow.estimated_draws(cb)
+    def before_vkCmdDrawMeshTasksEXT(self, cb, commandBuffer, groupCountX, groupCountY, groupCountZ):
+        self.shadow.estimated_draws(cb)
 
-    @hooks.before("vkCmdDrawMeshTasksIndirectEXT")
-    def cmd_draw_mesh_tasks_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        shadow.estimated_draws(cb, drawCount)
+    def before_vkCmdDrawMeshTasksIndirectEXT(self, cb, commandBuffer, buffer, offset, drawCount, stride):
+        self.shadow.estimated_draws(cb, drawCount)
 
-    @hooks.before("vkCmdDrawMeshTasksIndirectCountEXT")
-    def cmd_draw_mesh_tasks_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset,
-                                           maxDrawCount, stride):
-        shadow.estimated_draws(cb)
+    def before_vkCmdDrawMeshTasksIndirectCountEXT(self, cb, commandBuffer, buffer, offset, countBuffer,
+                                                  countOffset, maxDrawCount, stride):
+        self.shadow.estimated_draws(cb)
+
+    # Recorded in C: consecutive draws folded into their count and total vertices and primitives.
+    def apply_vkCmdDraw(self, cb, commandBuffer, count: int, vertices: int, primitives: int) -> None:
+        self.shadow.draws(cb, count, vertices, primitives)
+
+    def apply_vkCmdDrawIndexed(self, cb, commandBuffer, count: int, vertices: int, primitives: int) -> None:
+        self.shadow.draws(cb, count, vertices, primitives)
+
+    def apply_vkCmdDrawMeshTasksEXT(self, cb, commandBuffer, count: int) -> None:
+        self.shadow.estimated_draws(cb, count)
 
     # ---- compute and trace rays ---------------------------------------
-    @hooks.before("vkCmdBindPipeline")
-    def cmd_bind_pipeline(cb, commandBuffer, bindPoint, pipeline):
-        shadow.bind_pipeline(cb, bindPoint, int(pipeline))
+    def before_vkCmdBindPipeline(self, cb, commandBuffer, bindPoint, pipeline):
+        self.shadow.bind_pipeline(cb, bindPoint, int(pipeline))
 
-    @hooks.before("vkCmdDispatch")
-    def cmd_dispatch(cb, commandBuffer, x, y, z):
-        shadow.dispatch(cb, "vkCmdDispatch", (x, y, z))
+    def before_vkCmdDispatch(self, cb, commandBuffer, x, y, z):
+        self.shadow.dispatch(cb, "vkCmdDispatch", (x, y, z))
 
-    @hooks.before("vkCmdDispatchBase")
-    def cmd_dispatch_base(cb, commandBuffer, bx, by, bz, x, y, z):
-        shadow.dispatch(cb, "vkCmdDispatchBase", (x, y, z), (bx, by, bz))
+    def before_vkCmdDispatchBase(self, cb, commandBuffer, bx, by, bz, x, y, z):
+        self.shadow.dispatch(cb, "vkCmdDispatchBase", (x, y, z), (bx, by, bz))
 
-    @hooks.before("vkCmdDispatchIndirect")
-    def cmd_dispatch_indirect(cb, commandBuffer, buffer, offset):
-        shadow.dispatch(cb, "vkCmdDispatchIndirect", None)
+    def before_vkCmdDispatchIndirect(self, cb, commandBuffer, buffer, offset):
+        self.shadow.dispatch(cb, "vkCmdDispatchIndirect", None)
 
-    @hooks.before("vkCmdTraceRaysKHR")
-    def cmd_trace_rays(cb, commandBuffer, raygen, miss, hit, callable_, width, height, depth):
-        shadow.trace_rays(cb, width, height, depth)
+    def before_vkCmdTraceRaysKHR(self, cb, commandBuffer, raygen, miss, hit, callable_, width, height, depth):
+        self.shadow.trace_rays(cb, width, height, depth)
 
-    @hooks.before("vkCmdTraceRaysIndirectKHR")
-    def cmd_trace_rays_indirect(cb, commandBuffer, raygen, miss, hit, callable_, address):
-        shadow.trace_rays_indirect(cb)
+    def before_vkCmdTraceRaysIndirectKHR(self, cb, commandBuffer, raygen, miss, hit, callable_, address):
+        self.shadow.trace_rays_indirect(cb)
 
-    # ---- acceleration structures (sizes from the table shared with the layer) ------------
-    accel.register(hooks, ffi)
-    log = hooks.errors.log
-    pipelines.register_ray_tracing(hooks, ffi, lambda stages: shader_costs.of_stages(drv.profile.key, stages, log))
+    apply_vkCmdBindPipeline = before_vkCmdBindPipeline
+    apply_vkCmdDispatch = before_vkCmdDispatch
+    apply_vkCmdDispatchBase = before_vkCmdDispatchBase
+    apply_vkCmdTraceRaysKHR = before_vkCmdTraceRaysKHR
 
     # ---- shader objects: bound per stage, costed like pipelines -------------------------
-    pipelines.register_shader_objects(hooks, ffi, lambda stages: shader_costs.of_stages(drv.profile.key, stages, log))
+    def before_vkCmdBindShadersEXT(self, cb, commandBuffer, count, pStages, pShaders):
+        self.shadow.bind_shaders(cb, [pStages[i] for i in range(count)],
+                                 None if pShaders == self.ffi.NULL else [int(pShaders[i]) for i in range(count)])
 
-    @hooks.before("vkCmdBindShadersEXT")
-    def cmd_bind_shaders(cb, commandBuffer, count, pStages, pShaders):
-        shadow.bind_shaders(cb, [pStages[i] for i in range(count)],
-                            None if pShaders == ffi.NULL else [int(pShaders[i]) for i in range(count)])
+    # ---- acceleration structures (sizes from the table shared with the layer) ------------
+    def _acceleration_structure(self, name: str, cb, args: tuple) -> None:
+        self.shadow.acceleration_structure(cb, name, accel.DESCRIBE[name](self.resources(cb), *args))
 
-    def accel_hook(name: str):
-        describe = accel.DESCRIBE[name]
+    def before_vkCmdBuildAccelerationStructuresKHR(self, cb, commandBuffer, *args):
+        self._acceleration_structure("vkCmdBuildAccelerationStructuresKHR", cb, args)
 
-        def before(cb, commandBuffer, *args):
-            shadow.acceleration_structure(cb, name, describe(res(cb), *args))
-        return before
+    def before_vkCmdBuildAccelerationStructuresIndirectKHR(self, cb, commandBuffer, *args):
+        self._acceleration_structure("vkCmdBuildAccelerationStructuresIndirectKHR", cb, args)
 
-    for name in ACCELERATION_STRUCTURES:
-        hooks.before(name)(accel_hook(name))
+    def before_vkCmdCopyAccelerationStructureKHR(self, cb, commandBuffer, *args):
+        self._acceleration_structure("vkCmdCopyAccelerationStructureKHR", cb, args)
 
-    # ---- transfers (sizes from the table shared with the layer) -----------
-    def transfer_hook(name: str):
-        describe = TRANSFERS[name]
+    def before_vkCmdCopyAccelerationStructureToMemoryKHR(self, cb, commandBuffer, *args):
+        self._acceleration_structure("vkCmdCopyAccelerationStructureToMemoryKHR", cb, args)
 
-        def before(cb, commandBuffer, *args):
-            shadow.transfer(cb, name, describe(res(cb), *args))
-        return before
+    def before_vkCmdCopyMemoryToAccelerationStructureKHR(self, cb, commandBuffer, *args):
+        self._acceleration_structure("vkCmdCopyMemoryToAccelerationStructureKHR", cb, args)
 
-    for name in TRANSFERS:
-        hooks.before(name)(transfer_hook(name))
+    # ---- transfers (sizes from the table shared with the layer; all recorded in C too) ----------
+    def _transfer(self, name: str, cb, args: tuple) -> None:
+        self.shadow.transfer(cb, name, TRANSFERS[name](self.resources(cb), *args))
+
+    def before_vkCmdFillBuffer(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdFillBuffer", cb, args)
+
+    def before_vkCmdUpdateBuffer(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdUpdateBuffer", cb, args)
+
+    def before_vkCmdCopyBuffer(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyBuffer", cb, args)
+
+    def before_vkCmdCopyBuffer2(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyBuffer2", cb, args)
+
+    def before_vkCmdClearColorImage(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdClearColorImage", cb, args)
+
+    def before_vkCmdClearDepthStencilImage(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdClearDepthStencilImage", cb, args)
+
+    def before_vkCmdCopyImage(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyImage", cb, args)
+
+    def before_vkCmdCopyImage2(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyImage2", cb, args)
+
+    def before_vkCmdBlitImage(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdBlitImage", cb, args)
+
+    def before_vkCmdBlitImage2(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdBlitImage2", cb, args)
+
+    def before_vkCmdResolveImage(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdResolveImage", cb, args)
+
+    def before_vkCmdResolveImage2(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdResolveImage2", cb, args)
+
+    def before_vkCmdCopyBufferToImage(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyBufferToImage", cb, args)
+
+    def before_vkCmdCopyBufferToImage2(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyBufferToImage2", cb, args)
+
+    def before_vkCmdCopyImageToBuffer(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyImageToBuffer", cb, args)
+
+    def before_vkCmdCopyImageToBuffer2(self, cb, commandBuffer, *args):
+        self._transfer("vkCmdCopyImageToBuffer2", cb, args)
+
+    apply_vkCmdFillBuffer = before_vkCmdFillBuffer
+    apply_vkCmdUpdateBuffer = before_vkCmdUpdateBuffer
+    apply_vkCmdCopyBuffer = before_vkCmdCopyBuffer
+    apply_vkCmdCopyBuffer2 = before_vkCmdCopyBuffer2
+    apply_vkCmdClearColorImage = before_vkCmdClearColorImage
+    apply_vkCmdClearDepthStencilImage = before_vkCmdClearDepthStencilImage
+    apply_vkCmdCopyImage = before_vkCmdCopyImage
+    apply_vkCmdCopyImage2 = before_vkCmdCopyImage2
+    apply_vkCmdBlitImage = before_vkCmdBlitImage
+    apply_vkCmdBlitImage2 = before_vkCmdBlitImage2
+    apply_vkCmdResolveImage = before_vkCmdResolveImage
+    apply_vkCmdResolveImage2 = before_vkCmdResolveImage2
+    apply_vkCmdCopyBufferToImage = before_vkCmdCopyBufferToImage
+    apply_vkCmdCopyBufferToImage2 = before_vkCmdCopyBufferToImage2
+    apply_vkCmdCopyImageToBuffer = before_vkCmdCopyImageToBuffer
+    apply_vkCmdCopyImageToBuffer2 = before_vkCmdCopyImageToBuffer2
 
     # ---- ordering and secondaries ---------------------------------------
-    @hooks.before("vkCmdPipelineBarrier")
-    def cmd_barrier(cb, commandBuffer, src, dst, flags, *barriers):
-        shadow.barrier(cb, [(src, dst)])
+    def before_vkCmdPipelineBarrier(self, cb, commandBuffer, src, dst, flags, *barriers):
+        self.shadow.barrier(cb, [(src, dst)])
 
-    @hooks.before("vkCmdPipelineBarrier2")
-    def cmd_barrier2(cb, commandBuffer, info):
-        shadow.barrier(cb, dependency_masks(info))
+    def before_vkCmdPipelineBarrier2(self, cb, commandBuffer, info):
+        self.shadow.barrier(cb, dependency_masks(info))
 
-    @hooks.before("vkCmdWaitEvents")
-    def cmd_wait_events(cb, commandBuffer, count, pEvents, src, dst, *barriers):
-        shadow.barrier(cb, [(src, dst)])
+    def before_vkCmdWaitEvents(self, cb, commandBuffer, count, pEvents, src, dst, *barriers):
+        self.shadow.barrier(cb, [(src, dst)])
 
-    @hooks.before("vkCmdWaitEvents2")
-    def cmd_wait_events2(cb, commandBuffer, count, pEvents, pInfos):
-        shadow.barrier(cb, [m for i in range(count) for m in dependency_masks(pInfos[i])])
+    def before_vkCmdWaitEvents2(self, cb, commandBuffer, count, pEvents, pInfos):
+        self.shadow.barrier(cb, [m for i in range(count) for m in dependency_masks(pInfos[i])])
+
+    apply_vkCmdPipelineBarrier = before_vkCmdPipelineBarrier
+    apply_vkCmdWaitEvents = before_vkCmdWaitEvents
 
     # Recorded in C (intercepts.DEPENDENCIES): the barriers' count and reduced masks, which give the
     # same classes as the union above (the destinations that hold bottom-of-pipe are left out in C).
-    @hooks.applies("vkCmdPipelineBarrier2")
-    @hooks.applies("vkCmdWaitEvents2")
-    def reduced_barrier(cb, commandBuffer, barriers: int, src: int, dst: int) -> None:
-        shadow.reduced_barrier(cb, barriers, src, dst)
+    def apply_vkCmdPipelineBarrier2(self, cb, commandBuffer, barriers: int, src: int, dst: int) -> None:
+        self.shadow.reduced_barrier(cb, barriers, src, dst)
 
-    @hooks.before("vkCmdExecuteCommands")
-    def cmd_execute(cb, commandBuffer, count, pCommandBuffers):
-        objects = drv.objects
-        shadow.execute(cb, [objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)])
+    def apply_vkCmdWaitEvents2(self, cb, commandBuffer, barriers: int, src: int, dst: int) -> None:
+        self.shadow.reduced_barrier(cb, barriers, src, dst)
 
-    # Commands recorded in C (shim_spec.RECORDED) are applied later, mostly by the same functions;
-    # consecutive draws arrive folded: their count and total vertices and primitives.
-    def draws(cb, commandBuffer, count: int, vertices: int, primitives: int) -> None:
-        shadow.draws(cb, count, vertices, primitives)
+    def before_vkCmdExecuteCommands(self, cb, commandBuffer, count, pCommandBuffers):
+        self.shadow.execute(cb, [self.objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)])
 
-    hooks.applies("vkCmdDraw")(draws)
-    hooks.applies("vkCmdDrawIndexed")(draws)
-    hooks.applies("vkCmdDrawMeshTasksEXT")(lambda cb, commandBuffer, count: shadow.estimated_draws(cb, count))
-    for name, fn in (("vkCmdBindPipeline", cmd_bind_pipeline), ("vkCmdDispatch", cmd_dispatch),
-                     ("vkCmdDispatchBase", cmd_dispatch_base), ("vkCmdPipelineBarrier", cmd_barrier),
-                     ("vkCmdWaitEvents", cmd_wait_events), ("vkCmdTraceRaysKHR", cmd_trace_rays)):
-        hooks.applies(name)(fn)
-    for name in RECORDED_TRANSFERS:
-        hooks.applies(name)(transfer_hook(name))
+
+def register(drv: Driver) -> None:
+    recording = drv.hooks.bind(ShadowRecording(drv))
+    # acceleration structures, ray-tracing pipelines and shader objects: what sizes and costs them
+    accel.register(drv.hooks, drv.ffi)
+    pipelines.register_ray_tracing(drv.hooks, drv.ffi, recording.stage_costs)
+    pipelines.register_shader_objects(drv.hooks, drv.ffi, recording.stage_costs)
