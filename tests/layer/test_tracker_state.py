@@ -8,6 +8,7 @@ from types import SimpleNamespace as NS
 from tessera.layer import workloads
 from tessera.layer.instrument import Recording
 from tessera.layer.trackers import CommandBufferTracker
+from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.resources import Pipeline, Resources
 from tessera.vkapi.vkconst import vk
 
@@ -20,6 +21,8 @@ class Hooks:
 
     def __init__(self) -> None:
         self.installed: dict[tuple[str, str], object] = {}
+
+    bind = HookSet.bind   # a feature object's methods, installed by the verbs below
 
     def __getattr__(self, verb: str):
         def named(name: str):
