@@ -44,7 +44,8 @@ the set of warnings already given (one each, from any thread).
 """
 from __future__ import annotations
 
-from tessera.vkapi.commands import DISPATCHES, DRAWS, TRACE_RAYS
+import sys
+
 from tessera.vkapi.vkconst import vk
 
 from . import instrumentation_metrics, instrumentation_objects, instrumentation_recording
@@ -53,135 +54,182 @@ from .instrumentation_rewrite import Rewriter, compute_stages, graphics_stages
 from .objects import CommandBuffer, Device, PhysicalDevice
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
-    log = hooks.errors.log
-    warned: set[str] = set()
+GRAPHICS, COMPUTE = vk.VK_PIPELINE_BIND_POINT_GRAPHICS, vk.VK_PIPELINE_BIND_POINT_COMPUTE
+RAY_TRACING = vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR
 
-    def warn_once(key: str, message: str) -> None:
-        if key not in warned:
-            warned.add(key)
-            log.warning("%s", message)
-            import sys
+
+class Instrumentation:
+    """The extension's hooks: one method per command (HookSet.bind). Its own state: the warnings
+    already given (one each, from any thread) and the create-time rewriter's pending create infos."""
+
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi, self.hooks, self.objects = drv, drv.ffi, drv.hooks, drv.objects
+        self.log = drv.hooks.errors.log
+        self.warned: set[str] = set()
+        self.rewriter = Rewriter(drv, self.warn_once)   # instrumented pipelines and shader objects
+
+    def warn_once(self, key: str, message: str) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            self.log.warning("%s", message)
             print(f"tessera: shader instrumentation: {message}", file=sys.stderr)
 
     # ---- device (device.py calls these for devices that enabled the feature) ----------------------
-    drv.instrumentation_setup = lambda dev: instrumentation_objects.setup(ffi, dev)
-    drv.instrumentation_teardown = lambda dev: instrumentation_objects.teardown(ffi, dev)
+    def setup(self, dev: Device):
+        return instrumentation_objects.setup(self.ffi, dev)
+
+    def teardown(self, dev: Device) -> None:
+        instrumentation_objects.teardown(self.ffi, dev)
 
     # ---- instrumented pipelines and shader objects (instrumentation_rewrite.py) ------------------
-    rewriter = Rewriter(drv, warn_once)
+    def before_vkCreateComputePipelines(self, dev, *args):
+        return self.rewriter.before_pipelines("compute", "VkComputePipelineCreateInfo", compute_stages, dev, *args)
 
-    @hooks.before("vkCreateComputePipelines")
-    def before_create_compute(dev, *args):
-        return rewriter.before_pipelines("compute", "VkComputePipelineCreateInfo", compute_stages, dev, *args)
+    def before_vkCreateGraphicsPipelines(self, dev, *args):
+        return self.rewriter.before_pipelines("graphics", "VkGraphicsPipelineCreateInfo", graphics_stages, dev, *args)
 
-    @hooks.before("vkCreateGraphicsPipelines")
-    def before_create_graphics(dev, *args):
-        return rewriter.before_pipelines("graphics", "VkGraphicsPipelineCreateInfo", graphics_stages, dev, *args)
+    def after_vkCreateComputePipelines(self, dev, result, *args):
+        self.rewriter.after_pipelines(dev, result, *args)
 
-    @hooks.after("vkCreateComputePipelines")
-    @hooks.after("vkCreateGraphicsPipelines")
-    def after_create(dev, result, *args):
-        rewriter.after_pipelines(dev, result, *args)
+    def after_vkCreateGraphicsPipelines(self, dev, result, *args):
+        self.rewriter.after_pipelines(dev, result, *args)
 
-    @hooks.before("vkCreateShadersEXT")
-    def before_create_shaders(dev, *args):
-        return rewriter.before_shaders(dev, *args)
+    def before_vkCreateShadersEXT(self, dev, *args):
+        return self.rewriter.before_shaders(dev, *args)
 
-    @hooks.after("vkCreateShadersEXT")
-    def after_create_shaders(dev, result, *args):
-        rewriter.after_shaders(dev, result, *args)
+    def after_vkCreateShadersEXT(self, dev, result, *args):
+        self.rewriter.after_shaders(dev, result, *args)
 
     # ---- objects (instrumentation_objects.py) ----------------------------------------------------
-    @hooks.replace("vkCreateShaderInstrumentationARM")
-    def create_object(device, pCreateInfo, pAllocator, pInstrumentation):
-        dev = objects.get(device, Device)
+    def replace_vkCreateShaderInstrumentationARM(self, device, pCreateInfo, pAllocator, pInstrumentation):
+        dev = self.objects.get(device, Device)
         state = dev.instrumentation
         if state is None:
-            warn_once("create", "vkCreateShaderInstrumentationARM on a device that did not enable the "
-                      "shaderInstrumentation feature")
+            self.warn_once("create", "vkCreateShaderInstrumentationARM on a device that did not enable the "
+                           "shaderInstrumentation feature")
             return vk.VK_ERROR_FEATURE_NOT_PRESENT
         pInstrumentation[0] = instrumentation_objects.create(state, dev).handle
         return vk.VK_SUCCESS
 
-    @hooks.replace("vkDestroyShaderInstrumentationARM")
-    def destroy_object(device, instrumentation, pAllocator):
-        obj = instrumentation_objects.object_of(objects.get(device, Device), instrumentation)
+    def replace_vkDestroyShaderInstrumentationARM(self, device, instrumentation, pAllocator):
+        obj = instrumentation_objects.object_of(self.objects.get(device, Device), instrumentation)
         if obj is not None:
-            instrumentation_objects.destroy(ffi, obj)
+            instrumentation_objects.destroy(self.ffi, obj)
 
     # ---- recording (instrumentation_recording.py) ------------------------------------------------
-    @hooks.after("vkBeginCommandBuffer")
-    def after_begin_buffer(cb, result, commandBuffer, pBeginInfo):
+    def after_vkBeginCommandBuffer(self, cb, result, commandBuffer, pBeginInfo):
         """Every command buffer of a device with the feature records through its Python hooks: an
         action with an instrumented pipeline and no active object must still bind somewhere for
         its shaders to count into (the discard region), when it is recorded."""
         if result == vk.VK_SUCCESS and cb.device.instrumentation is not None:
-            hooks.recorder.python_path(commandBuffer, True)
+            self.hooks.recorder.python_path(commandBuffer, True)
 
-    @hooks.replace("vkCmdBeginShaderInstrumentationARM")
-    def cmd_begin(commandBuffer, instrumentation):
-        cb = objects.get(commandBuffer, CommandBuffer)
+    def replace_vkCmdBeginShaderInstrumentationARM(self, commandBuffer, instrumentation):
+        cb = self.objects.get(commandBuffer, CommandBuffer)
         obj = instrumentation_objects.object_of(cb.device, instrumentation)
         if obj is None:
-            warn_once("begin-unknown", "vkCmdBeginShaderInstrumentationARM with an unknown instrumentation object: "
-                      "ignored")
+            self.warn_once("begin-unknown", "vkCmdBeginShaderInstrumentationARM with an unknown instrumentation "
+                           "object: ignored")
             return
         if cb.instrumentation is not None:
-            warn_once("begin-twice", "vkCmdBeginShaderInstrumentationARM while another object is active in the "
-                      "command buffer (only one may be active): ignored")
+            self.warn_once("begin-twice", "vkCmdBeginShaderInstrumentationARM while another object is active in "
+                           "the command buffer (only one may be active): ignored")
             return
         cb.instrumentation = obj
 
-    @hooks.replace("vkCmdEndShaderInstrumentationARM")
-    def cmd_end(commandBuffer):
-        cb = objects.get(commandBuffer, CommandBuffer)
+    def replace_vkCmdEndShaderInstrumentationARM(self, commandBuffer):
+        cb = self.objects.get(commandBuffer, CommandBuffer)
         if cb.instrumentation is None:
-            warn_once("end-none", "vkCmdEndShaderInstrumentationARM with no active instrumentation object: ignored")
+            self.warn_once("end-none", "vkCmdEndShaderInstrumentationARM with no active instrumentation object: "
+                           "ignored")
             return
         cb.instrumentation = None
 
-    @hooks.before("vkCmdExecuteCommands")
-    def before_execute(cb, commandBuffer, count, pCommandBuffers):
+    def before_vkCmdExecuteCommands(self, cb, commandBuffer, count, pCommandBuffers):
         if cb.instrumentation is not None:
-            warn_once("execute", "vkCmdExecuteCommands while shader instrumentation is active (not allowed by "
-                      "VK_ARM_shader_instrumentation): the secondaries' work is not attributed to it")
+            self.warn_once("execute", "vkCmdExecuteCommands while shader instrumentation is active (not allowed "
+                           "by VK_ARM_shader_instrumentation): the secondaries' work is not attributed to it")
 
-    @hooks.before("vkCmdBindShadersEXT")
-    def bind_shaders(cb: CommandBuffer, commandBuffer, count, pStages, pShaders):
+    def before_vkCmdBindShadersEXT(self, cb: CommandBuffer, commandBuffer, count, pStages, pShaders):
         """After recording.py bound the stages: the plan of the graphics shader objects now bound."""
-        instrumentation_recording.shaders_bound(cb, count, pStages, warn_once)
+        instrumentation_recording.shaders_bound(cb, count, pStages, self.warn_once)
 
-    def action(bind_point: int):
-        def before(cb: CommandBuffer, commandBuffer, *args):
-            instrumentation_recording.before_action(ffi, cb, commandBuffer, bind_point)
-        return before
+    # Every draw, dispatch and trace rays: numbered, and bound to its region when instrumented.
+    def _action(self, cb: CommandBuffer, commandBuffer, bind_point: int) -> None:
+        instrumentation_recording.before_action(self.ffi, cb, commandBuffer, bind_point)
 
-    for name in DRAWS:
-        hooks.before(name)(action(vk.VK_PIPELINE_BIND_POINT_GRAPHICS))
-    for name in DISPATCHES:
-        hooks.before(name)(action(vk.VK_PIPELINE_BIND_POINT_COMPUTE))
-    for name in TRACE_RAYS:
-        hooks.before(name)(action(vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR))
+    def before_vkCmdDraw(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawIndexed(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawIndirect(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawIndexedIndirect(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawIndirectCount(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawIndexedIndirectCount(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawMultiEXT(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawMultiIndexedEXT(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawIndirectByteCountEXT(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawMeshTasksEXT(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawMeshTasksIndirectEXT(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDrawMeshTasksIndirectCountEXT(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, GRAPHICS)
+
+    def before_vkCmdDispatch(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, COMPUTE)
+
+    def before_vkCmdDispatchBase(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, COMPUTE)
+
+    def before_vkCmdDispatchIndirect(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, COMPUTE)
+
+    def before_vkCmdTraceRaysKHR(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, RAY_TRACING)
+
+    def before_vkCmdTraceRaysIndirectKHR(self, cb: CommandBuffer, commandBuffer, *args):
+        self._action(cb, commandBuffer, RAY_TRACING)
 
     # ---- results (instrumentation_metrics.py, instrumentation_objects.py) ------------------------
-    @hooks.replace("vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM")
-    def enumerate_metrics(physicalDevice, pCount, pDescriptions):
-        objects.get(physicalDevice, PhysicalDevice)
-        return instrumentation_metrics.describe_metrics(ffi, pCount, pDescriptions)
+    def replace_vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM(self, physicalDevice, pCount, pDescriptions):
+        self.objects.get(physicalDevice, PhysicalDevice)
+        return instrumentation_metrics.describe_metrics(self.ffi, pCount, pDescriptions)
 
-    @hooks.replace("vkGetShaderInstrumentationValuesARM")
-    def get_values(device, instrumentation, pCount, pValues, flags):
-        obj = instrumentation_objects.object_of(objects.get(device, Device), instrumentation)
+    def replace_vkGetShaderInstrumentationValuesARM(self, device, instrumentation, pCount, pValues, flags):
+        obj = instrumentation_objects.object_of(self.objects.get(device, Device), instrumentation)
         if obj is None:
-            warn_once("get-unknown", "vkGetShaderInstrumentationValuesARM with an unknown object")
+            self.warn_once("get-unknown", "vkGetShaderInstrumentationValuesARM with an unknown object")
             pCount[0] = 0
             return vk.VK_SUCCESS
-        return instrumentation_objects.get_values(ffi, obj, pCount, pValues)
+        return instrumentation_objects.get_values(self.ffi, obj, pCount, pValues)
 
-    @hooks.replace("vkClearShaderInstrumentationMetricsARM")
-    def clear(device, instrumentation):
-        obj = instrumentation_objects.object_of(objects.get(device, Device), instrumentation)
+    def replace_vkClearShaderInstrumentationMetricsARM(self, device, instrumentation):
+        obj = instrumentation_objects.object_of(self.objects.get(device, Device), instrumentation)
         if obj is not None:
-            instrumentation_objects.clear(ffi, obj)
+            instrumentation_objects.clear(self.ffi, obj)
+
+
+def register(drv: Driver) -> Instrumentation:
+    feature = drv.hooks.bind(Instrumentation(drv))
+    # device.py calls these for devices that enabled the feature
+    drv.instrumentation_setup, drv.instrumentation_teardown = feature.setup, feature.teardown
+    return feature
