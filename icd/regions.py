@@ -40,8 +40,8 @@ captured pass, pipelines from pipeline libraries, shader objects and pipelines a
 shader instrumentation are not counted; a resumed (dynamic rendering) instance is captured per
 begin/end pair.
 
-State: `register`'s closure owns the device states (device address -> DeviceRegions), the warnings
-already given and the begin infos passed down. Threads: per-command-buffer state belongs to the
+State: the `Regions` feature object owns the device states (device address -> DeviceRegions), the
+warnings already given and the begin infos passed down. Threads: per-command-buffer state belongs to the
 recording thread (external synchronisation); device state (pipelines, layouts, free memory) is
 guarded by `DeviceRegions.lock`.
 """
@@ -50,7 +50,6 @@ from __future__ import annotations
 import sys
 
 from tessera.vkapi import structs
-from tessera.vkapi.commands import DRAWS
 from tessera.vkapi.vkconst import vk
 
 from . import regions_state
@@ -62,67 +61,68 @@ from .regions_pipelines import make_variant
 from .regions_props import apply_features, apply_properties, enumerate_counters, wants_regions
 from .regions_state import Capture, DeviceRegions, cb_state, release
 
-__all__ = ["register", "wants_regions", "apply_properties", "apply_features"]   # identity.py, device.py, entry.py
+# identity.py, device.py, entry.py
+__all__ = ["Regions", "register", "wants_regions", "apply_properties", "apply_features"]
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
-    log = hooks.errors.log
-    warned: set[str] = set()
-    states: dict[int, DeviceRegions] = {}    # device address -> state
+class Regions:
+    """The extension's hooks: one method per command (HookSet.bind); its state on the object."""
 
-    def warn(key: str, message: str) -> None:
-        if key not in warned:
-            warned.add(key)
-            log.warning("%s", message)
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi, self.hooks, self.objects = drv, drv.ffi, drv.hooks, drv.objects
+        self.log = drv.hooks.errors.log
+        self.warned: set[str] = set()
+        self.states: dict[int, DeviceRegions] = {}    # device address -> state
+        self.stripped: dict[int, tuple] = {}   # command buffer -> the begin info copy passed down (kept alive)
+
+    def warn(self, key: str, message: str) -> None:
+        if key not in self.warned:
+            self.warned.add(key)
+            self.log.warning("%s", message)
             print(f"tessera: performance counters by region: {message}", file=sys.stderr)
 
-    def state_of(dev: Device) -> DeviceRegions | None:
-        return states.get(objects.address(dev.handle))
+    def state_of(self, dev: Device) -> DeviceRegions | None:
+        return self.states.get(self.objects.address(dev.handle))
 
-    # ---- device ------------------------------------------------------------------------------
-    def setup(dev: Device) -> None:
-        states[objects.address(dev.handle)] = regions_state.setup(ffi, dev)
+    # ---- device (device.py calls these for devices that enabled the feature) -----------------------
+    def setup(self, dev: Device) -> None:
+        self.states[self.objects.address(dev.handle)] = regions_state.setup(self.ffi, dev)
 
-    def teardown(dev: Device) -> None:
-        state = states.pop(objects.address(dev.handle), None)
+    def teardown(self, dev: Device) -> None:
+        state = self.states.pop(self.objects.address(dev.handle), None)
         if state is not None:
-            regions_state.teardown(ffi, dev, state)
-
-    drv.regions_setup, drv.regions_teardown = setup, teardown
+            regions_state.teardown(self.ffi, dev, state)
 
     # ---- counter enumeration ---------------------------------------------------------------
-    @hooks.replace("vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM")
-    def enumerate_counters_hook(physicalDevice, queueFamilyIndex, pCounterCount, pCounters, pCounterDescriptions):
-        objects.get(physicalDevice, PhysicalDevice)
-        return enumerate_counters(ffi, pCounterCount, pCounters, pCounterDescriptions)
+    def replace_vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM(
+            self, physicalDevice, queueFamilyIndex, pCounterCount, pCounters, pCounterDescriptions):
+        self.objects.get(physicalDevice, PhysicalDevice)
+        return enumerate_counters(self.ffi, pCounterCount, pCounters, pCounterDescriptions)
 
     # ---- pipeline layouts and render passes the counting pipelines need -------------------------
-    def remember_views(dev, pRenderPass, subpass_masks) -> None:
-        state = state_of(dev)
+    def remember_views(self, dev, pRenderPass, subpass_masks) -> None:
+        state = self.state_of(dev)
         if state is not None:
             state.view_masks[int(pRenderPass[0])] = tuple(subpass_masks)
 
-    @hooks.after("vkCreateRenderPass")
-    def after_create_render_pass(dev, result, device, ci, pAllocator, pRenderPass):
+    def after_vkCreateRenderPass(self, dev, result, device, ci, pAllocator, pRenderPass):
         if result != vk.VK_SUCCESS:
             return
-        mv = structs.find(ffi, ci.pNext, vk.VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO,
+        mv = structs.find(self.ffi, ci.pNext, vk.VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO,
                           "VkRenderPassMultiviewCreateInfo *")
         masks = [mv.pViewMasks[i] if mv is not None and i < mv.subpassCount else 0 for i in range(ci.subpassCount)]
-        remember_views(dev, pRenderPass, masks)
+        self.remember_views(dev, pRenderPass, masks)
 
-    @hooks.after("vkCreateRenderPass2")
-    def after_create_render_pass2(dev, result, device, ci, pAllocator, pRenderPass):
+    def after_vkCreateRenderPass2(self, dev, result, device, ci, pAllocator, pRenderPass):
         if result == vk.VK_SUCCESS:
-            remember_views(dev, pRenderPass, [ci.pSubpasses[i].viewMask for i in range(ci.subpassCount)])
+            self.remember_views(dev, pRenderPass, [ci.pSubpasses[i].viewMask for i in range(ci.subpassCount)])
 
     # ---- counting pipelines ---------------------------------------------------------------------
-    @hooks.after("vkCreateGraphicsPipelines")
-    def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
-        state = state_of(dev)
+    def after_vkCreateGraphicsPipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        state = self.state_of(dev)
         if state is None:
             return
+        ffi, warn = self.ffi, self.warn
         for i in range(count):
             handle = int(pPipelines[i])
             if not handle:
@@ -133,7 +133,7 @@ def register(drv: Driver) -> None:
                      "counting variant: its draws are not counted")
                 continue
             try:
-                variant = make_variant(ffi, dev, state, ffi.addressof(pInfos, i), drv.profile.key)
+                variant = make_variant(ffi, dev, state, ffi.addressof(pInfos, i), self.drv.profile.key)
             except Exception as e:
                 warn(f"variant:{e}", f"a graphics pipeline cannot count per region ({e}): its draws are not counted")
                 continue
@@ -141,49 +141,48 @@ def register(drv: Driver) -> None:
                 with state.lock:
                     state.variants[handle] = variant
 
-    @hooks.before("vkDestroyPipeline")
-    def before_destroy_pipeline(dev, device, pipeline, pAllocator):
-        state = state_of(dev)
+    def before_vkDestroyPipeline(self, dev, device, pipeline, pAllocator):
+        state = self.state_of(dev)
         if state is None:
             return
         with state.lock:
             variant = state.variants.pop(int(pipeline), None)
         if variant is not None:
-            dev.next.vkDestroyPipeline(device, variant.pipeline, ffi.NULL)
+            dev.next.vkDestroyPipeline(device, variant.pipeline, self.ffi.NULL)
 
     # ---- driver memory: a command buffer's chunks go back to the device's free list -------------
-    @hooks.before("vkBeginCommandBuffer")
-    def before_begin(cb, commandBuffer, pBeginInfo):
-        state = state_of(cb.device)
+    def before_vkBeginCommandBuffer(self, cb, commandBuffer, pBeginInfo):
+        state = self.state_of(cb.device)
         if state is not None:
             release(state, cb.address)
 
-    @hooks.before("vkResetCommandBuffer")
-    def before_reset(cb, commandBuffer, flags):
-        state = state_of(cb.device)
+    def before_vkResetCommandBuffer(self, cb, commandBuffer, flags):
+        state = self.state_of(cb.device)
         if state is not None:
             release(state, cb.address)
 
-    @hooks.before("vkFreeCommandBuffers")
-    def before_free(dev, device, commandPool, count, pCommandBuffers):
-        state = state_of(dev)
+    def before_vkFreeCommandBuffers(self, dev, device, commandPool, count, pCommandBuffers):
+        state = self.state_of(dev)
         if state is not None:
             for i in range(count):
-                if pCommandBuffers[i] != ffi.NULL:
-                    release(state, objects.address(pCommandBuffers[i]))
+                if pCommandBuffers[i] != self.ffi.NULL:
+                    release(state, self.objects.address(pCommandBuffers[i]))
 
-    def release_pool(dev, commandPool) -> None:
-        state = state_of(dev)
+    def before_vkDestroyCommandPool(self, dev, device, commandPool, pAllocator):
+        self._release_pool(dev, commandPool)
+
+    def before_vkResetCommandPool(self, dev, device, commandPool, flags):
+        self._release_pool(dev, commandPool)
+
+    def _release_pool(self, dev, commandPool) -> None:
+        state = self.state_of(dev)
         if state is not None:
             for address in [a for a, r in state.buffers.items() if r.pool == int(commandPool)]:
                 release(state, address)
 
-    hooks.before("vkDestroyCommandPool")(lambda dev, device, pool, pAllocator: release_pool(dev, pool))
-    hooks.before("vkResetCommandPool")(lambda dev, device, pool, flags: release_pool(dev, pool))
-
     # ---- capture: begin ----------------------------------------------------------------------------
-    def start(cb: CommandBuffer, commandBuffer, request, area, subpass_arrays, writeback, command: str) -> None:
-        state = state_of(cb.device)
+    def start(self, cb: CommandBuffer, commandBuffer, request, area, subpass_arrays, writeback, command: str) -> None:
+        state, warn = self.state_of(cb.device), self.warn
         if state is None:
             warn("feature", f"{command} with VkRenderPassPerformanceCountersByRegionBeginInfoARM on a device that did "
                  "not enable the performanceCountersByRegion feature: ignored")
@@ -192,23 +191,23 @@ def register(drv: Driver) -> None:
         if cb.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY:
             warn("secondary", f"{command} in a secondary command buffer: not captured")
             return
-        capture = plan(ffi, warn, cb, state, request, area, subpass_arrays, writeback, command)
+        capture = plan(self.ffi, warn, cb, state, request, area, subpass_arrays, writeback, command)
         if capture is None:
             return
-        begin_commands(ffi, cb, capture, len(subpass_arrays))
+        begin_commands(self.ffi, cb, capture, len(subpass_arrays))
         capture.app_pipeline = bound_handle(cb)
         regions.capture = capture
-        hooks.recorder.python_path(commandBuffer, True)
+        self.hooks.recorder.python_path(commandBuffer, True)
 
-    def after_start(cb: CommandBuffer) -> None:
+    def after_start(self, cb: CommandBuffer) -> None:
         """Inside the pass: the pipeline bound before it is replaced by its counting variant."""
-        state = state_of(cb.device)
+        state = self.state_of(cb.device)
         regions = state.buffers.get(cb.address) if state is not None else None
         if regions is None or regions.capture is None or not regions.capture.app_pipeline:
             return
-        bind(cb, state, regions.capture, regions.capture.app_pipeline)
+        self.bind(cb, state, regions.capture, regions.capture.app_pipeline)
 
-    def bind(cb: CommandBuffer, state: DeviceRegions, capture: Capture, pipeline: int) -> int:
+    def bind(self, cb: CommandBuffer, state: DeviceRegions, capture: Capture, pipeline: int) -> int:
         capture.app_pipeline = pipeline
         capture.variant = state.variants.get(pipeline)
         if capture.variant is None:
@@ -216,111 +215,166 @@ def register(drv: Driver) -> None:
         cb.device.next.vkCmdBindPipeline(cb.handle, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, capture.variant.pipeline)
         return capture.variant.pipeline
 
-    def begin_render_pass(cb, commandBuffer, pBegin, rest, command: str):
+    def _begin_render_pass(self, cb, commandBuffer, pBegin, rest, command: str):
+        ffi = self.ffi
         keep: list = []
         request, chain = split(ffi, pBegin.pNext, keep)
         if request is None:
             return None
         try:
-            arrays, wb = render_pass_geometry(cb, state_of(cb.device), pBegin)
-            start(cb, commandBuffer, request, area_of(pBegin.renderArea), arrays, wb, command)
+            arrays, wb = render_pass_geometry(cb, self.state_of(cb.device), pBegin)
+            self.start(cb, commandBuffer, request, area_of(pBegin.renderArea), arrays, wb, command)
         except Exception:
-            hooks.errors.report(command, "capturing per-region counters; the pass runs uncaptured")
+            self.hooks.errors.report(command, "capturing per-region counters; the pass runs uncaptured")
         copy = ffi.new("VkRenderPassBeginInfo *")
         ffi.memmove(copy, pBegin, ffi.sizeof("VkRenderPassBeginInfo"))
         copy.pNext = chain
-        stripped[objects.address(commandBuffer)] = (copy, keep)
+        self.stripped[self.objects.address(commandBuffer)] = (copy, keep)
         return (commandBuffer, copy, *rest)
 
-    stripped: dict[int, tuple] = {}   # command buffer -> the begin info copy passed down (kept alive)
+    def before_vkCmdBeginRenderPass(self, cb, commandBuffer, pRenderPassBegin, contents):
+        return self._begin_render_pass(cb, commandBuffer, pRenderPassBegin, (contents,), "vkCmdBeginRenderPass")
 
-    @hooks.before("vkCmdBeginRenderPass")
-    def before_begin_render_pass(cb, commandBuffer, pRenderPassBegin, contents):
-        return begin_render_pass(cb, commandBuffer, pRenderPassBegin, (contents,), "vkCmdBeginRenderPass")
+    def before_vkCmdBeginRenderPass2(self, cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
+        return self._begin_render_pass(cb, commandBuffer, pRenderPassBegin, (pSubpassBeginInfo,),
+                                       "vkCmdBeginRenderPass2")
 
-    @hooks.before("vkCmdBeginRenderPass2")
-    def before_begin_render_pass2(cb, commandBuffer, pRenderPassBegin, pSubpassBeginInfo):
-        return begin_render_pass(cb, commandBuffer, pRenderPassBegin, (pSubpassBeginInfo,), "vkCmdBeginRenderPass2")
-
-    @hooks.before("vkCmdBeginRendering")
-    def before_begin_rendering(cb, commandBuffer, pRenderingInfo):
+    def before_vkCmdBeginRendering(self, cb, commandBuffer, pRenderingInfo):
+        ffi = self.ffi
         keep: list = []
         request, chain = split(ffi, pRenderingInfo.pNext, keep)
         if request is None:
             return None
         try:
             if pRenderingInfo.flags & vk.VK_RENDERING_RESUMING_BIT:
-                warn("resuming", "vkCmdBeginRendering resuming a suspended instance: captured per begin/end pair")
+                self.warn("resuming", "vkCmdBeginRendering resuming a suspended instance: captured per begin/end pair")
             arrays, wb = rendering_geometry(ffi, cb, pRenderingInfo)
-            start(cb, commandBuffer, request, area_of(pRenderingInfo.renderArea), arrays, wb, "vkCmdBeginRendering")
+            self.start(cb, commandBuffer, request, area_of(pRenderingInfo.renderArea), arrays, wb,
+                       "vkCmdBeginRendering")
         except Exception:
-            hooks.errors.report("vkCmdBeginRendering", "capturing per-region counters; the pass runs uncaptured")
+            self.hooks.errors.report("vkCmdBeginRendering", "capturing per-region counters; the pass runs uncaptured")
         copy = ffi.new("VkRenderingInfo *")
         ffi.memmove(copy, pRenderingInfo, ffi.sizeof("VkRenderingInfo"))
         copy.pNext = chain
-        stripped[objects.address(commandBuffer)] = (copy, keep)
+        self.stripped[self.objects.address(commandBuffer)] = (copy, keep)
         return (commandBuffer, copy)
 
-    for name in ("vkCmdBeginRenderPass", "vkCmdBeginRenderPass2", "vkCmdBeginRendering"):
-        hooks.after(name)(lambda cb, result, commandBuffer, *a: (
-            stripped.pop(objects.address(commandBuffer), None), after_start(cb)))
+    def after_vkCmdBeginRenderPass(self, cb, result, commandBuffer, *args):
+        self._begun(cb, commandBuffer)
+
+    def after_vkCmdBeginRenderPass2(self, cb, result, commandBuffer, *args):
+        self._begun(cb, commandBuffer)
+
+    def after_vkCmdBeginRendering(self, cb, result, commandBuffer, *args):
+        self._begun(cb, commandBuffer)
+
+    def _begun(self, cb, commandBuffer) -> None:
+        """The begin was passed down: its stripped copy may go; a capture binds its counting pipeline."""
+        self.stripped.pop(self.objects.address(commandBuffer), None)
+        self.after_start(cb)
 
     # ---- capture: inside the pass ---------------------------------------------------------------
-    def active(cb: CommandBuffer) -> tuple[DeviceRegions, Capture] | tuple[None, None]:
-        state = state_of(cb.device)
+    def active(self, cb: CommandBuffer) -> tuple[DeviceRegions, Capture] | tuple[None, None]:
+        state = self.state_of(cb.device)
         regions = state.buffers.get(cb.address) if state is not None else None
         if regions is None or regions.capture is None:
             return None, None
         return state, regions.capture
 
-    @hooks.before("vkCmdBindPipeline")
-    def before_bind_pipeline(cb, commandBuffer, bindPoint, pipeline):
+    def before_vkCmdBindPipeline(self, cb, commandBuffer, bindPoint, pipeline):
         if bindPoint != vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
             return None
-        state, capture = active(cb)
+        state, capture = self.active(cb)
         if capture is None:
             return None
         capture.app_pipeline = int(pipeline)
         capture.variant = state.variants.get(int(pipeline))
         return (commandBuffer, bindPoint, capture.variant.pipeline) if capture.variant is not None else None
 
-    def before_draw(cb, commandBuffer, *args):
-        state, capture = active(cb)
+    # Every draw inside a captured pass binds the working slice of the current subpass.
+    def _draw(self, cb, commandBuffer) -> None:
+        state, capture = self.active(cb)
         if capture is None or capture.variant is None:
-            return None
-        v = capture.variant
+            return
+        ffi, v = self.ffi, capture.variant
         sets = ffi.new("VkDescriptorSet[1]", [capture.chunk.descriptor_set])
         offsets = ffi.new("uint32_t[1]", [capture.work + capture.subpass * capture.section])
         cb.device.next.vkCmdBindDescriptorSets(commandBuffer, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, v.layout,
                                                v.set_index, 1, sets, 1, offsets)
-        return None
 
-    for name in DRAWS:
-        hooks.before(name)(before_draw)
+    def before_vkCmdDraw(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
 
-    def next_subpass(cb, commandBuffer, *args):
-        state, capture = active(cb)
+    def before_vkCmdDrawIndexed(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawIndirect(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawIndexedIndirect(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawIndirectCount(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawIndexedIndirectCount(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawMultiEXT(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawMultiIndexedEXT(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawIndirectByteCountEXT(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawMeshTasksEXT(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawMeshTasksIndirectEXT(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def before_vkCmdDrawMeshTasksIndirectCountEXT(self, cb, commandBuffer, *args):
+        self._draw(cb, commandBuffer)
+
+    def after_vkCmdNextSubpass(self, cb, result, commandBuffer, *args):
+        self._next_subpass(cb)
+
+    def after_vkCmdNextSubpass2(self, cb, result, commandBuffer, *args):
+        self._next_subpass(cb)
+
+    def _next_subpass(self, cb) -> None:
+        state, capture = self.active(cb)
         if capture is not None:
             capture.subpass += 1
 
-    hooks.after("vkCmdNextSubpass")(lambda cb, result, *a: next_subpass(cb, *a))
-    hooks.after("vkCmdNextSubpass2")(lambda cb, result, *a: next_subpass(cb, *a))
-
-    @hooks.before("vkCmdExecuteCommands")
-    def before_execute(cb, commandBuffer, count, pCommandBuffers):
-        if active(cb)[1] is not None:
-            warn("execute", "vkCmdExecuteCommands inside a captured render pass instance: the secondaries' draws "
-                 "are not counted")
+    def before_vkCmdExecuteCommands(self, cb, commandBuffer, count, pCommandBuffers):
+        if self.active(cb)[1] is not None:
+            self.warn("execute", "vkCmdExecuteCommands inside a captured render pass instance: the secondaries' "
+                      "draws are not counted")
 
     # ---- capture: end ---------------------------------------------------------------------------
-    def end(cb, commandBuffer, *args):
-        state, capture = active(cb)
+    def after_vkCmdEndRenderPass(self, cb, result, commandBuffer, *args):
+        self._end(cb, commandBuffer)
+
+    def after_vkCmdEndRenderPass2(self, cb, result, commandBuffer, *args):
+        self._end(cb, commandBuffer)
+
+    def after_vkCmdEndRendering(self, cb, result, commandBuffer, *args):
+        self._end(cb, commandBuffer)
+
+    def _end(self, cb, commandBuffer) -> None:
+        state, capture = self.active(cb)
         if capture is None:
             return
         state.buffers[cb.address].capture = None
         if cb.instrumentation is None:
-            hooks.recorder.python_path(commandBuffer, False)
-        end_commands(ffi, cb, commandBuffer, capture)
+            self.hooks.recorder.python_path(commandBuffer, False)
+        end_commands(self.ffi, cb, commandBuffer, capture)
 
-    for name in ("vkCmdEndRenderPass", "vkCmdEndRenderPass2", "vkCmdEndRendering"):
-        hooks.after(name)(lambda cb, result, commandBuffer, *a: end(cb, commandBuffer, *a))
+
+def register(drv: Driver) -> Regions:
+    feature = drv.hooks.bind(Regions(drv))
+    drv.regions_setup, drv.regions_teardown = feature.setup, feature.teardown
+    return feature
