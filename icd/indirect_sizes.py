@@ -247,14 +247,37 @@ class IndirectPending:
     copies: list[PendingCopy] = field(default_factory=list)
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks = drv.ffi, drv.hooks
-    report = hooks.errors.report
+def last_items(cb: CommandBuffer, op: str, n: int) -> list:
+    """The last `n` ops' values, if they are all `op` (what recording.py just appended)."""
+    tail = cb.ops[-n:] if n else []
+    return [v for o, v in tail] if len(tail) == n and all(o == op for o, _ in tail) else []
+
+
+def buffer_copies(regions: list[tuple[Any, int, int]], dst: int, key: Callable[[Any], int]) -> list[tuple[Any, list]]:
+    """One snapshot's copy commands: its (source buffer, offset, size) regions packed from `dst` on, as
+    (source buffer, VkBufferCopy members) per source (`key`: a source's handle as an int), in order."""
+    by_source: dict[int, list] = {}
+    for src, offset, size in regions:
+        by_source.setdefault(key(src), [src, []])[1].append({"srcOffset": offset, "dstOffset": dst, "size": size})
+        dst += size
+    return [(src, rs) for src, rs in by_source.values()]
+
+
+class IndirectSizes:
+    """Snapshots of indirect arguments, recorded beside the application's commands and read at completion;
+    one method per command (HookSet.bind). Its state is on the objects: the device's SnapshotMemory and
+    a command buffer's IndirectPending."""
+
+    def __init__(self, drv: Driver) -> None:
+        self.ffi = drv.ffi
+        self.report = drv.hooks.errors.report
+
+    def _handle(self, buffer) -> int:
+        return int(self.ffi.cast("uintptr_t", buffer))
 
     # ---- buffers: indirect buffers are copy sources too ------------------------------------
-    @hooks.before("vkCreateBuffer")
-    def before_create_buffer(dev, device, pCreateInfo, pAllocator, pBuffer):
-        usage = pCreateInfo.usage
+    def before_vkCreateBuffer(self, dev, device, pCreateInfo, pAllocator, pBuffer):
+        ffi, usage = self.ffi, pCreateInfo.usage
         if usage & vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT and not usage & vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT \
                 and not _has_usage2(ffi, pCreateInfo.pNext):
             info = ffi.new("VkBufferCreateInfo *", pCreateInfo[0])
@@ -262,37 +285,36 @@ def register(drv: Driver) -> None:
             return device, info, pAllocator, pBuffer
         return None
 
-    @hooks.after("vkCreateBuffer")
-    def after_create_buffer(dev, result, device, pCreateInfo, pAllocator, pBuffer):
+    def after_vkCreateBuffer(self, dev, result, device, pCreateInfo, pAllocator, pBuffer):
         if result != vk.VK_SUCCESS:
             return
-        usage2 = _usage2(ffi, pCreateInfo.pNext)
+        usage2 = _usage2(self.ffi, pCreateInfo.pNext)
         usage = usage2 if usage2 is not None else pCreateInfo.usage
         if usage & vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT:
-            mem = memory_of(ffi, dev)
+            mem = memory_of(self.ffi, dev)
             with mem.lock:
-                mem.copyable.add(int(ffi.cast("uintptr_t", pBuffer[0])))
+                mem.copyable.add(self._handle(pBuffer[0]))
 
-    @hooks.before("vkDestroyBuffer")
-    def before_destroy_buffer(dev, device, buffer, pAllocator):
+    def before_vkDestroyBuffer(self, dev, device, buffer, pAllocator):
         mem = dev.peek(SnapshotMemory)
         if mem is not None:
             with mem.lock:
-                mem.copyable.discard(int(ffi.cast("uintptr_t", buffer)))
+                mem.copyable.discard(self._handle(buffer))
 
     # ---- recording the copies ---------------------------------------------------------------
-    def barrier(nxt, commandBuffer, src_stage, src_access, dst_stage, dst_access) -> None:
+    def _barrier(self, nxt, commandBuffer, src_stage, src_access, dst_stage, dst_access) -> None:
+        ffi = self.ffi
         b = ffi.new("VkMemoryBarrier *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                                           "srcAccessMask": src_access, "dstAccessMask": dst_access})
         nxt.vkCmdPipelineBarrier(commandBuffer, src_stage, dst_stage, 0, 1, b, 0, ffi.NULL, 0, ffi.NULL)
 
-    def snapshot(cb: CommandBuffer, commandBuffer, copies: list[list[tuple[Any, int, int]]]) -> list | None:
+    def snapshot(self, cb: CommandBuffer, commandBuffer, copies: list[list[tuple[Any, int, int]]]) -> list | None:
         """Record, now, one copy per list of (source buffer, offset, size) regions into one snapshot
         each; None (nothing recorded) if a source is not copyable or no memory is left."""
         dev = cb.device
-        mem = memory_of(ffi, dev)
+        mem = memory_of(self.ffi, dev)
         with mem.lock:
-            if any(int(ffi.cast("uintptr_t", src)) not in mem.copyable for regions in copies for src, _, _ in regions):
+            if any(self._handle(src) not in mem.copyable for regions in copies for src, _, _ in regions):
                 return None
         snaps = []
         for regions in copies:
@@ -301,45 +323,32 @@ def register(drv: Driver) -> None:
                 return None
             snaps.append(snap)
         nxt = dev.next
-        barrier(nxt, commandBuffer, vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0,
-                vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
+        self._barrier(nxt, commandBuffer, vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, 0,
+                      vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_READ_BIT)
         for regions, snap in zip(copies, snaps):
-            by_source: dict[int, list] = {}
-            dst = snap.offset
-            for src, offset, size in regions:
-                by_source.setdefault(int(ffi.cast("uintptr_t", src)), [src, []])[1].append(
-                    {"srcOffset": offset, "dstOffset": dst, "size": size})
-                dst += size
-            for src, rs in by_source.values():
-                nxt.vkCmdCopyBuffer(commandBuffer, src, snap.buffer, len(rs), ffi.new("VkBufferCopy[]", rs))
+            for src, rs in buffer_copies(regions, snap.offset, self._handle):
+                nxt.vkCmdCopyBuffer(commandBuffer, src, snap.buffer, len(rs), self.ffi.new("VkBufferCopy[]", rs))
         # Host reads of the snapshot see the copy; and the copy's read of the arguments is ordered before
         # any later write to them: the application's own barrier before such a write waits for the
         # indirect-read stage, which this barrier's second scope chains into (a write-after-read hazard
         # needs only an execution dependency, spec 7.1).
-        barrier(nxt, commandBuffer, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
-                vk.VK_PIPELINE_STAGE_HOST_BIT | vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, vk.VK_ACCESS_HOST_READ_BIT)
+        self._barrier(nxt, commandBuffer, vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT,
+                      vk.VK_PIPELINE_STAGE_HOST_BIT | vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, vk.VK_ACCESS_HOST_READ_BIT)
         return snaps
 
-    def last_items(cb: CommandBuffer, op: str, n: int) -> list:
-        """The last `n` ops' values, if they are all `op` (what recording.py just appended)."""
-        tail = cb.ops[-n:] if n else []
-        return [v for o, v in tail] if len(tail) == n and all(o == op for o, _ in tail) else []
-
     # dispatches and trace rays: copied right before the command (outside any render pass)
-    @hooks.before("vkCmdDispatchIndirect")
-    def dispatch_indirect(cb, commandBuffer, buffer, offset):
+    def before_vkCmdDispatchIndirect(self, cb, commandBuffer, buffer, offset):
         (work,) = last_items(cb, "work", 1) or (None,)
         if work is None or work.command != "vkCmdDispatchIndirect":
             return
-        snaps = snapshot(cb, commandBuffer, [[(buffer, offset, DISPATCH.size)]])
+        snaps = self.snapshot(cb, commandBuffer, [[(buffer, offset, DISPATCH.size)]])
         if snaps is not None:
             size = work.info.get("group_size") or [-1, -1, -1]
             per_group = size[0] * size[1] * size[2] if min(size) > 0 else 1
-            then(work, lambda: _dispatch_sizes(work, snaps[0], per_group), first=True, report=report)
+            then(work, lambda: _dispatch_sizes(work, snaps[0], per_group), first=True, report=self.report)
             cb.needs_completion = True
 
-    @hooks.before("vkCmdTraceRaysIndirectKHR")
-    def trace_rays_indirect(cb, commandBuffer, raygen, miss, hit, callable_, address):
+    def before_vkCmdTraceRaysIndirectKHR(self, cb, commandBuffer, raygen, miss, hit, callable_, address):
         from tessera.vkapi.accel import buffer_at
 
         (work,) = last_items(cb, "work", 1) or (None,)
@@ -349,13 +358,13 @@ def register(drv: Driver) -> None:
         if found is None:
             return
         src, offset = found
-        snaps = snapshot(cb, commandBuffer, [[(ffi.cast("VkBuffer", src), offset, TRACE_RAYS.size)]])
+        snaps = self.snapshot(cb, commandBuffer, [[(self.ffi.cast("VkBuffer", src), offset, TRACE_RAYS.size)]])
         if snaps is not None:
-            then(work, lambda: _trace_rays_sizes(work, snaps[0]), first=True, report=report)
+            then(work, lambda: _trace_rays_sizes(work, snaps[0]), first=True, report=self.report)
             cb.needs_completion = True
 
     # draws: copied once their render pass ends
-    def draws_indirect(cb, buffer, offset, count: int, stride: int, record: struct.Struct):
+    def _draws_indirect(self, cb, buffer, offset, count: int, stride: int, record: struct.Struct):
         items = last_items(cb, "draw", count)
         if not items:
             return
@@ -364,16 +373,14 @@ def register(drv: Driver) -> None:
         cb.slot(IndirectPending).copies.append(
             PendingCopy([regions], items, lambda snaps: _draw_sizes(items, snaps[0], record)))
 
-    @hooks.before("vkCmdDrawIndirect")
-    def draw_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        draws_indirect(cb, buffer, offset, drawCount, stride, DRAW)
+    def before_vkCmdDrawIndirect(self, cb, commandBuffer, buffer, offset, drawCount, stride):
+        self._draws_indirect(cb, buffer, offset, drawCount, stride, DRAW)
 
-    @hooks.before("vkCmdDrawIndexedIndirect")
-    def draw_indexed_indirect(cb, commandBuffer, buffer, offset, drawCount, stride):
-        draws_indirect(cb, buffer, offset, drawCount, stride, DRAW_INDEXED)
+    def before_vkCmdDrawIndexedIndirect(self, cb, commandBuffer, buffer, offset, drawCount, stride):
+        self._draws_indirect(cb, buffer, offset, drawCount, stride, DRAW_INDEXED)
 
-    def draws_indirect_count(cb, buffer, offset, count_buffer, count_offset, max_draws: int, stride: int,
-                             record: struct.Struct):
+    def _draws_indirect_count(self, cb, buffer, offset, count_buffer, count_offset, max_draws: int, stride: int,
+                              record: struct.Struct):
         items = last_items(cb, "draw", 1)
         if not items or max_draws == 0:
             return
@@ -384,16 +391,15 @@ def register(drv: Driver) -> None:
             [[(count_buffer, count_offset, 4)], regions], items,
             lambda snaps: _draw_count_sizes(items[0], snaps[0], snaps[1], record, max_draws)))
 
-    @hooks.before("vkCmdDrawIndirectCount")
-    def draw_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount, stride):
-        draws_indirect_count(cb, buffer, offset, countBuffer, countOffset, maxDrawCount, stride, DRAW)
+    def before_vkCmdDrawIndirectCount(self, cb, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                      maxDrawCount, stride):
+        self._draws_indirect_count(cb, buffer, offset, countBuffer, countOffset, maxDrawCount, stride, DRAW)
 
-    @hooks.before("vkCmdDrawIndexedIndirectCount")
-    def draw_indexed_indirect_count(cb, commandBuffer, buffer, offset, countBuffer, countOffset, maxDrawCount,
-                                    stride):
-        draws_indirect_count(cb, buffer, offset, countBuffer, countOffset, maxDrawCount, stride, DRAW_INDEXED)
+    def before_vkCmdDrawIndexedIndirectCount(self, cb, commandBuffer, buffer, offset, countBuffer, countOffset,
+                                             maxDrawCount, stride):
+        self._draws_indirect_count(cb, buffer, offset, countBuffer, countOffset, maxDrawCount, stride, DRAW_INDEXED)
 
-    def pass_ended(cb: CommandBuffer, commandBuffer) -> None:
+    def _pass_ended(self, cb: CommandBuffer, commandBuffer) -> None:
         p = cb.peek(IndirectPending)
         if p is None or not p.copies:
             return
@@ -401,24 +407,26 @@ def register(drv: Driver) -> None:
             return
         copies, p.copies = p.copies, []
         for copy in copies:
-            snaps = snapshot(cb, commandBuffer, copy.sources)
+            snaps = self.snapshot(cb, commandBuffer, copy.sources)
             if snaps is None:
                 continue
             # one reading per command sets every draw it made
-            then(copy.items[0], lambda snaps=snaps, decode=copy.decode: decode(snaps), first=True, report=report)
+            then(copy.items[0], lambda snaps=snaps, decode=copy.decode: decode(snaps), first=True,
+                 report=self.report)
             cb.needs_completion = True
 
-    @hooks.after("vkCmdEndRenderPass")
-    def after_end_render_pass(cb, result, commandBuffer):
-        pass_ended(cb, commandBuffer)
+    def after_vkCmdEndRenderPass(self, cb, result, commandBuffer):
+        self._pass_ended(cb, commandBuffer)
 
-    @hooks.after("vkCmdEndRenderPass2")
-    def after_end_render_pass2(cb, result, commandBuffer, pSubpassEndInfo):
-        pass_ended(cb, commandBuffer)
+    def after_vkCmdEndRenderPass2(self, cb, result, commandBuffer, pSubpassEndInfo):
+        self._pass_ended(cb, commandBuffer)
 
-    @hooks.after("vkCmdEndRendering")
-    def after_end_rendering(cb, result, commandBuffer):
-        pass_ended(cb, commandBuffer)
+    def after_vkCmdEndRendering(self, cb, result, commandBuffer):
+        self._pass_ended(cb, commandBuffer)
+
+
+def register(drv: Driver) -> None:
+    drv.hooks.bind(IndirectSizes(drv))
 
 
 def _usage2(ffi, pnext) -> int | None:
