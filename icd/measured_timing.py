@@ -44,8 +44,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tessera.vkapi.commands import DISPATCHES, DRAWS
-from tessera.vkapi.submits import COMMANDS as SUBMIT_COMMANDS, command_buffers
+from tessera.vkapi.submits import command_buffers
 from tessera.vkapi.vkconst import vk
 
 from . import timing
@@ -185,101 +184,199 @@ def _pass_area(cb: CommandBuffer, state: MeasuredRecording) -> int | None:
     return area
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks = drv.ffi, drv.hooks
-    costs_of: list = []
+class MeasuredTiming:
+    """Instrumented draws and dispatches timed by their measured block executions; one method per command
+    (HookSet.bind). Each action command is marked at record time (`at_record_vk…`: where its items will
+    start in cb.ops) and measured in its before-hook, after recording.py appended them. Its state: a
+    command buffer's MeasuredRecording; the readers of each instrumentation object (module `_readers`)."""
 
-    def costs():
-        if not costs_of:
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi = drv, drv.ffi
+        self.report = drv.hooks.errors.report
+        self._costs: Any = None     # the GPU's compiler-model costs, loaded with the first measured command
+
+    def costs(self) -> Any:
+        if self._costs is None:
             from tessera.compiler.costs import gpu_costs
 
-            costs_of.append(gpu_costs(drv.profile.key))
-        return costs_of[0]
+            self._costs = gpu_costs(self.drv.profile.key)
+        return self._costs
 
-    def mark(cb: CommandBuffer, commandBuffer, *args) -> None:
+    def _mark(self, cb: CommandBuffer) -> None:
         """Before recording.py appends the command's items: where they will start."""
         if cb.instrumentation is not None:
             cb.slot(MeasuredRecording).mark = len(cb.ops)
 
-    def action(kind: str):
-        def before(cb: CommandBuffer, commandBuffer, *args):
-            obj = cb.instrumentation
-            if obj is None:             # not marked either (mark runs just before, on this thread)
-                return None
-            state = cb.peek(MeasuredRecording)
-            start = state.mark if state is not None else None
-            if start is None:
-                return None
-            state.mark = None
-            region = obj.regions.get(obj.next_index - 1)   # the index this command just took
-            if region is None:                             # uninstrumented pipeline: no counters
-                return None
-            op = "work" if kind == "compute" else "draw"
-            items = [v for o, v in cb.ops[start:] if o == op]
-            stage = next((s for s in region.pipeline.stages if s.name == kind), None)
-            if not items or stage is None:
-                return None
-            area = _pass_area(cb, state) if kind == "fragment" else None
-            if kind == "fragment" and area is None:
-                return None
-            reader = _reader(ffi, obj, region)
-            state.readers.append(reader)
-            m = _Measure(reader, stage, items, costs(), area)
-            then(items[0], m.compute if kind == "compute" else m.fragment, report=hooks.errors.report)
-            cb.needs_completion = True
-            return None
-        return before
-
-    def readers_of(cb: CommandBuffer) -> list:
-        """The readers of the actions recorded in `cb` (and the secondaries it executes) since its
-        last reset."""
+    def _measure(self, cb: CommandBuffer, kind: str) -> None:
+        """`kind` "compute" or "fragment": the items the command just made get an at_completion that
+        replaces their static cost with the measured one."""
+        obj = cb.instrumentation
+        if obj is None:             # not marked either (mark runs just before, on this thread)
+            return
         state = cb.peek(MeasuredRecording)
-        return state.readers if state is not None else []
+        start = state.mark if state is not None else None
+        if start is None:
+            return
+        state.mark = None
+        region = obj.regions.get(obj.next_index - 1)   # the index this command just took
+        if region is None:                             # uninstrumented pipeline: no counters
+            return
+        op = "work" if kind == "compute" else "draw"
+        items = [v for o, v in cb.ops[start:] if o == op]
+        stage = next((s for s in region.pipeline.stages if s.name == kind), None)
+        if not items or stage is None:
+            return
+        area = _pass_area(cb, state) if kind == "fragment" else None
+        if kind == "fragment" and area is None:
+            return
+        reader = _reader(self.ffi, obj, region)
+        state.readers.append(reader)
+        m = _Measure(reader, stage, items, self.costs(), area)
+        then(items[0], m.compute if kind == "compute" else m.fragment, report=self.report)
+        cb.needs_completion = True
 
-    @hooks.before("vkCmdExecuteCommands")
-    def execute(cb, commandBuffer, count, pCommandBuffers):
+    # ---- dispatches ------------------------------------------------------------------------------
+    def at_record_vkCmdDispatch(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDispatch(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "compute")
+
+    def at_record_vkCmdDispatchBase(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDispatchBase(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "compute")
+
+    def at_record_vkCmdDispatchIndirect(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDispatchIndirect(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "compute")
+
+    # ---- draws -----------------------------------------------------------------------------------
+    def at_record_vkCmdDraw(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDraw(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawIndexed(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawIndexed(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawIndirect(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawIndirect(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawIndexedIndirect(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawIndexedIndirect(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawIndirectCount(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawIndirectCount(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawIndexedIndirectCount(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawIndexedIndirectCount(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawMultiEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawMultiEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawMultiIndexedEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawMultiIndexedEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawIndirectByteCountEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawIndirectByteCountEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawMeshTasksEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawMeshTasksEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawMeshTasksIndirectEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawMeshTasksIndirectEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    def at_record_vkCmdDrawMeshTasksIndirectCountEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._mark(cb)
+
+    def before_vkCmdDrawMeshTasksIndirectCountEXT(self, cb: CommandBuffer, commandBuffer, *args) -> None:
+        self._measure(cb, "fragment")
+
+    # ---- secondaries and submits -----------------------------------------------------------------
+    def before_vkCmdExecuteCommands(self, cb: CommandBuffer, commandBuffer, count, pCommandBuffers):
         for i in range(count):
-            secondary = drv.objects.get(pCommandBuffers[i], CommandBuffer)
+            secondary = self.drv.objects.get(pCommandBuffers[i], CommandBuffer)
             if readers_of(secondary):
                 cb.slot(MeasuredRecording).readers.extend(readers_of(secondary))
 
     # A submit of a command buffer: Vulkan allows it only once the buffer's earlier executions are
     # complete (not pending, spec 6.4), so what they counted is banked before this one adds to it.
-    def submitted(handles) -> list:
+    def _submitted(self, name: str, count, pSubmits) -> list:
         if not _readers:                # nothing measured in this process: submits pay nothing more
             return []
         out = []
-        for h in handles:
-            out += readers_of(drv.objects.get(h, CommandBuffer))
+        for h in command_buffers(name, count, pSubmits):
+            out += readers_of(self.drv.objects.get(h, CommandBuffer))
         return out
 
-    def before_submit(readers: list) -> None:
+    def before_vkQueueSubmit(self, queue, vkqueue, count, pSubmits, fence):
+        before_submit(self._submitted("vkQueueSubmit", count, pSubmits))
+
+    def after_vkQueueSubmit(self, queue, result, vkqueue, count, pSubmits, fence):
+        after_submit(self._submitted("vkQueueSubmit", count, pSubmits), result)
+
+    def before_vkQueueSubmit2(self, queue, vkqueue, count, pSubmits, fence):
+        before_submit(self._submitted("vkQueueSubmit2", count, pSubmits))
+
+    def after_vkQueueSubmit2(self, queue, result, vkqueue, count, pSubmits, fence):
+        after_submit(self._submitted("vkQueueSubmit2", count, pSubmits), result)
+
+
+def readers_of(cb: CommandBuffer) -> list:
+    """The readers of the actions recorded in `cb` (and the secondaries it executes) since its
+    last reset."""
+    state = cb.peek(MeasuredRecording)
+    return state.readers if state is not None else []
+
+
+def before_submit(readers: list) -> None:
+    with _lock:
+        for reader in readers:
+            reader.bank()
+            reader.submitted += 1
+
+
+def after_submit(readers: list, result) -> None:
+    if result != vk.VK_SUCCESS:     # nothing runs: the timeline never reads it
         with _lock:
             for reader in readers:
-                reader.bank()
-                reader.submitted += 1
+                reader.submitted = max(0, reader.submitted - 1)
 
-    def after_submit(readers: list, result) -> None:
-        if result != vk.VK_SUCCESS:     # nothing runs: the timeline never reads it
-            with _lock:
-                for reader in readers:
-                    reader.submitted = max(0, reader.submitted - 1)
 
-    def queue_submit(name: str):
-        def before(queue, vkqueue, count, pSubmits, fence):
-            before_submit(submitted(command_buffers(name, count, pSubmits)) if _readers else [])
-
-        def after(queue, result, vkqueue, count, pSubmits, fence):
-            after_submit(submitted(command_buffers(name, count, pSubmits)) if _readers else [], result)
-        hooks.before(name)(before)
-        hooks.after(name)(after)
-
-    for name in SUBMIT_COMMANDS:
-        queue_submit(name)
-
-    for name in DISPATCHES:
-        hooks.at_record(name)(mark)
-        hooks.before(name)(action("compute"))
-    for name in DRAWS:
-        hooks.at_record(name)(mark)
-        hooks.before(name)(action("fragment"))
+def register(drv: Driver) -> None:
+    drv.hooks.bind(MeasuredTiming(drv))
