@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tessera.vkapi import structs
+from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -88,6 +89,7 @@ class Regions:
         self.free: dict[int, list[Buffer]] = {}           # device address -> buffers to reuse
         self.view_masks: dict[int, tuple[int, ...]] = {}
         self.hidden = frozenset({EXTENSION})
+        self.hooks: HookSet | None = None   # set by register
 
     # ---- device ------------------------------------------------------------------------------
     def device_info(self, info, app_names: list[str], below: dict[str, int], keep):
@@ -204,103 +206,99 @@ class Regions:
             dev.next.vkDestroyBuffer(dev.handle, b.buffer, ffi.NULL)
             dev.next.vkFreeMemory(dev.handle, b.memory, ffi.NULL)
 
-    # ---- hooks -------------------------------------------------------------------------------
+    # ---- hooks: one method per command (HookSet.bind) -----------------------------------------
     def register(self, hooks) -> None:
-        ffi, state = self.ffi, self.state
+        self.hooks = hooks   # its recorder is made at install, after registration: read when a hook runs
+        hooks.bind(self)
 
-        def attach(dev, commandBuffer, pnext_owner, area, arrays: list[tuple[int, int]], ctype: str):
-            limits = self.limits.get(dev.address)
-            if limits is None or not arrays:
-                return None
-            t = state.command_buffer(dev, commandBuffer)
-            part = t.part
-            tag = part.workload.tag if part is not None and part.workload is not None else None
-            x, y, w, h = area
-            size = limits.array_bytes(w, h)
-            stride = -(-size // ADDRESS_ALIGNMENT) * ADDRESS_ALIGNMENT
-            buf = self.buffer(dev, stride * len(arrays))
-            keep: list = []
-            addresses = ffi.new("VkDeviceAddress[]", [buf.address + i * stride for i in range(len(arrays))])
-            ids = ffi.new("uint32_t[]", [cid for cid, _ in limits.counters])
-            info = ffi.new("VkRenderPassPerformanceCountersByRegionBeginInfoARM *", {
-                "sType": vk.VK_STRUCTURE_TYPE_RENDER_PASS_PERFORMANCE_COUNTERS_BY_REGION_BEGIN_INFO_ARM,
-                "pNext": pnext_owner.pNext, "counterAddressCount": len(arrays), "pCounterAddresses": addresses,
-                "serializeRegions": vk.VK_FALSE, "counterIndexCount": len(limits.counters),
-                "pCounterIndices": ids})
-            copy = ffi.new(f"{ctype} *")
-            ffi.memmove(copy, pnext_owner, ffi.sizeof(ctype))
-            copy.pNext = info
-            keep += [addresses, ids, info, copy]
-            labels = list(t.labels)
-            self.instances.setdefault(t.address, []).append(
-                Instance(tag, labels, area, arrays, buf, stride, keep))
-            return copy
+    def _attach(self, dev, commandBuffer, pnext_owner, area, arrays: list[tuple[int, int]], ctype: str):
+        ffi = self.ffi
+        limits = self.limits.get(dev.address)
+        if limits is None or not arrays:
+            return None
+        t = self.state.command_buffer(dev, commandBuffer)
+        part = t.part
+        tag = part.workload.tag if part is not None and part.workload is not None else None
+        x, y, w, h = area
+        size = limits.array_bytes(w, h)
+        stride = -(-size // ADDRESS_ALIGNMENT) * ADDRESS_ALIGNMENT
+        buf = self.buffer(dev, stride * len(arrays))
+        keep: list = []
+        addresses = ffi.new("VkDeviceAddress[]", [buf.address + i * stride for i in range(len(arrays))])
+        ids = ffi.new("uint32_t[]", [cid for cid, _ in limits.counters])
+        info = ffi.new("VkRenderPassPerformanceCountersByRegionBeginInfoARM *", {
+            "sType": vk.VK_STRUCTURE_TYPE_RENDER_PASS_PERFORMANCE_COUNTERS_BY_REGION_BEGIN_INFO_ARM,
+            "pNext": pnext_owner.pNext, "counterAddressCount": len(arrays), "pCounterAddresses": addresses,
+            "serializeRegions": vk.VK_FALSE, "counterIndexCount": len(limits.counters),
+            "pCounterIndices": ids})
+        copy = ffi.new(f"{ctype} *")
+        ffi.memmove(copy, pnext_owner, ffi.sizeof(ctype))
+        copy.pNext = info
+        keep += [addresses, ids, info, copy]
+        labels = list(t.labels)
+        self.instances.setdefault(t.address, []).append(
+            Instance(tag, labels, area, arrays, buf, stride, keep))
+        return copy
 
-        def arrays_of_pass(dev, pBegin) -> list[tuple[int, int]]:
-            rp = dev.res.render_passes.get(int(pBegin.renderPass))
-            fb = dev.res.framebuffers.get(int(pBegin.framebuffer))
-            masks = self.view_masks.get(int(pBegin.renderPass), ())
-            subpasses = rp.subpasses if rp is not None else max(1, len(masks))
-            layers = fb.layers if fb is not None else 1
-            out = []
-            for s in range(subpasses):
-                n = bin(masks[s]).count("1") if s < len(masks) and masks[s] else layers
-                out += [(s, layer) for layer in range(n)]
-            return out
+    def arrays_of_pass(self, dev, pBegin) -> list[tuple[int, int]]:
+        """(subpass, layer or view ordinal) of each array a render pass instance fills."""
+        rp = dev.res.render_passes.get(int(pBegin.renderPass))
+        fb = dev.res.framebuffers.get(int(pBegin.framebuffer))
+        masks = self.view_masks.get(int(pBegin.renderPass), ())
+        subpasses = rp.subpasses if rp is not None else max(1, len(masks))
+        layers = fb.layers if fb is not None else 1
+        out = []
+        for s in range(subpasses):
+            n = bin(masks[s]).count("1") if s < len(masks) and masks[s] else layers
+            out += [(s, layer) for layer in range(n)]
+        return out
 
-        def area_of(r) -> tuple[int, int, int, int]:
-            return r.offset.x, r.offset.y, r.extent.width, r.extent.height
+    def _begin_pass(self, dev, commandBuffer, pBegin, rest):
+        try:
+            copy = self._attach(dev, commandBuffer, pBegin, area_of(pBegin.renderArea),
+                                self.arrays_of_pass(dev, pBegin), "VkRenderPassBeginInfo")
+        except Exception:
+            self.hooks.errors.report("vkCmdBeginRenderPass", "attaching per-region counters; not captured")
+            return None
+        return (commandBuffer, copy, *rest) if copy is not None else None
 
-        def begin_pass(dev, commandBuffer, pBegin, rest):
-            try:
-                copy = attach(dev, commandBuffer, pBegin, area_of(pBegin.renderArea), arrays_of_pass(dev, pBegin),
-                              "VkRenderPassBeginInfo")
-            except Exception:
-                hooks.errors.report("vkCmdBeginRenderPass", "attaching per-region counters; not captured")
-                return None
-            return (commandBuffer, copy, *rest) if copy is not None else None
+    def before_vkCmdBeginRenderPass(self, dev, commandBuffer, pBegin, contents):
+        return self._begin_pass(dev, commandBuffer, pBegin, (contents,))
 
-        hooks.before("vkCmdBeginRenderPass")(
-            lambda dev, cb, pBegin, contents: begin_pass(dev, cb, pBegin, (contents,)))
-        hooks.before("vkCmdBeginRenderPass2")(
-            lambda dev, cb, pBegin, pSubpass: begin_pass(dev, cb, pBegin, (pSubpass,)))
+    def before_vkCmdBeginRenderPass2(self, dev, commandBuffer, pBegin, pSubpassBeginInfo):
+        return self._begin_pass(dev, commandBuffer, pBegin, (pSubpassBeginInfo,))
 
-        @hooks.before("vkCmdBeginRendering")
-        def begin_rendering(dev, commandBuffer, info):
-            if info.flags & vk.VK_RENDERING_RESUMING_BIT:
-                return None
-            n = bin(info.viewMask).count("1") if info.viewMask else max(1, info.layerCount)
-            try:
-                copy = attach(dev, commandBuffer, info, area_of(info.renderArea), [(0, i) for i in range(n)],
-                              "VkRenderingInfo")
-            except Exception:
-                hooks.errors.report("vkCmdBeginRendering", "attaching per-region counters; not captured")
-                return None
-            return (commandBuffer, copy) if copy is not None else None
+    def before_vkCmdBeginRendering(self, dev, commandBuffer, info):
+        if info.flags & vk.VK_RENDERING_RESUMING_BIT:
+            return None
+        arrays = rendering_arrays(info)
+        try:
+            copy = self._attach(dev, commandBuffer, info, area_of(info.renderArea), arrays, "VkRenderingInfo")
+        except Exception:
+            self.hooks.errors.report("vkCmdBeginRendering", "attaching per-region counters; not captured")
+            return None
+        return (commandBuffer, copy) if copy is not None else None
 
-        def remember(dev, result, ci, pRenderPass, masks) -> None:
-            if result == vk.VK_SUCCESS and dev.address in self.limits:
-                self.view_masks[int(pRenderPass[0])] = tuple(masks)
+    def _remember(self, dev, result, pRenderPass, masks) -> None:
+        if result == vk.VK_SUCCESS and dev.address in self.limits:
+            self.view_masks[int(pRenderPass[0])] = tuple(masks)
 
-        @hooks.after("vkCreateRenderPass")
-        def after_rp(dev, result, device, ci, pAllocator, pRenderPass):
-            mv = structs.find(ffi, ci.pNext, vk.VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO,
-                              "VkRenderPassMultiviewCreateInfo *")
-            remember(dev, result, ci, pRenderPass,
-                     [mv.pViewMasks[i] if mv is not None and i < mv.subpassCount else 0
-                      for i in range(ci.subpassCount)])
+    def after_vkCreateRenderPass(self, dev, result, device, ci, pAllocator, pRenderPass):
+        mv = structs.find(self.ffi, ci.pNext, vk.VK_STRUCTURE_TYPE_RENDER_PASS_MULTIVIEW_CREATE_INFO,
+                          "VkRenderPassMultiviewCreateInfo *")
+        self._remember(dev, result, pRenderPass,
+                       [mv.pViewMasks[i] if mv is not None and i < mv.subpassCount else 0
+                        for i in range(ci.subpassCount)])
 
-        @hooks.after("vkCreateRenderPass2")
-        def after_rp2(dev, result, device, ci, pAllocator, pRenderPass):
-            remember(dev, result, ci, pRenderPass, [ci.pSubpasses[i].viewMask for i in range(ci.subpassCount)])
+    def after_vkCreateRenderPass2(self, dev, result, device, ci, pAllocator, pRenderPass):
+        self._remember(dev, result, pRenderPass, [ci.pSubpasses[i].viewMask for i in range(ci.subpassCount)])
 
-        @hooks.after("vkBeginCommandBuffer")
-        def after_begin(dev, result, commandBuffer, pBeginInfo):
-            if dev.address in self.limits:
-                self.recycle(dev, commandBuffer)
-                # Every render pass begin gets its capture request at record time: no pass is begun
-                # in C (recorder.Recorded.opens_pass), nor anything else in this buffer.
-                hooks.recorder.python_path(commandBuffer, True)
+    def after_vkBeginCommandBuffer(self, dev, result, commandBuffer, pBeginInfo):
+        if dev.address in self.limits:
+            self.recycle(dev, commandBuffer)
+            # Every render pass begin gets its capture request at record time: no pass is begun
+            # in C (recorder.Recorded.opens_pass), nor anything else in this buffer.
+            self.hooks.recorder.python_path(commandBuffer, True)
 
     # ---- results -----------------------------------------------------------------------------
     def readers(self, dev: DeviceState, submit_id: int, trackers) -> list:
@@ -332,6 +330,17 @@ class Regions:
             if inst.labels:
                 payload["labels"] = inst.labels[:64]
             self.send(encoder.regions, submit_id, inst.tag, dev.address, payload)
+
+
+def area_of(r) -> tuple[int, int, int, int]:
+    """A VkRect2D as (x, y, width, height)."""
+    return r.offset.x, r.offset.y, r.extent.width, r.extent.height
+
+
+def rendering_arrays(info) -> list[tuple[int, int]]:
+    """The arrays of a dynamic render pass instance: one per view, else per layer (subpass 0)."""
+    n = bin(info.viewMask).count("1") if info.viewMask else max(1, info.layerCount)
+    return [(0, i) for i in range(n)]
 
 
 class Extensions:
