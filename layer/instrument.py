@@ -27,10 +27,11 @@ thread. Objects live until their device is destroyed.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tessera.vkapi import structs
-from tessera.vkapi.commands import DISPATCHES, DRAWS, TRACE_RAYS
+from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -43,6 +44,9 @@ METRICS = ("fma", "cvt", "sfu", "ls", "tex", "var", "threads")   # the emulated 
 STAGE_NAMES = {vk.VK_SHADER_STAGE_VERTEX_BIT: "vertex", vk.VK_SHADER_STAGE_FRAGMENT_BIT: "fragment",
                vk.VK_SHADER_STAGE_COMPUTE_BIT: "compute"}
 _ROW = struct.Struct(f"<IIII{len(METRICS)}Q")
+GRAPHICS = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
+COMPUTE = vk.VK_PIPELINE_BIND_POINT_COMPUTE
+RAY_TRACING = vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR
 RATE_NAMES = {"fma": "FMA", "cvt": "CVT", "sfu": "SFU", "ls": "LS", "tex": "T", "var": "V"}   # -> compiler PIPES
 
 
@@ -80,6 +84,9 @@ class Instrumenter:
         self.recordings: dict[int, Recording] = {}   # command buffer address -> its recording
         self.pipelines: dict[int, PipelineCode] = {}
         self.hidden = frozenset({EXTENSION})
+        self.pending: dict[int, list] = {}           # create infos' address -> [what they keep alive, stage code]
+        self.hooks: HookSet | None = None            # set by register
+        self.extended: dict[str, Callable] = {}      # command -> the applier its apply_ method extends
 
     # ---- device ------------------------------------------------------------------------------
     def device_info(self, info, app_names: list[str], below: dict[str, int], keep):
@@ -119,215 +126,294 @@ class Instrumenter:
             return None
         return {ours: gpu.rates[theirs].per_clock for ours, theirs in RATE_NAMES.items()}
 
-    # ---- hooks -------------------------------------------------------------------------------
+    # ---- hooks: one method per command (HookSet.bind) -----------------------------------------
     def register(self, hooks) -> None:
-        ffi, state = self.ffi, self.state
-        pending: dict[int, list] = {}
+        """Bind the hooks. The apply_ methods extend the appliers of the modules whose records they
+        number (render_passes.py, workloads.py: registered before this, entry.py): each runs the
+        command's own applier first, then numbers the action."""
+        self.hooks = hooks
+        applied = [attr.removeprefix("apply_") for attr in dir(type(self)) if attr.startswith("apply_vk")]
+        missing = [name for name in applied if name not in hooks.appliers]
+        if missing:
+            raise RuntimeError(f"instrument.py extends appliers not registered yet: {missing}")
+        self.extended = {name: hooks.appliers[name] for name in applied}
+        hooks.bind(self)
 
-        def flagged(ctype: str, count: int, pInfos, keep):
-            """Copies of the create infos with the instrumentation bit in their flags2 struct."""
-            infos = ffi.new(f"{ctype}[]", count)
-            ffi.memmove(infos, pInfos, ffi.sizeof(ctype) * count)
-            keep.append(infos)
-            for i in range(count):
-                existing = structs.find(ffi, pInfos[i].pNext, vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO,
-                                        "VkPipelineCreateFlags2CreateInfo *")
-                if existing is not None:   # the application's flags2: a copy of its chain with the bit added
-                    nodes = list(structs.chain(ffi, pInfos[i].pNext))
-                    head = structs.rebuild_chain(ffi, nodes, keep)
-                    for node in structs.chain(ffi, head):
-                        if node.sType == vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO:
-                            ffi.cast("VkPipelineCreateFlags2CreateInfo *", node).flags |= INSTRUMENT_SHADERS_BIT
-                    infos[i].pNext = head
-                    continue
-                flags2 = ffi.new("VkPipelineCreateFlags2CreateInfo *", {
-                    "sType": vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO, "pNext": pInfos[i].pNext,
-                    "flags": infos[i].flags | INSTRUMENT_SHADERS_BIT})
-                keep.append(flags2)
-                infos[i].pNext = flags2
-            return infos
+    def _extend(self, command: str, dev, commandBuffer, args, kwargs) -> None:
+        """The command's own applier (records made in C), which this module's extends: it runs first."""
+        self.extended[command](dev, commandBuffer, *args, **kwargs)
 
-        def code_of(dev, stage) -> tuple[str, str, bytes] | None:
-            name = STAGE_NAMES.get(stage.stage)
-            code = dev.res.shaders.get(int(stage.module)) if int(stage.module) else None
-            if code is None:
-                inline = structs.find(ffi, stage.pNext, vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                      "VkShaderModuleCreateInfo *")
-                code = bytes(ffi.buffer(inline.pCode, inline.codeSize)) if inline is not None else None
-            return (name, structs.string(ffi, stage.pName), code) if name and code else None
+    # ---- pipelines: the flag on every compute and graphics pipeline ----------------------------
+    def flagged(self, ctype: str, count: int, pInfos, keep):
+        """Copies of the create infos with the instrumentation bit in their flags2 struct."""
+        ffi = self.ffi
+        infos = ffi.new(f"{ctype}[]", count)
+        ffi.memmove(infos, pInfos, ffi.sizeof(ctype) * count)
+        keep.append(infos)
+        for i in range(count):
+            existing = structs.find(ffi, pInfos[i].pNext, vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO,
+                                    "VkPipelineCreateFlags2CreateInfo *")
+            if existing is not None:   # the application's flags2: a copy of its chain with the bit added
+                nodes = list(structs.chain(ffi, pInfos[i].pNext))
+                head = structs.rebuild_chain(ffi, nodes, keep)
+                for node in structs.chain(ffi, head):
+                    if node.sType == vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO:
+                        ffi.cast("VkPipelineCreateFlags2CreateInfo *", node).flags |= INSTRUMENT_SHADERS_BIT
+                infos[i].pNext = head
+                continue
+            flags2 = ffi.new("VkPipelineCreateFlags2CreateInfo *", {
+                "sType": vk.VK_STRUCTURE_TYPE_PIPELINE_CREATE_FLAGS_2_CREATE_INFO, "pNext": pInfos[i].pNext,
+                "flags": infos[i].flags | INSTRUMENT_SHADERS_BIT})
+            keep.append(flags2)
+            infos[i].pNext = flags2
+        return infos
 
-        def before_create(ctype: str, stages_of):
-            def before(dev, device, cache, count, pInfos, pAllocator, pPipelines):
-                if not self.instrumented(dev):
-                    return None
-                keep: list = []
-                infos = flagged(ctype, count, pInfos, keep)
-                code = [[c for s in stages_of(pInfos[i]) if (c := code_of(dev, s))] for i in range(count)]
-                pending[int(ffi.cast("uintptr_t", infos))] = [keep, code]
-                return device, cache, count, infos, pAllocator, pPipelines
-            return before
+    def code_of(self, dev, stage) -> tuple[str, str, bytes] | None:
+        ffi = self.ffi
+        name = STAGE_NAMES.get(stage.stage)
+        code = dev.res.shaders.get(int(stage.module)) if int(stage.module) else None
+        if code is None:
+            inline = structs.find(ffi, stage.pNext, vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                  "VkShaderModuleCreateInfo *")
+            code = bytes(ffi.buffer(inline.pCode, inline.codeSize)) if inline is not None else None
+        return (name, structs.string(ffi, stage.pName), code) if name and code else None
 
-        def after_create(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
-            entry = pending.pop(int(ffi.cast("uintptr_t", pInfos)), None)
-            if entry is None:
-                return
-            for i, stages in enumerate(entry[1]):
-                if int(pPipelines[i]) and stages:
-                    self.pipelines[int(pPipelines[i])] = PipelineCode(stages)
+    def _before_create(self, ctype: str, stages_of, dev, device, cache, count, pInfos, pAllocator, pPipelines):
+        if not self.instrumented(dev):
+            return None
+        keep: list = []
+        infos = self.flagged(ctype, count, pInfos, keep)
+        code = [[c for s in stages_of(pInfos[i]) if (c := self.code_of(dev, s))] for i in range(count)]
+        self.pending[int(self.ffi.cast("uintptr_t", infos))] = [keep, code]
+        return device, cache, count, infos, pAllocator, pPipelines
 
-        hooks.before("vkCreateComputePipelines")(
-            before_create("VkComputePipelineCreateInfo", lambda info: [info.stage]))
-        hooks.before("vkCreateGraphicsPipelines")(
-            before_create("VkGraphicsPipelineCreateInfo", lambda info: [info.pStages[s] for s in range(info.stageCount)]))
-        hooks.after("vkCreateComputePipelines")(after_create)
-        hooks.after("vkCreateGraphicsPipelines")(after_create)
+    def _after_create(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines) -> None:
+        entry = self.pending.pop(int(self.ffi.cast("uintptr_t", pInfos)), None)
+        if entry is None:
+            return
+        for i, stages in enumerate(entry[1]):
+            if int(pPipelines[i]) and stages:
+                self.pipelines[int(pPipelines[i])] = PipelineCode(stages)
 
-        # ---- shader objects: the flag on every SPIR-V shader (the driver says which it cannot do)
-        @hooks.before("vkCreateShadersEXT")
-        def before_create_shaders(dev, device, count, pInfos, pAllocator, pShaders):
-            if not self.instrumented(dev):
-                return None
-            infos = ffi.new("VkShaderCreateInfoEXT[]", count)
-            ffi.memmove(infos, pInfos, ffi.sizeof("VkShaderCreateInfoEXT") * count)
-            code = []
-            for i in range(count):
-                info = infos[i]
-                name = STAGE_NAMES.get(info.stage)
-                if info.codeType != vk.VK_SHADER_CODE_TYPE_SPIRV_EXT:
-                    code.append(None)
-                    continue
-                info.flags |= SHADER_INSTRUMENT_BIT
-                code.append((name, structs.string(ffi, info.pName), bytes(ffi.buffer(info.pCode, info.codeSize)))
-                            if name else None)
-            pending[int(ffi.cast("uintptr_t", infos))] = [[infos], code]
-            return device, count, infos, pAllocator, pShaders
+    def before_vkCreateComputePipelines(self, dev, device, cache, count, pInfos, pAllocator, pPipelines):
+        return self._before_create("VkComputePipelineCreateInfo", lambda info: [info.stage],
+                                   dev, device, cache, count, pInfos, pAllocator, pPipelines)
 
-        @hooks.after("vkCreateShadersEXT")
-        def after_create_shaders(dev, result, device, count, pInfos, pAllocator, pShaders):
-            entry = pending.pop(int(ffi.cast("uintptr_t", pInfos)), None)
-            if entry is None or result != vk.VK_SUCCESS:
-                return
-            for i, stage in enumerate(entry[1]):
-                if int(pShaders[i]) and stage is not None:
-                    self.pipelines[int(pShaders[i])] = PipelineCode([stage])
+    def before_vkCreateGraphicsPipelines(self, dev, device, cache, count, pInfos, pAllocator, pPipelines):
+        return self._before_create("VkGraphicsPipelineCreateInfo",
+                                   lambda info: [info.pStages[s] for s in range(info.stageCount)],
+                                   dev, device, cache, count, pInfos, pAllocator, pPipelines)
 
-        # ---- regions ---------------------------------------------------------------------
-        def recording(dev, commandBuffer) -> Recording | None:
-            return self.recordings.get(state.address(commandBuffer)) if self.instrumented(dev) else None
+    def after_vkCreateComputePipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        self._after_create(dev, result, device, cache, count, pInfos, pAllocator, pPipelines)
 
-        @hooks.after("vkBeginCommandBuffer")
-        def after_begin(dev, result, commandBuffer, pBeginInfo):
-            if result != vk.VK_SUCCESS or not self.instrumented(dev):
-                return
-            address = state.address(commandBuffer)
-            old = self.recordings.pop(address, None)
-            if old is not None:
-                old.replaced = True
-                self._release(dev, old)
-            out = ffi.new("VkShaderInstrumentationARM *")
-            info = ffi.new("VkShaderInstrumentationCreateInfoARM *",
-                           {"sType": vk.VK_STRUCTURE_TYPE_SHADER_INSTRUMENTATION_CREATE_INFO_ARM})
-            if dev.next.vkCreateShaderInstrumentationARM(dev.handle, info, ffi.NULL, out) != vk.VK_SUCCESS:
-                return
-            rec = self.recordings[address] = Recording(int(out[0]))
+    def after_vkCreateGraphicsPipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        self._after_create(dev, result, device, cache, count, pInfos, pAllocator, pPipelines)
+
+    # ---- shader objects: the flag on every SPIR-V shader (the driver says which it cannot do)
+    def before_vkCreateShadersEXT(self, dev, device, count, pInfos, pAllocator, pShaders):
+        if not self.instrumented(dev):
+            return None
+        ffi = self.ffi
+        infos = ffi.new("VkShaderCreateInfoEXT[]", count)
+        ffi.memmove(infos, pInfos, ffi.sizeof("VkShaderCreateInfoEXT") * count)
+        code = []
+        for i in range(count):
+            info = infos[i]
+            name = STAGE_NAMES.get(info.stage)
+            if info.codeType != vk.VK_SHADER_CODE_TYPE_SPIRV_EXT:
+                code.append(None)
+                continue
+            info.flags |= SHADER_INSTRUMENT_BIT
+            code.append((name, structs.string(ffi, info.pName), bytes(ffi.buffer(info.pCode, info.codeSize)))
+                        if name else None)
+        self.pending[int(ffi.cast("uintptr_t", infos))] = [[infos], code]
+        return device, count, infos, pAllocator, pShaders
+
+    def after_vkCreateShadersEXT(self, dev, result, device, count, pInfos, pAllocator, pShaders):
+        entry = self.pending.pop(int(self.ffi.cast("uintptr_t", pInfos)), None)
+        if entry is None or result != vk.VK_SUCCESS:
+            return
+        for i, stage in enumerate(entry[1]):
+            if int(pShaders[i]) and stage is not None:
+                self.pipelines[int(pShaders[i])] = PipelineCode([stage])
+
+    # ---- regions ---------------------------------------------------------------------
+    def recording(self, dev, commandBuffer) -> Recording | None:
+        return self.recordings.get(self.state.address(commandBuffer)) if self.instrumented(dev) else None
+
+    def after_vkBeginCommandBuffer(self, dev, result, commandBuffer, pBeginInfo):
+        if result != vk.VK_SUCCESS or not self.instrumented(dev):
+            return
+        ffi = self.ffi
+        address = self.state.address(commandBuffer)
+        old = self.recordings.pop(address, None)
+        if old is not None:
+            old.replaced = True
+            self._release(dev, old)
+        out = ffi.new("VkShaderInstrumentationARM *")
+        info = ffi.new("VkShaderInstrumentationCreateInfoARM *",
+                       {"sType": vk.VK_STRUCTURE_TYPE_SHADER_INSTRUMENTATION_CREATE_INFO_ARM})
+        if dev.next.vkCreateShaderInstrumentationARM(dev.handle, info, ffi.NULL, out) != vk.VK_SUCCESS:
+            return
+        rec = self.recordings[address] = Recording(int(out[0]))
+        dev.next.vkCmdBeginShaderInstrumentationARM(commandBuffer, rec.obj)
+        rec.active = True
+
+    def at_record_vkCmdExecuteCommands(self, dev, commandBuffer, *args):
+        """Around vkCmdExecuteCommands: the buffer's earlier records are applied (at_record), so
+        every action before it is numbered already."""
+        rec = self.recording(dev, commandBuffer)
+        if rec is not None and rec.active:
+            dev.next.vkCmdEndShaderInstrumentationARM(commandBuffer)
+            rec.active = False
+
+    def after_vkCmdExecuteCommands(self, dev, result, commandBuffer, *args):
+        rec = self.recording(dev, commandBuffer)
+        if rec is not None and not rec.active:
             dev.next.vkCmdBeginShaderInstrumentationARM(commandBuffer, rec.obj)
             rec.active = True
 
-        def close(dev, commandBuffer) -> None:
-            """Around vkCmdExecuteCommands: the buffer's earlier records are applied (at_record), so
-            every action before it is numbered already."""
-            rec = recording(dev, commandBuffer)
-            if rec is not None and rec.active:
-                dev.next.vkCmdEndShaderInstrumentationARM(commandBuffer)
-                rec.active = False
+    def at_record_vkEndCommandBuffer(self, dev, commandBuffer):
+        """Before vkEndCommandBuffer: the region ends now, but the actions recorded in C are
+        numbered when the worker applies them, after this; the region counts as open for them
+        until the end hooks run there (after_vkEndCommandBuffer)."""
+        rec = self.recording(dev, commandBuffer)
+        if rec is not None and rec.active:
+            dev.next.vkCmdEndShaderInstrumentationARM(commandBuffer)
 
-        def close_at_end(dev, commandBuffer) -> None:
-            """Before vkEndCommandBuffer: the region ends now, but the actions recorded in C are
-            numbered when the worker applies them, after this; the region counts as open for them
-            until the end hooks run there (after_end)."""
-            rec = recording(dev, commandBuffer)
-            if rec is not None and rec.active:
-                dev.next.vkCmdEndShaderInstrumentationARM(commandBuffer)
+    def after_vkEndCommandBuffer(self, dev, result, commandBuffer):
+        rec = self.recording(dev, commandBuffer)
+        if rec is not None:
+            rec.active = False
 
-        @hooks.after("vkEndCommandBuffer")
-        def after_end(dev, result, commandBuffer):
-            rec = recording(dev, commandBuffer)
-            if rec is not None:
-                rec.active = False
+    # ---- what is bound ---------------------------------------------------------------
+    def before_vkCmdBindPipeline(self, dev, commandBuffer, bindPoint, pipeline):
+        rec = self.recording(dev, commandBuffer)
+        if rec is not None:
+            rec.bound[bindPoint] = int(pipeline)
 
-        def reopen(dev, commandBuffer) -> None:
-            rec = recording(dev, commandBuffer)
-            if rec is not None and not rec.active:
-                dev.next.vkCmdBeginShaderInstrumentationARM(commandBuffer, rec.obj)
-                rec.active = True
+    def apply_vkCmdBindPipeline(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdBindPipeline", dev, commandBuffer, args, kwargs)
+        self.before_vkCmdBindPipeline(dev, commandBuffer, *args)
 
-        hooks.at_record("vkEndCommandBuffer")(close_at_end)
-        hooks.at_record("vkCmdExecuteCommands")(lambda dev, commandBuffer, *a: close(dev, commandBuffer))
-        hooks.after("vkCmdExecuteCommands")(lambda dev, result, commandBuffer, *a: reopen(dev, commandBuffer))
+    def before_vkCmdBindShadersEXT(self, dev, commandBuffer, count, pStages, pShaders):
+        """Shader objects stand for the bound pipeline: a compute shader object names its
+        dispatches; for draws, the fragment shader object (else the vertex one) names them, so
+        only that stage's SHADER goes with them (each shader object's SHADER is its own stage)."""
+        rec = self.recording(dev, commandBuffer)
+        if rec is None:
+            return
+        stages = rec.shader_objects
+        for i in range(count):
+            stages[pStages[i]] = int(pShaders[i]) if pShaders != self.ffi.NULL else 0
+        rec.bound[vk.VK_PIPELINE_BIND_POINT_COMPUTE] = stages.get(vk.VK_SHADER_STAGE_COMPUTE_BIT, 0)
+        if any(pStages[i] != vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):
+            rec.bound[vk.VK_PIPELINE_BIND_POINT_GRAPHICS] = (stages.get(vk.VK_SHADER_STAGE_FRAGMENT_BIT)
+                                                             or stages.get(vk.VK_SHADER_STAGE_VERTEX_BIT, 0))
 
-        # ---- numbering the actions -----------------------------------------------------
-        def bind(dev, commandBuffer, bindPoint, pipeline):
-            rec = recording(dev, commandBuffer)
-            if rec is not None:
-                rec.bound[bindPoint] = int(pipeline)
-
-        def number(dev, commandBuffer, command: str, bind_point: int, n: int = 1) -> None:
-            rec = recording(dev, commandBuffer)
-            if rec is None or not rec.active:
-                return
-            t = state.command_buffer(dev, commandBuffer)
-            if bind_point == vk.VK_PIPELINE_BIND_POINT_GRAPHICS:
-                part = t.part
-                tag = part.workload.tag if part is not None and part.workload is not None else None
-                first = (part.draws if part is not None else t.continued_draws) - n
-                for i in range(n):
-                    rec.actions[rec.next_index] = Action(tag, command, first + i, rec.bound.get(bind_point, 0))
-                    rec.next_index += 1
-            else:
-                workload = next((v for op, v in reversed(t.ops) if op == "workload"), None)
-                rec.actions[rec.next_index] = Action(workload.tag if workload else None, command, None,
-                                                     rec.bound.get(bind_point, 0))
+    def _number(self, dev, commandBuffer, command: str, bind_point: int, n: int = 1) -> None:
+        rec = self.recording(dev, commandBuffer)
+        if rec is None or not rec.active:
+            return
+        t = self.state.command_buffer(dev, commandBuffer)
+        if bind_point == GRAPHICS:
+            part = t.part
+            tag = part.workload.tag if part is not None and part.workload is not None else None
+            first = (part.draws if part is not None else t.continued_draws) - n
+            for i in range(n):
+                rec.actions[rec.next_index] = Action(tag, command, first + i, rec.bound.get(bind_point, 0))
                 rec.next_index += 1
+        else:
+            workload = next((v for op, v in reversed(t.ops) if op == "workload"), None)
+            rec.actions[rec.next_index] = Action(workload.tag if workload else None, command, None,
+                                                 rec.bound.get(bind_point, 0))
+            rec.next_index += 1
 
-        def chain_applier(name: str, after) -> None:
-            """Run `after` once the command's own applier (records made in C) has run."""
-            original = hooks.appliers.get(name)
-            if original is None:
-                return
+    # ---- numbering the actions: a before-hook per action command, and an applier extending the
+    # command's own where it is recorded in C -----------------------------------------------
+    def before_vkCmdDraw(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDraw", GRAPHICS)
 
-            def applier(dev, commandBuffer, *args, **kwargs):
-                original(dev, commandBuffer, *args, **kwargs)
-                after(dev, commandBuffer, *args)
-            hooks.appliers[name] = applier
+    def apply_vkCmdDraw(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdDraw", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdDraw", GRAPHICS, folded(*args))
 
-        hooks.before("vkCmdBindPipeline")(bind)
+    def before_vkCmdDrawIndexed(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawIndexed", GRAPHICS)
 
-        @hooks.before("vkCmdBindShadersEXT")
-        def bind_shaders(dev, commandBuffer, count, pStages, pShaders):
-            """Shader objects stand for the bound pipeline: a compute shader object names its
-            dispatches; for draws, the fragment shader object (else the vertex one) names them, so
-            only that stage's SHADER goes with them (each shader object's SHADER is its own stage)."""
-            rec = recording(dev, commandBuffer)
-            if rec is None:
-                return
-            stages = rec.shader_objects
-            for i in range(count):
-                stages[pStages[i]] = int(pShaders[i]) if pShaders != ffi.NULL else 0
-            rec.bound[vk.VK_PIPELINE_BIND_POINT_COMPUTE] = stages.get(vk.VK_SHADER_STAGE_COMPUTE_BIT, 0)
-            if any(pStages[i] != vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):
-                rec.bound[vk.VK_PIPELINE_BIND_POINT_GRAPHICS] = (stages.get(vk.VK_SHADER_STAGE_FRAGMENT_BIT)
-                                                                 or stages.get(vk.VK_SHADER_STAGE_VERTEX_BIT, 0))
-        chain_applier("vkCmdBindPipeline", bind)
-        for name in DRAWS:
-            point = vk.VK_PIPELINE_BIND_POINT_GRAPHICS
-            hooks.before(name)(lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
-            # Folded draws (recorder.py) arrive as (count,): one action per draw call.
-            chain_applier(name, lambda dev, cb, count=1, *a, _n=name, _p=point: number(dev, cb, _n, _p, count))
-        for names, point in ((DISPATCHES, vk.VK_PIPELINE_BIND_POINT_COMPUTE),
-                             (TRACE_RAYS, vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR)):
-            for name in names:
-                hooks.before(name)(lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
-                chain_applier(name, lambda dev, cb, *a, _n=name, _p=point: number(dev, cb, _n, _p))
+    def apply_vkCmdDrawIndexed(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdDrawIndexed", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdDrawIndexed", GRAPHICS, folded(*args))
+
+    def before_vkCmdDrawIndirect(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawIndirect", GRAPHICS)
+
+    def before_vkCmdDrawIndexedIndirect(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawIndexedIndirect", GRAPHICS)
+
+    def before_vkCmdDrawIndirectCount(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawIndirectCount", GRAPHICS)
+
+    def before_vkCmdDrawIndexedIndirectCount(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawIndexedIndirectCount", GRAPHICS)
+
+    def before_vkCmdDrawMultiEXT(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawMultiEXT", GRAPHICS)
+
+    def before_vkCmdDrawMultiIndexedEXT(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawMultiIndexedEXT", GRAPHICS)
+
+    def before_vkCmdDrawIndirectByteCountEXT(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawIndirectByteCountEXT", GRAPHICS)
+
+    def before_vkCmdDrawMeshTasksEXT(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawMeshTasksEXT", GRAPHICS)
+
+    def apply_vkCmdDrawMeshTasksEXT(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdDrawMeshTasksEXT", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdDrawMeshTasksEXT", GRAPHICS, folded(*args))
+
+    def before_vkCmdDrawMeshTasksIndirectEXT(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawMeshTasksIndirectEXT", GRAPHICS)
+
+    def before_vkCmdDrawMeshTasksIndirectCountEXT(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDrawMeshTasksIndirectCountEXT", GRAPHICS)
+
+    def before_vkCmdDispatch(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDispatch", COMPUTE)
+
+    def apply_vkCmdDispatch(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdDispatch", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdDispatch", COMPUTE)
+
+    def before_vkCmdDispatchBase(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDispatchBase", COMPUTE)
+
+    def apply_vkCmdDispatchBase(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdDispatchBase", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdDispatchBase", COMPUTE)
+
+    def before_vkCmdDispatchIndirect(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdDispatchIndirect", COMPUTE)
+
+    def apply_vkCmdDispatchIndirect(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdDispatchIndirect", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdDispatchIndirect", COMPUTE)
+
+    def before_vkCmdTraceRaysKHR(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdTraceRaysKHR", RAY_TRACING)
+
+    def apply_vkCmdTraceRaysKHR(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdTraceRaysKHR", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdTraceRaysKHR", RAY_TRACING)
+
+    def before_vkCmdTraceRaysIndirectKHR(self, dev, commandBuffer, *args):
+        self._number(dev, commandBuffer, "vkCmdTraceRaysIndirectKHR", RAY_TRACING)
+
+    def apply_vkCmdTraceRaysIndirectKHR(self, dev, commandBuffer, *args, **kwargs):
+        self._extend("vkCmdTraceRaysIndirectKHR", dev, commandBuffer, args, kwargs)
+        self._number(dev, commandBuffer, "vkCmdTraceRaysIndirectKHR", RAY_TRACING)
 
     # ---- results -----------------------------------------------------------------------------
     def readers(self, dev: DeviceState, submit_id: int, trackers) -> list:
@@ -412,6 +498,12 @@ class Instrumenter:
                 self.errors.report("vkGetShaderInstrumentationValuesARM", "disassembling an instrumented shader")
                 continue
             self.send(encoder.shader, dev.address, int(pipeline_hex, 16), stage, entry, blocks)
+
+
+def folded(count: int = 1, *args) -> int:
+    """The draw calls an applied draw record stands for: folded draws (recorder.py) arrive as
+    (count,), one action per draw call."""
+    return count
 
 
 def shader_blocks(spirv: bytes) -> list[dict]:
