@@ -157,11 +157,12 @@ class QueueReporter:
     reported), `labeller` (queue_push/queue_pop of s<submitID>), `capturer` (indirect.Capturer:
     before_submit, after_submit, poll), `errors` (HookErrors), `instrumenter` (readers; None
     without --instrument/--regions), `ledger` (vkapi.submits.SubmitLedger; None: no C submit
-    path), `recorder` (the shim's Recorder: wait, count_submit, set_submit_ok), `c_submits`
-    (False: every submit takes the Python path), `clock` (host time, ns)."""
+    path), `recorder` (the shim's Recorder: wait, count_submit, set_submit_ok) or `recorder_of()`
+    returning it when it is used (HookSet.install makes the shim's after every module registered),
+    `c_submits` (False: every submit takes the Python path), `clock` (host time, ns)."""
 
     def __init__(self, session, send, queue_at, labeller, capturer, errors, instrumenter=None, ledger=None,
-                 recorder=None, c_submits: bool = True, clock=_monotonic_raw_ns) -> None:
+                 recorder=None, c_submits: bool = True, clock=_monotonic_raw_ns, recorder_of=None) -> None:
         self.session = session
         self.send = send
         self.queue_at = queue_at
@@ -170,7 +171,7 @@ class QueueReporter:
         self.errors = errors
         self.instrumenter = instrumenter
         self.ledger = ledger
-        self.recorder = recorder
+        self.recorder_of = recorder_of if recorder_of is not None else lambda: recorder
         self.c_submits = c_submits
         self.clock = clock
         self.order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
@@ -190,7 +191,7 @@ class QueueReporter:
                 q = dev.queues[s.queue]
                 for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
                     for address in cbs:
-                        self.recorder.wait(address)
+                        self.recorder_of().wait(address)
                 batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
                 plan = plan_submit(s.submit_id, q, batches)
                 self.report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
@@ -210,7 +211,7 @@ class QueueReporter:
         recorded in C: workloads outside any label or pass, which plan to their tags alone."""
         if self.ledger is not None and self.c_submits:
             t = dev.command_buffers[address]
-            self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None and not t.labels
+            self.recorder_of().set_submit_ok(handle, self.instrumenter is None and t.part is None and not t.labels
                                         and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
 
     # ---- submits made in Python -------------------------------------------------------------
@@ -230,7 +231,7 @@ class QueueReporter:
                 self.note_queue(q)
             if ledger is not None:
                 for t in plan.primaries:   # the C path's count of earlier submits, for its reuse test
-                    self.recorder.count_submit(t.handle)
+                    self.recorder_of().count_submit(t.handle)
             plan.frame_ends = frame_ends()
             self.capturer.before_submit(dev, plan.trackers)
         except Exception:
@@ -321,81 +322,98 @@ def _without_frame_boundary(ffi, dev, ctype: str, count: int, pSubmits, keep: li
     return copies
 
 
-class _LateRecorder:
-    """hooks.recorder, which HookSet.install creates after every module registered."""
+class Queues:
+    """The submit, present and wait hooks: one method per command (HookSet.bind). They read the
+    Vulkan structures and hand plain values to a QueueReporter (`reporter`, Vulkan-free), which keeps
+    the queues' state across submits. vkQueueSubmit/2 call down themselves: their methods
+    (`forwarding_vk…`) are registered by `register` with forwarding.py, not bound."""
 
-    def __init__(self, hooks) -> None:
-        self._hooks = hooks
+    def __init__(self, hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None,
+                 c_submits: bool = True) -> None:
+        self.state = state
+        self.ffi = ffi
+        self.errors = errors
+        self.session = state.session
+        self.reporter = QueueReporter(self.session, self.session.transport.send, self.queue_at, labeller, capturer,
+                                      errors, instrumenter, ledger, c_submits=c_submits,
+                                      recorder_of=lambda: hooks.recorder)   # made when the hooks are installed
+        self.writing = threading.local()   # per thread: the hand-over to the kernel a wait started
 
-    def __getattr__(self, name: str):
-        return getattr(self._hooks.recorder, name)
+    def queue_at(self, queue_address: int):
+        """The owner of the queue at `queue_address` (reported by the C path), and its handle."""
+        queue = self.ffi.cast("VkQueue", queue_address)
+        return self.state.owner_of(queue), queue
+
+    def at_record_vkEndCommandBuffer(self, dev, commandBuffer):
+        self.reporter.end_recording(dev, self.state.address(commandBuffer), commandBuffer)
+
+    def _submit(self, call_down, queue, name: str, ctype: str, count: int, pSubmits, fence):
+        """`call_down`: the next element's function (forwarding.CallDown: an exception here before it
+        is called still forwards the submit, after it returns its result)."""
+        ffi, address = self.ffi, self.state.address
+        called_ns = self.reporter.clock()   # the submit's host time: when it was called
+        dev = self.state.owner_of(queue)
+        q = dev.queues[address(queue)]
+        keep: list = []
+        return self.reporter.submit(
+            dev, q, queue, called_ns,
+            lambda: [[address(h) for h in buffers] for buffers, _, _ in submits.batches(name, count, pSubmits)],
+            lambda: [f for i in range(count) for f in frame_boundaries(ffi, pSubmits[i].pNext)],
+            lambda: call_down(queue, count, for_driver(ffi, self.errors, dev, ctype, count, pSubmits, keep), fence))
+
+    def forwarding_vkQueueSubmit(self, call_down, queue, count, pSubmits, fence):
+        return self._submit(call_down, queue, "vkQueueSubmit", "VkSubmitInfo", count, pSubmits, fence)
+
+    def forwarding_vkQueueSubmit2(self, call_down, queue, count, pSubmits, fence):
+        return self._submit(call_down, queue, "vkQueueSubmit2", "VkSubmitInfo2", count, pSubmits, fence)
+
+    def after_vkQueuePresentKHR(self, dev, result, queue, pPresentInfo):
+        self.reporter.present(dev, self.state.address(queue), lambda: frame_boundaries(self.ffi, pPresentInfo.pNext))
+
+    # The application observes completion: what it knows has run keeps its metadata, whatever it does
+    # next (transport.hand_to_kernel). The sender writes the frames while the driver waits; after the
+    # wait the hook only waits for that, unless the wait read captures back (more frames).
+    def _waiting(self) -> None:
+        self.writing.done = self.session.transport.hand_to_kernel()
+
+    def _waited(self, dev) -> None:
+        read_back = self.reporter.waited(dev)
+        done, self.writing.done = getattr(self.writing, "done", None), None
+        if read_back or done is None:
+            done = self.session.transport.hand_to_kernel()
+        done.wait(HAND_OVER_S)
+
+    def before_vkQueueWaitIdle(self, dev, queue):
+        self._waiting()
+
+    def after_vkQueueWaitIdle(self, dev, result, queue):
+        self._waited(dev)
+
+    def before_vkDeviceWaitIdle(self, dev, device):
+        self._waiting()
+
+    def after_vkDeviceWaitIdle(self, dev, result, device):
+        self._waited(dev)
+
+    def before_vkWaitForFences(self, dev, device, fenceCount, pFences, waitAll, timeout):
+        self._waiting()
+
+    def after_vkWaitForFences(self, dev, result, device, fenceCount, pFences, waitAll, timeout):
+        self._waited(dev)
 
 
 def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None,
              c_submits: bool = True) -> QueueReporter:
     """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits).
     `ledger`: the shim's vkapi.submits.SubmitLedger (None: no C submit path, as in tests);
-    `c_submits` False: every submit takes the Python path (TESSERA_C_SUBMITS=0).
-    The hooks read the Vulkan structures and hand plain values to a QueueReporter."""
-    session = state.session
-    address = state.address
-
-    def queue_at(queue_address: int):
-        queue = ffi.cast("VkQueue", queue_address)
-        return state.owner_of(queue), queue
-
-    reporter = QueueReporter(session, session.transport.send, queue_at, labeller, capturer, errors,
-                             instrumenter, ledger, _LateRecorder(hooks), c_submits)
-    session.pull_submits = reporter.pull
-    session.transport.before_flush.append(reporter.pull)
-    session.note_queue = reporter.note_queue
-
-    @hooks.at_record("vkEndCommandBuffer")
-    def at_end(dev, commandBuffer):
-        reporter.end_recording(dev, address(commandBuffer), commandBuffer)
-
-    def submit(call_down, queue, name: str, ctype: str, count: int, pSubmits, fence):
-        """`call_down`: the next element's function (forwarding.CallDown: an exception here before it
-        is called still forwards the submit, after it returns its result)."""
-        called_ns = reporter.clock()   # the submit's host time: when it was called
-        dev = state.owner_of(queue)
-        q = dev.queues[address(queue)]
-        keep: list = []
-        return reporter.submit(
-            dev, q, queue, called_ns,
-            lambda: [[address(h) for h in buffers] for buffers, _, _ in submits.batches(name, count, pSubmits)],
-            lambda: [f for i in range(count) for f in frame_boundaries(ffi, pSubmits[i].pNext)],
-            lambda: call_down(queue, count, for_driver(ffi, errors, dev, ctype, count, pSubmits, keep), fence))
-
-    @forwarding(hooks, "vkQueueSubmit", lambda queue: state.owner_of(queue).next.vkQueueSubmit)
-    def queue_submit(call_down, queue, count, pSubmits, fence):
-        return submit(call_down, queue, "vkQueueSubmit", "VkSubmitInfo", count, pSubmits, fence)
-
-    @forwarding(hooks, "vkQueueSubmit2", lambda queue: state.owner_of(queue).next.vkQueueSubmit2)
-    def queue_submit2(call_down, queue, count, pSubmits, fence):
-        return submit(call_down, queue, "vkQueueSubmit2", "VkSubmitInfo2", count, pSubmits, fence)
-
-    @hooks.after("vkQueuePresentKHR")
-    def after_present(dev, result, queue, pPresentInfo):
-        reporter.present(dev, address(queue), lambda: frame_boundaries(ffi, pPresentInfo.pNext))
-
-    # The application observes completion: what it knows has run keeps its metadata, whatever it does
-    # next (transport.hand_to_kernel). The sender writes the frames while the driver waits; after the
-    # wait the hook only waits for that, unless the wait read captures back (more frames).
-    writing = threading.local()
-
-    def waiting(dev, *args) -> None:
-        writing.done = session.transport.hand_to_kernel()
-
-    def waited(dev, *args) -> None:
-        read_back = reporter.waited(dev)
-        done, writing.done = getattr(writing, "done", None), None
-        if read_back or done is None:
-            done = session.transport.hand_to_kernel()
-        done.wait(HAND_OVER_S)
-
-    for name in ("vkQueueWaitIdle", "vkDeviceWaitIdle", "vkWaitForFences"):
-        hooks.before(name)(waiting)
-        hooks.after(name)(waited)
-
+    `c_submits` False: every submit takes the Python path (TESSERA_C_SUBMITS=0)."""
+    queues = hooks.bind(Queues(hooks, state, ffi, labeller, capturer, errors, instrumenter, ledger, c_submits))
+    forwarding(hooks, "vkQueueSubmit", lambda queue: state.owner_of(queue).next.vkQueueSubmit)(
+        queues.forwarding_vkQueueSubmit)
+    forwarding(hooks, "vkQueueSubmit2", lambda queue: state.owner_of(queue).next.vkQueueSubmit2)(
+        queues.forwarding_vkQueueSubmit2)
+    reporter = queues.reporter
+    state.session.pull_submits = reporter.pull
+    state.session.transport.before_flush.append(reporter.pull)
+    state.session.note_queue = reporter.note_queue
     return reporter
