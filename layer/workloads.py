@@ -23,9 +23,6 @@ from . import descriptions, tensors
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, Workload
 
-# Tensor copies: a transfer sized from the tensors remembered at creation (tensors.py).
-TENSOR_COPY = "vkCmdCopyTensorARM"
-
 # describe(command, dev, tracker, command buffer, *command args) -> (kind, metadata, capture or None)
 Describe = Callable[..., tuple]
 
@@ -316,7 +313,7 @@ class Workloads:
 
     def after_vkCmdCopyImageToBuffer2(self, dev, result, commandBuffer, *args):
         self._untag(dev, commandBuffer)
-    # ---- tensor copies (VK_ARM_tensors) ----------------------------------------
+    # ---- tensor copies (VK_ARM_tensors): a transfer sized from the tensors remembered at creation (tensors.py)
     def before_vkCmdCopyTensorARM(self, dev, commandBuffer, *args):
         self._tag("vkCmdCopyTensorARM", self._copy_tensor, dev, commandBuffer, args)
 
