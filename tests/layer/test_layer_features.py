@@ -74,7 +74,7 @@ class Labeller:
 
 
 def _hooks() -> HookSet:
-    return HookSet(HookErrors(logging.getLogger("test_feature_objects")))
+    return HookSet(HookErrors(logging.getLogger("test_layer_features")))
 
 
 def _info(**kw) -> PassInfo:
