@@ -167,8 +167,10 @@ class HookSet:
         """Register a feature object's hooks, found by their names: a method `before_vkCmdDraw` is a
         before-hook of vkCmdDraw; likewise `after_`, `at_record_`, `replace_` and `apply_` (the applier of
         a record made in C). So a command's handler is found by grepping its name, and the feature's
-        state lives on the object, not in closures. A method named after no command raises: a typo never
-        hooks nothing in silence. Returns `feature`."""
+        state lives on the object, not in closures. A method with one of these prefixes named after no
+        canonical command raises (a typo never hooks nothing in silence); other names are not hooks
+        (layer/queues.py's `forwarding_vkQueueSubmit` registers itself through layer/forwarding.py).
+        Returns `feature`."""
         verbs = {"before": self.before, "after": self.after, "at_record": self.at_record,
                  "replace": self.replace, "apply": self.applies}
         for attr in dir(type(feature)):
