@@ -233,27 +233,61 @@ def wants_tensors(ffi, pnext) -> Features | None:
     return Features(bool(f.tensors), bool(f.tensorNonPacked), bool(f.shaderTensorAccess))
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
-    log = hooks.errors.log
+def tensor_of(st: DeviceTensors, handle, what: str) -> Tensor:
+    """The device's tensor `handle`; raises TensorError naming `what` if it is none of them."""
+    t = st.tensors.get(int(handle))
+    if t is None:
+        raise TensorError(f"{what} (0x{int(handle):x}) is not a VkTensorARM of this device")
+    return t
 
-    def refuse(command: str, message: str) -> None:
-        log.warning("%s: %s", command, message)
+
+def check_view_format(t: Tensor, fmt: int) -> None:
+    """Whether a view of `t` may have format `fmt` (VkTensorViewCreateInfoARM valid usage); raises
+    TensorError naming the broken rule."""
+    if fmt not in FORMATS:
+        raise TensorError(f"pCreateInfo->format {fmt} is not a tensor format of this device")
+    mutable = t.flags & vk.VK_TENSOR_CREATE_MUTABLE_FORMAT_BIT_ARM
+    if fmt != t.format and not mutable:
+        raise TensorError(f"VUID-VkTensorViewCreateInfoARM-tensor-09743: format ({fmt}) differs from the "
+                          f"tensor's ({t.format}), which was created without "
+                          "VK_TENSOR_CREATE_MUTABLE_FORMAT_BIT_ARM")
+    if fmt != t.format and FORMATS[fmt][0] != t.element:   # compatibility class = element size here
+        raise TensorError(f"VUID-VkTensorViewCreateInfoARM-tensor-09744: format ({fmt}) is not compatible "
+                          f"with the tensor's format ({t.format}: {t.element}-byte elements)")
+
+
+def device_state(dev: Device) -> DeviceTensors:
+    """The device's tensor state; raises TensorError if it did not enable the `tensors` feature."""
+    st = dev.tensors
+    if st is None or not st.features.tensors:
+        raise TensorError("the device was created without VK_ARM_tensors and the `tensors` feature "
+                          "(VkPhysicalDeviceTensorFeaturesARM::tensors)")
+    return st
+
+
+def _check(result: int, what: str) -> None:
+    if result != vk.VK_SUCCESS:
+        raise TensorError(f"backend {what} failed ({result})")
+
+
+class Tensors:
+    """VK_ARM_tensors' objects, memory, copies and barriers: one method per command (HookSet.bind).
+    Its state is the device's DeviceTensors (Device.tensors) and, here, the structs of each command
+    buffer's last translated barrier (`keepalive`)."""
+
+    def __init__(self, drv: Driver) -> None:
+        self.drv = drv
+        self.ffi, self.objects = drv.ffi, drv.objects
+        self.log = drv.hooks.errors.log
+        self.keepalive: dict[int, list] = {}   # command buffer address -> structs of its last translated barrier
+
+    def refuse(self, command: str, message: str) -> None:
+        self.log.warning("%s: %s", command, message)
         print(f"tessera: {EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
 
-    def state(dev: Device, command: str) -> DeviceTensors:
-        st = dev.tensors
-        if st is None or not st.features.tensors:
-            raise TensorError("the device was created without VK_ARM_tensors and the `tensors` feature "
-                              "(VkPhysicalDeviceTensorFeaturesARM::tensors)")
-        return st
-
-    def check(result: int, what: str) -> None:
-        if result != vk.VK_SUCCESS:
-            raise TensorError(f"backend {what} failed ({result})")
-
     # ---- tensors ---------------------------------------------------------------------------
-    def make_buffer(dev: Device, size: int, handle_types: int = 0) -> int:
+    def _make_buffer(self, dev: Device, size: int, handle_types: int = 0) -> int:
+        ffi = self.ffi
         usage = tensor_external.BUFFER_USAGE
         keep: list = []
         info = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
@@ -261,11 +295,12 @@ def register(drv: Driver) -> None:
         if handle_types:
             info.pNext = tensor_external.buffer_create_chain(ffi, handle_types, keep)
         out = ffi.new("VkBuffer *")
-        check(dev.next.vkCreateBuffer(dev.handle, info, ffi.NULL, out), "vkCreateBuffer")
+        _check(dev.next.vkCreateBuffer(dev.handle, info, ffi.NULL, out), "vkCreateBuffer")
         return int(out[0])
 
-    def tensor_from(dev: Device, st: DeviceTensors, info) -> tuple:
+    def _tensor_from(self, dev: Device, st: DeviceTensors, info) -> tuple:
         """(format, tiling, dims, strides, usage, element bytes, external handle types)."""
+        ffi, drv = self.ffi, self.drv
         if info == ffi.NULL or info.sType != vk.VK_STRUCTURE_TYPE_TENSOR_CREATE_INFO_ARM:
             raise TensorError("pCreateInfo is not a VkTensorCreateInfoARM")
         if info.sharingMode == vk.VK_SHARING_MODE_CONCURRENT and info.queueFamilyIndexCount <= 1:
@@ -284,16 +319,15 @@ def register(drv: Driver) -> None:
             strides = tensor_aliasing.optimal_strides(drv, dev, dims, element) or strides
         return fmt, tiling, dims, strides, usage, element, handle_types
 
-    @hooks.replace("vkCreateTensorARM")
-    def create_tensor(device, pCreateInfo, pAllocator, pTensor):
-        dev = objects.get(device, Device)
+    def replace_vkCreateTensorARM(self, device, pCreateInfo, pAllocator, pTensor):
+        dev = self.objects.get(device, Device)
         try:
-            st = state(dev, "vkCreateTensorARM")
-            fmt, tiling, dims, strides, usage, element, handle_types = tensor_from(dev, st, pCreateInfo)
+            st = device_state(dev)
+            fmt, tiling, dims, strides, usage, element, handle_types = self._tensor_from(dev, st, pCreateInfo)
             nbytes = data_bytes(dims, strides, element)
-            buffer = make_buffer(dev, nbytes + SCRATCH_BYTES, handle_types)
+            buffer = self._make_buffer(dev, nbytes + SCRATCH_BYTES, handle_types)
         except TensorError as e:
-            refuse("vkCreateTensorARM", str(e))
+            self.refuse("vkCreateTensorARM", str(e))
             return VALIDATION_FAILED
         t = Tensor(next(_handles), fmt, tiling, dims, strides, usage, element, nbytes, buffer,
                    flags=int(pCreateInfo.flags))
@@ -302,22 +336,16 @@ def register(drv: Driver) -> None:
         pTensor[0] = t.handle
         return vk.VK_SUCCESS
 
-    @hooks.replace("vkDestroyTensorARM")
-    def destroy_tensor(device, tensor, pAllocator):
-        dev = objects.get(device, Device)
+    def replace_vkDestroyTensorARM(self, device, tensor, pAllocator):
+        dev = self.objects.get(device, Device)
         st = dev.tensors
         t = st.tensors.pop(int(tensor), None) if st is not None else None
         if t is not None:
             release(dev, t.handle)
-            dev.next.vkDestroyBuffer(device, t.buffer, ffi.NULL)
+            dev.next.vkDestroyBuffer(device, t.buffer, self.ffi.NULL)
 
-    def tensor_of(st: DeviceTensors, handle, what: str) -> Tensor:
-        t = st.tensors.get(int(handle))
-        if t is None:
-            raise TensorError(f"{what} (0x{int(handle):x}) is not a VkTensorARM of this device")
-        return t
-
-    def requirements(dev: Device, buffer: int, out) -> None:
+    def _requirements(self, dev: Device, buffer: int, out) -> None:
+        ffi = self.ffi
         reqs = ffi.new("VkMemoryRequirements *")
         dev.next.vkGetBufferMemoryRequirements(dev.handle, buffer, reqs)
         out.memoryRequirements = reqs[0]
@@ -326,47 +354,45 @@ def register(drv: Driver) -> None:
                 d = ffi.cast("VkMemoryDedicatedRequirements *", node)
                 d.prefersDedicatedAllocation = d.requiresDedicatedAllocation = vk.VK_FALSE
 
-    @hooks.replace("vkGetTensorMemoryRequirementsARM")
-    def tensor_requirements(device, pInfo, pMemoryRequirements):
-        dev = objects.get(device, Device)
+    def replace_vkGetTensorMemoryRequirementsARM(self, device, pInfo, pMemoryRequirements):
+        dev = self.objects.get(device, Device)
         try:
-            t = tensor_of(state(dev, "vkGetTensorMemoryRequirementsARM"), pInfo.tensor, "pInfo->tensor")
+            t = tensor_of(device_state(dev), pInfo.tensor, "pInfo->tensor")
         except TensorError as e:
-            refuse("vkGetTensorMemoryRequirementsARM", str(e))
+            self.refuse("vkGetTensorMemoryRequirementsARM", str(e))
             return
-        requirements(dev, t.buffer, pMemoryRequirements)
+        self._requirements(dev, t.buffer, pMemoryRequirements)
 
-    @hooks.replace("vkGetDeviceTensorMemoryRequirementsARM")
-    def device_tensor_requirements(device, pInfo, pMemoryRequirements):
-        dev = objects.get(device, Device)
+    def replace_vkGetDeviceTensorMemoryRequirementsARM(self, device, pInfo, pMemoryRequirements):
+        dev = self.objects.get(device, Device)
         try:
-            st = state(dev, "vkGetDeviceTensorMemoryRequirementsARM")
-            _, _, dims, strides, _, element, handle_types = tensor_from(dev, st, pInfo.pCreateInfo)
-            buffer = make_buffer(dev, data_bytes(dims, strides, element) + SCRATCH_BYTES, handle_types)
+            st = device_state(dev)
+            _, _, dims, strides, _, element, handle_types = self._tensor_from(dev, st, pInfo.pCreateInfo)
+            buffer = self._make_buffer(dev, data_bytes(dims, strides, element) + SCRATCH_BYTES, handle_types)
         except TensorError as e:
-            refuse("vkGetDeviceTensorMemoryRequirementsARM", str(e))
+            self.refuse("vkGetDeviceTensorMemoryRequirementsARM", str(e))
             return
-        requirements(dev, buffer, pMemoryRequirements)
-        dev.next.vkDestroyBuffer(device, buffer, ffi.NULL)
+        self._requirements(dev, buffer, pMemoryRequirements)
+        dev.next.vkDestroyBuffer(device, buffer, self.ffi.NULL)
 
-    @hooks.replace("vkBindTensorMemoryARM")
-    def bind_tensor_memory(device, count, pBindInfos):
+    def replace_vkBindTensorMemoryARM(self, device, count, pBindInfos):
         """Each bind in order; the first failure is the result. A VkBindMemoryStatus chained to a bind
         gets that bind's result (vk.xml 1.4.366 does not list it as extending
         VkBindTensorMemoryInfoARM: honoured when present, as for buffers and images)."""
-        dev = objects.get(device, Device)
+        ffi = self.ffi
+        dev = self.objects.get(device, Device)
         overall = vk.VK_SUCCESS
         for i in range(count):
             info = pBindInfos[i]
             try:
-                t = tensor_of(state(dev, "vkBindTensorMemoryARM"), info.tensor, f"pBindInfos[{i}].tensor")
+                t = tensor_of(device_state(dev), info.tensor, f"pBindInfos[{i}].tensor")
                 if t.memory:
                     raise TensorError(f"pBindInfos[{i}].tensor is already bound to memory")
                 result = dev.next.vkBindBufferMemory(device, t.buffer, info.memory, info.memoryOffset)
                 if result == vk.VK_SUCCESS:
                     t.memory = int(info.memory)
             except TensorError as e:
-                refuse("vkBindTensorMemoryARM", str(e))
+                self.refuse("vkBindTensorMemoryARM", str(e))
                 result = VALIDATION_FAILED
             status = structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_BIND_MEMORY_STATUS, "VkBindMemoryStatus *")
             if status is not None and status.pResult != ffi.NULL:
@@ -376,25 +402,15 @@ def register(drv: Driver) -> None:
         return overall
 
     # ---- views -----------------------------------------------------------------------------
-    @hooks.replace("vkCreateTensorViewARM")
-    def create_view(device, pCreateInfo, pAllocator, pView):
-        dev = objects.get(device, Device)
+    def replace_vkCreateTensorViewARM(self, device, pCreateInfo, pAllocator, pView):
+        dev = self.objects.get(device, Device)
         try:
-            st = state(dev, "vkCreateTensorViewARM")
+            st = device_state(dev)
             t = tensor_of(st, pCreateInfo.tensor, "pCreateInfo->tensor")
             fmt = pCreateInfo.format
-            if fmt not in FORMATS:
-                raise TensorError(f"pCreateInfo->format {fmt} is not a tensor format of this device")
-            mutable = t.flags & vk.VK_TENSOR_CREATE_MUTABLE_FORMAT_BIT_ARM
-            if fmt != t.format and not mutable:
-                raise TensorError(f"VUID-VkTensorViewCreateInfoARM-tensor-09743: format ({fmt}) differs from the "
-                                  f"tensor's ({t.format}), which was created without "
-                                  "VK_TENSOR_CREATE_MUTABLE_FORMAT_BIT_ARM")
-            if fmt != t.format and FORMATS[fmt][0] != t.element:   # compatibility class = element size here
-                raise TensorError(f"VUID-VkTensorViewCreateInfoARM-tensor-09744: format ({fmt}) is not compatible "
-                                  f"with the tensor's format ({t.format}: {t.element}-byte elements)")
+            check_view_format(t, fmt)
         except TensorError as e:
-            refuse("vkCreateTensorViewARM", str(e))
+            self.refuse("vkCreateTensorViewARM", str(e))
             return VALIDATION_FAILED
         view = TensorView(next(_handles), t, fmt)
         st.views[view.handle] = view
@@ -402,14 +418,16 @@ def register(drv: Driver) -> None:
         pView[0] = view.handle
         return vk.VK_SUCCESS
 
-    @hooks.replace("vkDestroyTensorViewARM")
-    def destroy_view(device, tensorView, pAllocator):
-        dev = objects.get(device, Device)
+    def replace_vkDestroyTensorViewARM(self, device, tensorView, pAllocator):
+        dev = self.objects.get(device, Device)
         if dev.tensors is not None and dev.tensors.views.pop(int(tensorView), None) is not None:
             release(dev, tensorView)
 
     # ---- copies ----------------------------------------------------------------------------
-    def region(info, i: int, src: Tensor, dst: Tensor):
+    def region(self, info, i: int, src: Tensor, dst: Tensor):
+        """Region `i` of a VkCopyTensorInfoARM as (src offset, dst offset, extent) lists; raises
+        TensorError naming the broken rule."""
+        ffi = self.ffi
         r = info.pRegions[i]
         if r.sType != vk.VK_STRUCTURE_TYPE_TENSOR_COPY_ARM:
             raise TensorError(f"pRegions[{i}].sType is not VK_STRUCTURE_TYPE_TENSOR_COPY_ARM")
@@ -437,7 +455,9 @@ def register(drv: Driver) -> None:
                                   f"beyond dstTensor's dimension {k} ({dst.dims[k]})")
         return s_off, d_off, extent
 
-    def plan_copy(st: DeviceTensors, info):
+    def plan_copy(self, st: DeviceTensors, info):
+        """(src, dst, regions) of a VkCopyTensorInfoARM; raises TensorError naming the broken rule."""
+        ffi = self.ffi
         if info == ffi.NULL or info.sType != vk.VK_STRUCTURE_TYPE_COPY_TENSOR_INFO_ARM:
             raise TensorError("pCopyTensorInfo is not a VkCopyTensorInfoARM")
         src = tensor_of(st, info.srcTensor, "srcTensor")
@@ -453,17 +473,17 @@ def register(drv: Driver) -> None:
             raise TensorError("srcTensor and dstTensor must be bound to memory")
         if info.regionCount == 0 or info.pRegions == ffi.NULL:
             raise TensorError("regionCount is 0 or pRegions is NULL")
-        return src, dst, [region(info, i, src, dst) for i in range(info.regionCount)]
+        return src, dst, [self.region(info, i, src, dst) for i in range(info.regionCount)]
 
-    @hooks.replace("vkCmdCopyTensorARM")
-    def cmd_copy_tensor(commandBuffer, pCopyTensorInfo):
+    def replace_vkCmdCopyTensorARM(self, commandBuffer, pCopyTensorInfo):
         import numpy as np
 
-        cb = objects.get(commandBuffer, CommandBuffer)
+        ffi = self.ffi
+        cb = self.objects.get(commandBuffer, CommandBuffer)
         try:
-            src, dst, regions = plan_copy(state(cb.device, "vkCmdCopyTensorARM"), pCopyTensorInfo)
+            src, dst, regions = self.plan_copy(device_state(cb.device), pCopyTensorInfo)
         except TensorError as e:
-            refuse("vkCmdCopyTensorARM", f"{e}; the copy is not recorded")
+            self.refuse("vkCmdCopyTensorARM", f"{e}; the copy is not recorded")
             return
         runs, nbytes = [], 0
         for s_off, d_off, extent in regions:
@@ -481,7 +501,8 @@ def register(drv: Driver) -> None:
         cb.device.next.vkCmdCopyBuffer(commandBuffer, src.buffer, dst.buffer, len(table), copies)
 
     # ---- barriers --------------------------------------------------------------------------
-    def tensor_barriers(info) -> list:
+    def _tensor_barriers(self, info) -> list:
+        ffi = self.ffi
         out = []
         for node in structs.chain(ffi, info.pNext):
             if node.sType == vk.VK_STRUCTURE_TYPE_TENSOR_MEMORY_BARRIER_ARM:
@@ -491,26 +512,32 @@ def register(drv: Driver) -> None:
                 out += [d.pTensorMemoryBarriers[i] for i in range(d.tensorMemoryBarrierCount)]
         return out
 
-    def translated(cb: CommandBuffer, info, keep: list):
-        """A copy of a VkDependencyInfo whose tensor barriers are buffer barriers and whose image
-        layouts the backend knows (TENSOR_ALIASING_ARM -> GENERAL); None if it needs neither."""
-        barriers = tensor_barriers(info)
-        if not barriers:
-            out = structs.copy(ffi, "VkDependencyInfo *", info, keep)
-            return out if tensor_aliasing.translate_image_barriers(ffi, info, out, keep) else None
+    def _buffer_barriers(self, cb: CommandBuffer, barriers: list) -> list[dict]:
+        """The backing buffers' barriers of tensor barriers (an unknown tensor's left out, refused)."""
         st = cb.device.tensors
         buffers = []
         for b in barriers:
             t = st.tensors.get(int(b.tensor)) if st is not None else None
             if t is None:
-                refuse("vkCmdPipelineBarrier2", f"VkTensorMemoryBarrierARM::tensor 0x{int(b.tensor):x} is not a "
-                       "tensor of this device: left out")
+                self.refuse("vkCmdPipelineBarrier2", f"VkTensorMemoryBarrierARM::tensor 0x{int(b.tensor):x} is "
+                            "not a tensor of this device: left out")
                 continue
             buffers.append({"sType": vk.VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER_2,
                             "srcStageMask": b.srcStageMask, "srcAccessMask": _access(b.srcAccessMask),
                             "dstStageMask": b.dstStageMask, "dstAccessMask": _access(b.dstAccessMask),
                             "srcQueueFamilyIndex": b.srcQueueFamilyIndex, "dstQueueFamilyIndex": b.dstQueueFamilyIndex,
                             "buffer": t.buffer, "offset": 0, "size": vk.VK_WHOLE_SIZE})
+        return buffers
+
+    def translated(self, cb: CommandBuffer, info, keep: list):
+        """A copy of a VkDependencyInfo whose tensor barriers are buffer barriers and whose image
+        layouts the backend knows (TENSOR_ALIASING_ARM -> GENERAL); None if it needs neither."""
+        ffi = self.ffi
+        barriers = self._tensor_barriers(info)
+        if not barriers:
+            out = structs.copy(ffi, "VkDependencyInfo *", info, keep)
+            return out if tensor_aliasing.translate_image_barriers(ffi, info, out, keep) else None
+        buffers = self._buffer_barriers(cb, barriers)
         out = structs.copy(ffi, "VkDependencyInfo *", info, keep)
         nodes = [n for n in structs.chain(ffi, info.pNext) if n.sType not in (
             vk.VK_STRUCTURE_TYPE_TENSOR_MEMORY_BARRIER_ARM, vk.VK_STRUCTURE_TYPE_TENSOR_DEPENDENCY_INFO_ARM)]
@@ -528,67 +555,66 @@ def register(drv: Driver) -> None:
         add_barrier(cb, [(b.srcStageMask, b.dstStageMask) for b in barriers])
         return out
 
-    keepalive: dict[int, list] = {}   # command buffer address -> structs of its last translated barrier
-
-    @hooks.before("vkCmdPipelineBarrier2")
-    def before_barrier2(cb, commandBuffer, pDependencyInfo):
+    def before_vkCmdPipelineBarrier2(self, cb, commandBuffer, pDependencyInfo):
         if cb.device.tensors is None:
             return None
         keep: list = []
-        info = translated(cb, pDependencyInfo, keep)
+        info = self.translated(cb, pDependencyInfo, keep)
         if info is None:
             return None
-        keepalive[cb.address or objects.address(commandBuffer)] = keep
+        self.keepalive[cb.address or self.objects.address(commandBuffer)] = keep
         return (commandBuffer, info)
 
-    @hooks.before("vkCmdWaitEvents2")
-    def before_wait_events2(cb, commandBuffer, count, pEvents, pInfos):
+    def before_vkCmdWaitEvents2(self, cb, commandBuffer, count, pEvents, pInfos):
         if cb.device.tensors is None:
             return None
+        ffi = self.ffi
         keep: list = []
         infos = ffi.new("VkDependencyInfo[]", count)
         keep.append(infos)
         changed = False
         for i in range(count):
-            info = translated(cb, ffi.addressof(pInfos[i]), keep)
+            info = self.translated(cb, ffi.addressof(pInfos[i]), keep)
             changed |= info is not None
             infos[i] = info[0] if info is not None else pInfos[i]
         if not changed:
             return None
-        keepalive[cb.address or objects.address(commandBuffer)] = keep
+        self.keepalive[cb.address or self.objects.address(commandBuffer)] = keep
         return (commandBuffer, count, pEvents, infos)
 
-    tensor_aliasing.register(drv)
-
     # ---- physical device ---------------------------------------------------------------------
-    @hooks.after("vkGetPhysicalDeviceFormatProperties2")
-    def after_format_properties2(phys, result, physicalDevice, fmt, pProperties):
-        p = structs.find(ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_TENSOR_FORMAT_PROPERTIES_ARM,
+    def after_vkGetPhysicalDeviceFormatProperties2(self, phys, result, physicalDevice, fmt, pProperties):
+        p = structs.find(self.ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_TENSOR_FORMAT_PROPERTIES_ARM,
                          "VkTensorFormatPropertiesARM *")
         if p is not None:
             known = fmt in FORMATS
             p.optimalTilingTensorFeatures = OPTIMAL_FORMAT_FEATURES if known else 0
             p.linearTilingTensorFeatures = FORMAT_FEATURES if known else 0
 
-    @hooks.replace("vkGetPhysicalDeviceExternalTensorPropertiesARM")
-    def external_properties(physicalDevice, pExternalTensorInfo, pExternalTensorProperties):
+    def replace_vkGetPhysicalDeviceExternalTensorPropertiesARM(self, physicalDevice, pExternalTensorInfo,
+                                                               pExternalTensorProperties):
         """What the backend allows for the tensor's backing buffer (tensor_external.py)."""
-        phys = objects.get(physicalDevice, PhysicalDevice)
+        phys = self.objects.get(physicalDevice, PhysicalDevice)
         features, export_from, compatible = tensor_external.buffer_properties(
-            drv, phys, int(pExternalTensorInfo.handleType))
+            self.drv, phys, int(pExternalTensorInfo.handleType))
         props = pExternalTensorProperties.externalMemoryProperties
         props.externalMemoryFeatures = features
         props.exportFromImportedHandleTypes = export_from
         props.compatibleHandleTypes = compatible
 
-    @hooks.after("vkGetPhysicalDeviceFeatures2")
-    def after_features2(phys, result, physicalDevice, pFeatures):
+    def after_vkGetPhysicalDeviceFeatures2(self, phys, result, physicalDevice, pFeatures):
         """Descriptor buffers do not hold tensor descriptors here (docs/tensors.md: a tensor descriptor
         is a storage buffer plus a metadata record reached through a binding the driver adds)."""
         stype = vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DESCRIPTOR_BUFFER_TENSOR_FEATURES_ARM
-        f = structs.find(ffi, pFeatures.pNext, stype, "VkPhysicalDeviceDescriptorBufferTensorFeaturesARM *")
+        f = structs.find(self.ffi, pFeatures.pNext, stype, "VkPhysicalDeviceDescriptorBufferTensorFeaturesARM *")
         if f is not None:
             f.descriptorBufferTensorDescriptors = vk.VK_FALSE
+
+
+def register(drv: Driver) -> Tensors:
+    tensors = drv.hooks.bind(Tensors(drv))
+    tensor_aliasing.register(drv)
+    return tensors
 
 
 def teardown(ffi, dev: Device) -> None:
