@@ -36,6 +36,7 @@ from tessera.vkapi.vkconst import vk
 from . import tensors
 from .driver import Driver
 from .objects import Device
+from .tensor_push import register as register_push
 
 TENSOR = vk.VK_DESCRIPTOR_TYPE_TENSOR_ARM
 STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
@@ -68,17 +69,29 @@ class DescriptorState:
     memory_type: int | None = None
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
-    log = hooks.errors.log
-    pending_layouts: dict[int, SetLayoutInfo] = {}
-    pending_pipelines: dict[int, list] = {}
+class TensorDescriptors:
+    """The extension's descriptor and pipeline hooks: one method per command (HookSet.bind). Its state
+    is on the object (what a before-hook hands its after-hook, by the address of the copy it made) and
+    on each device (DescriptorState, in the device's tensors state); tensor_push.py's TensorPush
+    translates push descriptors and templates through this object's `state`, `set_writes`,
+    `translate_writes` and `memory_type`."""
 
-    def refuse(command: str, message: str) -> None:
-        log.warning("%s: %s", command, message)
+    def __init__(self, drv: Driver) -> None:
+        self.ffi = drv.ffi
+        self.log = drv.hooks.errors.log
+        # address of the create info the driver made -> (its SetLayoutInfo, None for a pool; what it keeps alive)
+        self.pending_layouts: dict[int, tuple[SetLayoutInfo | None, list]] = {}
+        self.pending_pipelines: dict[int, list] = {}   # address of the create infos -> [lowered modules, keep]
+        self.pending_updates: dict[int, list] = {}     # address of the translated writes -> what they keep alive
+        # push descriptors and update templates (tensor_push.py), translated through this object
+        self.push_teardown = register_push(drv, self.state, self.set_writes, self.translate_writes, self.memory_type,
+                                           RECORD_BYTES)
+
+    def refuse(self, command: str, message: str) -> None:
+        self.log.warning("%s: %s", command, message)
         print(f"tessera: {tensors.EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
 
-    def state(dev: Device) -> DescriptorState | None:
+    def state(self, dev: Device) -> DescriptorState | None:
         st = dev.tensors
         if st is None:
             return None
@@ -86,11 +99,14 @@ def register(drv: Driver) -> None:
             st.descriptors = DescriptorState()
         return st.descriptors
 
+    def _address(self, pointer) -> int:
+        return int(self.ffi.cast("uintptr_t", pointer))
+
     # ---- set layouts --------------------------------------------------------------------
-    @hooks.before("vkCreateDescriptorSetLayout")
-    def before_create_set_layout(dev, device, pCreateInfo, pAllocator, pSetLayout):
-        if state(dev) is None:
+    def before_vkCreateDescriptorSetLayout(self, dev, device, pCreateInfo, pAllocator, pSetLayout):
+        if self.state(dev) is None:
             return None
+        ffi = self.ffi
         n = pCreateInfo.bindingCount
         bindings = [pCreateInfo.pBindings[i] for i in range(n)]
         if not any(b.descriptorType == TENSOR for b in bindings):
@@ -125,26 +141,24 @@ def register(drv: Driver) -> None:
                 if node.sType == vk.VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_BINDING_FLAGS_CREATE_INFO:
                     f = ffi.cast("VkDescriptorSetLayoutBindingFlagsCreateInfo *", node)
                     f.bindingCount, f.pBindingFlags = n + 1, new_flags
-        pending_layouts[int(ffi.cast("uintptr_t", info))] = (SetLayoutInfo(meta, slots), keep)
+        self.pending_layouts[self._address(info)] = (SetLayoutInfo(meta, slots), keep)
         return (device, info, pAllocator, pSetLayout)
 
-    @hooks.after("vkCreateDescriptorSetLayout")
-    def after_create_set_layout(dev, result, device, pCreateInfo, pAllocator, pSetLayout):
-        entry = pending_layouts.pop(int(ffi.cast("uintptr_t", pCreateInfo)), None)
+    def after_vkCreateDescriptorSetLayout(self, dev, result, device, pCreateInfo, pAllocator, pSetLayout):
+        entry = self.pending_layouts.pop(self._address(pCreateInfo), None)
         if entry is not None and result == vk.VK_SUCCESS:
-            state(dev).layouts[int(pSetLayout[0])] = entry[0]
+            self.state(dev).layouts[int(pSetLayout[0])] = entry[0]
 
-    @hooks.before("vkDestroyDescriptorSetLayout")
-    def before_destroy_set_layout(dev, device, layout, pAllocator):
-        st = state(dev)
+    def before_vkDestroyDescriptorSetLayout(self, dev, device, layout, pAllocator):
+        st = self.state(dev)
         if st is not None:
             st.layouts.pop(int(layout), None)
 
     # ---- pools and sets -------------------------------------------------------------------
-    @hooks.before("vkCreateDescriptorPool")
-    def before_create_pool(dev, device, pCreateInfo, pAllocator, pPool):
-        if state(dev) is None:
+    def before_vkCreateDescriptorPool(self, dev, device, pCreateInfo, pAllocator, pPool):
+        if self.state(dev) is None:
             return None
+        ffi = self.ffi
         sizes = [pCreateInfo.pPoolSizes[i] for i in range(pCreateInfo.poolSizeCount)]
         if not any(s.type == TENSOR for s in sizes):
             return None
@@ -156,59 +170,51 @@ def register(drv: Driver) -> None:
         array[len(sizes)] = {"type": STORAGE, "descriptorCount": pCreateInfo.maxSets}
         info = structs.copy(ffi, "VkDescriptorPoolCreateInfo *", pCreateInfo, keep)
         info.poolSizeCount, info.pPoolSizes = len(sizes) + 1, array
-        pending_layouts[int(ffi.cast("uintptr_t", info))] = (None, keep)
+        self.pending_layouts[self._address(info)] = (None, keep)
         return (device, info, pAllocator, pPool)
 
-    @hooks.after("vkCreateDescriptorPool")
-    def after_create_pool(dev, result, device, pCreateInfo, pAllocator, pPool):
-        pending_layouts.pop(int(ffi.cast("uintptr_t", pCreateInfo)), None)
+    def after_vkCreateDescriptorPool(self, dev, result, device, pCreateInfo, pAllocator, pPool):
+        self.pending_layouts.pop(self._address(pCreateInfo), None)
 
-    def free_set(dev: Device, st: DescriptorState, handle: int) -> None:
+    def free_set(self, dev: Device, st: DescriptorState, handle: int) -> None:
         meta = st.sets.pop(handle, None)
         if meta is not None:
-            dev.next.vkDestroyBuffer(dev.handle, meta.buffer, ffi.NULL)
-            dev.next.vkFreeMemory(dev.handle, meta.memory, ffi.NULL)
+            dev.next.vkDestroyBuffer(dev.handle, meta.buffer, self.ffi.NULL)
+            dev.next.vkFreeMemory(dev.handle, meta.memory, self.ffi.NULL)
             st.pools.get(meta.pool, set()).discard(handle)
 
-    @hooks.before("vkDestroyDescriptorPool")
-    def before_destroy_pool(dev, device, pool, pAllocator):
-        st = state(dev)
+    def before_vkDestroyDescriptorPool(self, dev, device, pool, pAllocator):
+        st = self.state(dev)
         if st is not None:
             for handle in list(st.pools.pop(int(pool), ())):
-                free_set(dev, st, handle)
+                self.free_set(dev, st, handle)
 
-    @hooks.after("vkResetDescriptorPool")
-    def after_reset_pool(dev, result, device, pool, flags):
-        st = state(dev)
+    def after_vkResetDescriptorPool(self, dev, result, device, pool, flags):
+        st = self.state(dev)
         if st is not None:
             for handle in list(st.pools.get(int(pool), ())):
-                free_set(dev, st, handle)
+                self.free_set(dev, st, handle)
 
-    @hooks.before("vkFreeDescriptorSets")
-    def before_free_sets(dev, device, pool, count, pSets):
-        st = state(dev)
+    def before_vkFreeDescriptorSets(self, dev, device, pool, count, pSets):
+        st = self.state(dev)
         if st is not None:
             for i in range(count):
-                free_set(dev, st, int(pSets[i]))
+                self.free_set(dev, st, int(pSets[i]))
 
-    def memory_type(dev: Device, st: DescriptorState) -> int:
+    def memory_type(self, dev: Device, st: DescriptorState) -> int:
         if st.memory_type is None:
-            mem = ffi.new("VkPhysicalDeviceMemoryProperties *")
+            mem = self.ffi.new("VkPhysicalDeviceMemoryProperties *")
             dev.physical.next.vkGetPhysicalDeviceMemoryProperties(dev.physical.handle, mem)
             want = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
             st.memory_type = next(i for i in range(mem.memoryTypeCount)
                                   if mem.memoryTypes[i].propertyFlags & want == want)
         return st.memory_type
 
-    def check(result: int, what: str) -> None:
-        if result != vk.VK_SUCCESS:
-            raise RuntimeError(f"{what} failed ({result})")
-
-    @hooks.after("vkAllocateDescriptorSets")
-    def after_allocate_sets(dev, result, device, pAllocateInfo, pSets):
-        st = state(dev)
+    def after_vkAllocateDescriptorSets(self, dev, result, device, pAllocateInfo, pSets):
+        st = self.state(dev)
         if st is None or result != vk.VK_SUCCESS:
             return
+        ffi = self.ffi
         for i in range(pAllocateInfo.descriptorSetCount):
             layout = st.layouts.get(int(pAllocateInfo.pSetLayouts[i]))
             if layout is None:
@@ -217,17 +223,17 @@ def register(drv: Driver) -> None:
             binfo = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, "size": size,
                                                      "usage": vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT})
             buf = ffi.new("VkBuffer *")
-            check(dev.next.vkCreateBuffer(device, binfo, ffi.NULL, buf), "vkCreateBuffer")
+            _check(dev.next.vkCreateBuffer(device, binfo, ffi.NULL, buf), "vkCreateBuffer")
             reqs = ffi.new("VkMemoryRequirements *")
             dev.next.vkGetBufferMemoryRequirements(device, buf[0], reqs)
             ainfo = ffi.new("VkMemoryAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                                        "allocationSize": reqs.size,
-                                                       "memoryTypeIndex": memory_type(dev, st)})
+                                                       "memoryTypeIndex": self.memory_type(dev, st)})
             mem = ffi.new("VkDeviceMemory *")
-            check(dev.next.vkAllocateMemory(device, ainfo, ffi.NULL, mem), "vkAllocateMemory")
-            check(dev.next.vkBindBufferMemory(device, buf[0], mem[0], 0), "vkBindBufferMemory")
+            _check(dev.next.vkAllocateMemory(device, ainfo, ffi.NULL, mem), "vkAllocateMemory")
+            _check(dev.next.vkBindBufferMemory(device, buf[0], mem[0], 0), "vkBindBufferMemory")
             ptr = ffi.new("void **")
-            check(dev.next.vkMapMemory(device, mem[0], 0, vk.VK_WHOLE_SIZE, 0, ptr), "vkMapMemory")
+            _check(dev.next.vkMapMemory(device, mem[0], 0, vk.VK_WHOLE_SIZE, 0, ptr), "vkMapMemory")
             mapped = ffi.cast("char *", ptr[0])
             ffi.memmove(mapped, bytes(size), size)
             dinfo = ffi.new("VkDescriptorBufferInfo *", {"buffer": buf[0], "offset": 0, "range": vk.VK_WHOLE_SIZE})
@@ -241,7 +247,9 @@ def register(drv: Driver) -> None:
             st.pools.setdefault(int(pAllocateInfo.descriptorPool), set()).add(handle)
 
     # ---- updates ------------------------------------------------------------------------------
+    @staticmethod
     def record_bytes(view: tensors.TensorView) -> bytes:
+        """A tensor view's metadata record: dims, strides in elements, scratch element, rank."""
         t = view.tensor
         element = tensors.FORMATS[view.format][0]
         words = [0] * RECORD_WORDS
@@ -252,14 +260,15 @@ def register(drv: Driver) -> None:
         words[RANK_AT] = t.rank
         return struct.pack(f"<{RECORD_WORDS}I", *words)
 
-    def translate_writes(dev: Device, command: str, count: int, pWrites, layout_of, sink, keep: list):
+    def translate_writes(self, dev: Device, command: str, count: int, pWrites, layout_of, sink, keep: list):
         """The writes for the backend: tensor writes become storage-buffer writes of the tensors'
         buffers (their records go to `sink(record index, bytes)`), writes the emulation cannot
         take are skipped with a message. `layout_of(write)`: the SetLayoutInfo of the written set
         (None: not a set with tensors). Returns (count, writes) or None when nothing changes."""
+        ffi = self.ffi
         tensor_writes = [i for i in range(count) if pWrites[i].descriptorType == TENSOR]
         wrong = {i: problem for i in range(count) if pWrites[i].descriptorType != TENSOR
-                 and (problem := misplaced(layout_of(pWrites[i]), pWrites[i], i)) is not None}
+                 and (problem := self.misplaced(layout_of(pWrites[i]), pWrites[i], i)) is not None}
         if not tensor_writes and not wrong:
             return None
         writes = ffi.new("VkWriteDescriptorSet[]", max(1, count))
@@ -267,49 +276,10 @@ def register(drv: Driver) -> None:
         for i in range(count):
             writes[i] = pWrites[i]
         for i, problem in wrong.items():
-            refuse(command, f"{problem}: the write is skipped")
+            self.refuse(command, f"{problem}: the write is skipped")
             writes[i].descriptorCount = 0
         for i in tensor_writes:
-            w = pWrites[i]
-            views = structs.find(ffi, w.pNext, vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM,
-                                 "VkWriteDescriptorSetTensorARM *")
-            layout = layout_of(w)
-            infos = ffi.new("VkDescriptorBufferInfo[]", max(1, w.descriptorCount))
-            keep.append(infos)
-            problem = None
-            if views is None or views.tensorViewCount != w.descriptorCount:
-                problem = (f"pDescriptorWrites[{i}] is of type VK_DESCRIPTOR_TYPE_TENSOR_ARM but its pNext has no "
-                           "VkWriteDescriptorSetTensorARM with tensorViewCount == descriptorCount")
-            elif layout is None or w.dstBinding not in layout.slots:
-                problem = f"pDescriptorWrites[{i}]: dstBinding {w.dstBinding} of dstSet is not a tensor binding"
-            else:
-                first, slots = layout.slots[w.dstBinding]
-                if w.dstArrayElement + w.descriptorCount > slots:
-                    problem = (f"pDescriptorWrites[{i}]: dstArrayElement + descriptorCount exceeds the binding's "
-                               f"{slots} descriptors (writes into the next binding are not emulated)")
-            records = []
-            for k in range(w.descriptorCount if problem is None else 0):
-                view = dev.tensors.views.get(int(views.pTensorViews[k]))
-                if view is None:
-                    problem = f"pDescriptorWrites[{i}]: pTensorViews[{k}] is not a VkTensorViewARM of this device"
-                    break
-                if not view.tensor.usage & vk.VK_TENSOR_USAGE_SHADER_BIT_ARM:
-                    problem = (f"pDescriptorWrites[{i}]: pTensorViews[{k}]'s tensor was not created with "
-                               "VK_TENSOR_USAGE_SHADER_BIT_ARM")
-                    break
-                infos[k] = {"buffer": view.tensor.buffer, "offset": 0, "range": vk.VK_WHOLE_SIZE}
-                records.append((first + w.dstArrayElement + k, record_bytes(view)))
-            if problem is not None:
-                refuse(command, f"{problem}: the write is skipped")
-                writes[i].descriptorCount = 0
-            else:
-                for index, data in records:
-                    sink(w, index, data)
-            nodes = [n for n in structs.chain(ffi, w.pNext)
-                     if n.sType != vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM]
-            writes[i].pNext = structs.rebuild_chain(ffi, nodes, keep)
-            writes[i].descriptorType = STORAGE
-            writes[i].pBufferInfo = infos
+            self._tensor_write(dev, command, i, pWrites[i], writes[i], layout_of, sink, keep)
         kept = [i for i in range(count) if writes[i].descriptorCount]
         if len(kept) != count:
             compact = ffi.new("VkWriteDescriptorSet[]", max(1, len(kept)))
@@ -319,32 +289,74 @@ def register(drv: Driver) -> None:
             writes = compact
         return len(kept), writes
 
-    def set_writes(dev: Device, st: DescriptorState, command: str, count: int, pWrites, keep: list):
+    def _tensor_write(self, dev: Device, command: str, i: int, w, out, layout_of, sink, keep: list) -> None:
+        """translate_writes for one tensor write `w` (pDescriptorWrites[i]): `out`, its copy, becomes a
+        storage-buffer write of the views' tensors' buffers (descriptorCount 0: skipped)."""
+        ffi = self.ffi
+        views = structs.find(ffi, w.pNext, vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM,
+                             "VkWriteDescriptorSetTensorARM *")
+        layout = layout_of(w)
+        infos = ffi.new("VkDescriptorBufferInfo[]", max(1, w.descriptorCount))
+        keep.append(infos)
+        problem = None
+        if views is None or views.tensorViewCount != w.descriptorCount:
+            problem = (f"pDescriptorWrites[{i}] is of type VK_DESCRIPTOR_TYPE_TENSOR_ARM but its pNext has no "
+                       "VkWriteDescriptorSetTensorARM with tensorViewCount == descriptorCount")
+        elif layout is None or w.dstBinding not in layout.slots:
+            problem = f"pDescriptorWrites[{i}]: dstBinding {w.dstBinding} of dstSet is not a tensor binding"
+        else:
+            first, slots = layout.slots[w.dstBinding]
+            if w.dstArrayElement + w.descriptorCount > slots:
+                problem = (f"pDescriptorWrites[{i}]: dstArrayElement + descriptorCount exceeds the binding's "
+                           f"{slots} descriptors (writes into the next binding are not emulated)")
+        records = []
+        for k in range(w.descriptorCount if problem is None else 0):
+            view = dev.tensors.views.get(int(views.pTensorViews[k]))
+            if view is None:
+                problem = f"pDescriptorWrites[{i}]: pTensorViews[{k}] is not a VkTensorViewARM of this device"
+                break
+            if not view.tensor.usage & vk.VK_TENSOR_USAGE_SHADER_BIT_ARM:
+                problem = (f"pDescriptorWrites[{i}]: pTensorViews[{k}]'s tensor was not created with "
+                           "VK_TENSOR_USAGE_SHADER_BIT_ARM")
+                break
+            infos[k] = {"buffer": view.tensor.buffer, "offset": 0, "range": vk.VK_WHOLE_SIZE}
+            records.append((first + w.dstArrayElement + k, self.record_bytes(view)))
+        if problem is not None:
+            self.refuse(command, f"{problem}: the write is skipped")
+            out.descriptorCount = 0
+        else:
+            for index, data in records:
+                sink(w, index, data)
+        nodes = [n for n in structs.chain(ffi, w.pNext)
+                 if n.sType != vk.VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM]
+        out.pNext = structs.rebuild_chain(ffi, nodes, keep)
+        out.descriptorType = STORAGE
+        out.pBufferInfo = infos
+
+    def set_writes(self, dev: Device, st: DescriptorState, command: str, count: int, pWrites, keep: list):
         """translate_writes for descriptor sets: records go to each set's metadata buffer."""
         def layout_of(w):
             meta = st.sets.get(int(w.dstSet))
             return meta.layout if meta is not None else None
 
         def sink(w, index: int, data: bytes) -> None:
-            ffi.memmove(st.sets[int(w.dstSet)].mapped + index * RECORD_BYTES, data, len(data))
-        return translate_writes(dev, command, count, pWrites, layout_of, sink, keep)
+            self.ffi.memmove(st.sets[int(w.dstSet)].mapped + index * RECORD_BYTES, data, len(data))
+        return self.translate_writes(dev, command, count, pWrites, layout_of, sink, keep)
 
-    @hooks.before("vkUpdateDescriptorSets")
-    def before_update(dev, device, writeCount, pWrites, copyCount, pCopies):
-        st = state(dev)
+    def before_vkUpdateDescriptorSets(self, dev, device, writeCount, pWrites, copyCount, pCopies):
+        st = self.state(dev)
         if st is None:
             return None
         for i in range(copyCount):
-            copy_records(st, pCopies[i])
+            self.copy_records(st, pCopies[i])
         keep: list = []
-        out = set_writes(dev, st, "vkUpdateDescriptorSets", writeCount, pWrites, keep)
+        out = self.set_writes(dev, st, "vkUpdateDescriptorSets", writeCount, pWrites, keep)
         if out is None:
             return None
-        pending_updates[int(ffi.cast("uintptr_t", out[1]))] = keep
+        self.pending_updates[self._address(out[1])] = keep
         return (device, out[0], out[1], copyCount, pCopies)
 
-    pending_updates: dict[int, list] = {}
-
+    @staticmethod
     def misplaced(layout: SetLayoutInfo | None, w, i: int) -> str | None:
         """Why a write of another type may not go where it goes (the backend sees storage buffers
         there and would accept it), or None."""
@@ -359,21 +371,21 @@ def register(drv: Driver) -> None:
                     f"({w.dstBinding}) is not a binding of dstSet's layout")
         return None
 
-    @hooks.after("vkUpdateDescriptorSets")
-    def after_update(dev, result, device, writeCount, pWrites, copyCount, pCopies):
-        pending_updates.pop(int(ffi.cast("uintptr_t", pWrites)), None)
+    def after_vkUpdateDescriptorSets(self, dev, result, device, writeCount, pWrites, copyCount, pCopies):
+        self.pending_updates.pop(self._address(pWrites), None)
 
-    def copy_records(st: DescriptorState, c) -> None:
+    def copy_records(self, st: DescriptorState, c) -> None:
         src, dst = st.sets.get(int(c.srcSet)), st.sets.get(int(c.dstSet))
         if src is None or dst is None or c.srcBinding not in src.layout.slots or c.dstBinding not in dst.layout.slots:
             return
         s_first, _ = src.layout.slots[c.srcBinding]
         d_first, _ = dst.layout.slots[c.dstBinding]
         n = c.descriptorCount * RECORD_BYTES
-        data = bytes(ffi.buffer(src.mapped + (s_first + c.srcArrayElement) * RECORD_BYTES, n))
-        ffi.memmove(dst.mapped + (d_first + c.dstArrayElement) * RECORD_BYTES, data, n)
+        data = bytes(self.ffi.buffer(src.mapped + (s_first + c.srcArrayElement) * RECORD_BYTES, n))
+        self.ffi.memmove(dst.mapped + (d_first + c.dstArrayElement) * RECORD_BYTES, data, n)
 
     # ---- compute pipelines using tensors --------------------------------------------------------
+    @staticmethod
     def bindings_for(dev: Device, st: DescriptorState, layout: int) -> dict:
         from tessera.spirv.passes.tensors import TensorBinding
 
@@ -387,27 +399,28 @@ def register(drv: Driver) -> None:
                 out[(set_index, binding)] = TensorBinding(info.meta_binding, first)
         return out
 
-    def lowered_module(dev: Device, st: DescriptorState, code: bytes, layout: int) -> tuple[bytes, str | None]:
+    def lowered_module(self, dev: Device, st: DescriptorState, code: bytes, layout: int) -> tuple[bytes, str | None]:
         from tessera.spirv import SpirvError, parse
         from tessera.spirv.passes.tensors import lower_tensors
 
         try:
             module = parse(code)
-            lower_tensors(module, bindings_for(dev, st, layout))
+            lower_tensors(module, self.bindings_for(dev, st, layout))
             return module.to_bytes(), None
         except SpirvError as e:
             return EMPTY, str(e)
 
-    def lower_stage(dev: Device, st: DescriptorState, stage, code: bytes, layout: int, where: str, command: str,
-                    modules: list, keep: list) -> None:
+    def lower_stage(self, dev: Device, st: DescriptorState, stage, code: bytes, layout: int, where: str,
+                    command: str, modules: list, keep: list) -> None:
         """Point `stage` (a copy the driver owns) at a backend module of the lowered shader; a shader
         that cannot be lowered (or a device without shaderTensorAccess) gets an empty one."""
+        ffi, refuse = self.ffi, self.refuse
         if not dev.tensors.features.shader_access:
             refuse(command, f"{where} uses tensors in a shader but the shaderTensorAccess feature is not "
                    "enabled: the shader is replaced by an empty one")
             lowered, problem = EMPTY, None
         else:
-            lowered, problem = lowered_module(dev, st, code, layout)
+            lowered, problem = self.lowered_module(dev, st, code, layout)
         if problem is not None:
             refuse(command, f"{where}: the tensor shader cannot be lowered ({problem}): it is replaced by an "
                    "empty one")
@@ -437,14 +450,14 @@ def register(drv: Driver) -> None:
             stage.pName = name
             stage.pSpecializationInfo = ffi.NULL
 
-    @hooks.before("vkCreateComputePipelines")
-    def before_create_compute(dev, device, cache, count, pInfos, pAllocator, pPipelines):
+    def before_vkCreateComputePipelines(self, dev, device, cache, count, pInfos, pAllocator, pPipelines):
         from tessera.spirv.passes.tensors import uses_tensors
         from tessera.vkapi.pipelines import _stage_code
 
-        st = state(dev)
+        st = self.state(dev)
         if st is None:
             return None
+        ffi = self.ffi
         codes = [_stage_code(ffi, dev, pInfos[i].stage) for i in range(count)]
         wanted = [i for i, code in enumerate(codes) if code is not None and uses_tensors(code)]
         if not wanted:
@@ -454,21 +467,21 @@ def register(drv: Driver) -> None:
         keep: list = [infos]
         modules: list = []
         for i in wanted:
-            lower_stage(dev, st, infos[i].stage, codes[i], int(pInfos[i].layout), f"pCreateInfos[{i}]",
-                        "vkCreateComputePipelines", modules, keep)
-        pending_pipelines[int(ffi.cast("uintptr_t", infos))] = [modules, keep]
+            self.lower_stage(dev, st, infos[i].stage, codes[i], int(pInfos[i].layout), f"pCreateInfos[{i}]",
+                             "vkCreateComputePipelines", modules, keep)
+        self.pending_pipelines[self._address(infos)] = [modules, keep]
         return (device, cache, count, infos, pAllocator, pPipelines)
 
-    @hooks.before("vkCreateGraphicsPipelines")
-    def before_create_graphics(dev, device, cache, count, pInfos, pAllocator, pPipelines):
+    def before_vkCreateGraphicsPipelines(self, dev, device, cache, count, pInfos, pAllocator, pPipelines):
         """Graphics stages reading or writing tensors (shaderTensorSupportedStages: fragment tested),
         lowered as compute stages are."""
         from tessera.spirv.passes.tensors import uses_tensors
         from tessera.vkapi.pipelines import _stage_code
 
-        st = state(dev)
+        st = self.state(dev)
         if st is None:
             return None
+        ffi = self.ffi
         wanted = {}
         for i in range(count):
             for j in range(pInfos[i].stageCount):
@@ -488,38 +501,47 @@ def register(drv: Driver) -> None:
             keep.append(array)
             infos[i].pStages = array
             for j, code in stages:
-                lower_stage(dev, st, array[j], code, int(pInfos[i].layout), f"pCreateInfos[{i}].pStages[{j}]",
-                            "vkCreateGraphicsPipelines", modules, keep)
-        pending_pipelines[int(ffi.cast("uintptr_t", infos))] = [modules, keep]
+                self.lower_stage(dev, st, array[j], code, int(pInfos[i].layout), f"pCreateInfos[{i}].pStages[{j}]",
+                                 "vkCreateGraphicsPipelines", modules, keep)
+        self.pending_pipelines[self._address(infos)] = [modules, keep]
         return (device, cache, count, infos, pAllocator, pPipelines)
 
-    @hooks.after("vkCreateGraphicsPipelines")
-    def after_create_graphics(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
-        after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines)
+    def after_vkCreateGraphicsPipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        self._created_pipelines(dev, device, pInfos)
 
-    @hooks.after("vkCreateComputePipelines")
-    def after_create_compute(dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
-        entry = pending_pipelines.pop(int(ffi.cast("uintptr_t", pInfos)), None)
+    def after_vkCreateComputePipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
+        self._created_pipelines(dev, device, pInfos)
+
+    def _created_pipelines(self, dev, device, pInfos) -> None:
+        """The lowered modules of the pipelines just created go (the pipelines keep their code)."""
+        entry = self.pending_pipelines.pop(self._address(pInfos), None)
         if entry is None:
             return
         for module in entry[0]:
-            dev.next.vkDestroyShaderModule(device, module, ffi.NULL)
+            dev.next.vkDestroyShaderModule(device, module, self.ffi.NULL)
             dev.res.shaders.pop(module, None)
 
-    from .tensor_push import register as register_push   # push descriptors and update templates
-    push_teardown = register_push(drv, state, lambda dev, st, command, count, pWrites, keep:
-                                  set_writes(dev, st, command, count, pWrites, keep),
-                                  translate_writes, memory_type, RECORD_BYTES)
-
-    def teardown(dev: Device) -> None:
+    def teardown(self, dev: Device) -> None:
+        """Before vkDestroyDevice: the push metadata chunks, the sets' metadata buffers, the tensors."""
         if dev.tensors is not None:
-            push_teardown(dev)
+            self.push_teardown(dev)
         st = dev.tensors.descriptors if dev.tensors is not None else None
         if st is not None:
             for handle in list(st.sets):
-                free_set(dev, st, handle)
-        tensors.teardown(ffi, dev)
-    drv.tensors_teardown = teardown
+                self.free_set(dev, st, handle)
+        tensors.teardown(self.ffi, dev)
+
+
+def _check(result: int, what: str) -> None:
+    if result != vk.VK_SUCCESS:
+        raise RuntimeError(f"{what} failed ({result})")
+
+
+def register(drv: Driver) -> TensorDescriptors:
+    f = TensorDescriptors(drv)
+    drv.hooks.bind(f)
+    drv.tensors_teardown = f.teardown
+    return f
 
 
 from tessera.spirv.passes.tensors import DIMS_AT, RANK_AT, RECORD_WORDS, SCRATCH_AT, STRIDES_AT  # noqa: E402
