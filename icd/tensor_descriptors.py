@@ -36,7 +36,7 @@ from tessera.vkapi.vkconst import vk
 from . import tensors
 from .driver import Driver
 from .objects import Device
-from .tensor_push import register as register_push
+from .tensor_push import TensorPush
 
 TENSOR = vk.VK_DESCRIPTOR_TYPE_TENSOR_ARM
 STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
@@ -84,8 +84,7 @@ class TensorDescriptors:
         self.pending_pipelines: dict[int, list] = {}   # address of the create infos -> [lowered modules, keep]
         self.pending_updates: dict[int, list] = {}     # address of the translated writes -> what they keep alive
         # push descriptors and update templates (tensor_push.py), translated through this object
-        self.push_teardown = register_push(drv, self.state, self.set_writes, self.translate_writes, self.memory_type,
-                                           RECORD_BYTES)
+        self.push = TensorPush(drv, self, RECORD_BYTES)
 
     def refuse(self, command: str, message: str) -> None:
         self.log.warning("%s: %s", command, message)
@@ -524,7 +523,7 @@ class TensorDescriptors:
     def teardown(self, dev: Device) -> None:
         """Before vkDestroyDevice: the push metadata chunks, the sets' metadata buffers, the tensors."""
         if dev.tensors is not None:
-            self.push_teardown(dev)
+            self.push.teardown(dev)
         st = dev.tensors.descriptors if dev.tensors is not None else None
         if st is not None:
             for handle in list(st.sets):
@@ -540,6 +539,7 @@ def _check(result: int, what: str) -> None:
 def register(drv: Driver) -> TensorDescriptors:
     f = TensorDescriptors(drv)
     drv.hooks.bind(f)
+    drv.hooks.bind(f.push)
     drv.tensors_teardown = f.teardown
     return f
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
@@ -76,21 +76,42 @@ class PushState:
         self.chunks: list[Chunk] = []
 
 
-def register(drv: Driver, state: Callable, set_writes: Callable, translate_writes: Callable,
-             memory_type: Callable, record_bytes: int) -> Callable[[Device], None]:
-    """Install the hooks; returns the device teardown (its metadata chunks)."""
-    ffi, hooks, objects = drv.ffi, drv.hooks, drv.objects
-    templates: dict[int, Template] = {}
-    free_chunks: dict[int, list[Chunk]] = {}    # id(Device) -> chunks back from freed command buffers
-    pushes: dict[int, PushState] = {}           # id(CommandBuffer) -> its state (dropped with the object)
+class Translation(Protocol):
+    """What the push paths take from tensor_descriptors.py (its TensorDescriptors): the device's
+    descriptor state, the write translation (for sets and for any layout) and the host-visible
+    memory type."""
 
-    def refuse(command: str, message: str) -> None:
-        drv.hooks.errors.log.warning("%s: %s", command, message)
+    def state(self, dev: Device) -> Any: ...
+
+    def set_writes(self, dev: Device, st: Any, command: str, count: int, pWrites, keep: list): ...
+
+    def translate_writes(self, dev: Device, command: str, count: int, pWrites, layout_of: Callable, sink: Callable,
+                         keep: list): ...
+
+    def memory_type(self, dev: Device, st: Any) -> int: ...
+
+
+class TensorPush:
+    """Push descriptors and update templates with tensors: one method per command (HookSet.bind); the
+    emulated templates and each command buffer's push state are on the object. Built and bound by
+    tensor_descriptors.register, with its TensorDescriptors as the `translation`."""
+
+    def __init__(self, drv: Driver, translation: Translation, record_bytes: int) -> None:
+        self.ffi, self.objects = drv.ffi, drv.objects
+        self.log = drv.hooks.errors.log
+        self.translation, self.record_bytes = translation, record_bytes
+        self.templates: dict[int, Template] = {}
+        self.free_chunks: dict[int, list[Chunk]] = {}    # id(Device) -> chunks back from freed command buffers
+        self.pushes: dict[int, PushState] = {}           # id(CommandBuffer) -> its state (dropped with the object)
+
+    def refuse(self, command: str, message: str) -> None:
+        self.log.warning("%s: %s", command, message)
         print(f"tessera: {tensors.EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
 
     # ---- metadata chunks ------------------------------------------------------------------
-    def new_chunk(dev: Device) -> Chunk:
-        st = state(dev)
+    def new_chunk(self, dev: Device) -> Chunk:
+        ffi = self.ffi
+        st = self.translation.state(dev)
         binfo = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                                                  "size": CHUNK_BYTES, "usage": vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT})
         buf = ffi.new("VkBuffer *")
@@ -100,7 +121,7 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
         dev.next.vkGetBufferMemoryRequirements(dev.handle, buf[0], reqs)
         ainfo = ffi.new("VkMemoryAllocateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                                                    "allocationSize": reqs.size,
-                                                   "memoryTypeIndex": memory_type(dev, st)})
+                                                   "memoryTypeIndex": self.translation.memory_type(dev, st)})
         mem = ffi.new("VkDeviceMemory *")
         if dev.next.vkAllocateMemory(dev.handle, ainfo, ffi.NULL, mem) != vk.VK_SUCCESS:
             dev.next.vkDestroyBuffer(dev.handle, buf[0], ffi.NULL)
@@ -110,86 +131,84 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
         dev.next.vkMapMemory(dev.handle, mem[0], 0, vk.VK_WHOLE_SIZE, 0, ptr)
         return Chunk(int(buf[0]), int(mem[0]), ffi.cast("char *", ptr[0]))
 
-    def push_state(cb: CommandBuffer) -> PushState:
-        ps = pushes.get(id(cb))
+    def push_state(self, cb: CommandBuffer) -> PushState:
+        ps = self.pushes.get(id(cb))
         if ps is None:
-            ps = pushes[id(cb)] = PushState(id(cb.device))
+            ps = self.pushes[id(cb)] = PushState(id(cb.device))
             # the command buffer object goes with vkFreeCommandBuffers: its chunks come back (keyed
             # by id(), which no other object can have before this finalizer has run)
-            weakref.finalize(cb, gone, id(cb), ps)
+            weakref.finalize(cb, self.gone, id(cb), ps)
         return ps
 
-    def gone(key: int, ps: PushState) -> None:
-        if pushes.get(key) is ps:
-            del pushes[key]
-            free_chunks.setdefault(ps.device, []).extend(ps.chunks)
+    def gone(self, key: int, ps: PushState) -> None:
+        if self.pushes.get(key) is ps:
+            del self.pushes[key]
+            self.free_chunks.setdefault(ps.device, []).extend(ps.chunks)
 
-    def place(dev: Device, ps: PushState, data: bytes) -> tuple[int, int]:
+    def place(self, dev: Device, ps: PushState, data: bytes) -> tuple[int, int]:
         """Copy `data` into the command buffer's chunks: (buffer, offset)."""
         size = (len(data) + ALIGN - 1) // ALIGN * ALIGN
         chunk = ps.chunks[-1] if ps.chunks and ps.chunks[-1].used + size <= CHUNK_BYTES else None
         if chunk is None:
             try:
-                chunk = free_chunks.setdefault(id(dev), []).pop()
+                chunk = self.free_chunks.setdefault(id(dev), []).pop()
             except IndexError:
-                chunk = new_chunk(dev)
+                chunk = self.new_chunk(dev)
             chunk.used = 0
             ps.chunks.append(chunk)
         offset = chunk.used
-        ffi.memmove(chunk.mapped + offset, data, len(data))
+        self.ffi.memmove(chunk.mapped + offset, data, len(data))
         chunk.used += size
         return chunk.buffer, offset
 
-    def recycle(cb: CommandBuffer) -> None:
-        ps = pushes.get(id(cb))
+    def recycle(self, cb: CommandBuffer) -> None:
+        ps = self.pushes.get(id(cb))
         if ps is not None:
             ps.records.clear()
             for chunk in ps.chunks:
                 chunk.used = 0
-            free_chunks.setdefault(id(cb.device), []).extend(ps.chunks[1:])
+            self.free_chunks.setdefault(id(cb.device), []).extend(ps.chunks[1:])
             del ps.chunks[1:]
 
-    @hooks.after("vkBeginCommandBuffer")
-    def after_begin(cb, result, commandBuffer, pBeginInfo):
-        recycle(cb)
+    def after_vkBeginCommandBuffer(self, cb, result, commandBuffer, pBeginInfo):
+        self.recycle(cb)
 
-    @hooks.after("vkResetCommandBuffer")
-    def after_reset(cb, result, commandBuffer, flags):
-        recycle(cb)
+    def after_vkResetCommandBuffer(self, cb, result, commandBuffer, flags):
+        self.recycle(cb)
 
-    @hooks.after("vkGetPhysicalDeviceProperties2")
-    def after_properties2(phys, result, physicalDevice, pProperties):
+    def after_vkGetPhysicalDeviceProperties2(self, phys, result, physicalDevice, pProperties):
         """maxPushDescriptors leaves room for the metadata binding a push set with tensors gets."""
-        p = structs.find(ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES,
+        p = structs.find(self.ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PUSH_DESCRIPTOR_PROPERTIES,
                          "VkPhysicalDevicePushDescriptorProperties *")
         if p is not None and p.maxPushDescriptors > 1:
             p.maxPushDescriptors -= 1
 
     # ---- push descriptors -----------------------------------------------------------------
-    def set_layout_of(dev: Device, pipeline_layout: int, set_index: int):
-        st = state(dev)
+    def set_layout_of(self, dev: Device, pipeline_layout: int, set_index: int):
+        st = self.translation.state(dev)
         layouts = dev.pipeline_layouts.get(int(pipeline_layout), ([], []))[0]
         if st is None or set_index >= len(layouts):
             return None
         return st.layouts.get(layouts[set_index])
 
-    def push_writes(cb: CommandBuffer, command: str, bind_point: int, pipeline_layout: int, set_index: int,
+    def push_writes(self, cb: CommandBuffer, command: str, bind_point: int, pipeline_layout: int, set_index: int,
                     count: int, pWrites, keep: list):
         """The writes a push of a set with tensor bindings sends to the backend, with its metadata
         write; None when the set has no tensors (the application's writes go as they are)."""
+        ffi, record_bytes = self.ffi, self.record_bytes
         dev = cb.device
-        layout = set_layout_of(dev, pipeline_layout, set_index)
+        layout = self.set_layout_of(dev, pipeline_layout, set_index)
         if layout is None:
             return None
-        ps = push_state(cb)
+        ps = self.push_state(cb)
         key = (int(bind_point), int(pipeline_layout), int(set_index))
         records = ps.records.setdefault(key, bytearray(max(1, layout.records) * record_bytes))
 
         def sink(w, index: int, data: bytes) -> None:
             records[index * record_bytes:(index + 1) * record_bytes] = data
-        out = translate_writes(dev, command, count, pWrites, lambda w: layout, sink, keep)
+        out = self.translation.translate_writes(dev, command, count, pWrites, lambda w: layout, sink, keep)
         n, writes = out if out is not None else (count, pWrites)
-        buffer, offset = place(dev, ps, bytes(records))
+        buffer, offset = self.place(dev, ps, bytes(records))
         info = ffi.new("VkDescriptorBufferInfo *", {"buffer": buffer, "offset": offset, "range": len(records)})
         array = ffi.new("VkWriteDescriptorSet[]", n + 1)
         keep += [info, array]
@@ -199,71 +218,60 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
                     "descriptorCount": 1, "descriptorType": STORAGE, "pBufferInfo": info}
         return n + 1, array
 
-    @hooks.replace("vkCmdPushDescriptorSet")
-    def cmd_push(commandBuffer, bind_point, layout, set_index, count, pWrites):
-        cb = objects.get(commandBuffer, CommandBuffer)
+    def replace_vkCmdPushDescriptorSet(self, commandBuffer, bind_point, layout, set_index, count, pWrites):
+        cb = self.objects.get(commandBuffer, CommandBuffer)
         keep: list = []
-        out = push_writes(cb, "vkCmdPushDescriptorSet", bind_point, layout, set_index, count, pWrites, keep)
+        out = self.push_writes(cb, "vkCmdPushDescriptorSet", bind_point, layout, set_index, count, pWrites, keep)
         n, writes = out if out is not None else (count, pWrites)
         cb.device.next.vkCmdPushDescriptorSet(commandBuffer, bind_point, layout, set_index, n, writes)
 
-    @hooks.replace("vkCmdPushDescriptorSet2")
-    def cmd_push2(commandBuffer, pInfo):
-        cb = objects.get(commandBuffer, CommandBuffer)
+    def replace_vkCmdPushDescriptorSet2(self, commandBuffer, pInfo):
+        cb = self.objects.get(commandBuffer, CommandBuffer)
         keep: list = []
-        info = ffi.new("VkPushDescriptorSetInfo *")
-        ffi.memmove(info, pInfo, ffi.sizeof("VkPushDescriptorSetInfo"))
+        info = self.ffi.new("VkPushDescriptorSetInfo *")
+        self.ffi.memmove(info, pInfo, self.ffi.sizeof("VkPushDescriptorSetInfo"))
         for bind_point in bind_points(pInfo.stageFlags):
-            out = push_writes(cb, "vkCmdPushDescriptorSet2", bind_point, pInfo.layout, pInfo.set,
-                              pInfo.descriptorWriteCount, pInfo.pDescriptorWrites, keep)
+            out = self.push_writes(cb, "vkCmdPushDescriptorSet2", bind_point, pInfo.layout, pInfo.set,
+                                   pInfo.descriptorWriteCount, pInfo.pDescriptorWrites, keep)
             if out is not None:
                 info.descriptorWriteCount, info.pDescriptorWrites = out
         cb.device.next.vkCmdPushDescriptorSet2(commandBuffer, info)
 
-    def bind_points(stages: int) -> list[int]:
-        out = []
-        if stages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
-            out.append(vk.VK_PIPELINE_BIND_POINT_COMPUTE)
-        if stages & vk.VK_SHADER_STAGE_ALL_GRAPHICS:
-            out.append(vk.VK_PIPELINE_BIND_POINT_GRAPHICS)
-        return out[:1]   # one translation: the records are the same for every bind point
-
     # ---- update templates -----------------------------------------------------------------
-    @hooks.replace("vkCreateDescriptorUpdateTemplate")
-    def create_template(device, pCreateInfo, pAllocator, pTemplate):
-        dev = objects.get(device, Device)
+    def replace_vkCreateDescriptorUpdateTemplate(self, device, pCreateInfo, pAllocator, pTemplate):
+        dev = self.objects.get(device, Device)
         info = pCreateInfo
         entries = [info.pDescriptorUpdateEntries[i] for i in range(info.descriptorUpdateEntryCount)]
         push = info.templateType == vk.VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS
-        st = state(dev)
+        st = self.translation.state(dev)
         layout = None
         if st is not None:
-            layout = (set_layout_of(dev, info.pipelineLayout, info.set) if push
+            layout = (self.set_layout_of(dev, info.pipelineLayout, info.set) if push
                       else st.layouts.get(int(info.descriptorSetLayout)))
         if layout is None:
             if any(e.descriptorType == TENSOR for e in entries):
-                refuse("vkCreateDescriptorUpdateTemplate", "an entry is of type VK_DESCRIPTOR_TYPE_TENSOR_ARM but "
-                       "the template's set layout has no tensor binding")
+                self.refuse("vkCreateDescriptorUpdateTemplate", "an entry is of type VK_DESCRIPTOR_TYPE_TENSOR_ARM "
+                            "but the template's set layout has no tensor binding")
                 return tensors.VALIDATION_FAILED
             return dev.next.vkCreateDescriptorUpdateTemplate(device, pCreateInfo, pAllocator, pTemplate)
         handle = next(tensors._handles)
-        templates[handle] = Template(handle, [(e.dstBinding, e.dstArrayElement, e.descriptorCount, e.descriptorType,
-                                       e.offset, e.stride) for e in entries], push, info.pipelineBindPoint,
-                                     int(info.pipelineLayout), info.set, layout)
-        adopt(dev, templates[handle])
+        self.templates[handle] = Template(handle, [(e.dstBinding, e.dstArrayElement, e.descriptorCount,
+                                                    e.descriptorType, e.offset, e.stride) for e in entries],
+                                          push, info.pipelineBindPoint, int(info.pipelineLayout), info.set, layout)
+        adopt(dev, self.templates[handle])
         pTemplate[0] = handle
         return vk.VK_SUCCESS
 
-    @hooks.replace("vkDestroyDescriptorUpdateTemplate")
-    def destroy_template(device, template, pAllocator):
-        dev = objects.get(device, Device)
-        if templates.pop(int(template), None) is not None:
+    def replace_vkDestroyDescriptorUpdateTemplate(self, device, template, pAllocator):
+        dev = self.objects.get(device, Device)
+        if self.templates.pop(int(template), None) is not None:
             release(dev, template)
         elif int(template):
             dev.next.vkDestroyDescriptorUpdateTemplate(device, template, pAllocator)
 
-    def template_writes(t: Template, dst_set, pData, keep: list):
+    def template_writes(self, t: Template, dst_set, pData, keep: list):
         """The VkWriteDescriptorSet array a template's entries read from pData stand for."""
+        ffi = self.ffi
         base = ffi.cast("char *", pData)
         writes = ffi.new("VkWriteDescriptorSet[]", max(1, len(t.entries)))
         keep.append(writes)
@@ -310,58 +318,65 @@ def register(drv: Driver, state: Callable, set_writes: Callable, translate_write
                 w.pNext = ext
         return len(t.entries), writes
 
-    @hooks.replace("vkUpdateDescriptorSetWithTemplate")
-    def update_with_template(device, descriptorSet, template, pData):
-        dev = objects.get(device, Device)
-        t = templates.get(int(template))
+    def replace_vkUpdateDescriptorSetWithTemplate(self, device, descriptorSet, template, pData):
+        dev = self.objects.get(device, Device)
+        t = self.templates.get(int(template))
         if t is None:
             return dev.next.vkUpdateDescriptorSetWithTemplate(device, descriptorSet, template, pData)
         keep: list = []
         try:
-            count, writes = template_writes(t, descriptorSet, pData, keep)
+            count, writes = self.template_writes(t, descriptorSet, pData, keep)
         except tensors.TensorError as e:
-            refuse("vkUpdateDescriptorSetWithTemplate", f"{e}: nothing is written")
+            self.refuse("vkUpdateDescriptorSetWithTemplate", f"{e}: nothing is written")
             return
-        out = set_writes(dev, state(dev), "vkUpdateDescriptorSetWithTemplate", count, writes, keep)
+        out = self.translation.set_writes(dev, self.translation.state(dev), "vkUpdateDescriptorSetWithTemplate",
+                                          count, writes, keep)
         n, final = out if out is not None else (count, writes)
-        dev.next.vkUpdateDescriptorSets(device, n, final, 0, ffi.NULL)
+        dev.next.vkUpdateDescriptorSets(device, n, final, 0, self.ffi.NULL)
 
-    def push_with_template(cb: CommandBuffer, command: str, t: Template, layout, set_index, pData) -> None:
+    def push_with_template(self, cb: CommandBuffer, command: str, t: Template, layout, set_index, pData) -> None:
         keep: list = []
         try:
-            count, writes = template_writes(t, ffi.cast("VkDescriptorSet", 0), pData, keep)
+            count, writes = self.template_writes(t, self.ffi.cast("VkDescriptorSet", 0), pData, keep)
         except tensors.TensorError as e:
-            refuse(command, f"{e}: nothing is pushed")
+            self.refuse(command, f"{e}: nothing is pushed")
             return
-        out = push_writes(cb, command, t.bind_point, layout, set_index, count, writes, keep)
+        out = self.push_writes(cb, command, t.bind_point, layout, set_index, count, writes, keep)
         n, final = out if out is not None else (count, writes)
         cb.device.next.vkCmdPushDescriptorSet(cb.handle, t.bind_point, layout, set_index, n, final)
 
-    @hooks.replace("vkCmdPushDescriptorSetWithTemplate")
-    def cmd_push_with_template(commandBuffer, template, layout, set_index, pData):
-        cb = objects.get(commandBuffer, CommandBuffer)
-        t = templates.get(int(template))
+    def replace_vkCmdPushDescriptorSetWithTemplate(self, commandBuffer, template, layout, set_index, pData):
+        cb = self.objects.get(commandBuffer, CommandBuffer)
+        t = self.templates.get(int(template))
         if t is None:
             return cb.device.next.vkCmdPushDescriptorSetWithTemplate(commandBuffer, template, layout, set_index, pData)
-        push_with_template(cb, "vkCmdPushDescriptorSetWithTemplate", t, layout, set_index, pData)
+        self.push_with_template(cb, "vkCmdPushDescriptorSetWithTemplate", t, layout, set_index, pData)
 
-    @hooks.replace("vkCmdPushDescriptorSetWithTemplate2")
-    def cmd_push_with_template2(commandBuffer, pInfo):
-        cb = objects.get(commandBuffer, CommandBuffer)
-        t = templates.get(int(pInfo.descriptorUpdateTemplate))
+    def replace_vkCmdPushDescriptorSetWithTemplate2(self, commandBuffer, pInfo):
+        cb = self.objects.get(commandBuffer, CommandBuffer)
+        t = self.templates.get(int(pInfo.descriptorUpdateTemplate))
         if t is None:
             return cb.device.next.vkCmdPushDescriptorSetWithTemplate2(commandBuffer, pInfo)
-        push_with_template(cb, "vkCmdPushDescriptorSetWithTemplate2", t, pInfo.layout, pInfo.set, pInfo.pData)
+        self.push_with_template(cb, "vkCmdPushDescriptorSetWithTemplate2", t, pInfo.layout, pInfo.set, pInfo.pData)
 
-    def teardown(dev: Device) -> None:
+    def teardown(self, dev: Device) -> None:
         """Before vkDestroyDevice: the metadata chunks of its command buffers."""
-        chunks = free_chunks.pop(id(dev), [])
-        for key, ps in list(pushes.items()):
+        chunks = self.free_chunks.pop(id(dev), [])
+        for key, ps in list(self.pushes.items()):
             if ps.device == id(dev):
                 chunks += ps.chunks
                 ps.chunks = []
-                pushes.pop(key, None)
+                self.pushes.pop(key, None)
         for chunk in chunks:
-            dev.next.vkDestroyBuffer(dev.handle, chunk.buffer, ffi.NULL)
-            dev.next.vkFreeMemory(dev.handle, chunk.memory, ffi.NULL)
-    return teardown
+            dev.next.vkDestroyBuffer(dev.handle, chunk.buffer, self.ffi.NULL)
+            dev.next.vkFreeMemory(dev.handle, chunk.memory, self.ffi.NULL)
+
+
+def bind_points(stages: int) -> list[int]:
+    out = []
+    if stages & vk.VK_SHADER_STAGE_COMPUTE_BIT:
+        out.append(vk.VK_PIPELINE_BIND_POINT_COMPUTE)
+    if stages & vk.VK_SHADER_STAGE_ALL_GRAPHICS:
+        out.append(vk.VK_PIPELINE_BIND_POINT_GRAPHICS)
+    return out[:1]   # one translation: the records are the same for every bind point
+
