@@ -7,10 +7,10 @@ resolves its dispatch table from the next element right away.
 
 The bookkeeping (which instances and devices exist, what each enables, which
 extensions the layer adds, provides or lists, the DEVICE message) is in
-`Chains` and the functions beside it, on plain values; `register`'s hooks walk
-the loader's structures, call down and hand them what they found. The hooks that
-call down themselves, except the two creates, still forward when they raise
-(forwarding.py).
+`Chains` and the functions beside it, on plain values; `ChainHooks`' methods
+(one per command, bound by `register`) walk the loader's structures, call down
+and hand them what they found. The hooks that call down themselves, except the
+two creates, still forward when they raise (forwarding.py).
 """
 from __future__ import annotations
 
@@ -159,14 +159,21 @@ def _link(ffi, pnext, stype: int, ctype: str):
     return None
 
 
-def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None) -> Chains:
-    """`on_destroy_device(dev)` runs before a device is destroyed (read back captures, flush);
-    `instrumenter` (instrument.py, under --instrument) extends device creation."""
-    errors = hooks.errors
-    chains = Chains(state, state.session.transport.send, errors, on_destroy_device, instrumenter)
+class ChainHooks:
+    """The dispatch chains' hooks: one method per command (HookSet.bind). They walk the loader's
+    structures, call down and hand `chains` (Chains, on plain values) what they found.
+    vkDestroyInstance, vkDestroyDevice and vkEnumerateDeviceExtensionProperties call down themselves:
+    their methods (`forwarding_vk…`) are registered by `register` with forwarding.py, not bound."""
 
-    @hooks.replace("vkCreateInstance")
-    def create_instance(pCreateInfo, pAllocator, pInstance):
+    def __init__(self, hooks, state: LayerState, ffi, chains: Chains) -> None:
+        self.hooks = hooks
+        self.state = state
+        self.ffi = ffi
+        self.errors = hooks.errors
+        self.chains = chains
+
+    def replace_vkCreateInstance(self, pCreateInfo, pAllocator, pInstance):
+        ffi, errors = self.ffi, self.errors
         link = _link(ffi, pCreateInfo.pNext, LOADER_INSTANCE_CREATE_INFO, "VkLayerInstanceCreateInfo *")
         if link is None:
             return vk.VK_ERROR_INITIALIZATION_FAILED
@@ -186,18 +193,17 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         if result != vk.VK_SUCCESS:
             return result
         handle = pInstance[0]
-        table = hooks.dispatch_table(ffi, next_gipa, handle, INSTANCE_COMMANDS)
-        chains.instance_created(state.key(handle), InstanceState(handle, table, next_gipa, enabled))
+        table = self.hooks.dispatch_table(ffi, next_gipa, handle, INSTANCE_COMMANDS)
+        self.chains.instance_created(self.state.key(handle), InstanceState(handle, table, next_gipa, enabled))
         return result
 
-    @forwarding(hooks, "vkDestroyInstance", lambda instance: state.owner_of(instance).next.vkDestroyInstance)
-    def destroy_instance(call_down, instance, pAllocator):
-        if instance == ffi.NULL:
+    def forwarding_vkDestroyInstance(self, call_down, instance, pAllocator):
+        if instance == self.ffi.NULL:
             return
-        chains.destroy_instance(state.key(instance), lambda owner: call_down(instance, pAllocator))
+        self.chains.destroy_instance(self.state.key(instance), lambda owner: call_down(instance, pAllocator))
 
-    @hooks.replace("vkCreateDevice")
-    def create_device(physicalDevice, pCreateInfo, pAllocator, pDevice):
+    def replace_vkCreateDevice(self, physicalDevice, pCreateInfo, pAllocator, pDevice):
+        ffi, state, chains = self.ffi, self.state, self.chains
         inst = state.instance_of(physicalDevice)
         link = _link(ffi, pCreateInfo.pNext, LOADER_DEVICE_CREATE_INFO, "VkLayerDeviceCreateInfo *")
         if link is None:
@@ -216,28 +222,26 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
         if result != vk.VK_SUCCESS:
             return result
         handle = pDevice[0]
-        table = hooks.dispatch_table(ffi, next_gdpa, handle, DEVICE_COMMANDS)
+        table = self.hooks.dispatch_table(ffi, next_gdpa, handle, DEVICE_COMMANDS)
         dev = DeviceState(handle, state.address(handle), table, next_gdpa, inst, physicalDevice,
                           frozenset(names), emulated)
         chains.device_created(state.key(handle), dev, instrumented, lambda d: _properties(ffi, d))
         return result
 
-    @hooks.after("vkGetPhysicalDeviceFeatures2")
-    def after_features2(inst, result, physicalDevice, pFeatures):
-        fb = structs.find(ffi, pFeatures.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT,
+    def after_vkGetPhysicalDeviceFeatures2(self, inst, result, physicalDevice, pFeatures):
+        fb = structs.find(self.ffi, pFeatures.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FRAME_BOUNDARY_FEATURES_EXT,
                           "VkPhysicalDeviceFrameBoundaryFeaturesEXT *")
         if fb is not None:
             fb.frameBoundary = vk.VK_TRUE   # provided by the layer when the driver lacks it
 
-    @forwarding(hooks, "vkDestroyDevice", lambda device: state.owner_of(device).next.vkDestroyDevice)
-    def destroy_device(call_down, device, pAllocator):
-        if device == ffi.NULL:
+    def forwarding_vkDestroyDevice(self, call_down, device, pAllocator):
+        if device == self.ffi.NULL:
             return
-        chains.destroy_device(state.key(device), lambda owner: call_down(device, pAllocator))
+        self.chains.destroy_device(self.state.key(device), lambda owner: call_down(device, pAllocator))
 
-    @forwarding(hooks, "vkEnumerateDeviceExtensionProperties",
-                lambda physical: state.instance_of(physical).next.vkEnumerateDeviceExtensionProperties)
-    def enumerate_device_extensions(call_down, physicalDevice, pLayerName, pPropertyCount, pProperties):
+    def forwarding_vkEnumerateDeviceExtensionProperties(self, call_down, physicalDevice, pLayerName, pPropertyCount,
+                                                        pProperties):
+        ffi, state = self.ffi, self.state
         if pLayerName != ffi.NULL and structs.string(ffi, pLayerName) == LAYER_NAME:
             return fill_extensions(ffi, LAYER_DEVICE_EXTENSIONS, pPropertyCount, pProperties)
         inst = state.instance_of(physicalDevice)
@@ -246,11 +250,24 @@ def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None
             return call_down(physicalDevice, pLayerName, pPropertyCount, pProperties)
         # The device's own list (pLayerName NULL) is where programs look: a layer that provides
         # an extension the driver lacks lists it there too. Fixed per physical device: made once.
-        listed = chains.listed_extensions(state.address(physicalDevice),
-                                          lambda: query_extensions(ffi, call, physicalDevice, ffi.NULL),
-                                          lambda extensions: ExtensionList(ffi, extensions))
+        listed = self.chains.listed_extensions(state.address(physicalDevice),
+                                               lambda: query_extensions(ffi, call, physicalDevice, ffi.NULL),
+                                               lambda extensions: ExtensionList(ffi, extensions))
         return listed.fill(pPropertyCount, pProperties)
 
+
+def register(hooks, state: LayerState, ffi, on_destroy_device, instrumenter=None) -> Chains:
+    """`on_destroy_device(dev)` runs before a device is destroyed (read back captures, flush);
+    `instrumenter` (instrument.py, under --instrument) extends device creation."""
+    chains = Chains(state, state.session.transport.send, hooks.errors, on_destroy_device, instrumenter)
+    feature = hooks.bind(ChainHooks(hooks, state, ffi, chains))
+    forwarding(hooks, "vkDestroyInstance", lambda instance: state.owner_of(instance).next.vkDestroyInstance)(
+        feature.forwarding_vkDestroyInstance)
+    forwarding(hooks, "vkDestroyDevice", lambda device: state.owner_of(device).next.vkDestroyDevice)(
+        feature.forwarding_vkDestroyDevice)
+    forwarding(hooks, "vkEnumerateDeviceExtensionProperties",
+               lambda physical: state.instance_of(physical).next.vkEnumerateDeviceExtensionProperties)(
+        feature.forwarding_vkEnumerateDeviceExtensionProperties)
     return chains
 
 

@@ -13,6 +13,7 @@ import cffi
 import pytest
 
 from tessera.layer import chain
+from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.vkconst import vk
 
 CDEF = """
@@ -102,7 +103,8 @@ class Hooks:
             return fn
         return register
 
-    after = replace
+    after = before = at_record = applies = replace
+    bind = HookSet.bind   # a feature object's methods, registered by the verbs above (layer/chain.py)
 
     def dispatch_table(self, ffi_, gipa, handle, names):
         return SimpleNamespace()
