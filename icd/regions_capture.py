@@ -6,7 +6,8 @@ strips) VkRenderPassPerformanceCountersByRegionBeginInfoARM, `render_pass_geomet
 per pixel, and `plan` validates the request and lays out driver memory: per subpass a template
 (the header the counting shader reads, then the regions in exactly the application's layout with
 zeros, and the computed write-back bytes) and a working slice, plus the copy runs (one per counter
-run, so alignment padding is never written) into the buffer holding each counter address.
+run, so alignment padding is never written) into the buffer holding each counter address; its
+steps are `counter_ids`, `layout`, `array_targets` and `template_and_copies`.
 `begin_commands` records template -> working slice (so a command buffer submitted again starts from
 zero); at end, `end_commands` records the copies out with their barriers.
 
@@ -20,6 +21,7 @@ regions_state.reserve (the device's free list under its lock).
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Callable
 
 from tessera.vkapi import accel, structs
@@ -52,6 +54,37 @@ def split(ffi, pnext, keep):
 def plan(ffi, warn: Warn, cb: CommandBuffer, state: DeviceRegions, request, area, subpass_arrays: list[int],
          writeback: list[list[float]], command: str) -> Capture | None:
     """Validate the request and prepare the capture (None: nothing is written)."""
+    ids = counter_ids(ffi, warn, request, command)
+    if ids is None:
+        return None
+    c = len(ids)
+    _, _, w, h = area
+    if w == 0 or h == 0:
+        return None
+    arrays = sum(subpass_arrays)
+    given = request.counterAddressCount if request.pCounterAddresses != ffi.NULL else 0
+    if given < arrays:
+        warn(f"addresses:{given}:{arrays}", f"{command}: counterAddressCount {given} is less than the {arrays} "
+             "arrays of this render pass instance (subpasses x layers or views): arrays without an address "
+             "are not written")
+    lay = layout(area, c, subpass_arrays, state.limits.alignment)
+    if lay.section > SECTION_MAX_BYTES or 2 * lay.section * len(subpass_arrays) > CHUNK_BYTES:
+        warn(f"large:{w}x{h}", f"{command}: a {w}x{h} render area with {c} counters needs more than the "
+             f"{SECTION_MAX_BYTES >> 20} MiB per subpass this driver reserves: nothing captured")
+        return None
+    dev = cb.device
+    copies = array_targets(warn, dev.res, request, arrays, given, lay.layer_bytes, command)
+    regions = cb_state(state, cb)
+    total = 2 * lay.section * len(subpass_arrays)
+    chunk, template = reserve(ffi, dev, state, regions, total)
+    work = template + lay.section * len(subpass_arrays)
+    image, out = template_and_copies(lay, ids, subpass_arrays, writeback, copies, work)
+    ffi.memmove(chunk.mapped + template, bytes(image), len(image))
+    return Capture(chunk, work, lay.section, out)
+
+
+def counter_ids(ffi, warn: Warn, request, command: str) -> list[int] | None:
+    """The request's counter IDs, validated (None, warned but for a count of 0: nothing captured)."""
     c = request.counterIndexCount
     ids = [request.pCounterIndices[i] for i in range(c)] if c and request.pCounterIndices != ffi.NULL else []
     if c == 0:
@@ -71,94 +104,129 @@ def plan(ffi, warn: Warn, cb: CommandBuffer, state: DeviceRegions, request, area
     if len(set(ids)) != len(ids):
         warn("duplicate", f"{command}: a counter ID appears twice in pCounterIndices: nothing captured")
         return None
+    return ids
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a capture's values are, the same in the template and the working slice: per subpass a
+    section (aligned), the header the counting shader reads, then `layers` arrays of `rows` x `cols`
+    regions of `counters` values each, in exactly the application's layout."""
+    x: int
+    y: int
+    w: int
+    h: int
+    counters: int
+    cols: int
+    rows: int
+    region_stride: int
+    row_stride: int
+    layer_bytes: int       # one array: also what the application's buffer must hold from its address
+    header_bytes: int
+    layers: int            # arrays allocated per subpass (the most any subpass has)
+    section: int
+
+
+def layout(area, counters: int, subpass_arrays: list[int], alignment: int) -> Layout:
+    from tessera.spirv.passes.region_counters import HEADER_WORDS
+
     x, y, w, h = area
-    if w == 0 or h == 0:
-        return None
-    arrays = sum(subpass_arrays)
-    given = request.counterAddressCount if request.pCounterAddresses != ffi.NULL else 0
-    if given < arrays:
-        warn(f"addresses:{given}:{arrays}", f"{command}: counterAddressCount {given} is less than the {arrays} "
-             "arrays of this render pass instance (subpasses x layers or views): arrays without an address "
-             "are not written")
     rw, rh = REGION_SIZE
     cols, rows = -(-w // rw), -(-h // rh)
-    region_stride = align(c * 4, REGION_ALIGNMENT)
-    row_stride = row_bytes(w, c)
+    region_stride = align(counters * 4, REGION_ALIGNMENT)
+    row_stride = row_bytes(w, counters)
     layer_bytes = row_stride * rows
-    size = layer_bytes
-    from tessera.spirv.passes.region_counters import HEADER_WORDS, NONE, RAW_COUNTERS
-
     header_bytes = HEADER_WORDS * 4
-    layers_alloc = max(subpass_arrays) if subpass_arrays else 1
-    section = align(header_bytes + layers_alloc * layer_bytes, state.limits.alignment)
-    if section > SECTION_MAX_BYTES or 2 * section * len(subpass_arrays) > CHUNK_BYTES:
-        warn(f"large:{w}x{h}", f"{command}: a {w}x{h} render area with {c} counters needs more than the "
-             f"{SECTION_MAX_BYTES >> 20} MiB per subpass this driver reserves: nothing captured")
-        return None
-    # Where each array goes: the application's buffer must hold the whole array.
-    dev = cb.device
+    layers = max(subpass_arrays) if subpass_arrays else 1
+    section = align(header_bytes + layers * layer_bytes, alignment)
+    return Layout(x, y, w, h, counters, cols, rows, region_stride, row_stride, layer_bytes, header_bytes, layers,
+                  section)
+
+
+def array_targets(warn: Warn, res, request, arrays: int, given: int, size: int,
+                  command: str) -> list[ArrayCopy | None]:
+    """Where each array goes (None: not written): the application's buffer must hold the whole array
+    (`size` bytes) from its address."""
     copies: list[ArrayCopy | None] = []
     for a in range(arrays):
         if a >= given:
             copies.append(None)
             continue
         address = int(request.pCounterAddresses[a])
-        found = accel.buffer_at(dev.res, address)
+        found = accel.buffer_at(res, address)
         if found is None:
             warn(f"address:{address:#x}", f"{command}: counter address {address:#x} (array {a}) is not inside a "
                  "buffer whose address was queried with vkGetBufferDeviceAddress: that array is not written")
             copies.append(None)
             continue
         buffer, offset = found
-        if offset + size > dev.res.buffers.get(buffer, 0):
+        if offset + size > res.buffers.get(buffer, 0):
             warn(f"small:{address:#x}:{size}", f"{command}: counter address {address:#x} (array {a}) has fewer "
                  f"than the {size} bytes the array needs before its buffer ends: that array is not written")
             copies.append(None)
             continue
-        copies.append(ArrayCopy(buffer, [(0, offset, 0)]))   # regions filled below
-    regions = cb_state(state, cb)
-    total = 2 * section * len(subpass_arrays)
-    chunk, template = reserve(ffi, dev, state, regions, total)
-    work = template + section * len(subpass_arrays)
+        copies.append(ArrayCopy(buffer, [(0, offset, 0)]))   # regions filled by template_and_copies
+    return copies
+
+
+def template_and_copies(lay: Layout, ids: list[int], subpass_arrays: list[int], writeback: list[list[float]],
+                        targets: list[ArrayCopy | None], work: int) -> tuple[bytearray, list[ArrayCopy]]:
+    """The template's bytes (per subpass: the header, then per array zeros and the computed write-back
+    bytes) and, for each array with a target, its copy runs out of the working slice at `work`."""
+    from tessera.spirv.passes.region_counters import NONE, RAW_COUNTERS
+
     slots = [NONE] * len(RAW_COUNTERS)
     for j, counter_id in enumerate(ids):
         raw = BY_ID[counter_id].raw
         if raw is not None:
             slots[RAW_COUNTERS.index(raw)] = j
     wb_slot = next((j for j, i in enumerate(ids) if BY_ID[i].raw is None), None)
-    image = bytearray(section * len(subpass_arrays))
+    image = bytearray(lay.section * len(subpass_arrays))
     out: list[ArrayCopy] = []
     array = 0
     for s, n in enumerate(subpass_arrays):
-        base = s * section
-        struct.pack_into(f"<9I{len(slots)}I", image, base, x, y, cols, rows, layers_alloc, row_stride // 4,
-                         region_stride // 4, layer_bytes // 4, 0, *slots)
+        base = s * lay.section
+        struct.pack_into(f"<9I{len(slots)}I", image, base, lay.x, lay.y, lay.cols, lay.rows, lay.layers,
+                         lay.row_stride // 4, lay.region_stride // 4, lay.layer_bytes // 4, 0, *slots)
         for layer in range(n):
-            data = base + header_bytes + layer * layer_bytes
+            data = base + lay.header_bytes + layer * lay.layer_bytes
             if wb_slot is not None and writeback[s][layer]:
-                for ry in range(rows):
-                    hh = min(rh, h - ry * rh)
-                    for rx in range(cols):
-                        ww = min(rw, w - rx * rw)
-                        struct.pack_into("<I", image, data + ry * row_stride + rx * region_stride + 4 * wb_slot,
-                                         min(0xFFFFFFFF, int(ww * hh * writeback[s][layer])))
-            target = copies[array]
+                pack_writeback(image, data, lay, wb_slot, writeback[s][layer])
+            target = targets[array]
             array += 1
             if target is None:
                 continue
-            dst0 = target.regions[0][1]
-            runs: list[list[int]] = []
-            for ry in range(rows):
-                for rx in range(cols):
-                    src = work + (data - base) + s * section + ry * row_stride + rx * region_stride
-                    dst = dst0 + ry * row_stride + rx * region_stride
-                    if runs and runs[-1][0] + runs[-1][2] == src and runs[-1][1] + runs[-1][2] == dst:
-                        runs[-1][2] += 4 * c
-                    else:
-                        runs.append([src, dst, 4 * c])
-            out.append(ArrayCopy(target.buffer, [tuple(r) for r in runs]))
-    ffi.memmove(chunk.mapped + template, bytes(image), len(image))
-    return Capture(chunk, work, section, out)
+            src = work + (data - base) + s * lay.section
+            out.append(ArrayCopy(target.buffer, copy_runs(lay, src, target.regions[0][1])))
+    return image, out
+
+
+def pack_writeback(image: bytearray, data: int, lay: Layout, slot: int, per_pixel: float) -> None:
+    """Each region's write-back bytes (its pixels x `per_pixel`, saturated) in counter `slot` of the
+    array at `data`."""
+    rw, rh = REGION_SIZE
+    for ry in range(lay.rows):
+        hh = min(rh, lay.h - ry * rh)
+        for rx in range(lay.cols):
+            ww = min(rw, lay.w - rx * rw)
+            struct.pack_into("<I", image, data + ry * lay.row_stride + rx * lay.region_stride + 4 * slot,
+                             min(0xFFFFFFFF, int(ww * hh * per_pixel)))
+
+
+def copy_runs(lay: Layout, src0: int, dst0: int) -> list[tuple[int, int, int]]:
+    """(src, dst, bytes) runs copying one array's regions from `src0` to `dst0`: one per counter run,
+    so alignment padding is never written; regions contiguous in both merge."""
+    runs: list[list[int]] = []
+    size = 4 * lay.counters
+    for ry in range(lay.rows):
+        for rx in range(lay.cols):
+            src = src0 + ry * lay.row_stride + rx * lay.region_stride
+            dst = dst0 + ry * lay.row_stride + rx * lay.region_stride
+            if runs and runs[-1][0] + runs[-1][2] == src and runs[-1][1] + runs[-1][2] == dst:
+                runs[-1][2] += size
+            else:
+                runs.append([src, dst, size])
+    return [tuple(r) for r in runs]
 
 
 def begin_commands(ffi, cb: CommandBuffer, capture: Capture, sections: int) -> None:
