@@ -15,22 +15,26 @@ from tessera.spirv.passes.core_builtins import CoreTopology, lower_core_builtins
 from .driver import Driver
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks, profile = drv.ffi, drv.hooks, drv.profile
-    topology = CoreTopology(profile.shader_cores, profile.warps_per_core, profile.warp_width)
-    log = hooks.errors.log
-    keep = threading.local()
+class CoreBuiltins:
+    """vkCreateShaderModule: a module using the Arm shader-core built-ins is lowered for this GPU's
+    topology before the backend sees it."""
 
-    @hooks.before("vkCreateShaderModule")
-    def before_create_shader(dev, device, pCreateInfo, pAllocator, pModule):
+    def __init__(self, drv: Driver) -> None:
+        self.ffi, self.log = drv.ffi, drv.hooks.errors.log
+        p = drv.profile
+        self.topology = CoreTopology(p.shader_cores, p.warps_per_core, p.warp_width)
+        self.keep = threading.local()
+
+    def before_vkCreateShaderModule(self, dev, device, pCreateInfo, pAllocator, pModule):
+        ffi = self.ffi
         code = bytes(ffi.buffer(pCreateInfo.pCode, pCreateInfo.codeSize))
         try:
             module = parse(code)
             if not uses_core_builtins(module):
                 return None
-            lower_core_builtins(module, topology)
+            lower_core_builtins(module, self.topology)
         except SpirvError as e:
-            log.info("vkCreateShaderModule: not lowered (%s); passed on as it is", e)
+            self.log.info("vkCreateShaderModule: not lowered (%s); passed on as it is", e)
             return None
         lowered = module.to_bytes()
         words = ffi.new("uint32_t[]", len(lowered) // 4)
@@ -39,5 +43,9 @@ def register(drv: Driver) -> None:
         info.codeSize, info.pCode = len(lowered), words
         # cffi frees `words` with its last Python reference, and the struct field is not one:
         # keep both until this thread's next lowering (the create call has returned by then).
-        keep.buffers = (info, words)
+        self.keep.buffers = (info, words)
         return device, info, pAllocator, pModule
+
+
+def register(drv: Driver) -> None:
+    drv.hooks.bind(CoreBuiltins(drv))

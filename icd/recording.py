@@ -528,6 +528,6 @@ class ShadowRecording:
 def register(drv: Driver) -> None:
     recording = drv.hooks.bind(ShadowRecording(drv))
     # acceleration structures, ray-tracing pipelines and shader objects: what sizes and costs them
-    accel.register(drv.hooks, drv.ffi)
+    accel.register(drv.hooks)
     pipelines.register_ray_tracing(drv.hooks, drv.ffi, recording.stage_costs)
     pipelines.register_shader_objects(drv.hooks, drv.ffi, recording.stage_costs)

@@ -150,14 +150,18 @@ def translate_image_barriers(ffi, info, out, keep: list) -> bool:
     return True
 
 
-def register(drv: Driver) -> None:
-    ffi, hooks = drv.ffi, drv.hooks
-    pending: dict[int, list] = {}
+class TensorAliasingImages:
+    """vkCreateImage with VK_IMAGE_USAGE_TENSOR_ALIASING_BIT_ARM: created without the bit (the backend
+    lacks it), laid out linearly where the aliasing tensors are."""
 
-    @hooks.before("vkCreateImage")
-    def before_create_image(dev, device, pCreateInfo, pAllocator, pImage):
+    def __init__(self, drv: Driver) -> None:
+        self.drv, self.ffi = drv, drv.ffi
+        self.pending: dict[int, list] = {}   # the create info's address -> what keeps its copy alive
+
+    def before_vkCreateImage(self, dev, device, pCreateInfo, pAllocator, pImage):
         if dev.tensors is None or not pCreateInfo.usage & IMAGE_USAGE_TENSOR_ALIASING:
             return None
+        ffi, drv = self.ffi, self.drv
         keep: list = []
         info = structs.copy(ffi, "VkImageCreateInfo *", pCreateInfo, keep)
         info.usage &= ~IMAGE_USAGE_TENSOR_ALIASING
@@ -174,9 +178,12 @@ def register(drv: Driver) -> None:
                 _warn(drv, "vkCreateImage", "an image with VK_IMAGE_USAGE_TENSOR_ALIASING_BIT_ARM and more than one "
                       "mip level, array layer or sample, or of type 1D, is not emulated as tensor-compatible: "
                       "its aliasing with tensors is not consistent")
-        pending[int(ffi.cast("uintptr_t", info))] = keep
+        self.pending[int(ffi.cast("uintptr_t", info))] = keep
         return (device, info, pAllocator, pImage)
 
-    @hooks.after("vkCreateImage")
-    def after_create_image(dev, result, device, pCreateInfo, pAllocator, pImage):
-        pending.pop(int(ffi.cast("uintptr_t", pCreateInfo)), None)
+    def after_vkCreateImage(self, dev, result, device, pCreateInfo, pAllocator, pImage):
+        self.pending.pop(int(self.ffi.cast("uintptr_t", pCreateInfo)), None)
+
+
+def register(drv: Driver) -> None:
+    drv.hooks.bind(TensorAliasingImages(drv))

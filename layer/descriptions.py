@@ -33,8 +33,16 @@ def send_pending(state, dev, t: CommandBufferTracker) -> None:
         state.session.transport.send_soon(encoder.workloads, dev.address, t.address, batch)
 
 
-def register(hooks, state) -> None:
-    @hooks.after("vkEndCommandBuffer")
-    def after_end(dev, result, commandBuffer):
+class Descriptions:
+    """A command buffer's WORKLOAD descriptions, sent when its recording ends."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+
+    def after_vkEndCommandBuffer(self, dev, result, commandBuffer):
         """Runs after the other end hooks (a pass suspended at the end is described by then)."""
-        send_pending(state, dev, state.command_buffer(dev, commandBuffer))
+        send_pending(self.state, dev, self.state.command_buffer(dev, commandBuffer))
+
+
+def register(hooks, state) -> None:
+    hooks.bind(Descriptions(state))

@@ -119,15 +119,16 @@ class Capturer:
         self.pending: dict[int, list[Pending]] = {}   # device address -> in flight
 
     def register(self, hooks) -> None:
-        @hooks.before("vkCreateBuffer")
-        def before_create_buffer(dev, device, pCreateInfo, pAllocator, pBuffer):
-            """Indirect buffers are also copy sources, so their arguments can be captured."""
-            if pCreateInfo.usage & vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT and \
-                    not pCreateInfo.usage & vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT:
-                info = self.ffi.new("VkBufferCreateInfo *", pCreateInfo[0])
-                info.usage |= vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                return device, info, pAllocator, pBuffer
-            return None
+        hooks.bind(self)
+
+    def before_vkCreateBuffer(self, dev, device, pCreateInfo, pAllocator, pBuffer):
+        """Indirect buffers are also copy sources, so their arguments can be captured."""
+        if pCreateInfo.usage & vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT and \
+                not pCreateInfo.usage & vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT:
+            info = self.ffi.new("VkBufferCreateInfo *", pCreateInfo[0])
+            info.usage |= vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
+            return device, info, pAllocator, pBuffer
+        return None
 
     def _buffer(self, dev) -> CaptureBuffer:
         if dev.capture is None:

@@ -15,16 +15,19 @@ from tessera.vkapi.resources import texel_bytes
 from tessera.vkapi.vkconst import vk
 
 
-def register(hooks) -> None:
+class Tensors:
+    """Each tensor's dimensions and element size, kept from its creation to its destruction."""
 
-    @hooks.after("vkCreateTensorARM")
-    def after_create_tensor(dev, result, device, pCreateInfo, pAllocator, pTensor):
+    def after_vkCreateTensorARM(self, dev, result, device, pCreateInfo, pAllocator, pTensor):
         if result != vk.VK_SUCCESS:
             return
         desc = pCreateInfo.pDescription
         dims = tuple(int(desc.pDimensions[i]) for i in range(desc.dimensionCount))
         dev.res.tensors[int(pTensor[0])] = (dims, int(texel_bytes(desc.format)))
 
-    @hooks.before("vkDestroyTensorARM")
-    def before_destroy_tensor(dev, device, tensor, pAllocator):
+    def before_vkDestroyTensorARM(self, dev, device, tensor, pAllocator):
         dev.res.tensors.pop(int(tensor), None)
+
+
+def register(hooks) -> None:
+    hooks.bind(Tensors())

@@ -373,4 +373,4 @@ def register(hooks, state, labeller: Labeller, capture) -> None:
     """`capture` is the indirect.Capturer used for indirect dispatches."""
     hooks.bind(Workloads(state, labeller, capture))
     tensors.register(hooks)   # tensor sizes, for vkCmdCopyTensorARM
-    accel.register(hooks, state.ffi)   # acceleration structures' sizes and buffer addresses
+    accel.register(hooks)   # acceleration structures' sizes and buffer addresses

@@ -155,20 +155,21 @@ def buffer_at(res, address: int) -> tuple[int, int] | None:
     return None
 
 
-def register(hooks, ffi) -> None:
-    """Create/destroy and device-address hooks. The owner's `res` needs
-    `accels`, `buffer_addresses` and `buffers`."""
+class AccelerationStructures:
+    """Create/destroy and device-address hooks. The owner's `res` needs `accels`, `buffer_addresses`
+    and `buffers`."""
 
-    @hooks.after("vkCreateAccelerationStructureKHR")
-    def after_create_accel(dev, result, device, ci, pAllocator, pAccel):
+    def after_vkCreateAccelerationStructureKHR(self, dev, result, device, ci, pAllocator, pAccel):
         if result == vk.VK_SUCCESS:
             dev.res.accels[int(pAccel[0])] = (ci.size, ci.type)
 
-    @hooks.before("vkDestroyAccelerationStructureKHR")
-    def before_destroy_accel(dev, device, accel, pAllocator):
+    def before_vkDestroyAccelerationStructureKHR(self, dev, device, accel, pAllocator):
         dev.res.accels.pop(int(accel), None)
 
-    @hooks.after("vkGetBufferDeviceAddress")
-    def after_get_address(dev, result, device, pInfo):
+    def after_vkGetBufferDeviceAddress(self, dev, result, device, pInfo):
         if result:
             dev.res.buffer_addresses[int(pInfo.buffer)] = int(result)
+
+
+def register(hooks) -> None:
+    hooks.bind(AccelerationStructures())
