@@ -6,8 +6,9 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity, indirect_sizes, instrumentation_metrics, regions, shader_costs, submit, tensors
+from . import identity, shader_costs
 from .driver import Driver
+from .feature import DeviceRequest, Feature
 from .instance import physical_device_info
 from .objects import Device, PhysicalDevice, Queue
 from .shim_spec import CALLS, HOOKS
@@ -64,15 +65,12 @@ class Devices:
         info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
                                        [n for n in names if n not in emulated], keep)
         info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep, drv.hooks.errors.log)
-        instrumented = instrumentation_metrics.wants_instrumentation(ffi, pCreateInfo.pNext)
-        if instrumented:
-            instrumentation_metrics.enable_store_features(ffi, info, keep)
-        by_region = regions.wants_regions(ffi, pCreateInfo.pNext)
-        if by_region:   # the counting fragment shaders use atomics
-            instrumentation_metrics.enable_store_features(ffi, info, keep)
-        tensor_features = tensors.wants_tensors(ffi, pCreateInfo.pNext) if tensors.EXTENSION in names else None
-        if tensors.EXTENSION in names:
-            tensors.enable_backend_features(ffi, info, phys, keep)
+        request = DeviceRequest(ffi, phys, pCreateInfo, info, frozenset(names), keep)
+        on = []   # the features that want the device (icd/feature.py), in list order
+        for feature in drv.features:
+            if feature.wants(request):
+                feature.enable(request)
+                on.append(feature)
         result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
@@ -80,25 +78,18 @@ class Devices:
         handle = pDevice[0]
         table = self.hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
         dev = objects.add(Device(handle, table, phys, frozenset(names), emulated))
-        if tensors.EXTENSION in names:
-            dev.tensors = tensors.DeviceTensors(tensor_features or tensors.Features())
-        if by_region and not self.set_up(dev, table, pAllocator, drv.regions_setup, "per-region counters"):
-            return vk.VK_ERROR_INITIALIZATION_FAILED
-        if instrumented and not self.set_up(dev, table, pAllocator, self.set_up_instrumentation,
-                                            "shader instrumentation"):
-            return vk.VK_ERROR_INITIALIZATION_FAILED
+        for feature in on:
+            if not self.set_up(dev, table, pAllocator, feature, request):
+                return vk.VK_ERROR_INITIALIZATION_FAILED
         return result
 
-    def set_up_instrumentation(self, dev: Device) -> None:
-        dev.instrumentation = self.drv.instrumentation_setup(dev)
-
-    def set_up(self, dev: Device, table, pAllocator, setup, feature: str) -> bool:
+    def set_up(self, dev: Device, table, pAllocator, feature: Feature, request: DeviceRequest) -> bool:
         """Set up a feature the device enabled; False (and the device destroyed) when it cannot be."""
         try:
-            setup(dev)
+            feature.created(dev, request)
             return True
         except Exception:   # the feature was asked for and cannot be given: no device
-            self.hooks.errors.report("vkCreateDevice", f"setting up {feature}; device not created")
+            self.hooks.errors.report("vkCreateDevice", f"setting up {feature.label}; device not created")
             self.objects.remove(dev.handle)
             table.vkDestroyDevice(dev.handle, pAllocator)
             return False
@@ -108,11 +99,8 @@ class Devices:
             return
         drv, objects = self.drv, self.objects
         dev = objects.get(device, Device)
-        submit.before_device_destroyed(drv, dev)
-        indirect_sizes.teardown(dev)
-        drv.instrumentation_teardown(dev)
-        drv.regions_teardown(dev)
-        drv.tensors_teardown(dev)
+        for feature in reversed(drv.features):   # the submits settle first (icd/feature.py)
+            feature.destroyed(dev)
         dev.next.vkDestroyDevice(device, pAllocator)
         with objects.lock:
             for address, obj in list(objects.by_address.items()):

@@ -7,6 +7,7 @@ from typing import Any
 from tessera.vkapi.dispatch import HookSet
 
 from .backend import Backend
+from .feature import Feature
 from .objects import Objects
 from .profiles import GpuProfile
 
@@ -23,8 +24,5 @@ class Driver:
     c_submits: bool = True                        # submits that need no Python skip it (submit.py)
     submit_ledger: Any = None                     # vkapi.submits.SubmitLedger (submit.py)
     pointers: dict = field(default_factory=dict)   # command -> our hook (PFN_vkVoidFunction)
-    instrumentation_setup: Any = None             # instrumentation.py: Device -> its state, when the feature is on
-    instrumentation_teardown: Any = None          # instrumentation.py: Device -> None, before it is destroyed
-    regions_setup: Any = None                     # regions.py: Device -> None, when the feature is on
-    regions_teardown: Any = None                  # regions.py: Device -> None, before it is destroyed
-    tensors_teardown: Any = None                  # tensor_descriptors.py: Device -> None, before it is destroyed
+    # the features with a device lifecycle, in the order they are created (destroyed in reverse): icd/feature.py
+    features: list[Feature] = field(default_factory=list)

@@ -40,11 +40,14 @@ def install(ffi, lib) -> None:
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)   # the C path of submits and queue labels
     drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
-    # The order modules register in does not matter: each command's hooks run in the order its row of the
-    # intercept table names their modules (vkapi/intercepts.py; e.g. icd.recording makes a draw's Work/Draw
-    # before icd.regions, icd.indirect_sizes and icd.measured_timing complete it).
-    for module in (instance, device, command_buffer, labels, object_names, recording, submit, core_builtins,
-                   tensor_descriptors, instrumentation, tensors, regions, indirect_sizes, measured_timing):
+    # Each command's hooks run in the order its row of the intercept table names their modules, whatever the
+    # order modules register in (vkapi/intercepts.py; e.g. icd.recording makes a draw's Work/Draw before
+    # icd.regions, icd.indirect_sizes and icd.measured_timing complete it). The order below is the devices'
+    # lifecycle: from tensors on, each module's register appends its feature to drv.features, which
+    # vkCreateDevice runs in this order and vkDestroyDevice in reverse (icd/feature.py): the submits are
+    # last, so at destroy they settle (and their fences go) before any feature destroys what the work used.
+    for module in (instance, device, command_buffer, labels, object_names, recording, core_builtins, measured_timing,
+                   tensors, tensor_descriptors, regions, instrumentation, indirect_sizes, submit):
         module.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))

@@ -58,6 +58,7 @@ from typing import Any, Callable
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
+from .feature import Feature
 from .objects import CommandBuffer, Device
 
 CHUNK_BYTES = 1 << 16           # one backend buffer of snapshots
@@ -263,7 +264,7 @@ def buffer_copies(regions: list[tuple[Any, int, int]], dst: int, key: Callable[[
     return [(src, rs) for src, rs in by_source.values()]
 
 
-class IndirectSizes:
+class IndirectSizes(Feature):
     """Snapshots of indirect arguments, recorded beside the application's commands and read at completion;
     one method per command (HookSet.bind). Its state is on the objects: the device's SnapshotMemory and
     a command buffer's IndirectPending."""
@@ -274,6 +275,9 @@ class IndirectSizes:
 
     def _handle(self, buffer) -> int:
         return int(self.ffi.cast("uintptr_t", buffer))
+
+    def destroyed(self, dev: Device) -> None:   # device lifecycle (icd/feature.py): the snapshot memory
+        teardown(dev)
 
     # ---- buffers: indirect buffers are copy sources too ------------------------------------
     def before_vkCreateBuffer(self, dev, device, pCreateInfo, pAllocator, pBuffer):
@@ -425,8 +429,10 @@ class IndirectSizes:
         self._pass_ended(cb, commandBuffer)
 
 
-def register(drv: Driver) -> None:
-    drv.hooks.bind(IndirectSizes(drv))
+def register(drv: Driver) -> IndirectSizes:
+    feature = drv.hooks.bind(IndirectSizes(drv))
+    drv.features.append(feature)
+    return feature
 
 
 def _usage2(ffi, pnext) -> int | None:

@@ -50,6 +50,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import instrumentation_metrics, instrumentation_objects, instrumentation_recording
 from .driver import Driver
+from .feature import DeviceRequest, Feature
 from .instrumentation_rewrite import Rewriter, compute_stages, graphics_stages
 from .objects import CommandBuffer, Device, PhysicalDevice
 
@@ -58,7 +59,7 @@ GRAPHICS, COMPUTE = vk.VK_PIPELINE_BIND_POINT_GRAPHICS, vk.VK_PIPELINE_BIND_POIN
 RAY_TRACING = vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR
 
 
-class Instrumentation:
+class Instrumentation(Feature):
     """The extension's hooks: one method per command (HookSet.bind). Its own state: the warnings
     already given (one each, from any thread) and the create-time rewriter's pending create infos."""
 
@@ -74,11 +75,19 @@ class Instrumentation:
             self.log.warning("%s", message)
             print(f"tessera: shader instrumentation: {message}", file=sys.stderr)
 
-    # ---- device (device.py calls these for devices that enabled the feature) ----------------------
-    def setup(self, dev: Device):
-        return instrumentation_objects.setup(self.ffi, dev)
+    # ---- device lifecycle (icd/feature.py) ------------------------------------------------------
+    label = "shader instrumentation"
 
-    def teardown(self, dev: Device) -> None:
+    def wants(self, request: DeviceRequest) -> bool:
+        return instrumentation_metrics.wants_instrumentation(self.ffi, request.create_info.pNext)
+
+    def enable(self, request: DeviceRequest) -> None:
+        instrumentation_metrics.enable_store_features(self.ffi, request.info, request.keep)
+
+    def created(self, dev: Device, request: DeviceRequest) -> None:
+        dev.instrumentation = instrumentation_objects.setup(self.ffi, dev)
+
+    def destroyed(self, dev: Device) -> None:
         instrumentation_objects.teardown(self.ffi, dev)
 
     # ---- instrumented pipelines and shader objects (instrumentation_rewrite.py) ------------------
@@ -230,6 +239,5 @@ class Instrumentation:
 
 def register(drv: Driver) -> Instrumentation:
     feature = drv.hooks.bind(Instrumentation(drv))
-    # device.py calls these for devices that enabled the feature
-    drv.instrumentation_setup, drv.instrumentation_teardown = feature.setup, feature.teardown
+    drv.features.append(feature)
     return feature

@@ -52,8 +52,9 @@ import sys
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import regions_state
+from . import instrumentation_metrics, regions_state
 from .driver import Driver
+from .feature import DeviceRequest, Feature
 from .objects import CommandBuffer, Device, PhysicalDevice
 from .regions_capture import (area_of, begin_commands, bound_handle, end_commands, plan, render_pass_geometry,
                               rendering_geometry, split)
@@ -65,7 +66,7 @@ from .regions_state import Capture, DeviceRegions, cb_state, release
 __all__ = ["Regions", "register", "wants_regions", "apply_properties", "apply_features"]
 
 
-class Regions:
+class Regions(Feature):
     """The extension's hooks: one method per command (HookSet.bind); its state on the object."""
 
     def __init__(self, drv: Driver) -> None:
@@ -84,11 +85,19 @@ class Regions:
     def state_of(self, dev: Device) -> DeviceRegions | None:
         return self.states.get(self.objects.address(dev.handle))
 
-    # ---- device (device.py calls these for devices that enabled the feature) -----------------------
-    def setup(self, dev: Device) -> None:
+    # ---- device lifecycle (icd/feature.py) ------------------------------------------------------
+    label = "per-region counters"
+
+    def wants(self, request: DeviceRequest) -> bool:
+        return wants_regions(self.ffi, request.create_info.pNext)
+
+    def enable(self, request: DeviceRequest) -> None:   # the counting fragment shaders use atomics
+        instrumentation_metrics.enable_store_features(self.ffi, request.info, request.keep)
+
+    def created(self, dev: Device, request: DeviceRequest) -> None:
         self.states[self.objects.address(dev.handle)] = regions_state.setup(self.ffi, dev)
 
-    def teardown(self, dev: Device) -> None:
+    def destroyed(self, dev: Device) -> None:
         state = self.states.pop(self.objects.address(dev.handle), None)
         if state is not None:
             regions_state.teardown(self.ffi, dev, state)
@@ -376,5 +385,5 @@ class Regions:
 
 def register(drv: Driver) -> Regions:
     feature = drv.hooks.bind(Regions(drv))
-    drv.regions_setup, drv.regions_teardown = feature.setup, feature.teardown
+    drv.features.append(feature)
     return feature

@@ -18,11 +18,12 @@ from tessera.vkapi.submits import QueueLabel, SubmitLedger
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
+from .feature import Feature
 from .objects import CommandBuffer, Device, Queue
 from .timeline import LabelMade, SubmitMade, batch
 
 
-class Submits:
+class Submits(Feature):
     """The driver's submit hooks: one method per command (HookSet.bind), the C path's ledger its state."""
 
     def __init__(self, drv: Driver) -> None:
@@ -100,18 +101,23 @@ class Submits:
             self.drv.timeline.settle()
 
 
-def register(drv: Driver) -> None:
-    drv.hooks.bind(Submits(drv))
+    # ---- device lifecycle (icd/feature.py): the last feature, so the first one destroyed ----------
+    def destroyed(self, dev: Device) -> None:
+        """Every submit placed (all work has completed: spec 5.2.1, vkDestroyDevice), then the fences go;
+        before any other feature destroys what the work used."""
+        drv = self.drv
+        drv.timeline.settle(block=True)
+        drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
+        drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
+        if dev.fences is not None:
+            dev.fences.destroy()
+            dev.fences = None
 
 
-def before_device_destroyed(drv: Driver, dev: Device) -> None:
-    """Every submit placed (all work has completed: spec 5.2.1, vkDestroyDevice), then the fences go."""
-    drv.timeline.settle(block=True)
-    drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
-    drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
-    if dev.fences is not None:
-        dev.fences.destroy()
-        dev.fences = None
+def register(drv: Driver) -> Submits:
+    feature = drv.hooks.bind(Submits(drv))
+    drv.features.append(feature)
+    return feature
 
 
 CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences", "vkGetFenceStatus")   # vkapi/fences.py

@@ -35,6 +35,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import tensors
 from .driver import Driver
+from .feature import Feature
 from .objects import Device
 from .tensor_push import TensorPush
 
@@ -69,7 +70,7 @@ class DescriptorState:
     memory_type: int | None = None
 
 
-class TensorDescriptors:
+class TensorDescriptors(Feature):
     """The extension's descriptor and pipeline hooks: one method per command (HookSet.bind). Its state
     is on the object (what a before-hook hands its after-hook, by the address of the copy it made) and
     on each device (DescriptorState, in the device's tensors state); tensor_push.py's TensorPush
@@ -520,15 +521,15 @@ class TensorDescriptors:
             dev.next.vkDestroyShaderModule(device, module, self.ffi.NULL)
             dev.res.shaders.pop(module, None)
 
-    def teardown(self, dev: Device) -> None:
-        """Before vkDestroyDevice: the push metadata chunks, the sets' metadata buffers, the tensors."""
+    def destroyed(self, dev: Device) -> None:
+        """Before vkDestroyDevice (icd/feature.py): the push metadata chunks, the sets' metadata buffers;
+        the tensors go next (tensors.py's Tensors, listed before this feature)."""
         if dev.tensors is not None:
             self.push.teardown(dev)
         st = dev.tensors.descriptors if dev.tensors is not None else None
         if st is not None:
             for handle in list(st.sets):
                 self.free_set(dev, st, handle)
-        tensors.teardown(self.ffi, dev)
 
 
 def _check(result: int, what: str) -> None:
@@ -540,7 +541,7 @@ def register(drv: Driver) -> TensorDescriptors:
     f = TensorDescriptors(drv)
     drv.hooks.bind(f)
     drv.hooks.bind(f.push)
-    drv.tensors_teardown = f.teardown
+    drv.features.append(f)
     return f
 
 

@@ -37,6 +37,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import tensor_aliasing, tensor_external
 from .driver import Driver
+from .feature import DeviceRequest, Feature
 from .objects import CommandBuffer, Device, EmulatedObject, PhysicalDevice, adopt, release
 from .recording import Work, add_barrier
 
@@ -270,7 +271,7 @@ def _check(result: int, what: str) -> None:
         raise TensorError(f"backend {what} failed ({result})")
 
 
-class Tensors:
+class Tensors(Feature):
     """VK_ARM_tensors' objects, memory, copies and barriers: one method per command (HookSet.bind).
     Its state is the device's DeviceTensors (Device.tensors) and, here, the structs of each command
     buffer's last translated barrier (`keepalive`)."""
@@ -284,6 +285,21 @@ class Tensors:
     def refuse(self, command: str, message: str) -> None:
         self.log.warning("%s: %s", command, message)
         print(f"tessera: {EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
+
+    # ---- device lifecycle (icd/feature.py) ---------------------------------------------------
+    label = EXTENSION
+
+    def wants(self, request: DeviceRequest) -> bool:
+        return EXTENSION in request.names
+
+    def enable(self, request: DeviceRequest) -> None:
+        enable_backend_features(self.ffi, request.info, request.phys, request.keep)
+
+    def created(self, dev: Device, request: DeviceRequest) -> None:
+        dev.tensors = DeviceTensors(wants_tensors(self.ffi, request.create_info.pNext) or Features())
+
+    def destroyed(self, dev: Device) -> None:   # after tensor_descriptors.py's (icd/entry.py's order)
+        teardown(self.ffi, dev)
 
     # ---- tensors ---------------------------------------------------------------------------
     def _make_buffer(self, dev: Device, size: int, handle_types: int = 0) -> int:
@@ -613,6 +629,7 @@ class Tensors:
 
 def register(drv: Driver) -> Tensors:
     tensors = drv.hooks.bind(Tensors(drv))
+    drv.features.append(tensors)
     tensor_aliasing.register(drv)
     return tensors
 

@@ -38,7 +38,7 @@ class Objects:
 
 def driver(hooks: HookSet | None = None):
     hooks = hooks or hook_set()
-    return NS(ffi=NS(NULL=None), hooks=hooks, objects=Objects(), lib=None, profile=None)
+    return NS(ffi=NS(NULL=None), hooks=hooks, objects=Objects(), lib=None, profile=None, features=[])
 
 
 def bound_commands(*features) -> set[str]:
@@ -78,7 +78,7 @@ def test_registering_keeps_the_callers_signatures_and_binds_the_objects():
     assert isinstance(resource_hooks.register(hooks, None), resource_hooks.ResourceHooks)
     drv = driver(hooks)
     f = instrumentation.register(drv)
-    assert (drv.instrumentation_setup, drv.instrumentation_teardown) == (f.setup, f.teardown)
+    assert drv.features == [f]   # its device lifecycle (icd/feature.py)
     instance.register(drv)
     device.register(drv)
     # The queues a device gives out are followed by vkapi/commands.py's hooks (its row), into Devices.

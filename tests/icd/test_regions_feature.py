@@ -197,9 +197,9 @@ def test_every_command_the_intercept_table_gives_icd_regions_is_a_method_and_no_
 
 def test_registering_binds_the_object_and_gives_the_device_its_setup_and_teardown():
     hooks = HookSet(HookErrors(logging.getLogger("test_regions_feature")))
-    drv = NS(ffi=Ffi(), hooks=hooks, objects=Objects(), profile=None)
+    drv = NS(ffi=Ffi(), hooks=hooks, objects=Objects(), profile=None, features=[])
     f = regions.register(drv)
-    assert (drv.regions_setup, drv.regions_teardown) == (f.setup, f.teardown)
+    assert drv.features == [f]   # its device lifecycle (icd/feature.py)
     assert hooks.replacements["vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM"] == \
         f.replace_vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM
 

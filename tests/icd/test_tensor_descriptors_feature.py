@@ -58,7 +58,7 @@ def hook_set() -> HookSet:
 
 def driver(ffi, hooks: HookSet | None = None):
     return NS(ffi=ffi, hooks=hooks or hook_set(), objects=NS(get=lambda handle, kind=None: handle), lib=None,
-              profile=None, tensors_teardown=None)
+              profile=None, features=[])
 
 
 class Next:
@@ -142,7 +142,7 @@ def test_register_binds_both_objects_and_hands_the_device_teardown_over(ffi):
     drv = driver(ffi)
     f = tensor_descriptors.register(drv)
     assert isinstance(f.push, TensorPush) and f.push.translation is f
-    assert drv.tensors_teardown == f.teardown
+    assert drv.features == [f]   # its device lifecycle (icd/feature.py)
     assert set(drv.hooks.modules()) == named("icd.tensor_descriptors") | named("icd.tensor_push")
 
 

@@ -32,7 +32,7 @@ class Objects:
 
 def driver():
     hooks = HookSet(HookErrors(logging.getLogger("test_tensors_feature")))
-    return NS(ffi=NS(NULL=None), hooks=hooks, objects=Objects(), lib=None, profile=None)
+    return NS(ffi=NS(NULL=None), hooks=hooks, objects=Objects(), lib=None, profile=None, features=[])
 
 
 def tensor(handle=0x10, fmt=F32, dims=(2, 3), usage=TRANSFER, memory=0x99, flags=0) -> Tensor:
