@@ -30,6 +30,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import queue as queues
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -179,9 +180,9 @@ class Timeline:
     def at_exit(self) -> None:
         """The process exits (Python's atexit, which the shims also run at a C program's exit): place
         every submit, waiting up to EXIT_WAIT_S for GPU work the driver must read back first."""
-        if not self.settle(block=True, timeout_s=EXIT_WAIT_S):
-            self._report("vkQueueSubmit", f"GPU work not completed {EXIT_WAIT_S} s after the program's exit: "
-                         "its submit and later ones are not in the trace")
+        if not self.settle(block=True, timeout_s=EXIT_WAIT_S):   # not an exception: one line, always shown
+            sys.stderr.write(f"tessera: GPU work not completed {EXIT_WAIT_S:g} s after the program's exit: its "
+                             "submit and the later ones are not in the GPU trace\n")
 
     def _hand_over(self, fn: Callable, *args) -> None:
         with self._order:

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from tessera.schemas.files import FOLDER_MODE
+from tessera.schemas.files import private_folder
 from tessera.schemas.labels import innermost_tag
 from tessera.schemas.slice_args import LABEL, LABEL_STACK, TRANSFER
 
@@ -53,7 +53,7 @@ class GpuTrace:
     def __init__(self, session_dir: Path) -> None:
         global pf
         from tessera.schemas import perfetto as pf
-        session_dir.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        private_folder(session_dir)
         self.path = session_dir / "gpu.perfetto-trace"
         self.pid = os.getpid()
         self.sequence = (SEQUENCE_BASE + self.pid) & 0xFFFFFFFF

@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tessera.schemas.files import FOLDER_MODE
+from tessera.schemas.files import private_folder
 from tessera.schemas.frames import ACK
 
 # How long the daemon may make no progress (read nothing we send, acknowledge nothing we wait
@@ -383,7 +383,7 @@ class Transport:
     def _spool_write_locked(self, data: bytes) -> None:
         if self._spool is None:
             folder = self.session_dir or Path(tempfile.mkdtemp(prefix="tessera-session-"))
-            folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+            private_folder(folder)
             self.spool_path = folder / f"layer-{os.getpid()}.spool"
             # Private, as hostd's logs are: frames name the app's resources and labels.
             fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from tessera.schemas.files import FILE_MODE, FOLDER_MODE, write_atomic
+from tessera.schemas.files import FILE_MODE, private_folder, write_atomic
 from tessera.vkapi import paths
 
 from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
@@ -62,7 +62,7 @@ def demo(out: Path) -> None:
         shutil.rmtree(session, ignore_errors=True)   # the demo's own folder: each run starts clean
         start = time.perf_counter()
         proc_out = session / "app-output.txt"
-        session.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        private_folder(session)
         with open(os.open(proc_out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE), "w") as f:
             code = run_with_embedded_daemon(LaunchConfig(session, instrument=name in INSTRUMENTED,
                                                          regions=REGIONS.get(name)), argv, stdout=f,

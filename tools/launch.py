@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tessera.schemas.files import FOLDER_MODE
+from tessera.schemas.files import private_folder
 from tessera.vkapi import paths
 
 from .interrupt import Interruption
@@ -89,7 +89,7 @@ def prepare_session_dir(session: Path, force: bool = False) -> SessionLock:
     if session.exists() and not session.is_dir():
         raise LaunchError(f"--out {session}: exists and is not a folder")
     try:
-        session.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        private_folder(session)
         lock = SessionLock.acquire(session)     # before looking inside: a run holding it is writing there
     except SessionBusy as e:
         raise LaunchError(f"--out {session}: {e}") from None
@@ -173,7 +173,7 @@ def run(cfg: LaunchConfig, argv: list[str], *, interruption: Interruption | None
     stdout=). With `interruption` (tools/interrupt.py), SIGINT and SIGTERM stop the app: Interrupted if
     one came before it started."""
     ensure_shims()
-    cfg.session_dir.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    private_folder(cfg.session_dir)
     env = environment(cfg)
     check_executable(argv, env)
     if interruption is not None:
@@ -206,7 +206,7 @@ def run_with_embedded_daemon(cfg: LaunchConfig, argv: list[str], *, arm_listen: 
     from tessera.hostd.daemon import DaemonError
     from tessera.hostd.embedded import EmbeddedDaemon
 
-    cfg.session_dir.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    private_folder(cfg.session_dir)
     daemon = EmbeddedDaemon(cfg.session_dir, arm_listen=arm_listen)
     try:
         daemon.start()

@@ -24,6 +24,7 @@ Outputs go to the build folder and are rebuilt only when their inputs change.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -112,6 +113,7 @@ def _site_dirs() -> list[str]:
     return [p for p in site.getsitepackages() if Path(p).is_dir()]
 
 
+@functools.cache
 def interpreter_config(python: str = sys.executable) -> dict:
     """What the shims start their own interpreter with in a process without Python: the
     interpreter's executable, prefixes and standard-library search path, as that interpreter
