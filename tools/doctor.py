@@ -200,8 +200,9 @@ def report_python_environment(env: dict[str, str] | None = None) -> list[str]:
     lines = []
     active = [f"{name}={env[name]}" for name in ("VIRTUAL_ENV", "CONDA_PREFIX") if env.get(name)]
     first = shutil.which("python3", path=env.get("PATH", os.defpath))
+    version = _python_version(first) if first else None
     if first and Path(first).resolve() != Path(sys.executable).resolve():
-        active.append(f"python3 on PATH is {first} (Python {_python_version(first) or 'unknown'})")
+        active.append(f"python3 on PATH is {first} (Python {version or 'unknown'})")
     for name in ("PYTHONHOME", "PYTHONPATH"):
         if env.get(name):
             active.append(f"{name}={env[name]}")
@@ -210,7 +211,7 @@ def report_python_environment(env: dict[str, str] | None = None) -> list[str]:
     lines.append(f"  note     another Python environment is active: {'; '.join(active)}")
     lines.append(f"           C/C++/Rust programs: unaffected (the shims start the project's Python {ours} "
                  f"from {sys.executable}, isolated from PATH, PYTHONHOME and PYTHONPATH)")
-    if first and (version := _python_version(first)) and version != ours:
+    if version and version != ours:
         lines.append(f"           Python programs: `python3` here is Python {version}: the shims refuse it; run "
                      f"them with a Python {ours} (for example {sys.executable})")
     else:
