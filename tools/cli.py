@@ -19,6 +19,8 @@ COMMANDS = {
     "view": ("tessera.hostd.cli", "view", "Serve a trace on 127.0.0.1 for ui.perfetto.dev and print the link."),
     "export": ("tessera.hostd.arm_export", "export",
                "Export a session for other tools (--format arm: Arm's GPU Timeline viewer files)."),
+    "diff": ("tessera.tools.cmd_diff", "diff",
+             "Compare two sessions or merged traces workload by workload (GPU time, passes, shaders)."),
     "regions": ("tessera.hostd.regions", "regions",
                 "Heatmaps (PNG) or grids (--json) of per-region counters (tessera run --regions)."),
 }

@@ -1,0 +1,186 @@
+"""`tessera diff BASE NEW`: what changed between two runs, workload by workload.
+
+Role: pure functions over two runs.Run. Workloads are matched by identity (runs.Workload.key:
+process name, frame, label path, kind, order within them), never by tag or submit numbers,
+so a draw added early in a frame does not shift what every later workload is compared with.
+The diff holds: GPU time per queue (the application's; the tool's own work apart), every
+matched workload whose GPU time, args or shader cost changed, the workloads only one side
+has, and the counts (frames, submits, GPU events, workloads by kind). Rendered as text,
+Markdown (a PR comment) or JSON (`format_diff`). Counters (#27) and advice (#28) join here
+when they exist (docs/ci.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .runs import Run, Workload
+
+FORMATS = ("text", "markdown", "json")
+SHADER_FIELDS = ("thread_ops",)         # from shaders.from_args; the per-pipe totals are compared too
+TOP_TEXT = 20                           # changed workloads shown in text and Markdown (JSON: all)
+
+
+def _pct(base: int | float, new: int | float) -> float | None:
+    return None if not base else (new - base) * 100.0 / base
+
+
+def _shader_values(w: Workload) -> dict[str, int]:
+    s = w.shader
+    if not s:
+        return {}
+    out = {"thread_ops": s["thread_ops"]}
+    out.update({f"{p}_ops": v for p, v in s["totals"].items()})
+    return out
+
+
+@dataclass
+class WorkloadChange:
+    base: Workload
+    new: Workload
+    args: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    shader: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+
+    @property
+    def delta_ns(self) -> int:
+        return self.new.gpu_ns - self.base.gpu_ns
+
+    def to_json(self) -> dict[str, Any]:
+        w = self.new
+        return {"process": w.process, "frame": w.frame, "labels": list(w.labels), "label_path": w.label_path,
+                "kind": w.kind, "ordinal": w.ordinal, "name": w.name, "base_ns": self.base.gpu_ns,
+                "new_ns": w.gpu_ns, "delta_ns": self.delta_ns, "delta_pct": _pct(self.base.gpu_ns, w.gpu_ns),
+                "queue_ns": {q: {"base": self.base.queue_ns.get(q, 0), "new": w.queue_ns.get(q, 0)}
+                             for q in sorted(set(self.base.queue_ns) | set(w.queue_ns))},
+                "args": {k: {"base": b, "new": n} for k, (b, n) in self.args.items()},
+                "shader": {k: {"base": b, "new": n} for k, (b, n) in self.shader.items()}}
+
+
+@dataclass
+class Diff:
+    base: str
+    new: str
+    queues: dict[str, tuple[int, int]]          # queue -> (base ns, new ns), the application's
+    internal: tuple[int, int]                   # the tool's own GPU time, both sides
+    counts: dict[str, tuple[Any, Any]]
+    changed: list[WorkloadChange]
+    added: list[Workload]
+    removed: list[Workload]
+    unchanged: int
+
+    def to_json(self) -> dict[str, Any]:
+        def one(w: Workload) -> dict[str, Any]:
+            return {"process": w.process, "frame": w.frame, "labels": list(w.labels), "label_path": w.label_path,
+                    "kind": w.kind, "ordinal": w.ordinal, "name": w.name, "gpu_ns": w.gpu_ns,
+                    "queue_ns": w.queue_ns}
+
+        return {"base": self.base, "new": self.new,
+                "gpu_time_ns": {q: {"base": b, "new": n, "delta": n - b, "delta_pct": _pct(b, n)}
+                                for q, (b, n) in self.queues.items()},
+                "internal_time_ns": {"base": self.internal[0], "new": self.internal[1]},
+                "counts": {k: {"base": b, "new": n} for k, (b, n) in self.counts.items()},
+                "changed": [c.to_json() for c in self.changed],
+                "added": [one(w) for w in self.added], "removed": [one(w) for w in self.removed],
+                "unchanged": self.unchanged}
+
+
+def diff_runs(base: Run, new: Run) -> Diff:
+    queues = {q: (base.summary.gpu_time_ns.get(q, 0), new.summary.gpu_time_ns.get(q, 0))
+              for q in sorted(set(base.summary.gpu_time_ns) | set(new.summary.gpu_time_ns))}
+    internal = (sum(base.summary.internal_time_ns.values()), sum(new.summary.internal_time_ns.values()))
+    sb, sn = base.summary, new.summary
+    counts = {"frames": (sb.frames, sn.frames), "submits": (sb.submits, sn.submits),
+              "gpu_events": (sb.gpu_events, sn.gpu_events)}
+    for kind in sorted(set(sb.workloads) | set(sn.workloads)):
+        counts[f"workloads: {kind}"] = (sb.workloads.get(kind, 0), sn.workloads.get(kind, 0))
+    counts = {k: v for k, v in counts.items() if v[0] != v[1] or not k.startswith("workloads: ")}
+    old = {w.key: w for w in base.workloads}
+    changed, added, unchanged = [], [], 0
+    for w in new.workloads:
+        b = old.pop(w.key, None)
+        if b is None:
+            added.append(w)
+            continue
+        c = WorkloadChange(b, w)
+        for k in sorted(set(b.args) | set(w.args)):
+            if b.args.get(k) != w.args.get(k):
+                c.args[k] = (b.args.get(k), w.args.get(k))
+        sb_, sn_ = _shader_values(b), _shader_values(w)
+        for k in sorted(set(sb_) | set(sn_)):
+            if sb_.get(k) != sn_.get(k):
+                c.shader[k] = (sb_.get(k), sn_.get(k))
+        if c.delta_ns or c.args or c.shader or b.queue_ns != w.queue_ns:
+            changed.append(c)
+        else:
+            unchanged += 1
+    changed.sort(key=lambda c: (-abs(c.delta_ns), c.new.order))
+    removed = sorted(old.values(), key=lambda w: w.order)
+    return Diff(str(base.source), str(new.source), queues, internal, counts, changed, added, removed, unchanged)
+
+
+def _ms(ns: int) -> str:
+    """GPU time as the report's readers want it: µs (emulated workloads are µs long), to the ns."""
+    return f"{ns / 1e3:,.3f} µs"
+
+
+def _signed_ms(ns: int) -> str:
+    return f"{ns / 1e3:+,.3f} µs"
+
+
+def _pct_text(p: float | None) -> str:
+    return "new" if p is None else f"{p:+.1f}%"
+
+
+def format_diff(d: Diff, fmt: str) -> str:
+    if fmt == "json":
+        import json
+
+        return json.dumps(d.to_json(), indent=2)
+    md = fmt == "markdown"
+    lines: list[str] = []
+    if md:
+        lines += [f"### Tessera GPU diff", "", f"base `{d.base}` → new `{d.new}`", "",
+                  "| queue | base | new | Δ | Δ% |", "|---|---:|---:|---:|---:|"]
+        for q, (b, n) in d.queues.items():
+            lines.append(f"| {q} | {_ms(b)} | {_ms(n)} | {_signed_ms(n - b)} | {_pct_text(_pct(b, n))} |")
+    else:
+        lines += [f"base {d.base}", f"new  {d.new}", "GPU time per queue (base → new, Δ)"]
+        for q, (b, n) in d.queues.items():
+            lines.append(f"  {q:<16} {_ms(b):>14} → {_ms(n):>14}  {_signed_ms(n - b):>14} {_pct_text(_pct(b, n)):>8}")
+    if d.internal[0] or d.internal[1]:
+        lines.append(("" if md else "  ") + f"tool (internal) work: {_ms(d.internal[0])} → {_ms(d.internal[1])}, "
+                     "not counted above")
+    changed_counts = {k: v for k, v in d.counts.items() if v[0] != v[1]}
+    if changed_counts:
+        lines += ["", "**Counts**" if md else "counts (base → new)"]
+        lines += [f"{'- ' if md else '  '}{k}: {b} → {n}" for k, (b, n) in changed_counts.items()]
+    lines += ["", (f"**{len(d.changed)} workload(s) changed**, {len(d.added)} new, {len(d.removed)} removed, "
+                   f"{d.unchanged} unchanged") if md else
+              f"workloads: {len(d.changed)} changed, {len(d.added)} new, {len(d.removed)} removed, "
+              f"{d.unchanged} unchanged"]
+    if d.changed:
+        if md:
+            lines += ["", "| workload | base | new | Δ | Δ% | what changed |", "|---|---:|---:|---:|---:|---|"]
+        for c in d.changed[:TOP_TEXT]:
+            what = [f"{k}: {b} → {n}" for k, (b, n) in c.args.items()]
+            what += [f"shader {k}: {b} → {n}" for k, (b, n) in c.shader.items()]
+            text = "; ".join(what)
+            if md:
+                lines.append(f"| {c.new.describe()} | {_ms(c.base.gpu_ns)} | {_ms(c.new.gpu_ns)} | "
+                             f"{_signed_ms(c.delta_ns)} | {_pct_text(_pct(c.base.gpu_ns, c.new.gpu_ns))} | "
+                             f"{text.replace('|', '∣')} |")
+            else:
+                lines.append(f"  {_signed_ms(c.delta_ns):>14} {_pct_text(_pct(c.base.gpu_ns, c.new.gpu_ns)):>8}  "
+                             f"{c.new.describe()}")
+                if text:
+                    lines.append(f"      {text}")
+        if len(d.changed) > TOP_TEXT:
+            lines.append(f"{'' if md else '  '}… {len(d.changed) - TOP_TEXT} more (--format json lists all)")
+    for title, items in (("new", d.added), ("removed", d.removed)):
+        if items:
+            lines += ["", f"**{title}**" if md else f"{title} workloads"]
+            for w in items[:TOP_TEXT]:
+                lines.append(f"{'- ' if md else '  '}{_ms(w.gpu_ns)}  {w.describe()}")
+            if len(items) > TOP_TEXT:
+                lines.append(f"{'' if md else '  '}… {len(items) - TOP_TEXT} more (--format json lists all)")
+    return "\n".join(lines)
