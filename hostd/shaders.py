@@ -6,7 +6,7 @@ small caches a `ShaderIndex` keeps for one merge or report.
 
 Units (docs/hostd.md "Shader cost"): every pipe value is thread-operations, the emulated
 driver's compiler-model cost of a basic block on that pipe times the block's measured thread
-executions (VK_ARM_shader_instrumentation in icd/instrumentation.py). A workload's total is
+executions (VK_ARM_shader_instrumentation in icd/instrumentation/). A workload's total is
 FMA + CVT + SFU + LS + TEX + VAR over its actions and stages. Thread-operations are not cycles:
 the pipes differ in width (a Mali-G720 core does 128 FMA but 8 texture thread-operations per
 clock in the compiler model), so the pipe with the largest total is named "largest pipe", not

@@ -1,6 +1,6 @@
 """Driver-owned counter memory: host-visible chunks bound through one dynamic storage-buffer set.
 
-Role: what shader instrumentation (instrumentation.py) and per-region counters (regions.py) both
+Role: what shader instrumentation (icd/instrumentation/) and per-region counters (icd/regions/) both
 need beside the application's descriptor sets: a descriptor set layout with one dynamic storage
 buffer, the limits their regions obey, and chunks of host-visible, coherent memory, each a
 backend VkBuffer mapped for good, with its own descriptor set (range `window`: a dynamic offset

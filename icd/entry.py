@@ -16,14 +16,17 @@ from tessera.vkapi.vkconst import vk
 
 from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 
-from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, instrumentation, labels,
-               measured_timing, object_names, recording, regions, shader_costs, submit, tensor_descriptors, tensors)
+from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, labels, measured_timing,
+               object_names, recording, shader_costs, submit)
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
+from .instrumentation import hooks as instrumentation
 from .objects import Objects
+from .regions import hooks as regions
 from .settings import IcdSettings
 from .shim_spec import ANSWERED, HOOKS
+from .tensors import descriptors as tensor_descriptors, resources as tensors
 from .timeline import Timeline
 
 
@@ -42,7 +45,7 @@ def install(ffi, lib) -> None:
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
     # Each command's hooks run in the order its row of the intercept table names their modules, whatever the
     # order modules register in (vkapi/intercepts.py; e.g. icd.recording makes a draw's Work/Draw before
-    # icd.regions, icd.indirect_sizes and icd.measured_timing complete it). The order below is the devices'
+    # icd.regions.hooks, icd.indirect_sizes and icd.measured_timing complete it). The order below is the devices'
     # lifecycle: from tensors on, each module's register appends its feature to drv.features, which
     # vkCreateDevice runs in this order and vkDestroyDevice in reverse (icd/feature.py): the submits are
     # last, so at destroy they settle (and their fences go) before any feature destroys what the work used.

@@ -11,9 +11,9 @@ from __future__ import annotations
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import regions
-from .instrumentation_metrics import METRICS
+from .instrumentation.metrics import METRICS
 from .profiles import ARM_VENDOR_ID, DRIVER_RELEASE_NAME, DRIVER_VERSION, GpuProfile
+from .regions import props as region_props
 
 DRIVER_NAME = "Mali (Tessera emulation)"
 # Extensions this driver adds on top of the backend, with their spec versions (vk.xml).
@@ -58,9 +58,9 @@ def apply_properties2(ffi, props2, profile: GpuProfile) -> None:
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INSTRUMENTATION_PROPERTIES_ARM:
             s = ffi.cast("VkPhysicalDeviceShaderInstrumentationPropertiesARM *", p)
             s.numMetrics = len(METRICS)
-            s.perBasicBlockGranularity = vk.VK_TRUE   # counts per SPIR-V block (instrumentation.py)
+            s.perBasicBlockGranularity = vk.VK_TRUE   # counts per SPIR-V block (icd/instrumentation/)
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PERFORMANCE_COUNTERS_BY_REGION_PROPERTIES_ARM:
-            regions.apply_properties(ffi, p)
+            region_props.apply_properties(ffi, p)
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_PROPERTIES_ARM:
             tensor_properties(ffi.cast("VkPhysicalDeviceTensorPropertiesARM *", p), props2.properties.limits)
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM:
@@ -93,10 +93,10 @@ def apply_features2(ffi, features2) -> None:
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INSTRUMENTATION_FEATURES_ARM:
             ffi.cast("VkPhysicalDeviceShaderInstrumentationFeaturesARM *", p).shaderInstrumentation = vk.VK_TRUE
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PERFORMANCE_COUNTERS_BY_REGION_FEATURES_ARM:
-            regions.apply_features(ffi, p)
+            region_props.apply_features(ffi, p)
         elif p.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_FEATURES_ARM:
             f = ffi.cast("VkPhysicalDeviceTensorFeaturesARM *", p)
-            f.tensors = f.tensorNonPacked = f.shaderTensorAccess = vk.VK_TRUE   # tensors.py, tensor_shaders.py
+            f.tensors = f.tensorNonPacked = f.shaderTensorAccess = vk.VK_TRUE   # icd/tensors/
             f.shaderStorageTensorArrayDynamicIndexing = vk.VK_TRUE   # arrays of storage buffers, indexed the same
             f.shaderStorageTensorArrayNonUniformIndexing = vk.VK_FALSE
             f.descriptorBindingStorageTensorUpdateAfterBind = vk.VK_FALSE
@@ -106,7 +106,7 @@ def tensor_properties(s, limits) -> None:
     """VkPhysicalDeviceTensorPropertiesARM from what the emulation can honour: tensors are storage
     buffers on the backend (sizes bounded by its maxStorageBufferRange), shaders address elements
     with 32-bit indices, one storage buffer per descriptor set is the driver's tensor metadata."""
-    from .tensors import MAX_DIMENSIONS, SHADER_STAGES
+    from .tensors.resources import MAX_DIMENSIONS, SHADER_STAGES
 
     size = limits.maxStorageBufferRange
     s.maxTensorDimensionCount = MAX_DIMENSIONS

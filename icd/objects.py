@@ -94,10 +94,10 @@ class Device(IcdObject):
     emulated: dict[int, EmulatedObject] = field(default_factory=dict)   # this driver's own objects, by handle
     res: "Resources" = field(default_factory=lambda: Resources())
     recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
-    instrumentation: Any = None                # instrumentation_objects.DeviceInstrumentation when the feature is on
+    instrumentation: Any = None                # instrumentation.objects.DeviceInstrumentation when the feature is on
     # application pipeline layout -> (set layouts, push-constant ranges), counter_memory.track_pipeline_layouts
     pipeline_layouts: dict = field(default_factory=dict)
-    tensors: Any = None                        # tensors.DeviceTensors when VK_ARM_tensors is enabled
+    tensors: Any = None                        # tensors.resources.DeviceTensors when VK_ARM_tensors is enabled
     fences: Any = None                         # vkapi.fences.Fences, made with the first submit that needs one
 
 
@@ -134,10 +134,10 @@ class CommandBuffer(IcdObject):
     graphics_pipeline: Any = None
     ray_tracing_pipeline: Any = None
     address: int = 0                # the handle as an integer (trace command_buffer_handle)
-    instrumentation: Any = None     # the active shader instrumentation object (instrumentation.py)
+    instrumentation: Any = None     # the active shader instrumentation object (icd/instrumentation/)
     needs_completion: bool = False  # holds work timed only after execution (recording.Draw.at_completion)
     # Shader objects bound (vkCmdBindShadersEXT): stage bit -> vkapi.pipelines.Pipeline. Written by
-    # recording.py (bind_shaders), read by instrumentation_recording.py (shaders_bound). Kept across
+    # recording.py (bind_shaders), read by instrumentation/recording.py (shaders_bound). Kept across
     # a reset, as it always was (an application rebinds every stage it draws with).
     shader_objects: dict[int, Any] = field(default_factory=dict)
 

@@ -17,13 +17,13 @@ LIBRARY = "libtessera_mali_icd.so"
 HOOKS = intercepts.hooks(intercepts.ICD)
 RECORDED = intercepts.recorded(intercepts.ICD)
 ANSWERED = intercepts.answered(intercepts.ICD)
-# Backend commands the driver calls itself (instrumentation.py: counters' memory and descriptors).
+# Backend commands the driver calls itself (icd/instrumentation/: counters' memory and descriptors).
 CALLS = (
     "vkCreateDescriptorSetLayout", "vkDestroyDescriptorSetLayout", "vkCreateDescriptorPool",
     "vkDestroyDescriptorPool", "vkAllocateDescriptorSets", "vkUpdateDescriptorSets", "vkCreateBuffer",
     "vkDestroyBuffer", "vkGetBufferMemoryRequirements", "vkAllocateMemory", "vkFreeMemory", "vkBindBufferMemory",
     "vkMapMemory", "vkCmdBindDescriptorSets", "vkGetPhysicalDeviceMemoryProperties",
-    "vkGetPhysicalDeviceFeatures2",   # tensors.py: backend features the lowered shaders need
+    "vkGetPhysicalDeviceFeatures2",   # icd/tensors/: backend features the lowered shaders need
 ) + SUBMIT_CALLS
 
 C_GLUE = r"""

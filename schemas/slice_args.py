@@ -54,7 +54,7 @@ SUBPASSES = Arg("subpasses", "Subpasses", "subpasses", DRIVER, "subpass_count")
 PARTS = Arg("parts", "Parts", "render pass parts (suspended and resumed)", DRIVER)
 ESTIMATED = Arg("estimated", "Estimated", "text: which values are guesses (ESTIMATES)", DRIVER)
 ITEMS = Arg("items", "Items", "invocations; -1 when indirect", DRIVER, "items")
-# Work.info keys (icd/recording.py, indirect_sizes.py, measured_timing.py, tensors.py; vkapi/transfers.py)
+# Work.info keys (icd/recording.py, indirect_sizes.py, measured_timing.py, tensors/resources.py; vkapi/transfers.py)
 GROUPS = Arg("groups", "Groups", "work groups [x, y, z]; -1 each when indirect", DRIVER, "groups")
 GROUP_SIZE = Arg("group_size", "Group size", "invocations per group [x, y, z]; -1 each when unknown", DRIVER,
                  "group_size")

@@ -65,7 +65,7 @@ class Pipeline:
     bind_point: int
     group_size: tuple[int, int, int] | None = None   # compute
     shader_cycles: dict[str, float] = field(default_factory=dict)   # stage -> cycles per invocation, when known
-    instrumented: Any = None       # driver: icd.instrumentation_objects.InstrumentedPipeline: its shaders count blocks
+    instrumented: Any = None       # driver: icd.instrumentation.objects.InstrumentedPipeline: its shaders count blocks
 
 
 @dataclass

@@ -110,7 +110,7 @@ RECORDED_IN_C: dict[str, tuple[str, ...] | None] = {
 def tensor_copy(res: Resources, info) -> Transfer:
     """vkCmdCopyTensorARM: the elements of every region (its pExtent, or the whole source tensor when
     NULL) times the element size; bytes -1 when the source tensor was not seen being created.
-    The driver (icd/tensors.py) copies exactly these bytes, in runs."""
+    The driver (icd/tensors/resources.py) copies exactly these bytes, in runs."""
     src = res.tensors.get(int(info.srcTensor))
     if src is None:
         return Transfer("tensor copy", "tensor_copy", -1, regions=info.regionCount)

@@ -4,10 +4,10 @@ Role: the extension's hooks, every one of them (vkapi/intercepts.py names this m
 rows, and HookSet.install refuses a hook registered from another), each a few lines that call
 into the modules doing the work:
 
-  instrumentation_metrics.py    the metrics, their enumeration, the device feature's create chain
-  instrumentation_objects.py    the device's state, the objects, their values and clear (result layout)
-  instrumentation_recording.py  per action at record time: resultIndex, counter region, binding
-  instrumentation_rewrite.py    pipelines and shader objects rewritten to count, at create time
+  metrics.py    the metrics, their enumeration, the device feature's create chain
+  objects.py    the device's state, the objects, their values and clear (result layout)
+  recording.py  per action at record time: resultIndex, counter region, binding
+  rewrite.py    pipelines and shader objects rewritten to count, at create time
 
 The extension (vk.xml 1.4.366: extension 608, bit 39 of VkPipelineCreateFlags2 in
 VkPipelineCreateFlags2CreateInfoKHR): pipelines created with the bit, on a device that enabled
@@ -48,11 +48,11 @@ import sys
 
 from tessera.vkapi.vkconst import vk
 
-from . import instrumentation_metrics, instrumentation_objects, instrumentation_recording
-from .driver import Driver
-from .feature import DeviceRequest, Feature
-from .instrumentation_rewrite import Rewriter, compute_stages, graphics_stages
-from .objects import CommandBuffer, Device, PhysicalDevice
+from ..driver import Driver
+from ..feature import DeviceRequest, Feature
+from ..objects import CommandBuffer, Device, PhysicalDevice
+from . import metrics, objects, recording
+from .rewrite import Rewriter, compute_stages, graphics_stages
 
 
 GRAPHICS, COMPUTE = vk.VK_PIPELINE_BIND_POINT_GRAPHICS, vk.VK_PIPELINE_BIND_POINT_COMPUTE
@@ -79,18 +79,18 @@ class Instrumentation(Feature):
     label = "shader instrumentation"
 
     def wants(self, request: DeviceRequest) -> bool:
-        return instrumentation_metrics.wants_instrumentation(self.ffi, request.create_info.pNext)
+        return metrics.wants_instrumentation(self.ffi, request.create_info.pNext)
 
     def enable(self, request: DeviceRequest) -> None:
-        instrumentation_metrics.enable_store_features(self.ffi, request.info, request.keep)
+        metrics.enable_store_features(self.ffi, request.info, request.keep)
 
     def created(self, dev: Device, request: DeviceRequest) -> None:
-        dev.instrumentation = instrumentation_objects.setup(self.ffi, dev)
+        dev.instrumentation = objects.setup(self.ffi, dev)
 
     def destroyed(self, dev: Device) -> None:
-        instrumentation_objects.teardown(self.ffi, dev)
+        objects.teardown(self.ffi, dev)
 
-    # ---- instrumented pipelines and shader objects (instrumentation_rewrite.py) ------------------
+    # ---- instrumented pipelines and shader objects (rewrite.py) ------------------
     def before_vkCreateComputePipelines(self, dev, *args):
         return self.rewriter.before_pipelines("compute", "VkComputePipelineCreateInfo", compute_stages, dev, *args)
 
@@ -109,7 +109,7 @@ class Instrumentation(Feature):
     def after_vkCreateShadersEXT(self, dev, result, *args):
         self.rewriter.after_shaders(dev, result, *args)
 
-    # ---- objects (instrumentation_objects.py) ----------------------------------------------------
+    # ---- objects (objects.py) ----------------------------------------------------
     def replace_vkCreateShaderInstrumentationARM(self, device, pCreateInfo, pAllocator, pInstrumentation):
         dev = self.objects.get(device, Device)
         state = dev.instrumentation
@@ -117,15 +117,15 @@ class Instrumentation(Feature):
             self.warn_once("create", "vkCreateShaderInstrumentationARM on a device that did not enable the "
                            "shaderInstrumentation feature")
             return vk.VK_ERROR_FEATURE_NOT_PRESENT
-        pInstrumentation[0] = instrumentation_objects.create(state, dev).handle
+        pInstrumentation[0] = objects.create(state, dev).handle
         return vk.VK_SUCCESS
 
     def replace_vkDestroyShaderInstrumentationARM(self, device, instrumentation, pAllocator):
-        obj = instrumentation_objects.object_of(self.objects.get(device, Device), instrumentation)
+        obj = objects.object_of(self.objects.get(device, Device), instrumentation)
         if obj is not None:
-            instrumentation_objects.destroy(self.ffi, obj)
+            objects.destroy(self.ffi, obj)
 
-    # ---- recording (instrumentation_recording.py) ------------------------------------------------
+    # ---- recording (recording.py) ------------------------------------------------
     def after_vkBeginCommandBuffer(self, cb, result, commandBuffer, pBeginInfo):
         """Every command buffer of a device with the feature records through its Python hooks: an
         action with an instrumented pipeline and no active object must still bind somewhere for
@@ -135,7 +135,7 @@ class Instrumentation(Feature):
 
     def replace_vkCmdBeginShaderInstrumentationARM(self, commandBuffer, instrumentation):
         cb = self.objects.get(commandBuffer, CommandBuffer)
-        obj = instrumentation_objects.object_of(cb.device, instrumentation)
+        obj = objects.object_of(cb.device, instrumentation)
         if obj is None:
             self.warn_once("begin-unknown", "vkCmdBeginShaderInstrumentationARM with an unknown instrumentation "
                            "object: ignored")
@@ -160,12 +160,12 @@ class Instrumentation(Feature):
                            "by VK_ARM_shader_instrumentation): the secondaries' work is not attributed to it")
 
     def before_vkCmdBindShadersEXT(self, cb: CommandBuffer, commandBuffer, count, pStages, pShaders):
-        """After recording.py bound the stages: the plan of the graphics shader objects now bound."""
-        instrumentation_recording.shaders_bound(cb, count, pStages, self.warn_once)
+        """After icd/recording.py bound the stages: the plan of the graphics shader objects now bound."""
+        recording.shaders_bound(cb, count, pStages, self.warn_once)
 
     # Every draw, dispatch and trace rays: numbered, and bound to its region when instrumented.
     def _action(self, cb: CommandBuffer, commandBuffer, bind_point: int) -> None:
-        instrumentation_recording.before_action(self.ffi, cb, commandBuffer, bind_point)
+        recording.before_action(self.ffi, cb, commandBuffer, bind_point)
 
     def before_vkCmdDraw(self, cb: CommandBuffer, commandBuffer, *args):
         self._action(cb, commandBuffer, GRAPHICS)
@@ -218,23 +218,23 @@ class Instrumentation(Feature):
     def before_vkCmdTraceRaysIndirectKHR(self, cb: CommandBuffer, commandBuffer, *args):
         self._action(cb, commandBuffer, RAY_TRACING)
 
-    # ---- results (instrumentation_metrics.py, instrumentation_objects.py) ------------------------
+    # ---- results (metrics.py, objects.py) ------------------------
     def replace_vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM(self, physicalDevice, pCount, pDescriptions):
         self.objects.get(physicalDevice, PhysicalDevice)
-        return instrumentation_metrics.describe_metrics(self.ffi, pCount, pDescriptions)
+        return metrics.describe_metrics(self.ffi, pCount, pDescriptions)
 
     def replace_vkGetShaderInstrumentationValuesARM(self, device, instrumentation, pCount, pValues, flags):
-        obj = instrumentation_objects.object_of(self.objects.get(device, Device), instrumentation)
+        obj = objects.object_of(self.objects.get(device, Device), instrumentation)
         if obj is None:
             self.warn_once("get-unknown", "vkGetShaderInstrumentationValuesARM with an unknown object")
             pCount[0] = 0
             return vk.VK_SUCCESS
-        return instrumentation_objects.get_values(self.ffi, obj, pCount, pValues)
+        return objects.get_values(self.ffi, obj, pCount, pValues)
 
     def replace_vkClearShaderInstrumentationMetricsARM(self, device, instrumentation):
-        obj = instrumentation_objects.object_of(self.objects.get(device, Device), instrumentation)
+        obj = objects.object_of(self.objects.get(device, Device), instrumentation)
         if obj is not None:
-            instrumentation_objects.clear(self.ffi, obj)
+            objects.clear(self.ffi, obj)
 
 
 def register(drv: Driver) -> Instrumentation:

@@ -3,9 +3,9 @@
 Role: the metrics the emulated Mali counts (names, descriptions, order of the values), the
 answer to vkEnumeratePhysicalDeviceShaderInstrumentationMetricsARM, and the device-creation
 side of the `shaderInstrumentation` feature (whether a create chain asks for it; the two core
-store features the counting stages need on the backend). identity.py reports numMetrics from
+store features the counting stages need on the backend). icd/identity.py reports numMetrics from
 METRICS. No state: constants and functions of their arguments, safe on any thread. The hooks
-are in instrumentation.py.
+are in hooks.py.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def wants_instrumentation(ffi, pnext) -> bool:
 def enable_store_features(ffi, info, keep) -> None:
     """Instrumented vertex and fragment stages write to storage buffers: turn on the two core
     features that allow it in the create info going to the backend (`info` is the driver's copy).
-    Per-region counters (regions.py) need them too."""
+    Per-region counters (icd/regions/) need them too."""
     for node in structs.chain(ffi, info.pNext):
         if node.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2:   # a copy (strip_chain rebuilt it)
             f2 = ffi.cast("VkPhysicalDeviceFeatures2 *", node)

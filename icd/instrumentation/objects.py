@@ -1,8 +1,8 @@
 """VK_ARM_shader_instrumentation: the driver's state, the instrumentation objects and their values.
 
 Role: what an instrumented pipeline's counters mean (InstrumentedStage, InstrumentedPipeline:
-made by instrumentation_rewrite.py, bound by instrumentation_recording.py, read here and by
-measured_timing.py), the per-device state (DeviceInstrumentation: the counters' set layout and
+made by rewrite.py, bound by recording.py, read here and by
+icd/measured_timing.py), the per-device state (DeviceInstrumentation: the counters' set layout and
 limits, the driver's pipeline layouts, the discard region), the objects (non-dispatchable
 handles the driver allocates; their memory in 1 MiB host-visible chunks) and the result layout
 of vkGetShaderInstrumentationValuesARM: one row per block (VkShaderInstrumentationMetricDataHeaderARM
@@ -24,10 +24,10 @@ from typing import Any
 
 from tessera.vkapi.vkconst import vk
 
-from . import counter_memory
-from .counter_memory import Chunk
-from .instrumentation_metrics import METRICS, OPS_INDEX
-from .objects import Device, EmulatedObject, adopt, release
+from .. import counter_memory
+from ..counter_memory import Chunk
+from ..objects import Device, EmulatedObject, adopt, release
+from .metrics import METRICS, OPS_INDEX
 
 CHUNK_BYTES = 1 << 20          # one buffer of an object's memory; regions never span two
 REGION_MAX_BYTES = 1 << 16     # the largest pipeline: 16,384 blocks over its stages
@@ -92,7 +92,7 @@ class InstrumentationObject(EmulatedObject):
     regions: dict[int, Region] = field(default_factory=dict)      # resultIndex -> its counters
     chunks: list[Chunk] = field(default_factory=list)
     # run by vkClearShaderInstrumentationMetricsARM before it zeroes the values and by
-    # vkDestroyShaderInstrumentationARM before it frees them (measured_timing.py banks the executions
+    # vkDestroyShaderInstrumentationARM before it frees them (icd/measured_timing.py banks the executions
     # the timeline has not read yet)
     before_clear: list = field(default_factory=list)
 

@@ -1,6 +1,6 @@
 """VK_ARM_shader_instrumentation at record time: each action's resultIndex, counter region and binding.
 
-Role: what instrumentation.py's recording hooks do. Every draw, dispatch and trace-rays recorded
+Role: what hooks.py's recording hooks do. Every draw, dispatch and trace-rays recorded
 while an object is active takes the object's next resultIndex (instrumented or not, vk.xml); with
 an instrumented pipeline or shader objects bound it also gets its own region of the object's
 memory (region_for), bound as the counters' dynamic storage buffer just before the command. An
@@ -12,7 +12,7 @@ State: the object's index and regions (external synchronisation of its command b
 command buffer's InstrumentedShaders (this module's slot on it, vkapi/slots.py: the plan of the
 graphics shader objects bound, with the graphics pipeline it goes with), and the device's
 shader_pairs cache and chunk allocation, under the device's lock where two recording threads may
-meet. It reads the shader objects bound from cb.shader_objects (recording.py's).
+meet. It reads the shader objects bound from cb.shader_objects (icd/recording.py's).
 """
 from __future__ import annotations
 
@@ -21,17 +21,17 @@ from typing import Any, Callable
 
 from tessera.vkapi.vkconst import vk
 
-from . import counter_memory
-from .counter_memory import Chunk
-from .instrumentation_objects import (CHUNK_BYTES, REGION_MAX_BYTES, DeviceInstrumentation, InstrumentationObject,
-                                      InstrumentedPipeline, Region)
-from .objects import CommandBuffer, Device
+from .. import counter_memory
+from ..counter_memory import Chunk
+from ..objects import CommandBuffer, Device
+from .objects import (CHUNK_BYTES, REGION_MAX_BYTES, DeviceInstrumentation, InstrumentationObject,
+                      InstrumentedPipeline, Region)
 
 
 @dataclass
 class InstrumentedShaders:
     """This module's state on a command buffer (its slot, dropped at reset): the plan of the graphics
-    shader objects bound, and the graphics pipeline record (recording.py) it goes with."""
+    shader objects bound, and the graphics pipeline record (icd/recording.py) it goes with."""
     pipeline: Any = None
     plan: InstrumentedPipeline | tuple | None = None   # a (vertex, fragment) tuple: graphics_plan
 
@@ -101,7 +101,7 @@ def before_action(ffi, cb: CommandBuffer, commandBuffer, bind_point: int) -> Non
 
 
 def shaders_bound(cb: CommandBuffer, count: int, pStages, warn: Callable[[str, str], None]) -> None:
-    """After recording.py bound shader objects (vkCmdBindShadersEXT): when a graphics stage was
+    """After icd/recording.py bound shader objects (vkCmdBindShadersEXT): when a graphics stage was
     among them, the plan of the graphics shader objects now bound, kept with the record it made."""
     state = cb.device.instrumentation
     if state is None or not any(pStages[i] != vk.VK_SHADER_STAGE_COMPUTE_BIT for i in range(count)):

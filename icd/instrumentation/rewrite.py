@@ -1,6 +1,6 @@
 """VK_ARM_shader_instrumentation at create time: pipelines and shader objects rewritten to count blocks.
 
-Role: what instrumentation.py's create hooks do. A compute or graphics pipeline created with
+Role: what hooks.py's create hooks do. A compute or graphics pipeline created with
 VK_PIPELINE_CREATE_2_INSTRUMENT_SHADERS_BIT_ARM (bit 39, in VkPipelineCreateFlags2CreateInfoKHR),
 on a device that enabled the feature, gets every vertex, fragment and compute stage rewritten by
 the SPIR-V toolkit's block-counter pass (each basic block atomically counts its thread
@@ -26,10 +26,10 @@ from typing import Any, Callable
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import counter_memory
-from .driver import Driver
-from .instrumentation_objects import REGION_MAX_BYTES, DeviceInstrumentation, InstrumentedPipeline, InstrumentedStage
-from .objects import Device
+from .. import counter_memory
+from ..driver import Driver
+from ..objects import Device
+from .objects import REGION_MAX_BYTES, DeviceInstrumentation, InstrumentedPipeline, InstrumentedStage
 
 INSTRUMENT_SHADERS_BIT = vk.VK_PIPELINE_CREATE_2_INSTRUMENT_SHADERS_BIT_ARM
 SHADER_INSTRUMENT_BIT = vk.VK_SHADER_CREATE_INSTRUMENT_SHADER_BIT_ARM    # bit 11 of VkShaderCreateFlagsEXT
@@ -272,7 +272,7 @@ class Rewriter:
         entry = self.shader_pending.pop(int(ffi.cast("uintptr_t", pInfos)), None)
         if entry is None or result not in (vk.VK_SUCCESS, vk.VK_INCOMPATIBLE_SHADER_BINARY_EXT):
             return
-        from . import shader_costs
+        from .. import shader_costs
         for i, done in enumerate(entry[0]):
             known = dev.res.shader_objects.get(int(pShaders[i]))
             if done is None or known is None:

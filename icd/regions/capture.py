@@ -1,6 +1,6 @@
 """Per-region counters: what a captured render pass instance records, and where its values go.
 
-Role: the pieces of a capture regions.py's hooks put together. At begin: `split` finds (and
+Role: the pieces of a capture hooks.py's hooks put together. At begin: `split` finds (and
 strips) VkRenderPassPerformanceCountersByRegionBeginInfoARM, `render_pass_geometry` /
 `rendering_geometry` count the arrays per subpass (layers or views) and the tile write-back bytes
 per pixel, and `plan` validates the request and lays out driver memory: per subpass a template
@@ -16,7 +16,7 @@ host-visible, and the application may consume the values on the device later in 
 buffer (the extension's synchronisation section); a copy in the command stream is exact for both.
 
 Threads: the thread recording the command buffer (external synchronisation); chunks come from
-regions_state.reserve (the device's free list under its lock).
+state.reserve (the device's free list under its lock).
 """
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ from tessera.vkapi import accel, structs
 from tessera.vkapi.resources import texel_bytes
 from tessera.vkapi.vkconst import vk
 
-from .objects import CommandBuffer
-from .regions_props import BY_ID, MAX_COUNTERS, REGION_ALIGNMENT, REGION_SIZE, align, row_bytes
-from .regions_state import (CHUNK_BYTES, SECTION_MAX_BYTES, ArrayCopy, Capture, DeviceRegions, cb_state,
+from ..objects import CommandBuffer
+from .props import BY_ID, MAX_COUNTERS, REGION_ALIGNMENT, REGION_SIZE, align, row_bytes
+from .state import (CHUNK_BYTES, SECTION_MAX_BYTES, ArrayCopy, Capture, DeviceRegions, cb_state,
                             reserve)
 
 COLOR_OUTPUT = vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT

@@ -4,13 +4,13 @@ Role: the extension's hooks (vk.xml 1.4.366: extension 606, spec version 1). Eve
 registered here, because the intercept table (vkapi/intercepts.py) names this module for them;
 the work is in four modules with one job each:
 
-- regions_props.py: the counters, properties, feature and layout arithmetic (no state);
-- regions_state.py: the per-device and per-command-buffer records and the driver memory they use;
-- regions_pipelines.py: the counting variant of a graphics pipeline;
-- regions_capture.py: what a captured render pass instance records and where its values go.
+- props.py: the counters, properties, feature and layout arithmetic (no state);
+- state.py: the per-device and per-command-buffer records and the driver memory they use;
+- pipelines.py: the counting variant of a graphics pipeline;
+- capture.py: what a captured render pass instance records and where its values go.
 
 A device that enabled the `performanceCountersByRegion` feature gets, for every graphics pipeline
-with a fragment stage, a second "counting" pipeline (regions_pipelines.py). A render pass instance
+with a fragment stage, a second "counting" pipeline (pipelines.py). A render pass instance
 whose VkRenderPassBeginInfo / VkRenderingInfo carries VkRenderPassPerformanceCountersByRegionBeginInfoARM
 (stripped before the backend) is captured:
 
@@ -25,7 +25,7 @@ whose VkRenderPassBeginInfo / VkRenderingInfo carries VkRenderPassPerformanceCou
   into the buffer that holds each address (from the tracked vkGetBufferDeviceAddress results),
   and a barrier making the writes visible to COLOR_ATTACHMENT_OUTPUT and later stages.
 
-Counters (regions_props.COUNTERS; docs/regions.md says how each is computed): fragment threads,
+Counters (props.COUNTERS; docs/regions.md says how each is computed): fragment threads,
 covered samples, killed fragments, thread-operations per pipe (FMA, CVT, SFU, LS, texture, varying:
 measured block executions x the compiler model's per-block costs), tile write-back bytes
 (computed). Helper threads are not offered: a helper invocation's atomics have no effect (Vulkan
@@ -52,18 +52,16 @@ import sys
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import instrumentation_metrics, regions_state
-from .driver import Driver
-from .feature import DeviceRequest, Feature
-from .objects import CommandBuffer, Device, PhysicalDevice
-from .regions_capture import (area_of, begin_commands, bound_handle, end_commands, plan, render_pass_geometry,
-                              rendering_geometry, split)
-from .regions_pipelines import make_variant
-from .regions_props import apply_features, apply_properties, enumerate_counters, wants_regions
-from .regions_state import Capture, DeviceRegions, cb_state, release
-
-# identity.py, device.py, entry.py
-__all__ = ["Regions", "register", "wants_regions", "apply_properties", "apply_features"]
+from ..driver import Driver
+from ..feature import DeviceRequest, Feature
+from ..instrumentation import metrics as instrumentation_metrics
+from ..objects import CommandBuffer, Device, PhysicalDevice
+from . import state as regions_state
+from .capture import (area_of, begin_commands, bound_handle, end_commands, plan, render_pass_geometry,
+                      rendering_geometry, split)
+from .pipelines import make_variant
+from .props import enumerate_counters, wants_regions
+from .state import Capture, DeviceRegions, cb_state, release
 
 
 class Regions(Feature):

@@ -4,7 +4,7 @@ Role: for a device that enabled the feature, every graphics pipeline with a frag
 second "counting" pipeline (`make_variant`): the same create info with the fragment shader rewritten
 by the SPIR-V toolkit's region-counter pass (spirv/passes/region_counters.py; per-block op costs from
 the compiler model) and a driver-made pipeline layout with one more descriptor set (a dynamic storage
-buffer of driver memory, counter_memory.py). regions.py's vkCreateGraphicsPipelines hook calls it and
+buffer of driver memory, icd/counter_memory.py). hooks.py's vkCreateGraphicsPipelines hook calls it and
 keeps the result in `DeviceRegions.variants`. The compiler and SPIR-V toolkit are imported on first
 use (they are heavy, and most programs never enable the feature).
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import counter_memory
-from .objects import Device
-from .regions_props import REGION_SIZE
-from .regions_state import DeviceRegions, RegionsError, Variant
+from .. import counter_memory
+from ..objects import Device
+from .props import REGION_SIZE
+from .state import DeviceRegions, RegionsError, Variant
 
 _OPS_INDEX = {"fma": 0, "cvt": 1, "sfu": 2, "ls": 3, "var": 4, "tex": 5}   # compiler BlockCost.ops order
 

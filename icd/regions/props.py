@@ -1,8 +1,8 @@
 """VK_ARM_performance_counters_by_region: what the emulated Mali reports (counters, properties, layout).
 
 Role: the extension's constants and queries: the counters offered (`COUNTERS`: stable IDs, names;
-docs/regions.md says how each is computed), the feature and properties structs identity.py fills,
-the feature request device.py reads, the enumeration of counters (the regions.py hook calls
+docs/regions.md says how each is computed), the feature and properties structs icd/identity.py fills,
+the feature request icd/device.py reads, the enumeration of counters (the hooks.py hook calls
 `enumerate_counters`), and the layout arithmetic of one array (vk.xml 1.4.366, extension 606).
 
 State: none; constants and pure functions, safe on any thread.

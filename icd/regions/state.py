@@ -1,9 +1,9 @@
 """Per-region counters: the driver's state per device and per command buffer, and its memory.
 
-Role: the records regions.py's hooks keep (`DeviceRegions` per device that enabled the feature,
+Role: the records hooks.py's hooks keep (`DeviceRegions` per device that enabled the feature,
 `CommandBufferRegions` per command buffer that recorded a captured pass, `Capture` per captured
 instance, `Variant` per counting pipeline) and the driver memory they use: chunks of host-visible
-memory (counter_memory.py) handed to command buffers for templates and working slices, returned
+memory (icd/counter_memory.py) handed to command buffers for templates and working slices, returned
 to the device's free list when a command buffer is begun again, reset or freed.
 
 Threads: a `CommandBufferRegions` and its `Capture` belong to the thread recording that command
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 from tessera.vkapi.vkconst import vk
 
-from . import counter_memory
-from .counter_memory import Chunk
-from .objects import CommandBuffer, Device
-from .regions_props import align
+from .. import counter_memory
+from ..counter_memory import Chunk
+from ..objects import CommandBuffer, Device
+from .props import align
 
 CHUNK_BYTES = 8 << 20           # driver memory per chunk (templates and working slices)
 SECTION_MAX_BYTES = 4 << 20     # one subpass's slice: the descriptor's range

@@ -1,7 +1,7 @@
 """VK_ARM_tensors: tensors aliasing images in the emulated Mali.
 
 Role: the memory-aliasing rules of the Vulkan spec ("Memory Aliasing", resources chapter, with
-VK_ARM_tensors) on a backend without tensors. A tensor is a backend VkBuffer (tensors.py), so a
+VK_ARM_tensors) on a backend without tensors. A tensor is a backend VkBuffer (resources.py), so a
 tensor and an image bound to the same VkDeviceMemory alias for real; what this module makes
 exact is the *layout* on both sides:
 
@@ -15,11 +15,11 @@ exact is the *layout* on both sides:
   (dimensions [.., D, H, W, C]: a temporary linear image W x H (x D) with C components of the
   element's size is asked for its rowPitch / depthPitch). Both then address the same bytes.
 - VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM in synchronization2 image barriers becomes GENERAL for the
-  backend (tensors.py rewrites the VkDependencyInfo).
+  backend (resources.py rewrites the VkDependencyInfo).
 
 Refused or warned validation-style (spec VUIDs): a LINEAR tensor with IMAGE_ALIASING usage
 (VUID-VkTensorDescriptionARM-tiling-09742), an OPTIMAL aliasing tensor whose innermost dimension
-is above 4 (-09741) (both in tensors.describe); a LINEAR image with TENSOR_ALIASING usage
+is above 4 (-09741) (both in resources.describe); a LINEAR image with TENSOR_ALIASING usage
 (VUID-VkImageCreateInfo-tiling-09711) is reported and created without the bit. An OPTIMAL
 aliasing image the backend cannot make linear (mip levels, array layers, samples above 1) is
 reported and left OPTIMAL: its aliasing with tensors is then not consistent.
@@ -37,8 +37,8 @@ import sys
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from .driver import Driver
-from .objects import Device
+from ..driver import Driver
+from ..objects import Device
 
 TENSOR_ALIASING_LAYOUT = vk.VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM
 IMAGE_USAGE_TENSOR_ALIASING = vk.VK_IMAGE_USAGE_TENSOR_ALIASING_BIT_ARM

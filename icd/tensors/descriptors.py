@@ -1,7 +1,7 @@
 """VK_ARM_tensors descriptors and shaders in the emulated Mali.
 
 Role: VK_DESCRIPTOR_TYPE_TENSOR_ARM on a backend without it, and the pipelines whose shaders use
-SPV_ARM_tensors. A tensor descriptor is a storage buffer (the tensor's backing buffer, tensors.py)
+SPV_ARM_tensors. A tensor descriptor is a storage buffer (the tensor's backing buffer, resources.py)
 plus a metadata record (shape, strides in elements, scratch element, rank: the layout of
 tessera.spirv.passes.tensors) the lowered shader reads:
 
@@ -15,7 +15,7 @@ tessera.spirv.passes.tensors) the lowered shader reads:
 - pipelines: compute and graphics stages declaring TensorsARM are lowered by the toolkit's pass
   with the layout's metadata bindings; the driver's module replaces the application's for the
   backend (the lowered code is what costs and instrumentation see, with the same blocks);
-- push descriptors and update templates: tensor_push.py, through `translate_writes` here.
+- push descriptors and update templates: push.py, through `translate_writes` here.
 
 Not done: descriptor buffers (a tensor descriptor's record is reached through a binding the
 driver adds, which a descriptor buffer has no place for: descriptorBufferTensorDescriptors is
@@ -33,11 +33,11 @@ from typing import Any
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import tensors
-from .driver import Driver
-from .feature import Feature
-from .objects import Device
-from .tensor_push import TensorPush
+from ..driver import Driver
+from ..feature import Feature
+from ..objects import Device
+from . import resources
+from .push import TensorPush
 
 TENSOR = vk.VK_DESCRIPTOR_TYPE_TENSOR_ARM
 STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
@@ -73,7 +73,7 @@ class DescriptorState:
 class TensorDescriptors(Feature):
     """The extension's descriptor and pipeline hooks: one method per command (HookSet.bind). Its state
     is on the object (what a before-hook hands its after-hook, by the address of the copy it made) and
-    on each device (DescriptorState, in the device's tensors state); tensor_push.py's TensorPush
+    on each device (DescriptorState, in the device's tensors state); push.py's TensorPush
     translates push descriptors and templates through this object's `state`, `set_writes`,
     `translate_writes` and `memory_type`."""
 
@@ -84,12 +84,12 @@ class TensorDescriptors(Feature):
         self.pending_layouts: dict[int, tuple[SetLayoutInfo | None, list]] = {}
         self.pending_pipelines: dict[int, list] = {}   # address of the create infos -> [lowered modules, keep]
         self.pending_updates: dict[int, list] = {}     # address of the translated writes -> what they keep alive
-        # push descriptors and update templates (tensor_push.py), translated through this object
+        # push descriptors and update templates (push.py), translated through this object
         self.push = TensorPush(drv, self, RECORD_BYTES)
 
     def refuse(self, command: str, message: str) -> None:
         self.log.warning("%s: %s", command, message)
-        print(f"tessera: {tensors.EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
+        print(f"tessera: {resources.EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
 
     def state(self, dev: Device) -> DescriptorState | None:
         st = dev.tensors
@@ -248,10 +248,10 @@ class TensorDescriptors(Feature):
 
     # ---- updates ------------------------------------------------------------------------------
     @staticmethod
-    def record_bytes(view: tensors.TensorView) -> bytes:
+    def record_bytes(view: resources.TensorView) -> bytes:
         """A tensor view's metadata record: dims, strides in elements, scratch element, rank."""
         t = view.tensor
-        element = tensors.FORMATS[view.format][0]
+        element = resources.FORMATS[view.format][0]
         words = [0] * RECORD_WORDS
         for i, (d, s) in enumerate(zip(t.dims, t.strides)):
             words[DIMS_AT + i] = d
@@ -523,7 +523,7 @@ class TensorDescriptors(Feature):
 
     def destroyed(self, dev: Device) -> None:
         """Before vkDestroyDevice (icd/feature.py): the push metadata chunks, the sets' metadata buffers;
-        the tensors go next (tensors.py's Tensors, listed before this feature)."""
+        the tensors go next (resources.py's Tensors, listed before this feature)."""
         if dev.tensors is not None:
             self.push.teardown(dev)
         st = dev.tensors.descriptors if dev.tensors is not None else None

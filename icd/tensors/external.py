@@ -1,6 +1,6 @@
 """VK_ARM_tensors: external memory of tensors in the emulated Mali.
 
-Role: a tensor's memory is a backend VkBuffer's (tensors.py: storage + transfer usage), so what
+Role: a tensor's memory is a backend VkBuffer's (resources.py: storage + transfer usage), so what
 a tensor can export or import is exactly what the backend allows for such a buffer:
 vkGetPhysicalDeviceExternalTensorPropertiesARM answers with the backend's
 vkGetPhysicalDeviceExternalBufferProperties for that usage and handle type (lavapipe: opaque fd

@@ -2,7 +2,7 @@
 
 Role: the backend (lavapipe) has VK_KHR_push_descriptor and update templates but no
 VK_DESCRIPTOR_TYPE_TENSOR_ARM, so both are translated here like vkUpdateDescriptorSets is in
-tensor_descriptors.py (a tensor descriptor = a storage buffer + a metadata record):
+descriptors.py (a tensor descriptor = a storage buffer + a metadata record):
 
 - push descriptors (vkCmdPushDescriptorSet, ...2): tensor writes become storage-buffer writes,
   and one more write points the set's metadata binding at a copy of the set's records in a
@@ -29,9 +29,9 @@ from typing import Any, Callable, Protocol
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import tensors
-from .driver import Driver
-from .objects import CommandBuffer, Device, EmulatedObject, adopt, release
+from ..driver import Driver
+from ..objects import CommandBuffer, Device, EmulatedObject, adopt, release
+from . import resources
 
 TENSOR = vk.VK_DESCRIPTOR_TYPE_TENSOR_ARM
 STORAGE = vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER
@@ -63,7 +63,7 @@ class Template(EmulatedObject):
         self.handle = handle
         self.entries = entries          # binding, array element, count, type, offset, stride
         self.push, self.bind_point, self.pipeline_layout, self.set = push, bind_point, pipeline_layout, set_index
-        self.layout = layout            # tensor_descriptors.SetLayoutInfo
+        self.layout = layout            # descriptors.SetLayoutInfo
 
 
 class PushState:
@@ -77,7 +77,7 @@ class PushState:
 
 
 class Translation(Protocol):
-    """What the push paths take from tensor_descriptors.py (its TensorDescriptors): the device's
+    """What the push paths take from descriptors.py (its TensorDescriptors): the device's
     descriptor state, the write translation (for sets and for any layout) and the host-visible
     memory type."""
 
@@ -94,7 +94,7 @@ class Translation(Protocol):
 class TensorPush:
     """Push descriptors and update templates with tensors: one method per command (HookSet.bind); the
     emulated templates and each command buffer's push state are on the object. Built and bound by
-    tensor_descriptors.register, with its TensorDescriptors as the `translation`."""
+    descriptors.register, with its TensorDescriptors as the `translation`."""
 
     def __init__(self, drv: Driver, translation: Translation, record_bytes: int) -> None:
         self.ffi, self.objects = drv.ffi, drv.objects
@@ -106,7 +106,7 @@ class TensorPush:
 
     def refuse(self, command: str, message: str) -> None:
         self.log.warning("%s: %s", command, message)
-        print(f"tessera: {tensors.EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
+        print(f"tessera: {resources.EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
 
     # ---- metadata chunks ------------------------------------------------------------------
     def new_chunk(self, dev: Device) -> Chunk:
@@ -252,9 +252,9 @@ class TensorPush:
             if any(e.descriptorType == TENSOR for e in entries):
                 self.refuse("vkCreateDescriptorUpdateTemplate", "an entry is of type VK_DESCRIPTOR_TYPE_TENSOR_ARM "
                             "but the template's set layout has no tensor binding")
-                return tensors.VALIDATION_FAILED
+                return resources.VALIDATION_FAILED
             return dev.next.vkCreateDescriptorUpdateTemplate(device, pCreateInfo, pAllocator, pTemplate)
-        handle = next(tensors._handles)
+        handle = next(resources._handles)
         self.templates[handle] = Template(handle, [(e.dstBinding, e.dstArrayElement, e.descriptorCount,
                                                     e.descriptorType, e.offset, e.stride) for e in entries],
                                           push, info.pipelineBindPoint, int(info.pipelineLayout), info.set, layout)
@@ -295,7 +295,7 @@ class TensorPush:
             elif dtype in (TENSOR, vk.VK_DESCRIPTOR_TYPE_ACCELERATION_STRUCTURE_KHR):
                 ctype, field_ = "uint64_t", None     # handles
             else:
-                raise tensors.TensorError(f"descriptor type {dtype} in an update template is not emulated")
+                raise resources.TensorError(f"descriptor type {dtype} in an update template is not emulated")
             size = ffi.sizeof(ctype)
             array = ffi.new(f"{ctype}[]", max(1, count))
             keep.append(array)
@@ -326,7 +326,7 @@ class TensorPush:
         keep: list = []
         try:
             count, writes = self.template_writes(t, descriptorSet, pData, keep)
-        except tensors.TensorError as e:
+        except resources.TensorError as e:
             self.refuse("vkUpdateDescriptorSetWithTemplate", f"{e}: nothing is written")
             return
         out = self.translation.set_writes(dev, self.translation.state(dev), "vkUpdateDescriptorSetWithTemplate",
@@ -338,7 +338,7 @@ class TensorPush:
         keep: list = []
         try:
             count, writes = self.template_writes(t, self.ffi.cast("VkDescriptorSet", 0), pData, keep)
-        except tensors.TensorError as e:
+        except resources.TensorError as e:
             self.refuse(command, f"{e}: nothing is pushed")
             return
         out = self.push_writes(cb, command, t.bind_point, layout, set_index, count, writes, keep)

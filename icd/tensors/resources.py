@@ -5,7 +5,7 @@ Vulkan 1.3). A tensor is a region of a backend VkBuffer the driver creates at vk
 (storage + transfer usage), with shape and stride metadata kept here:
 
 - memory requirements are the backing buffer's, plus `SCRATCH_BYTES` the lowered shaders write
-  out-of-bounds elements to (tensor_shaders.py), so the application allocates room for them;
+  out-of-bounds elements to (descriptors.py lowers them), so the application allocates room for them;
 - vkBindTensorMemoryARM binds each backing buffer to the application's memory (the memory
   handles are the backend's own); the result is the first failure;
 - LINEAR tensors have the application's strides (NULL: packed); OPTIMAL tensors are laid out
@@ -21,7 +21,7 @@ Invalid usage is refused validation-style: a message naming the rule (and its VU
 registry's valid usage has one) on stderr and in the log, and VK_ERROR_VALIDATION_FAILED from
 commands that return a VkResult; recording commands do nothing. Never a crash.
 
-Descriptors and shaders: tensor_descriptors.py. Threads: tensors are created and destroyed by
+Descriptors and shaders: descriptors.py. Threads: tensors are created and destroyed by
 the application under its own synchronisation; the per-device tables are dicts written under
 the GIL.
 """
@@ -35,17 +35,17 @@ from typing import Any
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from . import tensor_aliasing, tensor_external
-from .driver import Driver
-from .feature import DeviceRequest, Feature
-from .objects import CommandBuffer, Device, EmulatedObject, PhysicalDevice, adopt, release
-from .recording import Work, add_barrier
+from ..driver import Driver
+from ..feature import DeviceRequest, Feature
+from ..objects import CommandBuffer, Device, EmulatedObject, PhysicalDevice, adopt, release
+from ..recording import Work, add_barrier
+from . import aliasing, external
 
 EXTENSION = "VK_ARM_tensors"
 SPEC_VERSION = 2                 # VK_ARM_TENSORS_SPEC_VERSION in vk.xml 1.4.366
 MAX_DIMENSIONS = 8               # maxTensorDimensionCount (the lowering's metadata holds 8 dimensions)
 # shaderTensorSupportedStages: the stages whose tensor shaders the driver lowers and the tests run
-# (tensor_descriptors.py lowers any graphics stage; only compute and fragment are checked against numpy)
+# (descriptors.py lowers any graphics stage; only compute and fragment are checked against numpy)
 SHADER_STAGES = vk.VK_SHADER_STAGE_COMPUTE_BIT | vk.VK_SHADER_STAGE_FRAGMENT_BIT
 SCRATCH_BYTES = 16               # after a tensor's data: where lowered shaders write out-of-bounds elements
 VALIDATION_FAILED = vk.VK_ERROR_VALIDATION_FAILED
@@ -67,7 +67,7 @@ FORMATS: dict[int, tuple[int, str]] = {
 }
 FORMAT_FEATURES = (vk.VK_FORMAT_FEATURE_2_TENSOR_SHADER_BIT_ARM | vk.VK_FORMAT_FEATURE_2_TRANSFER_SRC_BIT
                    | vk.VK_FORMAT_FEATURE_2_TRANSFER_DST_BIT)
-# OPTIMAL tensors may alias OPTIMAL images (tensor_aliasing.py); LINEAR ones alias LINEAR images
+# OPTIMAL tensors may alias OPTIMAL images (aliasing.py); LINEAR ones alias LINEAR images
 # without the usage bit, which LINEAR tensors may not have (VUID-VkTensorDescriptionARM-tiling-09742).
 OPTIMAL_FORMAT_FEATURES = FORMAT_FEATURES | vk.VK_FORMAT_FEATURE_2_TENSOR_IMAGE_ALIASING_BIT_ARM
 _handles = itertools.count(0x7E55_7E50_0001)   # non-dispatchable handles this driver allocates
@@ -119,8 +119,8 @@ class DeviceTensors:
     features: Features
     tensors: dict[int, Tensor] = field(default_factory=dict)
     views: dict[int, TensorView] = field(default_factory=dict)
-    descriptors: Any = None      # tensor_descriptors.DescriptorState
-    pitches: dict = field(default_factory=dict)   # tensor_aliasing: linear image shape -> backend pitches
+    descriptors: Any = None      # descriptors.DescriptorState
+    pitches: dict = field(default_factory=dict)   # aliasing.py: linear image shape -> backend pitches
 
 
 def packed_strides(dims: tuple[int, ...], element: int) -> tuple[int, ...]:
@@ -165,7 +165,7 @@ def describe(ffi, desc, features: Features) -> tuple[int, int, tuple[int, ...], 
     tiling = desc.tiling
     if tiling not in (vk.VK_TENSOR_TILING_OPTIMAL_ARM, vk.VK_TENSOR_TILING_LINEAR_ARM):
         raise TensorError(f"VkTensorDescriptionARM::tiling {tiling} is not OPTIMAL or LINEAR")
-    if usage & vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM:   # tensor_aliasing.py
+    if usage & vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM:   # aliasing.py
         if tiling == vk.VK_TENSOR_TILING_LINEAR_ARM:
             raise TensorError("VUID-VkTensorDescriptionARM-tiling-09742: tiling is VK_TENSOR_TILING_LINEAR_ARM but "
                               "usage includes VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM (a LINEAR tensor aliases a "
@@ -298,18 +298,18 @@ class Tensors(Feature):
     def created(self, dev: Device, request: DeviceRequest) -> None:
         dev.tensors = DeviceTensors(wants_tensors(self.ffi, request.create_info.pNext) or Features())
 
-    def destroyed(self, dev: Device) -> None:   # after tensor_descriptors.py's (icd/entry.py's order)
+    def destroyed(self, dev: Device) -> None:   # after descriptors.py's (icd/entry.py's order)
         teardown(self.ffi, dev)
 
     # ---- tensors ---------------------------------------------------------------------------
     def _make_buffer(self, dev: Device, size: int, handle_types: int = 0) -> int:
         ffi = self.ffi
-        usage = tensor_external.BUFFER_USAGE
+        usage = external.BUFFER_USAGE
         keep: list = []
         info = ffi.new("VkBufferCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
                                                 "size": size, "usage": usage})
         if handle_types:
-            info.pNext = tensor_external.buffer_create_chain(ffi, handle_types, keep)
+            info.pNext = external.buffer_create_chain(ffi, handle_types, keep)
         out = ffi.new("VkBuffer *")
         _check(dev.next.vkCreateBuffer(dev.handle, info, ffi.NULL, out), "vkCreateBuffer")
         return int(out[0])
@@ -326,13 +326,13 @@ class Tensors(Feature):
                            "VkExternalMemoryTensorCreateInfoARM *")
         handle_types = int(ext.handleTypes) if ext is not None else 0
         for bit in (1 << i for i in range(32) if handle_types >> i & 1):
-            if not tensor_external.buffer_properties(drv, dev.physical, bit)[2] & bit:
+            if not external.buffer_properties(drv, dev.physical, bit)[2] & bit:
                 raise TensorError(f"VUID-VkTensorCreateInfoARM-pNext-09864: external memory handle type 0x{bit:x} "
                                   "is not in the compatibleHandleTypes vkGetPhysicalDeviceExternalTensorPropertiesARM "
                                   "reports for it")
         fmt, tiling, dims, strides, usage, element = describe(ffi, info.pDescription, st.features)
         if usage & vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM:   # laid out as the backend's linear images
-            strides = tensor_aliasing.optimal_strides(drv, dev, dims, element) or strides
+            strides = aliasing.optimal_strides(drv, dev, dims, element) or strides
         return fmt, tiling, dims, strides, usage, element, handle_types
 
     def replace_vkCreateTensorARM(self, device, pCreateInfo, pAllocator, pTensor):
@@ -511,7 +511,7 @@ class Tensors(Feature):
         ffi.memmove(copies, table.tobytes(), table.nbytes)
         info = {"bytes": nbytes, "regions": len(regions), "buffer_copies": len(table),
                 "src_shape": list(src.dims), "dst_shape": list(dst.dims), "rank": src.rank}
-        # the tensors' debug names when recorded (object_names.py), for the trace
+        # the tensors' debug names when recorded (icd/object_names.py), for the trace
         info.update({key: t.debug_name for key, t in (("src_tensor", src), ("dst_tensor", dst)) if t.debug_name})
         cb.ops.append(("work", Work("transfer", "tensor copy", "vkCmdCopyTensorARM", info, nbytes=nbytes)))
         cb.device.next.vkCmdCopyBuffer(commandBuffer, src.buffer, dst.buffer, len(table), copies)
@@ -552,7 +552,7 @@ class Tensors(Feature):
         barriers = self._tensor_barriers(info)
         if not barriers:
             out = structs.copy(ffi, "VkDependencyInfo *", info, keep)
-            return out if tensor_aliasing.translate_image_barriers(ffi, info, out, keep) else None
+            return out if aliasing.translate_image_barriers(ffi, info, out, keep) else None
         buffers = self._buffer_barriers(cb, barriers)
         out = structs.copy(ffi, "VkDependencyInfo *", info, keep)
         nodes = [n for n in structs.chain(ffi, info.pNext) if n.sType not in (
@@ -567,7 +567,7 @@ class Tensors(Feature):
         keep.append(array)
         out.bufferMemoryBarrierCount = len(all_buffers) + len(buffers)
         out.pBufferMemoryBarriers = array
-        tensor_aliasing.translate_image_barriers(ffi, info, out, keep)
+        aliasing.translate_image_barriers(ffi, info, out, keep)
         add_barrier(cb, [(b.srcStageMask, b.dstStageMask) for b in barriers])
         return out
 
@@ -609,9 +609,9 @@ class Tensors(Feature):
 
     def replace_vkGetPhysicalDeviceExternalTensorPropertiesARM(self, physicalDevice, pExternalTensorInfo,
                                                                pExternalTensorProperties):
-        """What the backend allows for the tensor's backing buffer (tensor_external.py)."""
+        """What the backend allows for the tensor's backing buffer (external.py)."""
         phys = self.objects.get(physicalDevice, PhysicalDevice)
-        features, export_from, compatible = tensor_external.buffer_properties(
+        features, export_from, compatible = external.buffer_properties(
             self.drv, phys, int(pExternalTensorInfo.handleType))
         props = pExternalTensorProperties.externalMemoryProperties
         props.externalMemoryFeatures = features
@@ -630,7 +630,7 @@ class Tensors(Feature):
 def register(drv: Driver) -> Tensors:
     tensors = drv.hooks.bind(Tensors(drv))
     drv.features.append(tensors)
-    tensor_aliasing.register(drv)
+    aliasing.register(drv)
     return tensors
 
 
@@ -645,7 +645,7 @@ def teardown(ffi, dev: Device) -> None:
     st.views.clear()
 
 
-# Backend features lowered tensor shaders may need (tensor_shaders.py): 8- and 16-bit storage
+# Backend features lowered tensor shaders may need (descriptors.py): 8- and 16-bit storage
 # buffer access and arithmetic types for 8/16-bit and bool elements, 64-bit types for 64-bit ones.
 _BACKEND_FEATURES = {
     "VkPhysicalDeviceVulkan11Features": ("storageBuffer16BitAccess",),

@@ -2,7 +2,7 @@
 
 Role: rewrites one fragment shader so that every fragment invocation adds what it did to the
 counters of its framebuffer region, in a storage buffer at a reserved descriptor set and binding.
-The driver (icd/regions.py) fills the buffer's header per render pass instance and reads nothing
+The driver (icd/regions/) fills the buffer's header per render pass instance and reads nothing
 back itself: the data part has exactly the application's layout (vk.xml region/row strides), so
 the driver copies it to the application's addresses when the pass ends.
 

@@ -1,6 +1,6 @@
 """Lowering of SPV_ARM_tensors to storage-buffer accesses, for a backend without tensors.
 
-Role: the shader side of VK_ARM_tensors in the emulated Mali (icd/tensor_descriptors.py binds
+Role: the shader side of VK_ARM_tensors in the emulated Mali (icd/tensors/descriptors.py binds
 what this pass expects). Each tensor variable (`OpVariable` of `OpTypeTensorARM`, or of an
 array of them, UniformConstant, DescriptorSet/Binding decorated) keeps its id, set and binding
 and becomes a storage buffer `{ S data[]; }` (an array of such blocks for an array of tensors),

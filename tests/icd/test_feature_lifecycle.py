@@ -11,10 +11,10 @@ import pytest
 from tessera.icd import shader_costs
 from tessera.icd.device import Devices
 from tessera.icd.feature import DeviceRequest, Feature
-from tessera.icd.instrumentation import Instrumentation
+from tessera.icd.instrumentation.hooks import Instrumentation
 from tessera.icd.objects import Device, Instance, Objects, PhysicalDevice
-from tessera.icd.regions import Regions
-from tessera.icd.tensors import EXTENSION, Tensors
+from tessera.icd.regions.hooks import Regions
+from tessera.icd.tensors.resources import EXTENSION, Tensors
 from tessera.vkapi.vkconst import vk
 
 CDEF = """

@@ -9,10 +9,11 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from tessera.icd import device, instance, instrumentation
+from tessera.icd import device, instance
 from tessera.icd.device import Devices
 from tessera.icd.instance import Instances
-from tessera.icd.instrumentation import Instrumentation
+from tessera.icd.instrumentation import hooks as instrumentation
+from tessera.icd.instrumentation.hooks import Instrumentation
 from tessera.icd.objects import CommandBuffer
 from tessera.vkapi import intercepts, pipelines, resource_hooks
 from tessera.vkapi.commands import DISPATCHES, DRAWS, TRACE_RAYS
@@ -53,7 +54,7 @@ def named(shim: str, module: str) -> set[str]:
 
 
 @pytest.mark.parametrize("module, make", [
-    ("icd.instrumentation", lambda: [Instrumentation(driver())]),
+    ("icd.instrumentation.hooks", lambda: [Instrumentation(driver())]),
     ("icd.instance", lambda: [Instances(driver())]),
     ("icd.device", lambda: [Devices(driver())]),
     ("vkapi.resource_hooks", lambda: [resource_hooks.ResourceHooks(None)]),

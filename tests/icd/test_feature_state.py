@@ -11,9 +11,9 @@ from types import SimpleNamespace as NS
 from tessera.icd import indirect_sizes
 from tessera.icd.counter_memory import Limits
 from tessera.icd.indirect_sizes import IndirectPending, SnapshotMemory, memory_of
-from tessera.icd.instrumentation_metrics import METRICS
-from tessera.icd.instrumentation_objects import DeviceInstrumentation, InstrumentedPipeline, InstrumentedStage
-from tessera.icd.instrumentation_recording import InstrumentedShaders, shaders_bound
+from tessera.icd.instrumentation.metrics import METRICS
+from tessera.icd.instrumentation.objects import DeviceInstrumentation, InstrumentedPipeline, InstrumentedStage
+from tessera.icd.instrumentation.recording import InstrumentedShaders, shaders_bound
 from tessera.icd.measured_timing import MeasuredRecording, _pass_area
 from tessera.icd.objects import CommandBuffer, Device
 from tessera.icd.recording import Shadow
@@ -89,9 +89,9 @@ def test_snapshot_memory_is_the_devices_slot_made_once_and_dropped_at_teardown()
     assert memory_of(None, dev) is not mem
 
 
-# ---- instrumentation_recording: the graphics shader objects' plan -------------------------------
+# ---- instrumentation/recording.py: the graphics shader objects' plan ----------------------------
 def instrumented(blocks: int) -> NS:
-    """A shader object's cost record carrying its instrumentation plan (instrumentation_rewrite.py)."""
+    """A shader object's cost record carrying its instrumentation plan (icd/instrumentation/rewrite.py)."""
     stage = InstrumentedStage("vertex", VERTEX, 0, blocks, [(1.0,) * 6] * blocks)
     return NS(instrumented=InstrumentedPipeline(0x1A, 2, [stage]))
 
@@ -119,7 +119,7 @@ def test_shaders_bound_does_nothing_on_a_device_without_instrumentation():
     assert cb.slots == {}
 
 
-# ---- instrumentation_objects: a stage's pipe table, made once ----------------------------------
+# ---- instrumentation/objects.py: a stage's pipe table, made once -------------------------------
 def test_a_stages_pipe_table_is_made_once_and_not_part_of_the_stage():
     stage = InstrumentedStage("fragment", FRAGMENT, 0, 2, [(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), (0.0,) * 6])
     table = stage.pipe_table

@@ -1,4 +1,4 @@
-"""icd/regions_capture.py's plan, step by step (issue #24), without Vulkan: the request's counter IDs,
+"""icd/regions/capture.py's plan, step by step (issue #24), without Vulkan: the request's counter IDs,
 the layout of a capture, where each array goes, the copy runs and the template's write-back bytes.
 plan itself is covered end to end in test_regions_feature.py."""
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import struct
 from types import SimpleNamespace as NS
 
-from tessera.icd.regions_capture import (Layout, array_targets, copy_runs, counter_ids, layout, pack_writeback,
+from tessera.icd.regions.capture import (Layout, array_targets, copy_runs, counter_ids, layout, pack_writeback,
                                          template_and_copies)
-from tessera.icd.regions_props import MAX_COUNTERS, REGION_ALIGNMENT, REGION_SIZE, align, row_bytes
-from tessera.icd.regions_state import ArrayCopy
+from tessera.icd.regions.props import MAX_COUNTERS, REGION_ALIGNMENT, REGION_SIZE, align, row_bytes
+from tessera.icd.regions.state import ArrayCopy
 from tessera.spirv.passes.region_counters import HEADER_WORDS, NONE, RAW_COUNTERS
 from tessera.vkapi.resources import Resources
 

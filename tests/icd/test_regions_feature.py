@@ -1,7 +1,7 @@
-"""VK_ARM_performance_counters_by_region without Vulkan (issue #24): the capture plan (regions_capture.plan,
+"""VK_ARM_performance_counters_by_region without Vulkan (issue #24): the capture plan (icd/regions/capture.py's plan,
 render_pass_geometry) and the `Regions` feature object's hooks, called directly with stand-ins for the
 driver, its ffi and its objects. The hooks are bound by HookSet.bind from their names, so the commands
-the intercept table gives icd.regions and the object's methods must agree one for one."""
+the intercept table gives icd.regions.hooks and the object's methods must agree one for one."""
 from __future__ import annotations
 
 import logging
@@ -10,13 +10,13 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from tessera.icd import regions
 from tessera.icd.counter_memory import Chunk, Limits
 from tessera.icd.objects import CommandBuffer
-from tessera.icd.regions import Regions
-from tessera.icd.regions_capture import plan, render_pass_geometry
-from tessera.icd.regions_props import REGION_ALIGNMENT, REGION_SIZE, align, row_bytes
-from tessera.icd.regions_state import Capture, CommandBufferRegions, DeviceRegions, Variant
+from tessera.icd.regions import hooks as regions_hooks
+from tessera.icd.regions.capture import plan, render_pass_geometry
+from tessera.icd.regions.hooks import Regions
+from tessera.icd.regions.props import REGION_ALIGNMENT, REGION_SIZE, align, row_bytes
+from tessera.icd.regions.state import Capture, CommandBufferRegions, DeviceRegions, Variant
 from tessera.spirv.passes.region_counters import HEADER_WORDS, NONE, RAW_COUNTERS
 from tessera.vkapi import intercepts
 from tessera.vkapi.commands import DRAWS
@@ -190,7 +190,8 @@ def capturing(f: Regions, cb: CommandBuffer, variants=None) -> Capture:
 def test_every_command_the_intercept_table_gives_icd_regions_is_a_method_and_no_other():
     hooks = HookSet(HookErrors(logging.getLogger("test_regions_feature")))
     hooks.bind(feature()[0])
-    named = {name for name, modules in intercepts.owners(intercepts.ICD).items() if "tessera.icd.regions" in modules}
+    named = {name for name, modules in intercepts.owners(intercepts.ICD).items()
+             if "tessera.icd.regions.hooks" in modules}
     assert set(hooks.modules()) == named
     assert set(DRAWS) <= set(hooks.befores)
 
@@ -198,7 +199,7 @@ def test_every_command_the_intercept_table_gives_icd_regions_is_a_method_and_no_
 def test_registering_binds_the_object_and_gives_the_device_its_setup_and_teardown():
     hooks = HookSet(HookErrors(logging.getLogger("test_regions_feature")))
     drv = NS(ffi=Ffi(), hooks=hooks, objects=Objects(), profile=None, features=[])
-    f = regions.register(drv)
+    f = regions_hooks.register(drv)
     assert drv.features == [f]   # its device lifecycle (icd/feature.py)
     assert hooks.replacements["vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM"] == \
         f.replace_vkEnumeratePhysicalDeviceQueueFamilyPerformanceCountersByRegionARM
@@ -248,7 +249,7 @@ def test_next_subpass_moves_the_capture_to_the_next_section():
 def test_the_end_of_a_captured_pass_records_the_copies_and_leaves_the_python_path(monkeypatch):
     f, python_path = feature()
     ended = []
-    monkeypatch.setattr(regions, "end_commands", lambda ffi, cb, handle, capture: ended.append(capture))
+    monkeypatch.setattr(regions_hooks, "end_commands", lambda ffi, cb, handle, capture: ended.append(capture))
     cb = command_buffer()
     capture = capturing(f, cb)
     f.after_vkCmdEndRenderPass2(cb, None, cb.handle, None)

@@ -1,4 +1,4 @@
-"""The VK_ARM_tensors descriptor features (icd/tensor_descriptors.py's TensorDescriptors, icd/tensor_push.py's
+"""The VK_ARM_tensors descriptor features (icd/tensors/descriptors.py's TensorDescriptors, icd/tensors/push.py's
 TensorPush) as objects (issue #24), without Vulkan: their methods are the commands the intercept table gives their
 modules, and the descriptor translation they expose (metadata records, write translation, misplaced writes, the
 shader pass's bindings, set bookkeeping, push metadata writes) called directly with a small cffi declaration of
@@ -12,10 +12,10 @@ from types import SimpleNamespace as NS
 import cffi
 import pytest
 
-from tessera.icd import tensor_descriptors
-from tessera.icd.tensor_descriptors import (RECORD_BYTES, DescriptorState, SetLayoutInfo, SetMeta,
+from tessera.icd.tensors import descriptors
+from tessera.icd.tensors.descriptors import (RECORD_BYTES, DescriptorState, SetLayoutInfo, SetMeta,
                                             TensorDescriptors)
-from tessera.icd.tensor_push import Chunk, TensorPush
+from tessera.icd.tensors.push import Chunk, TensorPush
 from tessera.spirv.passes.tensors import DIMS_AT, RANK_AT, RECORD_WORDS, SCRATCH_AT, STRIDES_AT, TensorBinding
 from tessera.vkapi import intercepts
 from tessera.vkapi.dispatch import HookSet
@@ -133,17 +133,17 @@ def modules_of(*features) -> dict[str, set[str]]:
 
 def test_each_objects_methods_are_the_commands_its_modules_rows_name(ffi):
     f = feature(ffi)
-    assert set(modules_of(f)) == named("icd.tensor_descriptors")
-    assert set(modules_of(f.push)) == named("icd.tensor_push")
-    assert {m for ms in modules_of(f.push).values() for m in ms} == {"tessera.icd.tensor_push"}
+    assert set(modules_of(f)) == named("icd.tensors.descriptors")
+    assert set(modules_of(f.push)) == named("icd.tensors.push")
+    assert {m for ms in modules_of(f.push).values() for m in ms} == {"tessera.icd.tensors.push"}
 
 
 def test_register_binds_both_objects_and_hands_the_device_teardown_over(ffi):
     drv = driver(ffi)
-    f = tensor_descriptors.register(drv)
+    f = descriptors.register(drv)
     assert isinstance(f.push, TensorPush) and f.push.translation is f
     assert drv.features == [f]   # its device lifecycle (icd/feature.py)
-    assert set(drv.hooks.modules()) == named("icd.tensor_descriptors") | named("icd.tensor_push")
+    assert set(drv.hooks.modules()) == named("icd.tensors.descriptors") | named("icd.tensors.push")
 
 
 # ---- metadata records and write translation -----------------------------------------------------------

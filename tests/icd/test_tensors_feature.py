@@ -1,5 +1,5 @@
-"""icd/tensors.py's feature object (issue #24), without Vulkan: its methods are exactly the commands the
-intercept table gives icd.tensors, and its validation (views, copies, the device's feature) and
+"""icd/tensors/resources.py's feature object (issue #24), without Vulkan: its methods are exactly the commands
+the intercept table gives icd.tensors.resources, and its validation (views, copies, the device's feature) and
 object bookkeeping called directly with stand-ins for the driver, its ffi and its objects."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from tessera.icd import tensors
-from tessera.icd.tensors import (DeviceTensors, Features, Tensor, TensorError, Tensors, check_view_format,
-                                 device_state, tensor_of)
+from tessera.icd.tensors import resources
+from tessera.icd.tensors.resources import (DeviceTensors, Features, Tensor, TensorError, Tensors, check_view_format,
+                                           device_state, tensor_of)
 from tessera.vkapi import intercepts
 from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.log import HookErrors
@@ -36,10 +36,10 @@ def driver():
 
 
 def tensor(handle=0x10, fmt=F32, dims=(2, 3), usage=TRANSFER, memory=0x99, flags=0) -> Tensor:
-    element = tensors.FORMATS[fmt][0]
-    strides = tensors.packed_strides(dims, element)
+    element = resources.FORMATS[fmt][0]
+    strides = resources.packed_strides(dims, element)
     return Tensor(handle, fmt, vk.VK_TENSOR_TILING_OPTIMAL_ARM, dims, strides, usage, element,
-                  tensors.data_bytes(dims, strides, element), buffer=handle + 1, memory=memory, flags=flags)
+                  resources.data_bytes(dims, strides, element), buffer=handle + 1, memory=memory, flags=flags)
 
 
 def device(*ts: Tensor, enabled: bool = True):
@@ -50,16 +50,17 @@ def device(*ts: Tensor, enabled: bool = True):
 def test_its_methods_are_the_commands_the_table_gives_icd_tensors():
     hooks = driver().hooks
     hooks.bind(Tensors(NS(ffi=None, objects=None, hooks=hooks, drv=None)))
-    owned = {name for name, modules in intercepts.owners(intercepts.ICD).items() if "tessera.icd.tensors" in modules}
+    owned = {name for name, modules in intercepts.owners(intercepts.ICD).items()
+             if "tessera.icd.tensors.resources" in modules}
     assert set(hooks.modules()) == owned
 
 
 def test_register_binds_the_object_and_tensor_aliasings_hooks():
     drv = driver()
-    f = tensors.register(drv)
+    f = resources.register(drv)
     assert isinstance(f, Tensors)
     assert drv.hooks.replacements["vkCreateTensorARM"] == f.replace_vkCreateTensorARM
-    assert {fn.__module__ for fn in drv.hooks.befores["vkCreateImage"]} == {"tessera.icd.tensor_aliasing"}
+    assert {fn.__module__ for fn in drv.hooks.befores["vkCreateImage"]} == {"tessera.icd.tensors.aliasing"}
 
 
 def test_a_device_without_the_tensors_feature_is_refused():
@@ -105,7 +106,7 @@ def test_views_are_created_adopted_and_destroyed_and_a_bad_one_refused(capsys):
     assert view.tensor is t and dev.emulated[out[0]] is view
     f.replace_vkDestroyTensorViewARM(dev, out[0], None)
     assert dev.tensors.views == {} and dev.emulated == {}
-    assert f.replace_vkCreateTensorViewARM(dev, NS(tensor=0x77, format=F32), None, out) == tensors.VALIDATION_FAILED
+    assert f.replace_vkCreateTensorViewARM(dev, NS(tensor=0x77, format=F32), None, out) == resources.VALIDATION_FAILED
     assert "vkCreateTensorViewARM: pCreateInfo->tensor (0x77)" in capsys.readouterr().err
 
 

@@ -142,5 +142,5 @@ def test_owners_give_each_row_its_modules_in_order():
                           for name, row in intercepts.INTERCEPTS.items() if shim in row}
     # e.g. a draw in the driver: recorded, then its instrumentation, regions and measured timing
     assert intercepts.owners(intercepts.ICD)["vkCmdDrawIndirect"] == (
-        "tessera.icd.recording", "tessera.icd.instrumentation", "tessera.icd.regions", "tessera.icd.indirect_sizes",
-        "tessera.icd.measured_timing")
+        "tessera.icd.recording", "tessera.icd.instrumentation.hooks", "tessera.icd.regions.hooks",
+        "tessera.icd.indirect_sizes", "tessera.icd.measured_timing")

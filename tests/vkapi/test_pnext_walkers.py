@@ -107,7 +107,10 @@ def test_every_registry_stype_goes_through_the_shared_walkers(shim):
 
 
 def _icd_walkers(ffi, head, keep):
-    from tessera.icd import device, identity, indirect_sizes, instrumentation_metrics, profiles, regions, tensors
+    from tessera.icd import device, identity, indirect_sizes, profiles
+    from tessera.icd.instrumentation import metrics as instrumentation_metrics
+    from tessera.icd.regions import props as region_props
+    from tessera.icd.tensors import resources as tensors
 
     phys = SimpleNamespace(api_version=vk.VK_API_VERSION_1_0, extensions={})
     device.strip_chain(ffi, head, phys, keep)                        # vkCreateDevice
@@ -118,7 +121,7 @@ def _icd_walkers(ffi, head, keep):
                                                        "pNext": head})
     identity.apply_properties2(ffi, props2, profiles.PROFILES[profiles.DEFAULT_PROFILE])
     instrumentation_metrics.wants_instrumentation(ffi, head)
-    regions.wants_regions(ffi, head)
+    region_props.wants_regions(ffi, head)
     tensors.wants_tensors(ffi, head)
     indirect_sizes._usage2(ffi, head)                                 # vkCreateBuffer
 
