@@ -21,6 +21,8 @@ COMMANDS = {
                "Export a session for other tools (--format arm: Arm's GPU Timeline viewer files)."),
     "diff": ("tessera.tools.cmd_diff", "diff",
              "Compare two sessions or merged traces workload by workload (GPU time, passes, shaders)."),
+    "check": ("tessera.tools.cmd_check", "check",
+              "Hold a session to a GPU budget (TOML) or a baseline; exit 1 when broken, JUnit XML."),
     "regions": ("tessera.hostd.regions", "regions",
                 "Heatmaps (PNG) or grids (--json) of per-region counters (tessera run --regions)."),
 }
