@@ -55,11 +55,13 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from tessera.vkapi.ops import PASS_SUSPEND
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
 from .feature import Feature
 from .objects import CommandBuffer, Device
+from .recording import Draw, Work
 
 CHUNK_BYTES = 1 << 16           # one backend buffer of snapshots
 MAX_CHUNKS = 256                # 16 MiB per device at most; beyond, sizes stay estimated
@@ -248,10 +250,10 @@ class IndirectPending:
     copies: list[PendingCopy] = field(default_factory=list)
 
 
-def last_items(cb: CommandBuffer, op: str, n: int) -> list:
-    """The last `n` ops' values, if they are all `op` (what recording.py just appended)."""
+def last_items(cb: CommandBuffer, kind: type, n: int) -> list:
+    """The last `n` ops, if they are all of type `kind` (what recording.py just appended)."""
     tail = cb.ops[-n:] if n else []
-    return [v for o, v in tail] if len(tail) == n and all(o == op for o, _ in tail) else []
+    return tail if len(tail) == n and all(type(op) is kind for op in tail) else []
 
 
 def buffer_copies(regions: list[tuple[Any, int, int]], dst: int, key: Callable[[Any], int]) -> list[tuple[Any, list]]:
@@ -342,7 +344,7 @@ class IndirectSizes(Feature):
 
     # dispatches and trace rays: copied right before the command (outside any render pass)
     def before_vkCmdDispatchIndirect(self, cb, commandBuffer, buffer, offset):
-        (work,) = last_items(cb, "work", 1) or (None,)
+        (work,) = last_items(cb, Work, 1) or (None,)
         if work is None or work.command != "vkCmdDispatchIndirect":
             return
         snaps = self.snapshot(cb, commandBuffer, [[(buffer, offset, DISPATCH.size)]])
@@ -355,7 +357,7 @@ class IndirectSizes(Feature):
     def before_vkCmdTraceRaysIndirectKHR(self, cb, commandBuffer, raygen, miss, hit, callable_, address):
         from tessera.vkapi.accel import buffer_at
 
-        (work,) = last_items(cb, "work", 1) or (None,)
+        (work,) = last_items(cb, Work, 1) or (None,)
         if work is None or work.command != "vkCmdTraceRaysIndirectKHR":
             return
         found = buffer_at(cb.device.res, int(address))
@@ -369,7 +371,7 @@ class IndirectSizes(Feature):
 
     # draws: copied once their render pass ends
     def _draws_indirect(self, cb, buffer, offset, count: int, stride: int, record: struct.Struct):
-        items = last_items(cb, "draw", count)
+        items = last_items(cb, Draw, count)
         if not items:
             return
         stride = stride or record.size
@@ -385,7 +387,7 @@ class IndirectSizes(Feature):
 
     def _draws_indirect_count(self, cb, buffer, offset, count_buffer, count_offset, max_draws: int, stride: int,
                               record: struct.Struct):
-        items = last_items(cb, "draw", 1)
+        items = last_items(cb, Draw, 1)
         if not items or max_draws == 0:
             return
         n = min(max_draws, MAX_COUNT_RECORDS)
@@ -407,7 +409,7 @@ class IndirectSizes(Feature):
         p = cb.peek(IndirectPending)
         if p is None or not p.copies:
             return
-        if cb.ops and cb.ops[-1] == ("pass_end", True):   # suspended: copied when it ends in this buffer
+        if cb.ops and cb.ops[-1] is PASS_SUSPEND:   # suspended: copied when it ends in this buffer
             return
         copies, p.copies = p.copies, []
         for copy in copies:

@@ -11,6 +11,7 @@ tags are object_names.py's.
 from __future__ import annotations
 
 from tessera.vkapi import structs
+from tessera.vkapi.ops import LABEL_END, LabelBegin, LabelInsert
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
@@ -25,47 +26,49 @@ class DebugLabels:
     def __init__(self, drv: Driver) -> None:
         self.drv, self.ffi, self.objects = drv, drv.ffi, drv.objects
 
-    def _record(self, commandBuffer, op: str, name_ptr=None) -> None:
-        name = structs.string(self.ffi, name_ptr) if name_ptr is not None else None
-        self.objects.get(commandBuffer, CommandBuffer).ops.append((op, name))
+    def _record(self, commandBuffer, op) -> None:
+        self.objects.get(commandBuffer, CommandBuffer).ops.append(op)
+
+    def _text(self, name_ptr) -> str:
+        return structs.string(self.ffi, name_ptr)
 
     # ---- command buffers: recorded in Python --------------------------------------------------
     def replace_vkCmdBeginDebugUtilsLabelEXT(self, commandBuffer, pLabelInfo):
-        self._record(commandBuffer, "begin", pLabelInfo.pLabelName)
+        self._record(commandBuffer, LabelBegin(self._text(pLabelInfo.pLabelName)))
 
     def replace_vkCmdEndDebugUtilsLabelEXT(self, commandBuffer):
-        self._record(commandBuffer, "end")
+        self._record(commandBuffer, LABEL_END)
 
     def replace_vkCmdInsertDebugUtilsLabelEXT(self, commandBuffer, pLabelInfo):
-        self._record(commandBuffer, "insert", pLabelInfo.pLabelName)
+        self._record(commandBuffer, LabelInsert(self._text(pLabelInfo.pLabelName)))
 
     def replace_vkCmdDebugMarkerBeginEXT(self, commandBuffer, pMarkerInfo):
-        self._record(commandBuffer, "begin", pMarkerInfo.pMarkerName)
+        self._record(commandBuffer, LabelBegin(self._text(pMarkerInfo.pMarkerName)))
 
     def replace_vkCmdDebugMarkerEndEXT(self, commandBuffer):
-        self._record(commandBuffer, "end")
+        self._record(commandBuffer, LABEL_END)
 
     def replace_vkCmdDebugMarkerInsertEXT(self, commandBuffer, pMarkerInfo):
-        self._record(commandBuffer, "insert", pMarkerInfo.pMarkerName)
+        self._record(commandBuffer, LabelInsert(self._text(pMarkerInfo.pMarkerName)))
 
     # ---- command buffers: recorded in C (shim_spec.RECORDED), applied with the label text already copied
     def apply_vkCmdBeginDebugUtilsLabelEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
-        cb.ops.append(("begin", name))
+        cb.ops.append(LabelBegin(name))
 
     def apply_vkCmdEndDebugUtilsLabelEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
-        cb.ops.append(("end", name))
+        cb.ops.append(LABEL_END)   # an end carries no text
 
     def apply_vkCmdInsertDebugUtilsLabelEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
-        cb.ops.append(("insert", name))
+        cb.ops.append(LabelInsert(name))
 
     def apply_vkCmdDebugMarkerBeginEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
-        cb.ops.append(("begin", name))
+        cb.ops.append(LabelBegin(name))
 
     def apply_vkCmdDebugMarkerEndEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
-        cb.ops.append(("end", name))
+        cb.ops.append(LABEL_END)   # an end carries no text
 
     def apply_vkCmdDebugMarkerInsertEXT(self, cb: CommandBuffer, commandBuffer, name: str | None = None) -> None:
-        cb.ops.append(("insert", name))
+        cb.ops.append(LabelInsert(name))
 
     # ---- queues ---------------------------------------------------------------------------------
     # The queue's label stack changes in call order with its submits, on the timeline's worker. The

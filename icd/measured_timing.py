@@ -44,6 +44,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from tessera.vkapi.ops import PassBegin, PassEnd
 from tessera.vkapi.submits import command_buffers
 from tessera.vkapi.vkconst import vk
 
@@ -51,6 +52,7 @@ from . import timing
 from .driver import Driver
 from .indirect_sizes import then
 from .objects import CommandBuffer
+from .recording import Draw, Work
 
 _lock = threading.Lock()
 _readers: dict[int, weakref.WeakSet] = {}    # instrumentation object handle -> its live readers
@@ -175,10 +177,12 @@ def _pass_area(cb: CommandBuffer, state: MeasuredRecording) -> int | None:
     outside one. Scans only the ops recorded since its last call."""
     ops = cb.ops
     area = state.area
-    for op, value in ops[state.scanned:]:
-        if op == "pass_begin":
-            area = value.width * value.height * max(1, value.layers)
-        elif op == "pass_end":
+    for op in ops[state.scanned:]:
+        kind = type(op)
+        if kind is PassBegin:
+            info = op.info
+            area = info.width * info.height * max(1, info.layers)
+        elif kind is PassEnd:
             area = None
     state.scanned, state.area = len(ops), area
     return area
@@ -221,8 +225,8 @@ class MeasuredTiming:
         region = obj.regions.get(obj.next_index - 1)   # the index this command just took
         if region is None:                             # uninstrumented pipeline: no counters
             return
-        op = "work" if kind == "compute" else "draw"
-        items = [v for o, v in cb.ops[start:] if o == op]
+        item = Work if kind == "compute" else Draw
+        items = [op for op in cb.ops[start:] if type(op) is item]
         stage = next((s for s in region.pipeline.stages if s.name == kind), None)
         if not items or stage is None:
             return

@@ -128,8 +128,8 @@ class CommandBuffer(IcdObject):
     pool: int
     level: int
     state: CommandBufferState = CommandBufferState.INITIAL
-    # The shadow recording, in command order (see recording.py for the op kinds).
-    ops: list[tuple] = field(default_factory=list)
+    # The shadow recording, in command order: typed ops (vkapi/ops.py; recording.py lists them).
+    ops: list = field(default_factory=list)
     compute_pipeline: Any = None    # bound at record time
     graphics_pipeline: Any = None
     ray_tracing_pipeline: Any = None

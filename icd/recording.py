@@ -1,15 +1,16 @@
 """Shadow recording: what each command buffer will execute, in command order.
 
-Each recorded command appends one op to `CommandBuffer.ops`:
+Each recorded command appends one op to `CommandBuffer.ops` (the typed vocabulary of
+vkapi/ops.py, shared with the layer, plus this module's `Draw` and `Work`):
 
-    ("begin", name) / ("end", None) / ("insert", name)   debug labels (labels.py)
-    ("pass_begin", PassInfo)   render pass or dynamic rendering begins (or resumes)
-    ("draw", Draw)
-    ("pass_end", suspending)   ends (or suspends) the current render pass
-    ("work", Work)             a dispatch, trace rays, acceleration-structure build or copy, or transfer
-    ("barrier", scope)         barrier / wait events: (source classes, destination classes), or None
-                               for a full barrier (external subpass dependency)
-    ("execute", [(address, ops), ...])  secondaries' recordings, expanded at submit
+    LabelBegin(name) / LABEL_END / LabelInsert(name)   debug labels (labels.py)
+    PassBegin(PassInfo, resuming)   render pass or dynamic rendering begins (or resumes)
+    Draw
+    PASS_END / PASS_SUSPEND    ends (or suspends) the current render pass
+    Work                       a dispatch, trace rays, acceleration-structure build or copy, or transfer
+    Barrier(scope)             barrier / wait events: (source classes, destination classes), or
+                               FULL_BARRIER (external subpass dependency)
+    Execute([Recording(address, ops), ...])  secondaries' recordings, expanded at submit
 
 Sizes that depend only on the recording are computed here; what depends on
 submission (split render passes, label stacks) is resolved in submit.py.
@@ -30,6 +31,7 @@ from typing import Callable
 
 from tessera.vkapi import accel, pipelines
 from tessera.vkapi.accel import AccelWork
+from tessera.vkapi.ops import FULL_BARRIER, PASS_END, PASS_SUSPEND, Barrier, Execute, PassBegin, Recording
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.resources import Resources
 from tessera.vkapi.transfers import TRANSFERS, Transfer
@@ -102,8 +104,8 @@ def stage_classes(mask: int, role: str) -> frozenset[str]:
 def add_barrier(cb: CommandBuffer, masks: list[tuple[int, int]]) -> None:
     """Barriers given as (source, destination) stage masks: one op, the union of their classes."""
     if masks:
-        cb.ops.append(("barrier", (frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
-                                   frozenset().union(*(stage_classes(d, "dst") for _, d in masks)))))
+        cb.ops.append(Barrier((frozenset().union(*(stage_classes(s, "src") for s, _ in masks)),
+                               frozenset().union(*(stage_classes(d, "dst") for _, d in masks)))))
 
 
 def _primitives(vertices: int) -> int:
@@ -151,33 +153,32 @@ class Shadow:
 
     def begin_pass(self, cb: CommandBuffer, info: PassInfo) -> None:
         if info.waits_before:
-            cb.ops.append(("barrier", None))   # spec 8.1: a dependency from VK_SUBPASS_EXTERNAL orders earlier work first
-        cb.ops.append(("pass_begin", info))
+            cb.ops.append(FULL_BARRIER)   # spec 8.1: a dependency from VK_SUBPASS_EXTERNAL orders earlier work first
+        cb.ops.append(PassBegin(info, info.resuming))
 
     def end_render_pass(self, cb: CommandBuffer) -> None:
         begin = _last_begin(cb)
-        cb.ops.append(("pass_end", False))
+        cb.ops.append(PASS_END)
         if begin is not None and begin.waits_after:
-            cb.ops.append(("barrier", None))
+            cb.ops.append(FULL_BARRIER)
 
     def begin_rendering(self, cb: CommandBuffer, info: PassInfo) -> None:
-        cb.ops.append(("pass_begin", info))
+        cb.ops.append(PassBegin(info, info.resuming))
 
     def end_rendering(self, cb: CommandBuffer) -> None:
         begin = _last_begin(cb)
-        cb.ops.append(("pass_end", bool(begin and begin.suspending)))
+        cb.ops.append(PASS_SUSPEND if begin and begin.suspending else PASS_END)
 
     # ---- draws ---------------------------------------------------------
     def draw(self, cb: CommandBuffer, vertices: int, estimated: bool = False) -> None:
         """One draw of `vertices` (instances included)."""
         costs = cb.graphics_pipeline.shader_cycles if cb.graphics_pipeline else {}
-        cb.ops.append(("draw", Draw(vertices, _primitives(vertices), estimated, costs.get("vertex"),
-                                    costs.get("fragment"))))
+        cb.ops.append(Draw(vertices, _primitives(vertices), estimated, costs.get("vertex"), costs.get("fragment")))
 
     def draws(self, cb: CommandBuffer, count: int, vertices: int, primitives: int) -> None:
         """Consecutive draws recorded in C, folded: their count and total vertices and primitives."""
         costs = cb.graphics_pipeline.shader_cycles if cb.graphics_pipeline else {}
-        cb.ops.append(("draw", Draw(vertices, primitives, False, costs.get("vertex"), costs.get("fragment"), count)))
+        cb.ops.append(Draw(vertices, primitives, False, costs.get("vertex"), costs.get("fragment"), count))
 
     def multi_draw(self, cb: CommandBuffer, counts: list[int], instances: int) -> None:
         """vkCmdDrawMulti(Indexed)EXT: one draw per element (its vertex or index count)."""
@@ -223,8 +224,8 @@ class Shadow:
                 "group_size": tuple(size) if size else (-1, -1, -1)}
         if any(base):
             info["base_group"] = tuple(base)
-        cb.ops.append(("work", Work("dispatch", "compute", command, info, invocations=g[0] * g[1] * g[2] * per_group,
-                                    cycles=p.shader_cycles.get("compute") if p else None, estimated=estimated)))
+        cb.ops.append(Work("dispatch", "compute", command, info, invocations=g[0] * g[1] * g[2] * per_group,
+                           cycles=p.shader_cycles.get("compute") if p else None, estimated=estimated))
 
     @staticmethod
     def ray_cycles(cb: CommandBuffer) -> float | None:
@@ -233,16 +234,16 @@ class Shadow:
         return timing.ray_cycles(p.shader_cycles) if p is not None else None
 
     def trace_rays(self, cb: CommandBuffer, width: int, height: int, depth: int) -> None:
-        cb.ops.append(("work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysKHR",
-                                    {"width": width, "height": height, "depth": depth},
-                                    invocations=width * height * depth, cycles=self.ray_cycles(cb))))
+        cb.ops.append(Work("trace_rays", "trace_rays", "vkCmdTraceRaysKHR",
+                           {"width": width, "height": height, "depth": depth},
+                           invocations=width * height * depth, cycles=self.ray_cycles(cb)))
 
     def trace_rays_indirect(self, cb: CommandBuffer) -> None:
         # The size is in device memory, written possibly by earlier GPU work: estimated here; the
         # layer captures the real one (merged trace: its ANNEX).
-        cb.ops.append(("work", Work("trace_rays", "trace_rays", "vkCmdTraceRaysIndirectKHR", {"width": -1},
-                                    invocations=timing.INDIRECT_TRACE_RAYS, cycles=self.ray_cycles(cb),
-                                    estimated=True)))
+        cb.ops.append(Work("trace_rays", "trace_rays", "vkCmdTraceRaysIndirectKHR", {"width": -1},
+                           invocations=timing.INDIRECT_TRACE_RAYS, cycles=self.ray_cycles(cb),
+                           estimated=True))
 
     # ---- acceleration structures and transfers (sized by the tables shared with the layer) ----
     def acceleration_structure(self, cb: CommandBuffer, command: str, a: AccelWork) -> None:
@@ -250,11 +251,11 @@ class Shadow:
             info = {"primitives": a.primitives, "instances": a.instances, "structures": len(a.fields["structures"])}
         else:
             info = {"copy_mode": a.fields["copy_mode"], "bytes": a.nbytes}
-        cb.ops.append(("work", Work(a.kind, a.stage, command, info, nbytes=a.nbytes, estimated=a.estimated,
-                                    primitives=a.primitives, instances=a.instances)))
+        cb.ops.append(Work(a.kind, a.stage, command, info, nbytes=a.nbytes, estimated=a.estimated,
+                           primitives=a.primitives, instances=a.instances))
 
     def transfer(self, cb: CommandBuffer, command: str, t: Transfer) -> None:
-        cb.ops.append(("work", Work("transfer", t.stage, command, t.fields(), nbytes=t.nbytes)))
+        cb.ops.append(Work("transfer", t.stage, command, t.fields(), nbytes=t.nbytes))
 
     # ---- ordering and secondaries ---------------------------------------
     def barrier(self, cb: CommandBuffer, masks: list[tuple[int, int]]) -> None:
@@ -265,16 +266,16 @@ class Shadow:
         of their source masks and of their destination masks without bottom-of-pipe, which give the
         classes of `barrier`'s union."""
         if barriers:
-            cb.ops.append(("barrier", (stage_classes(src, "src"), stage_classes(dst, "dst"))))
+            cb.ops.append(Barrier((stage_classes(src, "src"), stage_classes(dst, "dst"))))
 
     def execute(self, cb: CommandBuffer, secondaries: list[CommandBuffer]) -> None:
         """vkCmdExecuteCommands: the secondaries' op lists as they are now (expanded at submit)."""
         cb.needs_completion |= any(s.needs_completion for s in secondaries)
-        cb.ops.append(("execute", [(s.address, s.ops) for s in secondaries]))
+        cb.ops.append(Execute([Recording(s.address, s.ops) for s in secondaries]))
 
 
 def _last_begin(cb: CommandBuffer) -> PassInfo | None:
-    return next((v for op, v in reversed(cb.ops) if op == "pass_begin"), None)
+    return next((op.info for op in reversed(cb.ops) if type(op) is PassBegin), None)
 
 
 class ShadowRecording:

@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 from . import timing
 from .objects import CommandBuffer, Queue
+from tessera.vkapi.ops import Barrier, OpWalker, PassBegin, Recording
 from tessera.vkapi.render_passes import PassInfo
 from tessera.schemas import slice_args as A
 
@@ -59,7 +60,7 @@ _RENDER_PASS = A.WORKLOAD_CLASSES["render_pass"]
 
 @dataclass
 class Batch:
-    command_buffers: list[tuple[int, list]]   # (handle address, op list at submit), in order
+    command_buffers: list[Recording]   # (handle address, op list at submit), in order
     waits: list[int]
     signals: list[int]
 
@@ -81,7 +82,7 @@ class LabelMade:
 
 def batch(command_buffers: list[CommandBuffer], waits: list[int], signals: list[int]) -> Batch:
     """A batch as submitted: each buffer's op list is taken now (a reset gives the buffer a new list)."""
-    return Batch([(cb.address, cb.ops) for cb in command_buffers], waits, signals)
+    return Batch([Recording(cb.address, cb.ops) for cb in command_buffers], waits, signals)
 
 
 @dataclass
@@ -255,60 +256,46 @@ def _queue_label(queue: Queue, name: str | None) -> None:
         queue.labels.pop()
 
 
-class _Placer:
-    """Walks one batch: labels, passes, work; places and writes each phase."""
+class _Placer(OpWalker):
+    """Walks one batch (vkapi/ops.py's walker keeps the queue's labels and the passes suspended and
+    resumed): places and writes each phase of its passes and work."""
 
     def __init__(self, tl: Timeline, queue: Queue, gpu_id: int, gpu: EmulatedGpu, order: QueueOrder,
                  earliest: int) -> None:
+        super().__init__(queue.labels)
         self.tl, self.queue, self.gpu_id, self.gpu, self.order = tl, queue, gpu_id, gpu, order
         self.earliest = earliest
         self.end = earliest
-        self.current: PassRun | None = None
-        self.suspended: PassRun | None = None
 
-    def run(self, command_buffers: list[tuple[int, list]]) -> int:
-        for handle, ops in command_buffers:
-            self._walk(handle, ops)
+    def run(self, command_buffers: list[Recording]) -> int:
+        for recording in command_buffers:
+            self.walk(recording)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)
             self.suspended = None
         return self.end
 
-    def _walk(self, handle: int, ops: list) -> None:
-        labels = self.queue.labels
-        for op, value in ops:
-            if op == "begin":
-                labels.append(value)
-            elif op == "end":
-                if labels:   # a pop without a push is tolerated
-                    labels.pop()
-            elif op == "pass_begin":
-                if value.resuming and self.suspended is not None:
-                    self.current, self.suspended = self.suspended, None
-                    self.current.parts += 1
-                else:
-                    self.current = PassRun(value, list(labels), handle)
-            elif op == "draw":
-                if value.at_completion is not None:
-                    value.at_completion()
-                if self.current is not None:
-                    self.current.draws.append(value)
-            elif op == "pass_end":
-                if self.current is not None:
-                    if value:
-                        self.suspended = self.current
-                    else:
-                        self._emit_pass(self.current)
-                    self.current = None
-            elif op == "work":
-                if value.at_completion is not None:
-                    value.at_completion()
-                self._emit_work(value, list(labels), handle)
-            elif op == "barrier":
-                self.order.barrier(*value) if value else self.order.barrier()
-            elif op == "execute":
-                for secondary_handle, secondary_ops in value:
-                    self._walk(secondary_handle, secondary_ops)
+    def opened(self, op: PassBegin, recording: Recording) -> PassRun:
+        return PassRun(op.info, list(self.labels), recording.address)
+
+    def resumed(self, run: PassRun, op: PassBegin) -> None:
+        run.parts += 1
+
+    def closed(self, run: PassRun) -> None:
+        self._emit_pass(run)
+
+    def other(self, op, kind: type, recording: Recording) -> None:
+        if kind is Draw:
+            if op.at_completion is not None:
+                op.at_completion()
+            if self.current is not None:
+                self.current.draws.append(op)
+        elif kind is Work:
+            if op.at_completion is not None:
+                op.at_completion()
+            self._emit_work(op, list(self.labels), recording.address)
+        elif kind is Barrier:
+            self.order.barrier(*op.scope) if op.scope else self.order.barrier()
 
     def _start_floor(self, cls: str) -> int:
         return max(self.earliest, self.order.floor(cls))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tessera.vkapi import structs
 from tessera.vkapi.commands import track_command_buffers, track_device_queues
+from tessera.vkapi.ops import LABEL_END, Execute, LabelBegin, LabelInsert
 from tessera.vkapi.vkconst import vk
 
 from .descriptions import send_pending
@@ -142,18 +143,18 @@ class Commands:
     def before_vkCmdExecuteCommands(self, dev, commandBuffer, count, pCommandBuffers):
         t = self.state.command_buffer(dev, commandBuffer)
         secondaries = [self.state.command_buffer(dev, pCommandBuffers[i]) for i in range(count)]
-        t.ops.append(("execute", secondaries))
+        t.ops.append(Execute(secondaries))
         if t.part is not None:   # draws recorded in secondaries continue this render pass
             t.part.draws += sum(_draws(s) for s in secondaries)
 
 
 def label_begin(t: CommandBufferTracker, name: str) -> None:
-    t.ops.append(("label_begin", name))
+    t.ops.append(LabelBegin(name))
     t.labels.append(name)
 
 
 def label_end(t: CommandBufferTracker) -> None:
-    t.ops.append(("label_end", None))
+    t.ops.append(LABEL_END)
     if t.labels:
         t.labels.pop()
     else:
@@ -161,7 +162,7 @@ def label_end(t: CommandBufferTracker) -> None:
 
 
 def label_insert(t: CommandBufferTracker, name: str) -> None:
-    t.ops.append(("label_insert", name))
+    t.ops.append(LabelInsert(name))
 
 
 def register(hooks, state: LayerState, ffi, release_captures) -> None:

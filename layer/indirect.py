@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from tessera.schemas.labels import tag_label
 from tessera.vkapi.accel import buffer_at
 from tessera.vkapi.fences import Fences
+from tessera.vkapi.ops import PassBegin
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -193,8 +194,9 @@ class Capturer:
         """Free the regions of a command buffer being reset or freed."""
         if dev.capture is None:
             return
-        for op, v in tracker.ops:
-            caps = [v.capture] if op == "workload" and v.capture else (v.captures if op == "pass" else [])
+        for op in tracker.ops:
+            kind = type(op)
+            caps = [op.capture] if kind is Workload and op.capture else (op.info.captures if kind is PassBegin else [])
             for c in caps:
                 dev.capture.release(c.offset, c.size)
 

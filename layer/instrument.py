@@ -36,6 +36,7 @@ from tessera.vkapi.vkconst import vk
 
 from . import encoder
 from .state import DeviceState, LayerState
+from .trackers import Workload
 
 EXTENSION = "VK_ARM_shader_instrumentation"
 INSTRUMENT_SHADERS_BIT = vk.VK_PIPELINE_CREATE_2_INSTRUMENT_SHADERS_BIT_ARM
@@ -325,7 +326,7 @@ class Instrumenter:
                 rec.actions[rec.next_index] = Action(tag, command, first + i, rec.bound.get(bind_point, 0))
                 rec.next_index += 1
         else:
-            workload = next((v for op, v in reversed(t.ops) if op == "workload"), None)
+            workload = next((op for op in reversed(t.ops) if type(op) is Workload), None)
             rec.actions[rec.next_index] = Action(workload.tag if workload else None, command, None,
                                                  rec.bound.get(bind_point, 0))
             rec.next_index += 1

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 
 from tessera.schemas.labels import submit_label
 from tessera.vkapi import structs, submits
+from tessera.vkapi.ops import OpWalker, PassBegin, PassEnd
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
 from .forwarding import forwarding
-from .trackers import Capture, CommandBufferTracker, OpenPass, QueueTracker
+from .trackers import Capture, CommandBufferTracker, OpenPass, QueueTracker, Workload
 from .transport import HAND_OVER_S
 
 
@@ -58,86 +59,82 @@ class Plan:
 
 def plan_submit(submit_id: int, queue: QueueTracker, batches: list[list[CommandBufferTracker]]) -> Plan:
     plan = Plan(submit_id)
-    stack = queue.labels     # the queue's application label stack: updated as buffers run
-    for batch in batches:
-        for t in batch:
-            t.submits += 1
-            plan.reused |= t.submits > 1
-            plan.primaries.append(t)
-            _walk(plan, queue, stack, t)
+    # the queue's application label stack and suspended pass: updated as buffers run
+    planner = _Planner(plan, queue.labels, queue.open_pass)
+    try:
+        for batch in batches:
+            for t in batch:
+                t.submits += 1
+                plan.reused |= t.submits > 1
+                plan.primaries.append(t)
+                planner.walk(t)
+    finally:
+        queue.open_pass = planner.suspended
     return plan
 
 
-def _walk(plan: Plan, queue: QueueTracker, stack: list[str], t: CommandBufferTracker) -> None:
-    plan.trackers.append(t)
-    for op, v in t.ops:
-        if op == "label_begin":
-            stack.append(v)
-        elif op == "label_end":
-            if stack:    # a pop without a push is tolerated
-                stack.pop()
-        elif op == "workload":
-            if v.capture is not None:
-                plan.tags.append(v.capture.tag)   # the capture copy runs just before the workload
-            if list(v.local_labels) != stack or v.pops_below_start:
-                plan.annexes.setdefault(v.tag, {})["labels"] = list(stack)
-            plan.tags.append(v.tag)
-            if v.capture is not None:
-                plan.captures.append((v.tag, v.capture))
-        elif op == "pass":
-            _pass(plan, queue, stack, v)
-        elif op == "execute":
-            for secondary in v:
-                _walk(plan, queue, stack, secondary)
+class _Planner(OpWalker):
+    """What a submit's walk (vkapi/ops.py's walker: labels, passes suspended and resumed, secondaries)
+    means to the layer: each workload's tag, the ANNEX of what its WORKLOAD message could not know
+    (labels, a split pass's draws), its captures."""
 
+    def __init__(self, plan: Plan, labels: list[str], suspended: OpenPass | None) -> None:
+        super().__init__(labels, suspended)
+        self.plan = plan
 
-def _pass(plan: Plan, queue: QueueTracker, stack: list[str], part) -> None:
-    if part.workload is not None:                        # the pass begins here
-        w = part.workload
+    def entered(self, t: CommandBufferTracker) -> None:
+        self.plan.trackers.append(t)
+
+    def other(self, w: Workload, kind: type, t: CommandBufferTracker) -> None:   # the only other op: Workload
+        plan, stack = self.plan, self.labels
+        if w.capture is not None:
+            plan.tags.append(w.capture.tag)   # the capture copy runs just before the workload
+        if list(w.local_labels) != stack or w.pops_below_start:
+            plan.annexes.setdefault(w.tag, {})["labels"] = list(stack)
         plan.tags.append(w.tag)
-        opened = OpenPass(w, list(stack), part.draws, captures=list(part.captures))
-        if part.suspends:
-            queue.open_pass = opened
-            return
-        _close(plan, opened)
-        return
-    opened = queue.open_pass                              # resumes the pass suspended earlier on this queue
-    if opened is None:
-        return                                            # invalid usage; nothing to join
-    opened.draws += part.draws
-    opened.parts += 1
-    opened.captures += part.captures
-    if not part.suspends:
-        queue.open_pass = None
-        _close(plan, opened)
+        if w.capture is not None:
+            plan.captures.append((w.tag, w.capture))
 
+    def opened(self, op: PassBegin, t: CommandBufferTracker) -> OpenPass | None:
+        part = op.info
+        if part.workload is None:                         # resumes, with no pass suspended on this queue:
+            return None                                   # invalid usage; nothing to join
+        self.plan.tags.append(part.workload.tag)
+        return OpenPass(part.workload, list(self.labels), part.draws, captures=list(part.captures))
 
-def _close(plan: Plan, opened: OpenPass) -> None:
-    w = opened.workload
-    fields = {}
-    if opened.labels != list(w.local_labels) or w.pops_below_start:
-        fields["labels"] = opened.labels
-    if opened.parts > 1:
-        fields["draw_call_count"] = opened.draws
-        fields["parts"] = opened.parts
-    if fields:
-        plan.annexes.setdefault(w.tag, {}).update(fields)
-    plan.captures += [(w.tag, c) for c in opened.captures]
-    plan.tags += [c.tag for c in opened.captures]   # copies recorded after the pass ended
+    def resumed(self, opened: OpenPass, op: PassBegin) -> None:
+        part = op.info
+        opened.draws += part.draws
+        opened.parts += 1
+        opened.captures += part.captures
+
+    def closed(self, opened: OpenPass) -> None:
+        plan, w = self.plan, opened.workload
+        fields = {}
+        if opened.labels != list(w.local_labels) or w.pops_below_start:
+            fields["labels"] = opened.labels
+        if opened.parts > 1:
+            fields["draw_call_count"] = opened.draws
+            fields["parts"] = opened.parts
+        if fields:
+            plan.annexes.setdefault(w.tag, {}).update(fields)
+        plan.captures += [(w.tag, c) for c in opened.captures]
+        plan.tags += [c.tag for c in opened.captures]   # copies recorded after the pass ended
 
 
 def reported_from_c(t: CommandBufferTracker) -> bool:
     """Whether a submit of this buffer, with no queue labels and no pass open on its queue, plans to
     its tags alone: no ANNEX, no capture, nothing that changes the queue's state."""
-    for op, v in t.ops:
-        if op == "workload":
-            if v.capture is not None or v.local_labels or v.pops_below_start:
+    for op in t.ops:
+        kind = type(op)
+        if kind is Workload:
+            if op.capture is not None or op.local_labels or op.pops_below_start:
                 return False
-        elif op == "pass":
-            w = v.workload
-            if w is None or v.suspends or v.captures or w.local_labels or w.pops_below_start:
+        elif kind is PassBegin:
+            part, w = op.info, op.info.workload
+            if w is None or part.suspends or part.captures or w.local_labels or w.pops_below_start:
                 return False
-        else:   # labels, secondaries
+        elif kind is not PassEnd:   # labels, secondaries
             return False
     return True
 

@@ -12,6 +12,7 @@ Draw counts include draws recorded in secondaries that continue the pass.
 from __future__ import annotations
 
 from tessera.schemas.labels import tag_label
+from tessera.vkapi.ops import PASS_END, PASS_SUSPEND, PassBegin
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.vkconst import vk
 
@@ -52,7 +53,7 @@ class RenderPasses:
             # Indirect draws: their parameters are copied once the pass is over (no copies inside one).
             part.captures += [c for c in (pending(commandBuffer) for pending in t.deferred_captures) if c]
             t.deferred_captures.clear()
-        t.ops.append(("pass", part))
+        t.ops += (PassBegin(part, part.resumes), PASS_SUSPEND if suspended else PASS_END)
         if part.workload is not None:
             part.meta["draw_call_count"] = part.draws
             describe(self.state, dev, t, part.workload, "render_pass", part.meta, suspended or bool(part.captures))

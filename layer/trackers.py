@@ -1,13 +1,16 @@
 """Trackers: what the layer knows about command buffers and queues.
 
 They record what the application did, free of any wire format (encoder.py
-turns them into messages). Each command buffer's recording is a list of ops,
-walked in submission order at submit time (queues.py):
+turns them into messages). Each command buffer's recording is a list of typed
+ops (vkapi/ops.py, shared with the driver), walked in submission order at
+submit time by vkapi/ops.py's walker (queues.py):
 
-    ("label_begin", name) / ("label_end", None) / ("label_insert", name)
-    ("workload", Workload)      a tagged dispatch, transfer, trace rays
-    ("pass", PassPart)          a render pass, or one part of a split one
-    ("execute", [CommandBufferTracker])   secondaries
+    LabelBegin(name) / LABEL_END / LabelInsert(name)
+    Workload                    a tagged dispatch, transfer, trace rays
+    PassBegin(PassPart, resuming), then PASS_END or PASS_SUSPEND
+                                a render pass, or one part of a split one: both appended
+                                when the part ends (its draws and captures are known then)
+    Execute([CommandBufferTracker])   secondaries
 
 Written by the application thread recording the command buffer (Vulkan
 requires external synchronization of a command buffer), read at submit.
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from tessera.vkapi.ops import PassBegin
 
 if TYPE_CHECKING:
     from tessera.vkapi.pipelines import Pipeline
@@ -59,7 +64,7 @@ class CommandBufferTracker:
     address: int
     level: int
     pool: int
-    ops: list[tuple[str, Any]] = field(default_factory=list)
+    ops: list = field(default_factory=list)   # typed ops (vkapi/ops.py, Workload)
     one_time: bool = False
     submits: int = 0                         # times submitted since recorded
     part: PassPart | None = None             # render pass part being recorded
@@ -87,7 +92,8 @@ class CommandBufferTracker:
         self.label_pushed = False
 
     def has_captures(self) -> bool:
-        return any((op == "workload" and v.capture) or (op == "pass" and v.captures) for op, v in self.ops)
+        return any((type(op) is Workload and op.capture) or (type(op) is PassBegin and op.info.captures)
+                   for op in self.ops)
 
 
 @dataclass

@@ -60,7 +60,7 @@ class Workloads:
         t = self.state.command_buffer(dev, commandBuffer)
         kind, meta, capture = describe(command, dev, t, commandBuffer, *args)
         w = Workload(tag, tuple(t.labels), t.pops_below_start, capture)
-        t.ops.append(("workload", w))
+        t.ops.append(w)
         descriptions.describe(self.state, dev, t, w, kind, {"command": command, **meta}, capture is not None)
         return t
 

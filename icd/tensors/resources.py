@@ -513,7 +513,7 @@ class Tensors(Feature):
                 "src_shape": list(src.dims), "dst_shape": list(dst.dims), "rank": src.rank}
         # the tensors' debug names when recorded (icd/object_names.py), for the trace
         info.update({key: t.debug_name for key, t in (("src_tensor", src), ("dst_tensor", dst)) if t.debug_name})
-        cb.ops.append(("work", Work("transfer", "tensor copy", "vkCmdCopyTensorARM", info, nbytes=nbytes)))
+        cb.ops.append(Work("transfer", "tensor copy", "vkCmdCopyTensorARM", info, nbytes=nbytes))
         cb.device.next.vkCmdCopyBuffer(commandBuffer, src.buffer, dst.buffer, len(table), copies)
 
     # ---- barriers --------------------------------------------------------------------------

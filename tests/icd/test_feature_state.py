@@ -16,7 +16,8 @@ from tessera.icd.instrumentation.objects import DeviceInstrumentation, Instrumen
 from tessera.icd.instrumentation.recording import InstrumentedShaders, shaders_bound
 from tessera.icd.measured_timing import MeasuredRecording, _pass_area
 from tessera.icd.objects import CommandBuffer, Device
-from tessera.icd.recording import Shadow
+from tessera.icd.recording import Draw, Shadow
+from tessera.vkapi.ops import PASS_END, PassBegin
 from tessera.vkapi.resources import Pipeline, Resources
 from tessera.vkapi.vkconst import vk
 
@@ -64,16 +65,16 @@ def test_pass_area_scans_only_the_ops_recorded_since_its_last_call():
     cb = command_buffer()
     state = cb.slot(MeasuredRecording)
     assert _pass_area(cb, state) is None
-    cb.ops += [("pass_begin", NS(width=64, height=32, layers=2)), ("draw", None)]
+    cb.ops += [PassBegin(NS(width=64, height=32, layers=2)), Draw(3, 1, False, None, None)]
     assert _pass_area(cb, state) == 64 * 32 * 2
     assert (state.scanned, state.area) == (2, 64 * 32 * 2)
-    cb.ops.append(("draw", None))
-    cb.ops[0] = ("pass_end", None)                        # behind the scan: not seen again
+    cb.ops.append(Draw(3, 1, False, None, None))
+    cb.ops[0] = PASS_END                                  # behind the scan: not seen again
     assert _pass_area(cb, state) == 64 * 32 * 2 and state.scanned == 3
-    cb.ops.append(("pass_end", None))
+    cb.ops.append(PASS_END)
     assert _pass_area(cb, state) is None
     cb.reset()                                            # a new recording: scanned from its start
-    cb.ops.append(("pass_begin", NS(width=8, height=8, layers=0)))
+    cb.ops.append(PassBegin(NS(width=8, height=8, layers=0)))
     assert _pass_area(cb, cb.slot(MeasuredRecording)) == 64
 
 

@@ -18,9 +18,10 @@ import pytest
 from tessera.icd import indirect_sizes as isz
 from tessera.icd.indirect_sizes import IndirectPending, IndirectSizes, SnapshotMemory, buffer_copies, last_items
 from tessera.icd.objects import CommandBuffer, Device
-from tessera.icd.recording import Shadow
+from tessera.icd.recording import Draw, Shadow, Work
 from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.log import HookErrors
+from tessera.vkapi.ops import PASS_END, PASS_SUSPEND
 from tessera.vkapi.resources import Pipeline, Resources
 from tessera.vkapi.vkconst import vk
 
@@ -79,11 +80,13 @@ def gpu_writes(ffi, mapped, offset: int, data: bytes) -> None:
 
 # ---- the module's small functions ------------------------------------------------------------------
 def test_last_items_are_the_values_of_the_last_ops_only_if_all_of_that_kind():
-    cb = NS(ops=[("work", 1), ("draw", 2), ("draw", 3)])
-    assert last_items(cb, "draw", 2) == [2, 3]
-    assert last_items(cb, "draw", 3) == []                # one of them is work
-    assert last_items(cb, "draw", 4) == []                # fewer ops than asked
-    assert last_items(cb, "draw", 0) == []
+    work = Work("dispatch", "compute", "vkCmdDispatch", {})
+    two, three = Draw(2, 0, False, None, None), Draw(3, 1, False, None, None)
+    cb = NS(ops=[work, two, three])
+    assert last_items(cb, Draw, 2) == [two, three]
+    assert last_items(cb, Draw, 3) == []                  # one of them is work
+    assert last_items(cb, Draw, 4) == []                  # fewer ops than asked
+    assert last_items(cb, Draw, 0) == []
 
 
 def test_buffer_copies_pack_the_regions_from_the_snapshot_offset_one_copy_per_source():
@@ -100,7 +103,7 @@ def test_indirect_draws_are_copied_when_their_pass_ends_and_read_at_completion(f
     shadow.estimated_draws(cb, 2)
     feature.before_vkCmdDrawIndirect(cb, cb.handle, INDIRECT, 256, 2, 32)
     assert cb.peek(IndirectPending).copies and cb.device.next.recorded == []      # nothing inside the pass
-    cb.ops.append(("pass_end", False))
+    cb.ops.append(PASS_END)
     feature.after_vkCmdEndRenderPass(cb, None, cb.handle)
     assert cb.device.next.recorded == [
         ("barrier", vk.VK_PIPELINE_STAGE_DRAW_INDIRECT_BIT, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -111,7 +114,7 @@ def test_indirect_draws_are_copied_when_their_pass_ends_and_read_at_completion(f
          vk.VK_ACCESS_TRANSFER_WRITE_BIT, vk.VK_ACCESS_HOST_READ_BIT)]
     assert cb.needs_completion and cb.peek(IndirectPending).copies == []
     gpu_writes(ffi, mapped, 0, struct.pack("<4I", 6, 2, 0, 0) + struct.pack("<4I", 30, 1, 0, 0))
-    first, second = (d for _, d in cb.ops[:2])
+    first, second = cb.ops[:2]
     first.at_completion()                                # one reading sets every draw of the command
     assert [(d.vertices, d.primitives, d.estimated) for d in (first, second)] == [(12, 4, False), (30, 10, False)]
     assert second.at_completion is None and reported == []
@@ -121,10 +124,10 @@ def test_a_suspended_pass_keeps_its_draws_for_the_end_that_resumes_it(ffi):
     feature, cb, _, _ = setup(ffi)
     Shadow().estimated_draws(cb, 1)
     feature.before_vkCmdDrawIndexedIndirect(cb, cb.handle, INDIRECT, 0, 1, 0)
-    cb.ops.append(("pass_end", True))
+    cb.ops.append(PASS_SUSPEND)
     feature.after_vkCmdEndRendering(cb, None, cb.handle)
     assert cb.device.next.recorded == [] and len(cb.peek(IndirectPending).copies) == 1
-    cb.ops.append(("pass_end", False))
+    cb.ops.append(PASS_END)
     feature.after_vkCmdEndRendering(cb, None, cb.handle)
     [_, (_, src, _, regions), _] = cb.device.next.recorded
     assert (src, regions) == (INDIRECT, [(0, 0, isz.DRAW_INDEXED.size)])   # stride 0: tightly packed
@@ -134,13 +137,13 @@ def test_an_indirect_count_draw_copies_its_count_and_at_most_max_draws_records(f
     feature, cb, mapped, _ = setup(ffi)
     Shadow().estimated_draws(cb)
     feature.before_vkCmdDrawIndirectCount(cb, cb.handle, INDIRECT, 0, COUNTS, 4, 3, 16)
-    cb.ops.append(("pass_end", False))
+    cb.ops.append(PASS_END)
     feature.after_vkCmdEndRenderPass2(cb, None, cb.handle, None)
     copies = [(call[1], call[3]) for call in cb.device.next.recorded if call[0] == "copy"]
     assert copies == [(COUNTS, [(4, 0, 4)]), (INDIRECT, [(0, 16, 16), (16, 32, 16), (32, 48, 16)])]
     gpu_writes(ffi, mapped, 0, struct.pack("<I", 2))
     gpu_writes(ffi, mapped, 16, struct.pack("<4I", 3, 1, 0, 0) + struct.pack("<4I", 6, 1, 0, 0))
-    [(_, draw), _] = cb.ops
+    [draw, _] = cb.ops
     draw.at_completion()
     assert (draw.count, draw.vertices, draw.primitives, draw.estimated) == (2, 9, 3, False)
 
@@ -149,9 +152,9 @@ def test_a_source_the_driver_cannot_copy_leaves_the_estimate(ffi):
     feature, cb, _, _ = setup(ffi, copyable=())
     Shadow().estimated_draws(cb, 1)
     feature.before_vkCmdDrawIndirect(cb, cb.handle, INDIRECT, 0, 1, 16)
-    cb.ops.append(("pass_end", False))
+    cb.ops.append(PASS_END)
     feature.after_vkCmdEndRenderPass(cb, None, cb.handle)
-    [(_, draw), _] = cb.ops
+    [draw, _] = cb.ops
     assert cb.device.next.recorded == [] and not cb.needs_completion
     assert draw.at_completion is None and draw.estimated
 
@@ -174,7 +177,7 @@ def test_an_indirect_dispatch_is_copied_at_once_and_takes_its_groups_at_completi
     [_, (_, src, _, regions), _] = cb.device.next.recorded
     assert (src, regions, cb.needs_completion) == (INDIRECT, [(48, 0, 12)], True)
     gpu_writes(ffi, mapped, 0, struct.pack("<3I", 4, 3, 1))
-    [(_, work)] = cb.ops
+    [work] = cb.ops
     work.at_completion()
     assert (work.info["groups"], work.invocations, work.estimated) == ([4, 3, 1], 4 * 3 * 16, False)
 
@@ -183,7 +186,7 @@ def test_a_trace_rays_address_in_no_known_buffer_keeps_the_estimate(ffi):
     feature, cb, _, _ = setup(ffi)
     Shadow().trace_rays_indirect(cb)
     feature.before_vkCmdTraceRaysIndirectKHR(cb, cb.handle, None, None, None, None, 0x10000)
-    assert cb.device.next.recorded == [] and cb.ops[0][1].at_completion is None
+    assert cb.device.next.recorded == [] and cb.ops[0].at_completion is None
 
 
 def test_snapshot_memory_is_given_back_when_the_items_holding_it_are_gone(ffi):

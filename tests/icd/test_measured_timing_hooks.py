@@ -65,7 +65,7 @@ def test_an_uninstrumented_command_buffer_is_neither_marked_nor_measured(ffi):
     feature.at_record_vkCmdDispatch(cb, cb.handle, 1, 1, 1)
     Shadow().dispatch(cb, "vkCmdDispatch", (1, 1, 1))
     feature.before_vkCmdDispatch(cb, cb.handle, 1, 1, 1)
-    assert cb.slots == {} and cb.ops[0][1].at_completion is None and not cb.needs_completion
+    assert cb.slots == {} and cb.ops[0].at_completion is None and not cb.needs_completion
 
 
 def test_an_instrumented_dispatch_gets_a_reading_at_completion(ffi):
@@ -79,7 +79,7 @@ def test_an_instrumented_dispatch_gets_a_reading_at_completion(ffi):
     feature.before_vkCmdDispatchBase(cb, cb.handle, 0, 0, 0, 4, 1, 1)
     state = cb.peek(MeasuredRecording)
     assert state.mark is None and len(state.readers) == 1
-    assert cb.ops[0][1].at_completion is None and cb.ops[1][1].at_completion is not None
+    assert cb.ops[0].at_completion is None and cb.ops[1].at_completion is not None
     assert cb.needs_completion
     assert cb.instrumentation.before_clear               # a clear banks the reader's counts first
 
@@ -97,7 +97,7 @@ def test_a_draw_is_measured_only_inside_a_render_pass(ffi):
     Shadow().draw(cb, 3)
     feature.before_vkCmdDrawIndexed(cb, cb.handle, 3, 1, 0, 0, 0)
     assert cb.needs_completion and cb.peek(MeasuredRecording).area == 16 * 8
-    assert cb.ops[-1][1].at_completion is not None
+    assert cb.ops[-1].at_completion is not None
 
 
 def test_a_command_whose_stage_is_not_instrumented_is_not_measured(ffi):

@@ -21,6 +21,7 @@ from tessera.vkapi import accel
 from tessera.vkapi.commands import ACCELERATION_STRUCTURES, DISPATCHES, DRAWS
 from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.log import HookErrors
+from tessera.vkapi.ops import LABEL_END, PASS_END, PASS_SUSPEND, Barrier, LabelBegin, LabelInsert, PassBegin
 from tessera.vkapi.render_passes import PassInfo
 from tessera.vkapi.resources import Resources
 from tessera.vkapi.transfers import RECORDED_IN_C, TRANSFERS
@@ -69,8 +70,8 @@ def test_a_transfer_hook_appends_the_work_its_shared_table_sizes(ffi):
     cb = command_buffer(res)
     rec.before_vkCmdUpdateBuffer(cb, cb.handle, 0xB, 16, 256, None)
     rec.apply_vkCmdFillBuffer(cb, cb.handle, 0xB, 1024, vk.VK_WHOLE_SIZE, 0)   # to the buffer's end
-    [(op1, update), (op2, fill)] = cb.ops
-    assert (op1, op2) == ("work", "work")
+    [update, fill] = cb.ops
+    assert (type(update), type(fill)) == (Work, Work)
     assert (update.kind, update.stage, update.command, update.nbytes) == ("transfer", "update buffer",
                                                                           "vkCmdUpdateBuffer", 256)
     assert update.info["bytes"] == 256
@@ -85,7 +86,7 @@ def test_an_acceleration_structure_hook_describes_its_command_with_the_shared_ta
     recording(ffi).before_vkCmdCopyAccelerationStructureKHR(cb, cb.handle, info)
     Shadow().acceleration_structure(expected, "vkCmdCopyAccelerationStructureKHR", accel.describe_copy(res, info))
     assert cb.ops == expected.ops
-    [(_, work)] = cb.ops
+    [work] = cb.ops
     assert (work.command, work.nbytes) == ("vkCmdCopyAccelerationStructureKHR", 65536)
 
 
@@ -97,8 +98,8 @@ def test_render_pass_records_made_in_c_are_applied_as_the_hooks_record_them(ffi)
     rec.apply_vkCmdDraw(cb, cb.handle, 2, 6, 2)
     rec.apply_vkCmdEndRendering(cb, cb.handle)
     rec.apply_vkCmdEndRenderPass2(cb, cb.handle, None)
-    assert cb.ops == [("pass_begin", begin), ("draw", Draw(6, 2, False, None, None, count=2)),
-                      ("pass_end", True), ("pass_end", False)]
+    assert cb.ops == [PassBegin(begin), Draw(6, 2, False, None, None, count=2),
+                      PASS_SUSPEND, PASS_END]
 
 
 def test_mesh_tasks_applied_from_c_are_estimated_draws_and_empty_sync2_records_no_barrier(ffi):
@@ -106,11 +107,11 @@ def test_mesh_tasks_applied_from_c_are_estimated_draws_and_empty_sync2_records_n
     cb = command_buffer()
     rec.apply_vkCmdDrawMeshTasksEXT(cb, cb.handle, 3)
     rec.apply_vkCmdPipelineBarrier2(cb, cb.handle, 0, 0, 0)
-    assert [op for op, _ in cb.ops] == ["draw"] * 3
-    assert all(d.estimated for _, d in cb.ops)
+    assert [type(op) for op in cb.ops] == [Draw] * 3
+    assert all(d.estimated for d in cb.ops)
     rec.apply_vkCmdPipelineBarrier2(cb, cb.handle, 1, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
                                     vk.VK_PIPELINE_STAGE_FRAGMENT_SHADER_BIT)
-    assert cb.ops[-1] == ("barrier", (frozenset({"transfer"}), frozenset({"fragment"})))
+    assert cb.ops[-1] == Barrier((frozenset({"transfer"}), frozenset({"fragment"})))
 
 
 def test_trace_rays_take_their_size_or_are_estimated(ffi):
@@ -118,7 +119,7 @@ def test_trace_rays_take_their_size_or_are_estimated(ffi):
     cb = command_buffer()
     rec.apply_vkCmdTraceRaysKHR(cb, cb.handle, None, None, None, None, 8, 4, 2)
     rec.before_vkCmdTraceRaysIndirectKHR(cb, cb.handle, None, None, None, None, 0x1000)
-    [(_, direct), (_, indirect)] = cb.ops
+    [direct, indirect] = cb.ops
     assert (direct.invocations, direct.info, direct.estimated) == (64, {"width": 8, "height": 4, "depth": 2}, False)
     assert (indirect.command, indirect.estimated) == ("vkCmdTraceRaysIndirectKHR", True)
 
@@ -181,7 +182,7 @@ def test_a_freed_buffer_goes_after_the_timeline_pulled_and_a_reset_one_starts_ov
     dev = NS(recording_table="table", next=None)
     feature.added(dev, 0xC1, 0xC1, vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, 7)
     cb = drv.objects.get(0xC1, CommandBuffer)
-    cb.ops.append(("draw", None))
+    cb.ops.append(Draw(3, 1, False, None, None))
     feature.reset(dev, 0xC1)
     assert cb.ops == [] and drv.timeline.calls == ["pull"]
     feature.gone(dev, 0xC1)
@@ -195,7 +196,7 @@ def test_a_freed_buffer_goes_after_the_timeline_pulled_and_a_reset_one_starts_ov
 def test_begin_end_and_reset_move_the_state_and_begin_drops_the_last_recording(ffi):
     feature, drv = lifecycle(ffi)
     cb = command_buffer()
-    cb.ops.append(("draw", None))
+    cb.ops.append(Draw(3, 1, False, None, None))
     feature.after_vkBeginCommandBuffer(cb, vk.VK_ERROR_OUT_OF_HOST_MEMORY, cb.handle, None)
     assert cb.ops and cb.state == CommandBufferState.INITIAL
     feature.after_vkBeginCommandBuffer(cb, vk.VK_SUCCESS, cb.handle, None)
@@ -231,8 +232,8 @@ def test_label_and_marker_records_from_c_become_ops_in_order():
     labels.apply_vkCmdDebugMarkerEndEXT(cb, cb.handle)
     labels.apply_vkCmdInsertDebugUtilsLabelEXT(cb, cb.handle, "here")
     labels.apply_vkCmdEndDebugUtilsLabelEXT(cb, cb.handle)
-    assert cb.ops == [("begin", "frame"), ("insert", "point"), ("begin", "pass"), ("end", None),
-                      ("insert", "here"), ("end", None)]
+    assert cb.ops == [LabelBegin("frame"), LabelInsert("point"), LabelBegin("pass"), LABEL_END,
+                      LabelInsert("here"), LABEL_END]
 
 
 def test_labels_recorded_in_python_read_the_name_and_find_the_buffer_by_handle(ffi):
@@ -243,7 +244,7 @@ def test_labels_recorded_in_python_read_the_name_and_find_the_buffer_by_handle(f
     labels.replace_vkCmdBeginDebugUtilsLabelEXT(cb.handle, NS(pLabelName=name))
     labels.replace_vkCmdDebugMarkerInsertEXT(cb.handle, NS(pMarkerName=name))
     labels.replace_vkCmdEndDebugUtilsLabelEXT(cb.handle)
-    assert cb.ops == [("begin", "shadow pass"), ("insert", "shadow pass"), ("end", None)]
+    assert cb.ops == [LabelBegin("shadow pass"), LabelInsert("shadow pass"), LABEL_END]
 
 
 def test_queue_labels_open_and_close_on_the_timeline_and_a_point_label_leaves_nothing(ffi):

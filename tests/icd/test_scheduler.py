@@ -21,6 +21,7 @@ from tessera.icd.scheduler import EmulatedGpu, QueueOrder
 from tessera.icd.timeline import Timeline, batch
 from tessera.icd.timing import Phase
 from tessera.schemas import perfetto as pf
+from tessera.vkapi.ops import FULL_BARRIER, LABEL_END, PASS_END, PASS_SUSPEND, LabelBegin, PassBegin
 from tessera.vkapi.render_passes import PassInfo
 
 T = 5_000_000_000
@@ -91,21 +92,22 @@ def pass_info(**kw) -> PassInfo:
                     attachments=[], load_bytes=0, store_bytes=0, dynamic=True, **kw)
 
 
-DRAW = ("draw", Draw(8, 2, False, None, None))
+DRAW = Draw(8, 2, False, None, None)
 
 
 def render_pass(tag: str, **kw) -> list:
-    return [("begin", tag), ("pass_begin", pass_info(**kw)), DRAW, ("pass_end", False), ("end", None)]
+    info = pass_info(**kw)
+    return [LabelBegin(tag), PassBegin(info, info.resuming), DRAW, PASS_END, LABEL_END]
 
 
 def dispatch(tag: str, invocations: int = 800) -> list:
-    return [("begin", tag), ("work", Work("dispatch", "compute", "vkCmdDispatch", {}, invocations=invocations)),
-            ("end", None)]
+    return [LabelBegin(tag), Work("dispatch", "compute", "vkCmdDispatch", {}, invocations=invocations),
+            LABEL_END]
 
 
 def copy(tag: str, nbytes: int = 3200) -> list:
-    return [("begin", tag), ("work", Work("transfer", "copy buffer", "vkCmdCopyBuffer", {}, nbytes=nbytes)),
-            ("end", None)]
+    return [LabelBegin(tag), Work("transfer", "copy buffer", "vkCmdCopyBuffer", {}, nbytes=nbytes),
+            LABEL_END]
 
 
 def cb(ops: list, address: int = 0x1000) -> SimpleNamespace:
@@ -153,7 +155,7 @@ def test_binning_of_the_next_pass_overlaps_main_without_barrier(emu):
 
 
 def test_barrier_serializes_the_next_pass(emu):
-    ops = render_pass("t1") + [("barrier", None)] + render_pass("t2")
+    ops = render_pass("t1") + [FULL_BARRIER] + render_pass("t2")
     emu.timeline.submit(emu.queues[0], [batch([cb(ops)], [], [])])
     got = spans(emu.events())
     assert got[("t2", "binning")] == (BIN + MAIN, 2 * BIN + MAIN)
@@ -190,8 +192,8 @@ def test_nothing_starts_before_the_host_time_of_its_submit(emu, monkeypatch):
 def test_label_stack_belongs_to_the_queue(emu):
     q = emu.queues[0]
     q.labels.append("s4")
-    first = cb([("begin", "outer")] + dispatch("t1"), 0x10)
-    second = cb(copy("t2") + [("end", None), ("end", None), ("end", None)] + copy("t3"), 0x20)   # extra pops tolerated
+    first = cb([LabelBegin("outer")] + dispatch("t1"), 0x10)
+    second = cb(copy("t2") + [LABEL_END, LABEL_END, LABEL_END] + copy("t3"), 0x20)   # extra pops tolerated
     emu.timeline.submit(q, [batch([first, second], [], [])])
     got = emu.events()
     assert got[("t1", "compute")][3] == "s4 / outer / t1"
@@ -201,8 +203,8 @@ def test_label_stack_belongs_to_the_queue(emu):
 
 
 def test_pass_suspended_and_resumed_across_command_buffers_is_one_pass(emu):
-    x = cb([("begin", "t9"), ("pass_begin", pass_info(suspending=True)), DRAW, ("pass_end", True)], 0x10)
-    y = cb([("pass_begin", pass_info(resuming=True)), DRAW, DRAW, ("pass_end", False), ("end", None)], 0x20)
+    x = cb([LabelBegin("t9"), PassBegin(pass_info(suspending=True)), DRAW, PASS_SUSPEND], 0x10)
+    y = cb([PassBegin(pass_info(resuming=True), True), DRAW, DRAW, PASS_END, LABEL_END], 0x20)
     emu.timeline.submit(emu.queues[0], [batch([x, y], [], [])])
     got = emu.events()
     assert sorted(got) == [("t9", "binning"), ("t9", "main")]
@@ -244,7 +246,7 @@ def test_work_known_only_after_execution_is_timed_with_what_completion_gives(emu
         work.invocations, work.estimated = 800, False
 
     work.at_completion = read_sizes
-    emu.timeline.submit(emu.queues[0], [batch([cb([("begin", "t1"), ("work", work), ("end", None)])], [], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb([LabelBegin("t1"), work, LABEL_END])], [], [])])
     got = emu.events()
     assert got[("t1", "compute")][:2] == (0, DISPATCH)   # as the direct dispatch of 800 invocations
     assert "Estimated" not in got[("t1", "compute")][4]

@@ -24,6 +24,7 @@ from tessera.vkapi import intercepts
 from tessera.vkapi.accel import describe_build, describe_copy
 from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.log import HookErrors
+from tessera.vkapi.ops import PASS_END, PASS_SUSPEND, Barrier, Execute, PassBegin, PassEnd, Recording
 from tessera.vkapi.render_passes import PassInfo
 from tessera.vkapi.resources import Attachment, Framebuffer, Image, Pipeline, RenderPass, Resources
 from tessera.vkapi.transfers import TRANSFERS
@@ -66,11 +67,11 @@ def test_external_dependencies_of_a_render_pass_are_barriers_around_it(before, a
     shadow.begin_render_pass(cb, begin_info(), "vkCmdBeginRenderPass2")
     shadow.draw(cb, 3)
     shadow.end_render_pass(cb)
-    ops = [op for op, _ in cb.ops]
-    assert ops == ["barrier"] * before + ["pass_begin", "draw", "pass_end"] + ["barrier"] * after
-    assert all(v is None for op, v in cb.ops if op == "barrier")        # full barriers
-    assert dict(cb.ops)["pass_end"] is False
-    info = dict(cb.ops)["pass_begin"]
+    ops = [type(op) for op in cb.ops]
+    assert ops == [Barrier] * before + [PassBegin, Draw, PassEnd] + [Barrier] * after
+    assert all(op.scope is None for op in cb.ops if type(op) is Barrier)        # full barriers
+    assert next(op for op in cb.ops if type(op) is PassEnd).suspending is False
+    info = next(op for op in cb.ops if type(op) is PassBegin).info
     # 64x32 area, 2 framebuffer layers, one RGBA8 attachment loaded and stored: 64*32*2*4 bytes each way
     assert (info.command, info.handle, info.width, info.height, info.layers, info.subpasses) == (
         "vkCmdBeginRenderPass2", 0x10, 64, 32, 2, 2)
@@ -88,14 +89,15 @@ def test_a_render_pass_end_looks_at_the_last_begin_only():
     shadow.dispatch(cb, "vkCmdDispatch", (1, 1, 1))
     shadow.begin_render_pass(cb, begin_info(0x11), "vkCmdBeginRenderPass")
     shadow.end_render_pass(cb)
-    assert [op for op, _ in cb.ops] == ["pass_begin", "pass_end", "barrier", "work", "pass_begin", "pass_end"]
+    assert [type(op) for op in cb.ops] == [PassBegin, PassEnd, Barrier, Work, PassBegin, PassEnd]
 
 
 def test_an_unknown_render_pass_and_framebuffer_give_one_subpass_one_layer_and_no_barriers():
     cb = command_buffer()
     Shadow().begin_render_pass(cb, begin_info(0x99, 0x98, 8, 4), "vkCmdBeginRenderPass")
-    [(op, info)] = cb.ops
-    assert op == "pass_begin"
+    [op] = cb.ops
+    assert type(op) is PassBegin
+    info = op.info
     assert (info.width, info.height, info.layers, info.subpasses, info.attachments) == (8, 4, 1, 1, [])
     assert (info.load_bytes, info.store_bytes, info.waits_before) == (0, 0, False)
 
@@ -104,7 +106,7 @@ def test_the_resources_come_from_the_collaborator_given():
     theirs = render_pass_resources(True, False)
     cb = command_buffer()                                     # its device's resources know no render pass
     Shadow(resources=lambda c: theirs).begin_render_pass(cb, begin_info(), "vkCmdBeginRenderPass")
-    assert [op for op, _ in cb.ops] == ["barrier", "pass_begin"]
+    assert [type(op) for op in cb.ops] == [Barrier, PassBegin]
 
 
 def test_dynamic_rendering_suspends_and_resumes():
@@ -116,20 +118,20 @@ def test_dynamic_rendering_suspends_and_resumes():
     shadow.end_rendering(cb)
     shadow.begin_rendering(cb, second)
     shadow.end_rendering(cb)
-    assert [(op, v if op != "draw" else None) for op, v in cb.ops] == [
-        ("pass_begin", first), ("draw", None), ("pass_end", True), ("pass_begin", second), ("pass_end", False)]
+    assert [op if type(op) is not Draw else Draw for op in cb.ops] == [
+        PassBegin(first, False), Draw, PASS_SUSPEND, PassBegin(second, True), PASS_END]
 
 
 def test_an_end_of_rendering_without_a_begin_in_the_buffer_ends_without_suspending():
     cb = command_buffer()                                     # the pass began in an earlier command buffer
     Shadow().end_rendering(cb)
-    assert cb.ops == [("pass_end", False)]
+    assert cb.ops == [PASS_END]
 
 
 def test_dynamic_rendering_takes_no_barriers():
     cb = command_buffer()
     Shadow().begin_rendering(cb, dynamic(waits_before=True))   # only render pass objects have dependencies
-    assert [op for op, _ in cb.ops] == ["pass_begin"]
+    assert [type(op) for op in cb.ops] == [PassBegin]
 
 
 # ---- draws ------------------------------------------------------------------------------------
@@ -141,7 +143,7 @@ def test_draws_one_by_one_take_the_bound_pipelines_costs_and_a_third_of_their_ve
     shadow.draw(cb, 10)                                        # no pipeline bound yet
     shadow.bind_pipeline(cb, GRAPHICS, 0x50)
     shadow.draw(cb, 36)
-    assert cb.ops == [("draw", Draw(10, 3, False, None, None)), ("draw", Draw(36, 12, False, 2.5, 7.0))]
+    assert cb.ops == [Draw(10, 3, False, None, None), Draw(36, 12, False, 2.5, 7.0)]
 
 
 def test_draws_folded_in_c_are_one_op_with_their_count_and_the_sums_as_recorded():
@@ -151,7 +153,7 @@ def test_draws_folded_in_c_are_one_op_with_their_count_and_the_sums_as_recorded(
     shadow = Shadow()
     shadow.bind_pipeline(cb, GRAPHICS, 0x50)
     shadow.draws(cb, 3, 40, 11)             # C summed each draw's primitives: not 40 // 3
-    assert cb.ops == [("draw", Draw(40, 11, False, 2.5, None, count=3))]
+    assert cb.ops == [Draw(40, 11, False, 2.5, None, count=3)]
 
 
 def test_estimated_draws():
@@ -162,13 +164,13 @@ def test_estimated_draws():
     shadow.estimated_draws(cb, 1, 3)                  # vkCmdDrawIndirectByteCountEXT, 3 instances
     v = timing.INDIRECT_DRAW_VERTICES
     assert v == 3072
-    assert cb.ops == [("draw", Draw(3072, 1024, True, None, None))] * 2 + [("draw", Draw(9216, 3072, True, None, None))]
+    assert cb.ops == [Draw(3072, 1024, True, None, None)] * 2 + [Draw(9216, 3072, True, None, None)]
 
 
 def test_multi_draws_are_one_draw_per_element_times_the_instances():
     cb = command_buffer()
     Shadow().multi_draw(cb, [3, 7], 2)
-    assert cb.ops == [("draw", Draw(6, 2, False, None, None)), ("draw", Draw(14, 4, False, None, None))]
+    assert cb.ops == [Draw(6, 2, False, None, None), Draw(14, 4, False, None, None)]
 
 
 MULTI_CDEF = """
@@ -237,11 +239,11 @@ def test_hooks_read_their_arguments(ffi):
     before["vkCmdDrawMultiEXT"](cb, cb.handle, 2, raw, 2, 0, 8)
     before["vkCmdDrawIndirectByteCountEXT"](cb, cb.handle, 2, 0, 0x3, 0, 0, 16)
     est = Draw(3072, 1024, True, None, None)
-    assert [v for _, v in cb.ops] == [Draw(12, 4, False, None, None)] * 2 + [est] * 4 + [
+    assert cb.ops == [Draw(12, 4, False, None, None)] * 2 + [est] * 4 + [
         Draw(6, 2, False, None, None), Draw(18, 6, False, None, None), Draw(6144, 2048, True, None, None)]
     applied = command_buffer()
     hooks.appliers["vkCmdDraw"](applied, applied.handle, 5, 100, 30)
-    assert applied.ops == [("draw", Draw(100, 30, False, None, None, count=5))]
+    assert applied.ops == [Draw(100, 30, False, None, None, count=5)]
 
 
 def test_dispatch_hooks_and_appliers_read_groups_and_base(ffi):
@@ -252,7 +254,7 @@ def test_dispatch_hooks_and_appliers_read_groups_and_base(ffi):
     hooks.appliers["vkCmdBindPipeline"](cb, cb.handle, COMPUTE, 0x70)
     hooks.appliers["vkCmdDispatchBase"](cb, cb.handle, 1, 2, 3, 5, 1, 1)
     hooks.observers["vkCmdDispatchIndirect"][0](cb, cb.handle, 0x1, 0)
-    [(_, base), (_, indirect)] = cb.ops
+    [base, indirect] = cb.ops
     assert base.info == {"groups": (5, 1, 1), "group_size": (4, 2, 1), "base_group": (1, 2, 3)}
     assert (base.invocations, base.estimated) == (40, False)
     assert (indirect.invocations, indirect.estimated) == (64 * 8, True)
@@ -269,7 +271,7 @@ def test_sync2_hooks_take_every_barrier_of_every_dependency_info(ffi):
     hooks.observers["vkCmdPipelineBarrier2"][0](cb, cb.handle, dependency_info())     # no barriers: no op
     hooks.appliers["vkCmdWaitEvents2"](cb, cb.handle, 2, xfer | comp, frag | vert)
     scope = (frozenset({"transfer", "compute"}), frozenset({"fragment", "vertex"}))
-    assert cb.ops == [("barrier", scope), ("barrier", scope)]
+    assert cb.ops == [Barrier(scope), Barrier(scope)]
 
 
 def test_execute_looks_the_secondaries_up_by_handle(ffi):
@@ -277,7 +279,7 @@ def test_execute_looks_the_secondaries_up_by_handle(ffi):
     hooks = registered(ffi, Secondaries(a, b))
     cb = command_buffer()
     hooks.observers["vkCmdExecuteCommands"][0](cb, cb.handle, 2, [0xB2, 0xA1])
-    assert cb.ops == [("execute", [(0xB2, b.ops), (0xA1, a.ops)])]
+    assert cb.ops == [Execute([Recording(0xB2, b.ops), Recording(0xA1, a.ops)])]
 
 
 def test_bind_shaders_hook_reads_a_null_pshaders_as_unbinding(ffi):
@@ -325,7 +327,7 @@ def test_shader_objects_bind_per_stage_and_graphics_stages_merge_their_costs():
     assert cb.compute_pipeline is cs
     assert cb.graphics_pipeline.shader_cycles == {"vertex": 1.5, "fragment": 4.0}   # untouched
     shadow.draw(cb, 3)
-    assert cb.ops == [("draw", Draw(3, 1, False, 1.5, 4.0))]
+    assert cb.ops == [Draw(3, 1, False, 1.5, 4.0)]
     shadow.bind_shaders(cb, [vk.VK_SHADER_STAGE_FRAGMENT_BIT], None)          # unbinds the fragment stage
     assert cb.graphics_pipeline.shader_cycles == {"vertex": 1.5}
     assert cb.compute_pipeline is cs
@@ -343,9 +345,9 @@ def compute_buffer(group_size=(8, 4, 2), cycles: dict | None = None) -> CommandB
 def test_a_dispatch_counts_invocations_from_its_groups_and_the_pipelines_group_size():
     cb = compute_buffer()
     Shadow().dispatch(cb, "vkCmdDispatch", (3, 2, 1))
-    assert cb.ops == [("work", Work("dispatch", "compute", "vkCmdDispatch",
+    assert cb.ops == [Work("dispatch", "compute", "vkCmdDispatch",
                                     {"groups": (3, 2, 1), "group_size": (8, 4, 2)},
-                                    invocations=3 * 2 * 1 * 64, cycles=40.0))]
+                                    invocations=3 * 2 * 1 * 64, cycles=40.0)]
 
 
 def test_a_dispatch_base_names_its_base_group_unless_it_is_zero():
@@ -353,7 +355,7 @@ def test_a_dispatch_base_names_its_base_group_unless_it_is_zero():
     shadow = Shadow()
     shadow.dispatch(cb, "vkCmdDispatchBase", (2, 2, 2), (1, 0, 2))
     shadow.dispatch(cb, "vkCmdDispatchBase", (2, 2, 2), (0, 0, 0))
-    first, second = (v for _, v in cb.ops)
+    first, second = cb.ops
     assert first.info == {"groups": (2, 2, 2), "group_size": (8, 4, 2), "base_group": (1, 0, 2)}
     assert second.info == {"groups": (2, 2, 2), "group_size": (8, 4, 2)}
     assert first.invocations == second.invocations == 8 * 64        # the base does not change the size
@@ -362,7 +364,7 @@ def test_a_dispatch_base_names_its_base_group_unless_it_is_zero():
 def test_an_indirect_dispatch_is_estimated():
     cb = compute_buffer(group_size=(16, 1, 1))
     Shadow().dispatch(cb, "vkCmdDispatchIndirect", None)
-    [(_, w)] = cb.ops
+    [w] = cb.ops
     assert timing.INDIRECT_DISPATCH_GROUPS == 64
     assert (w.info, w.invocations, w.estimated, w.cycles) == (
         {"groups": (-1, -1, -1), "group_size": (16, 1, 1)}, 64 * 16, True, 40.0)
@@ -375,7 +377,7 @@ def test_a_dispatch_without_a_known_group_size_counts_one_invocation_a_group():
     nothing_bound = command_buffer()
     shadow.dispatch(nothing_bound, "vkCmdDispatch", (4, 5, 6))
     for cb in (unknown_size, nothing_bound):
-        [(_, w)] = cb.ops
+        [w] = cb.ops
         assert (w.info["group_size"], w.invocations, w.cycles) == ((-1, -1, -1), 120, None)
 
 
@@ -389,7 +391,7 @@ def test_trace_rays_size_and_ray_cost_of_the_bound_pipeline():
     shadow.bind_pipeline(cb, RAY_TRACING, 0x80)
     shadow.trace_rays(cb, 8, 4, 2)
     shadow.trace_rays_indirect(cb)
-    unbound, bound, indirect = (v for _, v in cb.ops)
+    unbound, bound, indirect = cb.ops
     assert unbound == Work("trace_rays", "trace_rays", "vkCmdTraceRaysKHR", {"width": 8, "height": 4, "depth": 2},
                            invocations=64, cycles=None)
     # raygen 20 + traversal 100 + half the rays hit (30) + half miss (10)
@@ -410,7 +412,7 @@ def test_acceleration_structure_build_and_copy_work():
     ranges = [[NS(primitiveCount=10), NS(primitiveCount=5)], [NS(primitiveCount=3)]]
     shadow.acceleration_structure(cb, "vkCmdBuildAccelerationStructuresKHR", describe_build(res, 2, [blas, tlas], ranges))
     shadow.acceleration_structure(cb, "vkCmdCopyAccelerationStructureKHR", describe_copy(res, NS(src=0xA0, mode=1)))
-    build, copy = (v for _, v in cb.ops)
+    build, copy = cb.ops
     assert build == Work("acceleration_structure_build", "acceleration structure 'fast build' build",
                          "vkCmdBuildAccelerationStructuresKHR", {"primitives": 15, "instances": 3, "structures": 2},
                          primitives=15, instances=3)
@@ -422,8 +424,8 @@ def test_acceleration_structure_build_and_copy_work():
 def transfer(res: Resources, name: str, *args) -> Work:
     cb = command_buffer(res)
     Shadow().transfer(cb, name, TRANSFERS[name](res, *args))
-    [(op, w)] = cb.ops
-    assert op == "work"
+    [w] = cb.ops
+    assert type(w) is Work
     return w
 
 
@@ -495,7 +497,7 @@ def test_a_barrier_is_the_union_of_its_barriers_classes():
                         (vk.VK_PIPELINE_STAGE_TRANSFER_BIT, vk.VK_PIPELINE_STAGE_VERTEX_SHADER_BIT | BOTTOM)])
     shadow.barrier(cb, [])                                           # no barriers: no op
     shadow.reduced_barrier(cb, 0, 0, 0)
-    assert cb.ops == [("barrier", (frozenset({"fragment", "transfer"}), frozenset({"fragment"})))]
+    assert cb.ops == [Barrier((frozenset({"fragment", "transfer"}), frozenset({"fragment"})))]
 
 
 def reduce_in_c(masks: list[tuple[int, int]]) -> tuple[int, int, int]:
@@ -512,7 +514,7 @@ def test_the_reduced_record_gives_the_barriers_classes_by_hand():
     assert reduce_in_c(masks) == (3, 0x400 | 0x1000 | BOTTOM, 0x80 | 0x4000)
     cb = command_buffer()
     Shadow().reduced_barrier(cb, *reduce_in_c(masks))
-    assert cb.ops == [("barrier", (ALL, frozenset({"fragment"})))]
+    assert cb.ops == [Barrier((ALL, frozenset({"fragment"})))]
 
 
 # Every stage bit of VkPipelineStageFlags2 the table knows, bottom-of-pipe, ALL_COMMANDS and bits it does not know.
@@ -541,9 +543,10 @@ def test_execute_holds_the_secondaries_op_lists_and_their_need_of_completion():
     assert cb.needs_completion is False
     shadow.execute(cb, [a, b])
     assert cb.needs_completion is True
-    (op1, first), (op2, second) = cb.ops
-    assert (op1, op2) == ("execute", "execute")
-    assert [addr for addr, _ in second] == [0xA1, 0xB2]
-    assert first[0][1] is a.ops and second[1][1] is b.ops       # the lists themselves: expanded at submit
-    assert first[0][1] == [("draw", Draw(3, 1, False, None, None))]
+    one, two = cb.ops
+    assert (type(one), type(two)) == (Execute, Execute)
+    first, second = one.secondaries, two.secondaries
+    assert [s.address for s in second] == [0xA1, 0xB2]
+    assert first[0].ops is a.ops and second[1].ops is b.ops       # the lists themselves: expanded at submit
+    assert first[0].ops == [Draw(3, 1, False, None, None)]
 

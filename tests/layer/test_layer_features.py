@@ -23,6 +23,7 @@ from tessera.vkapi import intercepts
 from tessera.vkapi.commands import ACCELERATION_STRUCTURES, DISPATCHES, DRAWS, TRACE_RAYS
 from tessera.vkapi.dispatch import HookSet
 from tessera.vkapi.log import HookErrors
+from tessera.vkapi.ops import LABEL_END, PASS_END, PASS_SUSPEND, Execute, LabelBegin, LabelInsert, PassBegin
 from tessera.vkapi.render_passes import PassInfo
 from tessera.vkapi.resources import Pipeline
 from tessera.vkapi.transfers import TRANSFERS
@@ -151,8 +152,9 @@ def test_a_pass_suspended_and_resumed_in_one_buffer_is_one_part_with_one_tag():
     rp.count(DEV, 1)
     rp.after_vkCmdEndRendering(DEV, None, 1)
     assert labeller.calls == [("push", 1, "t1"), ("pop", 1)]
-    (op, part), = t.ops
-    assert op == "pass" and part.draws == 4 and not part.suspends and t.part is None
+    begin, end = t.ops
+    part = begin.info
+    assert type(begin) is PassBegin and end == PASS_END and part.draws == 4 and not part.suspends and t.part is None
     (w, kind, meta, annex), = t.described
     assert (w.tag, kind, meta["draw_call_count"], meta["width"], annex) == (1, "render_pass", 4, 64, False)
 
@@ -165,8 +167,9 @@ def test_a_pass_still_suspended_at_the_end_of_a_buffer_is_finished_there_and_res
     rp.after_vkCmdEndRendering(DEV, None, 1)   # suspended: the part stays open
     assert t.part is not None
     rp.before_vkEndCommandBuffer(DEV, 1)
-    (_, part), = t.ops
-    assert part.suspends and labeller.calls == [("push", 1, "t1")]   # its label stays open
+    begin, end = t.ops
+    part = begin.info
+    assert end == PASS_SUSPEND and part.suspends and labeller.calls == [("push", 1, "t1")]   # its label stays open
     (_, _, _, annex), = t.described
     assert annex   # its draw count comes at submit
     later = state.command_buffer(DEV, 2)
@@ -195,7 +198,7 @@ def test_an_indirect_draw_is_captured_once_its_pass_is_over():
     rp.before_vkCmdDrawIndirect(DEV, 1, 0xB, 16, 2, 20)
     assert captured == [] and t.part.draws == 2
     rp.after_vkCmdEndRendering(DEV, None, 1)
-    assert captured == [(1, 0xB, 16, 2, 20, "draw")] and t.ops[-1][1].captures == ["capture"]
+    assert captured == [(1, 0xB, 16, 2, 20, "draw")] and t.ops[-2].info.captures == ["capture"]
 
 
 def test_a_pass_ended_in_c_keeps_the_tag_c_took_and_pops_no_label():
@@ -204,7 +207,7 @@ def test_a_pass_ended_in_c_keeps_the_tag_c_took_and_pops_no_label():
     t = state.command_buffer(DEV, 1)
     rp._start(DEV, t, 1, _info(), tag=41)
     rp.apply_vkCmdEndRendering(DEV, 1)
-    assert labeller.calls == [] and t.ops[0][1].workload.tag == 41
+    assert labeller.calls == [] and t.ops[0].info.workload.tag == 41
 
 
 # ---- commands and labels -----------------------------------------------------------------------------------
@@ -216,7 +219,7 @@ def test_applied_labels_keep_the_buffers_stack_and_count_pops_below_its_start():
     c.apply_vkCmdBeginDebugUtilsLabelEXT(DEV, 1, "frame")
     c.apply_vkCmdDebugMarkerInsertEXT(DEV, 1, "here")
     t = state.command_buffer(DEV, 1)
-    assert t.ops == [("label_end", None), ("label_begin", "frame"), ("label_insert", "here")]
+    assert t.ops == [LABEL_END, LabelBegin("frame"), LabelInsert("here")]
     assert t.labels == ["frame"] and t.pops_below_start == 1
 
 
@@ -227,7 +230,7 @@ def test_secondaries_executed_in_a_pass_add_their_draws_to_it():
     t.part = PassPart(Workload(1, (), 0))
     state.buffers[2] = CommandBufferTracker(2, 2, SECONDARY, 1, continued_draws=4)
     c.before_vkCmdExecuteCommands(DEV, 1, 1, [2])
-    assert t.part.draws == 4 and t.ops == [("execute", [state.buffers[2]])]
+    assert t.part.draws == 4 and t.ops == [Execute([state.buffers[2]])]
 
 
 def test_a_queue_label_end_pulls_the_c_submits_first_and_tolerates_a_pop_without_a_push():
@@ -245,7 +248,7 @@ def test_a_command_buffer_reset_releases_captures_and_resets_the_recorders_recor
     hooks = NS(recorder=NS(reset=reset.append))
     c = Commands(hooks, state, None, lambda dev, t: released.append(t.address))
     t = state.command_buffer(DEV, 1)
-    t.ops.append(("label_insert", "x"))
+    t.ops.append(LabelInsert("x"))
     c.after_vkResetCommandBuffer(DEV, vk.VK_SUCCESS, 1, 0)
     assert released == [1] and reset == [1] and t.ops == [] and state.session.pulls == 1
 
@@ -265,14 +268,14 @@ def test_a_dispatch_is_tagged_sized_from_the_bound_pipeline_and_its_label_popped
     assert kind == "dispatch" and not annex
     assert meta == {"command": "vkCmdDispatchBase", "groups": [2, 2, 1], "group_size": [8, 4, 1], "items": 128,
                     "indirect": False, "base_group": [1, 0, 0]}
-    assert labeller.calls == [("push", 1, "t1"), ("pop", 1)] and t.ops[0][1].tag == 1
+    assert labeller.calls == [("push", 1, "t1"), ("pop", 1)] and t.ops[0].tag == 1
 
 
 def test_a_dispatch_recorded_in_c_is_applied_with_the_tag_c_took_and_no_label():
     state, labeller = State(), Labeller()
     Workloads(state, labeller, None).apply_vkCmdDispatch(DEV, 1, 1, 1, 1, tag=7)
     t = state.command_buffer(DEV, 1)
-    assert labeller.calls == [] and t.ops[0][1].tag == 7 and t.described[0][2]["items"] == -1   # no pipeline
+    assert labeller.calls == [] and t.ops[0].tag == 7 and t.described[0][2]["items"] == -1   # no pipeline
 
 
 # ---- instrumentation ---------------------------------------------------------------------------------------
@@ -296,7 +299,7 @@ def test_the_instrumenters_appliers_run_the_owners_first_then_number_each_draw()
     hooks.appliers["vkCmdDraw"](DEV, 1, 2)
     assert applied == [("vkCmdBindPipeline", (GRAPHICS, 0x77), {}), ("vkCmdDraw", (2,), {})]
     assert rec.actions == {0: Action(3, "vkCmdDraw", 0, 0x77), 1: Action(3, "vkCmdDraw", 1, 0x77)}
-    t.ops.append(("workload", Workload(9, (), 0)))
+    t.ops.append(Workload(9, (), 0))
     hooks.appliers["vkCmdDispatch"](DEV, 1, 1, 1, 1, tag=9)
     assert applied[-1] == ("vkCmdDispatch", (1, 1, 1), {"tag": 9}) and rec.actions[2] == Action(9, "vkCmdDispatch",
                                                                                                  None, 0)

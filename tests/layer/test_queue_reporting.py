@@ -12,6 +12,7 @@ from tessera.layer.queues import QueueReporter
 from tessera.layer.state import DeviceState, Session
 from tessera.layer.trackers import Capture, CommandBufferTracker, PassPart, QueueTracker, Workload
 from tessera.schemas.frames import FrameDecoder, MessageType
+from tessera.vkapi.ops import LABEL_END, PASS_END, PASS_SUSPEND, LabelBegin, PassBegin
 from tessera.vkapi.submits import Submission
 from tessera.vkapi.vkconst import vk
 
@@ -82,7 +83,12 @@ def buffer(address: int, *ops, level: int = PRIMARY) -> CommandBufferTracker:
 
 
 def work(tag: int, labels: tuple[str, ...] = (), capture: Capture | None = None):
-    return ("workload", Workload(tag, labels, 0, capture))
+    return Workload(tag, labels, 0, capture)
+
+
+def part(p: PassPart) -> list:
+    """A render pass part as the layer records it when the part ends (render_passes.py)."""
+    return [PassBegin(p, p.resumes), PASS_SUSPEND if p.suspends else PASS_END]
 
 
 class Rig:
@@ -148,9 +154,9 @@ def test_a_buffer_submitted_again_is_wrapped_in_its_submit_label():
 
 
 def test_queue_label_stack_carries_across_submits_and_annexes_what_it_changes():
-    opens = buffer(0x10, ("label_begin", "frame"), work(1, labels=("frame",)))
-    inside = buffer(0x20, work(2), ("label_begin", "pass"), work(3, labels=("pass",)))
-    closes = buffer(0x30, ("label_end", None), work(4), ("label_end", None), work(5))
+    opens = buffer(0x10, LabelBegin("frame"), work(1, labels=("frame",)))
+    inside = buffer(0x20, work(2), LabelBegin("pass"), work(3, labels=("pass",)))
+    closes = buffer(0x30, LABEL_END, work(4), LABEL_END, work(5))
     rig = Rig(opens, inside, closes, returned=(1000, 1000, 1000))
     rig.submit([0x10])
     assert rig.q.labels == ["frame"]
@@ -171,10 +177,10 @@ def test_queue_label_stack_carries_across_submits_and_annexes_what_it_changes():
 
 def test_labels_and_open_passes_put_submits_on_the_python_path_while_they_last():
     ledger = Ledger()
-    begin = buffer(0x10, ("label_begin", "outer"), work(1, labels=("outer",)))
-    end = buffer(0x20, ("label_end", None), work(2))
-    suspend = buffer(0x30, ("pass", PassPart(Workload(3, (), 0), draws=2, suspends=True)))
-    resume = buffer(0x40, ("pass", PassPart(None, draws=1, resumes=True)))
+    begin = buffer(0x10, LabelBegin("outer"), work(1, labels=("outer",)))
+    end = buffer(0x20, LABEL_END, work(2))
+    suspend = buffer(0x30, *part(PassPart(Workload(3, (), 0), draws=2, suspends=True)))
+    resume = buffer(0x40, *part(PassPart(None, draws=1, resumes=True)))
     rig = Rig(begin, end, suspend, resume, ledger=ledger, returned=(0,) * 4)
     rig.submit([0x10])
     assert rig.q.python_submits and ledger.reasons == [True]
@@ -205,8 +211,8 @@ def test_note_queue_tells_the_ledger_only_of_changes_and_nothing_without_one():
 
 
 def test_end_recording_lets_only_plain_primaries_take_the_c_path():
-    plain = buffer(0x10, work(1), ("pass", PassPart(Workload(2, (), 0), draws=1)))
-    labelled = buffer(0x20, ("label_begin", "a"), work(3, labels=("a",)), ("label_end", None))
+    plain = buffer(0x10, work(1), *part(PassPart(Workload(2, (), 0), draws=1)))
+    labelled = buffer(0x20, LabelBegin("a"), work(3, labels=("a",)), LABEL_END)
     secondary = buffer(0x30, work(4), level=SECONDARY)
     open_label = buffer(0x40, work(5))
     open_label.labels.append("still open")
@@ -228,7 +234,7 @@ def test_end_recording_lets_only_plain_primaries_take_the_c_path():
 def test_submits_made_in_c_are_reported_in_order_before_a_python_submit():
     ledger = Ledger()
     plain = buffer(0x10, work(1))
-    labelled = buffer(0x20, ("label_begin", "x"), work(2, labels=("x",)), ("label_end", None))
+    labelled = buffer(0x20, LabelBegin("x"), work(2, labels=("x",)), LABEL_END)
     rig = Rig(plain, labelled, ledger=ledger, returned=(2000,))
     rig.session.frame = 3   # the C submits were made in frame 2: each says so
     ledger.pending = [Submission(QUEUE, 100, 130, 0, 5, 2, False, [([0x10], [], [])]),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tessera.layer.queues import plan_submit, reported_from_c
 from tessera.layer.trackers import Capture, CommandBufferTracker, PassPart, QueueTracker, Workload
+from tessera.vkapi.ops import LABEL_END, PASS_END, PASS_SUSPEND, Execute, LabelBegin, PassBegin
 
 
 def buffer(address: int, *ops, level: int = 0) -> CommandBufferTracker:
@@ -15,7 +16,12 @@ def buffer(address: int, *ops, level: int = 0) -> CommandBufferTracker:
 
 
 def work(tag: int, labels: tuple[str, ...] = (), pops: int = 0, capture: Capture | None = None):
-    return ("workload", Workload(tag, labels, pops, capture))
+    return Workload(tag, labels, pops, capture)
+
+
+def part(p: PassPart) -> list:
+    """A render pass part as the layer records it when the part ends (render_passes.py)."""
+    return [PassBegin(p, p.resumes), PASS_SUSPEND if p.suspends else PASS_END]
 
 
 def queue() -> QueueTracker:
@@ -41,8 +47,8 @@ def test_queue_labels_give_plain_workloads_an_annex():
 
 def test_a_label_opened_in_one_buffer_and_closed_in_the_next():
     q = queue()
-    first = buffer(0x10, ("label_begin", "outer"), work(1, labels=("outer",)))
-    second = buffer(0x20, work(2), ("label_end", None), work(3))
+    first = buffer(0x10, LabelBegin("outer"), work(1, labels=("outer",)))
+    second = buffer(0x20, work(2), LABEL_END, work(3))
     assert not reported_from_c(first) and not reported_from_c(second)
     plan = plan_submit(1, q, [[first, second]])
     assert plan.tags == [1, 2, 3]
@@ -52,8 +58,8 @@ def test_a_label_opened_in_one_buffer_and_closed_in_the_next():
 
 def test_a_render_pass_split_across_submits_is_one_pass_with_every_draw():
     q = queue()
-    begin = buffer(0x10, ("pass", PassPart(Workload(5, (), 0), draws=2, suspends=True)))
-    end = buffer(0x20, ("pass", PassPart(None, draws=3, resumes=True)))
+    begin = buffer(0x10, *part(PassPart(Workload(5, (), 0), draws=2, suspends=True)))
+    end = buffer(0x20, *part(PassPart(None, draws=3, resumes=True)))
     assert not reported_from_c(begin) and not reported_from_c(end)
     first = plan_submit(1, q, [[begin]])
     assert first.tags == [5] and first.annexes == {} and q.open_pass is not None
@@ -73,7 +79,7 @@ def test_an_indirect_capture_runs_before_its_workload_and_is_read_after():
 def test_secondaries_run_in_place_and_keep_the_primary_off_the_c_path():
     q = queue()
     secondary = buffer(0x30, work(2), level=1)
-    primary = buffer(0x10, work(1), ("execute", [secondary]), work(3))
+    primary = buffer(0x10, work(1), Execute([secondary]), work(3))
     assert not reported_from_c(primary)
     plan = plan_submit(1, q, [[primary]])
     assert plan.tags == [1, 2, 3] and [t.address for t in plan.trackers] == [0x10, 0x30]
@@ -84,7 +90,7 @@ def test_what_the_c_path_reports_never_needs_the_queues_state():
     gives no ANNEX and no capture and leaves the queue as it was: what the C path assumes."""
     plain = [buffer(0x10, work(1)),
              buffer(0x20, work(2), work(3)),
-             buffer(0x30, ("pass", PassPart(Workload(4, (), 0), draws=6)), work(5)),
+             buffer(0x30, *part(PassPart(Workload(4, (), 0), draws=6)), work(5)),
              buffer(0x40)]
     for cb in plain:
         assert reported_from_c(cb)
