@@ -1,4 +1,9 @@
-"""Device hooks: creation (stripping what the backend does not know), queues, GetDeviceProcAddr."""
+"""Device hooks: creation (stripping what the backend does not know), queues, GetDeviceProcAddr.
+
+With a device profile (icd/device_profile.py), vkCreateDevice fails as the device would: an extension
+the emulated device does not list gives VK_ERROR_EXTENSION_NOT_PRESENT, a feature it does not report
+VK_ERROR_FEATURE_NOT_PRESENT (Vulkan spec 5.2.1 "Device Creation"), queues beyond its queue families
+VK_ERROR_INITIALIZATION_FAILED."""
 from __future__ import annotations
 
 from tessera.vkapi import intercepts, structs
@@ -6,7 +11,7 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity, shader_costs
+from . import device_profile, identity, shader_costs
 from .driver import Driver
 from .feature import DeviceRequest, Feature
 from .instance import physical_device_info
@@ -62,6 +67,9 @@ class Devices:
         emulated = frozenset(n for n in names if n not in phys.extensions)
         if not emulated <= identity.EMULATED_DEVICE_EXTENSIONS.keys():
             return vk.VK_ERROR_EXTENSION_NOT_PRESENT
+        dp = device_profile.of(drv)
+        if dp is not None and (refused := self.refused(dp, phys, pCreateInfo, names)) is not None:
+            return refused
         info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
                                        [n for n in names if n not in emulated], keep)
         info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep, drv.hooks.errors.log)
@@ -82,6 +90,34 @@ class Devices:
             if not self.set_up(dev, table, pAllocator, feature, request):
                 return vk.VK_ERROR_INITIALIZATION_FAILED
         return result
+
+    def refused(self, dp: device_profile.DeviceProfile, phys: PhysicalDevice, info, names) -> int | None:
+        """The error vkCreateDevice returns on the profiled device, or None: extensions, features and
+        queues checked against what the emulated device reports."""
+        ffi, log = self.ffi, self.drv.hooks.errors.log
+        listed = dp.extensions(phys.extensions)
+        absent = [n for n in names if n not in listed]
+        if absent:
+            log.warning("vkCreateDevice: %s: not an extension of %s", ", ".join(absent), self.drv.profile.device_name)
+            return vk.VK_ERROR_EXTENSION_NOT_PRESENT
+        missing = dp.missing_features(ffi, phys, info)
+        if missing:
+            log.warning("vkCreateDevice: %s: not a feature of %s", ", ".join(missing), self.drv.profile.device_name)
+            return vk.VK_ERROR_FEATURE_NOT_PRESENT
+        count = ffi.new("uint32_t *")
+        phys.next.vkGetPhysicalDeviceQueueFamilyProperties(phys.handle, count, ffi.NULL)
+        families = ffi.new("VkQueueFamilyProperties[]", count[0])
+        phys.next.vkGetPhysicalDeviceQueueFamilyProperties(phys.handle, count, families)
+        reported = dp.family_count(count[0])
+        for i in range(info.queueCreateInfoCount):
+            q = info.pQueueCreateInfos[i]
+            if q.queueFamilyIndex < reported:
+                dp.apply_queue_family(q.queueFamilyIndex, families[q.queueFamilyIndex])
+            if q.queueFamilyIndex >= reported or q.queueCount > families[q.queueFamilyIndex].queueCount:
+                log.warning("vkCreateDevice: %d queue(s) of family %d: more than %s reports", q.queueCount,
+                            q.queueFamilyIndex, self.drv.profile.device_name)
+                return vk.VK_ERROR_INITIALIZATION_FAILED
+        return None
 
     def set_up(self, dev: Device, table, pAllocator, feature: Feature, request: DeviceRequest) -> bool:
         """Set up a feature the device enabled; False (and the device destroyed) when it cannot be."""

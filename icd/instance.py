@@ -3,7 +3,11 @@
 The enumerations, vkGetPhysicalDeviceProperties and the device extension list are answered here
 the first time; their answers are fixed for the instance or physical device, so the shim's C keeps
 them and answers later calls itself (`answered` in vkapi/intercepts.py, vkapi/answers.py) until
-vkDestroyInstance forgets them."""
+vkDestroyInstance forgets them.
+
+Where the GPU has a real device's Vulkan profile (icd/device_profile.py), every physical-device query
+reports it clamped to the backend: extensions, features, properties, formats, image formats and queue
+families; identity.py then writes the Mali identity over the answer."""
 from __future__ import annotations
 
 from tessera.vkapi import structs
@@ -11,7 +15,7 @@ from tessera.vkapi.commands import UNTRACKED_WORKLOAD_EXTENSIONS
 from tessera.vkapi.dispatch import is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import identity
+from . import device_profile, identity
 from .driver import Driver
 from tessera.vkapi.enumerate import ExtensionList, fill_extensions, query_extensions
 from .objects import Instance, PhysicalDevice
@@ -38,6 +42,16 @@ def physical_device_info(drv: Driver, phys: PhysicalDevice) -> PhysicalDevice:
         phys.next.vkGetPhysicalDeviceProperties(phys.handle, props)
         phys.api_version = props.apiVersion
     return phys
+
+
+def device_extensions(drv: Driver, phys: PhysicalDevice) -> dict[str, int]:
+    """The device extensions the emulated device reports: its profile's the backend has, or without a
+    profile all the backend's; plus those Tessera provides itself."""
+    backend = physical_device_info(drv, phys).extensions
+    dp = device_profile.of(drv)
+    if dp is not None:
+        return dp.extensions(backend)
+    return {**identity.EMULATED_DEVICE_EXTENSIONS, **backend}
 
 
 class Instances:
@@ -108,13 +122,64 @@ class Instances:
                     self.track(inst, pGroups[i].physicalDevices[j])
 
     def after_vkGetPhysicalDeviceProperties(self, phys, result, physicalDevice, pProperties):
+        if (dp := device_profile.of(self.drv)) is not None:
+            dp.apply_properties(self.ffi, pProperties)
         identity.apply_properties(self.ffi, pProperties, self.drv.profile)
 
     def after_vkGetPhysicalDeviceProperties2(self, phys, result, physicalDevice, pProperties):
+        if (dp := device_profile.of(self.drv)) is not None:
+            dp.apply_properties2(self.ffi, pProperties)
         identity.apply_properties2(self.ffi, pProperties, self.drv.profile)
 
+    def after_vkGetPhysicalDeviceFeatures(self, phys, result, physicalDevice, pFeatures):
+        if (dp := device_profile.of(self.drv)) is not None:
+            dp.apply_features(self.ffi, pFeatures)
+
     def after_vkGetPhysicalDeviceFeatures2(self, phys, result, physicalDevice, pFeatures):
+        if (dp := device_profile.of(self.drv)) is not None:
+            dp.apply_features2(self.ffi, pFeatures)
         identity.apply_features2(self.ffi, pFeatures)
+
+    def after_vkGetPhysicalDeviceFormatProperties(self, phys, result, physicalDevice, format, pFormatProperties):
+        if (dp := device_profile.of(self.drv)) is not None:
+            dp.apply_format(self.ffi, format, pFormatProperties)
+
+    def after_vkGetPhysicalDeviceFormatProperties2(self, phys, result, physicalDevice, format, pFormatProperties):
+        if (dp := device_profile.of(self.drv)) is not None:
+            dp.apply_format2(self.ffi, format, pFormatProperties)
+
+    def replace_vkGetPhysicalDeviceImageFormatProperties(self, physicalDevice, format, type, tiling, usage, flags,
+                                                         pImageFormatProperties):
+        phys = self.objects.get(physicalDevice, PhysicalDevice)
+        dp = device_profile.of(self.drv)
+        if dp is not None and not dp.image_format_supported(format, tiling, usage):
+            return vk.VK_ERROR_FORMAT_NOT_SUPPORTED
+        return phys.next.vkGetPhysicalDeviceImageFormatProperties(physicalDevice, format, type, tiling, usage,
+                                                                   flags, pImageFormatProperties)
+
+    def replace_vkGetPhysicalDeviceImageFormatProperties2(self, physicalDevice, pImageFormatInfo,
+                                                          pImageFormatProperties):
+        phys = self.objects.get(physicalDevice, PhysicalDevice)
+        dp = device_profile.of(self.drv)
+        info = pImageFormatInfo
+        if dp is not None and not dp.image_format_supported(info.format, info.tiling, info.usage):
+            return vk.VK_ERROR_FORMAT_NOT_SUPPORTED
+        return phys.next.vkGetPhysicalDeviceImageFormatProperties2(physicalDevice, pImageFormatInfo,
+                                                                    pImageFormatProperties)
+
+    def after_vkGetPhysicalDeviceQueueFamilyProperties(self, phys, result, physicalDevice, pCount, pProperties):
+        if (dp := device_profile.of(self.drv)) is not None:
+            pCount[0] = dp.family_count(pCount[0])
+            if pProperties != self.ffi.NULL:
+                for i in range(pCount[0]):
+                    dp.apply_queue_family(i, pProperties[i])
+
+    def after_vkGetPhysicalDeviceQueueFamilyProperties2(self, phys, result, physicalDevice, pCount, pProperties):
+        if (dp := device_profile.of(self.drv)) is not None:
+            pCount[0] = dp.family_count(pCount[0])
+            if pProperties != self.ffi.NULL:
+                for i in range(pCount[0]):
+                    dp.apply_queue_family(i, pProperties[i].queueFamilyProperties)
 
     def replace_vkEnumerateDeviceExtensionProperties(self, physicalDevice, pLayerName, pPropertyCount, pProperties):
         ffi = self.ffi
@@ -123,8 +188,7 @@ class Instances:
             return phys.next.vkEnumerateDeviceExtensionProperties(physicalDevice, pLayerName,
                                                                    pPropertyCount, pProperties)
         if phys.extension_list is None:   # fixed for the physical device's lifetime
-            phys.extension_list = ExtensionList(
-                ffi, {**identity.EMULATED_DEVICE_EXTENSIONS, **physical_device_info(self.drv, phys).extensions})
+            phys.extension_list = ExtensionList(ffi, device_extensions(self.drv, phys))
         return phys.extension_list.fill(pPropertyCount, pProperties)
 
 

@@ -7,6 +7,7 @@ configuration choice of the emulation rather than a published figure, it says so
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 ARM_VENDOR_ID = 0x13B5  # PCI-SIG vendor id of Arm Ltd, reported by every Mali driver
 
@@ -19,6 +20,9 @@ ARM_VENDOR_ID = 0x13B5  # PCI-SIG vendor id of Arm Ltd, reported by every Mali d
 DRIVER_RELEASE = (49, 0)
 DRIVER_VERSION = (DRIVER_RELEASE[0] << 22) | (DRIVER_RELEASE[1] << 12)
 DRIVER_RELEASE_NAME = f"r{DRIVER_RELEASE[0]}p{DRIVER_RELEASE[1]}"
+# Real devices' Vulkan Profiles JSON files (icd/devices/<key>.json): what the emulated device reports
+# (icd/device_profile.py); a GPU without one reports its backend's capabilities.
+DEVICES = Path(__file__).parent / "devices"
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,14 @@ class GpuProfile:
     pixel_rate: int         # ...::pixelRate (pixels/clk/core)
     clock_mhz: int          # shader core clock used by the timing model
     sources: str
+    profile_file: str | None = None   # a Vulkan Profiles JSON; None: DEVICES/<key>.json when it exists
+
+    def vulkan_profile(self) -> Path | None:
+        """The Vulkan profile the emulated device reports, or None (the backend's capabilities)."""
+        if self.profile_file is not None:
+            return Path(self.profile_file)
+        path = DEVICES / f"{self.key}.json"
+        return path if path.is_file() else None
 
     @property
     def shader_core_mask(self) -> int:

@@ -3,6 +3,8 @@
 TESSERA_BACKEND_ICD  manifest (JSON) of the backend driver; default: lavapipe's
                      from the standard driver-manifest directories.
 TESSERA_GPU          GPU profile key (see profiles.PROFILES); default mali-g720.
+TESSERA_GPU_PROFILE  a Vulkan Profiles JSON file the emulated device reports instead of the GPU's
+                     own (profiles.GpuProfile.vulkan_profile; icd/device_profile.py).
 TESSERA_SESSION_DIR  where gpu.perfetto-trace goes; default: a new temporary folder.
 TESSERA_C_SUBMITS    0: every submit takes the Python path (vkapi/submits.py); for
                      comparing the two paths, default on.
@@ -15,7 +17,7 @@ TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tessera.vkapi.log import LogSettings
@@ -37,8 +39,11 @@ class IcdSettings:
         key = environ.get("TESSERA_GPU", DEFAULT_PROFILE).lower()
         if key not in PROFILES:
             raise ValueError(f"TESSERA_GPU={key!r} is not a known profile: {', '.join(sorted(PROFILES))}")
+        profile = PROFILES[key]
+        if environ.get("TESSERA_GPU_PROFILE"):
+            profile = replace(profile, profile_file=environ["TESSERA_GPU_PROFILE"])
         backend = environ.get("TESSERA_BACKEND_ICD")
         session = environ.get("TESSERA_SESSION_DIR")
-        return cls(Path(backend) if backend else None, PROFILES[key], LogSettings.from_environ(environ),
+        return cls(Path(backend) if backend else None, profile, LogSettings.from_environ(environ),
                    Path(session) if session else None, environ.get("TESSERA_C_SUBMITS") != "0",
                    environ.get("TESSERA_C_ANSWERS") != "0")

@@ -3,7 +3,10 @@
 Emits every enum value, flag bit and API constant as a module attribute, the
 VK_API_VERSION_<major>_<minor> of every core version (vk.xml defines them as C macros, which the
 model does not carry), and STRUCTS: sType value -> (struct name, core version or None, extensions), which
-the driver uses to decide which pNext structs a backend understands.
+the driver uses to decide which pNext structs a backend understands; STRUCT_ALIASES (alias -> canonical
+struct name) and LIMIT_TYPES (struct -> member -> vk.xml's `limittype`: max, min, bits, bitmask, range,
+exact, noauto, struct:<its type>, ...), which the emulated device uses to clamp a Vulkan profile to its backend
+(icd/device_profile.py).
 Kept out of the cffi declarations so the shims compile in a fraction of a second.
 """
 from __future__ import annotations
@@ -89,6 +92,18 @@ def generate() -> str:
         structs.append(f"    {value}: ({s.name!r}, {_version(s.version)!r}, {tuple(s.extensions)!r}),")
     lines.append("STRUCTS = {")
     lines += sorted(set(structs))
+    lines.append("}")
+    lines.append("# struct alias -> canonical struct name")
+    lines.append("STRUCT_ALIASES = {")
+    lines += sorted(f"    {a!r}: {s.name!r}," for s in vk.structs.values() for a in s.aliases)
+    lines.append("}")
+    lines.append("# struct -> {member: limittype} (vk.xml), for the structs with limit members")
+    lines.append("LIMIT_TYPES = {")
+    for s in sorted(vk.structs.values(), key=lambda s: s.name):
+        members = {m.name: f"struct:{m.type}" if m.limitType == "struct" else m.limitType
+                   for m in s.members if m.limitType}
+        if members:
+            lines.append(f"    {s.name!r}: {members!r},")
     lines.append("}")
     lines.append("# command name (aliases too) -> (canonical name, device-level: first parameter is a VkDevice, VkQueue or VkCommandBuffer)")
     lines.append("COMMANDS = {")
