@@ -52,13 +52,16 @@ def wants_instrumentation(ffi, pnext) -> bool:
 def enable_store_features(ffi, info, keep) -> None:
     """Instrumented vertex and fragment stages write to storage buffers: turn on the two core
     features that allow it in the create info going to the backend (`info` is the driver's copy).
-    Per-region counters (icd/regions/) need them too."""
-    for node in structs.chain(ffi, info.pNext):
-        if node.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2:   # a copy (strip_chain rebuilt it)
-            f2 = ffi.cast("VkPhysicalDeviceFeatures2 *", node)
-            f2.features.vertexPipelineStoresAndAtomics = vk.VK_TRUE
-            f2.features.fragmentStoresAndAtomics = vk.VK_TRUE
-            return
+    Per-region counters (icd/regions/) need them too. The application's structures are never
+    written: a VkPhysicalDeviceFeatures2 in the chain (the application's own unless another feature
+    rebuilt the chain) is set in a copy of the chain, which `keep` holds."""
+    nodes = list(structs.chain(ffi, info.pNext))
+    if any(node.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 for node in nodes):
+        info.pNext = structs.rebuild_chain(ffi, nodes, keep)
+        f2 = structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "VkPhysicalDeviceFeatures2 *")
+        f2.features.vertexPipelineStoresAndAtomics = vk.VK_TRUE
+        f2.features.fragmentStoresAndAtomics = vk.VK_TRUE
+        return
     features = ffi.new("VkPhysicalDeviceFeatures *")
     keep.append(features)
     if info.pEnabledFeatures != ffi.NULL:
