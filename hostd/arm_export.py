@@ -1,4 +1,5 @@
-"""`tessera export SESSION --format arm`: a session as the pair Arm's GPU Timeline viewer opens.
+"""`tessera export SESSION --format arm` (the command: tools/cmd_export.py): a session as the pair Arm's GPU
+Timeline viewer opens.
 
 Role: per application process, `<process>-<pid>.metadata` (Arm's host file,
 arm_metadata.arm_frames: u32 length + JSON frames, flushed at each frame
@@ -16,8 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import click
 
 from tessera.schemas.files import AtomicOutput, OutputError, private_folder
 from tessera.schemas.perfetto import TracePacket, iter_raw
@@ -124,22 +123,3 @@ def export_arm(session: Path, out: Path | None = None) -> ExportResult:
         result.problems.append(f"no gpu*.perfetto-trace in {session}: metadata only")
     return result
 
-
-@click.command("export")
-@click.argument("session_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["arm"]), required=True,
-              help="arm: Arm GPU Timeline viewer files (.metadata + Perfetto trace per process).")
-@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help=f"Output folder (default SESSION_DIR/{DEFAULT_FOLDER}).")
-def export(session_dir: Path, fmt: str, out: Path | None) -> None:
-    """Export a session for another tool (arm: libGPULayers' timeline viewer)."""
-    try:
-        result = export_arm(session_dir, out)
-    except ExportError as e:
-        raise click.ClickException(str(e)) from e
-    for pid in sorted(result.frames):
-        click.echo(f"pid {pid}: {result.frames[pid]} frame(s), {result.packets.get(pid, 0)} GPU packet(s)")
-    for p in result.problems[:20]:
-        click.echo(f"  problem: {p}", err=True)
-    for f in result.files:
-        click.echo(str(f))

@@ -101,6 +101,9 @@ class Run:
     events: list[dict[str, Any]]        # per GPU event, canonical (no timestamp, pid, handles)
     slices: list[dict[str, Any]]        # the application tracks' slices and instants, canonical
     problems: list[str] = field(default_factory=list)
+    # per GPU event (parallel to `events`): what the canonical form leaves out, for the tables:
+    # (pid, timestamp in trace ns, its workload)
+    placed: list[tuple[int | None, int, Workload]] = field(default_factory=list)
 
     def frame_ns(self) -> dict[int | None, dict[str, int]]:
         """The application's GPU time per frame and queue (the tool's own work left out)."""
@@ -165,7 +168,7 @@ class _RunBuilder(SummaryBuilder):
             queue = specs.get((seq, e.hw_queue_iid)) or f"queue {e.hw_queue_iid}"
             stage = specs.get((seq, e.stage_iid)) or f"stage {e.stage_iid}"
             self.raw_events.append((pid, queue, stage, e.name, e.duration, e.render_pass_instance_id,
-                                    e.event_id, seq, ex))
+                                    e.event_id, seq, ex, p.timestamp))
 
     def _track_event(self, e) -> None:
         if e.type not in (_SLICE_BEGIN, _INSTANT):
@@ -225,7 +228,8 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
         only = None
     groups: dict[tuple, Workload] = {}
     events: list[dict[str, Any]] = []
-    for i, (pid, queue, stage, name, duration, rp, event_id, seq, ex) in enumerate(b.raw_events):
+    placed: list[tuple[int | None, int, Workload]] = []
+    for i, (pid, queue, stage, name, duration, rp, event_id, seq, ex, ts) in enumerate(b.raw_events):
         if pid is None:
             pid = only
         stack = split_stack(ex.get(table.LABEL_STACK.label))
@@ -248,6 +252,7 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
                                        args={k: v for k, v in args.items() if k not in JOIN_ARGS},
                                        order=(process, submit if submit is not None else -1,
                                               tag if tag is not None else -1, i))
+        placed.append((pid, ts, w))
         w.events += 1
         w.queue_ns[queue] = w.queue_ns.get(queue, 0) + duration
         w.stage_ns[stage] = w.stage_ns.get(stage, 0) + duration
@@ -261,7 +266,7 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
               for pid, track, type_, name, args in b.slices]
     slices.sort(key=lambda s: (s["process"], s["track"], s["args"].get("submit", -1), str(s["name"])))
     processes = [names[pid] for pid in b.names]
-    return Run(source, summary, processes, workloads, events, slices, problems)
+    return Run(source, summary, processes, workloads, events, slices, problems, placed)
 
 
 def read_trace(path: Path) -> Run:

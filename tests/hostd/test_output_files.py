@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from hostd_builders import BOOT0, RAW0, GpuTrace, hello, submit, workload
 
-from tessera.hostd.arm_export import export
+from tessera.tools.cmd_export import export
 from tessera.hostd.cli import merge
 from tessera.hostd.merge import MERGED_NAME
 from tessera.hostd.storage import LOG_NAME, ConnectionStore

@@ -1,0 +1,331 @@
+"""Many sessions as tables: `tessera export --format parquet` and `tessera sql` (DuckDB, embedded).
+
+Role: `session_tables(target)` turns one session (folder or merged trace, read by runs.read_run)
+into Arrow record batches of the stable tables (TABLES, schema version SCHEMA_VERSION,
+docs/ci.md "Tables"): sessions, workloads, gpu_events, and shader_blocks (from the session
+logs of an instrumented session folder: hostd/shaders.py's index). `export_parquet` writes one
+Parquet file per table into a folder, a row group per session, so memory stays bounded by one
+session whatever their number; each file carries the schema version in its metadata.
+`query` runs SQL with DuckDB over those tables, in memory (Arrow tables registered as views)
+or over an export folder's Parquet files. Nothing here aggregates: the engines do.
+
+pyarrow and duckdb are imported here only, so `tessera --help` and the other commands never
+load them. Single-threaded; reads the sessions, writes only into the output folder.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from .runs import Run, RunError, read_run
+
+SCHEMA_VERSION = 1
+METADATA_KEY = b"tessera.schema_version"
+TABLE_KEY = b"tessera.table"
+# Reserved for issues not implemented yet: named in the schema doc, never written.
+RESERVED_TABLES = {"counters": "#27 (GPU counters)", "advice": "#28 (the advisor)"}
+
+_MAP = pa.map_(pa.string(), pa.string())
+_QUEUE_MAP = pa.map_(pa.string(), pa.int64())
+SCHEMAS: dict[str, pa.Schema] = {
+    "sessions": pa.schema([
+        ("session", pa.string()), ("trace", pa.string()), ("schema_version", pa.int32()),
+        ("processes", pa.list_(pa.string())), ("frames", pa.int64()), ("submits", pa.int64()),
+        ("gpu_events", pa.int64()), ("workloads", pa.int64()), ("gpu_ns", pa.int64()),
+        ("queue_ns", _QUEUE_MAP), ("internal_ns", pa.int64()), ("events_without_metadata", pa.int64()),
+    ]),
+    "workloads": pa.schema([
+        ("session", pa.string()), ("process", pa.string()), ("frame", pa.int64()), ("label_path", pa.string()),
+        ("labels", pa.list_(pa.string())), ("kind", pa.string()), ("ordinal", pa.int64()), ("name", pa.string()),
+        ("internal", pa.bool_()), ("tag", pa.int64()), ("submit", pa.int64()), ("events", pa.int64()),
+        ("gpu_ns", pa.int64()), ("queue_ns", _QUEUE_MAP), ("draw_calls", pa.int64()),
+        ("shader_thread_ops", pa.int64()), ("args", _MAP),
+    ]),
+    "gpu_events": pa.schema([
+        ("session", pa.string()), ("process", pa.string()), ("pid", pa.int64()), ("frame", pa.int64()),
+        ("label_path", pa.string()), ("kind", pa.string()), ("ordinal", pa.int64()), ("internal", pa.bool_()),
+        ("queue", pa.string()), ("stage", pa.string()), ("name", pa.string()), ("timestamp_ns", pa.int64()),
+        ("duration_ns", pa.int64()), ("render_pass_instance_id", pa.int64()), ("event_id", pa.int64()),
+        ("tag", pa.int64()), ("submit", pa.int64()), ("args", _MAP),
+    ]),
+    "shader_blocks": pa.schema([
+        ("session", pa.string()), ("process", pa.string()), ("pid", pa.int64()), ("submit", pa.int64()),
+        ("tag", pa.int64()), ("result_index", pa.int64()), ("command", pa.string()), ("draw", pa.int64()),
+        ("stage", pa.string()), ("entry", pa.string()), ("block", pa.int64()), ("executions", pa.int64()),
+        ("fma", pa.int64()), ("cvt", pa.int64()), ("sfu", pa.int64()), ("ls", pa.int64()), ("tex", pa.int64()),
+        ("var", pa.int64()), ("thread_ops", pa.int64()),
+    ]),
+}
+TABLES = tuple(SCHEMAS)
+
+
+class TablesError(Exception):
+    """An input or output problem, one line for the command."""
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.lstrip("-").isdigit() else None
+
+
+def _batch(table: str, rows: dict[str, list]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(rows, schema=SCHEMAS[table])
+
+
+def _columns(table: str) -> dict[str, list]:
+    return {name: [] for name in SCHEMAS[table].names}
+
+
+def _shader_blocks(session: str, folder: Path, names: dict[int, str]) -> dict[str, list]:
+    """Every executed basic block of every instrumented action (session logs; hostd/shaders.py)."""
+    from ..merge import find_inputs
+    from ..metadata import load
+    from ..shaders import PIPES, ShaderIndex
+
+    cols = _columns("shader_blocks")
+    inputs = find_inputs(folder)
+    meta = load(inputs.logs + inputs.spools)
+    for pid in sorted(meta.processes):
+        proc = meta.processes[pid]
+        if not proc.instrumentation:
+            continue
+        index = ShaderIndex(proc)
+        for sid, tag in sorted(proc.instrumentation):
+            for a in index.actions(sid, tag):
+                for s in a.stages:
+                    for row in s.rows:
+                        values = dict(zip(PIPES, row[2:8]))
+                        for k, v in (("session", session), ("process", names.get(pid, proc.process or "?")),
+                                     ("pid", pid), ("submit", sid), ("tag", tag), ("result_index", a.result_index),
+                                     ("command", a.command), ("draw", a.draw), ("stage", s.stage),
+                                     ("entry", s.entry), ("block", row[0]), ("executions", row[1]),
+                                     *values.items(), ("thread_ops", sum(values.values()))):
+                            cols[k].append(v)
+    return cols
+
+
+@dataclass
+class SessionTables:
+    run: Run
+    batches: dict[str, pa.RecordBatch]
+
+
+def session_tables(target: Path, session: str | None = None) -> SessionTables:
+    """One session's rows of every table. `session`: its name in the `session` columns (default
+    the path as given)."""
+    target = Path(target)
+    name = session if session is not None else str(target)
+    run = read_run(target)
+    s = run.summary
+    out: dict[str, pa.RecordBatch] = {}
+    out["sessions"] = _batch("sessions", {
+        "session": [name], "trace": [str(run.source)], "schema_version": [SCHEMA_VERSION],
+        "processes": [run.processes], "frames": [s.frames], "submits": [s.submits], "gpu_events": [s.gpu_events],
+        "workloads": [sum(1 for w in run.workloads if not w.internal)], "gpu_ns": [sum(s.gpu_time_ns.values())],
+        "queue_ns": [list(s.gpu_time_ns.items())], "internal_ns": [sum(s.internal_time_ns.values())],
+        "events_without_metadata": [s.events_without_metadata]})
+    w_cols = _columns("workloads")
+    for w in run.workloads:
+        shader = w.shader
+        for k, v in (("session", name), ("process", w.process), ("frame", w.frame), ("label_path", w.label_path),
+                     ("labels", list(w.labels)), ("kind", w.kind), ("ordinal", w.ordinal), ("name", w.name),
+                     ("internal", w.internal), ("tag", w.tag), ("submit", w.submit), ("events", w.events),
+                     ("gpu_ns", w.gpu_ns), ("queue_ns", list(w.queue_ns.items())),
+                     ("draw_calls", _int(w.args.get("draw_call_count"))),
+                     ("shader_thread_ops", shader["thread_ops"] if shader else None),
+                     ("args", list(w.args.items()))):
+            w_cols[k].append(v)
+    out["workloads"] = _batch("workloads", w_cols)
+    e_cols = _columns("gpu_events")
+    for e, (pid, ts, w) in zip(run.events, run.placed):
+        args = e["args"]
+        for k, v in (("session", name), ("process", e["process"]), ("pid", pid), ("frame", e["frame"]),
+                     ("label_path", w.label_path), ("kind", w.kind), ("ordinal", w.ordinal), ("internal", w.internal),
+                     ("queue", e["queue"]), ("stage", e["stage"]), ("name", e["name"]), ("timestamp_ns", ts),
+                     ("duration_ns", e["duration_ns"]), ("render_pass_instance_id", e["render_pass_instance_id"]),
+                     ("event_id", e["event_id"]), ("tag", w.tag), ("submit", w.submit),
+                     ("args", list(args.items()))):
+            e_cols[k].append(v)
+    out["gpu_events"] = _batch("gpu_events", e_cols)
+    names = {}
+    if target.is_dir():
+        for pid, _, w in run.placed:
+            if pid is not None:
+                names.setdefault(pid, w.process)
+        out["shader_blocks"] = _batch("shader_blocks", _shader_blocks(name, target, names))
+    else:
+        out["shader_blocks"] = _batch("shader_blocks", _columns("shader_blocks"))
+    return SessionTables(run, out)
+
+
+def _metadata(table: str) -> dict[bytes, bytes]:
+    return {METADATA_KEY: str(SCHEMA_VERSION).encode(), TABLE_KEY: table.encode()}
+
+
+@dataclass
+class ExportResult:
+    out: Path
+    files: list[Path]
+    rows: dict[str, int]
+    sessions: int
+    problems: list[str]
+
+
+def _names(targets: list[Path]) -> list[str]:
+    """Each input's `session` value: the path as given; duplicates refused (two names for one row set)."""
+    names = [str(t) for t in targets]
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise TablesError(f"{n} is given twice")
+        seen.add(n)
+    return names
+
+
+def export_parquet(targets: list[Path], out: Path) -> ExportResult:
+    """One `<table>.parquet` per table in `out` (0700 when created; files 0600, each renamed into
+    place once whole: schemas/files.py), a row group per session."""
+    from tessera.schemas.files import AtomicOutput, OutputError, private_folder
+
+    names = _names(targets)
+    try:
+        private_folder(out)
+    except OSError as e:
+        raise TablesError(f"cannot create {out}: {e.strerror or e}") from None
+    outputs: dict[str, AtomicOutput] = {}
+    writers: dict[str, pq.ParquetWriter] = {}
+    rows = dict.fromkeys(TABLES, 0)
+    problems: list[str] = []
+    try:
+        for table in TABLES:
+            outputs[table] = AtomicOutput(out / f"{table}.parquet")
+            writers[table] = pq.ParquetWriter(outputs[table].file, SCHEMAS[table].with_metadata(_metadata(table)))
+        for target, name in zip(targets, names):
+            try:
+                t = session_tables(target, name)
+            except RunError as e:
+                raise TablesError(str(e)) from None
+            problems += t.run.problems
+            for table, batch in t.batches.items():
+                if batch.num_rows or table == "sessions":
+                    writers[table].write_batch(batch)
+                rows[table] += batch.num_rows
+        for table in TABLES:
+            writers.pop(table).close()
+            outputs[table].commit()
+    except OSError as e:
+        raise TablesError(str(e) if isinstance(e, OutputError) else f"{out}: {e.strerror or e}") from None
+    finally:
+        for w in writers.values():
+            try:
+                w.close()
+            except Exception:  # noqa: BLE001 - its output is discarded below anyway
+                pass
+        for o in outputs.values():
+            o.abort()
+    return ExportResult(out, [out / f"{t}.parquet" for t in TABLES], rows, len(targets), problems)
+
+
+def is_export(path: Path) -> bool:
+    """A folder `export_parquet` wrote (it has sessions.parquet)."""
+    return path.is_dir() and (path / "sessions.parquet").is_file()
+
+
+def check_export(folder: Path) -> None:
+    """TablesError unless every table's file is there with this schema version."""
+    for table in TABLES:
+        path = folder / f"{table}.parquet"
+        if not path.is_file():
+            raise TablesError(f"{folder}: no {table}.parquet (not a `tessera export --format parquet` folder)")
+        meta = pq.read_schema(path).metadata or {}
+        version = meta.get(METADATA_KEY)
+        if version != str(SCHEMA_VERSION).encode():
+            raise TablesError(f"{path}: schema version {version.decode() if version else 'missing'}; "
+                              f"this Tessera reads version {SCHEMA_VERSION}")
+
+
+def _in_memory(targets: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
+    names = _names(targets)
+    parts: dict[str, list[pa.RecordBatch]] = {t: [] for t in TABLES}
+    problems: list[str] = []
+    for target, name in zip(targets, names):
+        try:
+            t = session_tables(target, name)
+        except RunError as e:
+            raise TablesError(str(e)) from None
+        problems += t.run.problems
+        for table, batch in t.batches.items():
+            parts[table].append(batch)
+    return {t: pa.Table.from_batches(b, schema=SCHEMAS[t]) for t, b in parts.items()}, problems
+
+
+@dataclass
+class QueryResult:
+    columns: list[str]
+    rows: list[tuple]
+    problems: list[str]
+
+
+def query(sql: str, targets: list[Path]) -> QueryResult:
+    """`sql` over the tables of `targets`: session folders and merged traces (read into memory),
+    or export folders (their Parquet files, read by DuckDB), not both kinds at once."""
+    import duckdb
+
+    exports = [t for t in targets if is_export(Path(t))]
+    if exports and len(exports) != len(targets):
+        raise TablesError("give either sessions/traces or export folders, not both")
+    con = duckdb.connect(":memory:")
+    problems: list[str] = []
+    try:
+        if exports:
+            for folder in exports:
+                check_export(Path(folder))
+            for table in TABLES:
+                files = [str(Path(f) / f"{table}.parquet") for f in exports]
+                con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files!r}, union_by_name = true)")
+        else:
+            tables, problems = _in_memory([Path(t) for t in targets])
+            for table, data in tables.items():
+                con.register(table, data)
+        try:
+            cur = con.execute(sql)
+        except duckdb.Error as e:
+            raise TablesError(f"the query failed: {e}") from None
+        columns = [d[0] for d in cur.description] if cur.description else []
+        return QueryResult(columns, cur.fetchall(), problems)
+    finally:
+        con.close()
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, default=str)
+    return str(v)
+
+
+def format_rows(r: QueryResult, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps([dict(zip(r.columns, row)) for row in r.rows], default=str, indent=2)
+    if fmt == "csv":
+        import csv
+        import io
+
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(r.columns)
+        w.writerows([[_cell(v) for v in row] for row in r.rows])
+        return buf.getvalue().rstrip("\n")
+    cells = [[_cell(v) for v in row] for row in r.rows]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(r.columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r.columns, widths)),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)) for row in cells]
+    lines.append(f"({len(r.rows)} row{'s' if len(r.rows) != 1 else ''})")
+    return "\n".join(lines)
+
