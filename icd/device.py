@@ -86,9 +86,11 @@ class Devices:
         handle = pDevice[0]
         table = self.hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
         dev = objects.add(Device(handle, table, phys, frozenset(names), emulated))
+        created: list[Feature] = []
         for feature in on:
-            if not self.set_up(dev, table, pAllocator, feature, request):
+            if not self.set_up(dev, table, pAllocator, feature, request, created):
                 return vk.VK_ERROR_INITIALIZATION_FAILED
+            created.append(feature)
         return result
 
     def refused(self, dp: device_profile.DeviceProfile, phys: PhysicalDevice, info, names) -> int | None:
@@ -119,16 +121,23 @@ class Devices:
                 return vk.VK_ERROR_INITIALIZATION_FAILED
         return None
 
-    def set_up(self, dev: Device, table, pAllocator, feature: Feature, request: DeviceRequest) -> bool:
-        """Set up a feature the device enabled; False (and the device destroyed) when it cannot be."""
+    def set_up(self, dev: Device, table, pAllocator, feature: Feature, request: DeviceRequest,
+               created: list[Feature]) -> bool:
+        """Set up a feature the device enabled; False when it cannot be: then the features `created`
+        before it are torn down, in reverse order, and the device is destroyed."""
         try:
             feature.created(dev, request)
             return True
         except Exception:   # the feature was asked for and cannot be given: no device
             self.hooks.errors.report("vkCreateDevice", f"setting up {feature.label}; device not created")
-            self.objects.remove(dev.handle)
-            table.vkDestroyDevice(dev.handle, pAllocator)
-            return False
+        for earlier in reversed(created):
+            try:
+                earlier.destroyed(dev)
+            except Exception:   # one failing teardown leaves the others theirs
+                self.hooks.errors.report("vkCreateDevice", f"tearing down {earlier.label} of a device not created")
+        self.objects.remove(dev.handle)
+        table.vkDestroyDevice(dev.handle, pAllocator)
+        return False
 
     def replace_vkDestroyDevice(self, device, pAllocator):
         if device == self.ffi.NULL:

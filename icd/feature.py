@@ -9,9 +9,9 @@ the order below; device.py runs the steps, for one device:
                      the backend's vkCreateDevice
                      for each feature that wanted the device, in list order: `created(dev, request)`;
                      one that raises means the feature cannot be given: the error is reported
-                     ("setting up <label>; device not created"), the device destroyed, and
-                     vkCreateDevice returns VK_ERROR_INITIALIZATION_FAILED (the features created
-                     before it are not told)
+                     ("setting up <label>; device not created"), the features created before it
+                     torn down (`destroyed(dev)`, in reverse order), the device destroyed, and
+                     vkCreateDevice returns VK_ERROR_INITIALIZATION_FAILED
     vkDestroyDevice  for every feature, in reverse list order: `destroyed(dev)` (also the features
                      that were off for the device: they find nothing of theirs and return),
                      then the backend's vkDestroyDevice

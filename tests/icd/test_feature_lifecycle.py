@@ -105,8 +105,26 @@ def test_a_feature_that_cannot_be_set_up_destroys_the_device_and_the_create_fail
     result, _ = create(devices, ffi)
     assert result == vk.VK_ERROR_INITIALIZATION_FAILED
     assert reports == [("vkCreateDevice", "setting up feature b; device not created")]
-    assert log[-4:] == [("backend vkCreateDevice", "VkDeviceCreateInfo *"), ("created", "a"), ("created", "b"),
-                        ("backend vkDestroyDevice", DEVICE)]   # c never created; nothing told destroyed
+    assert log[-5:] == [("backend vkCreateDevice", "VkDeviceCreateInfo *"), ("created", "a"), ("created", "b"),
+                        ("destroyed", "a"), ("backend vkDestroyDevice", DEVICE)]   # c never created; a torn down
+    assert devices.objects.by_address.get(DEVICE) is None
+
+
+def test_a_failed_set_up_tears_down_the_features_created_before_it_in_reverse_even_if_one_raises():
+    log: list = []
+
+    class BadTeardown(Step):
+        def destroyed(self, dev):
+            super().destroyed(dev)
+            raise RuntimeError("cannot either")
+
+    devices, ffi, reports = driver(Step("a", log), BadTeardown("b", log), Step("c", log), Step("d", log, fail=True),
+                                   Step("e", log), log=log)
+    assert create(devices, ffi)[0] == vk.VK_ERROR_INITIALIZATION_FAILED
+    assert log[-8:] == [("created", "a"), ("created", "b"), ("created", "c"), ("created", "d"),
+                        ("destroyed", "c"), ("destroyed", "b"), ("destroyed", "a"), ("backend vkDestroyDevice", DEVICE)]
+    assert reports == [("vkCreateDevice", "setting up feature d; device not created"),
+                       ("vkCreateDevice", "tearing down feature b of a device not created")]
     assert devices.objects.by_address.get(DEVICE) is None
 
 
