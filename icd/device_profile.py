@@ -133,8 +133,8 @@ class DeviceProfile:
             if pv is None:
                 continue
             backend = read(ffi, getattr(s, member))
-            reported, why = device_clamp.clamp(name, member, pv, backend)
-            if why is not None and reported != backend:
+            reported, _ = device_clamp.clamp(name, member, pv, backend)
+            if reported != backend:
                 write(ffi, s, member, reported)
 
     def apply_properties(self, ffi, props) -> None:
