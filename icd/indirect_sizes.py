@@ -217,16 +217,10 @@ def _first_fit(free: list[tuple[int, int]], size: int) -> int | None:
     return None
 
 
-_state_lock = threading.Lock()
-
-
 def memory_of(ffi, dev: Device) -> SnapshotMemory:
-    """This module's state on the device (its slot, made once, under a lock)."""
-    mem = dev.peek(SnapshotMemory)
-    if mem is None:
-        with _state_lock:
-            mem = dev.slot(SnapshotMemory, lambda: SnapshotMemory(ffi, dev))
-    return mem
+    """This module's state on the device (its slot). Threads racing to make it may each build one
+    (nothing is allocated until used); the slot keeps the first (Slots.slot: dict.setdefault)."""
+    return dev.slot(SnapshotMemory, lambda: SnapshotMemory(ffi, dev))
 
 
 def teardown(dev: Device) -> None:

@@ -32,7 +32,7 @@ pass (the pass's area is not in that buffer), trace rays and stages the instrume
 rewrite.
 
 Threads: readers are made by the threads recording command buffers, read on the timeline's worker
-and banked by the thread that clears: one module lock.
+and banked by the thread that clears: one lock, the MeasuredTiming feature's (`lock`).
 
 State: a command buffer's MeasuredRecording, in this module's slot on it (vkapi/slots.py).
 """
@@ -54,8 +54,6 @@ from .indirect_sizes import then
 from .objects import CommandBuffer
 from .recording import Draw, Work
 
-_lock = threading.Lock()
-_readers: dict[int, weakref.WeakSet] = {}    # instrumentation object handle -> its live readers
 MEASURED = "block executions"                # Work.info["shader_cost"]: the trace's `Shader cost` arg
 
 
@@ -66,10 +64,10 @@ class _Counts:
     executions of completed submits, taken before they could mix with later ones (at a re-submit
     of the command buffer, which Vulkan allows only once its earlier executions are complete, and
     before a clear or a destroy of the object), oldest first. A reading takes the oldest banked value, else what the region
-    gained since the last reading."""
+    gained since the last reading. `lock`: the MeasuredTiming's, held for every change of the counts."""
 
-    def __init__(self, ffi, obj, region) -> None:
-        self.ffi, self.obj, self.region = ffi, obj, region
+    def __init__(self, ffi, obj, region, lock: threading.Lock) -> None:
+        self.ffi, self.obj, self.region, self.lock = ffi, obj, region, lock
         self.seen: Any = None       # the region's values at the last reading (None: zeros)
         self.banked: deque = deque()
         self.submitted = 0
@@ -93,7 +91,7 @@ class _Counts:
 
     def take(self):
         """On the timeline's worker, once per submit, after its GPU work completed."""
-        with _lock:
+        with self.lock:
             self.submitted = max(0, self.submitted - 1)
             if self.banked:
                 return self.banked.popleft()
@@ -102,7 +100,7 @@ class _Counts:
         return gained
 
     def bank(self, clearing: bool = False) -> None:
-        """Before a re-submit, or a clear or destroy (`clearing`), with _lock held: the completed,
+        """Before a re-submit, or a clear or destroy (`clearing`), with the lock held: the completed,
         unread submits' executions are kept aside (as one value)."""
         unread = self.submitted > len(self.banked)
         if unread or clearing:       # (otherwise nothing ran since the last reading: no need to look)
@@ -113,23 +111,6 @@ class _Counts:
             self.seen = None
         elif unread:
             self.seen = now
-
-
-def _bank_all(key: int) -> None:
-    with _lock:
-        for reader in list(_readers.get(key, ())):
-            reader.bank(clearing=True)
-
-
-def _reader(ffi, obj, region) -> _Counts:
-    reader = _Counts(ffi, obj, region)
-    with _lock:
-        live = _readers.get(obj.handle)
-        if live is None:
-            live = _readers[obj.handle] = weakref.WeakSet()
-            obj.before_clear.append(lambda key=obj.handle: _bank_all(key))
-        live.add(reader)
-    return reader
 
 
 class _Measure:
@@ -192,12 +173,31 @@ class MeasuredTiming:
     """Instrumented draws and dispatches timed by their measured block executions; one method per command
     (HookSet.bind). Each action command is marked at record time (`at_record_vk…`: where its items will
     start in cb.ops) and measured in its before-hook, after recording.py appended them. Its state: a
-    command buffer's MeasuredRecording; the readers of each instrumentation object (module `_readers`)."""
+    command buffer's MeasuredRecording; the live readers of each instrumentation object (`readers`), and
+    the lock every change of their counts holds (`lock`: the application's threads submit, the timeline's
+    worker reads)."""
 
     def __init__(self, drv: Driver) -> None:
         self.drv, self.ffi = drv, drv.ffi
         self.report = drv.hooks.errors.report
         self._costs: Any = None     # the GPU's compiler-model costs, loaded with the first measured command
+        self.lock = threading.Lock()
+        self.readers: dict[int, weakref.WeakSet] = {}    # instrumentation object handle -> its live readers
+
+    def _reader(self, obj, region) -> _Counts:
+        reader = _Counts(self.ffi, obj, region, self.lock)
+        with self.lock:
+            live = self.readers.get(obj.handle)
+            if live is None:
+                live = self.readers[obj.handle] = weakref.WeakSet()
+                obj.before_clear.append(lambda key=obj.handle: self._bank_all(key))
+            live.add(reader)
+        return reader
+
+    def _bank_all(self, key: int) -> None:
+        with self.lock:
+            for reader in list(self.readers.get(key, ())):
+                reader.bank(clearing=True)
 
     def costs(self) -> Any:
         if self._costs is None:
@@ -233,7 +233,7 @@ class MeasuredTiming:
         area = _pass_area(cb, state) if kind == "fragment" else None
         if kind == "fragment" and area is None:
             return
-        reader = _reader(self.ffi, obj, region)
+        reader = self._reader(obj, region)
         state.readers.append(reader)
         m = _Measure(reader, stage, items, self.costs(), area)
         then(items[0], m.compute if kind == "compute" else m.fragment, report=self.report)
@@ -341,7 +341,7 @@ class MeasuredTiming:
     # A submit of a command buffer: Vulkan allows it only once the buffer's earlier executions are
     # complete (not pending, spec 6.4), so what they counted is banked before this one adds to it.
     def _submitted(self, name: str, count, pSubmits) -> list:
-        if not _readers:                # nothing measured in this process: submits pay nothing more
+        if not self.readers:            # nothing measured by this driver: submits pay nothing more
             return []
         out = []
         for h in command_buffers(name, count, pSubmits):
@@ -349,16 +349,28 @@ class MeasuredTiming:
         return out
 
     def before_vkQueueSubmit(self, queue, vkqueue, count, pSubmits, fence):
-        before_submit(self._submitted("vkQueueSubmit", count, pSubmits))
+        self.before_submit(self._submitted("vkQueueSubmit", count, pSubmits))
 
     def after_vkQueueSubmit(self, queue, result, vkqueue, count, pSubmits, fence):
-        after_submit(self._submitted("vkQueueSubmit", count, pSubmits), result)
+        self.after_submit(self._submitted("vkQueueSubmit", count, pSubmits), result)
 
     def before_vkQueueSubmit2(self, queue, vkqueue, count, pSubmits, fence):
-        before_submit(self._submitted("vkQueueSubmit2", count, pSubmits))
+        self.before_submit(self._submitted("vkQueueSubmit2", count, pSubmits))
 
     def after_vkQueueSubmit2(self, queue, result, vkqueue, count, pSubmits, fence):
-        after_submit(self._submitted("vkQueueSubmit2", count, pSubmits), result)
+        self.after_submit(self._submitted("vkQueueSubmit2", count, pSubmits), result)
+
+    def before_submit(self, readers: list) -> None:
+        with self.lock:
+            for reader in readers:
+                reader.bank()
+                reader.submitted += 1
+
+    def after_submit(self, readers: list, result) -> None:
+        if result != vk.VK_SUCCESS:     # nothing runs: the timeline never reads it
+            with self.lock:
+                for reader in readers:
+                    reader.submitted = max(0, reader.submitted - 1)
 
 
 def readers_of(cb: CommandBuffer) -> list:
@@ -366,20 +378,6 @@ def readers_of(cb: CommandBuffer) -> list:
     last reset."""
     state = cb.peek(MeasuredRecording)
     return state.readers if state is not None else []
-
-
-def before_submit(readers: list) -> None:
-    with _lock:
-        for reader in readers:
-            reader.bank()
-            reader.submitted += 1
-
-
-def after_submit(readers: list, result) -> None:
-    if result != vk.VK_SUCCESS:     # nothing runs: the timeline never reads it
-        with _lock:
-            for reader in readers:
-                reader.submitted = max(0, reader.submitted - 1)
 
 
 def register(drv: Driver) -> None:
