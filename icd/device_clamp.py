@@ -40,6 +40,8 @@ IDENTITY_REASON = "identity: the backend device that executes"
 TESSERA_IDENTITY = frozenset({"vendorID", "deviceID", "deviceName", "deviceType", "driverVersion", "driverID",
                               "driverName", "driverInfo"})
 TESSERA_IDENTITY_REASON = "identity: Tessera's emulated Mali (icd/identity.py, icd/profiles.py)"
+# vk.xml's limittype overridden: (member -> limittype used, why).
+KINDS = {"apiVersion": "max"}   # noauto in vk.xml; a device of the lower version is what both can be
 # Members another part of the driver changes after the clamp: (what it reports, why).
 ADJUSTED = {
     "maxPushDescriptors": (lambda v: v - 1 if v > 1 else v,
@@ -103,7 +105,7 @@ def clamp(struct: str, member: str, profile_value: Any, backend_value: Any) -> t
         return b, (IDENTITY_REASON if p != b else None)
     if member in EXECUTED:
         return b, (EXECUTED_REASON if p != b else None)
-    kind = vk.LIMIT_TYPES.get(struct, {}).get(member) or "exact"
+    kind = KINDS.get(member) or vk.LIMIT_TYPES.get(struct, {}).get(member) or "exact"
     if kind.startswith("struct:") and isinstance(p, dict) and isinstance(b, dict):
         inner = kind.removeprefix("struct:")
         out, why = dict(b), None
@@ -192,19 +194,24 @@ def differences(profile: VulkanProfile, backend: VulkanProfile, emulated: Mappin
             if exts and not any(e in reported for e in exts) and _core_version(struct) is None:
                 out.append(Difference(f"{kind}.{struct}", "(present)", None,
                                       f"not reported: {' / '.join(exts)} is not listed"))
+    provided = {**emulated, **layer}
     for struct, members in sorted(profile.features.items()):
-        if any(e in emulated for e in _extensions_of(struct)) or _unlisted(struct, reported):
+        if any(e in provided for e in _extensions_of(struct)) or _unlisted(struct, reported):
             continue
         b = backend.features.get(struct, {})
         for member, pv in members.items():
-            if pv and not feature(pv, b.get(member, backend.feature(struct, member))):
+            bv = b[member] if member in b else backend.feature(struct, member)
+            if bv is None and _exported_elsewhere(struct, available):
+                continue   # the backend's export does not show it: unknown, not lacking
+            if pv and not feature(pv, bv):
                 out.append(Difference(f"features.{struct}.{member}", True, False, BACKEND_LACKS))
     for struct, members in sorted(profile.properties.items()):
-        if any(e in emulated for e in _extensions_of(struct)) or _unlisted(struct, reported):
+        if any(e in provided for e in _extensions_of(struct)) or _unlisted(struct, reported):
             continue
         b = backend.properties.get(struct)
         if b is None:
-            out.append(Difference(f"properties.{struct}", "(present)", None, "not reported: the backend lacks it"))
+            if not _exported_elsewhere(struct, available):
+                out.append(Difference(f"properties.{struct}", "(present)", None, "not reported: the backend lacks it"))
             continue
         _walk(f"properties.{struct}", struct, members, b, out)
     for fmt, structs in sorted(profile.formats.items()):
@@ -259,6 +266,13 @@ def _extensions_of(struct: str) -> tuple[str, ...]:
 
 def _core_version(struct: str):
     return _struct(struct)[0]
+
+
+def _exported_elsewhere(struct: str, available: Mapping[str, int]) -> bool:
+    """Whether the backend has the struct's extension or core version though its export lacks the
+    struct (vulkaninfo prints the promoted core struct, or none for structs it does not know)."""
+    exts = _extensions_of(struct)
+    return not exts or _core_version(struct) is not None or any(e in available for e in exts)
 
 
 def _unlisted(struct: str, reported: Mapping[str, int]) -> bool:

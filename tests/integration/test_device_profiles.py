@@ -15,12 +15,12 @@ from integration_support import PYTHON, REPO, run
 
 from tessera.icd import device_report
 from tessera.icd.device_clamp import plain
-from tessera.icd.profiles import DEVICES, PROFILES
+from tessera.icd.profiles import PROFILES
 from tessera.icd.vulkan_profile import VulkanProfile, load
 from tessera.layer.shim_spec import LAYER_DEVICE_EXTENSIONS
 
 APP = REPO / "tests" / "integration" / "apps" / "device_request.py"
-SHIPPED = sorted(k for k in PROFILES if (DEVICES / f"{k}.json").is_file())
+SHIPPED = sorted(k for k, gpu in PROFILES.items() if gpu.vulkan_profile() is not None)
 
 
 def vulkaninfo_profile(env, out: Path) -> VulkanProfile:
@@ -76,6 +76,18 @@ def mismatches(profile: VulkanProfile, got: VulkanProfile) -> dict[str, tuple]:
     return out
 
 
+def unexported(path: str, got: VulkanProfile, backend: VulkanProfile) -> bool:
+    """A struct this vulkaninfo exports neither for the emulated device nor for the backend (it
+    prints the promoted core struct instead, or does not know the struct): nothing to compare."""
+    kind, _, rest = path.partition(".")
+    struct = rest.split(".")[0]
+    if kind == "features":
+        return struct not in got.features and struct not in backend.features
+    if kind == "properties":
+        return struct not in got.properties and struct not in backend.properties
+    return False
+
+
 def assert_reports_profile(profile_file: Path, got: VulkanProfile, backend: VulkanProfile) -> None:
     profile = load(profile_file)
     listed = {d.path: d for d in device_report.gpu_differences(profile_file, backend, LAYER_DEVICE_EXTENSIONS)}
@@ -89,6 +101,8 @@ def assert_reports_profile(profile_file: Path, got: VulkanProfile, backend: Vulk
     unexplained, wrong = [], []
     for path, (want, seen) in sorted(mismatches(profile, got).items()):
         d = listing(path)
+        if unexported(path, got, backend):
+            continue
         if d is None:
             unexplained.append(f"{path}: profile {want!r}, reported {seen!r}")
         elif d.path == path and d.reported is not None and plain(d.reported) != seen:
@@ -105,7 +119,7 @@ def assert_reports_profile(profile_file: Path, got: VulkanProfile, backend: Vulk
 @pytest.mark.parametrize("gpu", SHIPPED)
 def test_vulkaninfo_reports_the_shipped_profile(gpu, tessera_env, backend, tmp_path):
     got = vulkaninfo_profile(dict(tessera_env, TESSERA_GPU=gpu), tmp_path / "mali.json")
-    assert_reports_profile(DEVICES / f"{gpu}.json", got, backend)
+    assert_reports_profile(PROFILES[gpu].vulkan_profile(), got, backend)
 
 
 def user_profile(backend_file: Path, out: Path, features: dict[str, dict[str, bool]],
