@@ -62,7 +62,7 @@ from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENT
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from . import arm_inputs, region_args, shaders
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
-from .protowire import key as field_key
+from tessera.schemas.protowire import key as field_key
 from .slice_args import HANDLE_ARGS, WORKLOAD_KEY, reconcile
 from .summary import (FRAMES_TRACK, MISSING_KEY, MISSING_VALUE, SUBMIT_SLICE, SUMMARY_READS, Summary, SummaryBuilder,
                       first_values)

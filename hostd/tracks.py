@@ -34,7 +34,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from tessera.schemas.perfetto import (CLOCK_BOOTTIME, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE,
                                       TracePacket, varint)
 
-from .protowire import key as field_key
+from tessera.schemas.protowire import key as field_key
 
 _UUID_BASE = 0x7E55E4A000000000
 _U64 = (1 << 64) - 1

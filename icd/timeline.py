@@ -28,8 +28,8 @@ application has yet to unblock.
 from __future__ import annotations
 
 import atexit
+import collections
 import itertools
-import queue as queues
 import sys
 import threading
 import time
@@ -107,7 +107,9 @@ class Timeline:
         self._submissions = 0
         self._render_pass_instances = 0
         # Hand-over to the worker: jobs numbered in call order; `_done` is the last one finished.
-        self._jobs: queues.SimpleQueue = queues.SimpleQueue()
+        self._jobs: collections.deque = collections.deque()   # (ticket, fn, args, completion)
+        self._running = threading.Lock()   # held by whoever runs jobs: the worker, or a settling thread
+        self._wake = threading.Event()
         self._tickets = itertools.count(1)
         self._queued = 0
         self._done = 0
@@ -157,9 +159,21 @@ class Timeline:
     def settle(self, block: bool = False, timeout_s: float | None = None) -> bool:
         """Return once every job handed over so far has run; or (unless `block`) once the worker
         waits for GPU work that has not completed (the application may be about to unblock it); or
-        once `timeout_s` has passed. True when everything handed over has run."""
+        once `timeout_s` has passed. True when everything handed over has run. The calling thread
+        runs the jobs itself when the worker is not running one and their GPU work has completed:
+        a thread that waits anyway does the work at no thread switch."""
         self.pull()
         target = self._queued
+        if self._done >= target:
+            return True
+        if self._running.acquire(blocking=False):
+            try:
+                self._drain(target, helping=True)
+            finally:
+                self._running.release()
+            if self._done >= target:
+                return True
+            self._wake.set()   # what is left waits for GPU work: the worker takes it
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._progress:
             while self._done < target:
@@ -194,7 +208,8 @@ class Timeline:
         if self._worker is None:
             self.start()
         ticket = next(self._tickets)
-        self._jobs.put((ticket, fn, args))
+        completion = args[3] if fn == self._place_submit else None
+        self._jobs.append((ticket, fn, args, completion))
         self._queued = ticket
 
     def start(self) -> None:
@@ -207,15 +222,31 @@ class Timeline:
 
     # ---- the worker ---------------------------------------------------------------------------
     def _run(self) -> None:
+        """Not woken per hand-over (a thread switch per submit costs more than placing it): every
+        PULL_MIN_S while it finds work, backing off to PULL_MAX_S while settling threads do it."""
         idle_s = PULL_MIN_S
         while True:
-            try:
-                ticket, fn, args = self._jobs.get(timeout=idle_s)
-            except queues.Empty:   # idle: look for submits made in C, more rarely the longer none come
-                before = self._queued
-                self.pull()
-                idle_s = PULL_MIN_S if self._queued != before else min(idle_s * 2, PULL_MAX_S)
-                continue
+            self._wake.wait(idle_s)
+            self._wake.clear()
+            self.pull()
+            ran = False
+            if self._jobs:
+                with self._running:
+                    ran = self._drain(None, helping=False)
+            idle_s = PULL_MIN_S if ran else min(idle_s * 2, PULL_MAX_S)
+
+    def _drain(self, target: int | None, helping: bool) -> bool:
+        """(`_running` held) Run the queued jobs in order, up to `target`; a settling thread stops
+        before a submit whose GPU work has not completed. True when a job ran."""
+        jobs, ran = self._jobs, False
+        while jobs:
+            ticket, fn, args, completion = jobs[0]
+            if target is not None and ticket > target:
+                break
+            if helping and completion is not None and not completion[0].signaled(completion[1]):
+                break
+            jobs.popleft()
+            ran = True
             try:
                 fn(*args)
             except Exception:   # one bad job costs that job's events only
@@ -223,6 +254,7 @@ class Timeline:
             with self._progress:
                 self._done, self._stalled = ticket, False
                 self._progress.notify_all()
+        return ran
 
     def _waiting_for_gpu(self) -> None:
         with self._progress:

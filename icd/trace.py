@@ -17,9 +17,10 @@ from tessera.schemas.files import private_folder
 from tessera.schemas.labels import innermost_tag
 from tessera.schemas.slice_args import LABEL, LABEL_STACK, TRANSFER
 
-# tessera.schemas.perfetto, imported with the first GpuTrace: its protos take ~35 ms to load, which a
-# program that never submits (vulkaninfo) should not pay at start-up.
+# tessera.schemas.perfetto and .event_packets, imported with the first GpuTrace: the protos take ~35 ms
+# to load, which a program that never submits (vulkaninfo) should not pay at start-up.
 pf = None
+packets = None
 
 QUEUES = {"non-fragment": 1, "fragment": 2, "transfer": 3}
 # Categories by their InternedGpuRenderStageSpecification.RenderStageCategory names.
@@ -51,14 +52,17 @@ def boottime_ns() -> int:
 
 class GpuTrace:
     def __init__(self, session_dir: Path) -> None:
-        global pf
+        global pf, packets
         from tessera.schemas import perfetto as pf
+        from . import event_packets as packets
         private_folder(session_dir)
         self.path = session_dir / "gpu.perfetto-trace"
         self.pid = os.getpid()
         self.sequence = (SEQUENCE_BASE + self.pid) & 0xFFFFFFFF
         self._writer = pf.PacketWriter(self.path)
         self._next_event = 1
+        self._encoder = packets.EventEncoder(self.sequence, pf.SEQ_NEEDS_INCREMENTAL_STATE, GRAPHICS_CONTEXT_IID)
+        self._transfer_entries = {stage: packets.extra_entry(TRANSFER_KEY, stage) for stage in ARM_STAGE}
         self._started = False
         self._write_failed = False
 
@@ -92,34 +96,25 @@ class GpuTrace:
         """Append one render-stage event; returns its event_id."""
         if not self._started:
             self._start()
-        p = pf.TracePacket()
-        p.timestamp = start_ns
-        p.trusted_packet_sequence_id = self.sequence
-        p.sequence_flags = pf.SEQ_NEEDS_INCREMENTAL_STATE
-        e = p.gpu_render_stage_event
-        e.event_id = self._next_event
+        event_id = self._next_event
         self._next_event += 1
-        e.duration = duration_ns
-        e.hw_queue_iid = QUEUES[queue]
-        e.stage_iid = STAGES[ARM_STAGE.get(stage, stage)][0]
-        e.gpu_id = gpu_id
-        e.context = GRAPHICS_CONTEXT_IID
-        e.submission_id = submission_id
-        e.command_buffer_handle = command_buffer
-        if render_pass is not None:
-            e.render_pass_handle, e.render_pass_instance_id = render_pass
+        entries = []
         tag = innermost_tag(labels)
         if tag is not None:
-            e.extra_data.add(name=_LABELS_KEY, value=tag)
+            entries.append(packets.extra_entry(_LABELS_KEY, tag))
         if labels:
-            e.extra_data.add(name=_LABEL_STACK_KEY, value=" / ".join(labels))
-        if stage in ARM_STAGE:
-            e.extra_data.add(name=TRANSFER_KEY, value=stage)
-        for name, value in extra.items():
-            e.extra_data.add(name=name, value=str(list(value)) if type(value) is tuple else str(value))
+            entries.append(packets.extra_entry(_LABEL_STACK_KEY, " / ".join(labels)))
+        transfer = self._transfer_entries.get(stage)
+        if transfer is not None:
+            entries.append(transfer)
+        entries.append(self._encoder.extras(extra))
+        data = self._encoder.packet(
+            timestamp=start_ns, event_id=event_id, duration=duration_ns, extra=b"".join(entries),
+            render_pass=render_pass, submission=submission_id, gpu=gpu_id, command_buffer=command_buffer,
+            queue=QUEUES[queue], stage=STAGES[ARM_STAGE.get(stage, stage)][0])
         if not self._write_failed:   # after a failed write nothing more is appended (flush)
-            self._writer.write(p)
-        return e.event_id
+            self._writer.write_framed(data)
+        return event_id
 
     def flush(self) -> None:
         """Append the events so far. A write that fails (a full disk) costs the events not written, says

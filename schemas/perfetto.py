@@ -37,7 +37,7 @@ QUEUE_NAMES = ("non-fragment", "fragment", "transfer")
 LABELS_KEY = LABEL.label             # extra_data name Arm's driver uses for the debug label (slice_args.py)
 LABEL_STACK_KEY = LABEL_STACK.label  # the whole label stack, outermost first, joined by " / "
 
-_PACKET_TAG = b"\x0a"  # Trace.packet: field 1, wire type 2
+PACKET_TAG = b"\x0a"  # Trace.packet: field 1, wire type 2
 
 
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
@@ -61,7 +61,7 @@ def varint(n: int) -> bytes:
 def frame_packet(packet: TracePacket) -> bytes:
     """The bytes that append `packet` to a trace file."""
     body = packet.SerializeToString()
-    return _PACKET_TAG + varint(len(body)) + body
+    return PACKET_TAG + varint(len(body)) + body
 
 
 class PacketWriter:
@@ -78,6 +78,10 @@ class PacketWriter:
 
     def write(self, packet: TracePacket) -> None:
         self._pending.append(frame_packet(packet))
+
+    def write_framed(self, data: bytes) -> None:
+        """Append bytes already framed as `frame_packet` frames them."""
+        self._pending.append(data)
 
     def flush(self) -> None:
         if self._pending:
@@ -183,7 +187,7 @@ def _resync(r: ReadAhead, after: int = 1, before: int | None = None) -> int | No
     stay in `r.buf`), so the packet at it can still be taken."""
     rel = after
     while before is None or rel < before:
-        i = r.buf.find(_PACKET_TAG, r.pos + rel, len(r.buf) if before is None else r.pos + before)
+        i = r.buf.find(PACKET_TAG, r.pos + rel, len(r.buf) if before is None else r.pos + before)
         if i < 0:
             if before is not None and r.left >= before:
                 return None

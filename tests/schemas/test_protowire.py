@@ -1,4 +1,5 @@
-"""The field keys hostd encodes itself (tracks.py, merge.py) are the ones protobuf writes.
+"""The field keys Tessera encodes itself (hostd tracks.py, merge.py; icd/event_packets.py) are the ones
+protobuf writes.
 
 protowire.key() computes each key from the descriptor at import; these tests check every key it
 made against protobuf's own serialisation of a message with only that field set, so a proto whose
@@ -13,10 +14,11 @@ from google.protobuf.descriptor import FieldDescriptor as F
 
 import tessera.hostd.merge  # noqa: F401 - imported for the keys it makes
 import tessera.hostd.tracks  # noqa: F401
-from tessera.hostd import protowire
+import tessera.icd.event_packets  # noqa: F401
+from tessera.schemas import protowire
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-HOSTD = Path(protowire.__file__).parent
+ROOT = Path(protowire.__file__).parent.parent
 
 
 def _serialised_key(message: type, field: str) -> bytes:
@@ -44,6 +46,7 @@ def test_keys_were_made_for_both_writers():
     fields = {(m.DESCRIPTOR.full_name, f) for m, f, _, _ in protowire.KEYS}
     assert ("perfetto.protos.TrackEvent", "name") in fields                        # tracks.py
     assert ("perfetto.protos.GpuRenderStageEvent", "extra_data") in fields         # merge.py
+    assert ("perfetto.protos.GpuRenderStageEvent", "stage_iid") in fields          # icd/event_packets.py
     assert len(fields) >= 19
 
 
@@ -62,8 +65,8 @@ def test_a_field_of_another_type_is_refused():
         protowire.key(pb.TrackEvent, "extra_counter_track_uuids", "varint")
 
 
-@pytest.mark.parametrize("module", ["tracks.py", "merge.py"])
+@pytest.mark.parametrize("module", ["hostd/tracks.py", "hostd/merge.py", "icd/event_packets.py"])
 def test_no_literal_key_bytes(module):
     """Keys are built from the descriptors, not written as b"\\x.." literals."""
-    text = (HOSTD / module).read_text()
+    text = (ROOT / module).read_text()
     assert not re.findall(r'b"\\x[0-9a-f]{2}', text)

@@ -1,10 +1,11 @@
 """Field keys (tag bytes) of the Perfetto protos, computed from their descriptors.
 
-Role: where hostd encodes protobuf bytes itself (tracks.py's slices and instants,
-merge.py's extra_data entries and names) it needs each field's key: the varint of
+Role: where Tessera encodes protobuf bytes itself (hostd: tracks.py's slices and instants,
+merge.py's extra_data entries and names; the driver: icd/event_packets.py's render-stage
+events) it needs each field's key: the varint of
 `field number << 3 | wire type`. `key()` computes it once, at import of the module
 that uses it, from the generated protos' descriptors (perfetto.protos…perfetto_trace_pb2,
-the same classes the rest of hostd reads and writes), instead of literal bytes such as
+the same classes the rest of Tessera reads and writes), instead of literal bytes such as
 b"\\xba\\x01". It also checks that the field's type is the encoding the caller writes
 (a string written as length-delimited bytes, an int64 as a plain varint…), so a proto
 change that would make the hand-encoded bytes wrong fails at import, with its name,
