@@ -1,13 +1,28 @@
-"""GPU profiles of the emulated Mali: identity and per-core rates, in one table.
+"""GPU profiles of the emulated Mali: identity, per-core rates and the real device each one is.
 
-Rates are those of VK_ARM_shader_core_properties (per core per clock) and
-VK_ARM_shader_core_builtins. Sources are named per entry; where a value is a
-configuration choice of the emulation rather than a published figure, it says so.
+Role: the one table of the GPUs `tessera run --gpu KEY` (TESSERA_GPU) offers. A GPU with a real
+device's Vulkan profile (icd/devices/<key>.json, a gpuinfo.org export; icd/devices/README.md says
+where each came from) takes from that file, never from this module:
+- fmaRate, texelRate, pixelRate (VkPhysicalDeviceShaderCorePropertiesARM: per core per clock);
+- shaderCoreCount, shaderWarpsPerCore (VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM);
+- the warp width (VkPhysicalDeviceVulkan11Properties / VkPhysicalDeviceSubgroupProperties
+  subgroupSize);
+- the profile's name and label, which the reports show next to the device's name.
+A value the export lacks comes from the entry below, with its reason in `sources`. The shader
+clock is a configuration choice for every GPU: Arm publishes none (the SoC sets it). docs/timing.md
+cites each value. A user's own profile (TESSERA_GPU_PROFILE, `tessera run --gpu-profile FILE`)
+replaces the GPU's file and its rates where it has them (`with_profile_file`).
+
+Files are read with the standard json module only (a device file is read in under a millisecond);
+icd/vulkan_profile.py is the full, strict reader the emulated device uses.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+import json
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 ARM_VENDOR_ID = 0x13B5  # PCI-SIG vendor id of Arm Ltd, reported by every Mali driver
 
@@ -23,6 +38,22 @@ DRIVER_RELEASE_NAME = f"r{DRIVER_RELEASE[0]}p{DRIVER_RELEASE[1]}"
 # Real devices' Vulkan Profiles JSON files (icd/devices/<key>.json): what the emulated device reports
 # (icd/device_profile.py); a GPU without one reports its backend's capabilities.
 DEVICES = Path(__file__).parent / "devices"
+# Shader-core clock of every GPU here: a configuration choice (Arm publishes no clock for its GPUs;
+# each SoC sets its own), one value so devices compare core for core. docs/timing.md.
+CLOCK_MHZ = 1000
+MAX_PROFILE_BYTES = 32 << 20   # the largest gpuinfo export is under 1 MiB
+
+CORE_PROPERTIES = "VkPhysicalDeviceShaderCorePropertiesARM"          # fmaRate, texelRate, pixelRate
+CORE_BUILTINS = "VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM"    # shaderCoreCount, shaderWarpsPerCore
+SUBGROUP_STRUCTS = ("VkPhysicalDeviceVulkan11Properties", "VkPhysicalDeviceSubgroupProperties")
+# GpuProfile field <- (struct, member) of a Vulkan profile
+FROM_PROFILE = {
+    "fma_rate": (CORE_PROPERTIES, "fmaRate"),
+    "texel_rate": (CORE_PROPERTIES, "texelRate"),
+    "pixel_rate": (CORE_PROPERTIES, "pixelRate"),
+    "shader_cores": (CORE_BUILTINS, "shaderCoreCount"),
+    "warps_per_core": (CORE_BUILTINS, "shaderWarpsPerCore"),
+}
 
 
 @dataclass(frozen=True)
@@ -32,13 +63,15 @@ class GpuProfile:
     device_id: int          # emulation's own id (not Arm's GPU_ID register value)
     shader_cores: int       # VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM::shaderCoreCount
     warps_per_core: int     # ...::shaderWarpsPerCore
-    warp_width: int         # threads per warp
+    warp_width: int         # threads per warp (subgroupSize)
     fma_rate: int           # VkPhysicalDeviceShaderCorePropertiesARM::fmaRate (fp32 FMA/clk/core)
     texel_rate: int         # ...::texelRate (bilinear texels/clk/core)
     pixel_rate: int         # ...::pixelRate (pixels/clk/core)
-    clock_mhz: int          # shader core clock used by the timing model
-    sources: str
+    clock_mhz: int          # shader core clock used by the timing model (CLOCK_MHZ: configuration choice)
+    sources: str            # where each value comes from
     profile_file: str | None = None   # a Vulkan Profiles JSON; None: DEVICES/<key>.json when it exists
+    profile_name: str | None = None   # the Vulkan profile's name and label, when there is one
+    profile_label: str | None = None
 
     def vulkan_profile(self) -> Path | None:
         """The Vulkan profile the emulated device reports, or None (the backend's capabilities)."""
@@ -51,23 +84,132 @@ class GpuProfile:
     def shader_core_mask(self) -> int:
         return (1 << self.shader_cores) - 1
 
+    @property
+    def description(self) -> str:
+        """The device's name and the real device it reports (for reports and trace metadata)."""
+        return f"{self.device_name}: {self.profile_label}" if self.profile_label else self.device_name
+
+
+@dataclass(frozen=True)
+class ProfileFacts:
+    """What the timing model and the reports take from a Vulkan Profiles file."""
+    path: str
+    name: str
+    label: str
+    values: dict[str, int]          # GpuProfile field -> value, for those the file has
+    warp_width: int | None
+
+
+def _fail(path, message: str) -> ValueError:
+    return ValueError(f"{path}: {message}")
+
+
+@functools.cache
+def profile_facts(path: str) -> ProfileFacts:
+    """Read a Vulkan Profiles file's name, label and the Arm core properties it reports. Raises
+    ValueError with one line naming the file: unreadable, not JSON, no "capabilities", not exactly one
+    profile (the names are listed), or a member of the wrong type."""
+    p = Path(path)
+    try:
+        if not p.is_file():
+            raise _fail(path, "not a file" if p.exists() else "no such file")
+        if p.stat().st_size > MAX_PROFILE_BYTES:
+            raise _fail(path, f"larger than a device profile can be ({MAX_PROFILE_BYTES} bytes)")
+        doc = json.loads(p.read_bytes())
+    except OSError as e:
+        raise _fail(path, f"cannot read: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        where = f"line {e.lineno} column {e.colno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else str(e)
+        raise _fail(path, f"not JSON: {where}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("capabilities"), dict):
+        raise _fail(path, 'not a Vulkan Profiles file: no "capabilities" object '
+                          "(export one from vulkan.gpuinfo.org or with `vulkaninfo --json=0 -o FILE`)")
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, dict) or not profiles:
+        raise _fail(path, 'not a Vulkan Profiles file: no "profiles" object')
+    if len(profiles) != 1:
+        raise _fail(path, f"{len(profiles)} profiles ({', '.join(profiles)}); give a file with the one "
+                          "device to emulate")
+    name, profile = next(iter(profiles.items()))
+    if not isinstance(profile, dict) or not isinstance(profile.get("capabilities"), list):
+        raise _fail(path, f"profiles.{name}: no capabilities list")
+    props: dict[str, dict[str, Any]] = {}
+    for cap in profile["capabilities"]:
+        cap = cap[0] if isinstance(cap, list) and cap else cap
+        block = doc["capabilities"].get(cap) if isinstance(cap, str) else None
+        if not isinstance(block, dict):
+            raise _fail(path, f"profiles.{name}.capabilities: {json.dumps(cap)[:60]} is not a capability of the file")
+        for struct, members in (block.get("properties") or {}).items():
+            if isinstance(members, dict):
+                props.setdefault(struct, {}).update(members)
+    values: dict[str, int] = {}
+    for field_name, (struct, member) in FROM_PROFILE.items():
+        v = props.get(struct, {}).get(member)
+        if v is None:
+            continue
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise _fail(path, f"{struct}.{member}: expected a positive integer, got {json.dumps(v)[:40]}")
+        values[field_name] = v
+    warp = next((props[s]["subgroupSize"] for s in SUBGROUP_STRUCTS
+                 if isinstance(props.get(s, {}).get("subgroupSize"), int)), None)
+    label = profile.get("label")
+    return ProfileFacts(path, name, label if isinstance(label, str) else name, values, warp)
+
+
+def _sourced(facts: ProfileFacts) -> str:
+    taken = ", ".join(f"{FROM_PROFILE[f][1]}" for f in FROM_PROFILE if f in facts.values)
+    return f"{taken} from {Path(facts.path).name} ({facts.label})" if taken else \
+        f"{Path(facts.path).name} ({facts.label}) reports no VK_ARM_shader_core_properties/builtins"
+
+
+def with_profile_file(base: GpuProfile, path: str | Path) -> GpuProfile:
+    """`base` reporting the Vulkan profile in `path` (a user's own export): the file's core counts
+    and rates where it has them, `base`'s otherwise; raises ValueError (profile_facts) for a bad file."""
+    facts = profile_facts(str(Path(path).resolve()))
+    kept = [FROM_PROFILE[f][1] for f in FROM_PROFILE if f not in facts.values]
+    sources = _sourced(facts) + (f"; {', '.join(kept)} of {base.key}: {base.sources}" if kept else
+                                 f"; clock: configuration choice ({base.clock_mhz} MHz)")
+    return replace(base, profile_file=str(path), profile_name=facts.name, profile_label=facts.label,
+                   warp_width=facts.warp_width or base.warp_width, sources=sources,
+                   **facts.values)
+
+
+def _device(key: str, device_name: str, device_id: int, **assumed) -> GpuProfile:
+    """A GPU with a real device's profile (DEVICES/<key>.json): everything the file reports from it;
+    `assumed` (GpuProfile fields) only for what it does not, each named in `sources`."""
+    facts = profile_facts(str(DEVICES / f"{key}.json"))
+    missing = [f for f in FROM_PROFILE if f not in facts.values and f not in assumed]
+    if missing or facts.warp_width is None:
+        raise ValueError(f"{key}: {facts.path} lacks {missing or 'subgroupSize'} and no assumed value is given")
+    why = assumed.pop("why", "")
+    used = {f: v for f, v in assumed.items() if f not in facts.values}
+    sources = _sourced(facts) + (f"; assumed {used} ({why})" if used else "") + \
+        f"; clock {CLOCK_MHZ} MHz: configuration choice"
+    return GpuProfile(key=key, device_name=device_name, device_id=device_id, warp_width=facts.warp_width,
+                      clock_mhz=CLOCK_MHZ, sources=sources, profile_name=facts.name,
+                      profile_label=facts.label, **{**used, **facts.values})
+
 
 PROFILES: dict[str, GpuProfile] = {
-    "mali-g720": GpuProfile(
-        key="mali-g720", device_name="Mali-G720 (emulated)", device_id=0x0720,
-        shader_cores=8, warps_per_core=64, warp_width=16,
-        fma_rate=128, texel_rate=8, pixel_rate=4, clock_mhz=1000,
-        sources="fmaRate/texelRate/pixelRate/warps: values Immortalis-G720 reports through "
-                "VK_ARM_shader_core_properties/builtins (same 5th-gen core); 8 cores and 1 GHz "
-                "are this emulation's configuration choice.",
-    ),
+    # The Immortalis-G720 (r49p0, Debian 12): every rate and count from its export.
+    "mali-g720": _device("mali-g720", "Mali-G720 (emulated)", 0x0720),
+    # No public Vulkan profile of a Mali-G78 is known to this project (ARM-software/tracetooltests
+    # ships none): a timing-only GPU that reports its backend's capabilities. Its figures are kept
+    # from the emulation's first table, each one said to be what it is.
     "mali-g78": GpuProfile(
         key="mali-g78", device_name="Mali-G78 (emulated)", device_id=0x0078,
         shader_cores=20, warps_per_core=64, warp_width=16,
         fma_rate=32, texel_rate=4, pixel_rate=2, clock_mhz=850,
-        sources="Arm's published Mali-G78 figures: 32 fp32 FMA/clk/core, 4 bilinear texels/clk, "
-                "16-wide warps; pixel rate 2/clk; 20 cores, 64 warps and 850 MHz are this "
-                "emulation's configuration choice.",
+        sources="no real device's profile: timing only (the backend's capabilities). Arm's published "
+                "Mali-G78 figures: 32 fp32 FMA/clk/core, 4 bilinear texels/clk, 16-wide warps; pixel "
+                "rate 2/clk; 20 cores, 64 warps and 850 MHz are this emulation's configuration choice.",
     ),
 }
+# The default: the current Mali whose export reports ray tracing (VK_KHR_ray_query and
+# VK_KHR_ray_tracing_pipeline) and Arm's core properties; docs/backends.md says why.
 DEFAULT_PROFILE = "mali-g720"
+
+
+def shipped() -> list[str]:
+    """The keys of the GPUs with a real device's profile, sorted."""
+    return sorted(k for k, p in PROFILES.items() if p.profile_name is not None)

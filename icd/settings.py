@@ -3,8 +3,9 @@
 TESSERA_BACKEND_ICD  manifest (JSON) of the backend driver; default: lavapipe's
                      from the standard driver-manifest directories.
 TESSERA_GPU          GPU profile key (see profiles.PROFILES); default mali-g720.
-TESSERA_GPU_PROFILE  a Vulkan Profiles JSON file the emulated device reports instead of the GPU's
-                     own (profiles.GpuProfile.vulkan_profile; icd/device_profile.py).
+TESSERA_GPU_PROFILE  a Vulkan Profiles JSON file (one device) the emulated device reports instead of
+                     the GPU's own (icd/device_profile.py), its Arm core counts and rates included
+                     where it has them (profiles.with_profile_file).
 TESSERA_SESSION_DIR  where gpu.perfetto-trace goes; default: a new temporary folder.
 TESSERA_C_SUBMITS    0: every submit takes the Python path (vkapi/submits.py); for
                      comparing the two paths, default on.
@@ -17,12 +18,12 @@ TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from tessera.vkapi.log import LogSettings
 
-from .profiles import DEFAULT_PROFILE, PROFILES, GpuProfile
+from .profiles import DEFAULT_PROFILE, PROFILES, GpuProfile, with_profile_file
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class IcdSettings:
             raise ValueError(f"TESSERA_GPU={key!r} is not a known profile: {', '.join(sorted(PROFILES))}")
         profile = PROFILES[key]
         if environ.get("TESSERA_GPU_PROFILE"):
-            profile = replace(profile, profile_file=environ["TESSERA_GPU_PROFILE"])
+            profile = with_profile_file(profile, environ["TESSERA_GPU_PROFILE"])   # ValueError: one line
         backend = environ.get("TESSERA_BACKEND_ICD")
         session = environ.get("TESSERA_SESSION_DIR")
         return cls(Path(backend) if backend else None, profile, LogSettings.from_environ(environ),

@@ -39,7 +39,13 @@ if TYPE_CHECKING:
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--backend", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Manifest (JSON) of the driver that executes the work; default: lavapipe's.")
-@click.option("--gpu", default=None, help="GPU profile: mali-g720 (default) or mali-g78.")
+@click.option("--gpu", default=None, metavar="NAME",
+              help="The Mali to emulate: a real device's profile (icd/devices/; `tessera doctor --gpu` lists "
+                   "them and what each reports) or mali-g78 (timing only); default mali-g720, the Immortalis-G720.")
+@click.option("--gpu-profile", "gpu_profile", default=None, metavar="FILE.json",
+              help="A Vulkan Profiles JSON of one device (e.g. your own device's gpuinfo.org export) for the "
+                   "emulated device to report instead of --gpu's; its Arm core counts and rates drive the timing "
+                   "where it has them.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Session folder for the outputs; default: tessera-out/<app>-<time>.")
 @click.option("--instrument", is_flag=True,
@@ -60,15 +66,13 @@ if TYPE_CHECKING:
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Longest workloads listed in the summary.")
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app,
+def run(backend, gpu, gpu_profile, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app,
         arm_listen=()) -> None:
     """Run APP (with its arguments, after --) and return its exit code (128 + N when signal N killed it,
     as a shell reports it). Ctrl-C or SIGTERM stops APP (SIGKILL if it is still running 5 s later),
     merges what arrived and exits with 128 + N. One run at a time per --out folder."""
-    from tessera.icd.profiles import PROFILES
-
-    if gpu is not None and gpu.lower() not in PROFILES:
-        raise click.BadParameter(f"unknown profile {gpu!r}; known: {', '.join(sorted(PROFILES))}", param_hint="--gpu")
+    gpu = check_gpu(gpu)
+    gpu_profile = check_gpu_profile(gpu_profile)
     if arm_listen and hostd_address is not None:
         raise click.UsageError("--arm-listen is for the run's own daemon; with --hostd, start that daemon with "
                                "--arm-listen instead")
@@ -86,7 +90,8 @@ def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, 
         except LaunchError as e:
             raise click.ClickException(str(e)) from e
         with lock:
-            cfg = LaunchConfig(session, backend, gpu, layer=not no_layer, instrument=instrument, regions=regions)
+            cfg = LaunchConfig(session, backend, gpu, layer=not no_layer, instrument=instrument, regions=regions,
+                               gpu_profile=gpu_profile)
             try:
                 if hostd_address is None:
                     if arm_listen:
@@ -114,6 +119,34 @@ def run(backend, gpu, out, instrument, regions, force, no_layer, hostd_address, 
                            f"{_how_it_stopped(code, interruption)}; {_what_was_merged(merged, session)}", err=True)
                 sys.exit(128 + interruption.signum)
     sys.exit(128 - code if code < 0 else code)
+
+
+def check_gpu(gpu: str | None) -> str | None:
+    """--gpu NAME as a key of icd/profiles.py's table (any case), or a click error listing them."""
+    from tessera.icd.profiles import PROFILES
+
+    if gpu is not None and gpu.lower() not in PROFILES:
+        raise click.BadParameter(f"unknown GPU {gpu!r}; known: {', '.join(sorted(PROFILES))}", param_hint="--gpu")
+    return gpu.lower() if gpu is not None else None
+
+
+def check_gpu_profile(path: str | None) -> Path | None:
+    """--gpu-profile FILE checked before the application starts, with the readers the driver uses
+    (icd/profiles.py for the core counts and rates, icd/vulkan_profile.py for the rest): one line
+    saying what is wrong (not a file, not JSON, no "capabilities", several profiles and their names,
+    a value the format does not allow)."""
+    if path is None:
+        return None
+    from tessera.icd.profiles import profile_facts
+    from tessera.icd.vulkan_profile import load
+
+    resolved = Path(path).expanduser().resolve()
+    try:
+        profile_facts(str(resolved))
+        load(resolved)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--gpu-profile") from None
+    return resolved
 
 
 def _how_it_stopped(code: int, interruption: Interruption) -> str:

@@ -55,6 +55,7 @@ class LaunchConfig:
     hostd: str | None = None        # TESSERA_HOSTD for the app: unix:PATH or tcp:127.0.0.1:PORT
     instrument: bool = False        # TESSERA_INSTRUMENT: the layer drives shader instrumentation
     regions: str | None = None      # TESSERA_REGIONS: counters ("all" or names) per region of every render pass
+    gpu_profile: Path | None = None  # TESSERA_GPU_PROFILE: a Vulkan Profiles JSON the emulated device reports
 
 
 def ensure_shims() -> None:
@@ -158,6 +159,8 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
         env["TESSERA_BACKEND_ICD"] = str(Path(cfg.backend_manifest).resolve())
     if cfg.gpu:
         env["TESSERA_GPU"] = cfg.gpu
+    if cfg.gpu_profile:
+        env["TESSERA_GPU_PROFILE"] = str(Path(cfg.gpu_profile).resolve())
     if cfg.hostd:
         env["TESSERA_HOSTD"] = cfg.hostd
     if cfg.instrument:

@@ -2,7 +2,7 @@
 
 The Timeline tests feed shadow recordings straight to `Timeline.submit` with
 the host clock pinned to T, and read the written gpu.perfetto-trace back.
-Durations (Mali-G720, 1 cycle = 1 ns, see test_timing.py for the model):
+Durations (a Mali-G720-class profile with 8 cores, 1 cycle = 1 ns, see test_timing.py for the model):
   pass P (16x16, one 8-vertex draw, nothing loaded or stored):
     binning 2000 + 8*20/8 + 8*64/32 = 2036; main 2000 + 64*10/8 + 1*64/8 = 2088
   dispatch of 800 invocations: 2000 + 800*50/8 = 7000
@@ -10,6 +10,7 @@ Durations (Mali-G720, 1 cycle = 1 ns, see test_timing.py for the model):
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -25,6 +26,7 @@ from tessera.vkapi.ops import FULL_BARRIER, LABEL_END, PASS_END, PASS_SUSPEND, L
 from tessera.vkapi.render_passes import PassInfo
 
 T = 5_000_000_000
+G720 = replace(PROFILES["mali-g720"], shader_cores=8)   # the hand computations above use 8 cores
 BIN, MAIN, DISPATCH, COPY = 2036, 2088, 7000, 2200
 
 
@@ -117,7 +119,7 @@ def cb(ops: list, address: int = 0x1000) -> SimpleNamespace:
 @pytest.fixture
 def emu(tmp_path, monkeypatch):
     monkeypatch.setattr(tl, "boottime_ns", lambda: T)
-    timeline = Timeline(PROFILES["mali-g720"], tmp_path)
+    timeline = Timeline(G720, tmp_path)
     device = SimpleNamespace(physical=object())
     queues = [SimpleNamespace(device=device, labels=[]) for _ in range(2)]
 
@@ -218,7 +220,7 @@ def test_same_submits_same_trace_durations(tmp_path, monkeypatch):
     monkeypatch.setattr(tl, "boottime_ns", lambda: T)
     runs = []
     for i in range(2):
-        timeline = Timeline(PROFILES["mali-g720"], tmp_path / str(i))
+        timeline = Timeline(G720, tmp_path / str(i))
         q = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
         timeline.submit(q, [batch([cb(render_pass("t1") + dispatch("t2") + copy("t3"))], [], [])])
         timeline.settle(block=True)
