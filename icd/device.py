@@ -102,7 +102,7 @@ class Devices:
         if absent:
             log.warning("vkCreateDevice: %s: not an extension of %s", ", ".join(absent), self.drv.profile.device_name)
             return vk.VK_ERROR_EXTENSION_NOT_PRESENT
-        missing = dp.missing_features(ffi, phys, info)
+        missing = dp.missing_features(ffi, phys, info, frozenset(names))
         if missing:
             log.warning("vkCreateDevice: %s: not a feature of %s", ", ".join(missing), self.drv.profile.device_name)
             return vk.VK_ERROR_FEATURE_NOT_PRESENT

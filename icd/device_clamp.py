@@ -190,13 +190,13 @@ def differences(profile: VulkanProfile, backend: VulkanProfile, emulated: Mappin
         out.append(Difference(f"extensions.{name}", p, r, why))
     for kind, table in (("features", profile.features), ("properties", profile.properties)):
         for struct in sorted(table):
-            exts = _extensions_of(struct)
-            if exts and not any(e in reported for e in exts) and _core_version(struct) is None:
+            exts = struct_extensions(struct)
+            if exts and not any(e in reported for e in exts) and struct_version(struct) is None:
                 out.append(Difference(f"{kind}.{struct}", "(present)", None,
                                       f"not reported: {' / '.join(exts)} is not listed"))
     provided = {**emulated, **layer}
     for struct, members in sorted(profile.features.items()):
-        if any(e in provided for e in _extensions_of(struct)) or _unlisted(struct, reported):
+        if any(e in provided for e in struct_extensions(struct)) or _unlisted(struct, reported):
             continue
         b = backend.features.get(struct, {})
         for member, pv in members.items():
@@ -206,7 +206,7 @@ def differences(profile: VulkanProfile, backend: VulkanProfile, emulated: Mappin
             if pv and not feature(pv, bv):
                 out.append(Difference(f"features.{struct}.{member}", True, False, BACKEND_LACKS))
     for struct, members in sorted(profile.properties.items()):
-        if any(e in provided for e in _extensions_of(struct)) or _unlisted(struct, reported):
+        if any(e in provided for e in struct_extensions(struct)) or _unlisted(struct, reported):
             continue
         b = backend.properties.get(struct)
         if b is None:
@@ -260,22 +260,24 @@ def _struct(struct: str) -> tuple[Any, tuple[str, ...]]:
     return _STRUCTS.get(struct, (None, ()))
 
 
-def _extensions_of(struct: str) -> tuple[str, ...]:
+def struct_extensions(struct: str) -> tuple[str, ...]:
+    """The extensions that define a registry struct."""
     return _struct(struct)[1]
 
 
-def _core_version(struct: str):
+def struct_version(struct: str):
+    """The core version that has a registry struct, or None."""
     return _struct(struct)[0]
 
 
 def _exported_elsewhere(struct: str, available: Mapping[str, int]) -> bool:
     """Whether the backend has the struct's extension or core version though its export lacks the
     struct (vulkaninfo prints the promoted core struct, or none for structs it does not know)."""
-    exts = _extensions_of(struct)
-    return not exts or _core_version(struct) is not None or any(e in available for e in exts)
+    exts = struct_extensions(struct)
+    return not exts or struct_version(struct) is not None or any(e in available for e in exts)
 
 
 def _unlisted(struct: str, reported: Mapping[str, int]) -> bool:
     """An extension's struct whose extension the device does not list (an application cannot ask)."""
-    exts = _extensions_of(struct)
-    return bool(exts) and _core_version(struct) is None and not any(e in reported for e in exts)
+    exts = struct_extensions(struct)
+    return bool(exts) and struct_version(struct) is None and not any(e in reported for e in exts)

@@ -81,7 +81,7 @@ def write(ffi, s, member: str, value: Any) -> None:
 
 
 def _emulated_struct(name: str, emulated) -> bool:
-    return any(e in emulated for e in device_clamp._extensions_of(name))
+    return any(e in emulated for e in device_clamp.struct_extensions(name))
 
 
 def _is_feature_struct(name: str | None) -> bool:
@@ -214,9 +214,11 @@ class DeviceProfile:
         g.width, g.height, g.depth = gran
 
     # ---- vkCreateDevice --------------------------------------------------------------------
-    def missing_features(self, ffi, phys, create_info) -> list[str]:
+    def missing_features(self, ffi, phys, create_info, enabled: frozenset[str]) -> list[str]:
         """The features `create_info` enables that the emulated device does not report: each as
-        "Struct.member". The report is the backend's answer clamped here, as the queries give it."""
+        "Struct.member". The report is the backend's answer clamped here, as the queries give it.
+        A struct of an extension the application did not enable (and no core version has) is not
+        the device's business: drivers skip structs they do not know, and so does this check."""
         requested: list[tuple[str, Any]] = []
         if create_info.pEnabledFeatures != ffi.NULL:
             requested.append((FEATURES, create_info.pEnabledFeatures))
@@ -224,7 +226,9 @@ class DeviceProfile:
             name = structs.struct_name(p.sType)
             if name == "VkPhysicalDeviceFeatures2":
                 requested.append((FEATURES, ffi.addressof(ffi.cast("VkPhysicalDeviceFeatures2 *", p).features)))
-            elif _is_feature_struct(name) and not _emulated_struct(name, self.emulated):
+            elif (_is_feature_struct(name) and not _emulated_struct(name, self.emulated)
+                  and (device_clamp.struct_version(name) is not None
+                       or any(e in enabled for e in device_clamp.struct_extensions(name)))):
                 requested.append((name, ffi.cast(f"{name} *", p)))
         if not requested:
             return []

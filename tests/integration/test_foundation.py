@@ -11,6 +11,7 @@ import validation_predates
 from integration_support import PYTHON, REPO, run
 
 from tessera.icd.profiles import PROFILES
+from tessera.icd.vulkan_profile import load
 
 EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels"]
 APPS = REPO / "tests" / "integration" / "apps"
@@ -54,9 +55,15 @@ def test_identity_and_properties2_chain(tessera_env, lavapipe_env):
                                                                         G720.fma_rate)
     assert (mali["shaderCoreCount"], mali["shaderWarpsPerCore"]) == (G720.shader_cores, G720.warps_per_core)
     assert mali["shaderCoreMask"] == (1 << G720.shader_cores) - 1
-    # The rest of the chain and the core properties stay the backend's truth.
-    for key in ("deviceUUID", "driverUUID", "apiVersion", "limits_maxImageDimension2D", "conformance"):
+    # The rest of the chain stays the backend's truth; the core properties are the device profile's
+    # clamped to the backend (icd/device_clamp.py): the lower apiVersion, the lower limit.
+    for key in ("deviceUUID", "driverUUID", "conformance"):
         assert mali[key] == backend[key], key
+    device = load(G720.vulkan_profile())
+    limits = device.properties["VkPhysicalDeviceProperties"]["limits"]
+    assert mali["apiVersion"] == min(backend["apiVersion"], device.api_version)
+    assert mali["limits_maxImageDimension2D"] == min(backend["limits_maxImageDimension2D"],
+                                                     limits["maxImageDimension2D"])
     for ext in ("VK_ARM_shader_core_properties", "VK_ARM_shader_core_builtins", "VK_EXT_debug_marker"):
         assert ext in mali["extensions"] and ext not in backend["extensions"]
     assert mali["shaderCoreBuiltins_feature"] == 1    # the driver lowers the built-ins (test_core_builtins_driver)
