@@ -12,6 +12,8 @@ from pathlib import Path
 
 from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_command
 from tessera.vkapi.log import HookErrors, configure
+from tessera.vkapi.recorder import Recorder
+from tessera.vkapi.submits import SubmitLedger
 from tessera.vkapi.vkconst import vk
 
 from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
@@ -39,9 +41,16 @@ def install(ffi, lib) -> None:
         return
     log = configure("icd", settings.log)
     errors = HookErrors(log)
-    drv = Driver(ffi, lib, HookSet(errors), Objects(ffi), backend, settings.profile, c_submits=settings.c_submits)
+    # What the hook modules share is made before any of them registers, and handed to them in `drv`.
+
+    def warn(message: str) -> None:
+        log.warning("%s", message)
+
+    recorder = Recorder(ffi, lib, warn, errors.report)
+    timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
+    drv = Driver(ffi, lib, HookSet(errors, recorder), Objects(ffi), backend, settings.profile, timeline=timeline,
+                 c_submits=settings.c_submits, submit_ledger=SubmitLedger(ffi, lib, warn))
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)   # the C path of submits and queue labels
-    drv.timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
     # Each command's hooks run in the order its row of the intercept table names their modules, whatever the
     # order modules register in (vkapi/intercepts.py; e.g. icd.recording makes a draw's Work/Draw before

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from tessera.vkapi import submits
 from tessera.vkapi.fences import Fences
-from tessera.vkapi.submits import QueueLabel, SubmitLedger
+from tessera.vkapi.submits import QueueLabel
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
@@ -29,10 +29,9 @@ class Submits(Feature):
     def __init__(self, drv: Driver) -> None:
         self.drv, self.ffi, self.objects = drv, drv.ffi, drv.objects
         self.report = drv.hooks.errors.report
-        self.recorder_of = lambda: drv.hooks.recorder   # made when the hooks are installed
-        self.ledger = SubmitLedger(drv.ffi, drv.lib, lambda message: drv.hooks.errors.log.warning("%s", message))
+        self.recorder = drv.hooks.recorder   # entry.py made it, the ledger and the timeline before any module
+        self.ledger = drv.submit_ledger
         drv.timeline.take_submits_from(self.made_in_c)
-        drv.submit_ledger = self.ledger
 
     def made_in_c(self) -> list[SubmitMade | LabelMade]:
         """The submits and queue labels the C path recorded, as the timeline takes them."""
@@ -45,7 +44,7 @@ class Submits(Feature):
             if isinstance(s, QueueLabel):
                 out.append(LabelMade(queue, s.name))
                 continue
-            recorder = self.recorder_of()
+            recorder = self.recorder
             for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
                 for address in cbs:
                     recorder.wait(address)

@@ -22,12 +22,15 @@ class Commands:
     """Command-buffer and queue tracking and the application's labels: one method per command
     (HookSet.bind). State: the trackers on each device (`dev.command_buffers`, `dev.queues`)."""
 
-    def __init__(self, hooks, state: LayerState, ffi, release_captures) -> None:
-        """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py)."""
+    def __init__(self, hooks, state: LayerState, ffi, release_captures, reporter) -> None:
+        """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py);
+        `reporter`: queues.QueueReporter (`pull`: report the submits made in C so far; `note_queue`:
+        a queue's labels or suspended pass changed)."""
         self.hooks = hooks   # its recorder is made at install, after registration: read when a hook runs
         self.state = state
         self.ffi = ffi
         self.release_captures = release_captures
+        self.reporter = reporter
 
     # ---- command buffers ---------------------------------------------------
     def added(self, dev, handle, address: int, level: int, pool: int) -> None:
@@ -39,7 +42,7 @@ class Commands:
 
     def pull(self) -> None:
         """Submits made in C are reported before their buffers or queues change (queues.py)."""
-        self.state.session.pull_submits()
+        self.reporter.pull()
 
     def gone(self, dev, address: int) -> None:
         self.pull()
@@ -128,14 +131,14 @@ class Commands:
         self.pull()
         q = self._queue(queue)
         q.labels.append(structs.string(self.ffi, pLabelInfo.pLabelName))
-        self.state.session.note_queue(q)
+        self.reporter.note_queue(q)
 
     def replace_vkQueueEndDebugUtilsLabelEXT(self, queue):
         self.pull()
         q = self._queue(queue)
         if q.labels:   # a pop without a push is tolerated
             q.labels.pop()
-        self.state.session.note_queue(q)
+        self.reporter.note_queue(q)
 
     def replace_vkQueueInsertDebugUtilsLabelEXT(self, queue, pLabelInfo):
         self._queue(queue)
@@ -165,9 +168,10 @@ def label_insert(t: CommandBufferTracker, name: str) -> None:
     t.ops.append(LabelInsert(name))
 
 
-def register(hooks, state: LayerState, ffi, release_captures) -> None:
-    """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py)."""
-    commands = hooks.bind(Commands(hooks, state, ffi, release_captures))
+def register(hooks, state: LayerState, ffi, release_captures, reporter) -> None:
+    """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py);
+    `reporter`: the queues.QueueReporter entry.py made."""
+    commands = hooks.bind(Commands(hooks, state, ffi, release_captures, reporter))
     track_command_buffers(hooks, ffi, lambda dev: dev.pools, commands.added, commands.gone, commands.pool_reset)
     track_device_queues(hooks, commands.track_queue)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 from tessera.vkapi.dispatch import HookSet, guarded
 from tessera.vkapi.log import HookErrors, configure
+from tessera.vkapi.recorder import Recorder
 from tessera.vkapi.submits import SubmitLedger
 
 from . import chain, commands, descriptions, encoder, queues, render_passes, workloads
@@ -31,7 +32,13 @@ def install(ffi, lib) -> None:
     settings = LayerSettings.from_environ()
     log = configure("layer", settings.log)
     errors = HookErrors(log)
-    hooks = HookSet(errors)
+    # What the hook modules share is made before any of them registers, and handed to them.
+
+    def warn(message: str) -> None:
+        log.warning("%s", message)
+
+    recorder = Recorder(ffi, lib, warn, errors.report)
+    hooks = HookSet(errors, recorder)
     transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
     state = LayerState(ffi, Session(transport, lib.tessera_next_submit, lib.tessera_set_frame))
     labeller = Labeller(ffi, lib.tessera_next_tag)
@@ -42,13 +49,17 @@ def install(ffi, lib) -> None:
     if by_region is not None:   # one slot for chain.py and queues.py: both extensions behind it
         instrumenter = Extensions(instrumenter, by_region)
 
-    ledger = SubmitLedger(ffi, lib, lambda message: log.warning("%s", message))
+    ledger = SubmitLedger(ffi, lib, warn)
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)
+    # The queues' reporter, before any registration: the commands' and the queues' hooks share it.
+    reporter = queues.QueueReporter(state.session, transport.send, queues.queue_owner(state, ffi), labeller, capturer,
+                                    errors, instrumenter, ledger, recorder, c_submits=settings.c_submits)
+    transport.before_flush.append(reporter.pull)   # submits made in C are reported before a flush
 
     def on_destroy_device(dev) -> None:
-        state.session.pull_submits()
+        reporter.pull()
         log.info("%s", ledger.counts())
-        log.info("%s", hooks.recorder.counts())
+        log.info("%s", recorder.counts())
         for q in dev.queues.values():   # its queues no longer keep submits on the Python path
             if q.python_submits:
                 q.python_submits = False
@@ -59,20 +70,20 @@ def install(ffi, lib) -> None:
         transport.flush()
 
     # Each command's hooks run in the order its row of the intercept table names their modules
-    # (vkapi/intercepts.py), whatever order the modules register in; only appliers (hooks.applies)
-    # depend on it, where an extension wraps another module's.
+    # (vkapi/intercepts.py), whatever order the modules register in; appliers too (the instrumenter's
+    # number the actions render_passes.py and workloads.py applied first).
     chain.register(hooks, state, ffi, on_destroy_device, instrumenter)
     resource_hooks.register(hooks, ffi)
     pipelines.register(hooks, ffi)
     pipelines.register_shader_objects(hooks, ffi)
-    commands.register(hooks, state, ffi, capturer.release)
+    commands.register(hooks, state, ffi, capturer.release, reporter)
     render_passes.register(hooks, state, labeller, capturer)
     workloads.register(hooks, state, labeller, capturer)
     descriptions.register(hooks, state)
-    queues.register(hooks, state, ffi, labeller, capturer, errors, instrumenter, ledger, settings.c_submits)
+    queues.register(hooks, state, ffi, reporter, errors)
     capturer.register(hooks)
     for extension in (instrumenter.items if isinstance(instrumenter, Extensions) else [instrumenter]):
-        if extension is not None:   # after the modules whose appliers it extends
+        if extension is not None:
             extension.register(hooks)
     owners = intercepts.owners(intercepts.LAYER)
     for name in settings.fault_commands:

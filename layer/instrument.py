@@ -27,7 +27,6 @@ thread. Objects live until their device is destroyed.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tessera.vkapi import structs
@@ -87,7 +86,6 @@ class Instrumenter:
         self.hidden = frozenset({EXTENSION})
         self.pending: dict[int, list] = {}           # create infos' address -> [what they keep alive, stage code]
         self.hooks: HookSet | None = None            # set by register
-        self.extended: dict[str, Callable] = {}      # command -> the applier its apply_ method extends
 
     # ---- device ------------------------------------------------------------------------------
     def device_info(self, info, app_names: list[str], below: dict[str, int], keep):
@@ -129,20 +127,11 @@ class Instrumenter:
 
     # ---- hooks: one method per command (HookSet.bind) -----------------------------------------
     def register(self, hooks) -> None:
-        """Bind the hooks. The apply_ methods extend the appliers of the modules whose records they
-        number (render_passes.py, workloads.py: registered before this, entry.py): each runs the
-        command's own applier first, then numbers the action."""
+        """Bind the hooks. The apply_ methods number the actions whose records render_passes.py and
+        workloads.py apply: the intercept table names those modules first in each row, so HookSet
+        runs their appliers first (draws counted, workloads tagged), then these."""
         self.hooks = hooks
-        applied = [attr.removeprefix("apply_") for attr in dir(type(self)) if attr.startswith("apply_vk")]
-        missing = [name for name in applied if name not in hooks.appliers]
-        if missing:
-            raise RuntimeError(f"instrument.py extends appliers not registered yet: {missing}")
-        self.extended = {name: hooks.appliers[name] for name in applied}
         hooks.bind(self)
-
-    def _extend(self, command: str, dev, commandBuffer, args, kwargs) -> None:
-        """The command's own applier (records made in C), which this module's extends: it runs first."""
-        self.extended[command](dev, commandBuffer, *args, **kwargs)
 
     # ---- pipelines: the flag on every compute and graphics pipeline ----------------------------
     def flagged(self, ctype: str, count: int, pInfos, keep):
@@ -295,7 +284,6 @@ class Instrumenter:
             rec.bound[bindPoint] = int(pipeline)
 
     def apply_vkCmdBindPipeline(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdBindPipeline", dev, commandBuffer, args, kwargs)
         self.before_vkCmdBindPipeline(dev, commandBuffer, *args)
 
     def before_vkCmdBindShadersEXT(self, dev, commandBuffer, count, pStages, pShaders):
@@ -337,14 +325,12 @@ class Instrumenter:
         self._number(dev, commandBuffer, "vkCmdDraw", GRAPHICS)
 
     def apply_vkCmdDraw(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdDraw", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdDraw", GRAPHICS, folded(*args))
 
     def before_vkCmdDrawIndexed(self, dev, commandBuffer, *args):
         self._number(dev, commandBuffer, "vkCmdDrawIndexed", GRAPHICS)
 
     def apply_vkCmdDrawIndexed(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdDrawIndexed", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdDrawIndexed", GRAPHICS, folded(*args))
 
     def before_vkCmdDrawIndirect(self, dev, commandBuffer, *args):
@@ -372,7 +358,6 @@ class Instrumenter:
         self._number(dev, commandBuffer, "vkCmdDrawMeshTasksEXT", GRAPHICS)
 
     def apply_vkCmdDrawMeshTasksEXT(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdDrawMeshTasksEXT", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdDrawMeshTasksEXT", GRAPHICS, folded(*args))
 
     def before_vkCmdDrawMeshTasksIndirectEXT(self, dev, commandBuffer, *args):
@@ -385,35 +370,30 @@ class Instrumenter:
         self._number(dev, commandBuffer, "vkCmdDispatch", COMPUTE)
 
     def apply_vkCmdDispatch(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdDispatch", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdDispatch", COMPUTE)
 
     def before_vkCmdDispatchBase(self, dev, commandBuffer, *args):
         self._number(dev, commandBuffer, "vkCmdDispatchBase", COMPUTE)
 
     def apply_vkCmdDispatchBase(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdDispatchBase", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdDispatchBase", COMPUTE)
 
     def before_vkCmdDispatchIndirect(self, dev, commandBuffer, *args):
         self._number(dev, commandBuffer, "vkCmdDispatchIndirect", COMPUTE)
 
     def apply_vkCmdDispatchIndirect(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdDispatchIndirect", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdDispatchIndirect", COMPUTE)
 
     def before_vkCmdTraceRaysKHR(self, dev, commandBuffer, *args):
         self._number(dev, commandBuffer, "vkCmdTraceRaysKHR", RAY_TRACING)
 
     def apply_vkCmdTraceRaysKHR(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdTraceRaysKHR", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdTraceRaysKHR", RAY_TRACING)
 
     def before_vkCmdTraceRaysIndirectKHR(self, dev, commandBuffer, *args):
         self._number(dev, commandBuffer, "vkCmdTraceRaysIndirectKHR", RAY_TRACING)
 
     def apply_vkCmdTraceRaysIndirectKHR(self, dev, commandBuffer, *args, **kwargs):
-        self._extend("vkCmdTraceRaysIndirectKHR", dev, commandBuffer, args, kwargs)
         self._number(dev, commandBuffer, "vkCmdTraceRaysIndirectKHR", RAY_TRACING)
 
     # ---- results -----------------------------------------------------------------------------

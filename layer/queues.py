@@ -154,12 +154,12 @@ class QueueReporter:
     reported), `labeller` (queue_push/queue_pop of s<submitID>), `capturer` (indirect.Capturer:
     before_submit, after_submit, poll), `errors` (HookErrors), `instrumenter` (readers; None
     without --instrument/--regions), `ledger` (vkapi.submits.SubmitLedger; None: no C submit
-    path), `recorder` (the shim's Recorder: wait, count_submit, set_submit_ok) or `recorder_of()`
-    returning it when it is used (HookSet.install makes the shim's after every module registered),
-    `c_submits` (False: every submit takes the Python path), `clock` (host time, ns)."""
+    path), `recorder` (the shim's Recorder: wait, count_submit, set_submit_ok; entry.py makes it
+    before any module registers), `c_submits` (False: every submit takes the Python path), `clock`
+    (host time, ns)."""
 
     def __init__(self, session, send, queue_at, labeller, capturer, errors, instrumenter=None, ledger=None,
-                 recorder=None, c_submits: bool = True, clock=_monotonic_raw_ns, recorder_of=None) -> None:
+                 recorder=None, c_submits: bool = True, clock=_monotonic_raw_ns) -> None:
         self.session = session
         self.send = send
         self.queue_at = queue_at
@@ -168,7 +168,7 @@ class QueueReporter:
         self.errors = errors
         self.instrumenter = instrumenter
         self.ledger = ledger
-        self.recorder_of = recorder_of if recorder_of is not None else lambda: recorder
+        self.recorder = recorder
         self.c_submits = c_submits
         self.clock = clock
         self.order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
@@ -188,7 +188,7 @@ class QueueReporter:
                 q = dev.queues[s.queue]
                 for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
                     for address in cbs:
-                        self.recorder_of().wait(address)
+                        self.recorder.wait(address)
                 batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
                 plan = plan_submit(s.submit_id, q, batches)
                 self.report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
@@ -208,7 +208,7 @@ class QueueReporter:
         recorded in C: workloads outside any label or pass, which plan to their tags alone."""
         if self.ledger is not None and self.c_submits:
             t = dev.command_buffers[address]
-            self.recorder_of().set_submit_ok(handle, self.instrumenter is None and t.part is None and not t.labels
+            self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None and not t.labels
                                         and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
 
     # ---- submits made in Python -------------------------------------------------------------
@@ -228,7 +228,7 @@ class QueueReporter:
                 self.note_queue(q)
             if ledger is not None:
                 for t in plan.primaries:   # the C path's count of earlier submits, for its reuse test
-                    self.recorder_of().count_submit(t.handle)
+                    self.recorder.count_submit(t.handle)
             plan.frame_ends = frame_ends()
             self.capturer.before_submit(dev, plan.trackers)
         except Exception:
@@ -325,21 +325,13 @@ class Queues:
     the queues' state across submits. vkQueueSubmit/2 call down themselves: their methods
     (`forwarding_vk…`) are registered by `register` with forwarding.py, not bound."""
 
-    def __init__(self, hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None,
-                 c_submits: bool = True) -> None:
+    def __init__(self, state, ffi, reporter: QueueReporter, errors) -> None:
         self.state = state
         self.ffi = ffi
         self.errors = errors
         self.session = state.session
-        self.reporter = QueueReporter(self.session, self.session.transport.send, self.queue_at, labeller, capturer,
-                                      errors, instrumenter, ledger, c_submits=c_submits,
-                                      recorder_of=lambda: hooks.recorder)   # made when the hooks are installed
+        self.reporter = reporter
         self.writing = threading.local()   # per thread: the hand-over to the kernel a wait started
-
-    def queue_at(self, queue_address: int):
-        """The owner of the queue at `queue_address` (reported by the C path), and its handle."""
-        queue = self.ffi.cast("VkQueue", queue_address)
-        return self.state.owner_of(queue), queue
 
     def at_record_vkEndCommandBuffer(self, dev, commandBuffer):
         self.reporter.end_recording(dev, self.state.address(commandBuffer), commandBuffer)
@@ -399,18 +391,21 @@ class Queues:
         self._waited(dev)
 
 
-def register(hooks, state, ffi, labeller, capturer, errors, instrumenter=None, ledger=None,
-             c_submits: bool = True) -> QueueReporter:
-    """`instrumenter`: instrument.Instrumenter under --instrument (reads values after submits).
-    `ledger`: the shim's vkapi.submits.SubmitLedger (None: no C submit path, as in tests);
-    `c_submits` False: every submit takes the Python path (TESSERA_C_SUBMITS=0)."""
-    queues = hooks.bind(Queues(hooks, state, ffi, labeller, capturer, errors, instrumenter, ledger, c_submits))
+def queue_owner(state, ffi):
+    """`queue_at(queue_address)` for a QueueReporter: the owner of the queue at that address (a queue
+    the C path reported) and its handle."""
+    def queue_at(queue_address: int):
+        queue = ffi.cast("VkQueue", queue_address)
+        return state.owner_of(queue), queue
+    return queue_at
+
+
+def register(hooks, state, ffi, reporter: QueueReporter, errors) -> None:
+    """`reporter`: the QueueReporter entry.py made before any registration (the commands' hooks
+    use it too)."""
+    queues = hooks.bind(Queues(state, ffi, reporter, errors))
     forwarding(hooks, "vkQueueSubmit", lambda queue: state.owner_of(queue).next.vkQueueSubmit)(
         queues.forwarding_vkQueueSubmit)
     forwarding(hooks, "vkQueueSubmit2", lambda queue: state.owner_of(queue).next.vkQueueSubmit2)(
         queues.forwarding_vkQueueSubmit2)
-    reporter = queues.reporter
-    state.session.pull_submits = reporter.pull
-    state.session.transport.before_flush.append(reporter.pull)
-    state.session.note_queue = reporter.note_queue
-    return reporter
+

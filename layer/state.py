@@ -59,9 +59,6 @@ class Session:
         self.next_submit = next_submit or itertools.count(1).__next__    # atomic under the GIL
         self._set_frame = set_frame or (lambda frame: None)
         self._frame = 0
-        # Set by queues.py: report the submits made in C so far; note a queue's labels or open pass.
-        self.pull_submits: Callable[[], None] = lambda: None
-        self.note_queue: Callable[[Any], None] = lambda queue: None
 
     @property
     def frame(self) -> int:

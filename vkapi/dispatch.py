@@ -28,11 +28,12 @@ No Python exception ever propagates into C.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .log import HookErrors
-from .recorder import Recorder
+from .recorder import Recorder, guard_indices
 from .vkconst import vk
 
 VK_ERROR_INITIALIZATION_FAILED = vk.VK_ERROR_INITIALIZATION_FAILED
@@ -49,7 +50,17 @@ def is_device_command(name: str) -> bool:
 
 
 def aliases_of(canonical_name: str) -> list[str]:
-    return [n for n, (c, _) in vk.COMMANDS.items() if c == canonical_name]
+    """Every name of the command (its canonical name's aliases in the registry, itself included)."""
+    return _aliases().get(canonical_name, [])
+
+
+@functools.cache
+def _aliases() -> dict[str, list[str]]:
+    """Canonical name -> its names, built once (a device's dispatch table asks for every command)."""
+    out: dict[str, list[str]] = {}
+    for n, (c, _) in vk.COMMANDS.items():
+        out.setdefault(c, []).append(n)
+    return out
 
 
 class DispatchTable:
@@ -78,11 +89,16 @@ class HookSet:
     Append-only: each verb adds a hook; nothing a module registers is ever dropped. `before`,
     `after` and `at_record` hooks of a command run in the order its intercept-table row
     (vkapi/intercepts.py) names their modules, hooks of one module in registration order; so the
-    order modules register in does not matter. A command has at most one `replace`ment: a second
-    one raises, naming the command and both modules.
+    order modules register in does not matter; so do the appliers of a command's records made in C
+    (`applies`: several modules may apply one record, e.g. the instrumenter numbers the draws
+    render_passes.py counted, composed at install in the row's order). A command has at most one
+    `replace`ment: a second one raises, naming the command and both modules.
+
+    `recorder`: the shim's Recorder (vkapi/recorder.py), made by the shim's entry before any module
+    registers (the modules are handed it); None for a HookSet without C recording (unit tests).
     """
 
-    def __init__(self, errors: HookErrors) -> None:
+    def __init__(self, errors: HookErrors, recorder: Recorder | None = None) -> None:
         self.errors = errors
         self.befores: dict[str, list[Callable]] = {}
         self.afters: dict[str, list[Callable]] = {}
@@ -91,8 +107,8 @@ class HookSet:
         self.record_time: dict[str, list[Callable]] = {}
         self.replacements: dict[str, Callable] = {}
         self._note_next: Callable[[str, Any], None] = lambda name, fn: None
-        self.appliers: dict[str, Callable] = {}
-        self.recorder: Recorder | None = None
+        self.applier_lists: dict[str, list[Callable]] = {}
+        self.recorder = recorder
 
     def _observe(self, table: dict[str, list[Callable]], name: str):
         def register(fn):
@@ -159,9 +175,15 @@ class HookSet:
         """Register what applies a record of `name` made in C (recorder.py): called later, in order,
         with (owner, command buffer handle, *parameters after it), tagged workloads with tag=."""
         def register(fn):
-            self.appliers[name] = fn
+            self.applier_lists.setdefault(name, []).append(fn)
             return fn
         return register
+
+    @property
+    def appliers(self) -> dict[str, Callable]:
+        """Command -> its appliers as one function, in registration order (install uses the row's):
+        for unit tests that apply one module's records directly."""
+        return {name: _composed(fns) for name, fns in self.applier_lists.items()}
 
     def bind(self, feature: object) -> object:
         """Register a feature object's hooks, found by their names: a method `before_vkCmdDraw` is a
@@ -191,7 +213,8 @@ class HookSet:
         out: dict[str, set[str]] = {}
         registered = [(name, fn) for table in (self.befores, self.afters, self.record_time)
                       for name, fns in table.items() for fn in fns]
-        registered += [*self.replacements.items(), *self.appliers.items()]
+        registered += [*self.replacements.items(),
+                       *((name, fn) for name, fns in self.applier_lists.items() for fn in fns)]
         for name, fn in registered:
             out.setdefault(name, set()).add(fn.__module__)
         return out
@@ -232,9 +255,12 @@ class HookSet:
                             for module in modules - set(owners.get(name, ())))
             if strays:
                 raise RuntimeError(f"hooks in modules the intercept table does not name: {strays}")
-        guards = {ffi.string(lib.tessera_guard_name(i)).decode(): i for i in range(lib.tessera_guard_count())}
-        self.recorder = Recorder(ffi, lib, guards, self.appliers,
-                                 lambda message: self.errors.log.warning("%s", message), self.errors.report)
+        if self.recorder is not None:
+            guards = self.recorder.guards
+            self.recorder.bind_appliers({name: _composed(_in_row_order(fns, owners.get(name) if owners else None))
+                                         for name, fns in self.applier_lists.items()})
+        else:
+            guards = guard_indices(ffi, lib)
         for name in declared:
             if name in self.replacements:
                 fn = self._replacement(name, self.replacements[name], lib)
@@ -366,6 +392,18 @@ class HookSet:
 SETTLE_ALL = frozenset({"vkQueueSubmit", "vkQueueSubmit2", "vkFreeCommandBuffers", "vkDestroyCommandPool",
                         "vkResetCommandPool", "vkCmdExecuteCommands", "vkDestroyDevice", "vkQueueWaitIdle",
                         "vkDeviceWaitIdle", "vkWaitForFences"})
+
+
+def _composed(fns: list[Callable]) -> Callable:
+    """A command's appliers as one: each in turn, with the same arguments (one that raises stops
+    the rest, as the recorder reports it)."""
+    if len(fns) == 1:
+        return fns[0]
+
+    def apply(*args, **kwargs):
+        for fn in fns:
+            fn(*args, **kwargs)
+    return apply
 
 
 def _in_row_order(fns: list[Callable], row: tuple[str, ...] | None) -> list[Callable]:

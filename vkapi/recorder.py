@@ -121,13 +121,22 @@ class _Layout:
         self.scalars = struct.Struct("<" + "Q" * self.tagged + "".join(self.codes)) if plain else None
 
 
-class Recorder:
-    """The Python side of one shim's recording: device tables, registration, applying records."""
+def guard_indices(ffi, lib) -> dict[str, int]:
+    """Command name -> its guard's index in the shim (vkapi/guards.py)."""
+    return {ffi.string(lib.tessera_guard_name(i)).decode(): i for i in range(lib.tessera_guard_count())}
 
-    def __init__(self, ffi, lib, guard_names: dict[str, int], appliers: dict[str, Applier],
-                 report: Callable[[str], None], failed: Callable[[str, str], None]) -> None:
+
+class Recorder:
+    """The Python side of one shim's recording: device tables, registration, applying records.
+
+    Made by the shim's entry before any hook module registers (the modules are handed it); what
+    applies each command's records is given once every module has registered (`bind_appliers`,
+    from HookSet.install, which composes them in the intercept table's order)."""
+
+    def __init__(self, ffi, lib, report: Callable[[str], None], failed: Callable[[str, str], None]) -> None:
         """`report(message)` logs a problem; `failed(command, where)` reports the exception being
         handled (HookErrors.report: once per command, with its traceback)."""
+        guard_names = guard_indices(ffi, lib)
         self.ffi, self.lib, self.report, self.failed = ffi, lib, report, failed
         # TESSERA_C_RECORDING=0: no command buffer is registered, so every command takes its Python
         # hook (and every submit Python): for comparing the two paths.
@@ -165,9 +174,13 @@ class Recorder:
                         pointer = fields[pointer_name].type
                         pointers.append((pointer_name, count or None, pointer, ffi.sizeof(pointer.item)))
                     self._infos[code] = (struct_type, (ffi.sizeof(struct_name) + 7) & ~7, pointers)
-            if name not in appliers:
-                raise RuntimeError(f"{name} is recorded in C but no module applies its records")
-            self.appliers[index] = appliers[name]
+
+    def bind_appliers(self, appliers: dict[str, Applier]) -> None:
+        """What applies the records of each command recorded in C: one function per command."""
+        for index, layout in self.layouts.items():
+            if layout.name not in appliers:
+                raise RuntimeError(f"{layout.name} is recorded in C but no module applies its records")
+            self.appliers[index] = appliers[layout.name]
 
     def counts(self) -> str:
         """The records made in C and applied so far, per command (a folded record counts once)."""

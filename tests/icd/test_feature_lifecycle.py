@@ -74,7 +74,8 @@ def driver(*features: Feature, log: list, backend_result=vk.VK_SUCCESS):
                dispatch_table=lambda ffi, gdpa, handle, commands: table)
     objects = Objects(ffi)
     objects.add(PhysicalDevice(PHYS, Instance(0x1, backend, vk.VK_API_VERSION_1_0), extensions={}))
-    drv = NS(ffi=ffi, hooks=hooks, objects=objects, features=list(features))
+    drv = NS(ffi=ffi, hooks=hooks, objects=objects, features=list(features),
+             profile=NS(vulkan_profile=lambda: None))   # no device profile: the backend's capabilities
     return Devices(drv), ffi, reports
 
 

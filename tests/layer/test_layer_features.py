@@ -41,8 +41,9 @@ class State:
         self.buffers: dict[int, CommandBufferTracker] = {}
         self.ffi = NS(NULL=None)
         self.session = NS(pulls=0, noted=[])
-        self.session.pull_submits = lambda: setattr(self.session, "pulls", self.session.pulls + 1)
-        self.session.note_queue = self.session.noted.append
+        # queues.QueueReporter's part the commands' hooks use
+        self.reporter = NS(pull=lambda: setattr(self.session, "pulls", self.session.pulls + 1),
+                           note_queue=self.session.noted.append)
 
     def command_buffer(self, dev, handle) -> CommandBufferTracker:
         if handle not in self.buffers:
@@ -98,7 +99,7 @@ def _bound(feature) -> HookSet:
 
 
 @pytest.mark.parametrize("feature", [
-    RenderPasses(State(), Labeller(), None), Commands(None, State(), None, None), Workloads(State(), Labeller(), None),
+    RenderPasses(State(), Labeller(), None), Commands(None, (st := State()), None, None, st.reporter), Workloads(State(), Labeller(), None),
     Instrumenter(None, State(), None, None), Regions(None, State(), None, None, ())], ids=lambda feature: type(feature).__name__)
 def test_each_feature_binds_only_commands_its_module_owns_in_the_intercept_table(feature):
     owners = intercepts.owners(intercepts.LAYER)
@@ -122,22 +123,21 @@ def test_the_instrumenter_numbers_every_action_command():
 def test_queues_register_binds_its_hooks_and_wraps_the_submits_that_call_down():
     hooks, state = _hooks(), State()
     state.session.transport = NS(send=None, before_flush=[])
-    reporter = queues.register(hooks, state, None, None, None, hooks.errors)
+    reporter = queues.QueueReporter(state.session, None, None, None, None, hooks.errors)
+    queues.register(hooks, state, None, reporter, hooks.errors)
     assert isinstance(hooks.replacements["vkQueueSubmit"], Forwarding)
     assert isinstance(hooks.replacements["vkQueueSubmit2"], Forwarding)
     assert hooks.replacements["vkQueueSubmit"].__module__ == "tessera.layer.queues"
-    assert state.session.transport.before_flush == [reporter.pull]
+    assert hooks.replacements["vkQueueSubmit"].hook.__self__.reporter is reporter   # the one entry.py made
     assert {n for n in ("vkQueueWaitIdle", "vkDeviceWaitIdle", "vkWaitForFences", "vkQueuePresentKHR")
             if hooks.afters[n]} == {"vkQueueWaitIdle", "vkDeviceWaitIdle", "vkWaitForFences", "vkQueuePresentKHR"}
 
 
-def test_the_queue_reporter_reads_the_recorder_when_it_uses_it():
-    hooks, state = _hooks(), State()
-    state.session.transport = NS(send=None, before_flush=[])
-    reporter = queues.register(hooks, state, None, None, None, hooks.errors)
-    assert hooks.recorder is None   # made at install, after every module registered
-    hooks.recorder = recorder = object()
-    assert reporter.recorder_of() is recorder
+def test_the_hooks_and_the_queue_reporter_use_the_recorder_made_before_them():
+    recorder = object()
+    hooks = HookSet(HookErrors(logging.getLogger("test_layer_features")), recorder)
+    reporter = queues.QueueReporter(State().session, None, None, None, None, hooks.errors, recorder=recorder)
+    assert hooks.recorder is recorder and reporter.recorder is recorder
 
 
 # ---- render passes -----------------------------------------------------------------------------------------
@@ -214,7 +214,7 @@ def test_a_pass_ended_in_c_keeps_the_tag_c_took_and_pops_no_label():
 
 def test_applied_labels_keep_the_buffers_stack_and_count_pops_below_its_start():
     state = State()
-    c = Commands(None, state, None, None)
+    c = Commands(None, state, None, None, state.reporter)
     c.apply_vkCmdEndDebugUtilsLabelEXT(DEV, 1)            # closes a label opened in an earlier buffer
     c.apply_vkCmdBeginDebugUtilsLabelEXT(DEV, 1, "frame")
     c.apply_vkCmdDebugMarkerInsertEXT(DEV, 1, "here")
@@ -225,7 +225,7 @@ def test_applied_labels_keep_the_buffers_stack_and_count_pops_below_its_start():
 
 def test_secondaries_executed_in_a_pass_add_their_draws_to_it():
     state = State()
-    c = Commands(None, state, None, None)
+    c = Commands(None, state, None, None, state.reporter)
     t = state.command_buffer(DEV, 1)
     t.part = PassPart(Workload(1, (), 0))
     state.buffers[2] = CommandBufferTracker(2, 2, SECONDARY, 1, continued_draws=4)
@@ -236,7 +236,7 @@ def test_secondaries_executed_in_a_pass_add_their_draws_to_it():
 def test_a_queue_label_end_pulls_the_c_submits_first_and_tolerates_a_pop_without_a_push():
     state = State()
     DEV.queues = {7: QueueTracker(7, "queue 0.0", labels=["a"])}
-    c = Commands(None, state, None, None)
+    c = Commands(None, state, None, None, state.reporter)
     c.replace_vkQueueEndDebugUtilsLabelEXT(7)
     c.replace_vkQueueEndDebugUtilsLabelEXT(7)
     assert DEV.queues[7].labels == [] and state.session.pulls == 2
@@ -246,7 +246,7 @@ def test_a_queue_label_end_pulls_the_c_submits_first_and_tolerates_a_pop_without
 def test_a_command_buffer_reset_releases_captures_and_resets_the_recorders_records():
     state, released, reset = State(), [], []
     hooks = NS(recorder=NS(reset=reset.append))
-    c = Commands(hooks, state, None, lambda dev, t: released.append(t.address))
+    c = Commands(hooks, state, None, lambda dev, t: released.append(t.address), state.reporter)
     t = state.command_buffer(DEV, 1)
     t.ops.append(LabelInsert("x"))
     c.after_vkResetCommandBuffer(DEV, vk.VK_SUCCESS, 1, 0)
@@ -287,8 +287,8 @@ def test_folded_draws_stand_for_their_count():
 def test_the_instrumenters_appliers_run_the_owners_first_then_number_each_draw():
     state, applied = State(), []
     hooks = _hooks()
-    for name in EXTENDED:
-        hooks.appliers[name] = lambda dev, cb, *a, _n=name, **k: applied.append((_n, a, k))
+    for name in EXTENDED:   # the owners' appliers (render_passes.py, workloads.py), composed before the instrumenter's
+        hooks.applies(name)(lambda dev, cb, *a, _n=name, **k: applied.append((_n, a, k)))
     ins = Instrumenter(None, state, None, None)
     ins.register(hooks)
     ins.devices.add(DEV.address)
@@ -305,9 +305,14 @@ def test_the_instrumenters_appliers_run_the_owners_first_then_number_each_draw()
                                                                                                  None, 0)
 
 
-def test_the_instrumenter_refuses_to_register_before_the_appliers_it_extends():
-    with pytest.raises(RuntimeError, match="vkCmdDraw"):
-        Instrumenter(None, State(), None, None).register(_hooks())
+def test_the_instrumenter_adds_its_appliers_beside_the_owners_whatever_the_order_they_register_in():
+    hooks = _hooks()
+    ins = Instrumenter(None, State(), None, None)
+    ins.register(hooks)                      # before the modules whose records it numbers: nothing replaced
+    owner = {name: (lambda *a, **k: None) for name in EXTENDED}
+    for name in EXTENDED:
+        hooks.applies(name)(owner[name])
+    assert all(hooks.applier_lists[name] == [getattr(ins, f"apply_{name}"), owner[name]] for name in EXTENDED)
 
 
 def test_an_inactive_region_numbers_nothing():

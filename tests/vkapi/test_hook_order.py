@@ -144,3 +144,18 @@ def test_owners_give_each_row_its_modules_in_order():
     assert intercepts.owners(intercepts.ICD)["vkCmdDrawIndirect"] == (
         "tessera.icd.recording", "tessera.icd.instrumentation.hooks", "tessera.icd.regions.hooks",
         "tessera.icd.indirect_sizes", "tessera.icd.measured_timing")
+
+
+def test_the_appliers_of_a_command_reach_the_recorder_composed_in_row_order():
+    """Several modules may apply one record made in C (the layer's instrumenter numbers the draws
+    render_passes.py counted): none replaces another; the recorder gets them as one, in the row's order."""
+    given: dict = {}
+    recorder = SimpleNamespace(guards={NAME: 0}, bind_appliers=given.update)
+    hooks, log = HookSet(HookErrors(logging.getLogger("test_hook_order")), recorder), []
+    hooks.before(NAME)(_from(A, lambda owner, *args: None))
+    for module, tag in ((B, "b"), (A, "a")):     # registered in another order than the row's
+        hooks.applies(NAME)(_from(module, lambda owner, cb, *args, _t=tag, **kw: log.append((_t, args, kw))))
+    _installed(hooks, (A, B), [])
+    given[NAME]("owner", "cb", 7, tag=3)
+    assert log == [("a", (7,), {"tag": 3}), ("b", (7,), {"tag": 3})]
+    assert hooks.recorder is recorder
