@@ -229,6 +229,7 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
     groups: dict[tuple, Workload] = {}
     events: list[dict[str, Any]] = []
     placed: list[tuple[int | None, int, Workload]] = []
+    label_lists: dict[str, tuple[str, ...]] = {}        # the `labels` arg's text -> its labels (decoded once)
     for i, (pid, queue, stage, name, duration, rp, event_id, seq, ex, ts) in enumerate(b.raw_events):
         if pid is None:
             pid = only
@@ -247,7 +248,13 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
         w = groups.get(key)
         if w is None:
             kind = ex.get(table.KIND_FIELD) or ex.get(table.WORKLOAD.label, "").replace(" ", "_") or stage
-            w = groups[key] = Workload(process, frame, _labels(ex), kind, name=name or stage,
+            text = ex.get("labels")
+            labels = label_lists.get(text) if text else None
+            if labels is None:
+                labels = _labels(ex)
+                if text:
+                    label_lists[text] = labels
+            w = groups[key] = Workload(process, frame, labels, kind, name=name or stage,
                                        internal=INTERNAL_KEY in ex, tag=tag, submit=submit,
                                        args={k: v for k, v in args.items() if k not in JOIN_ARGS},
                                        order=(process, submit if submit is not None else -1,

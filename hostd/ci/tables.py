@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import shaders as shader_cost
 from .runs import Run, RunError, read_run
 
 SCHEMA_VERSION = 1
@@ -51,7 +52,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("label_path", pa.string()), ("kind", pa.string()), ("ordinal", pa.int64()), ("internal", pa.bool_()),
         ("queue", pa.string()), ("stage", pa.string()), ("name", pa.string()), ("timestamp_ns", pa.int64()),
         ("duration_ns", pa.int64()), ("render_pass_instance_id", pa.int64()), ("event_id", pa.int64()),
-        ("tag", pa.int64()), ("submit", pa.int64()), ("args", _MAP),
+        ("tag", pa.int64()), ("submit", pa.int64()),
     ]),
     "shader_blocks": pa.schema([
         ("session", pa.string()), ("process", pa.string()), ("pid", pa.int64()), ("submit", pa.int64()),
@@ -128,31 +129,31 @@ def session_tables(target: Path, session: str | None = None) -> SessionTables:
         "workloads": [sum(1 for w in run.workloads if not w.internal)], "gpu_ns": [sum(s.gpu_time_ns.values())],
         "queue_ns": [list(s.gpu_time_ns.items())], "internal_ns": [sum(s.internal_time_ns.values())],
         "events_without_metadata": [s.events_without_metadata]})
-    w_cols = _columns("workloads")
-    for w in run.workloads:
-        shader = w.shader
-        for k, v in (("session", name), ("process", w.process), ("frame", w.frame), ("label_path", w.label_path),
-                     ("labels", list(w.labels)), ("kind", w.kind), ("ordinal", w.ordinal), ("name", w.name),
-                     ("internal", w.internal), ("tag", w.tag), ("submit", w.submit), ("events", w.events),
-                     ("gpu_ns", w.gpu_ns), ("queue_ns", list(w.queue_ns.items())),
-                     ("draw_calls", _int(w.args.get("draw_call_count"))),
-                     ("shader_thread_ops", shader["thread_ops"] if shader else None),
-                     ("args", list(w.args.items()))):
-            w_cols[k].append(v)
-    out["workloads"] = _batch("workloads", w_cols)
-    e_cols = _columns("gpu_events")
-    for e, (pid, ts, w) in zip(run.events, run.placed):
-        args = e["args"]
-        for k, v in (("session", name), ("process", e["process"]), ("pid", pid), ("frame", e["frame"]),
-                     ("label_path", w.label_path), ("kind", w.kind), ("ordinal", w.ordinal), ("internal", w.internal),
-                     ("queue", e["queue"]), ("stage", e["stage"]), ("name", e["name"]), ("timestamp_ns", ts),
-                     ("duration_ns", e["duration_ns"]), ("render_pass_instance_id", e["render_pass_instance_id"]),
-                     ("event_id", e["event_id"]), ("tag", w.tag), ("submit", w.submit),
-                     ("args", list(args.items()))):
-            e_cols[k].append(v)
-    out["gpu_events"] = _batch("gpu_events", e_cols)
+    ws = run.workloads
+    shaders = [w.shader if shader_cost.OPS_KEY in w.args else None for w in ws]
+    out["workloads"] = _batch("workloads", {
+        "session": [name] * len(ws), "process": [w.process for w in ws], "frame": [w.frame for w in ws],
+        "label_path": [w.label_path for w in ws], "labels": [list(w.labels) for w in ws],
+        "kind": [w.kind for w in ws], "ordinal": [w.ordinal for w in ws], "name": [w.name for w in ws],
+        "internal": [w.internal for w in ws], "tag": [w.tag for w in ws], "submit": [w.submit for w in ws],
+        "events": [w.events for w in ws], "gpu_ns": [w.gpu_ns for w in ws],
+        "queue_ns": [list(w.queue_ns.items()) for w in ws],
+        "draw_calls": [_int(w.args.get("draw_call_count")) for w in ws],
+        "shader_thread_ops": [sh["thread_ops"] if sh else None for sh in shaders],
+        "args": [list(w.args.items()) for w in ws]})
+    es, placed = run.events, run.placed
+    out["gpu_events"] = _batch("gpu_events", {
+        "session": [name] * len(es), "process": [e["process"] for e in es], "pid": [p[0] for p in placed],
+        "frame": [e["frame"] for e in es], "label_path": [p[2].label_path for p in placed],
+        "kind": [p[2].kind for p in placed], "ordinal": [p[2].ordinal for p in placed],
+        "internal": [p[2].internal for p in placed], "queue": [e["queue"] for e in es],
+        "stage": [e["stage"] for e in es], "name": [e["name"] for e in es], "timestamp_ns": [p[1] for p in placed],
+        "duration_ns": [e["duration_ns"] for e in es],
+        "render_pass_instance_id": [e["render_pass_instance_id"] for e in es],
+        "event_id": [e["event_id"] for e in es], "tag": [p[2].tag for p in placed],
+        "submit": [p[2].submit for p in placed]})
     names = {}
-    if target.is_dir():
+    if target.is_dir() and any(shader_cost.OPS_KEY in w.args for w in ws):     # instrumented: read its logs
         for pid, _, w in run.placed:
             if pid is not None:
                 names.setdefault(pid, w.process)
