@@ -15,6 +15,7 @@ load them. Single-threaded; reads the sessions, writes only into the output fold
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -187,12 +188,29 @@ def _names(targets: list[Path]) -> list[str]:
     return names
 
 
+def _sessions(targets: list[Path], problems: list[str]) -> Iterator[dict[str, pa.RecordBatch]]:
+    """Each target's batches, one session at a time (names checked first, before anything is
+    read); its read problems appended to `problems`."""
+    names = _names(targets)
+
+    def each() -> Iterator[dict[str, pa.RecordBatch]]:
+        for target, name in zip(targets, names):
+            try:
+                t = session_tables(target, name)
+            except RunError as e:
+                raise TablesError(str(e)) from None
+            problems.extend(t.run.problems)
+            yield t.batches
+
+    return each()
+
+
 def export_parquet(targets: list[Path], out: Path) -> ExportResult:
     """One `<table>.parquet` per table in `out` (0700 when created; files 0600, each renamed into
     place once whole: schemas/files.py), a row group per session."""
     from tessera.schemas.files import AtomicOutput, OutputError, private_folder
 
-    names = _names(targets)
+    sessions = _sessions(targets, problems := [])
     try:
         private_folder(out)
     except OSError as e:
@@ -200,18 +218,12 @@ def export_parquet(targets: list[Path], out: Path) -> ExportResult:
     outputs: dict[str, AtomicOutput] = {}
     writers: dict[str, pq.ParquetWriter] = {}
     rows = dict.fromkeys(TABLES, 0)
-    problems: list[str] = []
     try:
         for table in TABLES:
             outputs[table] = AtomicOutput(out / f"{table}.parquet")
             writers[table] = pq.ParquetWriter(outputs[table].file, SCHEMAS[table].with_metadata(_metadata(table)))
-        for target, name in zip(targets, names):
-            try:
-                t = session_tables(target, name)
-            except RunError as e:
-                raise TablesError(str(e)) from None
-            problems += t.run.problems
-            for table, batch in t.batches.items():
+        for batches in sessions:
+            for table, batch in batches.items():
                 if batch.num_rows or table == "sessions":
                     writers[table].write_batch(batch)
                 rows[table] += batch.num_rows
@@ -250,16 +262,9 @@ def check_export(folder: Path) -> None:
 
 
 def _in_memory(targets: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
-    names = _names(targets)
     parts: dict[str, list[pa.RecordBatch]] = {t: [] for t in TABLES}
-    problems: list[str] = []
-    for target, name in zip(targets, names):
-        try:
-            t = session_tables(target, name)
-        except RunError as e:
-            raise TablesError(str(e)) from None
-        problems += t.run.problems
-        for table, batch in t.batches.items():
+    for batches in _sessions(targets, problems := []):
+        for table, batch in batches.items():
             parts[table].append(batch)
     return {t: pa.Table.from_batches(b, schema=SCHEMAS[t]) for t, b in parts.items()}, problems
 
