@@ -189,6 +189,7 @@ class Transport:
         self._wake = threading.Event()
         self._start_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._writing = threading.Lock()   # held by whoever writes: the sender, or a waiting thread
         self._conn: _Connection | None = None
         self._spool = None
         self._spool_lock = threading.Lock()
@@ -249,17 +250,32 @@ class Transport:
         return done
 
     def hand_to_kernel(self) -> threading.Event:
-        """Start writing every frame queued so far to the daemon's socket or to the spool; the
-        Event returned is set once they are written (acknowledgements are not waited for). From
-        there the frames outlive the process: the daemon reads what its socket holds, a spool write
-        is in the page cache. Used where the application observes completion, so that what it knows
-        has run keeps its metadata whatever the process does next (_exit, abort, SIGKILL); wait
-        for it at most HAND_OVER_S (a stalled daemon costs the sender up to STALL_S, then it spools)."""
+        """Write every frame queued so far to the daemon's socket or to the spool; the Event
+        returned is set once they are written (acknowledgements are not waited for). From there
+        the frames outlive the process: the daemon reads what its socket holds, a spool write is in
+        the page cache. Used where the application observes completion, so that what it knows has
+        run keeps its metadata whatever the process does next (_exit, abort, SIGKILL). The calling
+        thread writes them itself when the sender is idle and connected (or spooling): it is about
+        to wait anyway, and a thread switch costs more than the write; otherwise the sender does,
+        and the caller waits for the Event at most HAND_OVER_S (a stalled daemon costs the sender up
+        to STALL_S, then it spools)."""
         self._pull_sources()
         marker = _Written()
+        if self._thread is not None and self._ready() and self._writing.acquire(blocking=False):
+            try:
+                if self._drain(helping=True):
+                    marker.set()
+                    return marker
+            finally:
+                self._writing.release()
         self._queue.append(marker)
         self._kick()
         return marker
+
+    def _ready(self) -> bool:
+        """Writing needs no connection attempt (which may wait): connected, or spooling until the
+        next retry, or no daemon configured."""
+        return self._conn is not None or not self.address or time.monotonic() < self._retry_at
 
     def close(self, timeout: float = 10.0) -> None:
         """Flush, then end the connection (a later frame reconnects)."""
@@ -276,7 +292,6 @@ class Transport:
                 self.log.exception("tessera sender: cannot take the submits made in C")
 
     def _run(self) -> None:
-        queue = self._queue
         pulled = time.monotonic()
         while True:
             self._wake.wait(PULL_S)
@@ -284,25 +299,40 @@ class Transport:
             if time.monotonic() - pulled >= PULL_S:   # idle or not: busy senders pull too
                 self._pull_sources()
                 pulled = time.monotonic()
-            while queue:
-                frames, marker = [], None
-                while queue and marker is None:
-                    item = queue.popleft()
-                    if isinstance(item, threading.Event):
-                        marker = item
-                    elif isinstance(item, bytes):
-                        frames.append(item)
-                    else:
-                        frames.append(self._encode(*item))
-                try:
-                    if frames:
-                        self._write(frames)
-                    if marker is not None and not isinstance(marker, _Written):
-                        self._settle()
-                except Exception:   # never let the sender die: the frames are in the spool or reported
-                    self.log.exception("tessera sender: unexpected error")
-                if marker is not None:
-                    marker.set()
+            with self._writing:
+                self._drain(helping=False)
+
+    def _drain(self, helping: bool) -> bool:
+        """(`_writing` held) Write the queued frames in order, setting each marker once the frames
+        before it are written (and, for a flush marker, acknowledged). A thread helping stops at a
+        flush marker (its acknowledgements may take SETTLE_S) and leaves the rest to the sender:
+        False then."""
+        queue = self._queue
+        while queue:
+            frames, marker = [], None
+            while queue and marker is None:
+                item = queue[0]
+                if isinstance(item, threading.Event):
+                    if helping and not isinstance(item, _Written):
+                        break
+                    marker = item
+                elif isinstance(item, bytes):
+                    frames.append(item)
+                else:
+                    frames.append(self._encode(*item))
+                queue.popleft()
+            try:
+                if frames:
+                    self._write(frames)
+                if marker is not None and not isinstance(marker, _Written):
+                    self._settle()
+            except Exception:   # never let the sender die: the frames are in the spool or reported
+                self.log.exception("tessera sender: unexpected error")
+            if marker is not None:
+                marker.set()
+            elif helping and queue:   # stopped at a flush marker
+                return False
+        return True
 
     def _encode(self, encode: Callable[..., bytes], args: tuple) -> bytes:
         try:

@@ -71,7 +71,16 @@ def check(session: Path, budget_file: Path | None, baseline: Path | None, max_re
     for r in (run, base):
         for p in (r.problems if r else [])[:5]:
             click.echo(f"tessera check: {p}", err=True)
-    results = b.check(run, rules, base, regression)
+    rates = None
+    if b.needs_pipe_rates(rules):
+        if not session.is_dir():
+            raise InputProblem(f"{session}: max_cycles needs the session folder (its devices' pipe rates), "
+                               "not a merged trace")
+        try:
+            rates = b.pipe_rates_of(session)
+        except b.BudgetError as e:
+            raise InputProblem(str(e)) from None
+    results = b.check(run, rules, base, regression, rates)
     try:
         if junit is not None:
             write_atomic(junit, b.junit_xml(results, f"tessera check {session}"))

@@ -54,8 +54,8 @@ and read without locks. The worker is one daemon thread per shim, started with t
 """
 from __future__ import annotations
 
+import collections
 import os
-import queue
 import struct
 import threading
 from collections.abc import Callable
@@ -67,6 +67,10 @@ SWITCH = "TESSERA_C_RECORDING"   # "0": nothing is recorded in C (Recorder.enabl
 # A recording whose records take at most this many bytes is applied at vkEndCommandBuffer on the
 # application's thread (Recorder.defer): about a dozen commands, each ~3 us to apply.
 INLINE_BYTES = 512
+# Deferred records: the worker is woken once this many bytes wait (else a waiting thread or the
+# worker's poll runs them).
+WAKE_BYTES = 64 * 1024
+WORKER_POLL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -141,8 +145,11 @@ class Recorder:
         # TESSERA_C_RECORDING=0: no command buffer is registered, so every command takes its Python
         # hook (and every submit Python): for comparing the two paths.
         self.enabled = os.environ.get(SWITCH) != "0"
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: collections.deque = collections.deque()   # (address, done, job), in call order
         self._pending: dict[int, threading.Event] = {}   # command buffer address -> its queued job
+        self._backlog = 0                                 # record bytes queued since the worker last ran
+        self._running = threading.Lock()   # held by whoever runs jobs: the worker, or a waiting thread
+        self._wake = threading.Event()
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._out = threading.local()
@@ -244,11 +251,14 @@ class Recorder:
         return int(self.ffi.cast("uintptr_t", handle))
 
     def defer(self, handle, job: Callable[[], None]) -> None:
-        """Run `job` (apply the buffer's records and its end hooks) on the worker, in order; a buffer
-        with few records (INLINE_BYTES) is applied now, on the calling thread: handing it to the
-        worker costs more than applying it (an event, a queue, a thread switch; and a begin of the
-        same buffer waits for the worker)."""
-        if self._pending_bytes(handle) <= INLINE_BYTES:
+        """Run `job` (apply the buffer's records and its end hooks) later, in order, before anything
+        looks at the buffer; a buffer with few records (INLINE_BYTES) is applied now, on the calling
+        thread. The worker is woken only once WAKE_BYTES of records wait (a big recording is then
+        decoded while the application goes on); smaller ones are run by the thread that next waits
+        for them (`wait`, `settle`: a submit, the next begin), which costs no thread switch, or by
+        the worker within WORKER_POLL_S."""
+        pending = self._pending_bytes(handle)
+        if pending <= INLINE_BYTES:
             job()
             return
         done = threading.Event()
@@ -258,19 +268,34 @@ class Recorder:
                 if self._worker is None:
                     self._worker = threading.Thread(target=self._run, name="tessera-recorder", daemon=True)
                     self._worker.start()
-        self._jobs.put((self._key(handle), done, job))
+        self._jobs.append((self._key(handle), done, job))
+        self._backlog += pending
+        if self._backlog >= WAKE_BYTES:
+            self._wake.set()
 
     def _run(self) -> None:
         while True:
-            key, done, job = self._jobs.get()
+            self._wake.wait(WORKER_POLL_S)
+            self._wake.clear()
+            if self._jobs:
+                with self._running:
+                    self._drain(None)
+
+    def _drain(self, until: threading.Event | None) -> None:
+        """(`_running` held) Run the queued jobs in order, until `until` is set or none is left."""
+        jobs = self._jobs
+        while jobs and (until is None or not until.is_set()):
+            key, done, job = jobs.popleft()
             try:
                 job()
             except Exception:   # the job reports its own failures; this is the last net
-                self.failed("vkEndCommandBuffer", "applying a command buffer's records on the worker")
+                self.failed("vkEndCommandBuffer", "applying a command buffer's records later")
             finally:
                 done.set()
                 if self._pending.get(key) is done:
                     del self._pending[key]
+        if not jobs:
+            self._backlog = 0
 
     def _out_params(self) -> tuple:
         """tessera_cb_records' out-parameters, per thread (buffers are applied on several threads at
@@ -286,15 +311,26 @@ class Recorder:
         return out[1][0] if self.lib.tessera_cb_records(handle, *out) else 0
 
     def wait(self, handle) -> None:
-        """Return once the job queued for `handle`, if any, has run."""
+        """Return once the job queued for `handle`, if any, has run (running it, and those queued
+        before it, on this thread when the worker is not running one)."""
         done = self._pending.get(self._key(handle))
         if done is not None:
+            self._help(done)
             done.wait()
 
     def settle(self) -> None:
         """Return once every job queued so far has run."""
-        for done in list(self._pending.values()):
-            done.wait()
+        if self._pending:
+            self._help(None)
+            for done in list(self._pending.values()):
+                done.wait()
+
+    def _help(self, until: threading.Event | None) -> None:
+        if self._running.acquire(blocking=False):
+            try:
+                self._drain(until)
+            finally:
+                self._running.release()
 
     def apply(self, owner, handle) -> None:
         """Apply the records of `handle` so far, in order, then empty its arena."""

@@ -38,6 +38,8 @@ SHADER_KEYS = {
     "optional": PASS_KEYS["optional"],
     "max_thread_ops": "shader thread-operations of each matching workload (tessera run --instrument)",
     "max_pipe_ops": "thread-operations per Mali pipe: {fma, cvt, sfu, ls, tex, var = limit}",
+    "max_cycles": "cycles of one shader core on the bound pipe: max over pipes of thread-ops / the pipe's "
+                  "rate (the DEVICE's pipe_rates; a session folder run with --instrument)",
 }
 BASELINE_KEYS = {"max_regression": "allowed growth over the --baseline session, e.g. \"5%\""}
 KEYS: dict[str, dict[str, str]] = {"frame": SCOPE_KEYS, "session": SCOPE_KEYS, "pass": PASS_KEYS,
@@ -54,7 +56,6 @@ RESERVED = {
                      "(check shaders with `tessera compile --format json`)",
     "max_spills": "spills are the compiler model's static figure: sessions do not carry them "
                   "(check shaders with `tessera compile --format json`)",
-    "max_cycles": "sessions carry thread-operations per pipe, not cycles: use max_thread_ops / max_pipe_ops",
 }
 PIPES = ("fma", "cvt", "sfu", "ls", "tex", "var")
 
@@ -94,6 +95,8 @@ def _fmt(key: str, value: float) -> str:
     if key.startswith("max_regression"):
         return f"{value:g}%"
     unit = " µs" if "_us" in key else ""
+    if key == "max_cycles":
+        return f"{value:,.1f} cycles"
     return f"{value:,.3f}{unit}" if unit else f"{value:g}"
 
 
@@ -205,7 +208,30 @@ def _matches(rule: Rule, w: Workload) -> bool:
     return rule.name is None or fnmatch.fnmatchcase(w.name, rule.name)
 
 
-def _value(rule: Rule, w: Workload) -> float | None:
+def needs_pipe_rates(rules: list[Rule]) -> bool:
+    return any(r.key == "max_cycles" for r in rules)
+
+
+def pipe_rates_of(session) -> dict[str, float]:
+    """The pipe rates (thread-operations per core per clock) of a session folder's instrumented
+    device, from its DEVICE messages (the layer sends the compiler model's table under
+    --instrument); BudgetError when there are none, or devices disagree."""
+    from ..merge import find_inputs
+    from ..metadata import load
+    from ..shaders import pipe_rates
+
+    inputs = find_inputs(session)
+    meta = load(inputs.logs + inputs.spools)
+    found = {tuple(sorted(r.items())) for p in meta.processes.values() for d in p.devices.values()
+             if (r := pipe_rates(d)) is not None}
+    if not found:
+        raise BudgetError(f"{session}: no device with pipe rates (max_cycles needs a session run with --instrument)")
+    if len(found) > 1:
+        raise BudgetError(f"{session}: devices with different pipe rates; max_cycles cannot pick one")
+    return dict(next(iter(found)))
+
+
+def _value(rule: Rule, w: Workload, rates: dict[str, float] | None = None) -> float | None:
     """The rule's figure of one workload in µs or count; None when the workload has none."""
     key, _, sub = rule.key.partition(".")
     if key == "max_gpu_us":
@@ -222,6 +248,8 @@ def _value(rule: Rule, w: Workload) -> float | None:
         return float(shader["thread_ops"])
     if key == "max_pipe_ops":
         return float(shader["totals"].get(sub, 0))
+    if key == "max_cycles" and rates:
+        return max(shader["totals"].get(p, 0) / rates[p] for p in PIPES)
     raise AssertionError(rule.key)
 
 
@@ -230,7 +258,7 @@ def _scope_value(rule: Rule, per_queue: dict[str, int]) -> float:
     return (sum(per_queue.values()) if key == "max_gpu_us" else per_queue.get(sub, 0)) / 1e3
 
 
-def _evaluate(rule: Rule, run: Run) -> RuleResult:
+def _evaluate(rule: Rule, run: Run, rates: dict[str, float] | None) -> RuleResult:
     if rule.scope in ("frame", "session"):
         items = (sorted(run.frame_ns().items(), key=lambda kv: (kv[0] is None, kv[0] or 0)) if rule.scope == "frame"
                  else [(None, run.summary.gpu_time_ns)])
@@ -250,7 +278,7 @@ def _evaluate(rule: Rule, run: Run) -> RuleResult:
         ok = rule.optional
         return RuleResult(rule, ok, "no workload matches" + (" (optional)" if ok else
                                                             ": a typo, or the pass is gone? (optional = true allows it)"))
-    values = [(v, w) for w in matched if (v := _value(rule, w)) is not None]
+    values = [(v, w) for w in matched if (v := _value(rule, w, rates)) is not None]
     if not values:
         what = "shader cost (run with --instrument)" if rule.scope == "shader" else "this figure"
         return RuleResult(rule, False, f"{len(matched)} workload(s) match but none has {what}")
@@ -288,9 +316,12 @@ def _baseline(run: Run, base: Run, percent: float) -> list[RuleResult]:
     return out
 
 
-def check(run: Run, rules: list[Rule], baseline: Run | None = None, regression: float | None = None
-          ) -> list[RuleResult]:
-    results = [_evaluate(r, run) for r in rules]
+def check(run: Run, rules: list[Rule], baseline: Run | None = None, regression: float | None = None,
+          rates: dict[str, float] | None = None) -> list[RuleResult]:
+    """A verdict per rule; `rates` (pipe_rates_of) is needed when needs_pipe_rates(rules)."""
+    if needs_pipe_rates(rules) and not rates:
+        raise BudgetError("max_cycles needs the pipe rates of the session (pipe_rates_of)")
+    results = [_evaluate(r, run, rates) for r in rules]
     if baseline is not None:
         results += _baseline(run, baseline, regression if regression is not None else 0.0)
     return results

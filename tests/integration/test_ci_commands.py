@@ -95,22 +95,43 @@ def test_check_fails_the_variant_and_passes_the_program(sessions, tmp_path):
 
 
 def test_a_shader_budget_on_an_instrumented_pass(shims, tmp_path):
+    """Thread-operations and bound-pipe cycles of the pass: the program's own values pass, the
+    variant's extra draw breaks both; diff shows the shader cost change. The expected values come
+    from the trace's `Shader …` args and the compiler model's pipe rates (not from check's code)."""
+    from tessera.compiler.costs import GPUS
+
     base = _run(tmp_path / "base", options=["--instrument"])
     variant = _run(tmp_path / "variant", "--extra-draw", options=["--instrument"])
-    ops = {}
-    for p in read_packets(base / "merged.perfetto-trace"):
-        e = p.gpu_render_stage_event
-        args = {d.name: d.value for d in e.extra_data}
-        if json.loads(args.get("labels", "[]")) == ["frame", "main pass"]:
-            ops[e.render_pass_instance_id] = int(args["Shader thread-ops"])
-    (limit,) = set(ops.values())
+
+    def main_pass_args(session) -> dict[str, str]:
+        (args,) = {tuple(sorted(a.items())) for p in read_packets(session / "merged.perfetto-trace")
+                   if (a := {d.name: d.value for d in p.gpu_render_stage_event.extra_data})
+                   and json.loads(a.get("labels", "[]")) == ["frame", "main pass"]}
+        return dict(args)
+
+    gpu = next(g for g in GPUS.values() if g.name == "Mali-G720")
+    rates = {"fma": "FMA", "cvt": "CVT", "sfu": "SFU", "ls": "LS", "tex": "T", "var": "V"}
+
+    def cycles(args) -> float:
+        return max(int(args[f"Shader {p.upper()}"]) / gpu.rates[theirs].per_clock for p, theirs in rates.items())
+
+    b, v = main_pass_args(base), main_pass_args(variant)
+    assert int(v["Shader thread-ops"]) > int(b["Shader thread-ops"]) and cycles(v) > cycles(b)
     budget = tmp_path / "shader.toml"
-    budget.write_text(f'[[shader]]\nlabel = "{MAIN_PASS}"\nmax_thread_ops = {limit}\n')
-    assert tessera("check", base, "--budget", budget).returncode == 0
+    budget.write_text(f'[[shader]]\nlabel = "{MAIN_PASS}"\nmax_thread_ops = {b["Shader thread-ops"]}\n'
+                      f'max_cycles = {cycles(b)}\n')
+    ok = tessera("check", base, "--budget", budget)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = tessera("check", variant, "--budget", budget, "--junit", tmp_path / "j.xml")
-    assert bad.returncode == 1
-    (failure,) = ET.parse(tmp_path / "j.xml").getroot().iter("failure")
-    assert MAIN_PASS in failure.get("message")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    failures = list(ET.parse(tmp_path / "j.xml").getroot().iter("failure"))
+    assert len(failures) == 2 and all(MAIN_PASS in f.get("message") for f in failures)
+    assert f"{cycles(v):,.1f} cycles > {cycles(b):,.1f} cycles" in bad.stdout
+    on_trace = tessera("check", variant / "merged.perfetto-trace", "--budget", budget)
+    assert on_trace.returncode == 2 and "max_cycles needs the session folder" in on_trace.stderr
+    d = json.loads(tessera("diff", base, variant, "--format", "json").stdout)
+    (change,) = [c for c in d["changed"] if c["label_path"] == MAIN_PASS]
+    assert change["shader"]["thread_ops"] == {"base": int(b["Shader thread-ops"]), "new": int(v["Shader thread-ops"])}
 
 
 def test_sql_across_three_sessions_equals_the_merged_traces(sessions):
