@@ -104,7 +104,9 @@ class OpWalker:
         self.entered(recording)
         for op in recording.ops:
             kind = type(op)
-            if kind is LabelBegin:
+            if kind not in _WALKED:          # the side's own records, barriers: most ops, one look-up
+                other(op, kind, recording)
+            elif kind is LabelBegin:
                 labels.append(op.name)
             elif kind is LabelEnd:
                 if labels:
@@ -126,8 +128,7 @@ class OpWalker:
             elif kind is Execute:
                 for secondary in op.secondaries:
                     self.walk(secondary)
-            elif kind is not LabelInsert:    # a point label: nothing stays open
-                other(op, kind, recording)
+            # LabelInsert: a point label, nothing stays open
 
     # ---- what the events mean: overridden -------------------------------------------------------
     def entered(self, recording) -> None:
@@ -144,3 +145,7 @@ class OpWalker:
 
     def other(self, op: Any, kind: type, recording) -> None:
         pass
+
+
+# What OpWalker.walk resolves itself (anything else goes to `other`).
+_WALKED = frozenset({LabelBegin, LabelEnd, LabelInsert, PassBegin, PassEnd, Execute})
