@@ -65,7 +65,7 @@ class Workload:
     queue_ns: dict[str, int] = field(default_factory=dict)     # GPU time per queue
     stage_ns: dict[str, int] = field(default_factory=dict)     # GPU time per stage
     args: dict[str, str] = field(default_factory=dict)         # the first event's args, handles and join args out
-    order: tuple = ()                                           # where it ran: (process, submit, tag, event)
+    order: tuple = ()                                           # where it ran: (process, submit, first event)
 
     @property
     def label_path(self) -> str:
@@ -257,8 +257,7 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
             w = groups[key] = Workload(process, frame, labels, kind, name=name or stage,
                                        internal=INTERNAL_KEY in ex, tag=tag, submit=submit,
                                        args={k: v for k, v in args.items() if k not in JOIN_ARGS},
-                                       order=(process, submit if submit is not None else -1,
-                                              tag if tag is not None else -1, i))
+                                       order=(process, submit if submit is not None else -1, i))
         placed.append((pid, ts, w))
         w.events += 1
         w.queue_ns[queue] = w.queue_ns.get(queue, 0) + duration
