@@ -51,8 +51,10 @@ def install(ffi, lib) -> None:
 
     ledger = SubmitLedger(ffi, lib, warn)
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)
-    # The queues' reporter, before any registration: the commands' and the queues' hooks share it.
-    reporter = queues.QueueReporter(state.session, transport.send, queues.queue_owner(state, ffi), labeller, capturer,
+    # The queues' reporter, before any registration: the commands' and the queues' hooks share it. It sends
+    # with send_soon: a submit's frames wake no thread; the sender takes them within PULL_S, and a wait
+    # writes them itself (Transport.hand_to_kernel) before the application learns the work ran.
+    reporter = queues.QueueReporter(state.session, transport.send_soon, queues.queue_owner(state, ffi), labeller, capturer,
                                     errors, instrumenter, ledger, recorder, c_submits=settings.c_submits)
     transport.before_flush.append(reporter.pull)   # submits made in C are reported before a flush
 
