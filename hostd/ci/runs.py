@@ -31,7 +31,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from tessera.schemas import slice_args as table
 from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket
 
-from ..naming import split_stack, submit_of, tag_of
+from ..naming import app_labels, split_stack, submit_of, tag_of
 from ..slice_args import HANDLE_ARGS
 from ..summary import INTERNAL_KEY, SUBMIT_SLICE, Summary, SummaryBuilder, first_values
 from .. import shaders as shader_cost
@@ -205,27 +205,22 @@ def _process_names(names: dict[int, str]) -> dict[int | None, str]:
 
 
 def _labels(ex: dict[str, str]) -> tuple[str, ...]:
+    """The application's labels, outermost first, by the slice name's rule (naming.app_labels): the
+    metadata's `labels` arg, else the driver's label stack without the layer's labels."""
     text = ex.get("labels")
+    meta = None
     if text:
         try:
-            labels = json.loads(text)
+            meta = {"labels": json.loads(text)}
         except ValueError:
-            labels = [text]
-        if isinstance(labels, list):
-            return tuple(str(x) for x in labels)
-        return (str(labels),)
-    from tessera.schemas.labels import is_layer_label     # no metadata: the driver's stack, the layer's labels out
-
-    return tuple(x for x in split_stack(ex.get(table.LABEL_STACK.label)) if x and not is_layer_label(x))
+            meta = {"labels": [text]}
+    return tuple(app_labels(meta, split_stack(ex.get(table.LABEL_STACK.label))))
 
 
 def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
     summary = b.result()
     names = _process_names(b.names)
-    if len([p for p in b.names]) == 1:
-        only = next(iter(b.names))
-    else:
-        only = None
+    only = next(iter(b.names)) if len(b.names) == 1 else None     # the merge's rule: one process owns all
     groups: dict[tuple, Workload] = {}
     events: list[dict[str, Any]] = []
     placed: list[tuple[int | None, int, Workload]] = []
