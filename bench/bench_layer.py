@@ -17,7 +17,12 @@ spooling to a temporary session folder). Inputs:
   groups    S x vkEnumeratePhysicalDeviceGroups (the count, then the groups): a query the driver answers;
   frame     F frames of a loop that re-records its work (begin, bind, 8 x vkCmdDispatch, end), submits it
             with a fence and waits: wall time per frame, and the process's CPU time per frame on all threads
-            (the backend's, the driver's and the layer's workers included).
+            (the backend's, the driver's and the layer's workers included);
+  passframe F render-pass-heavy frames: a "frame" label around 8 labelled dynamic-rendering passes of 4 draws
+            and 2 dispatches, submitted with a fence and waited for: wall and process CPU per frame;
+  threads   S re-recordings (reset pool, begin, bind, 8 x vkCmdDispatch, end) by one thread, then by two
+            threads at once (S each, own pools): wall and process CPU per recorded command buffer, and how
+            much more two threads record per second than one.
 After the last draw/dispatch/copy recording, the buffer of N commands is submitted once and the queue
 waited for idle (one sample, not part of the per-call numbers): printed as the submit's time and the
 wait's (the backend running N commands, and the driver's GPU events of them reaching the trace).
@@ -26,7 +31,7 @@ to lavapipe, the layer-vs-ICD-only ratio and the layer's own added ns per call (
 ICD only). A benchmark, not a test: it never fails on a number.
 
 Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
-         [--frames F] [--modes draw,dispatch,copy,copy2,submit,groups,frame]
+         [--frames F] [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,threads]
 """
 from __future__ import annotations
 
@@ -34,19 +39,33 @@ import argparse
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
-MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame")
+MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame", "passframe", "threads")
 WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)",
         "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
         "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit",
         "groups": "vkEnumeratePhysicalDeviceGroups",
-        "frame": "frame (record 8 dispatches, submit, wait)"}
+        "frame": "frame (record 8 dispatches, submit, wait)",
+        "passframe": "frame (8 labelled passes of 4 draws, 2 dispatches, submit, wait)",
+        "threads": "command buffer re-recorded (reset pool, begin, bind, 8 dispatches, end)"}
+FRAMES = ("frame", "passframe")
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 
-def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int) -> dict[str, dict]:
+def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int, threads: int = 1) -> dict[str, dict]:
     """record_cost's JSON for `mode` in each environment (best of `reps` repetitions of `calls` calls):
-    ns_per_call, end_ns_per_call (the vkEndCommandBuffer that follows, per call), submit_ns, wait_ns."""
-    return {name: run_json([BUILD_BENCH / "record_cost", mode, calls, reps], env) for name, env in envs.items()}
+    ns_per_call, end_ns_per_call (the vkEndCommandBuffer that follows, per call), cpu_ns_per_call,
+    submit_ns, wait_ns."""
+    extra = [threads] if mode == "threads" else []
+    return {name: run_json([BUILD_BENCH / "record_cost", mode, calls, reps, *extra], env) for name, env in envs.items()}
+
+
+def print_threads(calls: int, reps: int, one: dict[str, dict], two: dict[str, dict]) -> None:
+    print(f"{WHAT['threads']} ({calls} per thread, best of {reps}):")
+    for name in one:
+        a, b = one[name], two[name]
+        print(f"  {name:18s} 1 thread {a['ns_per_call'] / 1e3:8.2f} us wall {a['cpu_ns_per_call'] / 1e3:8.2f} us CPU"
+              f"   2 threads {b['ns_per_call'] / 1e3:8.2f} us wall {b['cpu_ns_per_call'] / 1e3:8.2f} us CPU"
+              f"   2 threads record x{a['ns_per_call'] / b['ns_per_call']:.2f} as fast")
 
 
 def print_costs(mode: str, calls: int, reps: int, runs: dict[str, dict]) -> None:
@@ -60,7 +79,7 @@ def print_costs(mode: str, calls: int, reps: int, runs: dict[str, dict]) -> None
         icd, layer = sum(ns[ICD_ENV]), sum(ns[LAYER_ENV])
         print(f"  layer vs ICD only  x{layer / icd:.2f}, the layer adds {layer - icd:+.0f} ns per {WHAT[mode]}"
               + (" (recording and its share of vkEndCommandBuffer)" if mode in RECORDING else ""))
-    if mode == "frame":
+    if mode in FRAMES:
         for name, r in runs.items():
             cpu = r["cpu_ns_per_call"]
             print(f"  {name:18s} {cpu / 1e3:10.1f} us process CPU per frame   x{cpu / runs[LAVAPIPE_ENV]['cpu_ns_per_call']:7.1f}"
@@ -75,8 +94,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=20_000, help="recorded draws/dispatches/copies per repetition")
     ap.add_argument("--submits", type=int, default=5_000,
-                    help="vkQueueSubmit calls, recorded command buffers and vkEnumeratePhysicalDeviceGroups calls per repetition")
-    ap.add_argument("--frames", type=int, default=300, help="frames per repetition (frame mode)")
+                    help="vkQueueSubmit calls, recorded command buffers (per thread) and vkEnumeratePhysicalDeviceGroups "
+                         "calls per repetition")
+    ap.add_argument("--frames", type=int, default=300, help="frames per repetition (frame and passframe modes)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
     args = ap.parse_args()
@@ -86,8 +106,12 @@ def main() -> None:
     build()
     with bench_environments() as envs:
         for mode in modes:
-            calls = args.calls if mode in RECORDING else args.frames if mode == "frame" else args.submits
-            print_costs(mode, calls, args.reps, record_costs(envs, mode, calls, args.reps))
+            calls = args.calls if mode in RECORDING else args.frames if mode in FRAMES else args.submits
+            if mode == "threads":
+                print_threads(calls, args.reps, record_costs(envs, mode, calls, args.reps, 1),
+                              record_costs(envs, mode, calls, args.reps, 2))
+            else:
+                print_costs(mode, calls, args.reps, record_costs(envs, mode, calls, args.reps))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,13 @@
  *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; the wall time per frame, and
  *             "cpu_ns_per_call" the process CPU time (every thread: the application's, the backend's, a
  *             layer's and a driver's workers) per frame.
+ *   passframe N render-pass-heavy frames: a "frame" debug label around 8 labelled dynamic-rendering passes
+ *             of 4 vkCmdDraw each (the draw mode's image and pipeline) and 2 vkCmdDispatch, submitted with a
+ *             fence and waited for; wall and process CPU per frame, as frame.
+ *   threads   THREADS threads (4th argument, default 2) at once, each re-recording its own command
+ *             buffer N times (vkResetCommandPool of its own pool, vkBeginCommandBuffer, vkCmdBindPipeline,
+ *             8 vkCmdDispatch, vkEndCommandBuffer); wall and process CPU per recorded command buffer
+ *             (divided by N x THREADS): one thread's number against two threads' says how recording scales.
  *   copy      N vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers (the region's
  *             offsets cycle through the buffer), recorded into one primary command buffer.
  *   copy2     the same copies through vkCmdCopyBuffer2 (a VkCopyBufferInfo2 with one VkBufferCopy2).
@@ -38,7 +45,7 @@
  * before the wait returns, such as the GPU events of the trace); one sample each.
  * Timing is CLOCK_MONOTONIC; each of REPS repetitions times N calls and the best is reported.
  * Defaults: N = 200000 (dispatch, draw, pass, copy, copy2), 20000 (submit, groups), REPS = 5.
- * Output: one line of JSON, {"mode":M,"calls":N,"ns_per_call":X,"end_ns_per_call":E,"repetitions":REPS}:
+ * Output: one line of JSON, {"mode":M,"threads":T,"calls":N,"ns_per_call":X,"end_ns_per_call":E,"repetitions":REPS}:
  * X is the recording loop alone; E is the vkEndCommandBuffer that follows it (and vkCmdEndRendering for
  * draws) divided by N, i.e. what a layer or driver that defers work to the end of the recording costs
  * per recorded command on the application's thread (0 for submit).
@@ -51,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 
 /* Generated at build time by glslangValidator -V --vn from bench/shaders/ (examples/Makefile). */
@@ -68,13 +76,16 @@
     } while (0)
 
 enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2, MODE_PASS, MODE_BUFFER,
-            MODE_FRAME };
+            MODE_FRAME, MODE_THREADS, MODE_PASSFRAME };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
-                                          "buffer", "frame"};
+                                          "buffer", "frame", "threads", "passframe"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
 
 #define RING 64            /* submit mode: command buffers (and fences) in flight at most */
-#define FRAME_DISPATCHES 8 /* frame mode: dispatches recorded per frame */
+#define FRAME_DISPATCHES 8 /* frame and threads modes: dispatches recorded per frame / command buffer */
+#define MAX_THREADS 16     /* threads mode */
+#define FRAME_PASSES 8     /* passframe mode: labelled dynamic-rendering passes per frame */
+#define PASS_DRAWS 4       /* passframe mode: draws per pass */
 #define FILL_BYTES 16      /* submit mode: bytes each command buffer fills */
 #define COPY_BYTES 4096   /* copy modes: size of the source and destination buffers */
 #define EXTENT 64          /* draw mode: color image width and height */
@@ -124,7 +135,10 @@ static void init(struct ctx *c, enum mode mode)
 {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "record_cost",
                              .apiVersion = VK_API_VERSION_1_3};
-    VkInstanceCreateInfo inst_info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app};
+    const char *debug_utils = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;   /* passframe mode: labels */
+    VkInstanceCreateInfo inst_info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app,
+                                      .enabledExtensionCount = mode == MODE_PASSFRAME ? 1 : 0,
+                                      .ppEnabledExtensionNames = &debug_utils};
     VK_CHECK(vkCreateInstance(&inst_info, NULL, &c->instance));
     uint32_t count = 1;
     VkResult r = vkEnumeratePhysicalDevices(c->instance, &count, &c->physical);
@@ -132,7 +146,7 @@ static void init(struct ctx *c, enum mode mode)
         fail("no Vulkan physical device");
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(c->physical, &props);
-    if ((mode == MODE_DRAW || mode == MODE_PASS) && props.apiVersion < VK_API_VERSION_1_3)
+    if ((mode == MODE_DRAW || mode == MODE_PASS || mode == MODE_PASSFRAME) && props.apiVersion < VK_API_VERSION_1_3)
         fail("draw mode needs a Vulkan 1.3 device (dynamic rendering)");
     if (mode == MODE_COPY2 && props.apiVersion < VK_API_VERSION_1_3)
         fail("copy2 mode needs a Vulkan 1.3 device (vkCmdCopyBuffer2)");
@@ -157,7 +171,7 @@ static void init(struct ctx *c, enum mode mode)
     VkPhysicalDeviceVulkan13Features features13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
                                                    .dynamicRendering = VK_TRUE};
     VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                                   .pNext = mode == MODE_DRAW || mode == MODE_PASS ? &features13 : NULL,
+                                   .pNext = mode == MODE_DRAW || mode == MODE_PASS || mode == MODE_PASSFRAME ? &features13 : NULL,
                                    .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
     VK_CHECK(vkCreateDevice(c->physical, &dev_info, NULL, &c->device));
     vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
@@ -378,38 +392,47 @@ static double bench_frame(struct ctx *c, long calls, long reps, double *best_cpu
     return best;
 }
 
-/* Best of `reps` times of recording, with `passes` 0: `calls` vkCmdDraw inside one dynamic-rendering
-   instance; 1: `calls` instances of one draw each. */
-static double bench_draw(struct ctx *c, int passes, long calls, long reps, double *best_end, struct submit_times *st)
+/* What the draw, pass and passframe modes draw with: a 64x64 RGBA8 color image and its view, a graphics
+   pipeline (a triangle from gl_VertexIndex, a constant-color fragment shader) for dynamic rendering. */
+struct draw_target {
+    VkImage image;
+    VkDeviceMemory memory;
+    VkImageView view;
+    VkShaderModule vert, frag;
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+    VkImageMemoryBarrier to_attachment;   /* UNDEFINED -> COLOR_ATTACHMENT_OPTIMAL, recorded before drawing */
+    VkRenderingAttachmentInfo color;
+    VkRenderingInfo rendering;            /* points at `color`: the struct must not be copied */
+};
+
+static void draw_target_create(struct ctx *c, struct draw_target *t)
 {
     VkImageCreateInfo image_info = {
         .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = COLOR_FORMAT,
         .extent = {EXTENT, EXTENT, 1}, .mipLevels = 1, .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT,
         .tiling = VK_IMAGE_TILING_OPTIMAL, .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE, .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED};
-    VkImage image;
-    VK_CHECK(vkCreateImage(c->device, &image_info, NULL, &image));
+    VK_CHECK(vkCreateImage(c->device, &image_info, NULL, &t->image));
     VkMemoryRequirements reqs;
-    vkGetImageMemoryRequirements(c->device, image, &reqs);
-    VkDeviceMemory memory = allocate(c, reqs);
-    VK_CHECK(vkBindImageMemory(c->device, image, memory, 0));
+    vkGetImageMemoryRequirements(c->device, t->image, &reqs);
+    t->memory = allocate(c, reqs);
+    VK_CHECK(vkBindImageMemory(c->device, t->image, t->memory, 0));
     const VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-    VkImageViewCreateInfo view_info = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = image,
+    VkImageViewCreateInfo view_info = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = t->image,
                                        .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = COLOR_FORMAT,
                                        .subresourceRange = range};
-    VkImageView view;
-    VK_CHECK(vkCreateImageView(c->device, &view_info, NULL, &view));
+    VK_CHECK(vkCreateImageView(c->device, &view_info, NULL, &t->view));
 
-    VkShaderModule vert = shader(c, record_tri_vert, sizeof record_tri_vert);
-    VkShaderModule frag = shader(c, record_red_frag, sizeof record_red_frag);
+    t->vert = shader(c, record_tri_vert, sizeof record_tri_vert);
+    t->frag = shader(c, record_red_frag, sizeof record_red_frag);
     VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    VkPipelineLayout layout;
-    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &layout));
+    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &t->layout));
     VkPipelineShaderStageCreateInfo stages[2] = {
         {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_VERTEX_BIT,
-         .module = vert, .pName = "main"},
+         .module = t->vert, .pName = "main"},
         {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_FRAGMENT_BIT,
-         .module = frag, .pName = "main"}};
+         .module = t->frag, .pName = "main"}};
     VkPipelineVertexInputStateCreateInfo vertex_input = {
         .sType = VK_STRUCTURE_TYPE_PIPELINE_VERTEX_INPUT_STATE_CREATE_INFO};
     VkPipelineInputAssemblyStateCreateInfo assembly = {
@@ -439,37 +462,54 @@ static double bench_draw(struct ctx *c, int passes, long calls, long reps, doubl
         .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, .pNext = &rendering_info, .stageCount = 2,
         .pStages = stages, .pVertexInputState = &vertex_input, .pInputAssemblyState = &assembly,
         .pViewportState = &viewport_state, .pRasterizationState = &raster, .pMultisampleState = &multisample,
-        .pColorBlendState = &blend, .layout = layout, .basePipelineIndex = -1};
-    VkPipeline pipeline;
-    VK_CHECK(vkCreateGraphicsPipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &pipeline));
-    VkCommandBuffer cmd = command_buffer(c);
-
+        .pColorBlendState = &blend, .layout = t->layout, .basePipelineIndex = -1};
+    VK_CHECK(vkCreateGraphicsPipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &t->pipeline));
     /* The image enters COLOR_ATTACHMENT_OPTIMAL in the same command buffer, so it would be valid if submitted. */
-    VkImageMemoryBarrier to_attachment = {
+    t->to_attachment = (VkImageMemoryBarrier){
         .sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
         .oldLayout = VK_IMAGE_LAYOUT_UNDEFINED, .newLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
         .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
-        .image = image, .subresourceRange = range};
-    VkRenderingAttachmentInfo color = {.sType = VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO, .imageView = view,
+        .image = t->image, .subresourceRange = range};
+    t->color = (VkRenderingAttachmentInfo){.sType = VK_STRUCTURE_TYPE_RENDERING_ATTACHMENT_INFO, .imageView = t->view,
                                        .imageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
                                        .loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
                                        .storeOp = VK_ATTACHMENT_STORE_OP_STORE};
-    VkRenderingInfo rendering = {.sType = VK_STRUCTURE_TYPE_RENDERING_INFO, .renderArea = scissor,
-                                 .layerCount = 1, .colorAttachmentCount = 1, .pColorAttachments = &color};
+    t->rendering = (VkRenderingInfo){.sType = VK_STRUCTURE_TYPE_RENDERING_INFO, .renderArea = scissor,
+                                     .layerCount = 1, .colorAttachmentCount = 1, .pColorAttachments = &t->color};
+}
+
+static void draw_target_destroy(struct ctx *c, struct draw_target *t)
+{
+    vkDestroyPipeline(c->device, t->pipeline, NULL);
+    vkDestroyPipelineLayout(c->device, t->layout, NULL);
+    vkDestroyShaderModule(c->device, t->frag, NULL);
+    vkDestroyShaderModule(c->device, t->vert, NULL);
+    vkDestroyImageView(c->device, t->view, NULL);
+    vkDestroyImage(c->device, t->image, NULL);
+    vkFreeMemory(c->device, t->memory, NULL);
+}
+
+/* Best of `reps` times of recording, with `passes` 0: `calls` vkCmdDraw inside one dynamic-rendering
+   instance; 1: `calls` instances of one draw each. */
+static double bench_draw(struct ctx *c, int passes, long calls, long reps, double *best_end, struct submit_times *st)
+{
+    struct draw_target t;
+    draw_target_create(c, &t);
+    VkCommandBuffer cmd = command_buffer(c);
 
     double best = -1.0;
     for (long rep = 0; rep < reps; rep++) {
         VK_CHECK(vkResetCommandBuffer(cmd, 0));
         begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
         vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
-                             0, 0, NULL, 0, NULL, 1, &to_attachment);
-        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline);
+                             0, 0, NULL, 0, NULL, 1, &t.to_attachment);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, t.pipeline);
         if (!passes)
-            vkCmdBeginRendering(cmd, &rendering);
+            vkCmdBeginRendering(cmd, &t.rendering);
         double t0 = now_ns();
         if (passes) {
             for (long i = 0; i < calls; i++) {
-                vkCmdBeginRendering(cmd, &rendering);
+                vkCmdBeginRendering(cmd, &t.rendering);
                 vkCmdDraw(cmd, 3, 1, 0, 0);
                 vkCmdEndRendering(cmd);
             }
@@ -488,13 +528,132 @@ static double bench_draw(struct ctx *c, int passes, long calls, long reps, doubl
     submit_once(c, cmd, st);   /* after the timed recordings: a layer's work on it cannot slow them */
 
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
-    vkDestroyPipeline(c->device, pipeline, NULL);
-    vkDestroyPipelineLayout(c->device, layout, NULL);
-    vkDestroyShaderModule(c->device, frag, NULL);
-    vkDestroyShaderModule(c->device, vert, NULL);
-    vkDestroyImageView(c->device, view, NULL);
-    vkDestroyImage(c->device, image, NULL);
-    vkFreeMemory(c->device, memory, NULL);
+    draw_target_destroy(c, &t);
+    return best;
+}
+
+/* threads mode: one thread's share. Each thread has its own command pool and buffer (pools are
+   externally synchronised) and re-records it `calls` times: vkResetCommandPool, vkBeginCommandBuffer,
+   vkCmdBindPipeline, FRAME_DISPATCHES vkCmdDispatch, vkEndCommandBuffer. */
+struct recorder_thread {
+    struct ctx *c;
+    VkPipeline pipeline;
+    long calls;
+    VkCommandPool pool;
+    VkCommandBuffer cmd;
+};
+
+static void *rerecord(void *arg)
+{
+    struct recorder_thread *r = arg;
+    for (long i = 0; i < r->calls; i++) {
+        VK_CHECK(vkResetCommandPool(r->c->device, r->pool, 0));
+        begin(r->cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+        vkCmdBindPipeline(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->pipeline);
+        for (int d = 0; d < FRAME_DISPATCHES; d++)
+            vkCmdDispatch(r->cmd, 1, 1, 1);
+        VK_CHECK(vkEndCommandBuffer(r->cmd));
+    }
+    return NULL;
+}
+
+/* Best of `reps` wall times of `threads` threads each re-recording its own command buffer `calls` times
+   at once; `best_cpu`: the process CPU time of that repetition. Per call: divided by calls x threads. */
+static double bench_threads(struct ctx *c, long calls, long reps, long threads, double *best_cpu)
+{
+    struct compute_pipeline cp = empty_compute_pipeline(c);
+    struct recorder_thread r[MAX_THREADS];
+    pthread_t ids[MAX_THREADS];
+    for (long k = 0; k < threads; k++) {
+        VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                             .queueFamilyIndex = c->family};
+        r[k] = (struct recorder_thread){.c = c, .pipeline = cp.pipeline, .calls = calls};
+        VK_CHECK(vkCreateCommandPool(c->device, &pool_info, NULL, &r[k].pool));
+        VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                             .commandPool = r[k].pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                             .commandBufferCount = 1};
+        VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, &r[k].cmd));
+    }
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        for (long k = 0; k < threads; k++)
+            if (pthread_create(&ids[k], NULL, rerecord, &r[k]) != 0)
+                fail("cannot start a recording thread");
+        for (long k = 0; k < threads; k++)
+            pthread_join(ids[k], NULL);
+        double elapsed = now_ns() - t0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+        if (best < 0.0 || elapsed < best)
+            *best_cpu = cpu / (double)threads;
+        keep_best(&best, elapsed);
+    }
+    for (long k = 0; k < threads; k++)
+        vkDestroyCommandPool(c->device, r[k].pool, NULL);
+    destroy_compute_pipeline(c, &cp);
+    return best / (double)threads;
+}
+
+/* Best of `reps` wall times of `calls` render-pass-heavy frames: a "frame" label around FRAME_PASSES
+   labelled dynamic-rendering passes of PASS_DRAWS draws each and two dispatches, submitted with a fence
+   and waited for; `best_cpu`: the process CPU time of that repetition. */
+static double bench_passframe(struct ctx *c, long calls, long reps, double *best_cpu)
+{
+    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin =
+        (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdBeginDebugUtilsLabelEXT");
+    PFN_vkCmdEndDebugUtilsLabelEXT label_end =
+        (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdEndDebugUtilsLabelEXT");
+    if (!label_begin || !label_end)
+        fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
+    struct draw_target t;
+    draw_target_create(c, &t);
+    struct compute_pipeline cp = empty_compute_pipeline(c);
+    VkCommandBuffer cmd = command_buffer(c);
+    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    static const char *const pass_names[FRAME_PASSES] = {"shadow 0", "shadow 1", "gbuffer", "lighting", "sky",
+                                                         "transparent", "bloom", "ui"};
+    VkDebugUtilsLabelEXT frame_label = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, .pLabelName = "frame"};
+
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        for (long i = 0; i < calls; i++) {
+            begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+            label_begin(cmd, &frame_label);
+            vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                                 0, 0, NULL, 0, NULL, 1, &t.to_attachment);
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, t.pipeline);
+            for (int p = 0; p < FRAME_PASSES; p++) {
+                VkDebugUtilsLabelEXT pass_label = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
+                                                   .pLabelName = pass_names[p]};
+                label_begin(cmd, &pass_label);
+                vkCmdBeginRendering(cmd, &t.rendering);
+                for (int d = 0; d < PASS_DRAWS; d++)
+                    vkCmdDraw(cmd, 3, 1, 0, 0);
+                vkCmdEndRendering(cmd);
+                label_end(cmd);
+            }
+            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp.pipeline);
+            vkCmdDispatch(cmd, 1, 1, 1);
+            vkCmdDispatch(cmd, 1, 1, 1);
+            label_end(cmd);
+            VK_CHECK(vkEndCommandBuffer(cmd));
+            VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
+            VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
+            VK_CHECK(vkResetFences(c->device, 1, &fence));
+        }
+        double elapsed = now_ns() - t0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+        if (best < 0.0 || elapsed < best)
+            *best_cpu = cpu;
+        keep_best(&best, elapsed);
+    }
+
+    vkDestroyFence(c->device, fence, NULL);
+    vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
+    destroy_compute_pipeline(c, &cp);
+    draw_target_destroy(c, &t);
     return best;
 }
 
@@ -619,12 +778,17 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (!known) {
-        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|frame [N] [REPS]\n");
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|frame|passframe [N] [REPS]\n"
+                        "       record_cost threads [N] [REPS] [THREADS]\n");
         return 1;
     }
-    const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME ? 300
-                                 : mode == MODE_SUBMIT || mode == MODE_GROUPS || mode == MODE_BUFFER ? 20000 : 200000);
+    const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME ? 300
+                                 : mode == MODE_SUBMIT || mode == MODE_GROUPS || mode == MODE_BUFFER
+                                   || mode == MODE_THREADS ? 20000 : 200000);
     const long reps = parse_arg(argc, argv, 3, 5);
+    const long threads = mode == MODE_THREADS ? parse_arg(argc, argv, 4, 2) : 1;
+    if (threads > MAX_THREADS)
+        fail("at most 16 threads");
 
     struct ctx c;
     init(&c, mode);
@@ -636,13 +800,15 @@ int main(int argc, char **argv)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
                   : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, &best_cpu)
+                  : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
+                  : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)
                                         : bench_submit(&c, calls, reps);
     finish(&c);
-    printf("{\"mode\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.2f,\"end_ns_per_call\":%.2f,"
+    printf("{\"mode\":\"%s\",\"threads\":%ld,\"calls\":%ld,\"ns_per_call\":%.2f,\"end_ns_per_call\":%.2f,"
            "\"cpu_ns_per_call\":%.2f,\"submit_ns\":%.0f,\"wait_ns\":%.0f,\"repetitions\":%ld}\n",
-           MODE_NAMES[mode], calls, best / (double)calls, best_end > 0.0 ? best_end / (double)calls : 0.0,
+           MODE_NAMES[mode], threads, calls, best / (double)calls, best_end > 0.0 ? best_end / (double)calls : 0.0,
            best_cpu > 0.0 ? best_cpu / (double)calls : 0.0,
            st.submit > 0.0 ? st.submit : 0.0, st.wait > 0.0 ? st.wait : 0.0, reps);
     return 0;
