@@ -37,8 +37,6 @@ from tessera.schemas.frames import DEFAULT_MAX_JSON
 from .config import (DEFAULT_DRAIN_TIMEOUT, DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_CONNECTIONS,
                      Address, DaemonConfig, Validation)
 from .daemon import HostDaemon
-from .merge import MergeResult, merge_session  # noqa: F401  (re-exported for embedders)
-from .summary import Summary
 
 
 class EmbeddedDaemon:
@@ -156,10 +154,20 @@ class EmbeddedDaemon:
         await asyncio.gather(self.daemon.stop(), *(x.stop() for x in listeners))
 
 
+def __getattr__(name: str):
+    """merge_session and MergeResult, re-exported for embedders, imported when first asked for: merge and
+    summary load the Perfetto protos (~25 ms), which `tessera run` needs only once the program has ended."""
+    if name in ("merge_session", "MergeResult"):
+        from . import merge
+        return getattr(merge, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def summary(source: "MergeResult | Summary | Path", top: int = 10) -> str:
     """The report table (frames, submits, workloads by type, GPU time per queue, longest workloads)
     of a MergeResult, a Summary, or a merged trace file."""
-    from .summary import format_summary, summarize_trace
+    from .merge import MergeResult
+    from .summary import Summary, format_summary, summarize_trace
 
     if isinstance(source, MergeResult):
         return format_summary(source.summary) + "".join(f"\n{line}" for line in layer_warnings(source))
@@ -168,7 +176,7 @@ def summary(source: "MergeResult | Summary | Path", top: int = 10) -> str:
     return format_summary(summarize_trace(Path(source), top))
 
 
-def layer_warnings(result: MergeResult) -> list[str]:
+def layer_warnings(result: "MergeResult") -> list[str]:
     """One loud line per process whose GPU work arrived without any metadata from the layer."""
     return [f"WARNING: {count} GPU event(s) of pid {pid} arrived without the Tessera layer: it never loaded in "
             "that process, so nothing is tagged (was it disabled, e.g. VK_LOADER_LAYERS_DISABLE, or did the "

@@ -11,7 +11,7 @@ from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
 from tessera.vkapi.vkconst import vk
 
-from . import device_profile, identity, shader_costs
+from . import device_profile, identity
 from .driver import Driver
 from .feature import DeviceRequest, Feature
 from .instance import physical_device_info
@@ -82,7 +82,6 @@ class Devices:
         result = phys.next.vkCreateDevice(physicalDevice, info, pAllocator, pDevice)
         if result != vk.VK_SUCCESS:
             return result
-        shader_costs.warm_up()
         handle = pDevice[0]
         table = self.hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
         dev = objects.add(Device(handle, table, phys, frozenset(names), emulated))

@@ -58,8 +58,8 @@ def install(ffi, lib) -> None:
     # lifecycle: from tensors on, each module's register appends its feature to drv.features, which
     # vkCreateDevice runs in this order and vkDestroyDevice in reverse (icd/feature.py): the submits are
     # last, so at destroy they settle (and their fences go) before any feature destroys what the work used.
-    for module in (instance, device, command_buffer, labels, object_names, recording, core_builtins, measured_timing,
-                   tensors, tensor_descriptors, regions, instrumentation, indirect_sizes, submit):
+    for module in (instance, device, command_buffer, labels, object_names, recording, core_builtins, shader_costs,
+                   measured_timing, tensors, tensor_descriptors, regions, instrumentation, indirect_sizes, submit):
         module.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))

@@ -267,9 +267,10 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("vkapi.resource_hooks", "icd.regions.hooks"),
         LAYER: In("vkapi.resource_hooks", "layer.regions")},
     "vkCreateShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
-    "vkCreateShaderModule": {ICD: In("icd.core_builtins", "vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
+    "vkCreateShaderModule": {
+        ICD: In("icd.core_builtins", "icd.shader_costs", "vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
     "vkCreateShadersEXT": {
-        ICD: In("vkapi.pipelines", "icd.instrumentation.hooks"),
+        ICD: In("icd.shader_costs", "vkapi.pipelines", "icd.instrumentation.hooks"),
         LAYER: In("vkapi.pipelines", "layer.instrument")},
     "vkCreateTensorARM": {ICD: In("icd.tensors.resources", emulated=True), LAYER: In("layer.tensors")},
     "vkCreateTensorViewARM": {ICD: In("icd.tensors.resources", emulated=True)},

@@ -54,7 +54,11 @@ class Step(Feature):
 
 @pytest.fixture(autouse=True)
 def no_warm_up(monkeypatch):
-    monkeypatch.setattr(shader_costs, "warm_up", lambda: None)
+    """Creating a device does not start loading the compiler model (the first shader module does:
+    shader_costs.CompilerWarmUp); a program that makes no shaders never pays for it."""
+    def refuse():
+        raise AssertionError("vkCreateDevice started the compiler model's warm-up")
+    monkeypatch.setattr(shader_costs, "warm_up", refuse)
 
 
 def driver(*features: Feature, log: list, backend_result=vk.VK_SUCCESS):
@@ -176,3 +180,11 @@ def test_the_drivers_features_keep_their_error_labels_and_what_they_check():
     assert Instrumentation.label == "shader instrumentation"
     tensors = Tensors(NS(ffi=None, objects=None, hooks=NS(errors=NS(log=None))))
     assert tensors.wants(NS(names=frozenset({EXTENSION}))) and not tensors.wants(NS(names=frozenset()))
+
+
+def test_the_compiler_warms_up_at_the_first_shader_not_at_device_creation():
+    from tessera.vkapi.intercepts import ICD, INTERCEPTS
+    hooked = {name for name in dir(shader_costs.CompilerWarmUp) if name.startswith("before_vk")}
+    assert hooked == {"before_vkCreateShaderModule", "before_vkCreateShadersEXT"}
+    for command in ("vkCreateShaderModule", "vkCreateShadersEXT"):
+        assert "icd.shader_costs" in INTERCEPTS[command][ICD].modules
