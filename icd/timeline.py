@@ -9,11 +9,15 @@ phases from the timing model, a place on the emulated hardware queues from
 the scheduler, and one render-stage event per phase in the trace, carrying
 the label stack in effect when it began.
 
-Threads: the application's thread only hands each submit (the command
+Threads: the application's thread only queues each submit (the command
 buffers' op lists as they are at submit), each queue-label change and each
-semaphore's end to one worker, in call order, so a vkQueueSubmit costs
-microseconds whatever it holds; the worker owns every queue's label stack,
-the emulated GPUs and the trace, and flushes the trace after each submit.
+semaphore's end, in call order, so a vkQueueSubmit costs microseconds
+whatever it holds. The jobs run one at a time, in order, under `_running`:
+on the thread that next settles (it is about to wait anyway, and running
+them costs no thread switch) or on the worker, which is not woken per job
+but looks every PULL_MIN_S while it finds work. Whoever runs them owns every
+queue's label stack, the emulated GPUs and the trace, and flushes the trace
+after each submit.
 Submits the shim made in C (vkapi/submits.py) reach the timeline through
 `pull`, which every hand-over calls first, under one lock, so C and Python
 submits stay in call order; the worker pulls too when it has been idle for a

@@ -1,7 +1,8 @@
 """Sends the layer's frames to hostd, or spools them to a file.
 
-Application threads only append encoded frames to a queue; one sender thread
-writes them out. Destination: the daemon at TESSERA_HOSTD (`unix:PATH` or
+Application threads only append frames (or what encodes them) to a queue; the
+sender thread writes them out, or a thread that waits for them to be written
+(`hand_to_kernel`) does, when the sender is idle. Destination: the daemon at TESSERA_HOSTD (`unix:PATH` or
 `tcp:HOST:PORT`); when it is unset, unreachable, or goes away, the frames go
 to `layer-<pid>.spool` in the session folder instead (same bytes: the
 daemon's log and the spool are both frames concatenated). The daemon
@@ -21,8 +22,10 @@ back to it when it answers; merge reads both. One warning line, shown whatever
 TESSERA_LOG says, tells when frames start going to the spool instead of the
 daemon. Every connection and every spool file (0600) starts with the HELLO frame.
 
-Threads: application threads call `send`/`flush`/`close`; the sender thread
-owns the connection; the spool file is shared under `_spool_lock`.
+Threads: application threads call `send`/`flush`/`close`/`hand_to_kernel`; the
+connection and the queue's reading end belong to whoever holds `_writing` (the
+sender, or a thread in `hand_to_kernel`); the spool file is shared under
+`_spool_lock`.
 """
 from __future__ import annotations
 

@@ -15,11 +15,13 @@ call the next element directly through the device's C table of next functions.
 
 Python later: records are applied in order, by the same hook logic as before, whenever
 Python next looks at that command buffer: before any Python hook of a command recorded
-into it (so order is kept, on the recording thread), and at vkEndCommandBuffer, where the
-rest of the recording and the end hooks are applied by a worker thread (`defer`): the
-application's thread only forwards the call (unless the rest is short: INLINE_BYTES). Whatever
-needs a finished recording waits for its job (`wait`, before any hook of that buffer) or for
-every job (`settle`: submits, frees, pool resets, executing secondaries, device destruction). A
+into it (so order is kept, on the recording thread), and after vkEndCommandBuffer, where the
+rest of the recording and the end hooks become a job (`defer`): the application's thread only
+forwards the call (unless the rest is short: INLINE_BYTES). Whatever needs a finished recording
+waits for its job (`wait`, before any hook of that buffer) or for every job (`settle`: submits,
+frees, pool resets, executing secondaries, device destruction), and runs the jobs queued before
+it itself when the worker is not running one: the waiting thread does the work at no thread
+switch. The worker takes the jobs when WAKE_BYTES of records wait, or within WORKER_POLL_S. A
 command buffer the C side does not know (not registered) takes the Python hook, as before.
 
 Record layout (little-endian, 8-byte aligned):
