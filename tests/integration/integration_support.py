@@ -30,17 +30,18 @@ def records_made_in_c(stderr: str) -> dict[str, dict[str, int]]:
             for m in _MADE_IN_C.finditer(stderr)}
 
 
-def run_recorded(session: Path, argv: list, ok: str, c_recording: bool = True) -> tuple[dict, list]:
+def run_recorded(session: Path, argv: list, ok: str, c_recording: bool = True,
+                 gpu: str | None = None) -> tuple[dict, list]:
     """Run `argv` under the layer and the driver into `session` (spooled; TESSERA_LOG=info; with
-    TESSERA_C_RECORDING=0 unless `c_recording`), check that it printed `ok` and raised nothing, and
-    merge. Returns (records_made_in_c, the merged GPU events as (name, duration, {arg: value}) without
-    the handles.* args, which differ between runs)."""
+    TESSERA_C_RECORDING=0 unless `c_recording`; on `gpu`, default the default GPU), check that it
+    printed `ok` and raised nothing, and merge. Returns (records_made_in_c, the merged GPU events as
+    (name, duration, {arg: value}) without the handles.* args, which differ between runs)."""
     from tessera.hostd.embedded import merge_session
     from tessera.schemas import perfetto as pf
     from tessera.tools.launch import LaunchConfig, environment
 
     session.mkdir(parents=True, exist_ok=True)
-    env = dict(environment(LaunchConfig(session)), TESSERA_LOG="info")
+    env = dict(environment(LaunchConfig(session, gpu=gpu)), TESSERA_LOG="info")
     env.pop("TESSERA_HOSTD", None)
     if not c_recording:
         env["TESSERA_C_RECORDING"] = "0"

@@ -22,6 +22,8 @@ from __future__ import annotations
 import pytest
 from integration_support import REPO, run_recorded
 
+# no shipped Mali profile has VK_EXT_mesh_shader: mali-g78 has no profile and reports the backend's
+GPUS = {"mesh_tasks": "mali-g78"}
 APPS = {"render_passes": REPO / "examples" / "render_passes.py", "overdraw": REPO / "examples" / "overdraw.py",
         "mesh_tasks": REPO / "tests" / "integration" / "apps" / "mesh_tasks.py",
         "ray_tracing": REPO / "examples" / "ray_tracing.py"}
@@ -37,7 +39,7 @@ MADE_IN_C = {"render_passes": {"vkCmdBeginRenderPass": 1, "vkCmdEndRenderPass": 
 
 def _session(tmp_path_factory, example: str, c_recording: bool) -> dict:
     d = tmp_path_factory.mktemp(example + ("-c" if c_recording else "-python")) / "session"
-    made, events = run_recorded(d, [APPS[example]], f"{example}: OK", c_recording)
+    made, events = run_recorded(d, [APPS[example]], f"{example}: OK", c_recording, gpu=GPUS.get(example))
     return {"made": made,
             "events": [(name, duration, tuple(sorted(extra.items()))) for name, duration, extra in events]}
 
