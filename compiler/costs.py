@@ -45,6 +45,22 @@ class GpuCosts:
 
 _ASSUMED = "emulation's assumption (no public per-pipe figure)"
 
+def _fifth_gen(key: str, name: str, device: str, fma: int, texel: int) -> GpuCosts:
+    """A 5th-generation Mali: FMA and T are what the device reports through
+    VK_ARM_shader_core_properties (fmaRate, texelRate of icd/devices/<key>.json;
+    tests/icd/test_shipped_devices.py holds them equal), the other pipes scale from FMA."""
+    return GpuCosts(
+        key=key, name=name, architecture="5th generation",
+        rates={
+            "FMA": PipeRate(fma, f"fmaRate {fma} reported by {device} (VK_ARM_shader_core_properties)"),
+            "CVT": PipeRate(fma // 2, "half the FMA rate; " + _ASSUMED),
+            "SFU": PipeRate(fma // 4, "a quarter of the FMA rate, as on earlier Valhall (FACTS.md); " + _ASSUMED),
+            "LS": PipeRate(32, "two 16-lane load/store accesses per clock; " + _ASSUMED),
+            "V": PipeRate(fma // 2, "64 fp32 varying components per clock at fmaRate 128; " + _ASSUMED),
+            "T": PipeRate(texel, f"texelRate {texel} reported by {device} (bilinear texels per core per clock)"),
+        })
+
+
 GPUS: dict[str, GpuCosts] = {
     "mali-g78": GpuCosts(
         key="mali-g78", name="Mali-G78", architecture="Valhall",
@@ -56,16 +72,8 @@ GPUS: dict[str, GpuCosts] = {
             "V": PipeRate(32, "32 fp32 varying components interpolated per clock; " + _ASSUMED),
             "T": PipeRate(4, "Arm's published Mali-G78 figure: 4 bilinear texels per core per clock"),
         }),
-    "mali-g720": GpuCosts(
-        key="mali-g720", name="Mali-G720", architecture="Valhall (5th gen)",
-        rates={
-            "FMA": PipeRate(128, "fmaRate 128 reported by Immortalis-G720 (VK_ARM_shader_core_properties)"),
-            "CVT": PipeRate(64, "half the FMA rate; " + _ASSUMED),
-            "SFU": PipeRate(32, "a quarter of the FMA rate, as on earlier Valhall (FACTS.md); " + _ASSUMED),
-            "LS": PipeRate(32, "two 16-lane load/store accesses per clock; " + _ASSUMED),
-            "V": PipeRate(64, "64 fp32 varying components per clock; " + _ASSUMED),
-            "T": PipeRate(8, "texelRate 8 reported by Immortalis-G720 (bilinear texels per core per clock)"),
-        }),
+    "mali-g720": _fifth_gen("mali-g720", "Mali-G720", "Immortalis-G720", fma=128, texel=8),
+    "mali-g925": _fifth_gen("mali-g925", "Mali-G925", "Immortalis-G925", fma=128, texel=8),
 }
 DEFAULT_GPU = "mali-g720"
 

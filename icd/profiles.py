@@ -193,6 +193,8 @@ def _device(key: str, device_name: str, device_id: int, **assumed) -> GpuProfile
 PROFILES: dict[str, GpuProfile] = {
     # The Immortalis-G720 (r49p0, Debian 12): every rate and count from its export.
     "mali-g720": _device("mali-g720", "Mali-G720 (emulated)", 0x0720),
+    # The Immortalis-G925 (r49p1, Android 16, a Xiaomi 25032RP42C): every rate and count from its export.
+    "mali-g925": _device("mali-g925", "Mali-G925 (emulated)", 0x0925),
     # No public Vulkan profile of a Mali-G78 is known to this project (ARM-software/tracetooltests
     # ships none): a timing-only GPU that reports its backend's capabilities. Its figures are kept
     # from the emulation's first table, each one said to be what it is.

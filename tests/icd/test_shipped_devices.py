@@ -131,3 +131,14 @@ def test_several_profiles_are_named(tmp_path):
 def test_a_directory_is_not_a_profile(tmp_path):
     with pytest.raises(ValueError, match="not a file"):
         profile_facts(str(tmp_path))
+
+
+@pytest.mark.parametrize("key", SHIPPED)
+def test_the_compiler_model_prices_with_the_files_rates(key):
+    """compiler/costs.py sits below icd/ and repeats FMA and T: they must be the file's."""
+    from tessera.compiler.costs import GPUS
+
+    core = _device(json.loads((DEVICES / f"{key}.json").read_text())).get("VkPhysicalDeviceShaderCorePropertiesARM")
+    rates = GPUS[key].rates
+    if core is not None:
+        assert (rates["FMA"].per_clock, rates["T"].per_clock) == (core["fmaRate"], core["texelRate"])
