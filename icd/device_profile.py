@@ -14,7 +14,6 @@ none) the driver reports the backend's capabilities, as before.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 from tessera.vkapi import structs
@@ -263,17 +262,16 @@ def _backend_knows(stype: int, phys) -> bool:
     return backend_knows(vk.STRUCTS[stype], phys)
 
 
-@functools.cache
-def for_file(path: str, emulated_items: tuple[tuple[str, int], ...]) -> DeviceProfile:
-    """The DeviceProfile of a profile file, made once per process."""
-    return DeviceProfile(load(Path(path)), dict(emulated_items))
-
-
 def of(drv) -> DeviceProfile | None:
     """The driver's DeviceProfile (its GPU's Vulkan profile), or None: the backend's capabilities."""
-    path = drv.profile.vulkan_profile()
+    return _of_gpu(drv.profile)
+
+
+@functools.cache
+def _of_gpu(gpu) -> DeviceProfile | None:
+    path = gpu.vulkan_profile()
     if path is None:
         return None
     from .identity import EMULATED_DEVICE_EXTENSIONS
 
-    return for_file(str(path), tuple(EMULATED_DEVICE_EXTENSIONS.items()))
+    return DeviceProfile(load(path), EMULATED_DEVICE_EXTENSIONS)
