@@ -123,7 +123,8 @@ def test_vulkaninfo_reports_the_shipped_profile(gpu, tessera_env, backend, tmp_p
 
 
 def user_profile(backend_file: Path, out: Path, features: dict[str, dict[str, bool]],
-                 drop_extensions: tuple[str, ...] = (), limits: dict | None = None) -> Path:
+                 drop_extensions: tuple[str, ...] = (), limits: dict | None = None,
+                 drop_formats: tuple[str, ...] = (), optimal: dict[str, list[str]] | None = None) -> Path:
     """The backend's own export with some features off, extensions gone and limits lowered: a device
     the backend can fully honour, so only what the test changed (and identity) may differ."""
     doc = json.loads(backend_file.read_text())
@@ -133,6 +134,13 @@ def user_profile(backend_file: Path, out: Path, features: dict[str, dict[str, bo
     for name in drop_extensions:
         device["extensions"].pop(name)
     device["properties"]["VkPhysicalDeviceProperties"]["limits"].update(limits or {})
+    for name in drop_formats:
+        device["formats"].pop(name)
+    for name, flags in (optimal or {}).items():
+        for struct, members in device["formats"][name].items():
+            if "optimalTilingFeatures" in members:
+                members["optimalTilingFeatures"] = [f.replace("FORMAT_FEATURE_", "FORMAT_FEATURE_2_")
+                                                    if struct == "VkFormatProperties3" else f for f in flags]
     out.write_text(json.dumps(doc))
     return out
 
@@ -171,6 +179,16 @@ def test_create_device_fails_as_on_the_device(tessera_env, backend_file, tmp_pat
         assert passed["result"] == "VK_SUCCESS", (args, passed)
         assert all(v is False for v in refused["reported"].values()), refused
         assert all(v is True for v in passed["reported"].values()), passed
+    # image formats: one the profile does not list, a usage its format features do not allow
+    storage = "VK_FORMAT_R8G8B8A8_UNORM"
+    narrow = user_profile(backend_file, tmp_path / "narrow.json", {}, drop_formats=("VK_FORMAT_R16G16_SFLOAT",),
+                          optimal={storage: ["VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT"]})
+    wide_env, narrow_env = with_, dict(tessera_env, TESSERA_GPU_PROFILE=str(narrow))
+    asks = ("image:R16G16_SFLOAT:SAMPLED", "image:R8G8B8A8_UNORM:STORAGE", "image:R8G8B8A8_UNORM:SAMPLED")
+    wide, thin = request(wide_env, *asks)["images"], request(narrow_env, *asks)["images"]
+    assert all(r == ["VK_SUCCESS"] * 2 for r in wide.values()), wide
+    assert thin == {asks[0]: ["VK_ERROR_FORMAT_NOT_SUPPORTED"] * 2, asks[1]: ["VK_ERROR_FORMAT_NOT_SUPPORTED"] * 2,
+                    asks[2]: ["VK_SUCCESS"] * 2}, thin
     # queues beyond what the family reports
     asked = request(with_, "queues:2")
     assert asked["queue_counts"] == [1] and asked["result"] == "VK_ERROR_INITIALIZATION_FAILED"

@@ -3,7 +3,9 @@
 
 Arguments: NAME for a VkPhysicalDeviceFeatures member (enabled through pEnabledFeatures),
 v12.NAME for a VkPhysicalDeviceVulkan12Features member (enabled through the pNext chain),
-ext:NAME for a device extension, queues:N for N queues of family 0.
+ext:NAME for a device extension, queues:N for N queues of family 0; image:FORMAT:USAGE (e.g.
+image:R8G8B8A8_UNORM:STORAGE) also asks vkGetPhysicalDeviceImageFormatProperties and
+vkGetPhysicalDeviceImageFormatProperties2 for a 2D optimal-tiling image, and prints their results.
 
 Run: .venv/bin/python tests/integration/apps/device_request.py fillModeNonSolid  (under `tessera run` or not)
 """
@@ -26,6 +28,7 @@ def main(args: list[str]) -> None:
     v12 = [a.split(".", 1)[1] for a in args if a.startswith("v12.")]
     extensions = [a.split(":", 1)[1] for a in args if a.startswith("ext:")]
     queues = next((int(a.split(":", 1)[1]) for a in args if a.startswith("queues:")), 1)
+    images = {a: image_format(phys, *a.split(":")[1:]) for a in args if a.startswith("image:")}
 
     q12 = vk.VkPhysicalDeviceVulkan12Features(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES)
     q2 = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=q12)
@@ -48,7 +51,27 @@ def main(args: list[str]) -> None:
     except tuple(ERRORS) as e:
         result = ERRORS[type(e)]
     vk.vkDestroyInstance(instance, None)
-    print(json.dumps({"result": result, "reported": reported, "queue_counts": [f.queueCount for f in families]}))
+    print(json.dumps({"result": result, "reported": reported, "queue_counts": [f.queueCount for f in families],
+                      "images": images}))
+
+
+def image_format(phys, fmt: str, usage: str) -> list[str]:
+    """The results of both image-format queries for a 2D optimal-tiling image of `fmt` and `usage`."""
+    f, u = getattr(vk, f"VK_FORMAT_{fmt}"), getattr(vk, f"VK_IMAGE_USAGE_{usage}_BIT")
+    out = []
+    try:
+        vk.vkGetPhysicalDeviceImageFormatProperties(phys, f, vk.VK_IMAGE_TYPE_2D, vk.VK_IMAGE_TILING_OPTIMAL, u, 0)
+        out.append("VK_SUCCESS")
+    except vk.VkErrorFormatNotSupported:
+        out.append("VK_ERROR_FORMAT_NOT_SUPPORTED")
+    info = vk.VkPhysicalDeviceImageFormatInfo2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_IMAGE_FORMAT_INFO_2, format=f,
+                                               type=vk.VK_IMAGE_TYPE_2D, tiling=vk.VK_IMAGE_TILING_OPTIMAL, usage=u)
+    try:
+        vk.vkGetPhysicalDeviceImageFormatProperties2(phys, info)
+        out.append("VK_SUCCESS")
+    except vk.VkErrorFormatNotSupported:
+        out.append("VK_ERROR_FORMAT_NOT_SUPPORTED")
+    return out
 
 
 if __name__ == "__main__":
