@@ -1,7 +1,9 @@
 """The Mali identity: what the emulated GPU reports about itself.
 
-Applied after the backend has filled a query, so every field the identity does
-not own (limits, UUIDs, apiVersion, conformance) stays the backend's truth.
+Applied after the backend has filled a query and the device profile has been
+applied to it (icd/device_profile.py: limits, apiVersion, features of a real
+device, clamped to the backend), so every field the identity does not own stays
+theirs (UUIDs and conformance: the backend's).
 The identity owns vendorID, deviceID, deviceType, deviceName, driverVersion
 (the emulated driver's own release, profiles.DRIVER_VERSION), driverID and
 driverName; driverInfo names the backend that really executes.
