@@ -10,6 +10,8 @@ reports it clamped to the backend: extensions, features, properties, formats, im
 families; identity.py then writes the Mali identity over the answer."""
 from __future__ import annotations
 
+import sys
+
 from tessera.vkapi import structs
 from tessera.vkapi.commands import UNTRACKED_WORKLOAD_EXTENSIONS
 from tessera.vkapi.dispatch import is_device_command
@@ -71,6 +73,11 @@ class Instances:
 
     def replace_vkCreateInstance(self, pCreateInfo, pAllocator, pInstance):
         ffi, drv = self.ffi, self.drv
+        try:   # read on the first instance (not when the driver loads), once per process
+            device_profile.of(drv)
+        except ValueError as e:   # a malformed profile: no device at all rather than a wrong one
+            print(f"tessera: the emulated GPU's Vulkan profile is unusable: {e}", file=sys.stderr)
+            return vk.VK_ERROR_INITIALIZATION_FAILED
         keep: structs.Keepalive = []
         backend_exts = query_extensions(ffi, backend_global(drv, "vkEnumerateInstanceExtensionProperties"), ffi.NULL)
         names = structs.extension_names(ffi, pCreateInfo)

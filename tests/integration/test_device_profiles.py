@@ -192,3 +192,15 @@ def test_create_device_fails_as_on_the_device(tessera_env, backend_file, tmp_pat
     # queues beyond what the family reports
     asked = request(with_, "queues:2")
     assert asked["queue_counts"] == [1] and asked["result"] == "VK_ERROR_INITIALIZATION_FAILED"
+
+
+def test_a_malformed_profile_refuses_the_instance_and_says_where(tessera_env, backend_file, tmp_path):
+    doc = json.loads(backend_file.read_text())
+    limits = next(iter(doc["capabilities"].values()))["properties"]["VkPhysicalDeviceProperties"]["limits"]
+    limits["framebufferColorSampleCounts"] = ["VK_SAMPLE_COUNT_3_BIT"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    r = run(["vulkaninfo", "--summary"], dict(tessera_env, TESSERA_GPU_PROFILE=str(bad)))
+    assert r.returncode != 0
+    assert (f"the emulated GPU's Vulkan profile is unusable: {bad}: capabilities.device.properties."
+            "VkPhysicalDeviceProperties.limits.framebufferColorSampleCounts[0]: 'VK_SAMPLE_COUNT_3_BIT'") in r.stderr
