@@ -158,3 +158,14 @@ def accel_copy(profile: GpuProfile, stage: str, nbytes: int) -> Phase:
     """An acceleration-structure copy (clone, compact, serialize, deserialize): a transfer of
     `nbytes` (unknown: -1, counted as 0) on the transfer queue."""
     return transfer(profile, stage, max(0, nbytes))
+
+
+def cycles_ns(profile: GpuProfile, cycles: float) -> int:
+    """Nanoseconds of `cycles` shader-core cycles, as every phase above converts them (for readers of
+    the model such as hostd/advice/, which cost their findings with it)."""
+    return _ns(profile, cycles)
+
+
+def memory_ns(nbytes: float) -> int:
+    """Nanoseconds to move `nbytes` over external memory, as the phases above charge it."""
+    return _mem_ns(nbytes)

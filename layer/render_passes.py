@@ -23,8 +23,9 @@ from .trackers import CommandBufferTracker, PassPart, Workload
 
 def _meta(info: PassInfo) -> dict:
     return {"command": info.command, "width": info.width, "height": info.height, "render_area": info.render_area,
-            "subpass_count": info.subpasses, "dynamic": info.dynamic, "attachments": info.attachments,
-            "draw_call_count": 0}
+            "layers": info.layers, "subpass_count": info.subpasses, "dynamic": info.dynamic,
+            "attachments": info.attachments, "draw_call_count": 0,
+            "resources": {"attachments": [f"0x{i:x}" if i else None for i in info.images]}}
 
 
 class RenderPasses:

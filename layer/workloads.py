@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from tessera.schemas.labels import tag_label
 from tessera.vkapi import accel, pipelines
-from tessera.vkapi.transfers import TRANSFERS, tensor_copy
+from tessera.vkapi.transfers import ENDPOINTS, TRANSFERS, tensor_copy
 from tessera.vkapi.vkconst import vk
 
 from . import descriptions, tensors
@@ -113,7 +113,11 @@ class Workloads:
     def _transfer(self, command, dev, t, cb, *args):
         """Sizes from the table shared with the driver (vkapi/transfers.py)."""
         tr = TRANSFERS[command](dev.res, *args)
-        return tr.kind, {"subtype": tr.stage, **tr.fields()}, None
+        src, dst = ENDPOINTS[command](*args)
+        resources = {"src": f"0x{src:x}"} if src else {}
+        if dst:
+            resources["dst"] = f"0x{dst:x}"
+        return tr.kind, {"subtype": tr.stage, **tr.fields(), "resources": resources}, None
 
     def _copy_tensor(self, command, dev, t, cb, info):
         tr = tensor_copy(dev.res, info)

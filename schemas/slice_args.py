@@ -94,10 +94,12 @@ _LAYER = [
     ("instances", "instances"), ("structures", "JSON list, one per build info"),
     ("copy_mode", "text: clone, compact, serialize, deserialize"),
     ("draws", "JSON list of indirect draws' arguments"), ("parts", "render pass parts"),
+    ("layers", "render pass layers"),
+    ("resources", "JSON: raw handles of the attachments' images, a transfer's src and dst (under handles.)"),
 ]
 LAYER_ARGS = tuple(Arg(key, key, unit, LAYER) for key, unit in _LAYER)
 KIND_FIELD = "kind"                       # the layer's workload class: supersedes the driver's WORKLOAD
-HANDLE_FIELDS = ("device", "command_buffer")     # raw Vulkan handles: written last, under HANDLES
+HANDLE_FIELDS = ("device", "command_buffer", "resources")     # raw Vulkan handles: written last, under HANDLES
 
 # ---- hostd's (the merge derives them) -------------------------------------------------------
 TAG = Arg("tag", "tag", "the workload's tagID", HOSTD)

@@ -4,7 +4,7 @@ their load/store traffic. Shared by the layer (metadata) and the driver
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .resources import Resources, format_name, texel_bytes
 from .vkconst import vk
@@ -31,20 +31,32 @@ class PassInfo:
     suspending: bool = False
     waits_before: bool = False   # a subpass dependency from VK_SUBPASS_EXTERNAL: earlier work first
     waits_after: bool = False    # a subpass dependency to VK_SUBPASS_EXTERNAL: later work waits
+    images: list[int] = field(default_factory=list)   # each attachment's VkImage (0: unknown), as `attachments`
 
     @property
     def render_area(self) -> list[int]:
         return [0, 0, self.width, self.height]
 
 
+def attachment_bytes(area: int, layers: int, texel: float, samples: int) -> int:
+    """Bytes one attachment moves between tile memory and external memory when it is loaded
+    (LOAD_OP_LOAD: tile read-in) or stored (STORE_OP_STORE: write-back, or a resolve's write):
+    every pixel of the render area on every layer, `texel` bytes per sample. The one formula: the
+    driver's timing (icd/timing.py, through PassInfo.load_bytes/store_bytes) and the advisor's
+    bandwidth (hostd/advice/) both use it."""
+    return int(area * layers * texel * max(1, samples))
+
+
 class _Attachments:
     def __init__(self, area: int, layers: int) -> None:
         self.area, self.layers = area, layers
         self.items: list[dict] = []
+        self.images: list[int] = []
         self.load = self.store = 0
 
-    def add(self, aspect: str, fmt: int, samples: int, load: int, store: int, resolve: bool) -> None:
-        size = int(self.area * self.layers * texel_bytes(fmt) * max(1, samples))
+    def add(self, aspect: str, fmt: int, samples: int, load: int, store: int, resolve: bool, image: int = 0) -> None:
+        size = attachment_bytes(self.area, self.layers, texel_bytes(fmt), samples)
+        self.images.append(image)
         self.items.append({"aspect": aspect, "format": format_name(fmt), "samples": samples,
                            "load_op": _LOAD.get(load, str(load)), "store_op": _STORE.get(store, str(store)),
                            "resolve": resolve})
@@ -65,13 +77,16 @@ def describe_begin(res: Resources, begin, command: str) -> PassInfo:
     layers = fb.layers if fb else 1
     atts = _Attachments(ext.width * ext.height, layers)
     if rp is not None:
+        views = fb.views if fb else ()
         for i, a in enumerate(rp.attachments):
             resolve = i in rp.resolves
             aspect = "resolve" if resolve else ("depth_stencil" if _is_depth_stencil(a.format) else "color")
-            atts.add(aspect, a.format, a.samples, a.load_op, a.store_op, resolve)
+            view = res.views.get(views[i]) if i < len(views) else None    # imageless framebuffers: unknown
+            atts.add(aspect, a.format, a.samples, a.load_op, a.store_op, resolve, view.image if view else 0)
     return PassInfo(command, int(begin.renderPass), ext.width, ext.height, layers, rp.subpasses if rp else 1,
                     atts.items, atts.load, atts.store, dynamic=False,
-                    waits_before=bool(rp and rp.waits_before), waits_after=bool(rp and rp.waits_after))
+                    waits_before=bool(rp and rp.waits_before), waits_after=bool(rp and rp.waits_after),
+                    images=atts.images)
 
 
 def describe_rendering(ffi, res: Resources, info, command: str = "vkCmdBeginRendering") -> PassInfo:
@@ -80,19 +95,20 @@ def describe_rendering(ffi, res: Resources, info, command: str = "vkCmdBeginRend
     layers = max(1, info.layerCount)
     atts = _Attachments(ext.width * ext.height, layers)
 
-    def view_format(view) -> tuple[int, int]:
+    def view_format(view) -> tuple[int, int, int]:
         v = res.views.get(int(view))
         img = res.images.get(v.image) if v else None
-        return (v.format if v else vk.VK_FORMAT_UNDEFINED), (img.samples if img else 1)
+        return (v.format if v else vk.VK_FORMAT_UNDEFINED), (img.samples if img else 1), (v.image if v else 0)
 
     def one(aspect: str, a) -> None:
         if a == ffi.NULL or not int(a.imageView):
             return
-        fmt, samples = view_format(a.imageView)
-        atts.add(aspect, fmt, samples, a.loadOp, a.storeOp, False)
+        fmt, samples, image = view_format(a.imageView)
+        atts.add(aspect, fmt, samples, a.loadOp, a.storeOp, False, image)
         if a.resolveMode and int(a.resolveImageView):
-            rfmt, _ = view_format(a.resolveImageView)
-            atts.add("resolve", rfmt, 1, vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE, vk.VK_ATTACHMENT_STORE_OP_STORE, True)
+            rfmt, _, rimage = view_format(a.resolveImageView)
+            atts.add("resolve", rfmt, 1, vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE, vk.VK_ATTACHMENT_STORE_OP_STORE, True,
+                     rimage)
 
     for i in range(info.colorAttachmentCount):
         one("color", info.pColorAttachments + i)
@@ -100,4 +116,4 @@ def describe_rendering(ffi, res: Resources, info, command: str = "vkCmdBeginRend
     one("stencil", info.pStencilAttachment)
     return PassInfo(command, 0, ext.width, ext.height, layers, 1, atts.items, atts.load, atts.store, dynamic=True,
                     resuming=bool(info.flags & vk.VK_RENDERING_RESUMING_BIT),
-                    suspending=bool(info.flags & vk.VK_RENDERING_SUSPENDING_BIT))
+                    suspending=bool(info.flags & vk.VK_RENDERING_SUSPENDING_BIT), images=atts.images)

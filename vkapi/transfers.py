@@ -92,6 +92,27 @@ TRANSFERS: dict[str, Callable[..., Transfer]] = {
         info.regionCount),
 }
 
+# command -> (*the command's arguments after the command buffer) -> (source, destination) handles (0:
+# none): which image or buffer a transfer reads and writes (the advisor's render graph, hostd/advice/).
+_FROM_INFO = {"vkCmdCopyBuffer2": ("srcBuffer", "dstBuffer"), "vkCmdCopyImage2": ("srcImage", "dstImage"),
+              "vkCmdBlitImage2": ("srcImage", "dstImage"), "vkCmdResolveImage2": ("srcImage", "dstImage"),
+              "vkCmdCopyBufferToImage2": ("srcBuffer", "dstImage"),
+              "vkCmdCopyImageToBuffer2": ("srcImage", "dstBuffer")}
+ENDPOINTS: dict[str, Callable[..., tuple[int, int]]] = {
+    "vkCmdFillBuffer": lambda buf, *rest: (0, int(buf)),
+    "vkCmdUpdateBuffer": lambda buf, *rest: (0, int(buf)),
+    "vkCmdClearColorImage": lambda image, *rest: (0, int(image)),
+    "vkCmdClearDepthStencilImage": lambda image, *rest: (0, int(image)),
+    "vkCmdCopyBuffer": lambda src, dst, *rest: (int(src), int(dst)),
+    "vkCmdCopyImage": lambda src, sl, dst, *rest: (int(src), int(dst)),
+    "vkCmdBlitImage": lambda src, sl, dst, *rest: (int(src), int(dst)),
+    "vkCmdResolveImage": lambda src, sl, dst, *rest: (int(src), int(dst)),
+    "vkCmdCopyBufferToImage": lambda buf, image, *rest: (int(buf), int(image)),
+    "vkCmdCopyImageToBuffer": lambda image, layout, buf, *rest: (int(image), int(buf)),
+    **{command: (lambda info, _f=fields: (int(getattr(info, _f[0])), int(getattr(info, _f[1]))))
+       for command, fields in _FROM_INFO.items()},
+}
+
 # The transfers both shims record in C (vkapi/recorder.py) -> the parameters recorded (None: all).
 # A size needs neither the fill data nor the clear value. The *2 variants' info structs are copied
 # with their regions (the recorder's I code), pNext chains dropped: no size above reads them.

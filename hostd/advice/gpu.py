@@ -1,0 +1,68 @@
+"""The emulated Mali the advisor costs its findings on: cores, warp width, clock and the timing model.
+
+Role: one frozen `Gpu` handed to the rules, so they never read a profile or a constant themselves.
+`emulated(name)` takes it from the emulated driver's own tables, the one source of truth for these
+facts: icd/profiles.py (cores, warp width, clock of each GPU) and icd/timing.py (cycles to ns,
+bytes to ns, the fixed cost of a job). Those two modules are pure Python (no cffi, no driver
+loaded), the one place hostd imports from icd, lazily, here: ARCHITECTURE.md's rule keeps hostd
+from loading the driver, which this does not.
+
+Which GPU: the session's DEVICE messages name it ("Mali-G720 (emulated)"); a session that names
+none (a merged trace read alone) is costed on the default GPU, and `Gpu.assumed` says so.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    shader_cores: int
+    warp_width: int
+    clock_mhz: int
+    job_setup_ns: int                       # the fixed cost of every job (binning, main, compute, transfer)
+    cycles_ns: Callable[[float], int]       # shader-core cycles -> ns, as the timing model converts
+    memory_ns: Callable[[float], int]       # bytes over external memory -> ns, as the timing model charges
+    assumed: bool = False                   # the session did not name its GPU: the default one was taken
+
+    def ns_cycles(self, ns: int) -> int:
+        """Shader-core cycles in `ns` (for a cost given in time)."""
+        return round(ns * self.clock_mhz / 1000)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "shader_cores": self.shader_cores, "warp_width": self.warp_width,
+                "clock_mhz": self.clock_mhz, "job_setup_ns": self.job_setup_ns, "assumed": self.assumed}
+
+
+def emulated(device_name: str | None = None) -> Gpu:
+    """The emulated GPU whose device name is `device_name` (None or unknown: the default GPU)."""
+    from tessera.icd import profiles, timing
+
+    profile = next((p for p in profiles.PROFILES.values() if p.device_name == device_name), None)
+    assumed = profile is None
+    if profile is None:
+        profile = profiles.PROFILES[profiles.DEFAULT_PROFILE]
+    return Gpu(profile.device_name, profile.shader_cores, profile.warp_width, profile.clock_mhz,
+               timing.cycles_ns(profile, timing.JOB_SETUP_CYCLES),
+               lambda cycles: timing.cycles_ns(profile, cycles), timing.memory_ns, assumed)
+
+
+def session_device(target: Path) -> str | None:
+    """The name of the first device a session's layer reported (its DEVICE messages), or None."""
+    target = Path(target)
+    if not target.is_dir():
+        return None
+    from ..merge import find_inputs
+    from ..metadata import load
+
+    inputs = find_inputs(target)
+    index = load(inputs.logs + inputs.spools)
+    for proc in index.processes.values():
+        for device in proc.devices.values():
+            name = device.get("name")
+            if isinstance(name, str):
+                return name
+    return None

@@ -1,0 +1,411 @@
+"""The advice rules: what a Mali expert would change in a frame, and what each change saves.
+
+Role: every rule is a function of the render graph (graph.py) and the emulated GPU (gpu.py)
+returning `Finding`s; `RULES` lists them in one table (id, title, what to do, the Khronos validation
+layer's Arm checks it stands for). A finding says what is wrong, where (frame, workload, tag, label
+path, attachment), what it costs on the emulated Mali — bytes moved, shader-core cycles, ns — computed
+from the timing model's own functions and the trace's durations, never estimated here — and what to
+do. `advise` runs them all and sorts the findings by the time they save.
+
+Costs, per rule, are documented in docs/advice.md with the formula; bytes are converted to time with
+the model's memory bandwidth (gpu.memory_ns), cycles with its clock. Thresholds are named constants.
+
+Counter-based rules (#27: measured bandwidth, overdraw, per-region counters) plug in through
+`advise(..., counters=...)`: a rule in `COUNTER_RULES` receives the session's counters; none exists yet.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .gpu import Gpu
+from .graph import RENDER_PASS, Access, Node, RenderGraph, dead
+
+SCHEMA_VERSION = 1
+# A buffer transfer this small is dominated by its job's fixed cost (JOB_SETUP_CYCLES): batch them.
+SMALL_TRANSFER_BYTES = 4096
+# More render passes than this in one frame: each extra pass pays two jobs' fixed cost and a tile
+# write-back of what it shares with its neighbours (Arm's guidance: as few passes as the frame needs).
+MAX_PASSES_PER_FRAME = 8
+TRANSFER_KINDS = ("buffer_transfer", "image_transfer")
+SMALL_TRANSFER_SUBTYPES = frozenset({"fill buffer", "update buffer", "copy buffer"})
+ROUND_TRIP_TRANSFERS = {"copy image": "copyimage", "blit image": "blitimage", "resolve image": "resolveimage"}
+
+
+@dataclass
+class Finding:
+    rule: str
+    title: str
+    what: str                       # this instance, in words
+    fix: str
+    frame: int | None
+    workload: str                   # how a person finds it (label path or name, kind, tag, frame)
+    label_path: str
+    kind: str
+    tag: int | None
+    node: int | None                # the render graph node
+    attachment: int | None = None
+    resource: str | None = None
+    saves_bytes: int = 0
+    saves_cycles: int = 0
+    saves_ns: int = 0
+    vvl: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "title": self.title, "what": self.what, "fix": self.fix,
+                "where": {"frame": self.frame, "workload": self.workload, "label_path": self.label_path,
+                          "kind": self.kind, "tag": self.tag, "node": self.node, "attachment": self.attachment,
+                          "resource": self.resource},
+                "saves": {"bytes": self.saves_bytes, "cycles": self.saves_cycles, "ns": self.saves_ns},
+                "vvl": list(self.vvl)}
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    fix: str
+    check: Callable[[RenderGraph, Gpu], list[Finding]]
+    vvl: tuple[str, ...] = ()       # the Khronos validation layer's Best Practices (Arm) checks it covers
+
+
+def _finding(rule: Rule, node: Node | None, what: str, gpu: Gpu, *, nbytes: int = 0, ns: int | None = None,
+             acc: Access | None = None, frame: int | None = None) -> Finding:
+    """`nbytes` moved needlessly (their time: the model's memory bandwidth) plus `ns` of GPU time."""
+    time = (gpu.memory_ns(nbytes) if nbytes else 0) + (ns or 0)
+    w = node.work if node else None
+    return Finding(rule.id, rule.title, what, rule.fix, w.frame if w else frame, w.where() if w else f"frame {frame}",
+                   w.label_path if w else "", w.kind if w else "frame", w.tag if w else None,
+                   node.id if node else None, acc.index if acc is not None and acc.role == "attachment" else None,
+                   acc.resource if acc is not None else None, nbytes, gpu.ns_cycles(time), time, rule.vvl)
+
+
+def _att(acc: Access) -> str:
+    return f"attachment {acc.index} ({acc.aspect}, {acc.format}{f', {acc.samples}x' if acc.samples > 1 else ''})"
+
+
+def _node(graph: RenderGraph, i: int | None) -> Node | None:
+    return graph.nodes[i] if i is not None else None
+
+
+def _next_access(graph: RenderGraph, node: Node, resource: str) -> tuple[Node, Access] | None:
+    """The first later node that uses `resource`, and how."""
+    for later in graph.nodes[node.id + 1:]:
+        for acc in later.accesses:
+            if acc.resource == resource:
+                return later, acc
+    return None
+
+
+def _opaque_between(graph: RenderGraph, a: Node, b: Node, resource: str) -> bool:
+    """An opaque workload (draws, dispatches) that could read `resource` between nodes a and b."""
+    return any(n.work.opaque and all(x.resource != resource for x in n.accesses) for n in graph.nodes[a.id + 1:b.id])
+
+
+# ---- attachments and their bandwidth ------------------------------------------------------------
+
+def load_undefined(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """LOAD of an image nothing in the session wrote (no earlier opaque workload could have)."""
+    out = []
+    for node in graph.nodes:
+        if node.work.kind != RENDER_PASS or any(n.work.opaque for n in graph.nodes[:node.id]):
+            continue
+        for acc in node.accesses:
+            if acc.reads and acc.resource and acc.writer is None:
+                out.append(_finding(RULES_BY_ID["load-undefined"], node,
+                                    f"{_att(acc)} is loaded (LOAD_OP_LOAD) but nothing earlier in the session "
+                                    f"wrote it: {acc.read_bytes} bytes read into tile memory for nothing",
+                                    gpu, nbytes=acc.read_bytes, acc=acc))
+    return out
+
+
+def _clear_transfers(graph: RenderGraph) -> list[tuple[Node, Access, Node, Access]]:
+    """(clear transfer, its dst, the next node using that image, how) with nobody opaque in between."""
+    out = []
+    for node in graph.nodes:
+        if node.work.meta.get("subtype") != "clear image":
+            continue
+        for acc in node.accesses:
+            if acc.role == "dst" and acc.resource:
+                nxt = _next_access(graph, node, acc.resource)
+                if nxt and nxt[0].work.kind == RENDER_PASS and not _opaque_between(graph, node, nxt[0], acc.resource):
+                    out.append((node, acc, *nxt))
+    return out
+
+
+def clear_then_load(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for clear, _, node, acc in _clear_transfers(graph):
+        if acc.reads:
+            out.append(_finding(RULES_BY_ID["clear-then-load"], node,
+                                f"{_att(acc)} is cleared by a vkCmdClear*Image ({clear.work.where()}, "
+                                f"{clear.work.duration_ns} ns) and then loaded: LOAD_OP_CLEAR does both for free "
+                                f"({acc.read_bytes} bytes of read-in and the transfer saved)",
+                                gpu, nbytes=acc.read_bytes, ns=clear.work.duration_ns, acc=acc))
+    return out
+
+
+def redundant_clear(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for clear, cacc, node, acc in _clear_transfers(graph):
+        if acc.overwrites and not acc.reads:
+            out.append(_finding(RULES_BY_ID["redundant-clear"], clear,
+                                f"the image cleared here is next used by {node.work.where()} {_att(acc)} with "
+                                f"LOAD_OP_{acc.load_op.upper()}: the clear ({clear.work.duration_ns} ns) is lost",
+                                gpu, ns=clear.work.duration_ns, acc=cacc))
+    return out
+
+
+def store_overwritten(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for node in graph.nodes:
+        for acc in node.accesses:
+            if (acc.role == "attachment" and acc.write_bytes and not acc.depth_stencil and dead(acc)
+                    and acc.fate == "overwritten"):
+                by = graph.nodes[acc.overwritten_by]
+                out.append(_finding(RULES_BY_ID["store-overwritten"], node,
+                                    f"{_att(acc)} is stored ({acc.write_bytes} bytes written back) and then "
+                                    f"overwritten by {by.work.where()} before anything reads it",
+                                    gpu, nbytes=acc.write_bytes, acc=acc))
+    return out
+
+
+def depth_store_unread(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for node in graph.nodes:
+        for acc in node.accesses:
+            if acc.role == "attachment" and acc.write_bytes and acc.depth_stencil and dead(acc):
+                after = ("overwritten by " + graph.nodes[acc.overwritten_by].work.where()
+                         if acc.fate == "overwritten" else "never used again")
+                out.append(_finding(RULES_BY_ID["depth-store-unread"], node,
+                                    f"{_att(acc)} is stored ({acc.write_bytes} bytes written back) and {after}, "
+                                    f"read by nothing", gpu, nbytes=acc.write_bytes, acc=acc))
+    return out
+
+
+def msaa_stored(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for node in graph.nodes:
+        for acc in node.accesses:
+            if acc.role == "attachment" and acc.samples > 1 and acc.write_bytes:
+                out.append(_finding(RULES_BY_ID["msaa-stored"], node,
+                                    f"{_att(acc)} is multisampled and stored: {acc.write_bytes} bytes "
+                                    f"({acc.samples} samples per pixel) written back", gpu,
+                                    nbytes=acc.write_bytes, acc=acc))
+    return out
+
+
+def resolve_transfer(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """vkCmdResolveImage: the samples went to memory to be read back by a transfer."""
+    out = []
+    for node in graph.nodes:
+        if node.work.meta.get("subtype") != "resolve image":
+            continue
+        src = next((a for a in node.accesses if a.role == "src"), None)
+        writer = _node(graph, src.writer) if src else None
+        stored = next((a.write_bytes for a in writer.accesses if a.resource == src.resource), 0) if writer else 0
+        extra = (f" and the {stored} bytes of samples {writer.work.where()} stored for it" if stored else "")
+        out.append(_finding(RULES_BY_ID["resolve-transfer"], node,
+                            f"a multisampled image is resolved by vkCmdResolveImage ({node.work.duration_ns} ns)"
+                            f"{extra}: a resolve attachment does it on tile", gpu, nbytes=stored,
+                            ns=node.work.duration_ns, acc=src))
+    return out
+
+
+def transfer_then_load(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for node in graph.nodes:
+        if node.work.kind != RENDER_PASS:
+            continue
+        for acc in node.accesses:
+            writer = _node(graph, acc.writer) if acc.reads else None
+            if writer is not None and writer.work.meta.get("subtype") in ROUND_TRIP_TRANSFERS:
+                out.append(_finding(RULES_BY_ID["transfer-then-load"], node,
+                                    f"{_att(acc)} is loaded right after a {writer.work.meta['subtype']} wrote it "
+                                    f"({writer.work.where()}): {acc.read_bytes} bytes read back into tile memory",
+                                    gpu, nbytes=acc.read_bytes, acc=acc))
+    return out
+
+
+# ---- passes ---------------------------------------------------------------------------------------
+
+def outputs_unread(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for node in graph.nodes:
+        if "outputs-unread" in node.flags:
+            out.append(_finding(RULES_BY_ID["outputs-unread"], node,
+                                f"nothing reads what this render pass writes ({node.work.duration_ns} ns of "
+                                f"binning and main phases)", gpu, ns=node.work.duration_ns))
+    return out
+
+
+def empty_pass(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for node in graph.nodes:
+        if node.work.kind == RENDER_PASS and node.work.meta.get("draw_call_count") == 0:
+            out.append(_finding(RULES_BY_ID["empty-pass"], node,
+                                f"a render pass with no draw ({node.work.duration_ns} ns of binning and main "
+                                f"phases, {sum(a.read_bytes + a.write_bytes + a.resolve_bytes for a in node.accesses)}"
+                                f" bytes of attachment traffic)", gpu, ns=node.work.duration_ns))
+    return out
+
+
+def pass_round_trip(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """Two consecutive render passes of the same size, the second loading what the first stored."""
+    out = []
+    for node in graph.nodes[1:]:
+        prev = graph.nodes[node.id - 1]
+        if node.work.kind != RENDER_PASS or prev.work.kind != RENDER_PASS:
+            continue
+        size = lambda w: (w.meta.get("width"), w.meta.get("height"), w.meta.get("layers", 1))
+        if size(node.work) != size(prev.work):
+            continue
+        for acc in node.accesses:
+            if acc.reads and acc.writer == prev.id:
+                stored = next((a.write_bytes for a in prev.accesses if a.resource == acc.resource and a.writes), 0)
+                out.append(_finding(RULES_BY_ID["pass-round-trip"], node,
+                                    f"{_att(acc)} is stored by the render pass just before "
+                                    f"({prev.work.where()}, {stored} bytes) and loaded back here "
+                                    f"({acc.read_bytes} bytes)", gpu, nbytes=stored + acc.read_bytes, acc=acc))
+    return out
+
+
+def too_many_passes(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for frame in graph.frames():
+        passes = [n for n in graph.nodes if n.work.frame == frame and n.work.kind == RENDER_PASS]
+        if len(passes) > MAX_PASSES_PER_FRAME:
+            extra = len(passes) - MAX_PASSES_PER_FRAME
+            out.append(_finding(RULES_BY_ID["too-many-passes"], None,
+                                f"{len(passes)} render passes in one frame (over {MAX_PASSES_PER_FRAME}): each "
+                                f"extra pass pays two jobs' fixed cost ({gpu.job_setup_ns} ns each)", gpu,
+                                ns=extra * 2 * gpu.job_setup_ns, frame=frame))
+    return out
+
+
+def binning_serialised(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """A pass's binning phase waited for an earlier pass's main phase (a barrier or an external subpass
+    dependency), though the non-fragment queue was free: the tiler could have run under the fragment work."""
+    out = []
+    for node in graph.nodes:
+        binning = next((p for p in node.work.phases if p.stage == "binning"), None)
+        if binning is None:
+            continue
+        earlier = [p for n in graph.nodes[:node.id] if n.work.submit == node.work.submit for p in n.work.phases]
+        mains = [p for p in earlier if p.stage == "main" and p.end_ns == binning.start_ns]
+        if not mains:
+            continue
+        free = max((p.end_ns for p in earlier if p.queue == binning.queue), default=None)
+        if free is None or free >= binning.start_ns:
+            continue
+        wait = binning.start_ns - free
+        out.append(_finding(RULES_BY_ID["binning-serialised"], node,
+                            f"binning starts only when the previous render pass's fragment work ends, {wait} ns "
+                            f"after the non-fragment queue was free", gpu, ns=wait))
+    return out
+
+
+# ---- compute and transfers ----------------------------------------------------------------------------
+
+def workgroup_warp_waste(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for node in graph.nodes:
+        w = node.work
+        size, groups = w.meta.get("group_size"), w.meta.get("groups")
+        if w.kind != "dispatch" or not size or not groups or -1 in size or -1 in groups:
+            continue
+        threads = size[0] * size[1] * size[2]
+        if threads <= 0 or threads % gpu.warp_width == 0:
+            continue
+        n_groups = groups[0] * groups[1] * groups[2]
+        padded = math.ceil(threads / gpu.warp_width) * gpu.warp_width
+        idle = n_groups * (padded - threads)
+        shader_ns = max(0, w.duration_ns - gpu.job_setup_ns)
+        ns = math.ceil(shader_ns * idle / (n_groups * threads)) if n_groups else 0
+        out.append(_finding(RULES_BY_ID["workgroup-warp-waste"], node,
+                            f"work groups of {size[0]}x{size[1]}x{size[2]} = {threads} threads fill "
+                            f"{padded // gpu.warp_width} warps of {gpu.warp_width}: {idle} idle lanes over "
+                            f"{n_groups} groups", gpu, ns=ns))
+    return out
+
+
+def small_transfers(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    out = []
+    for frame in graph.frames():
+        small = [n for n in graph.nodes if n.work.frame == frame and n.work.meta.get("subtype") in
+                 SMALL_TRANSFER_SUBTYPES and 0 <= int(n.work.meta.get("bytes", -1)) < SMALL_TRANSFER_BYTES]
+        if len(small) >= 2:
+            out.append(_finding(RULES_BY_ID["small-transfers"], small[0],
+                                f"{len(small)} buffer transfers under {SMALL_TRANSFER_BYTES} bytes in one frame, "
+                                f"each a job of its own ({gpu.job_setup_ns} ns fixed cost)", gpu,
+                                ns=(len(small) - 1) * gpu.job_setup_ns))
+    return out
+
+
+def _rule(id: str, title: str, fix: str, check, vvl: tuple[str, ...] = ()) -> Rule:
+    return Rule(id, title, fix, check, tuple(f"UNASSIGNED-BestPractices-{v}" for v in vvl))
+
+
+RULES: tuple[Rule, ...] = (
+    _rule("load-undefined", "Attachment loaded that nothing wrote",
+          "Use LOAD_OP_CLEAR, or LOAD_OP_DONT_CARE if every pixel is drawn: the old contents are undefined.",
+          load_undefined, ("vkCmdBeginRenderPass-attachment-needs-readback",
+                           "vkCmdBeginRenderPass-StoreOpDontCareThenLoadOpLoad")),
+    _rule("clear-then-load", "vkCmdClear*Image followed by LOAD_OP_LOAD",
+          "Drop the clear transfer and use LOAD_OP_CLEAR with the clear value in the render pass.",
+          clear_then_load, ("RenderPass-inefficient-clear",)),
+    _rule("redundant-clear", "vkCmdClear*Image whose result the next render pass discards",
+          "Remove the clear transfer: the next pass clears (or ignores) the attachment itself.",
+          redundant_clear, ("RenderPass-redundant-clear",)),
+    _rule("store-overwritten", "Colour attachment stored, then overwritten unread",
+          "Use STORE_OP_DONT_CARE: nothing reads what this pass writes back.",
+          store_overwritten, ("RenderPass-redundant-store",)),
+    _rule("depth-store-unread", "Depth/stencil attachment stored but never read",
+          "Use STORE_OP_DONT_CARE for depth/stencil, and a TRANSIENT_ATTACHMENT image in lazily allocated memory.",
+          depth_store_unread, ("vkCreateFramebuffer-attachment-should-be-transient",)),
+    _rule("msaa-stored", "Multisampled attachment written back to memory",
+          "Resolve on tile (a resolve attachment), STORE_OP_DONT_CARE the samples, make the image TRANSIENT_ATTACHMENT"
+          " in lazily allocated memory.",
+          msaa_stored, ("vkCreateImage-non-transient-ms-image", "vkBindImageMemory-non-lazy-transient-image")),
+    _rule("resolve-transfer", "MSAA resolved outside the render pass (vkCmdResolveImage)",
+          "Add a resolve attachment (pResolveAttachments or VkRenderingAttachmentInfo::resolveImageView) and do not"
+          " store the samples.",
+          resolve_transfer, ("vkCmdResolveImage-resolving-image",)),
+    _rule("transfer-then-load", "Image copied, blitted or resolved, then loaded by a render pass",
+          "Draw the source in this render pass (a fragment shader reading it) instead of a transfer then a LOAD.",
+          transfer_then_load, ("RenderPass-copyimage-loadopload", "RenderPass-blitimage-loadopload",
+                               "RenderPass-resolveimage-loadopload")),
+    _rule("outputs-unread", "Render pass whose outputs nobody reads",
+          "Remove the pass, or store only what a later pass, transfer or present uses.", outputs_unread),
+    _rule("empty-pass", "Render pass with no draw",
+          "Fold its clears into the next pass's LOAD_OP_CLEAR; drop it if it only stores what it loaded.",
+          empty_pass, ("vkCmdEndRenderPass-redundant-attachment-on-tile",)),
+    _rule("pass-round-trip", "Consecutive render passes round-trip an attachment through memory",
+          "Merge the two passes (subpasses, or one dynamic-rendering pass) so the attachment stays in tile memory.",
+          pass_round_trip),
+    _rule("too-many-passes", "Too many render passes in a frame",
+          f"Merge passes that render to the same targets; keep a frame under {MAX_PASSES_PER_FRAME} passes.",
+          too_many_passes),
+    _rule("binning-serialised", "Barrier serialises binning behind fragment work",
+          "Narrow the barrier: wait at FRAGMENT_SHADER (not VERTEX_SHADER/ALL_COMMANDS) so the next pass's "
+          "binning overlaps this pass's fragment work.", binning_serialised),
+    _rule("workgroup-warp-waste", "Compute work-group size not a multiple of the warp width",
+          "Make the work-group size a multiple of the warp width (and of 4 in each dimension for 2D work).",
+          workgroup_warp_waste, ("vkCreateComputePipelines-compute-thread-group-alignment",)),
+    _rule("small-transfers", "Many small buffer transfers in a frame",
+          "Batch the updates into one buffer and one copy (or write through a persistently mapped buffer).",
+          small_transfers),
+)
+RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
+# Rules on GPU counters (#27's hostd/counters.py): each takes (graph, gpu, counters). None yet.
+COUNTER_RULES: tuple[Callable[..., list[Finding]], ...] = ()
+
+
+def advise(graph: RenderGraph, gpu: Gpu, counters: Any = None, rules: tuple[Rule, ...] = RULES) -> list[Finding]:
+    """Every finding of `rules` (and, given counters, of COUNTER_RULES), the largest saving first."""
+    found = [f for rule in rules for f in rule.check(graph, gpu)]
+    if counters is not None:
+        found += [f for rule in COUNTER_RULES for f in rule(graph, gpu, counters)]
+    return sorted(found, key=lambda f: (-f.saves_ns, -f.saves_bytes, f.node if f.node is not None else -1, f.rule))

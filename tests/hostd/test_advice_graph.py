@@ -1,0 +1,72 @@
+"""The render graph (hostd/advice/graph.py) on hand-built workloads: edges from each reader to the last
+writer, each write's fate, the flags, and bandwidth per attachment by the driver's own formula."""
+from __future__ import annotations
+
+from test_advice_rules import att, rp, xfer
+
+from tessera.hostd.advice.graph import attachment_bytes, build, decode_args, texel_bytes
+from tessera.vkapi.render_passes import attachment_bytes as driver_formula
+from tessera.vkapi.resources import texel_bytes as driver_texel
+from tessera.vkapi.transfers import ENDPOINTS, TRANSFERS
+from tessera.vkapi.vkconst import vk
+
+
+def _graph(*works):
+    for i, w in enumerate(works):
+        w.index = i
+    return build(list(works))
+
+
+def test_edges_and_fates() -> None:
+    g = _graph(rp([att("clear", "store"), att("clear", "store", fmt="D24_UNORM_S8_UINT", aspect="depth_stencil")],
+                  ["0xc", "0xd"]),
+               rp([att("load", "store")], ["0xc"], draws=0),
+               xfer("copy image to buffer", "0xc", "0xbuf"),
+               rp([att("clear", "dont_care")], ["0xc"], draws=0))
+    first, second, copy, last = g.nodes
+    assert [(e.src, e.dst, e.resource) for e in g.edges] == [(0, 1, "0xc"), (1, 2, "0xc")]
+    assert first.accesses[0].readers == [1] and first.accesses[0].fate == "read"
+    assert first.accesses[1].fate == "end" and "stored-unread:1" in first.flags        # depth: no reader
+    assert second.accesses[0].readers == [2]
+    assert "outputs-unread" in last.flags                                              # stores nothing
+    assert "outputs-unread" not in first.flags and "outputs-unread" not in second.flags
+    assert copy.accesses[0].writer == 1
+
+
+def test_loaded_unwritten_flag() -> None:
+    g = _graph(rp([att("load", "store")], ["0xa"]))
+    assert g.nodes[0].flags == ["loaded-unwritten:0"]
+    assert [(e.src, e.dst) for e in g.edges] == [(None, 0)]
+
+
+def test_bandwidth_is_the_drivers_formula() -> None:
+    """Per attachment: the read-in (LOAD), write-back (STORE) and resolve bytes; each equals the
+    driver's attachment_bytes of (area, layers, texel bytes of the format, samples)."""
+    g = _graph(rp([att("load", "store", fmt="R16G16B16A16_SFLOAT", samples=4),
+                   att("dont_care", "store", aspect="resolve", resolve=True)], ["0xm", "0xr"], size=(100, 30)))
+    ms, res = g.nodes[0].accesses
+    assert ms.read_bytes == ms.write_bytes == 100 * 30 * 8 * 4 and ms.resolve_bytes == 0
+    assert res.resolve_bytes == 100 * 30 * 4 and res.read_bytes == res.write_bytes == 0
+    fmt = vk.VK_FORMAT_R16G16B16A16_SFLOAT
+    assert ms.read_bytes == driver_formula(3000, 1, driver_texel(fmt), 4)
+    assert texel_bytes("R16G16B16A16_SFLOAT") == driver_texel(fmt) == 8
+    assert texel_bytes("format 999999") == driver_texel(999999)          # unknown: the driver's default
+    assert attachment_bytes({"width": 8, "height": 8, "layers": 6}, att(fmt="D32_SFLOAT")) == 8 * 8 * 6 * 4
+
+
+def test_args_decoded() -> None:
+    meta = decode_args({"width": "64", "attachments": '[{"aspect":"color","format":"R8_UNORM"}]', "kind": "render_pass",
+                        "groups": "[1,2,3]", "draw_call_count": "x"})
+    assert meta == {"width": 64, "attachments": [{"aspect": "color", "format": "R8_UNORM"}], "kind": "render_pass",
+                    "groups": [1, 2, 3]}
+
+
+def test_every_transfer_names_its_endpoints() -> None:
+    """The layer describes each transfer's source and destination (vkapi/transfers.py ENDPOINTS)."""
+    assert set(ENDPOINTS) == set(TRANSFERS)
+    assert ENDPOINTS["vkCmdCopyImageToBuffer"](5, 0, 7, 1, None) == (5, 7)
+    assert ENDPOINTS["vkCmdClearColorImage"](9, 0, None, 1, None) == (0, 9)
+
+    class Info:
+        srcImage, dstImage = 3, 4
+    assert ENDPOINTS["vkCmdBlitImage2"](Info()) == (3, 4)
