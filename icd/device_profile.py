@@ -26,7 +26,10 @@ FEATURES = "VkPhysicalDeviceFeatures"
 PROPERTIES = "VkPhysicalDeviceProperties"
 FORMAT_PROPERTIES = "VkFormatProperties"
 FORMAT_PROPERTIES_3 = "VkFormatProperties3"
-_LOW_32 = 0xFFFFFFFF
+# The VkFormatFeatureFlags2 bits VkFormatFeatureFlags can express (bit 31 and above exist only in
+# VkFormatProperties3, e.g. STORAGE_READ_WITHOUT_FORMAT): a profile without VkFormatProperties3 says
+# nothing of the others, so they stay the backend's.
+_FLAGS_1_BITS = 0x7FFFFFFF
 # The format features an image usage needs (Vulkan spec 34.1.1 "Image creation limits": an image's
 # usage must be supported by its format's features for the tiling).
 USAGE_FEATURES = (
@@ -174,8 +177,8 @@ class DeviceProfile:
         for member in low:
             if own is not None:
                 mask = device_clamp.plain(own.get(member, 0))
-            elif fmt in self.formats:   # a profile without VkFormatProperties3: its 32 bits, the backend's others
-                mask = low[member] | ~_LOW_32 & ((1 << 64) - 1)
+            elif fmt in self.formats:   # a profile without VkFormatProperties3: its bits, the backend's others
+                mask = low[member] | ~_FLAGS_1_BITS & ((1 << 64) - 1)
             else:
                 mask = 0
             setattr(p3, member, getattr(p3, member) & mask)
