@@ -47,6 +47,7 @@ from tessera.vkapi.ops import Barrier, OpWalker, PassBegin, Recording
 from tessera.vkapi.render_passes import PassInfo
 from tessera.schemas import slice_args as A
 
+from .counters import CounterModel
 from .recording import Draw, Work
 from .scheduler import EmulatedGpu, QueueOrder
 from .trace import GpuTrace, boottime_ns
@@ -104,6 +105,8 @@ class Timeline:
         self.profile = profile
         self.session_dir = session_dir
         self._trace: GpuTrace | None = None
+        # Mali counters of each GPU event (icd/counters.py), None for a GPU Arm's table lacks
+        self._counters = CounterModel.for_profile(profile)
         self._report = report or (lambda command, what: None)
         self._gpus: dict[int, tuple[int, EmulatedGpu]] = {}   # id(physical device) -> (gpu_id, gpu)
         self._orders: dict[int, QueueOrder] = {}               # id(queue) -> ordering
@@ -128,7 +131,7 @@ class Timeline:
     @property
     def trace(self) -> GpuTrace:
         if self._trace is None:
-            self._trace = GpuTrace(self.session_dir)
+            self._trace = GpuTrace(self.session_dir, counters=self._counters)
         return self._trace
 
     # ---- the application's threads: hand over, in call order ---------------------------------
@@ -359,11 +362,16 @@ class _Placer(OpWalker):
             extra[A.PARTS.label] = run.parts
         if any(d.estimated for d in run.draws):
             extra[A.ESTIMATED.label] = A.INDIRECT_DRAW_SIZES
+        b_extra = m_extra = extra
+        cm = self.tl._counters
+        if cm is not None:
+            b_counters, m_counters = cm.render_pass(info, draws, vertices, primitives, binning, main)
+            b_extra, m_extra = {**extra, **b_counters}, {**extra, **m_counters}
         b_start = self.gpu.place(binning, self._start_floor("vertex"))
-        self._write(b_start, binning, run, extra, rp)
+        self._write(b_start, binning, run, b_extra, rp)
         self._placed("vertex", b_start, binning.duration_ns)
         m_start = self.gpu.place(main, max(self._start_floor("fragment"), b_start + binning.duration_ns))
-        self._write(m_start, main, run, extra, rp)
+        self._write(m_start, main, run, m_extra, rp)
         self._placed("fragment", m_start, main.duration_ns)
 
     def _emit_work(self, work: Work, labels: list[str], handle: int) -> None:
@@ -389,6 +397,8 @@ class _Placer(OpWalker):
         if work.estimated:
             extra[A.ESTIMATED.label] = (A.MAXIMUM_PRIMITIVE_COUNTS if work.kind == "acceleration_structure_build"
                                         else A.INDIRECT_SIZES)
+        if self.tl._counters is not None:
+            extra.update(self.tl._counters.work(work, phase.duration_ns))
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
                             labels=labels, extra=extra)

@@ -51,7 +51,7 @@ def boottime_ns() -> int:
 
 
 class GpuTrace:
-    def __init__(self, session_dir: Path) -> None:
+    def __init__(self, session_dir: Path, counters=None) -> None:
         global pf, packets
         from tessera.schemas import perfetto as pf
         from . import event_packets as packets
@@ -65,6 +65,7 @@ class GpuTrace:
         self._transfer_entries = {stage: packets.extra_entry(TRANSFER_KEY, stage) for stage in ARM_STAGE}
         self._started = False
         self._write_failed = False
+        self._counters = counters   # icd/counters.CounterModel: its descriptor goes in the first packet
 
     def _start(self) -> None:
         p = pf.TracePacket()
@@ -87,6 +88,8 @@ class GpuTrace:
                 iid=iid, name=name, category=pf.pb.InternedGpuRenderStageSpecification.RenderStageCategory.Value(category))
         ctx = interned.graphics_contexts.add(iid=GRAPHICS_CONTEXT_IID, pid=self.pid)
         ctx.api = pf.pb.InternedGraphicsContext.VULKAN
+        if self._counters is not None:   # the GPU's counters, as a device's producer describes them
+            self._counters.describe(p.gpu_counter_event)
         self._writer.write(p)
         self._started = True
 

@@ -1,0 +1,174 @@
+"""Mali counters per GPU event: what each workload phase counts, modelled from what the driver knows.
+
+Role: the timeline (icd/timeline.py) asks a `CounterModel` for the counters of each phase it
+writes, and adds them to the event's extra_data under Arm's machine names (schemas/slice_args.py
+COUNTER); the trace's first packet carries the GPU's counter descriptor (`describe`). The values
+come from the phase as the timing model placed it (icd/timing.py) and the workload's sizes, with the
+formulas of docs/counters.md:
+
+  - queue cycles: the phase's duration x the profile's clock, on the Mali queue the phase runs on
+    (Mali-G720: binning / main / compute; Mali-G78: non-fragment / fragment); endpoint stalls 0
+    (the model assigns no endpoints); transfers run as compute work (Arm's perfetto_groups.md);
+  - threads and warps: dispatch invocations (groups x group size) and warps per work group, rays,
+    vertex invocations (vertex or index count x instances), fragments as the timing model counts them
+    (render area x draws x DRAW_COVERAGE);
+  - primitives: the draws' input primitives (icd/recording.py: vertices // 3, triangle lists);
+  - external bus beats: the attachments loaded and stored (PassInfo.load_bytes / store_bytes),
+    transfer bytes read and written, in MALI_CONFIG_EXT_BUS_BYTE_SIZE beats.
+
+Derived counters whose inputs one phase has (queue active cycles, bus bytes) are evaluated with the
+database's equations (schemas/counters.py) and cached by their inputs: a steady frame loop
+computes each distinct phase once. Owned by the timeline's worker; not thread-safe.
+"""
+from __future__ import annotations
+
+import math
+
+from tessera.schemas import counters as C
+
+from . import timing
+from .profiles import GpuProfile
+
+# Transfers that only write (no source read).
+_WRITE_ONLY = frozenset({"fill buffer", "update buffer", "clear image"})
+_CACHE = 4096
+
+
+class CounterModel:
+    def __init__(self, profile: GpuProfile, gpu: C.GpuCounters) -> None:
+        self.gpu = gpu
+        self.profile = profile
+        self.config = gpu.config(profile.shader_cores)
+        self.warp = profile.warp_width
+        self.beat = C.EXT_BUS_BYTE_SIZE
+        self._cycles_per_ns = profile.clock_mhz / 1000.0
+        has = gpu.has
+        # (queued, stall) counter names per Mali queue; the G78 reports active cycles with no stall counter
+        def queue(queued: str, stall: str | None) -> tuple[str, str | None] | None:
+            return (queued, stall if stall and has(stall) else None) if has(queued) else None
+        self.binning_q = queue("MaliBinningQueuedCy", "MaliBinningQueueAssignStallCy") or queue(
+            "MaliNonFragQueueActiveCy", None)
+        self.main_q = queue("MaliMainQueuedCy", "MaliMainQueueAssignStallCy") or queue("MaliFragQueueActiveCy", None)
+        self.compute_q = queue("MaliCompQueuedCy", "MaliCompQueueAssignStallCy") or queue(
+            "MaliNonFragQueueActiveCy", None)
+        self._derived: dict[tuple, dict] = {}
+
+    @classmethod
+    def for_profile(cls, profile: GpuProfile) -> "CounterModel | None":
+        gpu = C.for_profile(profile.key)
+        return cls(profile, gpu) if gpu is not None else None
+
+    # ---- per phase -----------------------------------------------------------------------------
+    def _queue(self, out: dict, q: tuple[str, str | None] | None, duration_ns: int) -> None:
+        if q is not None:
+            out[q[0]] = round(duration_ns * self._cycles_per_ns)
+            if q[1] is not None:
+                out[q[1]] = 0
+
+    def _beats(self, nbytes: int) -> int:
+        return -(-nbytes // self.beat)
+
+    def render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
+                    main: timing.Phase) -> tuple[dict, dict]:
+        """The counters of a render pass's binning and main phases (`info`: its PassInfo)."""
+        has = self.gpu.has
+        b: dict = {}
+        self._queue(b, self.binning_q, binning.duration_ns)
+        if has("MaliGeomTrianglePrim"):
+            b["MaliGeomTrianglePrim"] = primitives
+        if has("MaliGeomTotalPrim"):
+            b["MaliGeomTotalPrim"] = primitives
+        if has("MaliNonFragThread"):
+            b["MaliNonFragThread"] = vertices
+        if has("MaliNonFragWarp"):
+            b["MaliNonFragWarp"] = -(-vertices // self.warp)
+        m: dict = {}
+        self._queue(m, self.main_q, main.duration_ns)
+        fragments = self.fragments(info.width, info.height, info.layers, draws)
+        if has("MaliFragThread"):
+            m["MaliFragThread"] = fragments
+        if has("MaliFragWarp"):
+            m["MaliFragWarp"] = -(-fragments // self.warp)
+        if info.load_bytes and has("MaliExtBusRdBt"):
+            m["MaliExtBusRdBt"] = self._beats(info.load_bytes)
+        if info.store_bytes and has("MaliExtBusWrBt"):
+            m["MaliExtBusWrBt"] = self._beats(info.store_bytes)
+        return self._with_derived(b), self._with_derived(m)
+
+    def work(self, work, duration_ns: int) -> dict:
+        """A dispatch, trace rays, acceleration-structure job or transfer (`work`: its Work). Sizes the
+        driver had to guess (Work.estimated) give no thread counts."""
+        out: dict = {}
+        self._queue(out, self.compute_q, duration_ns)
+        has = self.gpu.has
+        kind = work.kind
+        if kind in ("dispatch", "trace_rays"):
+            if work.invocations > 0 and not work.estimated:
+                if has("MaliNonFragThread"):
+                    out["MaliNonFragThread"] = work.invocations
+                if has("MaliNonFragWarp"):
+                    info = work.info
+                    out["MaliNonFragWarp"] = self.warps_of(work.invocations, info.get("groups"),
+                                                           info.get("group_size"))
+        elif kind in ("transfer", "acceleration_structure_copy") and work.nbytes > 0:
+            if work.stage not in _WRITE_ONLY and has("MaliExtBusRdBt"):
+                out["MaliExtBusRdBt"] = self._beats(work.nbytes)
+            if has("MaliExtBusWrBt"):
+                out["MaliExtBusWrBt"] = self._beats(work.nbytes)
+        return self._with_derived(out)
+
+    def warps_of(self, invocations: int, groups: object, group_size: object) -> int:
+        """Warps of a dispatch: each work group fills whole warps (Arm: make groups a warp multiple)."""
+        if (isinstance(groups, (list, tuple)) and isinstance(group_size, (list, tuple)) and len(groups) == 3
+                and len(group_size) == 3 and min(groups) >= 0 and min(group_size) > 0):
+            return groups[0] * groups[1] * groups[2] * -(-(group_size[0] * group_size[1] * group_size[2]) // self.warp)
+        return -(-invocations // self.warp)
+
+    @staticmethod
+    def fragments(width: int, height: int, layers: int, draws: int) -> int:
+        """Fragments as the timing model counts them (icd/timing.py render_pass)."""
+        return math.floor(width * height * max(1, layers) * draws * timing.DRAW_COVERAGE)
+
+    def _with_derived(self, base: dict) -> dict:
+        key = tuple(base.items())
+        done = self._derived.get(key)
+        if done is None:
+            if len(self._derived) >= _CACHE:
+                self._derived.clear()
+            done = self._derived[key] = self.gpu.derive(base, self.config)
+        return done
+
+    # ---- the trace's first packet -------------------------------------------------------------
+    def describe(self, event) -> None:
+        """Fill a GpuCounterEvent's counter_descriptor: one spec per counter this GPU shows (Arm's
+        machine name, human name, units, Perfetto groups), one block named after Arm's GPU."""
+        from tessera.schemas.perfetto import pb
+
+        if not _UNITS:
+            _load_units()
+        d = event.counter_descriptor
+        spec_t = pb.GpuCounterDescriptor
+        ids = []
+        for i, c in enumerate(self.gpu.shown(), start=1):
+            s = d.specs.add(counter_id=i, name=c.name, description=c.human)
+            unit = _UNITS.get(c.units)
+            if unit is not None:
+                s.numerator_units.append(unit)
+            s.groups.extend(spec_t.GpuCounterGroup.Value(g) for g in c.perfetto_groups)
+            ids.append(i)
+        d.blocks.add(block_id=0, name=self.gpu.gpu, description="emulated by Tessera (docs/counters.md)",
+                     counter_ids=ids)
+
+
+# Arm's units -> Perfetto's GpuCounterDescriptor.MeasureUnit names (None: no unit Perfetto has).
+_UNIT_NAMES = {"cycles": None, "bytes": "BYTE", "percent": "PERCENT", "threads": None, "warps": None,
+               "primitives": None, "beats": None}
+_UNITS: dict[str, int] = {}
+
+
+def _load_units() -> None:
+    from tessera.schemas.perfetto import pb
+
+    for arm, name in _UNIT_NAMES.items():
+        if name is not None:
+            _UNITS[arm] = pb.GpuCounterDescriptor.MeasureUnit.Value(name)
