@@ -267,14 +267,13 @@ def _backend_knows(stype: int, phys) -> bool:
 
 def of(drv) -> DeviceProfile | None:
     """The driver's DeviceProfile (its GPU's Vulkan profile), or None: the backend's capabilities."""
-    return _of_gpu(drv.profile)
+    path = drv.profile.vulkan_profile()
+    return None if path is None else _for_file(str(path))
 
 
 @functools.cache
-def _of_gpu(gpu) -> DeviceProfile | None:
-    path = gpu.vulkan_profile()
-    if path is None:
-        return None
+def _for_file(path: str) -> DeviceProfile:
+    """One DeviceProfile per profile file for the process."""
     from .identity import EMULATED_DEVICE_EXTENSIONS
 
     return DeviceProfile(load(path), EMULATED_DEVICE_EXTENSIONS)
