@@ -26,7 +26,7 @@ class Commands:
         """`release_captures(dev, tracker)` frees a buffer's indirect-capture regions (indirect.py);
         `reporter`: queues.QueueReporter (`pull`: report the submits made in C so far; `note_queue`:
         a queue's labels or suspended pass changed)."""
-        self.hooks = hooks   # its recorder is made at install, after registration: read when a hook runs
+        self.hooks = hooks   # its recorder (entry.py made it before any module registered)
         self.state = state
         self.ffi = ffi
         self.release_captures = release_captures

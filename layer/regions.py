@@ -208,7 +208,7 @@ class Regions:
 
     # ---- hooks: one method per command (HookSet.bind) -----------------------------------------
     def register(self, hooks) -> None:
-        self.hooks = hooks   # its recorder is made at install, after registration: read when a hook runs
+        self.hooks = hooks   # its recorder (entry.py made it before any module registered)
         hooks.bind(self)
 
     def _attach(self, dev, commandBuffer, pnext_owner, area, arrays: list[tuple[int, int]], ctype: str):

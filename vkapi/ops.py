@@ -19,8 +19,8 @@ Each side adds records of its own, which the walker hands to its `other`: the la
 `OpWalker` holds the one label-stack and pass suspend/resume logic; a subclass says what a resolved
 event means to it (`opened`, `resumed`, `closed`, `entered`, `other`). Ops are dispatched by their
 type (`type(op) is …`; docs/benchmarks.md compares the walks with the string-tagged ones they
-replaced), and the records are small slotted dataclasses;
-ops that carry nothing are shared constants, so recording them allocates nothing. Ops are
+replaced). The records are small slotted dataclasses, built on every recorded command (a hot
+path); ops that carry nothing are shared constants, so recording them allocates nothing. Ops are
 compared by type and fields (a LabelBegin never equals a LabelInsert of the same name).
 """
 from __future__ import annotations
