@@ -64,9 +64,14 @@ class _Connection(asyncio.Protocol):
         self.logged = 0             # bytes of this client's stream appended to its session log
         self.held = 0               # bytes of a partial frame its decoder holds (daemon.held counts all)
         self._hello_timer: asyncio.TimerHandle | None = None
+        self._ack_socket: socket.socket | None = None   # a duplicate of the client's socket, for ACKs
+        self._ack_rest = b""        # the unsent end of an ACK partly written
 
     def connection_made(self, transport) -> None:
         self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self._ack_socket = socket.fromfd(sock.fileno(), sock.family, sock.type)
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "unix"
         try:
@@ -114,7 +119,7 @@ class _Connection(asyncio.Protocol):
             # Acknowledge what the session log holds to clients that asked (HELLO "acks"), so they
             # can spool what this daemon might lose if it dies (schemas.frames.ACK).
             if self.ingest.hello is not None and self.ingest.hello.get("acks") is True:
-                self.transport.write(ACK.pack(self.logged))
+                self._acknowledge()
         except OSError as e:    # the disk is full (or gone): one line, what is logged stays
             write_failed(self.ingest, e)
             keep = False
@@ -125,6 +130,36 @@ class _Connection(asyncio.Protocol):
         if not keep:
             self.transport.close()
 
+    def _acknowledge(self) -> None:
+        """Send ACK(logged) on the socket itself, never with transport.write: when a write fails (the
+        client was killed, its earlier ACKs perhaps unread) asyncio aborts the transport and drops
+        what the client sent that is not read yet, which are the frames a killed program wrote last.
+        A client that cannot take ACKs any more gets none; its stream is still read to the end. An
+        ACK that finds the socket full is dropped whole (a later one says the same and more); one
+        written in part is finished first, so the client never reads a torn ACK."""
+        if self._ack_socket is None:
+            return
+        ack = ACK.pack(self.logged)
+        data = self._ack_rest + ack
+        try:
+            sent = self._ack_socket.send(data, socket.MSG_DONTWAIT | socket.MSG_NOSIGNAL)
+        except BlockingIOError:
+            sent = 0
+        except OSError:             # the client is gone: read on, acknowledge no more
+            self._close_ack_socket()
+            return
+        rest = len(self._ack_rest)
+        if sent < rest:
+            self._ack_rest = self._ack_rest[sent:]          # this ACK is dropped whole
+        else:
+            written = sent - rest
+            self._ack_rest = ack[written:] if 0 < written < len(ack) else b""
+
+    def _close_ack_socket(self) -> None:
+        if self._ack_socket is not None:
+            self._ack_socket.close()
+            self._ack_socket = None
+
     def eof_received(self) -> bool:
         self._eof = True
         if self.ingest is not None and self.ingest.close_reason is None:
@@ -132,6 +167,7 @@ class _Connection(asyncio.Protocol):
         return False  # close our side too
 
     def connection_lost(self, exc) -> None:
+        self._close_ack_socket()
         if self._hello_timer is not None:
             self._hello_timer.cancel()
             self._hello_timer = None
