@@ -269,7 +269,8 @@ def _evaluate(rule: Rule, run: Run, rates: dict[str, float] | None) -> RuleResul
                 over.append((v, "the session" if rule.scope == "session" else f"frame {frame}"))
         if not over:
             return RuleResult(rule, True, f"{len(items)} {rule.scope}(s) within {_fmt(rule.key, rule.limit)}")
-        worst = max(over)
+        over.sort(key=lambda x: -x[0])          # stable: the first frame of the largest value leads
+        worst = over[0]
         return RuleResult(rule, False, f"{worst[1]}: {_fmt(rule.key, worst[0])} > {_fmt(rule.key, rule.limit)}"
                           f"{f' ({len(over)} frames over)' if len(over) > 1 else ''}",
                           [f"{where}: {_fmt(rule.key, v)}" for v, where in over])
