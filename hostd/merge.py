@@ -23,6 +23,8 @@ It writes `merged.perfetto-trace` (docs/hostd.md "Merge rules"):
     `correlation_id_str = "rp:#N"` matching the GPU's render_pass_instance_id;
     a `Frames` track of instants. Layer times are MONOTONIC_RAW, converted to
     BOOTTIME with the clock_sync of the HELLO before them.
+  - Mali counters (the driver's `Mali<name>` args and descriptor): GPU counter tracks, samples at
+    every workload boundary of each GPU trace's sequence (counters.py `Tracks`);
   - with per-region counters (tessera run --regions): a render pass's GPU
     slices get `Regions <counter>` args (max, mean, hottest region;
     region_args.py), and the heatmaps are written to SESSION_DIR/regions/
@@ -61,6 +63,7 @@ from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENT
 
 from .metadata import MetadataIndex, ProcessMeta, load_file
 from . import arm_inputs, region_args, shaders
+from .counters import Tracks
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
 from tessera.schemas.protowire import key as field_key
 from .slice_args import HANDLE_ARGS, WORKLOAD_KEY, reconcile
@@ -183,6 +186,7 @@ class _Merger:
         self.out = out
         self.r = result
         self.summary = SummaryBuilder(top)
+        self.counters = Tracks()                                      # GPU counter tracks (counters.py)
         self.contexts: dict[tuple[int, int], dict[int, int]] = {}   # (file, sequence) -> context iid -> pid
         self.specs: dict[tuple[int, int, int], str] = {}            # (file, sequence, iid) -> queue/stage name
         self.seqmap: dict[tuple[int, int], int] = {}                # (file, sequence) -> sequence in the output
@@ -212,7 +216,7 @@ class _Merger:
     # -- the GPU traces, streamed ------------------------------------------
     def gpu_trace(self, fi: int, path: Path, progress: _Progress, done_before: int) -> None:
         contexts, specs, seqmap = self.contexts, self.specs, self.seqmap
-        out, summary, join = self.out, self.summary, self._event
+        out, summary, join, counters = self.out, self.summary, self._event, self.counters
         show = progress.enabled
         def problem(offset: int, message: str) -> None:
             self.r.problems.append(f"{path}: at byte {offset}: {message}")
@@ -241,6 +245,8 @@ class _Merger:
                         specs[(fi, seq, spec.iid)] = spec.name
                 if p.HasField("gpu_render_stage_event"):
                     e = p.gpu_render_stage_event
+                    if counters.wants(out_seq):      # the driver's counters, before the join adds args
+                        counters.event(out_seq, p.timestamp, e)
                     try:
                         extras = join(fi, seq, e)
                     except Exception as x:  # noqa: BLE001 - one event's metadata never costs the merge
@@ -255,11 +261,14 @@ class _Merger:
                         summary.feed(p, extras)
                     else:       # all that feed() would do with this packet
                         summary.gpu_event(out_seq, e, extras)
-                elif out_seq != seq:
-                    p.trusted_packet_sequence_id = out_seq
-                    self.emit(p)
                 else:
-                    self.emit(p, buf[start:end])
+                    if p.HasField("gpu_counter_event") and p.gpu_counter_event.HasField("counter_descriptor"):
+                        counters.descriptor(out_seq, p.gpu_counter_event)
+                    if out_seq != seq:
+                        p.trusted_packet_sequence_id = out_seq
+                        self.emit(p)
+                    else:
+                        self.emit(p, buf[start:end])
         except OSError as e:
             self.r.problems.append(f"{path}: cannot read ({e})")
 
@@ -678,6 +687,8 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
             merger.gpu_trace(fi, path, bar, done)
             done += path.stat().st_size
         bar.done(result.gpu_events)
+        for packet in merger.counters.packets():   # GPU counter samples at the workloads' boundaries
+            merger.emit(packet)
         merger.app_tracks()
         out.commit()
     except OutputError as e:        # a full disk: one line, the inputs untouched, no temporary left

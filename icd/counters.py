@@ -2,12 +2,13 @@
 
 Role: the timeline (icd/timeline.py) asks a `CounterModel` for the counters of each phase it
 writes, and adds them to the event's extra_data under Arm's machine names (schemas/slice_args.py
-COUNTER); the trace's first packet carries the GPU's counter descriptor (`describe`). The values
+COUNTER); the trace's second packet carries the GPU's counter descriptor (`describe`). The values
 come from the phase as the timing model placed it (icd/timing.py) and the workload's sizes, with the
 formulas of docs/counters.md:
 
-  - queue cycles: the phase's duration x the profile's clock, on the Mali queue the phase runs on
-    (Mali-G720: binning / main / compute; Mali-G78: non-fragment / fragment); endpoint stalls 0
+  - GPU active cycles and queue cycles: the phase's duration x the profile's clock, on the Mali
+    queue the phase runs on (Mali-G720: binning / main / compute; Mali-G78: non-fragment /
+    fragment); endpoint stalls 0
     (the model assigns no endpoints); transfers run as compute work (Arm's perfetto_groups.md);
   - threads and warps: dispatch invocations (groups x group size) and warps per work group, rays,
     vertex invocations (vertex or index count x instances), fragments as the timing model counts them
@@ -52,6 +53,7 @@ class CounterModel:
         self.compute_q = queue("MaliCompQueuedCy", "MaliCompQueueAssignStallCy") or queue(
             "MaliNonFragQueueActiveCy", None)
         self._derived: dict[tuple, dict] = {}
+        self._active = has(C.GPU_ACTIVE)
 
     @classmethod
     def for_profile(cls, profile: GpuProfile) -> "CounterModel | None":
@@ -60,8 +62,11 @@ class CounterModel:
 
     # ---- per phase -----------------------------------------------------------------------------
     def _queue(self, out: dict, q: tuple[str, str | None] | None, duration_ns: int) -> None:
+        cycles = round(duration_ns * self._cycles_per_ns)
+        if self._active:
+            out[C.GPU_ACTIVE] = cycles   # the phase alone: hostd takes unions of phases (hostd/counters.py)
         if q is not None:
-            out[q[0]] = round(duration_ns * self._cycles_per_ns)
+            out[q[0]] = cycles
             if q[1] is not None:
                 out[q[1]] = 0
 
@@ -138,7 +143,7 @@ class CounterModel:
             done = self._derived[key] = self.gpu.derive(base, self.config)
         return done
 
-    # ---- the trace's first packet -------------------------------------------------------------
+    # ---- the trace's descriptor packet -------------------------------------------------------------
     def describe(self, event) -> None:
         """Fill a GpuCounterEvent's counter_descriptor: one spec per counter this GPU shows (Arm's
         machine name, human name, units, Perfetto groups), one block named after Arm's GPU."""

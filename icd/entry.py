@@ -47,7 +47,8 @@ def install(ffi, lib) -> None:
         log.warning("%s", message)
 
     recorder = Recorder(ffi, lib, warn, errors.report)
-    timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report)
+    timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report,
+                        counters=settings.counters)
     drv = Driver(ffi, lib, HookSet(errors, recorder), Objects(ffi), backend, settings.profile, timeline=timeline,
                  c_submits=settings.c_submits, submit_ledger=SubmitLedger(ffi, lib, warn))
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)   # the C path of submits and queue labels

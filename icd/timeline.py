@@ -101,12 +101,13 @@ class PassRun:
 
 
 class Timeline:
-    def __init__(self, profile, session_dir: Path, report: Callable[[str, str], None] | None = None) -> None:
+    def __init__(self, profile, session_dir: Path, report: Callable[[str, str], None] | None = None,
+                 counters: bool = True) -> None:
         self.profile = profile
         self.session_dir = session_dir
         self._trace: GpuTrace | None = None
         # Mali counters of each GPU event (icd/counters.py), None for a GPU Arm's table lacks
-        self._counters = CounterModel.for_profile(profile)
+        self._counters = CounterModel.for_profile(profile) if counters else None
         self._report = report or (lambda command, what: None)
         self._gpus: dict[int, tuple[int, EmulatedGpu]] = {}   # id(physical device) -> (gpu_id, gpu)
         self._orders: dict[int, QueueOrder] = {}               # id(queue) -> ordering
@@ -362,16 +363,14 @@ class _Placer(OpWalker):
             extra[A.PARTS.label] = run.parts
         if any(d.estimated for d in run.draws):
             extra[A.ESTIMATED.label] = A.INDIRECT_DRAW_SIZES
-        b_extra = m_extra = extra
         cm = self.tl._counters
-        if cm is not None:
-            b_counters, m_counters = cm.render_pass(info, draws, vertices, primitives, binning, main)
-            b_extra, m_extra = {**extra, **b_counters}, {**extra, **m_counters}
+        b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main)
+                                  if cm is not None else (None, None))
         b_start = self.gpu.place(binning, self._start_floor("vertex"))
-        self._write(b_start, binning, run, b_extra, rp)
+        self._write(b_start, binning, run, extra, rp, b_counters)
         self._placed("vertex", b_start, binning.duration_ns)
         m_start = self.gpu.place(main, max(self._start_floor("fragment"), b_start + binning.duration_ns))
-        self._write(m_start, main, run, m_extra, rp)
+        self._write(m_start, main, run, extra, rp, m_counters)
         self._placed("fragment", m_start, main.duration_ns)
 
     def _emit_work(self, work: Work, labels: list[str], handle: int) -> None:
@@ -397,17 +396,18 @@ class _Placer(OpWalker):
         if work.estimated:
             extra[A.ESTIMATED.label] = (A.MAXIMUM_PRIMITIVE_COUNTS if work.kind == "acceleration_structure_build"
                                         else A.INDIRECT_SIZES)
-        if self.tl._counters is not None:
-            extra.update(self.tl._counters.work(work, phase.duration_ns))
+        cm = self.tl._counters
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
-                            labels=labels, extra=extra)
+                            labels=labels, extra=extra,
+                            counters=cm.work(work, phase.duration_ns) if cm is not None else None)
         self._placed(cls, start, phase.duration_ns)
 
-    def _write(self, start: int, phase: timing.Phase, run: PassRun, extra: dict, rp: tuple[int, int]) -> None:
+    def _write(self, start: int, phase: timing.Phase, run: PassRun, extra: dict, rp: tuple[int, int],
+               counters: dict | None) -> None:
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=run.command_buffer,
-                            labels=run.labels, extra=extra, render_pass=rp)
+                            labels=run.labels, extra=extra, render_pass=rp, counters=counters)
 
 
 def _mean(weighted: list[tuple[float | None, int]]) -> float | None:

@@ -88,15 +88,21 @@ class GpuTrace:
                 iid=iid, name=name, category=pf.pb.InternedGpuRenderStageSpecification.RenderStageCategory.Value(category))
         ctx = interned.graphics_contexts.add(iid=GRAPHICS_CONTEXT_IID, pid=self.pid)
         ctx.api = pf.pb.InternedGraphicsContext.VULKAN
-        if self._counters is not None:   # the GPU's counters, as a device's producer describes them
-            self._counters.describe(p.gpu_counter_event)
         self._writer.write(p)
+        if self._counters is not None:   # the GPU's counters, as a device's producer describes them
+            d = pf.TracePacket()         # a packet of its own: clock_snapshot and gpu_counter_event are one oneof
+            d.timestamp = p.timestamp
+            d.trusted_packet_sequence_id = self.sequence
+            self._counters.describe(d.gpu_counter_event)
+            self._writer.write(d)
         self._started = True
 
     def event(self, *, start_ns: int, duration_ns: int, queue: str, stage: str, gpu_id: int, submission_id: int,
               command_buffer: int, labels: list[str], extra: dict[str, object],
-              render_pass: tuple[int, int] | None = None) -> int:
-        """Append one render-stage event; returns its event_id."""
+              render_pass: tuple[int, int] | None = None, counters: dict[str, float] | None = None) -> int:
+        """Append one render-stage event; returns its event_id. `counters`: its Mali counters (icd/counters.py),
+        encoded after `extra` and cached apart from it (they repeat from frame to frame even when `extra`
+        holds lists, which are encoded each time)."""
         if not self._started:
             self._start()
         event_id = self._next_event
@@ -111,6 +117,8 @@ class GpuTrace:
         if transfer is not None:
             entries.append(transfer)
         entries.append(self._encoder.extras(extra))
+        if counters:
+            entries.append(self._encoder.extras(counters))
         data = self._encoder.packet(
             timestamp=start_ns, event_id=event_id, duration=duration_ns, extra=b"".join(entries),
             render_pass=render_pass, submission=submission_id, gpu=gpu_id, command_buffer=command_buffer,

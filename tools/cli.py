@@ -24,6 +24,8 @@ COMMANDS = {
              "Compare two sessions or merged traces workload by workload (GPU time, passes, shaders)."),
     "check": ("tessera.tools.cmd_check", "check",
               "Hold a session to a GPU budget (TOML) or a baseline; exit 1 when broken, JUnit XML."),
+    "counters": ("tessera.tools.cmd_counters", "counters",
+                 "Mali counters per workload or per frame (Arm's names; --csv as Arm's layer_gpu_profile)."),
     "regions": ("tessera.hostd.regions", "regions",
                 "Heatmaps (PNG) or grids (--json) of per-region counters (tessera run --regions)."),
 }

@@ -1,0 +1,336 @@
+"""Mali counters of a session: per workload, per frame, as Perfetto GPU counter tracks and as Arm's CSV.
+
+Role: the driver writes each GPU event's counters as `Mali<name>` args and its GPU's counter
+descriptor in its trace's first packet (icd/counters.py); this module reads them back.
+
+  - `read_session(SESSION_DIR)`: every workload's counters (a render pass's binning and main
+    phases summed) and every frame's, with the derived counters evaluated from the sums by Arm's
+    equations (schemas/counters.py) — the reader `tessera counters`, `tessera report`, budgets (#29)
+    and advice (#28) call;
+  - `Tracks`: what the merge feeds each GPU event to, and the GpuCounterEvent packets it writes at
+    the end: samples at every workload boundary of a packet sequence, each sample the counter's
+    increment since the previous one (a phase's counts spread evenly over its duration), as Android's
+    GPU counter producers report them, on the sequence that holds the descriptor;
+  - `write_csv`: the files Arm's `lglpy/comms/service_gpu_profile.py` writes (frame_NNNNN.csv per
+    frame of workloads: Index, Workload type, counters…, Label; capture.csv of frames: Frame ID,
+    counters…), values formatted as it formats them.
+
+MaliGPUActiveCy of a workload or a frame is the union of its phases' time, in the GPU's cycles
+(the ratio of the phases' MaliGPUActiveCy to their duration), never a sum: phases overlap.
+Single-threaded; no state outside the objects a call makes.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from tessera.schemas import counters as C
+from tessera.schemas import slice_args as A
+from tessera.schemas.perfetto import read_packets
+
+from .naming import app_labels, split_stack, submit_of, tag_of
+
+PREFIX = A.COUNTER.label.partition("{")[0]           # "Mali": every counter arg starts with it
+_WORKLOAD, _LABEL_STACK, _LABELS = A.WORKLOAD.label, A.LABEL_STACK.label, A.LABEL.label
+# The driver's workload class (schemas/slice_args.py WORKLOAD_CLASSES values) -> Arm's workload type
+# (the GPU Timeline's `type` vocabulary, docs/arm.md); transfers by their image or buffer stage.
+ARM_TYPES = {"render pass": "renderpass", "dispatch": "dispatch", "trace rays": "tracerays",
+             "acceleration structure build": "asbuild", "acceleration structure copy": "astransfer"}
+_IMAGE_STAGES = ("clear image", "copy image", "blit image", "resolve image")
+
+
+@dataclass
+class Phase:
+    start_ns: int
+    duration_ns: int
+    stage: str
+    counters: dict[str, float]
+
+
+@dataclass
+class Workload:
+    """One workload as the GPU ran it: its phases (a render pass: binning and main), its counters."""
+    index: int                     # order in the session (GPU start time)
+    pid: int | None
+    tag: int | None
+    submit: int | None
+    frame: int | None
+    kind: str                      # the driver's Workload class
+    labels: list[str]              # the application's debug labels, outermost first
+    phases: list[Phase] = field(default_factory=list)
+    counters: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def start_ns(self) -> int:
+        return min(p.start_ns for p in self.phases)
+
+    @property
+    def arm_type(self) -> str:
+        t = ARM_TYPES.get(self.kind)
+        if t is None:
+            stage = self.phases[0].stage if self.phases else ""
+            t = "imagetransfer" if stage in _IMAGE_STAGES or "image" in stage else "buffertransfer"
+        return t
+
+
+@dataclass
+class Frame:
+    frame: int
+    workloads: list[Workload]
+    counters: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class SessionCounters:
+    gpu: C.GpuCounters | None              # None: the session's GPU traces carry no counters
+    workloads: list[Workload]
+    frames: list[Frame]
+
+    def columns(self) -> list[str]:
+        """Arm's layer_gpu_profile counters this GPU has, in its order (the CSV's counter columns)."""
+        if self.gpu is None:
+            return []
+        return [n for n in C.ARM_PROFILE_COUNTERS if self.gpu.has(n)]
+
+
+def _union_ns(phases: list[Phase]) -> int:
+    total, end = 0, None
+    for s, e in sorted((p.start_ns, p.start_ns + p.duration_ns) for p in phases):
+        if end is None or s > end:
+            total += e - s
+            end = e
+        elif e > end:
+            total += e - end
+            end = e
+    return total
+
+
+def aggregate(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]) -> dict[str, float]:
+    """The counters of a set of phases: the measured and modelled ones summed, MaliGPUActiveCy their
+    union in cycles, then the derived ones evaluated on those."""
+    sums: dict[str, float] = {}
+    active_cy = active_ns = 0
+    for p in phases:
+        for name, v in p.counters.items():
+            if name == C.GPU_ACTIVE:
+                active_cy += v
+                active_ns += p.duration_ns
+                continue
+            c = gpu.counters.get(name)
+            if c is not None and not c.derived and not c.constant:
+                sums[name] = sums.get(name, 0) + v
+    if active_ns:
+        sums[C.GPU_ACTIVE] = round(_union_ns(phases) * active_cy / active_ns)
+    return gpu.derive(sums, config)
+
+
+# ---- reading a session ------------------------------------------------------------------------
+def _gpu_traces(session_dir: Path) -> list[Path]:
+    return sorted(p for p in Path(session_dir).rglob("gpu*.perfetto-trace") if p.is_file())
+
+
+def _descriptor_gpu(event) -> str | None:
+    for block in event.counter_descriptor.blocks:
+        if block.name in C.ARM_GPUS.values():
+            return block.name
+    return None
+
+
+def _metadata(session_dir: Path):
+    from .merge import find_inputs
+    from .metadata import MetadataIndex, load_file
+
+    index = MetadataIndex()
+    inputs = find_inputs(session_dir)
+    for path in inputs.logs + inputs.spools:
+        load_file(index, path)
+    return index
+
+
+def read_session(session_dir: Path, shader_cores: int | None = None) -> SessionCounters:
+    """Every workload's and frame's counters in SESSION_DIR (its gpu*.perfetto-trace files, and the
+    layer's logs for frames and labels). `shader_cores`: MALI_CONFIG_SHADER_CORE_COUNT (only the
+    counters that read it need it)."""
+    index = _metadata(session_dir)
+    gpu: C.GpuCounters | None = None
+    by_key: dict[tuple, Workload] = {}
+    for fi, path in enumerate(_gpu_traces(session_dir)):
+        contexts: dict[int, dict[int, int]] = {}
+        specs: dict[tuple[int, int], str] = {}
+        for p in read_packets(path):
+            seq = p.trusted_packet_sequence_id
+            if p.HasField("interned_data"):
+                for ctx in p.interned_data.graphics_contexts:
+                    contexts.setdefault(seq, {})[ctx.iid] = ctx.pid
+                for s in p.interned_data.gpu_specifications:
+                    specs[(seq, s.iid)] = s.name
+            if p.HasField("gpu_counter_event") and p.gpu_counter_event.HasField("counter_descriptor"):
+                name = _descriptor_gpu(p.gpu_counter_event)
+                if name is not None:
+                    gpu = C.for_gpu(name)
+            if not p.HasField("gpu_render_stage_event"):
+                continue
+            e = p.gpu_render_stage_event
+            ex: dict[str, str] = {}
+            values: dict[str, float] = {}
+            for d in e.extra_data:
+                if d.name.startswith(PREFIX):
+                    values[d.name] = float(d.value)
+                else:
+                    ex.setdefault(d.name, d.value)
+            if not values:
+                continue
+            pid = contexts.get(seq, {}).get(e.context)
+            stack = split_stack(ex.get(_LABEL_STACK))
+            rp = e.render_pass_instance_id if e.HasField("render_pass_instance_id") else None
+            key = (fi, seq, "rp", rp) if rp is not None else (fi, seq, "event", e.event_id)
+            w = by_key.get(key)
+            if w is None:
+                tag, submit = tag_of(ex.get(_LABELS), stack), submit_of(stack)
+                proc = index.processes.get(pid) if pid is not None else None
+                s = proc.submits.get(submit) if proc is not None and submit is not None else None
+                frame = s.get("frame") if isinstance(s, dict) and isinstance(s.get("frame"), int) else None
+                meta = proc.workload(tag, submit) if proc is not None and tag is not None else None
+                w = by_key[key] = Workload(0, pid, tag, submit, frame, ex.get(_WORKLOAD, "unknown"),
+                                           app_labels(meta, stack))
+            w.phases.append(Phase(p.timestamp, e.duration, specs.get((seq, e.stage_iid), ""), values))
+    workloads = sorted(by_key.values(), key=lambda w: (w.start_ns, w.pid or 0, w.tag or 0))
+    frames: list[Frame] = []
+    if gpu is not None:
+        config = gpu.config(shader_cores or 0)
+        by_frame: dict[int, list[Workload]] = {}
+        for i, w in enumerate(workloads):
+            w.index = i
+            w.counters = aggregate(gpu, w.phases, config)
+            by_frame.setdefault(w.frame if w.frame is not None else 0, []).append(w)
+        for n in sorted(by_frame):
+            ws = by_frame[n]
+            frames.append(Frame(n, ws, aggregate(gpu, [p for w in ws for p in w.phases], config)))
+    return SessionCounters(gpu, workloads, frames)
+
+
+# ---- Arm's CSV (lglpy/comms/service_gpu_profile.py) --------------------------------------------
+def _value(v: float | None) -> str:
+    return f"{(v if v is not None else 0):0.2f}"
+
+
+def workload_rows(s: SessionCounters, frame: Frame) -> Iterator[list[str]]:
+    cols = s.columns()
+    yield ["Index", "Workload type", *cols, "Label"]
+    for i, w in enumerate(frame.workloads):
+        yield [str(i), w.arm_type, *(_value(w.counters.get(c)) for c in cols), "|".join(w.labels)]
+
+
+def frame_rows(s: SessionCounters) -> Iterator[list[str]]:
+    cols = s.columns()
+    yield ["Frame ID", *cols]
+    for f in s.frames:
+        yield [str(f.frame), *(_value(f.counters.get(c)) for c in cols)]
+
+
+def write_csv(s: SessionCounters, out_dir: Path, per: str) -> list[Path]:
+    """Arm's files in `out_dir`: per workload one frame_NNNNN.csv per frame, per frame capture.csv.
+    A counter the GPU has but a workload has no value of is written 0.00 (Arm's columns are fixed)."""
+    from tessera.schemas.files import write_atomic
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    if per == "frame":
+        jobs = [(out_dir / "capture.csv", frame_rows(s))]
+    else:
+        jobs = [(out_dir / f"frame_{f.frame:05d}.csv", workload_rows(s, f)) for f in s.frames]
+    for path, rows in jobs:
+        import io
+
+        buf = io.StringIO(newline="")
+        csv.writer(buf).writerows(rows)
+        write_atomic(path, buf.getvalue().encode("utf-8"))
+        written.append(path)
+    return written
+
+
+def as_json(s: SessionCounters, per: str) -> dict[str, Any]:
+    units = {c.name: c.units for c in s.gpu.shown()} if s.gpu else {}
+    doc: dict[str, Any] = {"gpu": s.gpu.gpu if s.gpu else None, "units": units}
+    if per == "frame":
+        doc["frames"] = [{"frame": f.frame, "workloads": len(f.workloads), "counters": f.counters} for f in s.frames]
+    else:
+        doc["workloads"] = [{"index": w.index, "frame": w.frame, "pid": w.pid, "tag": w.tag, "submit": w.submit,
+                             "type": w.arm_type, "labels": w.labels, "start_ns": w.start_ns,
+                             "counters": w.counters} for w in s.workloads]
+    return doc
+
+
+# ---- Perfetto counter tracks, at merge ----------------------------------------------------------
+class Tracks:
+    """GPU counter samples of the merged trace: fed each GPU trace's descriptor and events while the
+    merge streams them, written once the traces are read."""
+
+    def __init__(self) -> None:
+        self._seqs: dict[int, tuple[C.GpuCounters, dict[str, int], dict[str, float]]] = {}
+        self._phases: dict[int, list[Phase]] = {}
+
+    def descriptor(self, out_seq: int, event) -> None:
+        name = _descriptor_gpu(event)
+        if name is None:
+            return
+        gpu = C.for_gpu(name)
+        ids = {s.name: s.counter_id for s in event.counter_descriptor.specs}
+        self._seqs[out_seq] = (gpu, ids, gpu.config(0))
+
+    def wants(self, out_seq: int) -> bool:
+        return out_seq in self._seqs
+
+    def event(self, out_seq: int, start_ns: int, e) -> None:
+        values = {d.name: float(d.value) for d in e.extra_data if d.name.startswith(PREFIX)}
+        if values:
+            self._phases.setdefault(out_seq, []).append(Phase(start_ns, e.duration, "", values))
+
+    def packets(self) -> Iterator[pb.TracePacket]:
+        for seq, phases in sorted(self._phases.items()):
+            gpu, ids, config = self._seqs[seq]
+            for ts, values in samples(gpu, phases, config):
+                p = pb.TracePacket()
+                p.timestamp = ts
+                p.trusted_packet_sequence_id = seq
+                ev = p.gpu_counter_event
+                for name, v in values.items():
+                    cid = ids.get(name)
+                    if cid is None:
+                        continue
+                    c = ev.counters.add(counter_id=cid)
+                    if float(v).is_integer() and abs(v) < 1 << 63:
+                        c.int_value = int(v)
+                    else:
+                        c.double_value = float(v)
+                yield p
+
+
+def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]) -> list[tuple[int, dict[str, float]]]:
+    """(timestamp, counters) at every phase boundary: each counter's increment over the interval since
+    the previous boundary (the phases active in it contribute their counts x overlap / duration),
+    derived counters evaluated on those; the first boundary gives every counter 0."""
+    bounds = sorted({p.start_ns for p in phases} | {p.start_ns + p.duration_ns for p in phases})
+    if not bounds:
+        return []
+    names = [c.name for c in gpu.shown()]
+    zero = {n: 0 for n in names if not gpu.counters[n].derived}
+    out = [(bounds[0], dict(zero))]
+    order = sorted(phases, key=lambda p: p.start_ns)
+    active: list[Phase] = []
+    k = 0
+    for a, b in zip(bounds, bounds[1:]):
+        while k < len(order) and order[k].start_ns <= a:
+            active.append(order[k])
+            k += 1
+        active = [p for p in active if p.start_ns + p.duration_ns > a]
+        part = [Phase(a, b - a, "", {n: v * (b - a) / p.duration_ns for n, v in p.counters.items()})
+                for p in active if p.duration_ns > 0]
+        values = aggregate(gpu, part, config) if part else {}
+        out.append((b, {**zero, **values}))
+    return out
