@@ -84,6 +84,27 @@ class Diff:
                 "unchanged": self.unchanged}
 
 
+def _arg_changes(b: Workload, n: Workload) -> dict[str, tuple[str | None, str | None]]:
+    """The args that changed: `name` when it changed alike on every stage of the workload,
+    `name (stage)` per stage otherwise (a render pass's binning and main slices may differ)."""
+    per: dict[str, dict[str, tuple]] = {}
+    stages = sorted(set(b.stage_args) | set(n.stage_args))
+    for stage in stages:
+        ba, na = b.stage_args.get(stage, {}), n.stage_args.get(stage, {})
+        for k in set(ba) | set(na):
+            if ba.get(k) != na.get(k):
+                per.setdefault(k, {})[stage] = (ba.get(k), na.get(k))
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for k in sorted(per):
+        changes = per[k]
+        present = [st for st in stages if k in b.stage_args.get(st, {}) or k in n.stage_args.get(st, {})]
+        if len(set(changes.values())) == 1 and len(changes) == len(present):
+            out[k] = next(iter(changes.values()))
+        else:
+            out.update((f"{k} ({st})", v) for st, v in sorted(changes.items()))
+    return out
+
+
 def diff_runs(base: Run, new: Run) -> Diff:
     queues = {q: (base.summary.gpu_time_ns.get(q, 0), new.summary.gpu_time_ns.get(q, 0))
               for q in sorted(set(base.summary.gpu_time_ns) | set(new.summary.gpu_time_ns))}
@@ -101,10 +122,7 @@ def diff_runs(base: Run, new: Run) -> Diff:
         if b is None:
             added.append(w)
             continue
-        c = WorkloadChange(b, w)
-        for k in sorted(set(b.args) | set(w.args)):
-            if b.args.get(k) != w.args.get(k):
-                c.args[k] = (b.args.get(k), w.args.get(k))
+        c = WorkloadChange(b, w, _arg_changes(b, w))
         sb_, sn_ = _shader_values(b), _shader_values(w)
         for k in sorted(set(sb_) | set(sn_)):
             if sb_.get(k) != sn_.get(k):

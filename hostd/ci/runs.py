@@ -65,6 +65,9 @@ class Workload:
     queue_ns: dict[str, int] = field(default_factory=dict)     # GPU time per queue
     stage_ns: dict[str, int] = field(default_factory=dict)     # GPU time per stage
     args: dict[str, str] = field(default_factory=dict)         # the first event's args, handles and join args out
+    # every event's args by stage (a render pass's binning and main slices may carry values of
+    # their own, such as per-phase counters): what diff compares
+    stage_args: dict[str, dict[str, str]] = field(default_factory=dict)
     order: tuple = ()                                           # where it ran: (process, submit, first event)
 
     @property
@@ -254,6 +257,8 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
                                        args={k: v for k, v in args.items() if k not in JOIN_ARGS},
                                        order=(process, submit if submit is not None else -1, i))
         placed.append((pid, ts, w))
+        if stage not in w.stage_args:
+            w.stage_args[stage] = w.args if not w.stage_args else {k: v for k, v in args.items() if k not in JOIN_ARGS}
         w.events += 1
         w.queue_ns[queue] = w.queue_ns.get(queue, 0) + duration
         w.stage_ns[stage] = w.stage_ns.get(stage, 0) + duration
