@@ -196,16 +196,23 @@ def report(target, top, blocks, as_json) -> None:
                     *(f"  {line}" for line in damaged[:20])]
     for line in problems:
         click.echo(line, err=True)
+    from .counters import format_headline, headline   # Mali counters (docs/counters.md)
+
+    counters = headline(target) if target.is_dir() else None
     # Per-region counters' heatmaps (tessera run --regions; written by the merge or `tessera regions`)
     folder = (target if target.is_dir() else target.parent) / "regions"
     heatmaps = sorted(str(p) for p in folder.glob("*.png")) if folder.is_dir() else []
     if as_json:
         data = summary.to_json()
+        if counters is not None:
+            data["counters"] = counters
         if heatmaps:
             data["heatmaps"] = heatmaps
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(format_summary(summary, detail=True))
+    if counters is not None:
+        click.echo(format_headline(counters))
     if heatmaps:
         click.echo(f"per-region heatmaps ({len(heatmaps)}, `tessera regions` lists or redraws them)")
         for path in heatmaps:

@@ -334,3 +334,32 @@ def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]) -
         values = aggregate(gpu, part, config) if part else {}
         out.append((b, {**zero, **values}))
     return out
+
+
+# ---- tessera report ---------------------------------------------------------------------------
+# The counters `tessera report` shows (those the GPU has), in this order.
+HEADLINE = ("MaliGPUActiveCy", "MaliBinningQueueUtil", "MaliMainQueueUtil", "MaliCompQueueUtil",
+            "MaliNonFragQueueUtil", "MaliFragQueueUtil", "MaliNonFragThread", "MaliFragThread",
+            "MaliGeomTotalPrim", "MaliExtBusRdBy", "MaliExtBusWrBy")
+
+
+def headline(session_dir: Path) -> dict[str, Any] | None:
+    """The session's headline counters: totals over its frames (utilizations over the whole session),
+    and the frame count; None when its GPU traces carry no counters."""
+    s = read_session(session_dir)
+    if s.gpu is None or not s.workloads:
+        return None
+    total = aggregate(s.gpu, [p for w in s.workloads for p in w.phases], s.gpu.config(0))
+    return {"gpu": s.gpu.gpu, "frames": len(s.frames), "workloads": len(s.workloads),
+            "counters": {n: total[n] for n in HEADLINE if n in total},
+            "units": {n: s.gpu.counters[n].units for n in HEADLINE if n in total}}
+
+
+def format_headline(h: dict[str, Any]) -> str:
+    lines = [f"Mali counters ({h['gpu']}, modelled: docs/counters.md; `tessera counters` per workload or frame), "
+             f"{h['workloads']} workloads in {h['frames']} frame(s):"]
+    for name, v in h["counters"].items():
+        unit = h["units"][name]
+        text = f"{v:.1f} %" if unit == "percent" else f"{v:,.0f} {unit}"
+        lines.append(f"  {name:<26} {text}")
+    return "\n".join(lines)

@@ -145,3 +145,13 @@ def test_counters_off(tmp_path, shims):
     assert read_session(session).gpu is None
     out = run([TESSERA, "counters", session], None)
     assert out.returncode == 1 and "no GPU trace with Mali counters" in out.stderr
+
+
+def test_report_shows_the_headline_counters(frame_session):
+    out = run([TESSERA, "report", frame_session], None)
+    assert out.returncode == 0, out.stderr
+    lines = {line.split()[0]: line for line in out.stdout.splitlines() if line.startswith("  Mali")}
+    assert lines["MaliExtBusWrBy"].split()[1] == f"{3 * TARGET_BYTES:,}"
+    assert lines["MaliGeomTotalPrim"].split()[1] == "6"
+    doc = json.loads(run([TESSERA, "report", frame_session, "--json"], None).stdout)
+    assert doc["counters"]["counters"]["MaliExtBusWrBy"] == 3 * TARGET_BYTES
