@@ -19,7 +19,8 @@ formulas of docs/counters.md:
 
 Derived counters whose inputs one phase has (queue active cycles, bus bytes) are evaluated with the
 database's equations (schemas/counters.py) and cached by their inputs: a steady frame loop
-computes each distinct phase once. Owned by the timeline's worker; not thread-safe.
+computes each distinct phase once, and the trace encodes it once (`Counts.encoded`). Owned by the
+timeline's worker; not thread-safe.
 """
 from __future__ import annotations
 
@@ -52,7 +53,9 @@ class CounterModel:
         self.main_q = queue("MaliMainQueuedCy", "MaliMainQueueAssignStallCy") or queue("MaliFragQueueActiveCy", None)
         self.compute_q = queue("MaliCompQueuedCy", "MaliCompQueueAssignStallCy") or queue(
             "MaliNonFragQueueActiveCy", None)
-        self._derived: dict[tuple, dict] = {}
+        self._derived: dict[tuple, Counts] = {}          # base counters -> with the derived ones
+        self._passes: dict[tuple, tuple] = {}            # render_pass's inputs -> its phases' Counts
+        self._works: dict[tuple, Counts] = {}            # work's inputs -> its Counts
         self._active = has(C.GPU_ACTIVE)
 
     @classmethod
@@ -75,7 +78,19 @@ class CounterModel:
 
     def render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
                     main: timing.Phase) -> tuple[dict, dict]:
-        """The counters of a render pass's binning and main phases (`info`: its PassInfo)."""
+        """The counters of a render pass's binning and main phases (`info`: its PassInfo); cached by
+        everything they are computed from (a steady frame repeats its passes)."""
+        key = (info.width, info.height, info.layers, info.load_bytes, info.store_bytes, draws, vertices, primitives,
+               binning.duration_ns, main.duration_ns)
+        hit = self._passes.get(key)
+        if hit is None:
+            if len(self._passes) >= _CACHE:
+                self._passes.clear()
+            hit = self._passes[key] = self._render_pass(info, draws, vertices, primitives, binning, main)
+        return hit
+
+    def _render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
+                     main: timing.Phase) -> tuple[dict, dict]:
         has = self.gpu.has
         b: dict = {}
         self._queue(b, self.binning_q, binning.duration_ns)
@@ -102,7 +117,18 @@ class CounterModel:
 
     def work(self, work, duration_ns: int) -> dict:
         """A dispatch, trace rays, acceleration-structure job or transfer (`work`: its Work). Sizes the
-        driver had to guess (Work.estimated) give no thread counts."""
+        driver had to guess (Work.estimated) give no thread counts. Cached like render_pass."""
+        size = work.info.get("group_size")
+        key = (work.kind, work.stage, duration_ns, work.invocations, work.estimated, work.nbytes,
+               tuple(size) if type(size) is list else size)
+        hit = self._works.get(key)
+        if hit is None:
+            if len(self._works) >= _CACHE:
+                self._works.clear()
+            hit = self._works[key] = self._work(work, duration_ns, size)
+        return hit
+
+    def _work(self, work, duration_ns: int, group_size: object) -> dict:
         out: dict = {}
         self._queue(out, self.compute_q, duration_ns)
         has = self.gpu.has
@@ -112,9 +138,7 @@ class CounterModel:
                 if has("MaliNonFragThread"):
                     out["MaliNonFragThread"] = work.invocations
                 if has("MaliNonFragWarp"):
-                    info = work.info
-                    out["MaliNonFragWarp"] = self.warps_of(work.invocations, info.get("groups"),
-                                                           info.get("group_size"))
+                    out["MaliNonFragWarp"] = self.warps_of(work.invocations, group_size)
         elif kind in ("transfer", "acceleration_structure_copy") and work.nbytes > 0:
             if work.stage not in _WRITE_ONLY and has("MaliExtBusRdBt"):
                 out["MaliExtBusRdBt"] = self._beats(work.nbytes)
@@ -122,11 +146,11 @@ class CounterModel:
                 out["MaliExtBusWrBt"] = self._beats(work.nbytes)
         return self._with_derived(out)
 
-    def warps_of(self, invocations: int, groups: object, group_size: object) -> int:
+    def warps_of(self, invocations: int, group_size: object) -> int:
         """Warps of a dispatch: each work group fills whole warps (Arm: make groups a warp multiple)."""
-        if (isinstance(groups, (list, tuple)) and isinstance(group_size, (list, tuple)) and len(groups) == 3
-                and len(group_size) == 3 and min(groups) >= 0 and min(group_size) > 0):
-            return groups[0] * groups[1] * groups[2] * -(-(group_size[0] * group_size[1] * group_size[2]) // self.warp)
+        if isinstance(group_size, (list, tuple)) and len(group_size) == 3 and min(group_size) > 0:
+            per_group = group_size[0] * group_size[1] * group_size[2]
+            return invocations // per_group * -(-per_group // self.warp)
         return -(-invocations // self.warp)
 
     @staticmethod
@@ -134,13 +158,13 @@ class CounterModel:
         """Fragments as the timing model counts them (icd/timing.py render_pass)."""
         return math.floor(width * height * max(1, layers) * draws * timing.DRAW_COVERAGE)
 
-    def _with_derived(self, base: dict) -> dict:
+    def _with_derived(self, base: dict) -> "Counts":
         key = tuple(base.items())
         done = self._derived.get(key)
         if done is None:
             if len(self._derived) >= _CACHE:
                 self._derived.clear()
-            done = self._derived[key] = self.gpu.derive(base, self.config)
+            done = self._derived[key] = Counts(self.gpu.derive(base, self.config))
         return done
 
     # ---- the trace's descriptor packet -------------------------------------------------------------
@@ -163,6 +187,16 @@ class CounterModel:
             ids.append(i)
         d.blocks.add(block_id=0, name=self.gpu.gpu, description="emulated by Tessera (docs/counters.md)",
                      counter_ids=ids)
+
+
+class Counts(dict):
+    """A phase's counters (name -> value), shared by the phases that count the same; the trace keeps
+    their extra_data encoding on it (`encoded`, icd/trace.py): a repeated phase costs no encoding."""
+    __slots__ = ("encoded",)
+
+    def __init__(self, values: dict) -> None:
+        super().__init__(values)
+        self.encoded: bytes | None = None
 
 
 # Arm's units -> Perfetto's GpuCounterDescriptor.MeasureUnit names (None: no unit Perfetto has).

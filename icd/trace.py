@@ -118,7 +118,12 @@ class GpuTrace:
             entries.append(transfer)
         entries.append(self._encoder.extras(extra))
         if counters:
-            entries.append(self._encoder.extras(counters))
+            encoded = getattr(counters, "encoded", None)   # icd/counters.Counts keeps its bytes
+            if encoded is None:
+                encoded = self._encoder.extras(counters)
+                if hasattr(counters, "encoded"):
+                    counters.encoded = encoded
+            entries.append(encoded)
         data = self._encoder.packet(
             timestamp=start_ns, event_id=event_id, duration=duration_ns, extra=b"".join(entries),
             render_pass=render_pass, submission=submission_id, gpu=gpu_id, command_buffer=command_buffer,
