@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
 APT_PACKAGES := libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-tools glslang-tools xvfb \
-                vulkan-validationlayers spirv-tools gcc vkbasalt mangohud
+                vulkan-validationlayers spirv-tools gcc vkbasalt mangohud chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup apt venv backend shims examples test demo bench clean doctor

@@ -143,15 +143,18 @@ def _newer(trace: Path, session_dir: Path) -> bool:
               help="Longest workloads, and most expensive draws/dispatches of an instrumented session, to list.")
 @click.option("--blocks", type=click.IntRange(min=0), default=5, show_default=True,
               help="Hottest basic blocks shown per shader stage (0: every executed block).")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def report(target, top, blocks, as_json) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with the render graph and advice).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write one self-contained HTML page here: summary, timeline, render graph, heatmaps, advice.")
+def report(target, top, blocks, as_json, html_path) -> None:
     """Summarise a session folder (merging it if needed) or a merged trace.
 
     For a session run with --instrument, also rank its most expensive draws and dispatches by
     total shader thread-operations, with the hottest basic blocks of each and their SPIR-V.
     A merged trace holds only what its slices' args carry (per-slice totals, a render pass's
     top draws): report the session folder for the blocks. A session run with --regions also
-    lists its per-region heatmaps (SESSION/regions/*.png)."""
+    lists its per-region heatmaps (SESSION/regions/*.png). Every report ends with the advice: what
+    to change in the frame and what each change saves on the emulated Mali (docs/advice.md)."""
     from tessera.schemas.files import InputError, check_input
     from tessera.schemas.perfetto import TraceFormatError
 
@@ -202,12 +205,19 @@ def report(target, top, blocks, as_json) -> None:
     # Per-region counters' heatmaps (tessera run --regions; written by the merge or `tessera regions`)
     folder = (target if target.is_dir() else target.parent) / "regions"
     heatmaps = sorted(str(p) for p in folder.glob("*.png")) if folder.is_dir() else []
+    from .advice.report import advise_target, format_advice, write_html
+
+    analysis = advise_target(target)
+    if html_path is not None and analysis is not None:
+        write_html(analysis, summary, target, folder, html_path)
     if as_json:
         data = summary.to_json()
         if counters is not None:
             data["counters"] = counters
         if heatmaps:
             data["heatmaps"] = heatmaps
+        if analysis is not None:
+            data["advice"] = analysis.to_json()
         click.echo(json.dumps(data, indent=2))
         return
     click.echo(format_summary(summary, detail=True))
@@ -217,6 +227,10 @@ def report(target, top, blocks, as_json) -> None:
         click.echo(f"per-region heatmaps ({len(heatmaps)}, `tessera regions` lists or redraws them)")
         for path in heatmaps:
             click.echo(f"  {path}")
+    if analysis is not None:
+        click.echo(format_advice(analysis, top))
+    if html_path is not None and analysis is not None:
+        click.echo(f"HTML report: {html_path}")
 
 
 @click.command("view")

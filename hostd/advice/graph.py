@@ -32,6 +32,7 @@ OPAQUE_KINDS = frozenset({"dispatch", "trace_rays", "acceleration_structure_buil
 FULL_OVERWRITE_TRANSFERS = frozenset({"clear image"})
 DEPTH_ASPECTS = frozenset({"depth", "stencil", "depth_stencil"})
 DEPTH_PREFIXES = ("D16", "D24", "D32", "X8_D24", "S8")
+NULL_HANDLE = "0x0"          # the layer's `resources` entry of an attachment whose image it does not know
 
 
 @dataclass
@@ -203,7 +204,8 @@ def _accesses(w: Work) -> list[Access]:
             load, store = str(a.get("load_op", "")), str(a.get("store_op", ""))
             resolve = bool(a.get("resolve")) or a.get("aspect") == "resolve"
             size = attachment_bytes(w.meta, a)
-            acc = Access(images[i] if i < len(images) else None, "attachment", i, str(a.get("aspect", "")),
+            image = images[i] if i < len(images) and images[i] != NULL_HANDLE else None
+            acc = Access(image, "attachment", i, str(a.get("aspect", "")),
                          str(a.get("format", "")), int(a.get("samples") or 1), load, store)
             acc.reads = load == "load"
             acc.keeps = load == "none"

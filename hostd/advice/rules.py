@@ -368,7 +368,8 @@ RULES: tuple[Rule, ...] = (
     _rule("msaa-stored", "Multisampled attachment written back to memory",
           "Resolve on tile (a resolve attachment), STORE_OP_DONT_CARE the samples, make the image TRANSIENT_ATTACHMENT"
           " in lazily allocated memory.",
-          msaa_stored, ("vkCreateImage-non-transient-ms-image", "vkBindImageMemory-non-lazy-transient-image")),
+          msaa_stored, ("vkCreateImage-non-transient-ms-image", "vkCreateRenderPass-image-requires-memory",
+                        "vkBindImageMemory-non-lazy-transient-image")),
     _rule("resolve-transfer", "MSAA resolved outside the render pass (vkCmdResolveImage)",
           "Add a resolve attachment (pResolveAttachments or VkRenderingAttachmentInfo::resolveImageView) and do not"
           " store the samples.",
