@@ -6,6 +6,8 @@ VK_ERROR_FEATURE_NOT_PRESENT (Vulkan spec 5.2.1 "Device Creation"), queues beyon
 VK_ERROR_INITIALIZATION_FAILED."""
 from __future__ import annotations
 
+import functools
+
 from tessera.vkapi import intercepts, structs
 from tessera.vkapi.commands import track_device_queues
 from tessera.vkapi.dispatch import canonical, is_device_command
@@ -52,6 +54,12 @@ def strip_chain(ffi, pnext, phys: PhysicalDevice, keep: structs.Keepalive, log=N
     return structs.rebuild_chain(ffi, known, keep)
 
 
+@functools.cache
+def command_names(canonical_name: str) -> tuple[str, ...]:
+    """Every registry name of a command (its aliases), from the generated constants."""
+    return tuple(n for n, (c, _) in vk.COMMANDS.items() if c == canonical_name)
+
+
 class Devices:
     """Device hooks: one method per command (HookSet.bind); the devices and queues they make live in
     the driver's `Objects`."""
@@ -64,14 +72,17 @@ class Devices:
         phys = physical_device_info(drv, objects.get(physicalDevice, PhysicalDevice))
         keep: structs.Keepalive = []
         names = structs.extension_names(ffi, pCreateInfo)
-        emulated = frozenset(n for n in names if n not in phys.extensions)
+        passed = names   # what the backend is asked to enable
+        dp = device_profile.of(drv)
+        if dp is not None:
+            if (refused := self.refused(dp, phys, pCreateInfo, names)) is not None:
+                return refused
+            passed = dp.backend_names(names, phys.extensions, phys.api_version)
+        emulated = frozenset(n for n in passed if n not in phys.extensions)
         if not emulated <= identity.EMULATED_DEVICE_EXTENSIONS.keys():
             return vk.VK_ERROR_EXTENSION_NOT_PRESENT
-        dp = device_profile.of(drv)
-        if dp is not None and (refused := self.refused(dp, phys, pCreateInfo, names)) is not None:
-            return refused
         info = structs.with_extensions(ffi, "VkDeviceCreateInfo *", pCreateInfo,
-                                       [n for n in names if n not in emulated], keep)
+                                       [n for n in passed if n not in emulated], keep)
         info.pNext = strip_chain(ffi, pCreateInfo.pNext, phys, keep, drv.hooks.errors.log)
         request = DeviceRequest(ffi, phys, pCreateInfo, info, frozenset(names), keep)
         on = []   # the features that want the device (icd/feature.py), in list order
@@ -96,7 +107,7 @@ class Devices:
         """The error vkCreateDevice returns on the profiled device, or None: extensions, features and
         queues checked against what the emulated device reports."""
         ffi, log = self.ffi, self.drv.hooks.errors.log
-        listed = dp.extensions(phys.extensions)
+        listed = dp.extensions(phys.extensions, phys.api_version)
         absent = [n for n in names if n not in listed]
         if absent:
             log.warning("vkCreateDevice: %s: not an extension of %s", ", ".join(absent), self.drv.profile.device_name)
@@ -167,7 +178,15 @@ class Devices:
             if name in EMULATED_COMMANDS or getattr(dev.next, name) is not None:
                 return drv.pointers[name]
             return ffi.NULL
-        return backend_gdpa(device, pName)
+        found = backend_gdpa(device, pName)
+        if found == ffi.NULL and device_profile.of(drv) is not None:
+            # an extension the device lists under the name the backend's was promoted from or to
+            # (device_clamp.provider): the backend has the command under another of its names
+            for alias in command_names(name):
+                found = backend_gdpa(device, alias.encode())
+                if found != ffi.NULL:
+                    break
+        return found
 
 
 def register(drv: Driver) -> None:

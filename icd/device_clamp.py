@@ -13,8 +13,9 @@ The rules (a member's vk.xml `limittype`, vk.LIMIT_TYPES, says which way a limit
   bits (booleans: both true); range: the narrower; struct: member by member; arrays: per element;
 - exact, noauto and members without a limittype: the profile's when the backend agrees, else the
   backend's (it is what executes);
-- features: true only where both are; extensions: the profile's the backend has, plus those Tessera
-  itself provides (identity.EMULATED_DEVICE_EXTENSIONS); format features: the common bits; queue
+- features: true only where both are; extensions: the profile's the backend has (also under the name
+  it was promoted to, or as the core version it became), plus those Tessera itself provides
+  (identity.EMULATED_DEVICE_EXTENSIONS); format features: the common bits; queue
   families: common flags, the lower queue count (no second queue is emulated) and timestamp bits.
 """
 from __future__ import annotations
@@ -128,11 +129,32 @@ def feature(profile_value: bool | None, backend_value: Any) -> bool:
     return bool(profile_value) and bool(backend_value)
 
 
+def provider(name: str, backend: Mapping[str, int], api: int) -> str | None:
+    """The backend's name for extension `name`: itself; else the extension it was promoted to or
+    the one promoted to it (the same commands, structs and enums under other names, vk.xml
+    `promotedto`: VK_EXT_global_priority and VK_KHR_global_priority); "" when `name` was promoted
+    to a core version the backend has (`api`); None when the backend has none of these."""
+    if name in backend:
+        return name
+    promoted = vk.EXTENSION_PROMOTED.get(name)
+    if promoted in backend:
+        return promoted
+    if promoted and promoted.startswith("VK_VERSION_"):
+        major, minor = (int(x) for x in promoted.removeprefix("VK_VERSION_").split("_"))
+        if (major << 22) | (minor << 12) <= api:
+            return ""
+    return next((e for e in backend if vk.EXTENSION_PROMOTED.get(e) == name), None)
+
+
 def extensions(profile: Mapping[str, int], backend: Mapping[str, int],
-               emulated: Mapping[str, int]) -> dict[str, int]:
-    """The device extensions reported: the profile's the backend has (the lower spec version), plus
-    Tessera's own."""
-    out = {n: min(v, backend[n]) for n, v in profile.items() if n in backend}
+               emulated: Mapping[str, int], api: int = 0) -> dict[str, int]:
+    """The device extensions reported: the profile's the backend has (the lower spec version) or
+    provides under a promoted name (`provider`; the profile's spec version), plus Tessera's own."""
+    out = {}
+    for n, v in profile.items():
+        p = provider(n, backend, api)
+        if p is not None:
+            out[n] = min(v, backend[n]) if p == n else v
     out.update(emulated)
     return out
 
@@ -178,7 +200,7 @@ def differences(profile: VulkanProfile, backend: VulkanProfile, emulated: Mappin
     if api != profile.api_version:
         out.append(Difference("api-version", profile.api_version, api, LOWER))
     available = {n: v for n, v in backend.extensions.items() if n not in withheld}
-    reported = {**extensions(profile.extensions, available, emulated), **layer}
+    reported = {**extensions(profile.extensions, available, emulated, api), **layer}
     for name in sorted(profile.extensions.keys() | reported.keys()):
         p, r = profile.extensions.get(name), reported.get(name)
         if p == r:

@@ -153,8 +153,23 @@ class DeviceProfile:
                 self._properties(ffi, ffi.cast(f"{name} *", p), name)
 
     # ---- extensions ------------------------------------------------------------------------
-    def extensions(self, backend: dict[str, int]) -> dict[str, int]:
-        return device_clamp.extensions(self.profile.extensions, backend, self.emulated)
+    def extensions(self, backend: dict[str, int], api: int) -> dict[str, int]:
+        """The device extensions reported over the backend's (`api`: its apiVersion)."""
+        return device_clamp.extensions(self.profile.extensions, backend, self.emulated,
+                                       min(api, self.profile.api_version))
+
+    def backend_names(self, names: list[str], backend: dict[str, int], api: int) -> list[str]:
+        """The extensions to enable on the backend for the application's `names`: each under the
+        backend's name for it (device_clamp.provider), none for one that is core there; names the
+        backend does not provide stay (Tessera's own, or refused by the caller)."""
+        out = []
+        for n in names:
+            p = device_clamp.provider(n, backend, min(api, self.profile.api_version))
+            if p is None:
+                out.append(n)
+            elif p and p not in out:
+                out.append(p)
+        return out
 
     # ---- formats ---------------------------------------------------------------------------
     def format_features(self, fmt: int) -> dict[str, int]:

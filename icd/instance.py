@@ -52,7 +52,7 @@ def device_extensions(drv: Driver, phys: PhysicalDevice) -> dict[str, int]:
     backend = physical_device_info(drv, phys).extensions
     dp = device_profile.of(drv)
     if dp is not None:
-        return dp.extensions(backend)
+        return dp.extensions(backend, phys.api_version)
     return {**identity.EMULATED_DEVICE_EXTENSIONS, **backend}
 
 

@@ -5,8 +5,9 @@ VK_API_VERSION_<major>_<minor> of every core version (vk.xml defines them as C m
 model does not carry), and STRUCTS: sType value -> (struct name, core version or None, extensions), which
 the driver uses to decide which pNext structs a backend understands; STRUCT_ALIASES (alias -> canonical
 struct name) and LIMIT_TYPES (struct -> member -> vk.xml's `limittype`: max, min, bits, bitmask, range,
-exact, noauto, struct:<its type>, ...), which the emulated device uses to clamp a Vulkan profile to its backend
-(icd/device_profile.py).
+exact, noauto, struct:<its type>, ...) and EXTENSION_PROMOTED (extension -> the extension or core
+version it was promoted to), which the emulated device uses to clamp a Vulkan profile to its backend
+(icd/device_clamp.py).
 Kept out of the cffi declarations so the shims compile in a fraction of a second.
 """
 from __future__ import annotations
@@ -130,6 +131,10 @@ def generate() -> str:
                      f"{fmt.texelsPerBlock}, {extent!r}),")
     lines.append("}")
     exts = [f"    {e.name!r}: {e.device!r}," for e in vk.extensions.values()]
+    lines.append("# extension -> what it was promoted to: an extension, or a core version VK_VERSION_<major>_<minor>")
+    lines.append("EXTENSION_PROMOTED = {")
+    lines += [f"    {e.name!r}: {e.promotedTo!r}," for e in vk.extensions.values() if e.promotedTo]
+    lines.append("}")
     lines.append("# extension name -> True for device extensions, False for instance extensions")
     lines.append("EXTENSIONS = {")
     lines += exts

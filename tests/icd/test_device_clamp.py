@@ -93,3 +93,16 @@ def test_differences_name_every_change_with_its_reason():
     d = found.pop("queueFamiliesProperties[0].queueCount")
     assert (d.profile, d.reported) == (2, 1) and "no second queue" in d.reason
     assert found == {}   # maxBoundDescriptorSets 7 <= 8, shaderFloat64 false on the device: no difference
+
+
+def test_an_extension_the_backend_has_under_a_promoted_name_is_reported():
+    backend = {"VK_KHR_global_priority": 1, "VK_EXT_calibrated_timestamps": 2}
+    v13 = vk.VK_API_VERSION_1_3
+    assert vk.EXTENSION_PROMOTED["VK_EXT_global_priority"] == "VK_KHR_global_priority"
+    assert dc.provider("VK_EXT_global_priority", backend, v13) == "VK_KHR_global_priority"   # promoted to
+    assert dc.provider("VK_KHR_calibrated_timestamps", backend, v13) == "VK_EXT_calibrated_timestamps"  # from
+    assert dc.provider("VK_EXT_tooling_info", backend, v13) == ""                               # core in 1.3
+    assert dc.provider("VK_EXT_tooling_info", backend, vk.VK_API_VERSION_1_2) is None
+    assert dc.provider("VK_EXT_fragment_density_map", backend, v13) is None
+    profile = {"VK_EXT_global_priority": 2, "VK_EXT_tooling_info": 1, "VK_EXT_fragment_density_map": 2}
+    assert dc.extensions(profile, backend, {}, v13) == {"VK_EXT_global_priority": 2, "VK_EXT_tooling_info": 1}

@@ -204,3 +204,13 @@ def test_a_malformed_profile_refuses_the_instance_and_says_where(tessera_env, ba
     assert r.returncode != 0
     assert (f"the emulated GPU's Vulkan profile is unusable: {bad}: capabilities.device.properties."
             "VkPhysicalDeviceProperties.limits.framebufferColorSampleCounts[0]: 'VK_SAMPLE_COUNT_3_BIT'") in r.stderr
+
+
+def test_extensions_the_backend_has_under_another_name_are_the_devices(tessera_env):
+    """The Immortalis-G720 lists VK_EXT_global_priority(_query), VK_KHR_calibrated_timestamps and
+    VK_EXT_tooling_info; lavapipe has them as VK_KHR_global_priority, VK_EXT_calibrated_timestamps and
+    Vulkan 1.3 (vk.xml promotedto): the device lists them, enables them and has their commands."""
+    wanted = ("VK_EXT_global_priority", "VK_EXT_global_priority_query", "VK_KHR_calibrated_timestamps",
+              "VK_EXT_tooling_info")
+    got = request(tessera_env, *(f"ext:{e}" for e in wanted), "proc:vkGetCalibratedTimestampsKHR")
+    assert got["result"] == "VK_SUCCESS" and got["procs"] == {"vkGetCalibratedTimestampsKHR": True}, got

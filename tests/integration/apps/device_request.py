@@ -5,7 +5,8 @@ Arguments: NAME for a VkPhysicalDeviceFeatures member (enabled through pEnabledF
 v12.NAME for a VkPhysicalDeviceVulkan12Features member (enabled through the pNext chain),
 ext:NAME for a device extension, queues:N for N queues of family 0; image:FORMAT:USAGE (e.g.
 image:R8G8B8A8_UNORM:STORAGE) also asks vkGetPhysicalDeviceImageFormatProperties and
-vkGetPhysicalDeviceImageFormatProperties2 for a 2D optimal-tiling image, and prints their results.
+vkGetPhysicalDeviceImageFormatProperties2 for a 2D optimal-tiling image, and prints their results;
+proc:NAME asks the created device's vkGetDeviceProcAddr for NAME and prints whether it has it.
 
 Run: .venv/bin/python tests/integration/apps/device_request.py fillModeNonSolid  (under `tessera run` or not)
 """
@@ -45,14 +46,20 @@ def main(args: list[str]) -> None:
     info = vk.VkDeviceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, pNext=chain, queueCreateInfoCount=1,
                                  pQueueCreateInfos=[queue], enabledExtensionCount=len(extensions),
                                  ppEnabledExtensionNames=extensions, pEnabledFeatures=features)
+    procs = {}
     try:
-        vk.vkDestroyDevice(vk.vkCreateDevice(phys, info, None), None)
+        device = vk.vkCreateDevice(phys, info, None)
+        for a in args:
+            if a.startswith("proc:"):
+                name = a.split(":", 1)[1]
+                procs[name] = vk.lib.vkGetDeviceProcAddr(device, name.encode()) != vk.ffi.NULL
+        vk.vkDestroyDevice(device, None)
         result = "VK_SUCCESS"
     except tuple(ERRORS) as e:
         result = ERRORS[type(e)]
     vk.vkDestroyInstance(instance, None)
     print(json.dumps({"result": result, "reported": reported, "queue_counts": [f.queueCount for f in families],
-                      "images": images}))
+                      "images": images, "procs": procs}))
 
 
 def image_format(phys, fmt: str, usage: str) -> list[str]:
