@@ -106,3 +106,13 @@ def test_an_extension_the_backend_has_under_a_promoted_name_is_reported():
     assert dc.provider("VK_EXT_fragment_density_map", backend, v13) is None
     profile = {"VK_EXT_global_priority": 2, "VK_EXT_tooling_info": 1, "VK_EXT_fragment_density_map": 2}
     assert dc.extensions(profile, backend, {}, v13) == {"VK_EXT_global_priority": 2, "VK_EXT_tooling_info": 1}
+
+
+def test_report_lines_say_path_values_and_reason():
+    from tessera.icd.device_report import lines
+
+    found = [dc.Difference("properties.VkPhysicalDeviceProperties.limits.maxImageDimension2D", 65536, 16384, dc.LOWER),
+             dc.Difference("extensions.VK_ARM_tensors", None, 2, "provided by Tessera (emulated)")]
+    assert lines(found) == [
+        "properties.VkPhysicalDeviceProperties.limits.maxImageDimension2D: 0x10000 -> 16384  (the backend's limit is lower)",
+        "extensions.VK_ARM_tensors: - -> 2  (provided by Tessera (emulated))"]
