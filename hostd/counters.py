@@ -22,6 +22,7 @@ Single-threaded; no state outside the objects a call makes.
 from __future__ import annotations
 
 import csv
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -30,7 +31,8 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from tessera.schemas import counters as C
 from tessera.schemas import slice_args as A
-from tessera.schemas.perfetto import read_packets
+from tessera.schemas.perfetto import PACKET_TAG, read_packets, varint
+from tessera.schemas.protowire import key as field_key
 
 from .naming import app_labels, split_stack, submit_of, tag_of
 
@@ -267,9 +269,22 @@ def as_json(s: SessionCounters, per: str) -> dict[str, Any]:
 
 
 # ---- Perfetto counter tracks, at merge ----------------------------------------------------------
+# Field keys of the GpuCounterEvent packets written here, from the protos' descriptors (protowire.py).
+_GC = pb.GpuCounterEvent.GpuCounter
+_K_TIMESTAMP = field_key(pb.TracePacket, "timestamp", "varint")
+_K_SEQUENCE = field_key(pb.TracePacket, "trusted_packet_sequence_id", "varint")
+_K_EVENT = field_key(pb.TracePacket, "gpu_counter_event", "message")
+_K_COUNTERS = field_key(pb.GpuCounterEvent, "counters", "message")
+_K_ID = field_key(_GC, "counter_id", "varint")
+_K_INT = field_key(_GC, "int_value", "varint")
+_K_DOUBLE = varint(_GC.DESCRIPTOR.fields_by_name["double_value"].number << 3 | 1)   # fixed64 wire type
+_DOUBLE = struct.Struct("<d")
+
+
 class Tracks:
     """GPU counter samples of the merged trace: fed each GPU trace's descriptor and events while the
-    merge streams them, written once the traces are read."""
+    merge streams them, written once the traces are read (`encoded`: Trace.packet fields, the bytes
+    protobuf writes for the same packets; tests/hostd/test_counter_tracks.py compares them)."""
 
     def __init__(self) -> None:
         self._seqs: dict[int, tuple[C.GpuCounters, dict[str, int], dict[str, float]]] = {}
@@ -291,49 +306,95 @@ class Tracks:
         if values:
             self._phases.setdefault(out_seq, []).append(Phase(start_ns, e.duration, "", values))
 
-    def packets(self) -> Iterator[pb.TracePacket]:
+    def encoded(self) -> Iterator[bytes]:
         for seq, phases in sorted(self._phases.items()):
             gpu, ids, config = self._seqs[seq]
-            for ts, values in samples(gpu, phases, config):
-                p = pb.TracePacket()
-                p.timestamp = ts
-                p.trusted_packet_sequence_id = seq
-                ev = p.gpu_counter_event
-                for name, v in values.items():
-                    cid = ids.get(name)
-                    if cid is None:
-                        continue
-                    c = ev.counters.add(counter_id=cid)
-                    if float(v).is_integer() and abs(v) < 1 << 63:
-                        c.int_value = int(v)
-                    else:
-                        c.double_value = float(v)
-                yield p
+            head = _K_SEQUENCE + varint(seq)
+            keys = {name: _K_ID + varint(cid) for name, cid in ids.items()}
+            times, columns = samples(gpu, phases, config)
+            # each column's samples encoded as GpuCounter fields (b"" for no value), one encoding per
+            # distinct value: a frame loop repeats its values
+            rows = [_column(keys[n], values.tolist()) for n, values in columns.items() if n in keys]
+            for i, ts in enumerate(times.tolist()):
+                event = b"".join([r[i] for r in rows])
+                packet = _K_TIMESTAMP + varint(ts) + head + _K_EVENT + varint(len(event)) + event
+                yield PACKET_TAG + varint(len(packet)) + packet
+
+    def packets(self) -> Iterator[pb.TracePacket]:
+        """The same packets as protobuf messages (tests, small traces)."""
+        for raw in self.encoded():
+            t = pb.Trace()
+            t.ParseFromString(raw)
+            yield t.packet[0]
 
 
-def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]) -> list[tuple[int, dict[str, float]]]:
-    """(timestamp, counters) at every phase boundary: each counter's increment over the interval since
-    the previous boundary (the phases active in it contribute their counts x overlap / duration),
-    derived counters evaluated on those; the first boundary gives every counter 0."""
-    bounds = sorted({p.start_ns for p in phases} | {p.start_ns + p.duration_ns for p in phases})
-    if not bounds:
-        return []
-    names = [c.name for c in gpu.shown()]
-    zero = {n: 0 for n in names if not gpu.counters[n].derived}
-    out = [(bounds[0], dict(zero))]
-    order = sorted(phases, key=lambda p: p.start_ns)
-    active: list[Phase] = []
-    k = 0
-    for a, b in zip(bounds, bounds[1:]):
-        while k < len(order) and order[k].start_ns <= a:
-            active.append(order[k])
-            k += 1
-        active = [p for p in active if p.start_ns + p.duration_ns > a]
-        part = [Phase(a, b - a, "", {n: v * (b - a) / p.duration_ns for n, v in p.counters.items()})
-                for p in active if p.duration_ns > 0]
-        values = aggregate(gpu, part, config) if part else {}
-        out.append((b, {**zero, **values}))
+def _column(k: bytes, values: list[float]) -> list[bytes]:
+    """GpuCounter fields (counter_id `k`) of one counter's samples: int_value when the value is whole,
+    else double_value; nothing for NaN (no value)."""
+    memo: dict[float, bytes] = {}
+    out = []
+    for v in values:
+        field = memo.get(v)
+        if field is None:
+            if v != v:
+                field = b""
+            else:
+                body = k + (_K_INT + varint(int(v)) if v.is_integer() else _K_DOUBLE + _DOUBLE.pack(v))
+                field = _K_COUNTERS + varint(len(body)) + body
+            if len(memo) < 1 << 16:
+                memo[v] = field
+        out.append(field)
     return out
+
+
+def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
+            ) -> tuple["np.ndarray", dict[str, "np.ndarray"]]:
+    """(timestamps, counter -> values) at every phase boundary: each counter's increment over the
+    interval since the previous boundary (every phase active in it contributes its count x overlap /
+    its duration), the derived counters evaluated on those by Arm's equations (NaN where an equation
+    divides by zero); the first boundary gives every counter 0. Vectorised with numpy: a sweep of
+    each counter's rate over the boundaries."""
+    import numpy as np
+
+    starts = np.fromiter((p.start_ns for p in phases), np.int64, len(phases))
+    durs = np.fromiter((p.duration_ns for p in phases), np.int64, len(phases))
+    bounds = np.unique(np.concatenate([starts, starts + durs]))
+    if len(bounds) == 0:
+        return bounds, {}
+    width = np.diff(bounds).astype(np.float64)
+    i0, i1 = np.searchsorted(bounds, starts), np.searchsorted(bounds, starts + durs)
+    live = durs > 0
+    names = [c.name for c in gpu.shown() if not c.derived and c.name != C.GPU_ACTIVE]
+
+    def swept(per_phase: "np.ndarray") -> "np.ndarray":
+        delta = np.zeros(len(bounds), np.float64)
+        np.add.at(delta, i0[live], per_phase[live])
+        np.add.at(delta, i1[live], -per_phase[live])
+        return np.cumsum(delta)[:-1]
+
+    safe = np.where(live, durs, 1).astype(np.float64)
+    base: dict[str, np.ndarray] = {}
+    present = {n for p in phases for n in p.counters}
+    for n in names:
+        if n in present:   # rounded to 1/1000: the sweep's float sums give 63.99999… for 64
+            v = np.fromiter((p.counters.get(n, 0.0) for p in phases), np.float64, len(phases))
+            base[n] = np.round(swept(v / safe) * width, 3)
+    active = np.fromiter((p.counters.get(C.GPU_ACTIVE, 0.0) for p in phases), np.float64, len(phases))
+    if C.GPU_ACTIVE in present and live.any():
+        ratio = active[live].sum() / durs[live].sum()
+        base[C.GPU_ACTIVE] = np.round((swept(live.astype(np.float64)) > 0.5) * width * ratio, 3)
+    scope: dict[str, object] = {k: v for k, v in config.items() if v is not None}
+    scope.update(base)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for c in gpu.counters.values():
+            if c.derived and c.name not in scope:
+                eq = gpu.equations[c.name]
+                if all(n in scope for n in eq.names):
+                    v = eval(eq._code, {"__builtins__": {}}, {n: scope[n] for n in eq.names})  # noqa: S307
+                    v = np.where(np.isfinite(v), v, np.nan) * np.ones(len(width))
+                    scope[c.name] = base[c.name] = v
+    out = {n: np.concatenate([[0.0], v]) for n, v in base.items()}
+    return bounds, out
 
 
 # ---- tessera report ---------------------------------------------------------------------------

@@ -687,8 +687,8 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
             merger.gpu_trace(fi, path, bar, done)
             done += path.stat().st_size
         bar.done(result.gpu_events)
-        for packet in merger.counters.packets():   # GPU counter samples at the workloads' boundaries
-            merger.emit(packet)
+        for packet in merger.counters.encoded():   # GPU counter samples at the workloads' boundaries
+            out.raw(packet)
         merger.app_tracks()
         out.commit()
     except OutputError as e:        # a full disk: one line, the inputs untouched, no temporary left

@@ -1,0 +1,73 @@
+"""hostd/counters.py's GPU counter samples: hand-computed increments, and the bytes protobuf writes."""
+from __future__ import annotations
+
+import math
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from tessera.hostd.counters import Phase, Tracks, aggregate, samples
+from tessera.schemas import counters as C
+
+G720 = C.for_gpu("Mali-G720")
+CFG = G720.config(10)
+
+
+def _phase(start, dur, **values):
+    return Phase(start, dur, "", {k: float(v) for k, v in values.items()})
+
+
+def test_samples_spread_each_phase_over_its_duration():
+    # A: compute [0, 100), 100 threads; B: main phase [50, 150), 50 fragment threads; C: compute [200, 210)
+    phases = [_phase(0, 100, MaliNonFragThread=100, MaliCompQueuedCy=100, MaliCompQueueAssignStallCy=0,
+                     MaliGPUActiveCy=100),
+              _phase(50, 100, MaliFragThread=50, MaliMainQueuedCy=100, MaliMainQueueAssignStallCy=0,
+                     MaliGPUActiveCy=100),
+              _phase(200, 10, MaliNonFragThread=8, MaliCompQueuedCy=10, MaliCompQueueAssignStallCy=0,
+                     MaliGPUActiveCy=10)]
+    times, cols = samples(G720, phases, CFG)
+    assert times.tolist() == [0, 50, 100, 150, 200, 210]
+    assert cols["MaliNonFragThread"].tolist() == [0, 50, 50, 0, 0, 8]
+    assert cols["MaliFragThread"].tolist() == [0, 0, 25, 25, 0, 0]
+    assert cols["MaliCompQueueActiveCy"].tolist() == [0, 50, 50, 0, 0, 10]       # Arm's equation: queued - stall
+    assert cols["MaliGPUActiveCy"].tolist() == [0, 50, 50, 50, 0, 10]            # busy time, not a sum
+    util = cols["MaliCompQueueUtil"].tolist()
+    assert util[1:4] == [100, 100, 0] and math.isnan(util[4]) and util[5] == 100  # idle: no value
+    assert cols["MaliMainQueueUtil"].tolist()[1:4] == [0, 100, 100]
+    total = aggregate(G720, phases, CFG)
+    assert sum(cols["MaliNonFragThread"]) == total["MaliNonFragThread"] == 108
+    assert total["MaliGPUActiveCy"] == 160                                        # union: [0,150) + [200,210)
+    assert total["MaliCompQueueUtil"] == 110 / 160 * 100
+
+
+def test_encoded_packets_are_protobufs_bytes():
+    tracks = Tracks()
+    desc = pb.GpuCounterEvent()
+    ids = {}
+    for i, c in enumerate(G720.shown(), start=1):
+        desc.counter_descriptor.specs.add(counter_id=i, name=c.name)
+        ids[c.name] = i
+    desc.counter_descriptor.blocks.add(name="Mali-G720")
+    tracks.descriptor(7, desc)
+    assert tracks.wants(7) and not tracks.wants(8)
+    for start, dur, threads in ((1000, 300, 64), (1100, 300, 33), (5000, 7, 3)):
+        e = pb.GpuRenderStageEvent(duration=dur)
+        for name, v in (("MaliNonFragThread", threads), ("MaliCompQueuedCy", dur), ("MaliCompQueueAssignStallCy", 0),
+                        ("MaliGPUActiveCy", dur), ("Labels", "t1")):
+            e.extra_data.add(name=name, value=str(v))
+        tracks.event(7, start, e)
+    raws = list(tracks.encoded())
+    assert len(raws) == 6
+    for raw in raws:
+        trace = pb.Trace()
+        trace.ParseFromString(raw)
+        [p] = trace.packet
+        assert p.trusted_packet_sequence_id == 7 and p.HasField("gpu_counter_event")
+        assert pb.Trace(packet=[p]).SerializeToString() == raw        # the same bytes protobuf writes
+        by_name = {c.counter_id: c for c in p.gpu_counter_event.counters}
+        assert set(by_name) <= set(ids.values())
+    values = {}
+    for p in tracks.packets():
+        for c in p.gpu_counter_event.counters:
+            v = c.int_value if c.HasField("int_value") else c.double_value
+            values[c.counter_id] = values.get(c.counter_id, 0) + v
+    assert values[ids["MaliNonFragThread"]] == 64 + 33 + 3
