@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from tessera.compiler.costs import DEFAULT_GPU, GPUS
 from tessera.spirv.cli import SpecParam
 
 RAY_TRACING_SUFFIXES = (".rgen", ".rint", ".rahit", ".rchit", ".rmiss", ".rcall")
@@ -59,7 +60,7 @@ def load_spirv(path: Path) -> bytes:
 
 @click.command("compile")
 @click.argument("shader", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--gpu", type=click.Choice(["mali-g720", "mali-g78"]), default="mali-g720", show_default=True)
+@click.option("--gpu", type=click.Choice(sorted(GPUS)), default=DEFAULT_GPU, show_default=True)
 @click.option("--ra", "ra", type=click.Choice(["sparse", "dense"]), default="sparse", show_default=True,
               help="register allocator: sparse (fast LCRA) or dense (the 2021 baseline)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "shader-db"]), default="text",

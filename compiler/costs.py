@@ -45,20 +45,26 @@ class GpuCosts:
 
 _ASSUMED = "emulation's assumption (no public per-pipe figure)"
 
-def _fifth_gen(key: str, name: str, device: str, fma: int, texel: int) -> GpuCosts:
-    """A 5th-generation Mali: FMA and T are what the device reports through
-    VK_ARM_shader_core_properties (fmaRate, texelRate of icd/devices/<key>.json;
-    tests/icd/test_shipped_devices.py holds them equal), the other pipes scale from FMA."""
+def _scaled(key: str, name: str, architecture: str, fma: int, texel: int, source: str) -> GpuCosts:
+    """A Mali whose FMA and T rates are the icd GPU table's (icd/profiles.py: the device's
+    VK_ARM_shader_core_properties or Arm's libGPUInfo, `source` says which;
+    tests/icd/test_shipped_devices.py holds them equal); the other pipes scale from FMA."""
     return GpuCosts(
-        key=key, name=name, architecture="5th generation",
+        key=key, name=name, architecture=architecture,
         rates={
-            "FMA": PipeRate(fma, f"fmaRate {fma} reported by {device} (VK_ARM_shader_core_properties)"),
+            "FMA": PipeRate(fma, f"fmaRate {fma}: {source}"),
             "CVT": PipeRate(fma // 2, "half the FMA rate; " + _ASSUMED),
             "SFU": PipeRate(fma // 4, "a quarter of the FMA rate, as on earlier Valhall (FACTS.md); " + _ASSUMED),
             "LS": PipeRate(32, "two 16-lane load/store accesses per clock; " + _ASSUMED),
             "V": PipeRate(fma // 2, "64 fp32 varying components per clock at fmaRate 128; " + _ASSUMED),
-            "T": PipeRate(texel, f"texelRate {texel} reported by {device} (bilinear texels per core per clock)"),
+            "T": PipeRate(texel, f"texelRate {texel} (bilinear texels per core per clock): {source}"),
         })
+
+
+def _fifth_gen(key: str, name: str, device: str, fma: int, texel: int) -> GpuCosts:
+    """A 5th-generation Mali: FMA and T as its device reports them (icd/devices/<key>.json)."""
+    return _scaled(key, name, "5th generation", fma, texel,
+                   f"reported by {device} (VK_ARM_shader_core_properties)")
 
 
 GPUS: dict[str, GpuCosts] = {
@@ -74,6 +80,9 @@ GPUS: dict[str, GpuCosts] = {
         }),
     "mali-g720": _fifth_gen("mali-g720", "Mali-G720", "Immortalis-G720", fma=128, texel=8),
     "mali-g925": _fifth_gen("mali-g925", "Mali-G925", "Immortalis-G925", fma=128, texel=8),
+    "mali-g715": _scaled("mali-g715", "Mali-G715", "Valhall", fma=128, texel=8,
+                         source="Arm's libGPUInfo (64 FMA x 2 engines, 8 texels; the G715's export "
+                                "reports no VK_ARM_shader_core_properties)"),
 }
 DEFAULT_GPU = "mali-g720"
 

@@ -7,8 +7,12 @@ where each came from) takes from that file, never from this module:
 - shaderCoreCount, shaderWarpsPerCore (VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM);
 - the warp width (VkPhysicalDeviceVulkan11Properties / VkPhysicalDeviceSubgroupProperties
   subgroupSize);
+- without VK_ARM_shader_core_builtins, the core count Arm's driver puts in its name ("Mali-G715-
+  Immortalis MC11": 11 cores; VkPhysicalDeviceVulkan12Properties / DriverProperties driverName);
 - the profile's name and label, which the reports show next to the device's name.
-A value the export lacks comes from the entry below, with its reason in `sources`. The shader
+A rate the export lacks comes from Arm's libGPUInfo product table (LIBGPUINFO below); warps per
+core it lacks are taken from a named shipped GPU (`like=`), a configuration choice; `sources` says
+which is which. The shader
 clock is a configuration choice for every GPU: Arm publishes none (the SoC sets it). docs/timing.md
 cites each value. A user's own profile (TESSERA_GPU_PROFILE, `tessera run --gpu-profile FILE`)
 replaces the GPU's file and its rates where it has them (`with_profile_file`).
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -43,9 +48,34 @@ DEVICES = Path(__file__).parent / "devices"
 CLOCK_MHZ = 1000
 MAX_PROFILE_BYTES = 32 << 20   # the largest gpuinfo export is under 1 MiB
 
+# Arm's libGPUInfo product table (ARM-software/libGPUInfo source/libgpuinfo.cpp at LIBGPUINFO_COMMIT),
+# for GPUs whose export lacks VK_ARM_shader_core_properties: product name, fp32 FMAs per execution
+# engine, execution engines, texels and pixels per core per clock (fmaRate = FMAs x engines).
+LIBGPUINFO_COMMIT = "663cc4dfdcaaeb99daff85976698d2536bac6018"
+LIBGPUINFO = {
+    "mali-g77": ("Mali-G77", 16, 2, 4, 2),
+    "mali-g78": ("Mali-G78", 16, 2, 4, 2),
+    "mali-g715": ("Mali-G715", 64, 2, 8, 4),
+}
+
+
+def arm_rates(key: str) -> dict[str, int]:
+    """fma_rate, texel_rate, pixel_rate of a GPU in Arm's libGPUInfo table."""
+    _, fmas, engines, texels, pixels = LIBGPUINFO[key]
+    return {"fma_rate": fmas * engines, "texel_rate": texels, "pixel_rate": pixels}
+
+
+def _libgpuinfo(key: str) -> str:
+    name, fmas, engines, texels, pixels = LIBGPUINFO[key]
+    return (f"Arm's libGPUInfo ({name}: {fmas} FMA x {engines} engines, {texels} texels, {pixels} pixels per "
+            f"clock; ARM-software/libGPUInfo source/libgpuinfo.cpp @{LIBGPUINFO_COMMIT[:12]})")
+
+
 CORE_PROPERTIES = "VkPhysicalDeviceShaderCorePropertiesARM"          # fmaRate, texelRate, pixelRate
 CORE_BUILTINS = "VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM"    # shaderCoreCount, shaderWarpsPerCore
 SUBGROUP_STRUCTS = ("VkPhysicalDeviceVulkan11Properties", "VkPhysicalDeviceSubgroupProperties")
+DRIVER_STRUCTS = ("VkPhysicalDeviceVulkan12Properties", "VkPhysicalDeviceDriverProperties")
+MC_CORES = re.compile(r"\bMC(\d+)$")   # Arm's "MP/MC<n>" core-count suffix of a Mali's name
 # GpuProfile field <- (struct, member) of a Vulkan profile
 FROM_PROFILE = {
     "fma_rate": (CORE_PROPERTIES, "fmaRate"),
@@ -98,6 +128,7 @@ class ProfileFacts:
     label: str
     values: dict[str, int]          # GpuProfile field -> value, for those the file has
     warp_width: int | None
+    driver_name: str | None = None  # set when the core count was read from it (no builtins struct)
 
 
 def _fail(path, message: str) -> ValueError:
@@ -152,12 +183,21 @@ def profile_facts(path: str) -> ProfileFacts:
         values[field_name] = v
     warp = next((props[s]["subgroupSize"] for s in SUBGROUP_STRUCTS
                  if isinstance(props.get(s, {}).get("subgroupSize"), int)), None)
+    driver = next((props[s]["driverName"] for s in DRIVER_STRUCTS
+                   if isinstance(props.get(s, {}).get("driverName"), str)), "")
+    mc = MC_CORES.search(driver)
+    if "shader_cores" not in values and mc and int(mc[1]) > 0:
+        values["shader_cores"] = int(mc[1])
+    else:
+        driver = None
     label = profile.get("label")
-    return ProfileFacts(path, name, label if isinstance(label, str) else name, values, warp)
+    return ProfileFacts(path, name, label if isinstance(label, str) else name, values, warp, driver or None)
 
 
 def _sourced(facts: ProfileFacts) -> str:
-    taken = ", ".join(f"{FROM_PROFILE[f][1]}" for f in FROM_PROFILE if f in facts.values)
+    taken = ", ".join(f"{FROM_PROFILE[f][1]}" + (f" (driverName {facts.driver_name!r})"
+                                                  if f == "shader_cores" and facts.driver_name else "")
+                      for f in FROM_PROFILE if f in facts.values)
     return f"{taken} from {Path(facts.path).name} ({facts.label})" if taken else \
         f"{Path(facts.path).name} ({facts.label}) reports no VK_ARM_shader_core_properties/builtins"
 
@@ -174,37 +214,46 @@ def with_profile_file(base: GpuProfile, path: str | Path) -> GpuProfile:
                    **facts.values)
 
 
-def _device(key: str, device_name: str, device_id: int, **assumed) -> GpuProfile:
+def _device(key: str, device_name: str, device_id: int, like: GpuProfile | None = None,
+            why: str = "") -> GpuProfile:
     """A GPU with a real device's profile (DEVICES/<key>.json): everything the file reports from it;
-    `assumed` (GpuProfile fields) only for what it does not, each named in `sources`."""
+    per-core rates it lacks from Arm's libGPUInfo table; anything else from the shipped GPU `like`
+    (a configuration choice, `why` says which). `sources` names each."""
     facts = profile_facts(str(DEVICES / f"{key}.json"))
-    missing = [f for f in FROM_PROFILE if f not in facts.values and f not in assumed]
-    if missing or facts.warp_width is None:
-        raise ValueError(f"{key}: {facts.path} lacks {missing or 'subgroupSize'} and no assumed value is given")
-    why = assumed.pop("why", "")
-    used = {f: v for f, v in assumed.items() if f not in facts.values}
-    sources = _sourced(facts) + (f"; assumed {used} ({why})" if used else "") + \
-        f"; clock {CLOCK_MHZ} MHz: configuration choice"
+    arm = {f: v for f, v in (arm_rates(key) if key in LIBGPUINFO else {}).items() if f not in facts.values}
+    missing = [f for f in FROM_PROFILE if f not in facts.values and f not in arm]
+    if (missing and like is None) or facts.warp_width is None:
+        raise ValueError(f"{key}: {facts.path} lacks {missing or 'subgroupSize'} and no GPU to take them from")
+    used = {f: getattr(like, f) for f in missing}
+    sources = _sourced(facts) + \
+        (f"; {', '.join(FROM_PROFILE[f][1] for f in arm)} from {_libgpuinfo(key)}" if arm else "") + \
+        (f"; {', '.join(FROM_PROFILE[f][1] for f in used)} assumed equal to {like.key}'s ({why}): "
+         "configuration choice" if used else "") + f"; clock {CLOCK_MHZ} MHz: configuration choice"
     return GpuProfile(key=key, device_name=device_name, device_id=device_id, warp_width=facts.warp_width,
                       clock_mhz=CLOCK_MHZ, sources=sources, profile_name=facts.name,
-                      profile_label=facts.label, **{**used, **facts.values})
+                      profile_label=facts.label, **{**used, **arm, **facts.values})
 
 
+# The Immortalis-G720 (r49p0, Debian 12): every rate and count from its export.
+_G720 = _device("mali-g720", "Mali-G720 (emulated)", 0x0720)
 PROFILES: dict[str, GpuProfile] = {
-    # The Immortalis-G720 (r49p0, Debian 12): every rate and count from its export.
-    "mali-g720": _device("mali-g720", "Mali-G720 (emulated)", 0x0720),
+    "mali-g720": _G720,
     # The Immortalis-G925 (r49p1, Android 16, a Xiaomi 25032RP42C): every rate and count from its export.
     "mali-g925": _device("mali-g925", "Mali-G925 (emulated)", 0x0925),
+    # The Immortalis-G715 MC11 (r38p1, Android 13, a vivo V2242A): 11 cores by its driverName; its
+    # export has no VK_ARM_shader_core_properties/builtins: rates from libGPUInfo, warps per core the
+    # G720's (its successor, the nearest GPU here whose driver reports them).
+    "mali-g715": _device("mali-g715", "Mali-G715 (emulated)", 0x0715, like=_G720,
+                         why="the export reports no VK_ARM_shader_core_builtins; the G720 is its successor"),
     # No public Vulkan profile of a Mali-G78 is known to this project (ARM-software/tracetooltests
     # ships none): a timing-only GPU that reports its backend's capabilities. Its figures are kept
     # from the emulation's first table, each one said to be what it is.
     "mali-g78": GpuProfile(
         key="mali-g78", device_name="Mali-G78 (emulated)", device_id=0x0078,
-        shader_cores=20, warps_per_core=64, warp_width=16,
-        fma_rate=32, texel_rate=4, pixel_rate=2, clock_mhz=850,
-        sources="no real device's profile: timing only (the backend's capabilities). Arm's published "
-                "Mali-G78 figures: 32 fp32 FMA/clk/core, 4 bilinear texels/clk, 16-wide warps; pixel "
-                "rate 2/clk; 20 cores, 64 warps and 850 MHz are this emulation's configuration choice.",
+        shader_cores=20, warps_per_core=64, warp_width=16, clock_mhz=850, **arm_rates("mali-g78"),
+        sources=f"no real device's profile: timing only (the backend's capabilities). fmaRate, texelRate, "
+                f"pixelRate from {_libgpuinfo('mali-g78')}; 16-wide warps (Valhall); 20 cores, 64 warps "
+                "and 850 MHz are this emulation's configuration choice.",
     ),
 }
 # The default: the current Mali whose export reports ray tracing (VK_KHR_ray_query and

@@ -63,9 +63,14 @@ def test_rates_and_cores_come_from_the_file(key):
     core = props.get("VkPhysicalDeviceShaderCorePropertiesARM")
     if core is not None:
         assert (gpu.fma_rate, gpu.texel_rate, gpu.pixel_rate) == (core["fmaRate"], core["texelRate"], core["pixelRate"])
+    else:   # Arm's libGPUInfo figures, cited in sources
+        assert "libGPUInfo" in gpu.sources and key in profiles.LIBGPUINFO
     builtins = props.get("VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM")
     if builtins is not None:
         assert (gpu.shader_cores, gpu.warps_per_core) == (builtins["shaderCoreCount"], builtins["shaderWarpsPerCore"])
+    else:   # Arm's driver names its core count: "Mali-G715-Immortalis MC11"
+        driver = props["VkPhysicalDeviceVulkan12Properties"]["driverName"]
+        assert driver.rsplit(" ", 1)[1] == f"MC{gpu.shader_cores}" and repr(driver) in gpu.sources
     assert gpu.warp_width == props["VkPhysicalDeviceVulkan11Properties"]["subgroupSize"]
     assert gpu.profile_label == json.loads((DEVICES / f"{key}.json").read_text())["profiles"][gpu.profile_name]["label"]
     assert gpu.clock_mhz == profiles.CLOCK_MHZ and "configuration choice" in gpu.sources
@@ -142,3 +147,5 @@ def test_the_compiler_model_prices_with_the_files_rates(key):
     rates = GPUS[key].rates
     if core is not None:
         assert (rates["FMA"].per_clock, rates["T"].per_clock) == (core["fmaRate"], core["texelRate"])
+    gpu = PROFILES[key]     # without the struct: the icd table's (libGPUInfo) figures
+    assert (rates["FMA"].per_clock, rates["T"].per_clock) == (gpu.fma_rate, gpu.texel_rate)
