@@ -24,7 +24,7 @@ from .trackers import CommandBufferTracker, PassPart, Workload
 def _meta(info: PassInfo) -> dict:
     return {"command": info.command, "width": info.width, "height": info.height, "render_area": info.render_area,
             "layers": info.layers, "subpass_count": info.subpasses, "dynamic": info.dynamic,
-            "attachments": info.attachments, "draw_call_count": 0,
+            "attachments": info.attachments, "attachment_usage": info.usage, "draw_call_count": 0,
             "resources": {"attachments": [f"0x{i:x}" for i in info.images]}}     # 0x0: unknown
 
 

@@ -99,6 +99,7 @@ _LAYER = [
     ("copy_mode", "text: clone, compact, serialize, deserialize"),
     ("draws", "JSON list of indirect draws' arguments"), ("parts", "render pass parts"),
     ("layers", "render pass layers"),
+    ("attachment_usage", "JSON list: VkImageUsageFlags of each attachment's image (-1: unknown)"),
     ("resources", "JSON: raw handles of the attachments' images, a transfer's src and dst (under handles.)"),
 ]
 LAYER_ARGS = tuple(Arg(key, key, unit, LAYER) for key, unit in _LAYER)

@@ -32,6 +32,7 @@ class PassInfo:
     waits_before: bool = False   # a subpass dependency from VK_SUBPASS_EXTERNAL: earlier work first
     waits_after: bool = False    # a subpass dependency to VK_SUBPASS_EXTERNAL: later work waits
     images: list[int] = field(default_factory=list)   # each attachment's VkImage (0: unknown), as `attachments`
+    usage: list[int] = field(default_factory=list)    # each attachment's VkImageUsageFlags (-1: unknown)
 
     @property
     def render_area(self) -> list[int]:
@@ -52,11 +53,14 @@ class _Attachments:
         self.area, self.layers = area, layers
         self.items: list[dict] = []
         self.images: list[int] = []
+        self.usage: list[int] = []
         self.load = self.store = 0
 
-    def add(self, aspect: str, fmt: int, samples: int, load: int, store: int, resolve: bool, image: int = 0) -> None:
+    def add(self, aspect: str, fmt: int, samples: int, load: int, store: int, resolve: bool, image: int = 0,
+            usage: int = -1) -> None:
         size = attachment_bytes(self.area, self.layers, texel_bytes(fmt), samples)
         self.images.append(image)
+        self.usage.append(usage)
         self.items.append({"aspect": aspect, "format": format_name(fmt), "samples": samples,
                            "load_op": _LOAD.get(load, str(load)), "store_op": _STORE.get(store, str(store)),
                            "resolve": resolve})
@@ -82,11 +86,13 @@ def describe_begin(res: Resources, begin, command: str) -> PassInfo:
             resolve = i in rp.resolves
             aspect = "resolve" if resolve else ("depth_stencil" if _is_depth_stencil(a.format) else "color")
             view = res.views.get(views[i]) if i < len(views) else None    # imageless framebuffers: unknown
-            atts.add(aspect, a.format, a.samples, a.load_op, a.store_op, resolve, view.image if view else 0)
+            img = res.images.get(view.image) if view else None
+            atts.add(aspect, a.format, a.samples, a.load_op, a.store_op, resolve, view.image if view else 0,
+                     img.usage if img else -1)
     return PassInfo(command, int(begin.renderPass), ext.width, ext.height, layers, rp.subpasses if rp else 1,
                     atts.items, atts.load, atts.store, dynamic=False,
                     waits_before=bool(rp and rp.waits_before), waits_after=bool(rp and rp.waits_after),
-                    images=atts.images)
+                    images=atts.images, usage=atts.usage)
 
 
 def describe_rendering(ffi, res: Resources, info, command: str = "vkCmdBeginRendering") -> PassInfo:
@@ -95,20 +101,21 @@ def describe_rendering(ffi, res: Resources, info, command: str = "vkCmdBeginRend
     layers = max(1, info.layerCount)
     atts = _Attachments(ext.width * ext.height, layers)
 
-    def view_format(view) -> tuple[int, int, int]:
+    def view_format(view) -> tuple[int, int, int, int]:
         v = res.views.get(int(view))
         img = res.images.get(v.image) if v else None
-        return (v.format if v else vk.VK_FORMAT_UNDEFINED), (img.samples if img else 1), (v.image if v else 0)
+        return ((v.format if v else vk.VK_FORMAT_UNDEFINED), (img.samples if img else 1), (v.image if v else 0),
+                (img.usage if img else -1))
 
     def one(aspect: str, a) -> None:
         if a == ffi.NULL or not int(a.imageView):
             return
-        fmt, samples, image = view_format(a.imageView)
-        atts.add(aspect, fmt, samples, a.loadOp, a.storeOp, False, image)
+        fmt, samples, image, usage = view_format(a.imageView)
+        atts.add(aspect, fmt, samples, a.loadOp, a.storeOp, False, image, usage)
         if a.resolveMode and int(a.resolveImageView):
-            rfmt, _, rimage = view_format(a.resolveImageView)
+            rfmt, _, rimage, rusage = view_format(a.resolveImageView)
             atts.add("resolve", rfmt, 1, vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE, vk.VK_ATTACHMENT_STORE_OP_STORE, True,
-                     rimage)
+                     rimage, rusage)
 
     for i in range(info.colorAttachmentCount):
         one("color", info.pColorAttachments + i)
@@ -116,4 +123,5 @@ def describe_rendering(ffi, res: Resources, info, command: str = "vkCmdBeginRend
     one("stencil", info.pStencilAttachment)
     return PassInfo(command, 0, ext.width, ext.height, layers, 1, atts.items, atts.load, atts.store, dynamic=True,
                     resuming=bool(info.flags & vk.VK_RENDERING_RESUMING_BIT),
-                    suspending=bool(info.flags & vk.VK_RENDERING_SUSPENDING_BIT), images=atts.images)
+                    suspending=bool(info.flags & vk.VK_RENDERING_SUSPENDING_BIT), images=atts.images,
+                    usage=atts.usage)

@@ -30,7 +30,7 @@ class ResourceHooks:
         if ok(result):
             e = ci.extent
             dev.res.images[int(pImage[0])] = Image(ci.format, e.width, e.height, e.depth, ci.arrayLayers,
-                                                   ci.mipLevels, ci.samples)
+                                                   ci.mipLevels, ci.samples, ci.usage)
 
     def before_vkDestroyImage(self, dev, device, image, pAllocator):
         dev.res.images.pop(int(image), None)

@@ -24,6 +24,7 @@ class Image:
     layers: int
     mips: int
     samples: int
+    usage: int = 0                 # VkImageUsageFlags
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ What a node reads and writes (the layer's WORKLOAD `attachments` and `resources`
     every other transfer write is partial (what it does not cover survives: counted as a read too);
   - dispatches, trace rays and the draws of render passes may read and write anything through
     descriptors, which the layer does not track: they are **opaque** accesses. A store followed by an
-    opaque workload before the image's next overwrite is never called unread.
+    opaque workload before the image's next overwrite is never called unread — unless the image's
+    usage (the layer's `attachment_usage`) has none of SAMPLED, STORAGE and INPUT_ATTACHMENT: no
+    descriptor can read it.
 
 Edges go from the last writer of a resource to each reader (None: nothing in the session wrote it).
 Each write has a fate: `read` (someone read it), `overwritten` (the next access overwrote it with
@@ -102,6 +104,7 @@ class Access:
     read_bytes: int = 0                # tile read-in (LOAD)
     write_bytes: int = 0               # tile write-back (STORE)
     resolve_bytes: int = 0             # a resolve attachment's write
+    usage: int = -1                    # attachments: the image's VkImageUsageFlags (-1: unknown)
     writer: int | None = None          # reads: the node that last wrote it (None: nothing did)
     readers: list[int] = field(default_factory=list)     # writes: nodes that read this write
     fate: str = ""                     # writes: read, overwritten, end
@@ -123,6 +126,29 @@ class Access:
         if self.writes:
             out.update(readers=self.readers, fate=self.fate, overwritten_by=self.overwritten_by)
         return out
+
+
+@functools.cache
+def _usage_bits() -> tuple[int, int, int]:
+    """(usages a descriptor can read through, STORAGE, TRANSIENT_ATTACHMENT) of VkImageUsageFlagBits."""
+    from tessera.vkapi.vkconst import vk
+
+    return (vk.VK_IMAGE_USAGE_SAMPLED_BIT | vk.VK_IMAGE_USAGE_STORAGE_BIT | vk.VK_IMAGE_USAGE_INPUT_ATTACHMENT_BIT,
+            vk.VK_IMAGE_USAGE_STORAGE_BIT, vk.VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT)
+
+
+def descriptor_readable(usage: int) -> bool:
+    """Whether a shader may read an image of this usage through a descriptor (unknown: yes)."""
+    return usage < 0 or bool(usage & _usage_bits()[0])
+
+
+def descriptor_writable(usage: int) -> bool:
+    """Whether a shader may write an image of this usage through a descriptor (unknown: yes)."""
+    return usage < 0 or bool(usage & _usage_bits()[1])
+
+
+def transient(usage: int) -> bool:
+    return usage >= 0 and bool(usage & _usage_bits()[2])
 
 
 @dataclass
@@ -155,6 +181,7 @@ class Edge:
 class RenderGraph:
     nodes: list[Node]
     edges: list[Edge]
+    usage: dict[str, int] = field(default_factory=dict)      # image -> VkImageUsageFlags, where known
 
     def frames(self) -> list[int | None]:
         return sorted({n.work.frame for n in self.nodes}, key=lambda f: -1 if f is None else f)
@@ -200,6 +227,7 @@ def _accesses(w: Work) -> list[Access]:
     out: list[Access] = []
     if w.kind == RENDER_PASS:
         images = w.resources.get("attachments") or []
+        usage = w.meta.get("attachment_usage") or []
         for i, a in enumerate(w.meta.get("attachments") or []):
             load, store = str(a.get("load_op", "")), str(a.get("store_op", ""))
             resolve = bool(a.get("resolve")) or a.get("aspect") == "resolve"
@@ -207,6 +235,7 @@ def _accesses(w: Work) -> list[Access]:
             image = images[i] if i < len(images) and images[i] != NULL_HANDLE else None
             acc = Access(image, "attachment", i, str(a.get("aspect", "")),
                          str(a.get("format", "")), int(a.get("samples") or 1), load, store)
+            acc.usage = int(usage[i]) if i < len(usage) and isinstance(usage[i], int) else -1
             acc.reads = load == "load"
             acc.keeps = load == "none"
             acc.overwrites = load in ("clear", "dont_care") and not resolve
@@ -233,13 +262,14 @@ def _accesses(w: Work) -> list[Access]:
 def build(works: list[Work]) -> RenderGraph:
     """Link `works` (in GPU order) into a render graph: each read to its writer, each write's fate."""
     nodes = [Node(i, w, _accesses(w)) for i, w in enumerate(sorted(works, key=lambda w: w.index))]
+    usage = {a.resource: a.usage for n in nodes for a in n.accesses if a.resource and a.usage >= 0}
     edges: list[Edge] = []
     last_write: dict[str, tuple[int, Access]] = {}      # resource -> (node, its write access)
     for node in nodes:
         if node.work.opaque:        # its draws may sample anything but its own attachments
             own = {a.resource for a in node.accesses}
             for r, (_, acc) in last_write.items():
-                if r not in own:
+                if r not in own and descriptor_readable(usage.get(r, -1)):
                     acc.opaque_between = True
         for k, acc in enumerate(node.accesses):
             r = acc.resource
@@ -270,7 +300,7 @@ def build(works: list[Work]) -> RenderGraph:
             if acc.writes and not acc.fate:
                 acc.fate = "end"
     _flag(nodes)
-    return RenderGraph(nodes, edges)
+    return RenderGraph(nodes, edges, usage)
 
 
 def dead(acc: Access) -> bool:
@@ -300,7 +330,7 @@ def _flag(nodes: list[Node]) -> None:
 # ---- from a session -----------------------------------------------------------------------------
 
 _NUMBERS = ("width", "height", "depth", "layers", "draw_call_count", "bytes", "pixels", "items", "subpass_count")
-_JSON = ("attachments", "groups", "group_size", "render_area", "labels")
+_JSON = ("attachments", "attachment_usage", "groups", "group_size", "render_area", "labels")
 
 
 def decode_args(args: dict[str, str]) -> dict[str, Any]:

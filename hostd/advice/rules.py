@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .gpu import Gpu
-from .graph import RENDER_PASS, Access, Node, RenderGraph, dead
+from .graph import RENDER_PASS, Access, Node, RenderGraph, dead, descriptor_readable, descriptor_writable, transient
 
 SCHEMA_VERSION = 1
 # A buffer transfer this small is dominated by its job's fixed cost (JOB_SETUP_CYCLES): batch them.
@@ -72,14 +72,16 @@ class Rule:
 
 
 def _finding(rule: Rule, node: Node | None, what: str, gpu: Gpu, *, nbytes: int = 0, ns: int | None = None,
-             acc: Access | None = None, frame: int | None = None) -> Finding:
-    """`nbytes` moved needlessly (their time: the model's memory bandwidth) plus `ns` of GPU time."""
+             acc: Access | None = None, frame: int | None = None, memory_bytes: int = 0) -> Finding:
+    """`nbytes` moved needlessly (their time: the model's memory bandwidth) plus `ns` of GPU time;
+    `memory_bytes`: memory held for nothing (no time)."""
     time = (gpu.memory_ns(nbytes) if nbytes else 0) + (ns or 0)
     w = node.work if node else None
     return Finding(rule.id, rule.title, what, rule.fix, w.frame if w else frame, w.where() if w else f"frame {frame}",
                    w.label_path if w else "", w.kind if w else "frame", w.tag if w else None,
                    node.id if node else None, acc.index if acc is not None and acc.role == "attachment" else None,
-                   acc.resource if acc is not None else None, nbytes, gpu.ns_cycles(time), time, rule.vvl)
+                   acc.resource if acc is not None else None, nbytes or memory_bytes, gpu.ns_cycles(time), time,
+                   rule.vvl)
 
 
 def _att(acc: Access) -> str:
@@ -101,19 +103,24 @@ def _next_access(graph: RenderGraph, node: Node, resource: str) -> tuple[Node, A
 
 def _opaque_between(graph: RenderGraph, a: Node, b: Node, resource: str) -> bool:
     """An opaque workload (draws, dispatches) that could read `resource` between nodes a and b."""
+    if not descriptor_readable(graph.usage.get(resource, -1)):
+        return False
     return any(n.work.opaque and all(x.resource != resource for x in n.accesses) for n in graph.nodes[a.id + 1:b.id])
 
 
 # ---- attachments and their bandwidth ------------------------------------------------------------
 
 def load_undefined(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
-    """LOAD of an image nothing in the session wrote (no earlier opaque workload could have)."""
+    """LOAD of an image nothing in the session wrote (no earlier opaque workload could have: none ran,
+    or the image has no STORAGE usage)."""
     out = []
     for node in graph.nodes:
-        if node.work.kind != RENDER_PASS or any(n.work.opaque for n in graph.nodes[:node.id]):
+        if node.work.kind != RENDER_PASS:
             continue
+        opaque_before = any(n.work.opaque for n in graph.nodes[:node.id])
         for acc in node.accesses:
-            if acc.reads and acc.resource and acc.writer is None:
+            if acc.reads and acc.resource and acc.writer is None and not (
+                    opaque_before and descriptor_writable(acc.usage)):
                 out.append(_finding(RULES_BY_ID["load-undefined"], node,
                                     f"{_att(acc)} is loaded (LOAD_OP_LOAD) but nothing earlier in the session "
                                     f"wrote it: {acc.read_bytes} bytes read into tile memory for nothing",
@@ -227,6 +234,38 @@ def transfer_then_load(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
                                     f"({writer.work.where()}): {acc.read_bytes} bytes read back into tile memory",
                                     gpu, nbytes=acc.read_bytes, acc=acc))
     return out
+
+
+def non_transient(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """A multisampled or depth/stencil image that lives in tile memory only (never loaded, stored or
+    used by a transfer in the session) but is not a TRANSIENT_ATTACHMENT image: memory that lazily
+    allocated memory would never back."""
+    used: dict[str, list[tuple[Node, Access]]] = {}
+    for node in graph.nodes:
+        for acc in node.accesses:
+            if acc.resource:
+                used.setdefault(acc.resource, []).append((node, acc))
+    out = []
+    for resource, uses in used.items():
+        node, first = uses[0]
+        if not (first.role == "attachment" and (first.samples > 1 or first.depth_stencil)):
+            continue
+        if first.usage < 0 or transient(first.usage):
+            continue
+        if any(a.role != "attachment" or a.reads or a.writes or a.keeps for _, a in uses):
+            continue
+        size = _footprint(node, first)
+        out.append(_finding(RULES_BY_ID["non-transient-attachment"], node,
+                            f"{_att(first)} lives in tile memory only ({len(uses)} pass(es), never loaded or "
+                            f"stored) but its image is not TRANSIENT_ATTACHMENT: {size} bytes of memory backed "
+                            f"for nothing", gpu, acc=first, memory_bytes=size))
+    return out
+
+
+def _footprint(node: Node, acc: Access) -> int:
+    from .graph import attachment_bytes
+
+    return attachment_bytes(node.work.meta, {"format": acc.format, "samples": acc.samples})
 
 
 # ---- passes ---------------------------------------------------------------------------------------
@@ -370,6 +409,11 @@ RULES: tuple[Rule, ...] = (
           " in lazily allocated memory.",
           msaa_stored, ("vkCreateImage-non-transient-ms-image", "vkCreateRenderPass-image-requires-memory",
                         "vkBindImageMemory-non-lazy-transient-image")),
+    _rule("non-transient-attachment", "Tile-only attachment not in transient memory",
+          "Create the image with VK_IMAGE_USAGE_TRANSIENT_ATTACHMENT_BIT in LAZILY_ALLOCATED memory: it never "
+          "leaves tile memory.", non_transient,
+          ("vkCreateFramebuffer-attachment-should-be-transient", "vkCreateImage-non-transient-ms-image",
+           "vkBindImageMemory-non-lazy-transient-image")),
     _rule("resolve-transfer", "MSAA resolved outside the render pass (vkCmdResolveImage)",
           "Add a resolve attachment (pResolveAttachments or VkRenderingAttachmentInfo::resolveImageView) and do not"
           " store the samples.",

@@ -15,6 +15,7 @@ from tessera.hostd.advice.rules import RULES, RULES_BY_ID, advise
 GPU = emulated("Mali-G720 (emulated)")
 RGBA = "R8G8B8A8_UNORM"
 PASS_BYTES = 64 * 64 * 4
+DEPTH_USAGE, SAMPLED, TRANSIENT = 0x20, 0x4, 0x40      # VkImageUsageFlagBits: DEPTH_STENCIL_ATTACHMENT, SAMPLED, TRANSIENT
 
 
 def att(load="clear", store="store", fmt=RGBA, aspect="color", samples=1, resolve=False) -> dict:
@@ -23,10 +24,11 @@ def att(load="clear", store="store", fmt=RGBA, aspect="color", samples=1, resolv
 
 
 def rp(atts, images, draws=1, size=(64, 64), labels=("scene",), submit=1, binning=(0, 1000), main=(1000, 3000),
-       frame=0) -> Work:
+       frame=0, usage=None) -> Work:
     w, h = size
     return Work(0, "render_pass", "Render pass", frame, labels, None, submit,
-                {"width": w, "height": h, "layers": 1, "draw_call_count": draws, "attachments": atts},
+                {"width": w, "height": h, "layers": 1, "draw_call_count": draws, "attachments": atts,
+                 "attachment_usage": usage if usage is not None else [-1] * len(atts)},
                 {"attachments": list(images)},
                 [Phase("binning", "non-fragment", binning[0], binning[1] - binning[0]),
                  Phase("main", "fragment", main[0], main[1] - main[0])])
@@ -93,6 +95,25 @@ def test_depth_store_unread() -> None:
     assert (f.saves_bytes, f.saves_ns, f.attachment) == (PASS_BYTES, 512, 1)      # D32: 4 bytes per texel
     # a later pass with draws may sample the depth image (a shadow map): quiet
     assert findings(rp([att(), depth], ["0xc", "0xd"]), rp([att()], ["0xe"], draws=1), rule="depth-store-unread") == []
+    # ... unless the image cannot be sampled (no SAMPLED, STORAGE or INPUT_ATTACHMENT usage)
+    [f] = findings(rp([att(), depth], ["0xc", "0xd"], usage=[-1, DEPTH_USAGE]), rp([att()], ["0xe"], draws=1),
+                   rule="depth-store-unread")
+    assert f.saves_bytes == PASS_BYTES
+    assert findings(rp([att(), depth], ["0xc", "0xd"], usage=[-1, DEPTH_USAGE | SAMPLED]), rp([att()], ["0xe"]),
+                    rule="depth-store-unread") == []
+
+
+def test_non_transient_attachment() -> None:
+    depth = att("clear", "dont_care", fmt="D32_SFLOAT", aspect="depth_stencil")
+    [f] = findings(rp([att(), depth], ["0xc", "0xd"], usage=[-1, DEPTH_USAGE]),
+                   rp([att("load"), depth], ["0xc", "0xd"], usage=[-1, DEPTH_USAGE]), rule="non-transient-attachment")
+    assert (f.saves_bytes, f.saves_ns, f.attachment, f.node) == (PASS_BYTES, 0, 1, 0)      # memory, not time
+    # transient, stored, or its usage unknown: quiet
+    assert findings(rp([att(), depth], ["0xc", "0xd"], usage=[-1, DEPTH_USAGE | TRANSIENT]),
+                    rule="non-transient-attachment") == []
+    assert findings(rp([att(), {**depth, "store_op": "store"}], ["0xc", "0xd"], usage=[-1, DEPTH_USAGE]),
+                    rule="non-transient-attachment") == []
+    assert findings(rp([att(), depth], ["0xc", "0xd"]), rule="non-transient-attachment") == []
 
 
 def test_msaa_stored() -> None:

@@ -19,6 +19,8 @@ passes except the one planted. Each workload is inside a debug label naming the 
   resolve-transfer    vkCmdClearColorImage of a 4x image, vkCmdResolveImage of it
   transfer-then-load  vkCmdCopyImage into an image that pass "I" then LOADs
   outputs-unread      pass "J" stores nothing (STORE_OP_DONT_CARE)
+  non-transient-attachment  pass "J"'s depth attachment is cleared and discarded, but its image is not
+                      TRANSIENT_ATTACHMENT
   pass-round-trip     pass "L" stores an image, pass "M" right after LOADs it
   depth-store-unread  pass "F" stores its depth attachment, which nothing reads (the last pass that draws)
   empty-pass          pass "K": no draw
@@ -45,7 +47,7 @@ MS = vk.VK_SAMPLE_COUNT_4_BIT
 # The label of each planted workload, in recording order (the test reads them back).
 PLANTED = ["load-undefined", "binning-serialised", "workgroup-warp-waste", "clear-then-load", "redundant-clear",
            "store-overwritten", "msaa-stored", "resolve-transfer", "transfer-then-load", "outputs-unread",
-           "pass-round-trip", "depth-store-unread", "empty-pass", "small-transfers"]
+           "non-transient-attachment", "pass-round-trip", "depth-store-unread", "empty-pass", "small-transfers"]
 GROUP_SIZE = 12
 
 
@@ -144,9 +146,10 @@ def body(ctx: vkapp.Context) -> str:
     colors = {name: ctx.image(W, H, COLOR, color_usage, view=True)
               for name in ("A", "N1", "N2", "B", "C", "D", "D2", "G", "R", "src", "I", "J", "L", "F", "K")}
     ms = {name: ctx.image(W, H, COLOR, color_usage, samples=MS) for name in ("G", "resolve")}
-    depth = ctx.image(W, H, DEPTH, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT)
+    depth, tile_depth = (ctx.image(W, H, DEPTH, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT) for _ in range(2))
     view(ctx, ms["G"], vk.VK_IMAGE_ASPECT_COLOR_BIT)
     view(ctx, depth, vk.VK_IMAGE_ASPECT_DEPTH_BIT)
+    view(ctx, tile_depth, vk.VK_IMAGE_ASPECT_DEPTH_BIT)
     framebuffer = ctx.own(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, vk.VkFramebufferCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=msaa_pass, attachmentCount=2,
         pAttachments=[ms["G"].view, colors["G"].view], width=W, height=H, layers=1), None))
@@ -168,15 +171,16 @@ def body(ctx: vkapp.Context) -> str:
         vkapp.image_barrier(cmd, img, vk.VK_IMAGE_LAYOUT_UNDEFINED, vk.VK_IMAGE_LAYOUT_GENERAL,
                             vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
                             vk.VK_ACCESS_MEMORY_READ_BIT | vk.VK_ACCESS_MEMORY_WRITE_BIT)
-    depth_barrier = vk.VkImageMemoryBarrier(
+    depth_barriers = [vk.VkImageMemoryBarrier(
         sType=vk.VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, srcAccessMask=0,
         dstAccessMask=vk.VK_ACCESS_DEPTH_STENCIL_ATTACHMENT_WRITE_BIT, oldLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
         newLayout=vk.VK_IMAGE_LAYOUT_GENERAL, srcQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED,
-        dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=depth.handle,
+        dstQueueFamilyIndex=vk.VK_QUEUE_FAMILY_IGNORED, image=img.handle,
         subresourceRange=vk.VkImageSubresourceRange(aspectMask=vk.VK_IMAGE_ASPECT_DEPTH_BIT, baseMipLevel=0,
                                                     levelCount=1, baseArrayLayer=0, layerCount=1))
+        for img in (depth, tile_depth)]
     vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
-                            0, None, 0, None, 1, [depth_barrier])
+                            0, None, 0, None, 2, depth_barriers)
 
     def render(label: str, atts: list, depth_att=None, draws: int = 1, pipe=plain) -> None:
         labels.push(cmd, label)
@@ -255,7 +259,8 @@ def body(ctx: vkapp.Context) -> str:
                       1, [copy])
     labels.pop(cmd)
     render("transfer-then-load", [attachment(c["I"], LOAD, STORE)])
-    render("outputs-unread", [attachment(c["J"], CLEAR, DONT)])
+    render("outputs-unread", [attachment(c["J"], CLEAR, DONT)], attachment(tile_depth, CLEAR, DONT, depth=True),
+           pipe=with_depth)
     render("pass-round-trip L", [attachment(c["L"], CLEAR, STORE)])
     render("pass-round-trip", [attachment(c["L"], LOAD, STORE)])
     render("depth-store-unread", [attachment(c["F"], CLEAR, STORE)],
