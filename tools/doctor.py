@@ -7,6 +7,11 @@ manifest): its driver name and info (the Mesa version), apiVersion and device
 extension count; what the emulated device loses on it compared with a current
 backend (`CAPABILITIES`); and what the emulated Mali reports over it (the same
 probe through Tessera's driver, layer off).
+
+`tessera doctor --gpu NAME` (or `--gpu-profile FILE`) reports the emulated GPU instead: the shipped
+real devices (icd/devices/), where each of NAME's timing figures comes from (icd/profiles.py), and
+every capability its emulated device reports other than the real device, with the reason
+(icd/device_report.py: the backend's capabilities from vulkaninfo, the driver's own clamping rules).
 """
 from __future__ import annotations
 
@@ -243,11 +248,74 @@ def _c_program_sees_the_mali() -> bool:
     return False
 
 
+def report_gpus(default: str) -> None:
+    """The GPUs `tessera run --gpu` offers: the real devices first, then the timing-only ones."""
+    from tessera.icd.profiles import PROFILES, shipped
+
+    click.echo("GPUs (tessera run --gpu NAME; icd/devices/README.md says where each profile comes from):")
+    for key in shipped() + sorted(k for k in PROFILES if k not in shipped()):
+        gpu = PROFILES[key]
+        what = f"{gpu.profile_label} ({gpu.profile_name})" if gpu.profile_name else \
+            "timing only: no real device's profile, reports its backend's capabilities"
+        click.echo(f"  {key:<10} {gpu.device_name}: {what}{'  [default]' if key == default else ''}")
+
+
+def report_gpu(key: str, profile_file: Path | None, manifest: Path | None) -> bool:
+    """The GPU `key` (with a user's profile when given): its timing figures and their sources, and
+    every difference between its profile and what its emulated device reports over the backend
+    `manifest`, with the reason. False when the backend's capabilities cannot be read."""
+    from tessera.icd import device_report
+    from tessera.icd.profiles import PROFILES, with_profile_file
+    from tessera.layer.shim_spec import LAYER_DEVICE_EXTENSIONS
+
+    gpu = PROFILES[key] if profile_file is None else with_profile_file(PROFILES[key], profile_file)
+    click.echo(f"GPU {key}: {gpu.description}")
+    click.echo(f"  timing   {gpu.shader_cores} cores x {gpu.warps_per_core} warps x {gpu.warp_width} threads; "
+               f"per core per clock: {gpu.fma_rate} FMA, {gpu.texel_rate} texels, {gpu.pixel_rate} pixels; "
+               f"{gpu.clock_mhz} MHz")
+    click.echo(f"  sources  {gpu.sources}")
+    path = gpu.vulkan_profile()
+    if path is None:
+        click.echo("  profile  none: the emulated device reports its backend's capabilities")
+        return True
+    try:
+        backend = device_report.backend_profile(manifest)
+    except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as e:
+        click.echo(f"  MISSING  the backend's capabilities ({e}). Fix: make setup")
+        return False
+    found = device_report.gpu_differences(path, backend, LAYER_DEVICE_EXTENSIONS)
+    click.echo(f"  profile  {path}")
+    click.echo(f"  {len(found)} difference(s) between the profile and what the emulated device reports over "
+               f"{backend.label or backend.name} (profile value -> reported, reason):")
+    for line in device_report.lines(found):
+        click.echo(f"    {line}")
+    return True
+
+
 @click.command()
 @click.option("--backend", "backend", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="Backend driver manifest to report on (default: the one `tessera run` uses).")
-def doctor(backend: Path | None) -> None:
-    """Check the machine and the backend driver; exit 1 if anything is missing."""
+@click.option("--gpu", default=None, metavar="NAME",
+              help="Report the emulated GPU NAME instead of the machine: the GPUs offered, NAME's timing "
+                   "figures and their sources, and each capability it reports other than the real device, "
+                   "with the reason.")
+@click.option("--gpu-profile", "gpu_profile", default=None, metavar="FILE.json",
+              help="With --gpu (default: the default GPU): report this Vulkan Profiles file as `tessera run "
+                   "--gpu-profile` would use it.")
+def doctor(backend: Path | None, gpu: str | None, gpu_profile: str | None) -> None:
+    """Check the machine and the backend driver; exit 1 if anything is missing. With --gpu or
+    --gpu-profile: report the emulated GPU instead."""
+    if gpu is not None or gpu_profile is not None:
+        from tessera.icd.profiles import DEFAULT_PROFILE
+        from tessera.tools.cmd_run import check_gpu, check_gpu_profile
+
+        key = check_gpu(gpu) or DEFAULT_PROFILE
+        profile_file = check_gpu_profile(gpu_profile)
+        report_gpus(DEFAULT_PROFILE)
+        manifest = backend or (Path(m) if (m := _backend_manifest()) else None)
+        if not report_gpu(key, profile_file, manifest.resolve() if manifest else None):
+            raise SystemExit(1)
+        return
     missing = 0
     for check in CHECKS:
         try:

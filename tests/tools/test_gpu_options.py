@@ -58,3 +58,33 @@ def test_choices_reach_the_driver_environment(tmp_path):
     env = environment(LaunchConfig(tmp_path, gpu=key, gpu_profile=profile), base={})
     assert env["TESSERA_GPU"] == key and env["TESSERA_GPU_PROFILE"] == str((DEVICES / f"{key}.json").resolve())
     assert "TESSERA_GPU_PROFILE" not in environment(LaunchConfig(tmp_path), base={})
+
+
+def test_doctor_lists_the_gpus_with_the_files_labels():
+    result = CliRunner().invoke(main, ["doctor", "--gpu", "mali-g78"])
+    assert result.exit_code == 0, result.output
+    for key in shipped():                      # each real device, named by its file's own label
+        (profile,) = json.loads((DEVICES / f"{key}.json").read_text())["profiles"].values()
+        assert any(line.split()[0] == key and profile["label"] in line for line in result.output.splitlines())
+    assert "GPU mali-g78: Mali-G78 (emulated)" in result.output
+    assert "reports its backend's capabilities" in result.output and PROFILES["mali-g78"].sources in result.output
+
+
+def test_doctor_rejects_an_unknown_gpu_in_one_line():
+    result = CliRunner().invoke(main, ["doctor", "--gpu", "mali-g1"])
+    assert result.exit_code == 2 and len(_error_lines(result)) == 1 and "mali-g720" in result.output
+
+
+def test_doctor_reports_each_difference_with_its_reason():
+    """Over the real backend (vulkaninfo's export of it): the count line matches the lines listed,
+    each names a path of the profile and a reason; the G715's figures say where they come from."""
+    result = CliRunner().invoke(main, ["doctor", "--gpu", "mali-g715"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    at = next(i for i, line in enumerate(lines) if "difference(s) between the profile" in line)
+    listed = lines[at + 1:]
+    assert int(lines[at].split()[0]) == len(listed) > 0
+    assert all(line.startswith("    ") and " -> " in line and line.endswith(")") for line in listed)
+    assert any(line.strip().startswith("extensions.VK_ARM_tensors: - -> ") for line in listed)   # Tessera adds it
+    sources = next(line for line in lines if line.strip().startswith("sources"))
+    assert "'Mali-G715-Immortalis MC11'" in sources and "libGPUInfo" in sources and "configuration choice" in sources
