@@ -8,9 +8,10 @@ descriptor in its trace's first packet (icd/counters.py); this module reads them
     equations (schemas/counters.py) — the reader `tessera counters`, `tessera report`, budgets (#29)
     and advice (#28) call;
   - `Tracks`: what the merge feeds each GPU event to, and the GpuCounterEvent packets it writes at
-    the end: samples at every workload boundary of a packet sequence, each sample the counter's
-    increment since the previous one (a phase's counts spread evenly over its duration), as Android's
-    GPU counter producers report them, on the sequence that holds the descriptor;
+    the end: per GPU one descriptor and samples at every workload boundary of all its processes,
+    each sample the counter's increment since the previous one (a phase's counts spread evenly over
+    its duration), as Android's GPU counter producers report them ("backwards looking":
+    trace_processor shows each value over the interval before its timestamp);
   - `write_csv`: the files Arm's `lglpy/comms/service_gpu_profile.py` writes (frame_NNNNN.csv per
     frame of workloads: Index, Workload type, counters…, Label; capture.csv of frames: Frame ID,
     counters…), values formatted as it formats them.
@@ -282,40 +283,49 @@ _DOUBLE = struct.Struct("<d")
 
 
 class Tracks:
-    """GPU counter samples of the merged trace: fed each GPU trace's descriptor and events while the
-    merge streams them, written once the traces are read (`encoded`: Trace.packet fields, the bytes
-    protobuf writes for the same packets; tests/hostd/test_counter_tracks.py compares them)."""
+    """GPU counter tracks of the merged trace, as a device's producer gives them: one set per GPU for
+    the whole session (every process's work on it counts), whatever packet sequences the GPU traces
+    used. Fed each GPU trace's descriptor and events while the merge streams them; `encoded` then
+    gives, per GPU, its descriptor packet and its samples (Trace.packet fields, the bytes protobuf
+    writes; tests/hostd/test_counter_tracks.py compares them). trace_processor keys GPU counter
+    specs by counter_id across the whole trace, so each GPU's descriptor is written once."""
 
     def __init__(self) -> None:
-        self._seqs: dict[int, tuple[C.GpuCounters, dict[str, int], dict[str, float]]] = {}
-        self._phases: dict[int, list[Phase]] = {}
+        self._gpus: dict[str, tuple[C.GpuCounters, Any, int]] = {}   # Arm GPU -> (counters, descriptor, sequence)
+        self._seq_gpu: dict[int, str] = {}                            # sequence -> Arm GPU
+        self._phases: dict[str, list[Phase]] = {}
 
     def descriptor(self, out_seq: int, event) -> None:
         name = _descriptor_gpu(event)
         if name is None:
             return
-        gpu = C.for_gpu(name)
-        ids = {s.name: s.counter_id for s in event.counter_descriptor.specs}
-        self._seqs[out_seq] = (gpu, ids, gpu.config(0))
+        self._seq_gpu[out_seq] = name
+        if name not in self._gpus:
+            d = pb.GpuCounterDescriptor()
+            d.CopyFrom(event.counter_descriptor)
+            self._gpus[name] = (C.for_gpu(name), d, out_seq)
 
     def wants(self, out_seq: int) -> bool:
-        return out_seq in self._seqs
+        return out_seq in self._seq_gpu
 
     def event(self, out_seq: int, start_ns: int, e) -> None:
         values = {d.name: float(d.value) for d in e.extra_data if d.name.startswith(PREFIX)}
         if values:
-            self._phases.setdefault(out_seq, []).append(Phase(start_ns, e.duration, "", values))
+            self._phases.setdefault(self._seq_gpu[out_seq], []).append(Phase(start_ns, e.duration, "", values))
 
     def encoded(self) -> Iterator[bytes]:
-        for seq, phases in sorted(self._phases.items()):
-            gpu, ids, config = self._seqs[seq]
+        for name, (gpu, descriptor, seq) in sorted(self._gpus.items()):
+            phases = self._phases.get(name, [])
+            times, columns = samples(gpu, phases, gpu.config(0)) if phases else ([], {})
+            first = pb.TracePacket(timestamp=int(times[0]) if len(times) else 0, trusted_packet_sequence_id=seq)
+            first.gpu_counter_event.counter_descriptor.CopyFrom(descriptor)
+            yield pb.Trace(packet=[first]).SerializeToString()
             head = _K_SEQUENCE + varint(seq)
-            keys = {name: _K_ID + varint(cid) for name, cid in ids.items()}
-            times, columns = samples(gpu, phases, config)
+            keys = {s.name: _K_ID + varint(s.counter_id) for s in descriptor.specs}
             # each column's samples encoded as GpuCounter fields (b"" for no value), one encoding per
             # distinct value: a frame loop repeats its values
             rows = [_column(keys[n], values.tolist()) for n, values in columns.items() if n in keys]
-            for i, ts in enumerate(times.tolist()):
+            for i, ts in enumerate(times.tolist() if len(times) else []):
                 event = b"".join([r[i] for r in rows])
                 packet = _K_TIMESTAMP + varint(ts) + head + _K_EVENT + varint(len(event)) + event
                 yield PACKET_TAG + varint(len(packet)) + packet

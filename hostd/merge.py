@@ -23,8 +23,9 @@ It writes `merged.perfetto-trace` (docs/hostd.md "Merge rules"):
     `correlation_id_str = "rp:#N"` matching the GPU's render_pass_instance_id;
     a `Frames` track of instants. Layer times are MONOTONIC_RAW, converted to
     BOOTTIME with the clock_sync of the HELLO before them.
-  - Mali counters (the driver's `Mali<name>` args and descriptor): GPU counter tracks, samples at
-    every workload boundary of each GPU trace's sequence (counters.py `Tracks`);
+  - Mali counters (the driver's `Mali<name>` args and descriptor): GPU counter tracks, one
+    descriptor per GPU (the drivers' descriptor packets are not copied) and samples at every
+    workload boundary of all its processes (counters.py `Tracks`);
   - with per-region counters (tessera run --regions): a render pass's GPU
     slices get `Regions <counter>` args (max, mean, hottest region;
     region_args.py), and the heatmaps are written to SESSION_DIR/regions/
@@ -263,7 +264,8 @@ class _Merger:
                         summary.gpu_event(out_seq, e, extras)
                 else:
                     if p.HasField("gpu_counter_event") and p.gpu_counter_event.HasField("counter_descriptor"):
-                        counters.descriptor(out_seq, p.gpu_counter_event)
+                        counters.descriptor(out_seq, p.gpu_counter_event)   # written once per GPU, with its samples
+                        continue
                     if out_seq != seq:
                         p.trusted_packet_sequence_id = out_seq
                         self.emit(p)

@@ -39,7 +39,9 @@ def test_samples_spread_each_phase_over_its_duration():
     assert total["MaliCompQueueUtil"] == 110 / 160 * 100
 
 
-def test_encoded_packets_are_protobufs_bytes():
+def test_one_descriptor_per_gpu_and_packets_are_protobufs_bytes():
+    """Two processes (packet sequences 7 and 8) on one GPU: one descriptor, one set of samples over
+    both's work, as a device's counters are; every packet is what protobuf writes."""
     tracks = Tracks()
     desc = pb.GpuCounterEvent()
     ids = {}
@@ -48,26 +50,31 @@ def test_encoded_packets_are_protobufs_bytes():
         ids[c.name] = i
     desc.counter_descriptor.blocks.add(name="Mali-G720")
     tracks.descriptor(7, desc)
-    assert tracks.wants(7) and not tracks.wants(8)
-    for start, dur, threads in ((1000, 300, 64), (1100, 300, 33), (5000, 7, 3)):
+    tracks.descriptor(8, desc)
+    assert tracks.wants(7) and tracks.wants(8) and not tracks.wants(9)
+    for seq, start, dur, threads in ((7, 1000, 300, 64), (8, 1100, 300, 33), (7, 5000, 7, 3)):
         e = pb.GpuRenderStageEvent(duration=dur)
         for name, v in (("MaliNonFragThread", threads), ("MaliCompQueuedCy", dur), ("MaliCompQueueAssignStallCy", 0),
                         ("MaliGPUActiveCy", dur), ("Labels", "t1")):
             e.extra_data.add(name=name, value=str(v))
-        tracks.event(7, start, e)
+        tracks.event(seq, start, e)
     raws = list(tracks.encoded())
-    assert len(raws) == 6
+    packets = []
     for raw in raws:
         trace = pb.Trace()
         trace.ParseFromString(raw)
         [p] = trace.packet
         assert p.trusted_packet_sequence_id == 7 and p.HasField("gpu_counter_event")
         assert pb.Trace(packet=[p]).SerializeToString() == raw        # the same bytes protobuf writes
-        by_name = {c.counter_id: c for c in p.gpu_counter_event.counters}
-        assert set(by_name) <= set(ids.values())
+        packets.append(p)
+    assert packets[0].gpu_counter_event.counter_descriptor == desc.counter_descriptor
+    assert not any(p.gpu_counter_event.HasField("counter_descriptor") for p in packets[1:])
+    assert [p.timestamp for p in packets[1:]] == [1000, 1100, 1300, 1400, 5000, 5007]
     values = {}
-    for p in tracks.packets():
+    for p in packets[1:]:
         for c in p.gpu_counter_event.counters:
+            assert c.counter_id in ids.values()
             v = c.int_value if c.HasField("int_value") else c.double_value
             values[c.counter_id] = values.get(c.counter_id, 0) + v
     assert values[ids["MaliNonFragThread"]] == 64 + 33 + 3
+    assert values[ids["MaliGPUActiveCy"]] == 400 + 7                  # [1000, 1400) busy, then 7
