@@ -39,10 +39,11 @@ from .naming import app_labels, split_stack, submit_of, tag_of
 
 PREFIX = A.COUNTER.label.partition("{")[0]           # "Mali": every counter arg starts with it
 _WORKLOAD, _LABEL_STACK, _LABELS = A.WORKLOAD.label, A.LABEL_STACK.label, A.LABEL.label
-# The driver's workload class (schemas/slice_args.py WORKLOAD_CLASSES values) -> Arm's workload type
-# (the GPU Timeline's `type` vocabulary, docs/arm.md); transfers by their image or buffer stage.
-ARM_TYPES = {"render pass": "renderpass", "dispatch": "dispatch", "trace rays": "tracerays",
-             "acceleration structure build": "asbuild", "acceleration structure copy": "astransfer"}
+# The driver's workload class (schemas/slice_args.py WORKLOAD_CLASSES values) -> the workload type Arm's
+# layer_gpu_profile sends (source/submit_visitor.cpp: its messages' `type`, the CSV's "Workload type");
+# transfers by their image or buffer stage.
+ARM_TYPES = {"render pass": "renderpass", "dispatch": "compute", "trace rays": "tracerays",
+             "acceleration structure build": "as_build", "acceleration structure copy": "as_transfer"}
 _IMAGE_STAGES = ("clear image", "copy image", "blit image", "resolve image")
 
 
@@ -76,7 +77,7 @@ class Workload:
         t = ARM_TYPES.get(self.kind)
         if t is None:
             stage = self.phases[0].stage if self.phases else ""
-            t = "imagetransfer" if stage in _IMAGE_STAGES or "image" in stage else "buffertransfer"
+            t = "image_transfer" if stage in _IMAGE_STAGES or "image" in stage else "buffer_transfer"
         return t
 
 
@@ -93,11 +94,12 @@ class SessionCounters:
     workloads: list[Workload]
     frames: list[Frame]
 
-    def columns(self) -> list[str]:
-        """Arm's layer_gpu_profile counters this GPU has, in its order (the CSV's counter columns)."""
+    def columns(self) -> list[tuple[str, str]]:
+        """(machine name, Arm's layer's name) of Arm's layer_gpu_profile counters this GPU has, in its
+        order: the CSV's counter columns."""
         if self.gpu is None:
             return []
-        return [n for n in C.ARM_PROFILE_COUNTERS if self.gpu.has(n)]
+        return [(n, label) for n, label in C.ARM_PROFILE_COUNTERS if self.gpu.has(n)]
 
 
 def _union_ns(phases: list[Phase]) -> int:
@@ -223,16 +225,16 @@ def _value(v: float | None) -> str:
 
 def workload_rows(s: SessionCounters, frame: Frame) -> Iterator[list[str]]:
     cols = s.columns()
-    yield ["Index", "Workload type", *cols, "Label"]
+    yield ["Index", "Workload type", *(label for _, label in cols), "Label"]
     for i, w in enumerate(frame.workloads):
-        yield [str(i), w.arm_type, *(_value(w.counters.get(c)) for c in cols), "|".join(w.labels)]
+        yield [str(i), w.arm_type, *(_value(w.counters.get(c)) for c, _ in cols), "|".join(w.labels)]
 
 
 def frame_rows(s: SessionCounters) -> Iterator[list[str]]:
     cols = s.columns()
-    yield ["Frame ID", *cols]
+    yield ["Frame ID", *(label for _, label in cols)]
     for f in s.frames:
-        yield [str(f.frame), *(_value(f.counters.get(c)) for c in cols)]
+        yield [str(f.frame), *(_value(f.counters.get(c)) for c, _ in cols)]
 
 
 def write_csv(s: SessionCounters, out_dir: Path, per: str) -> list[Path]:

@@ -24,13 +24,30 @@ ARM_GPUS = {"mali-g720": "Mali-G720", "mali-g78": "Mali-G78"}
 # The external bus beat (MALI_CONFIG_EXT_BUS_BYTE_SIZE, which a real device reports): 16 bytes, a 128-bit
 # AXI data bus, this emulation's configuration choice (Arm publishes no value per SoC).
 EXT_BUS_BYTE_SIZE = 16
-# The 19 counters Arm's layer_gpu_profile samples (libGPULayers layer_gpu_profile/source/device.cpp), in
-# its order: the CSV's columns (those the GPU has).
+# The 19 counters Arm's layer_gpu_profile samples (libGPULayers layer_gpu_profile/source/device.cpp,
+# Device::Device's addCounter calls), in its order, with the name it gives each: the name is the key
+# of its messages' counters and so the column of service_gpu_profile.py's CSV (a GPU lacking a
+# counter drops its column).
 ARM_PROFILE_COUNTERS = (
-    "MaliCompQueueActiveCy", "MaliVertQueueActiveCy", "MaliBinningQueueActiveCy", "MaliNonFragQueueActiveCy",
-    "MaliFragQueueActiveCy", "MaliMainQueueActiveCy", "MaliExtBusRdBy", "MaliExtBusWrBy", "MaliGeomTotalPrim",
-    "MaliGeomVisiblePrim", "MaliNonFragThread", "MaliFragThread", "MaliEngInstr", "MaliEngFMAInstr",
-    "MaliEngCVTInstr", "MaliEngSFUInstr", "MaliVarIssueCy", "MaliTexIssueCy", "MaliLSIssueCy",
+    ("MaliCompQueueActiveCy", "Compute queue active cycles"),
+    ("MaliVertQueueActiveCy", "Vertex queue active cycles"),
+    ("MaliBinningQueueActiveCy", "Binning phase queue active cycles"),
+    ("MaliNonFragQueueActiveCy", "Non-fragment queue active cycles"),
+    ("MaliFragQueueActiveCy", "Fragment queue active cycles"),
+    ("MaliMainQueueActiveCy", "Main phase queue active cycles"),
+    ("MaliExtBusRdBy", "External read bytes"),
+    ("MaliExtBusWrBy", "External write bytes"),
+    ("MaliGeomTotalPrim", "Input primitives"),
+    ("MaliGeomVisiblePrim", "Visible primitives"),
+    ("MaliNonFragThread", "Non-fragment threads"),
+    ("MaliFragThread", "Fragment threads"),
+    ("MaliEngInstr", "Arithmetic unit instructions"),
+    ("MaliEngFMAInstr", "Arithmetic unit FMA instructions"),
+    ("MaliEngCVTInstr", "Arithmetic unit CVT instructions"),
+    ("MaliEngSFUInstr", "Arithmetic unit SFU instructions"),
+    ("MaliVarIssueCy", "Varying unit cycles"),
+    ("MaliTexIssueCy", "Texture unit cycles"),
+    ("MaliLSIssueCy", "Load/store unit cycles"),
 )
 # Computed by hostd over an interval (a workload's phases, a frame), never per phase: the GPU is active
 # for the union of its phases (docs/counters.md).
