@@ -26,6 +26,7 @@ import heapq
 import json
 from dataclasses import asdict, dataclass, field
 
+from tessera.icd.trace import QUEUE_OF
 from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -57,6 +58,7 @@ class LongWorkload:
 @dataclass
 class Summary:
     processes: list[str] = field(default_factory=list)
+    gpus: list[str] = field(default_factory=list)   # the emulated GPUs the driver's traces name
     frames: int = 0
     submits: int = 0
     gpu_events: int = 0                 # the application's: the tool's own events are internal_events
@@ -120,6 +122,9 @@ class SummaryBuilder:
         if p.HasField("interned_data"):
             for spec in p.interned_data.gpu_specifications:
                 self._specs[(seq, spec.iid)] = spec.name
+                gpu = spec.description.partition(QUEUE_OF)[2]
+                if gpu and gpu not in self.s.gpus:
+                    self.s.gpus.append(gpu)
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
             self._tracks[d.uuid] = d.name
@@ -286,6 +291,8 @@ def format_summary(s: Summary, detail: bool = False) -> str:
     lines = []
     if s.processes:
         lines.append(f"{'processes':<{width}}{', '.join(s.processes)}")
+    if s.gpus:
+        lines.append(f"{'GPU':<{width}}{', '.join(s.gpus)}")
     lines.append(f"{'frames':<{width}}{s.frames}")
     lines.append(f"{'submits':<{width}}{s.submits}")
     lines.append(f"{'GPU render-stage events':<{width}}{s.gpu_events}")

@@ -132,7 +132,7 @@ class Timeline:
     @property
     def trace(self) -> GpuTrace:
         if self._trace is None:
-            self._trace = GpuTrace(self.session_dir, counters=self._counters)
+            self._trace = GpuTrace(self.session_dir, counters=self._counters, gpu=self.profile.description)
         return self._trace
 
     # ---- the application's threads: hand over, in call order ---------------------------------

@@ -50,8 +50,13 @@ def boottime_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
 
 
+# A hardware queue's interned description: "<queue> hardware queue of <GPU>", the GPU as
+# GpuProfile.description names it (hostd/summary.py reads the GPU back from it).
+QUEUE_OF = " hardware queue of "
+
+
 class GpuTrace:
-    def __init__(self, session_dir: Path, counters=None) -> None:
+    def __init__(self, session_dir: Path, counters=None, gpu: str = "the emulated Mali") -> None:
         global pf, packets
         from tessera.schemas import perfetto as pf
         from . import event_packets as packets
@@ -66,6 +71,7 @@ class GpuTrace:
         self._started = False
         self._write_failed = False
         self._counters = counters   # icd/counters.CounterModel: its descriptor goes in the first packet
+        self._gpu = gpu             # the GPU and the real device it reports (GpuProfile.description)
 
     def _start(self) -> None:
         p = pf.TracePacket()
@@ -82,7 +88,7 @@ class GpuTrace:
             snap.clocks.add(clock_id=clock_id, timestamp=time.clock_gettime_ns(clock))
         interned = p.interned_data
         for name, iid in QUEUES.items():
-            interned.gpu_specifications.add(iid=iid, name=name, description=f"Mali {name} hardware queue")
+            interned.gpu_specifications.add(iid=iid, name=name, description=f"{name}{QUEUE_OF}{self._gpu}")
         for name, (iid, category) in STAGES.items():
             interned.gpu_specifications.add(
                 iid=iid, name=name, category=pf.pb.InternedGpuRenderStageSpecification.RenderStageCategory.Value(category))
