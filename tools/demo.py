@@ -6,7 +6,8 @@ daemon), merges each session into one Perfetto trace, and prints one line
 per app: its own result check, its GPU workloads, and the merged trace to
 open in ui.perfetto.dev (`tessera view TRACE`). Each app's session folder
 under `--out` (replaced at every demo run) keeps its merged trace,
-`summary.txt` (the `tessera run` table) and `app-output.txt`; the examples run with
+`summary.txt` (the `tessera run` table), `app-output.txt` and `report.html` (`tessera report
+--html`: the render graph and the advice, docs/advice.md); the examples run with
 per-region counters (REGIONS) also keep their heatmaps in `regions/`.
 """
 from __future__ import annotations
@@ -46,6 +47,8 @@ def _apps(root: Path) -> list[tuple[str, list[str]]]:
               show_default=True, help="Folder for the demo's session folders.")
 def demo(out: Path) -> None:
     """Run every example under Tessera and merge its trace; exit 1 if any fails."""
+    from tessera.hostd.advice import analyse
+    from tessera.hostd.advice.report import write_html
     from tessera.hostd.embedded import merge_session, summary
 
     ensure_shims()
@@ -72,11 +75,14 @@ def demo(out: Path) -> None:
         check = next((ln for ln in reversed(lines) if ln.startswith(f"{name}:")), lines[-1] if lines else "")
         result = merge_session(session)
         write_atomic(session / "summary.txt", (summary(result) + "\n").encode())
+        analysis = analyse(session)
+        write_html(analysis, result.summary, session, session / "regions", session / "report.html")
         ok = code == 0 and not result.events_without_metadata
         failures += not ok
         click.echo(f"  {'ok  ' if ok else 'FAIL'} {name:18s} {took:5.2f} s  {check[:110]}")
         click.echo(f"       {result.gpu_events} GPU events, {result.events_without_metadata} without metadata -> "
                    f"{result.output}")
+        click.echo(f"       {len(analysis.findings)} advice finding(s) -> {session / 'report.html'}")
     if failures:
         raise SystemExit(1)
     click.echo(f"all {len(EXAMPLES) + 1} applications passed their own checks on the emulated Mali; "

@@ -26,6 +26,7 @@ LANES = {RENDER_PASS: 0, "dispatch": 1, "trace_rays": 1, "acceleration_structure
 LANE_NAMES = ("render passes", "compute", "transfers")
 NODE_W, NODE_H, COL, ROW, MARGIN = 150, 54, 190, 110, 40
 TIMELINE_W, TIMELINE_ROW = 900, 26
+GAP_PX = 12                 # an idle stretch of the GPU (the host between submits) drawn this wide
 TOP_WORKLOADS = 10
 
 
@@ -92,21 +93,47 @@ def frame_svg(graph: RenderGraph, frame) -> dict[str, Any]:
             "node_w": NODE_W, "node_h": NODE_H}
 
 
+def _busy(phases) -> list[list[int]]:
+    """The stretches in which some queue is busy, in order, merged."""
+    spans: list[list[int]] = []
+    for p in sorted(phases, key=lambda p: p.start_ns):
+        if spans and p.start_ns <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], p.end_ns)
+        else:
+            spans.append([p.start_ns, p.end_ns])
+    return spans
+
+
 def timeline(analysis: Analysis) -> dict[str, Any]:
-    """Every GPU phase as a bar on its hardware queue's row, scaled to the session's GPU span."""
+    """Every GPU phase as a bar on its hardware queue's row. Busy stretches share the width in
+    proportion to their length; the idle stretches between them (the host between submits) are
+    drawn GAP_PX wide each, marked by a dashed line."""
     phases = [(p, n.work) for n in analysis.graph.nodes for p in n.work.phases]
     if not phases:
-        return {"rows": [], "bars": [], "width": TIMELINE_W, "height": TIMELINE_ROW, "span_ns": 0}
-    t0 = min(p.start_ns for p, _ in phases)
-    span = max(1, max(p.end_ns for p, _ in phases) - t0)
+        return {"rows": [], "bars": [], "gaps": [], "width": TIMELINE_W, "height": TIMELINE_ROW, "busy_ns": 0,
+                "label_w": 110}
+    spans = _busy(p for p, _ in phases)
+    busy = max(1, sum(b - a for a, b in spans))
     queues = sorted({p.queue for p, _ in phases})
     label_w = 110
-    scale = (TIMELINE_W - label_w - 10) / span
-    bars = [{"x": label_w + (p.start_ns - t0) * scale, "y": queues.index(p.queue) * TIMELINE_ROW + 4,
+    scale = (TIMELINE_W - label_w - 10 - GAP_PX * (len(spans) - 1)) / busy
+    offsets, x = [], float(label_w)
+    for a, b in spans:                       # each span's left edge on the page
+        offsets.append(x)
+        x += (b - a) * scale + GAP_PX
+
+    def at(t: int) -> float:
+        i = max(k for k, (a, _) in enumerate(spans) if a <= t)
+        return offsets[i] + (t - spans[i][0]) * scale
+
+    t0 = spans[0][0]
+    bars = [{"x": at(p.start_ns), "y": queues.index(p.queue) * TIMELINE_ROW + 4,
              "w": max(1.0, p.duration_ns * scale), "h": TIMELINE_ROW - 8, "kind": w.kind,
              "tip": f"{w.where()}: {p.stage} {p.duration_ns} ns at +{p.start_ns - t0} ns"} for p, w in phases]
+    gaps = [offsets[i] - GAP_PX / 2 for i in range(1, len(spans))]
     return {"rows": [(q, i * TIMELINE_ROW + TIMELINE_ROW // 2 + 4) for i, q in enumerate(queues)], "bars": bars,
-            "width": TIMELINE_W, "height": len(queues) * TIMELINE_ROW, "span_ns": span, "label_w": label_w}
+            "gaps": gaps, "width": TIMELINE_W, "height": len(queues) * TIMELINE_ROW, "busy_ns": busy,
+            "label_w": label_w}
 
 
 def heatmaps(folder: Path) -> list[dict[str, str]]:

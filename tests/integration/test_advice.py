@@ -133,16 +133,40 @@ def test_validation_layer_reference(shims) -> None:
 EXAMPLES_ALLOWED = {
     # what applies to each example (everything else must stay quiet)
     "render_passes": set(), "overdraw": set(), "shader_costs": set(), "compute_collatz": set(),
-    "mlp_tensors": set(), "ray_query": set(), "ray_tracing": set(),
+    "mlp_tensors": set(), "ray_query": set(), "ray_tracing": set(), "compute_and_draw": set(),
     "debug_labels": {"small-transfers"},                        # two small buffer transfers in its frame
     "transfers": {"small-transfers", "resolve-transfer"},       # four small transfers; a vkCmdResolveImage
 }
+RUN_OPTIONS = {"overdraw": ["--regions"]}                       # its page then holds the region heatmaps
+
+
+def _rendered(page: Path) -> "_Page":
+    """The page as headless Chromium renders it (no console message allowed), parsed."""
+    r = subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
+                        "--v=0", "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    assert "CONSOLE" not in r.stderr, r.stderr
+    dom = _Page()
+    dom.feed(r.stdout)
+    return dom
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES_ALLOWED))
 def test_examples_get_what_applies(name, shims, tmp_path) -> None:
-    a = analyse(_session(tmp_path, name, [PYTHON, REPO / "examples" / f"{name}.py"]))
+    program = ([REPO / "build" / "examples" / name] if name == "compute_and_draw"
+               else [PYTHON, REPO / "examples" / f"{name}.py"])
+    session = tmp_path / name
+    out = run([TESSERA, "run", *RUN_OPTIONS.get(name, []), "--out", session, "--", *program], None)
+    assert out.returncode == 0, out.stdout + out.stderr
+    a = analyse(session)
     assert {f.rule for f in a.findings} == EXAMPLES_ALLOWED[name]
+    page = tmp_path / "report.html"
+    assert run([TESSERA, "report", session, "--html", page], None).returncode == 0
+    if shutil.which("chromium"):
+        dom = _rendered(page)
+        assert {"summary", "timeline", "render-graph", "advice"} <= dom.ids
+        assert dom.tags.get("g", 0) == len(a.graph.nodes)
+        assert ("heatmaps" in dom.ids) == (name == "overdraw")
     if name == "render_passes":
         # the layer names each attachment's image: every pass's output goes to the copy reading it back
         passes = [n for n in a.graph.nodes if n.work.kind == "render_pass"]
@@ -192,10 +216,5 @@ def test_report_json_and_html(planted, tmp_path) -> None:
     assert sorted(p.rules) == sorted(f.rule for f in a.findings)
     assert all(link.startswith(("data:", "#", "url(#")) for link in p.links)     # nothing to fetch
     if shutil.which("chromium"):
-        r = subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
-                            "--v=0", "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0
-        assert "CONSOLE" not in r.stderr, r.stderr
-        dom = _Page()
-        dom.feed(r.stdout)
+        dom = _rendered(page)
         assert dom.ids == p.ids and sorted(dom.rules) == sorted(p.rules)
