@@ -118,6 +118,7 @@ class Timeline:
         self._jobs: collections.deque = collections.deque()   # (ticket, fn, args, completion)
         self._running = threading.Lock()   # held by whoever runs jobs: the worker, or a settling thread
         self._wake = threading.Event()
+        self._settled_at = float("-inf")   # monotonic time of the last settle: the worker stays back after one
         self._tickets = itertools.count(1)
         self._queued = 0
         self._done = 0
@@ -170,6 +171,7 @@ class Timeline:
         once `timeout_s` has passed. True when everything handed over has run. The calling thread
         runs the jobs itself when the worker is not running one and their GPU work has completed:
         a thread that waits anyway does the work at no thread switch."""
+        self._settled_at = time.monotonic()
         self.pull()
         target = self._queued
         if self._done >= target:
@@ -231,11 +233,16 @@ class Timeline:
     # ---- the worker ---------------------------------------------------------------------------
     def _run(self) -> None:
         """Not woken per hand-over (a thread switch per submit costs more than placing it): every
-        PULL_MIN_S while it finds work, backing off to PULL_MAX_S while settling threads do it."""
+        PULL_MIN_S while it finds work, backing off to PULL_MAX_S while none comes or while the
+        application's waits settle (they place their submits themselves: the worker taking one they
+        are about to settle would only make them wait for it)."""
         idle_s = PULL_MIN_S
         while True:
-            self._wake.wait(idle_s)
+            woken = self._wake.wait(idle_s)
             self._wake.clear()
+            if not woken and time.monotonic() - self._settled_at < PULL_MAX_S:
+                idle_s = min(idle_s * 2, PULL_MAX_S)
+                continue
             self.pull()
             ran = False
             if self._jobs:
@@ -276,7 +283,9 @@ class Timeline:
                 self._awaited = completion
             signaled = fences.wait(fence, self._waiting_for_gpu)
             with self._progress:   # before the fence is reset: a settle may be asking for its status
-                self._awaited = None
+                # No longer waiting for the GPU: a settle must wait for this submit's events now, not
+                # take "stalled without an awaited fence" for work the application has yet to unblock.
+                self._awaited, self._stalled = None, False
             fences.give_back(fence, signaled)
         self._submissions += 1
         gpu_id, gpu = self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
