@@ -285,6 +285,8 @@ def build(works: list[Work]) -> RenderGraph:
                     edges.append(Edge(acc.writer, node.id, r, k))
         for acc in node.accesses:
             r = acc.resource
+            if r is not None and acc.role == "attachment" and acc.store_op == "dont_care":
+                last_write.pop(r, None)     # STORE_OP_DONT_CARE: the contents are undefined after the pass
             if r is None or not (acc.writes or acc.overwrites):
                 continue
             prev = last_write.get(r)

@@ -63,6 +63,10 @@ def test_load_undefined() -> None:
     # written earlier (by a transfer) or by an opaque dispatch before: quiet
     assert findings(xfer("copy buffer to image", "0xbuf", "0xa"), rp([att("load")], ["0xa"]), rule="load-undefined") == []
     assert findings(dispatch((1, 1, 1), (16, 1, 1), 3000), rp([att("load")], ["0xa"]), rule="load-undefined") == []
+    # a pass that stored DONT_CARE left it undefined (the validation layer's StoreOpDontCareThenLoadOpLoad)
+    [f] = findings(rp([att("clear", "store")], ["0xa"], draws=0), rp([att("load", "dont_care")], ["0xa"], draws=0),
+                   rp([att("load")], ["0xa"], draws=0), rule="load-undefined")
+    assert (f.node, f.saves_bytes) == (2, PASS_BYTES)
 
 
 def test_clear_then_load() -> None:
