@@ -21,8 +21,16 @@ decodes the log again (`read_arm_log`), so what hostd thought of a message
 never decides what is kept.
 
 Replies: the registry (endpoint 0) answers a TX_RX with the services hostd
-hosts (SERVICES: `registry`, `GPUTimeline` on endpoint 1); a TX_RX to any
-other endpoint gets an empty reply so a client waiting for one is not stuck.
+hosts (SERVICES: `registry`, `GPUTimeline` on endpoint 1, `GPUProfile` on
+endpoint 2); a TX_RX to any other endpoint gets an empty reply so a client
+waiting for one is not stuck.
+
+`GPUProfile` is Arm's layer_gpu_profile (its host side: lglpy
+`comms/service_gpu_profile.py`): JSON objects with a `type` (start_frame,
+end_frame, frame, or a workload's type with its `labels` and `counters`).
+They are logged like everything else and read back by `read_profile_log`
+(hostd/arm_profile.py turns them into counters, docs/counters.md); a payload
+that is not a JSON object with a string `type` is reported and skipped.
 
 Problems (one log line each, naming client, stream offset, action):
   - a header that cannot be right (unknown message type, payload above
@@ -36,6 +44,7 @@ are never affected.
 """
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -56,7 +65,9 @@ LOG = logging.getLogger("tessera.hostd")
 
 ARM_LOG_NAME = "session.arm-log"
 TIMELINE_ENDPOINT = 1
-SERVICES = {wire.REGISTRY_ENDPOINT: wire.REGISTRY_NAME, TIMELINE_ENDPOINT: wire.TIMELINE_SERVICE}
+PROFILE_ENDPOINT = 2
+SERVICES = {wire.REGISTRY_ENDPOINT: wire.REGISTRY_NAME, TIMELINE_ENDPOINT: wire.TIMELINE_SERVICE,
+            PROFILE_ENDPOINT: wire.PROFILE_SERVICE}
 FOLDER_PROCESS = "arm-gpu-timeline"
 
 
@@ -121,6 +132,15 @@ class ArmIngest:
             self.records["registry"] += 1
             payload = wire.registry_payload(SERVICES)
             return wire.encode(m.type, 0, m.message_id, payload) if m.type == wire.ArmMessageType.TX_RX else None
+        if m.endpoint == PROFILE_ENDPOINT:
+            message = profile_message(m.payload)
+            if isinstance(message, str):
+                self.problem(m.offset, f"GPUProfile payload of {len(m.payload)} bytes: {message}",
+                             "skipped (kept in the log)")
+                self.records["profile: unreadable"] += 1
+            else:
+                self.records[f"profile: {message['type']}"] += 1
+            return wire.encode(m.type, 0, m.message_id) if m.type == wire.ArmMessageType.TX_RX else None
         if m.endpoint != TIMELINE_ENDPOINT:
             if m.endpoint not in self._warned:
                 self._warned.add(m.endpoint)
@@ -176,6 +196,37 @@ def read_arm_log(path: Path, problem: Callable[[int, str], None],
     """The TimelineRecords of a `session.arm-log`, in order. A damaged record of the log costs
     the messages overlapping it (decoding restarts at the next record's first message start); a
     payload that is not a TimelineRecord is reported and skipped; a bad header ends reading."""
+    for messages in _arm_messages(path, problem, max_payload):
+        yield from _records(messages, problem)
+
+
+def profile_message(payload: bytes) -> dict[str, Any] | str:
+    """A GPUProfile payload as Arm's service reads it (a JSON object with a string `type`), or why not."""
+    try:
+        message = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        return f"not JSON ({e})"
+    if not isinstance(message, dict) or not isinstance(message.get("type"), str):
+        return "not a JSON object with a string \"type\""
+    return message
+
+
+def read_profile_log(path: Path, problem: Callable[[int, str], None],
+                     max_payload: int = wire.DEFAULT_MAX_PAYLOAD) -> Iterator[dict[str, Any]]:
+    """The GPUProfile messages of a `session.arm-log`, in order, read as read_arm_log reads; one that
+    is not a JSON object with a string `type` is reported and skipped."""
+    for messages in _arm_messages(path, problem, max_payload):
+        for m in messages:
+            if m.endpoint == PROFILE_ENDPOINT:
+                message = profile_message(m.payload)
+                if isinstance(message, str):
+                    problem(m.offset, f"stream byte {m.offset}: GPUProfile payload: {message}; skipped")
+                else:
+                    yield message
+
+
+def _arm_messages(path: Path, problem: Callable[[int, str], None], max_payload: int) -> Iterator[list]:
+    """The Arm messages of a `session.arm-log`, a list per log record (read_arm_log's rules)."""
     with open(path, "rb") as f:
         if log_version(f) != 2:
             problem(0, "not a session log (no log file header); not read")
@@ -200,10 +251,10 @@ def read_arm_log(path: Path, problem: Callable[[int, str], None],
             try:
                 messages = decoder.feed(data)
             except wire.ArmWireError as e:
-                yield from _records(e.messages, problem)
+                yield e.messages
                 problem(e.offset, f"stream {e}; the rest of the log is not read")
                 return
-            yield from _records(messages, problem)
+            yield messages
 
 
 def _records(messages, problem) -> Iterator[Any]:

@@ -67,13 +67,16 @@ class Workload:
     labels: list[str]              # the application's debug labels, outermost first
     phases: list[Phase] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
+    type: str | None = None        # Arm's workload type as its layer sent it (arm_profile.py), else derived
 
     @property
-    def start_ns(self) -> int:
-        return min(p.start_ns for p in self.phases)
+    def start_ns(self) -> int | None:
+        return min(p.start_ns for p in self.phases) if self.phases else None
 
     @property
     def arm_type(self) -> str:
+        if self.type is not None:
+            return self.type
         t = ARM_TYPES.get(self.kind)
         if t is None:
             stage = self.phases[0].stage if self.phases else ""
@@ -90,16 +93,34 @@ class Frame:
 
 @dataclass
 class SessionCounters:
-    gpu: C.GpuCounters | None              # None: the session's GPU traces carry no counters
+    gpu: C.GpuCounters | None              # None: no Tessera GPU trace with counters
     workloads: list[Workload]
     frames: list[Frame]
+    source: str = "tessera"                # or "arm": Arm's layer_gpu_profile on a device (arm_profile.py)
+    arm_columns: list[tuple[str, str]] = field(default_factory=list)   # "arm": its counters, its order
 
     def columns(self) -> list[tuple[str, str]]:
         """(machine name, Arm's layer's name) of Arm's layer_gpu_profile counters this GPU has, in its
-        order: the CSV's counter columns."""
+        order: the CSV's counter columns (Arm's own data: the layer's counters as it sent them)."""
+        if self.source == "arm":
+            return self.arm_columns
         if self.gpu is None:
             return []
         return [(n, label) for n, label in C.ARM_PROFILE_COUNTERS if self.gpu.has(n)]
+
+    @property
+    def empty(self) -> bool:
+        return not self.workloads and not self.frames
+
+    def has(self, name: str) -> bool:
+        """A counter this session shows."""
+        if self.gpu is not None:
+            return self.gpu.has(name)
+        return any(name in w.counters for w in self.workloads) or any(name in f.counters for f in self.frames)
+
+    @property
+    def device(self) -> str:
+        return f"{self.gpu.gpu} (emulated)" if self.gpu is not None else "Arm layer_gpu_profile (device)"
 
 
 def _union_ns(phases: list[Phase]) -> int:
@@ -158,8 +179,20 @@ def _metadata(session_dir: Path):
 
 def read_session(session_dir: Path, shader_cores: int | None = None) -> SessionCounters:
     """Every workload's and frame's counters in SESSION_DIR (its gpu*.perfetto-trace files, and the
-    layer's logs for frames and labels). `shader_cores`: MALI_CONFIG_SHADER_CORE_COUNT (only the
-    counters that read it need it)."""
+    layer's logs for frames and labels); when its GPU traces carry none, those Arm's
+    layer_gpu_profile streamed into hostd (arm_profile.py). `shader_cores`:
+    MALI_CONFIG_SHADER_CORE_COUNT (only the counters that read it need it)."""
+    s = _read_traces(session_dir, shader_cores)
+    if s.gpu is None:
+        from .arm_profile import read_profiles
+
+        arm = read_profiles(session_dir)
+        if arm is not None:
+            return arm
+    return s
+
+
+def _read_traces(session_dir: Path, shader_cores: int | None) -> SessionCounters:
     index = _metadata(session_dir)
     gpu: C.GpuCounters | None = None
     by_key: dict[tuple, Workload] = {}
@@ -203,7 +236,7 @@ def read_session(session_dir: Path, shader_cores: int | None = None) -> SessionC
                 w = by_key[key] = Workload(0, pid, tag, submit, frame, ex.get(_WORKLOAD, "unknown"),
                                            app_labels(meta, stack))
             w.phases.append(Phase(p.timestamp, e.duration, specs.get((seq, e.stage_iid), ""), values))
-    workloads = sorted(by_key.values(), key=lambda w: (w.start_ns, w.pid or 0, w.tag or 0))
+    workloads = sorted(by_key.values(), key=lambda w: (w.start_ns or 0, w.pid or 0, w.tag or 0))
     frames: list[Frame] = []
     if gpu is not None:
         config = gpu.config(shader_cores or 0)
@@ -261,7 +294,7 @@ def write_csv(s: SessionCounters, out_dir: Path, per: str) -> list[Path]:
 
 def as_json(s: SessionCounters, per: str) -> dict[str, Any]:
     units = {c.name: c.units for c in s.gpu.shown()} if s.gpu else {}
-    doc: dict[str, Any] = {"gpu": s.gpu.gpu if s.gpu else None, "units": units}
+    doc: dict[str, Any] = {"gpu": s.gpu.gpu if s.gpu else None, "source": s.source, "units": units}
     if per == "frame":
         doc["frames"] = [{"frame": f.frame, "workloads": len(f.workloads), "counters": f.counters} for f in s.frames]
     else:

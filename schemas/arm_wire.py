@@ -30,6 +30,7 @@ HEADER_SIZE = HEADER.size             # 14
 REGISTRY_ENDPOINT = 0
 REGISTRY_NAME = "registry"
 TIMELINE_SERVICE = "GPUTimeline"
+PROFILE_SERVICE = "GPUProfile"        # layer_gpu_profile's service: JSON payloads (lglpy service_gpu_profile.py)
 ABSTRACT_SOCKET = "lglcomms"           # the layer's default host address (Linux abstract namespace)
 DEFAULT_MAX_PAYLOAD = 16 << 20
 _ENTRY = struct.Struct("<BI")

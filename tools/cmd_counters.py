@@ -31,9 +31,9 @@ def counters(session: Path, per: str, csv_dir: Path | None, as_json: bool) -> No
     if csv_dir is not None and as_json:
         raise click.UsageError("--csv and --json are alternatives: give one")
     s = hc.read_session(session)
-    if s.gpu is None:
+    if s.empty:
         raise click.ClickException(f"{session}: no GPU trace with Mali counters (run it with this Tessera; "
-                                   "TESSERA_COUNTERS=0 turns them off)")
+                                   "TESSERA_COUNTERS=0 turns them off) and no Arm layer_gpu_profile stream")
     if as_json:
         click.echo(json.dumps(hc.as_json(s, per), indent=1, sort_keys=False))
         return
@@ -48,7 +48,7 @@ def counters(session: Path, per: str, csv_dir: Path | None, as_json: bool) -> No
 
 
 def format_table(s, per: str) -> str:
-    cols = [c for c in HEADLINE if s.gpu.has(c)]
+    cols = [c for c in HEADLINE if s.has(c)]
     head = ["frame", "index", "type"] if per == "workload" else ["frame", "workloads"]
     rows = []
     if per == "workload":
@@ -60,7 +60,7 @@ def format_table(s, per: str) -> str:
             rows.append([str(f.frame), str(len(f.workloads)), *(_num(f.counters.get(c)) for c in cols), ""])
     header = head + cols + ["labels" if per == "workload" else ""]
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-    lines = [f"{s.gpu.gpu} (emulated): {len(s.workloads)} workloads, {len(s.frames)} frames"]
+    lines = [f"{s.device}: {len(s.workloads)} workloads, {len(s.frames)} frames"]
     for r in [header] + rows:
         lines.append("  ".join(x.rjust(w) if i < len(r) - 1 else x for i, (x, w) in enumerate(zip(r, widths))).rstrip())
     return "\n".join(lines)

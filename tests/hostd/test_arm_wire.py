@@ -132,7 +132,8 @@ def test_ingest_logs_every_byte_replies_to_the_registry_and_names_the_folder(tmp
         keep, reply = ing.feed(stream[i:i + 7])
         assert keep
         replies += reply
-    assert replies == af.message(af.TX_RX, 0, 1, wire.registry_payload({0: "registry", 1: "GPUTimeline"}))
+    assert replies == af.message(af.TX_RX, 0, 1, wire.registry_payload({0: "registry", 1: "GPUTimeline",
+                                                                         2: "GPUProfile"}))
     ing.close("client closed")
     folder = ing.store.folder
     assert folder.name.startswith(f"arm-gpu-timeline-{PID}-")
