@@ -73,7 +73,7 @@ def test_arm_layer_streams_into_hostd_and_merges(tmp_path):
         good.connect("\0" + abstract)
         client = af.ArmClient(good)
         services = client.lookup()
-        assert set(services) == {"registry", "GPUTimeline"} and services["registry"] == 0
+        assert set(services) == {"registry", "GPUTimeline", "GPUProfile"} and services["registry"] == 0
         for i, payload in enumerate(_records()):
             client.send(services["GPUTimeline"], payload, af.TX if i % 2 else af.TX_ASYNC)
 
