@@ -1,7 +1,8 @@
 """Mali counters of a session: per workload, per frame, as Perfetto GPU counter tracks and as Arm's CSV.
 
 Role: the driver writes each GPU event's counters as `Mali<name>` args and its GPU's counter
-descriptor in its trace's first packet (icd/counters.py); this module reads them back.
+descriptor in a packet after its trace's first (icd/counters.py); this module reads them back
+(and, for a session of Arm's layer_gpu_profile on a device, arm_profile.py's counters).
 
   - `read_session(SESSION_DIR)`: every workload's counters (a render pass's binning and main
     phases summed) and every frame's, with the derived counters evaluated from the sums by Arm's
@@ -23,10 +24,11 @@ Single-threaded; no state outside the objects a call makes.
 from __future__ import annotations
 
 import csv
+import io
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -36,6 +38,9 @@ from tessera.schemas.perfetto import PACKET_TAG, read_packets, varint
 from tessera.schemas.protowire import key as field_key
 
 from .naming import app_labels, split_stack, submit_of, tag_of
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PREFIX = A.COUNTER.label.partition("{")[0]           # "Mali": every counter arg starts with it
 _WORKLOAD, _LABEL_STACK, _LABELS = A.WORKLOAD.label, A.LABEL_STACK.label, A.LABEL.label
@@ -283,8 +288,6 @@ def write_csv(s: SessionCounters, out_dir: Path, per: str) -> list[Path]:
     else:
         jobs = [(out_dir / f"frame_{f.frame:05d}.csv", workload_rows(s, f)) for f in s.frames]
     for path, rows in jobs:
-        import io
-
         buf = io.StringIO(newline="")
         csv.writer(buf).writerows(rows)
         write_atomic(path, buf.getvalue().encode("utf-8"))
@@ -393,7 +396,7 @@ def _column(k: bytes, values: list[float]) -> list[bytes]:
 
 
 def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
-            ) -> tuple["np.ndarray", dict[str, "np.ndarray"]]:
+            ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """(timestamps, counter -> values) at every phase boundary: each counter's increment over the
     interval since the previous boundary (every phase active in it contributes its count x overlap /
     its duration), the derived counters evaluated on those by Arm's equations (NaN where an equation
@@ -411,7 +414,7 @@ def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
     live = durs > 0
     names = [c.name for c in gpu.shown() if not c.derived and c.name != C.GPU_ACTIVE]
 
-    def swept(per_phase: "np.ndarray") -> "np.ndarray":
+    def swept(per_phase: np.ndarray) -> np.ndarray:
         delta = np.zeros(len(bounds), np.float64)
         np.add.at(delta, i0[live], per_phase[live])
         np.add.at(delta, i1[live], -per_phase[live])
