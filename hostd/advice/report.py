@@ -38,7 +38,7 @@ def format_advice(analysis: Analysis, top: int) -> str:
     shown = found if top == 0 else found[:top]
     for f in shown:
         saving = f"{f.saves_cycles} cycles" + (f", {f.saves_bytes} bytes" if f.saves_bytes else "")
-        lines += [f"{_ns(f.saves_ns)}  {f.rule:<22} {f.workload}",
+        lines += [f"{_ns(f.saves_ns)}  {f.rule:<24} {f.severity:<7}  {f.workload}",
                   f"{'':15}{f.what} ({saving})",
                   f"{'':15}fix: {f.fix}"]
     if len(shown) < len(found):

@@ -24,6 +24,9 @@ from .gpu import Gpu
 from .graph import RENDER_PASS, Access, Node, RenderGraph, dead, descriptor_readable, descriptor_writable, transient
 
 SCHEMA_VERSION = 1
+# Severities, least first: `warning` for work or traffic the frame does for nothing, `info` for what a
+# threshold calls too much (the budget file's `[advice] max_severity`, docs/ci.md, compares by this order).
+SEVERITIES = ("info", "warning")
 # A buffer transfer this small is dominated by its job's fixed cost (JOB_SETUP_CYCLES): batch them.
 SMALL_TRANSFER_BYTES = 4096
 # More render passes than this in one frame: each extra pass pays two jobs' fixed cost and a tile
@@ -52,9 +55,10 @@ class Finding:
     saves_cycles: int = 0
     saves_ns: int = 0
     vvl: tuple[str, ...] = ()
+    severity: str = "warning"
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "title": self.title, "what": self.what, "fix": self.fix,
+        return {"rule": self.rule, "severity": self.severity, "title": self.title, "what": self.what, "fix": self.fix,
                 "where": {"frame": self.frame, "workload": self.workload, "label_path": self.label_path,
                           "kind": self.kind, "tag": self.tag, "node": self.node, "attachment": self.attachment,
                           "resource": self.resource},
@@ -69,6 +73,7 @@ class Rule:
     fix: str
     check: Callable[[RenderGraph, Gpu], list[Finding]]
     vvl: tuple[str, ...] = ()       # the Khronos validation layer's Best Practices (Arm) checks it covers
+    severity: str = "warning"       # SEVERITIES
 
 
 def _finding(rule: Rule, node: Node | None, what: str, gpu: Gpu, *, nbytes: int = 0, ns: int | None = None,
@@ -81,7 +86,7 @@ def _finding(rule: Rule, node: Node | None, what: str, gpu: Gpu, *, nbytes: int 
                    w.label_path if w else "", w.kind if w else "frame", w.tag if w else None,
                    node.id if node else None, acc.index if acc is not None and acc.role == "attachment" else None,
                    acc.resource if acc is not None else None, nbytes or memory_bytes, gpu.ns_cycles(time), time,
-                   rule.vvl)
+                   rule.vvl, rule.severity)
 
 
 def _att(acc: Access) -> str:
@@ -383,8 +388,8 @@ def small_transfers(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
     return out
 
 
-def _rule(id: str, title: str, fix: str, check, vvl: tuple[str, ...] = ()) -> Rule:
-    return Rule(id, title, fix, check, tuple(f"UNASSIGNED-BestPractices-{v}" for v in vvl))
+def _rule(id: str, title: str, fix: str, check, vvl: tuple[str, ...] = (), severity: str = "warning") -> Rule:
+    return Rule(id, title, fix, check, tuple(f"UNASSIGNED-BestPractices-{v}" for v in vvl), severity)
 
 
 RULES: tuple[Rule, ...] = (
@@ -432,7 +437,7 @@ RULES: tuple[Rule, ...] = (
           pass_round_trip),
     _rule("too-many-passes", "Too many render passes in a frame",
           f"Merge passes that render to the same targets; keep a frame under {MAX_PASSES_PER_FRAME} passes.",
-          too_many_passes),
+          too_many_passes, severity="info"),
     _rule("binning-serialised", "Barrier serialises binning behind fragment work",
           "Narrow the barrier: wait at FRAGMENT_SHADER (not VERTEX_SHADER/ALL_COMMANDS) so the next pass's "
           "binning overlaps this pass's fragment work.", binning_serialised),
@@ -441,7 +446,7 @@ RULES: tuple[Rule, ...] = (
           workgroup_warp_waste, ("vkCreateComputePipelines-compute-thread-group-alignment",)),
     _rule("small-transfers", "Many small buffer transfers in a frame",
           "Batch the updates into one buffer and one copy (or write through a persistently mapped buffer).",
-          small_transfers),
+          small_transfers, severity="info"),
 )
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
 # Rules on GPU counters (#27's hostd/counters.py): each takes (graph, gpu, counters). None yet.

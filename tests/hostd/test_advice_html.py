@@ -52,4 +52,4 @@ def test_graph_layout_and_page() -> None:
     p = Links()
     p.feed(page)
     assert p.links == []
-    assert page.count('class="finding"') == len(a.findings) == 1
+    assert page.count('<div class="finding warning"') == len(a.findings) == 1

@@ -10,7 +10,7 @@ import pytest
 
 from tessera.hostd.advice.gpu import emulated
 from tessera.hostd.advice.graph import Phase, Work, build
-from tessera.hostd.advice.rules import RULES, RULES_BY_ID, advise
+from tessera.hostd.advice.rules import RULES, RULES_BY_ID, SEVERITIES, advise
 
 GPU = emulated("Mali-G720 (emulated)")
 RGBA = "R8G8B8A8_UNORM"
@@ -53,6 +53,8 @@ def findings(*works, rule: str):
 
 def test_the_table() -> None:
     assert len(RULES) >= 15 and len(RULES_BY_ID) == len(RULES)
+    assert {r.id for r in RULES if r.severity == "info"} == {"too-many-passes", "small-transfers"}
+    assert all(r.severity in SEVERITIES for r in RULES)
     assert GPU.warp_width == 16 and GPU.job_setup_ns == 2000 and GPU.memory_ns(PASS_BYTES) == 512
 
 
@@ -192,7 +194,7 @@ def test_workgroup_warp_waste() -> None:
 def test_small_transfers() -> None:
     small = [xfer("update buffer", dst="0xu", nbytes=128, kind="buffer_transfer") for _ in range(3)]
     [f] = findings(*small, rule="small-transfers")
-    assert f.saves_ns == 2 * 2000
+    assert f.saves_ns == 2 * 2000 and f.severity == "info" and f.to_json()["severity"] == "info"
     assert findings(xfer("update buffer", dst="0xu", nbytes=128, kind="buffer_transfer"),
                     xfer("copy buffer", "0xs", "0xu", nbytes=65536, kind="buffer_transfer"),
                     rule="small-transfers") == []
