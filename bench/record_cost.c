@@ -357,10 +357,15 @@ static double bench_buffer(struct ctx *c, long calls, long reps)
     return best;
 }
 
-/* Best of `reps` wall times of `calls` frames; `best_cpu`: the process CPU time of that repetition. */
-static double bench_frame(struct ctx *c, long calls, long reps, double *best_cpu)
+/* What a frame records into `cmd` (between its begin and end); `arg`: the mode's objects. */
+typedef void (*record_frame_fn)(VkCommandBuffer cmd, const void *arg);
+
+/* Best of `reps` wall times of `calls` frames of a loop that re-records its work: vkBeginCommandBuffer,
+   `record`, vkEndCommandBuffer, vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; `best_cpu`:
+   the process CPU time of that repetition. */
+static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg, long calls, long reps,
+                         double *best_cpu)
 {
-    struct compute_pipeline cp = empty_compute_pipeline(c);
     VkCommandBuffer cmd = command_buffer(c);
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
@@ -372,9 +377,7 @@ static double bench_frame(struct ctx *c, long calls, long reps, double *best_cpu
         double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
         for (long i = 0; i < calls; i++) {
             begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
-            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp.pipeline);
-            for (int d = 0; d < FRAME_DISPATCHES; d++)
-                vkCmdDispatch(cmd, 1, 1, 1);
+            record(cmd, arg);
             VK_CHECK(vkEndCommandBuffer(cmd));
             VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
             VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
@@ -388,6 +391,22 @@ static double bench_frame(struct ctx *c, long calls, long reps, double *best_cpu
 
     vkDestroyFence(c->device, fence, NULL);
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
+    return best;
+}
+
+/* frame mode: the empty compute pipeline bound, FRAME_DISPATCHES vkCmdDispatch(1,1,1). */
+static void record_dispatch_frame(VkCommandBuffer cmd, const void *arg)
+{
+    const struct compute_pipeline *cp = arg;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp->pipeline);
+    for (int d = 0; d < FRAME_DISPATCHES; d++)
+        vkCmdDispatch(cmd, 1, 1, 1);
+}
+
+static double bench_frame(struct ctx *c, long calls, long reps, double *best_cpu)
+{
+    struct compute_pipeline cp = empty_compute_pipeline(c);
+    double best = frame_loop(c, record_dispatch_frame, &cp, calls, reps, best_cpu);
     destroy_compute_pipeline(c, &cp);
     return best;
 }
@@ -593,67 +612,53 @@ static double bench_threads(struct ctx *c, long calls, long reps, long threads, 
     return best / (double)threads;
 }
 
-/* Best of `reps` wall times of `calls` render-pass-heavy frames: a "frame" label around FRAME_PASSES
-   labelled dynamic-rendering passes of PASS_DRAWS draws each and two dispatches, submitted with a fence
-   and waited for; `best_cpu`: the process CPU time of that repetition. */
-static double bench_passframe(struct ctx *c, long calls, long reps, double *best_cpu)
-{
-    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin =
-        (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdBeginDebugUtilsLabelEXT");
-    PFN_vkCmdEndDebugUtilsLabelEXT label_end =
-        (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdEndDebugUtilsLabelEXT");
-    if (!label_begin || !label_end)
-        fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
+/* passframe mode: what a frame draws with, and its labels' entry points. */
+struct pass_frame {
     struct draw_target t;
-    draw_target_create(c, &t);
-    struct compute_pipeline cp = empty_compute_pipeline(c);
-    VkCommandBuffer cmd = command_buffer(c);
-    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkFence fence;
-    VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
-    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    struct compute_pipeline cp;
+    PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;
+    PFN_vkCmdEndDebugUtilsLabelEXT label_end;
+};
+
+/* A "frame" label around FRAME_PASSES labelled dynamic-rendering passes of PASS_DRAWS draws each and two
+   dispatches. */
+static void record_pass_frame(VkCommandBuffer cmd, const void *arg)
+{
+    const struct pass_frame *f = arg;
     static const char *const pass_names[FRAME_PASSES] = {"shadow 0", "shadow 1", "gbuffer", "lighting", "sky",
                                                          "transparent", "bloom", "ui"};
-    VkDebugUtilsLabelEXT frame_label = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, .pLabelName = "frame"};
-
-    double best = -1.0;
-    for (long rep = 0; rep < reps; rep++) {
-        double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-        for (long i = 0; i < calls; i++) {
-            begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
-            label_begin(cmd, &frame_label);
-            vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
-                                 0, 0, NULL, 0, NULL, 1, &t.to_attachment);
-            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, t.pipeline);
-            for (int p = 0; p < FRAME_PASSES; p++) {
-                VkDebugUtilsLabelEXT pass_label = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT,
-                                                   .pLabelName = pass_names[p]};
-                label_begin(cmd, &pass_label);
-                vkCmdBeginRendering(cmd, &t.rendering);
-                for (int d = 0; d < PASS_DRAWS; d++)
-                    vkCmdDraw(cmd, 3, 1, 0, 0);
-                vkCmdEndRendering(cmd);
-                label_end(cmd);
-            }
-            vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp.pipeline);
-            vkCmdDispatch(cmd, 1, 1, 1);
-            vkCmdDispatch(cmd, 1, 1, 1);
-            label_end(cmd);
-            VK_CHECK(vkEndCommandBuffer(cmd));
-            VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
-            VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
-            VK_CHECK(vkResetFences(c->device, 1, &fence));
-        }
-        double elapsed = now_ns() - t0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-        if (best < 0.0 || elapsed < best)
-            *best_cpu = cpu;
-        keep_best(&best, elapsed);
+    VkDebugUtilsLabelEXT label = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, .pLabelName = "frame"};
+    f->label_begin(cmd, &label);
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                         0, 0, NULL, 0, NULL, 1, &f->t.to_attachment);
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, f->t.pipeline);
+    for (int p = 0; p < FRAME_PASSES; p++) {
+        label.pLabelName = pass_names[p];
+        f->label_begin(cmd, &label);
+        vkCmdBeginRendering(cmd, &f->t.rendering);
+        for (int d = 0; d < PASS_DRAWS; d++)
+            vkCmdDraw(cmd, 3, 1, 0, 0);
+        vkCmdEndRendering(cmd);
+        f->label_end(cmd);
     }
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->cp.pipeline);
+    vkCmdDispatch(cmd, 1, 1, 1);
+    vkCmdDispatch(cmd, 1, 1, 1);
+    f->label_end(cmd);
+}
 
-    vkDestroyFence(c->device, fence, NULL);
-    vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
-    destroy_compute_pipeline(c, &cp);
-    draw_target_destroy(c, &t);
+static double bench_passframe(struct ctx *c, long calls, long reps, double *best_cpu)
+{
+    struct pass_frame f;   /* filled in place: its draw_target points into itself */
+    f.label_begin = (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdBeginDebugUtilsLabelEXT");
+    f.label_end = (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdEndDebugUtilsLabelEXT");
+    if (!f.label_begin || !f.label_end)
+        fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
+    draw_target_create(c, &f.t);
+    f.cp = empty_compute_pipeline(c);
+    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu);
+    destroy_compute_pipeline(c, &f.cp);
+    draw_target_destroy(c, &f.t);
     return best;
 }
 
