@@ -119,10 +119,11 @@ def load_undefined(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
     """LOAD of an image nothing in the session wrote (no earlier opaque workload could have: none ran,
     or the image has no STORAGE usage)."""
     out = []
+    first_opaque = next((n.id for n in graph.nodes if n.work.opaque), len(graph.nodes))
     for node in graph.nodes:
         if node.work.kind != RENDER_PASS:
             continue
-        opaque_before = any(n.work.opaque for n in graph.nodes[:node.id])
+        opaque_before = first_opaque < node.id
         for acc in node.accesses:
             if acc.reads and acc.resource and acc.writer is None and not (
                     opaque_before and descriptor_writable(acc.usage)):
@@ -318,8 +319,7 @@ def pass_round_trip(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
 
 def too_many_passes(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
     out = []
-    for frame in graph.frames():
-        passes = [n for n in graph.nodes if n.work.frame == frame and n.work.kind == RENDER_PASS]
+    for frame, passes in _by_frame(graph, lambda n: n.work.kind == RENDER_PASS).items():
         if len(passes) > MAX_PASSES_PER_FRAME:
             extra = len(passes) - MAX_PASSES_PER_FRAME
             out.append(_finding(RULES_BY_ID["too-many-passes"], None,
@@ -333,21 +333,31 @@ def binning_serialised(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
     """A pass's binning phase waited for an earlier pass's main phase (a barrier or an external subpass
     dependency), though the non-fragment queue was free: the tiler could have run under the fragment work."""
     out = []
+    main_ends: dict[Any, set[int]] = {}           # per submit: when the main phases so far ended
+    queue_free: dict[tuple[Any, str], int] = {}   # per (submit, queue): the end of its last phase so far
     for node in graph.nodes:
+        submit = node.work.submit
         binning = next((p for p in node.work.phases if p.stage == "binning"), None)
-        if binning is None:
-            continue
-        earlier = [p for n in graph.nodes[:node.id] if n.work.submit == node.work.submit for p in n.work.phases]
-        mains = [p for p in earlier if p.stage == "main" and p.end_ns == binning.start_ns]
-        if not mains:
-            continue
-        free = max((p.end_ns for p in earlier if p.queue == binning.queue), default=None)
-        if free is None or free >= binning.start_ns:
-            continue
-        wait = binning.start_ns - free
-        out.append(_finding(RULES_BY_ID["binning-serialised"], node,
-                            f"binning starts only when the previous render pass's fragment work ends, {wait} ns "
-                            f"after the non-fragment queue was free", gpu, ns=wait))
+        if binning is not None and binning.start_ns in main_ends.get(submit, ()):
+            free = queue_free.get((submit, binning.queue))
+            if free is not None and free < binning.start_ns:
+                wait = binning.start_ns - free
+                out.append(_finding(RULES_BY_ID["binning-serialised"], node,
+                                    f"binning starts only when the previous render pass's fragment work ends, "
+                                    f"{wait} ns after the non-fragment queue was free", gpu, ns=wait))
+        for p in node.work.phases:
+            if p.stage == "main":
+                main_ends.setdefault(submit, set()).add(p.end_ns)
+            key = (submit, p.queue)
+            queue_free[key] = max(queue_free.get(key, p.end_ns), p.end_ns)
+    return out
+
+
+def _by_frame(graph: RenderGraph, keep: Callable[[Node], bool]) -> dict[Any, list[Node]]:
+    out: dict[Any, list[Node]] = {}
+    for n in graph.nodes:
+        if keep(n):
+            out.setdefault(n.work.frame, []).append(n)
     return out
 
 
@@ -377,9 +387,8 @@ def workgroup_warp_waste(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
 
 def small_transfers(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
     out = []
-    for frame in graph.frames():
-        small = [n for n in graph.nodes if n.work.frame == frame and n.work.meta.get("subtype") in
-                 SMALL_TRANSFER_SUBTYPES and 0 <= int(n.work.meta.get("bytes", -1)) < SMALL_TRANSFER_BYTES]
+    for small in _by_frame(graph, lambda n: n.work.meta.get("subtype") in SMALL_TRANSFER_SUBTYPES
+                           and 0 <= int(n.work.meta.get("bytes", -1)) < SMALL_TRANSFER_BYTES).values():
         if len(small) >= 2:
             out.append(_finding(RULES_BY_ID["small-transfers"], small[0],
                                 f"{len(small)} buffer transfers under {SMALL_TRANSFER_BYTES} bytes in one frame, "
