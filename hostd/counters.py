@@ -395,10 +395,16 @@ def _column(k: bytes, values: list[float]) -> list[bytes]:
     return out
 
 
+# Counter samples are also taken every SAMPLE_PERIOD_NS of emulated GPU time (1 ms), the period
+# widened so that a session gets at most MAX_PERIOD_SAMPLES of them.
+SAMPLE_PERIOD_NS = 1_000_000
+MAX_PERIOD_SAMPLES = 100_000
+
+
 def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
             ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """(timestamps, counter -> values) at every phase boundary: each counter's increment over the
-    interval since the previous boundary (every phase active in it contributes its count x overlap /
+    """(timestamps, counter -> values) at every phase boundary and every SAMPLE_PERIOD_NS: each
+    counter's increment over the interval since the previous sample (every phase active in it contributes its count x overlap /
     its duration), the derived counters evaluated on those by Arm's equations (NaN where an equation
     divides by zero); the first boundary gives every counter 0. Vectorised with numpy: a sweep of
     each counter's rate over the boundaries."""
@@ -409,6 +415,10 @@ def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
     bounds = np.unique(np.concatenate([starts, starts + durs]))
     if len(bounds) == 0:
         return bounds, {}
+    # and at a fixed emulated period in between (idle time shows as zeros), at most MAX_PERIOD_SAMPLES
+    period = max(SAMPLE_PERIOD_NS, -(-int(bounds[-1] - bounds[0]) // MAX_PERIOD_SAMPLES))
+    ticks = np.arange(-(-int(bounds[0]) // period) * period, int(bounds[-1]), period, dtype=np.int64)
+    bounds = np.unique(np.concatenate([bounds, ticks]))
     width = np.diff(bounds).astype(np.float64)
     i0, i1 = np.searchsorted(bounds, starts), np.searchsorted(bounds, starts + durs)
     live = durs > 0

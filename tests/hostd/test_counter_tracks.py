@@ -78,3 +78,14 @@ def test_one_descriptor_per_gpu_and_packets_are_protobufs_bytes():
             values[c.counter_id] = values.get(c.counter_id, 0) + v
     assert values[ids["MaliNonFragThread"]] == 64 + 33 + 3
     assert values[ids["MaliGPUActiveCy"]] == 400 + 7                  # [1000, 1400) busy, then 7
+
+
+def test_samples_every_period_between_workloads():
+    from tessera.hostd import counters as hc
+
+    ms = hc.SAMPLE_PERIOD_NS
+    phases = [_phase(ms // 2, ms, MaliNonFragThread=1000, MaliGPUActiveCy=ms),
+              _phase(3 * ms + 10, 10, MaliNonFragThread=7, MaliGPUActiveCy=10)]
+    times, cols = samples(G720, phases, CFG)
+    assert times.tolist() == [ms // 2, ms, ms + ms // 2, 2 * ms, 3 * ms, 3 * ms + 10, 3 * ms + 20]
+    assert cols["MaliNonFragThread"].tolist() == [0, 500, 500, 0, 0, 0, 7]      # idle periods: zeros
