@@ -53,7 +53,6 @@ MAX_PROFILE_BYTES = 32 << 20   # the largest gpuinfo export is under 1 MiB
 # engine, execution engines, texels and pixels per core per clock (fmaRate = FMAs x engines).
 LIBGPUINFO_COMMIT = "663cc4dfdcaaeb99daff85976698d2536bac6018"
 LIBGPUINFO = {
-    "mali-g77": ("Mali-G77", 16, 2, 4, 2),
     "mali-g78": ("Mali-G78", 16, 2, 4, 2),
     "mali-g715": ("Mali-G715", 64, 2, 8, 4),
 }
@@ -74,7 +73,8 @@ def _libgpuinfo(key: str) -> str:
 CORE_PROPERTIES = "VkPhysicalDeviceShaderCorePropertiesARM"          # fmaRate, texelRate, pixelRate
 CORE_BUILTINS = "VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM"    # shaderCoreCount, shaderWarpsPerCore
 SUBGROUP_STRUCTS = ("VkPhysicalDeviceVulkan11Properties", "VkPhysicalDeviceSubgroupProperties")
-DRIVER_STRUCTS = ("VkPhysicalDeviceVulkan12Properties", "VkPhysicalDeviceDriverProperties")
+DRIVER_STRUCTS = ("VkPhysicalDeviceVulkan12Properties", "VkPhysicalDeviceDriverProperties",
+                  "VkPhysicalDeviceDriverPropertiesKHR")
 MC_CORES = re.compile(r"\bMC(\d+)$")   # Arm's "MP/MC<n>" core-count suffix of a Mali's name
 # GpuProfile field <- (struct, member) of a Vulkan profile
 FROM_PROFILE = {
@@ -236,6 +236,15 @@ def _device(key: str, device_name: str, device_id: int, like: GpuProfile | None 
 
 # The Immortalis-G720 (r49p0, Debian 12): every rate and count from its export.
 _G720 = _device("mali-g720", "Mali-G720 (emulated)", 0x0720)
+# No public Vulkan profile of a Mali-G78 is known to this project (ARM-software/tracetooltests
+# ships none): a timing-only GPU that reports its backend's capabilities.
+_G78 = GpuProfile(
+    key="mali-g78", device_name="Mali-G78 (emulated)", device_id=0x0078,
+    shader_cores=20, warps_per_core=64, warp_width=16, clock_mhz=850, **arm_rates("mali-g78"),
+    sources=f"no real device's profile: timing only (the backend's capabilities). fmaRate, texelRate, "
+            f"pixelRate from {_libgpuinfo('mali-g78')}; 16-wide warps (Valhall); 20 cores, 64 warps "
+            "and 850 MHz are this emulation's configuration choice.",
+)
 PROFILES: dict[str, GpuProfile] = {
     "mali-g720": _G720,
     # The Immortalis-G925 (r49p1, Android 16, a Xiaomi 25032RP42C): every rate and count from its export.
@@ -245,16 +254,7 @@ PROFILES: dict[str, GpuProfile] = {
     # G720's (its successor, the nearest GPU here whose driver reports them).
     "mali-g715": _device("mali-g715", "Mali-G715 (emulated)", 0x0715, like=_G720,
                          why="the export reports no VK_ARM_shader_core_builtins; the G720 is its successor"),
-    # No public Vulkan profile of a Mali-G78 is known to this project (ARM-software/tracetooltests
-    # ships none): a timing-only GPU that reports its backend's capabilities. Its figures are kept
-    # from the emulation's first table, each one said to be what it is.
-    "mali-g78": GpuProfile(
-        key="mali-g78", device_name="Mali-G78 (emulated)", device_id=0x0078,
-        shader_cores=20, warps_per_core=64, warp_width=16, clock_mhz=850, **arm_rates("mali-g78"),
-        sources=f"no real device's profile: timing only (the backend's capabilities). fmaRate, texelRate, "
-                f"pixelRate from {_libgpuinfo('mali-g78')}; 16-wide warps (Valhall); 20 cores, 64 warps "
-                "and 850 MHz are this emulation's configuration choice.",
-    ),
+    "mali-g78": _G78,
 }
 # The default: the current Mali whose export reports ray tracing (VK_KHR_ray_query and
 # VK_KHR_ray_tracing_pipeline) and Arm's core properties; docs/backends.md says why.
