@@ -31,3 +31,17 @@ def test_the_chosen_device_is_named_in_the_trace_and_the_summary(shims, tmp_path
     assert gpu == named
     from tessera.hostd.advice.gpu import session_device
     assert session_device(session) == PROFILES[key].device_name      # the layer's DEVICE metadata
+
+
+def test_a_users_profile_is_reported_and_named(shims, tmp_path):
+    """--gpu-profile: a device export the user brings (here a copy of a shipped one under another
+    name) is what the driver reports and names; --gpu's GPU (the default) gives the device name."""
+    mine = tmp_path / "my_phone.json"
+    mine.write_bytes((DEVICES / "mali-g925.json").read_bytes())
+    (profile,) = json.loads(mine.read_text())["profiles"].values()
+    session = tmp_path / "s"
+    out = run([TESSERA, "run", "--gpu-profile", mine, "--out", session, "--", PYTHON,
+               REPO / "examples" / "compute_collatz.py"], None)
+    assert out.returncode == 0, out.stderr
+    named = f"{PROFILES['mali-g720'].device_name}: {profile['label']}"
+    assert any(re.match(rf"GPU {{2,}}{re.escape(named)}$", line) for line in out.stdout.splitlines()), out.stdout
