@@ -56,6 +56,8 @@ def setup(ffi, dev, stages: int) -> Limits:
     _check(dev.next.vkCreateDescriptorSetLayout(dev.handle, info, ffi.NULL, out), "vkCreateDescriptorSetLayout")
     props = ffi.new("VkPhysicalDeviceProperties *")
     dev.physical.next.vkGetPhysicalDeviceProperties(dev.physical.handle, props)
+    if dev.physical.device_profile is not None:   # the emulated device's limits: a real Mali's sets
+        dev.physical.device_profile.apply_properties(ffi, props)
     mem = ffi.new("VkPhysicalDeviceMemoryProperties *")
     dev.physical.next.vkGetPhysicalDeviceMemoryProperties(dev.physical.handle, mem)
     memory_type = next((i for i in range(mem.memoryTypeCount)

@@ -43,6 +43,7 @@ def physical_device_info(drv: Driver, phys: PhysicalDevice) -> PhysicalDevice:
         props = ffi.new("VkPhysicalDeviceProperties *")
         phys.next.vkGetPhysicalDeviceProperties(phys.handle, props)
         phys.api_version = props.apiVersion
+        phys.device_profile = device_profile.of(drv)
     return phys
 
 

@@ -78,6 +78,7 @@ class PhysicalDevice(IcdObject):
     extensions: dict[str, int] | None = None   # backend's device extensions -> spec version
     api_version: int = 0                       # backend's apiVersion
     extension_list: Any = None                 # vkapi.enumerate.ExtensionList: what the device lists
+    device_profile: Any = None                 # device_profile.DeviceProfile: the real device it reports, if any
 
     @property
     def next(self) -> DispatchTable:
