@@ -70,7 +70,7 @@ class GpuTrace:
         self._transfer_entries = {stage: packets.extra_entry(TRANSFER_KEY, stage) for stage in ARM_STAGE}
         self._started = False
         self._write_failed = False
-        self._counters = counters   # icd/counters.CounterModel: its descriptor goes in the first packet
+        self._counters = counters   # icd/counters.CounterModel: its descriptor follows the first packet
         self._gpu = gpu             # the GPU and the real device it reports (GpuProfile.description)
 
     def _start(self) -> None:
