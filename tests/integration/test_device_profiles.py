@@ -214,3 +214,11 @@ def test_extensions_the_backend_has_under_another_name_are_the_devices(tessera_e
               "VK_EXT_tooling_info")
     got = request(tessera_env, *(f"ext:{e}" for e in wanted), "proc:vkGetCalibratedTimestampsKHR")
     assert got["result"] == "VK_SUCCESS" and got["procs"] == {"vkGetCalibratedTimestampsKHR": True}, got
+
+
+def test_the_doctor_lines_of_the_default_gpu(shims):
+    found = device_report.describe(PROFILES["mali-g720"].vulkan_profile(), layer_extensions=LAYER_DEVICE_EXTENSIONS)
+    assert "queueFamiliesProperties[0].queueCount: 2 -> 1  (the backend has fewer queues; no second queue is " \
+           "emulated)" in found
+    assert any(line.startswith("extensions.VK_EXT_fragment_density_map: 2 -> -") for line in found)
+    assert not any(line.startswith("extensions.VK_EXT_global_priority:") for line in found)   # lavapipe's KHR one
