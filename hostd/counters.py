@@ -141,21 +141,24 @@ def _union_ns(phases: list[Phase]) -> int:
 
 
 def aggregate(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]) -> dict[str, float]:
-    """The counters of a set of phases: the measured and modelled ones summed, MaliGPUActiveCy their
-    union in cycles, then the derived ones evaluated on those."""
+    """The counters of a set of phases: the measured and modelled ones summed, the busy ones
+    (schemas/counters.py BUSY: GPU and queue active cycles) the union of the phases that count them,
+    in cycles; then the derived ones evaluated on those."""
     sums: dict[str, float] = {}
-    active_cy = active_ns = 0
+    busy: dict[str, list] = {}          # name -> [cycles, ns, phases]
     for p in phases:
         for name, v in p.counters.items():
-            if name == C.GPU_ACTIVE:
-                active_cy += v
-                active_ns += p.duration_ns
+            if name in C.BUSY:
+                b = busy.setdefault(name, [0.0, 0, []])
+                b[0] += v
+                b[1] += p.duration_ns
+                b[2].append(p)
                 continue
             c = gpu.counters.get(name)
             if c is not None and not c.derived and not c.constant:
                 sums[name] = sums.get(name, 0) + v
-    if active_ns:
-        sums[C.GPU_ACTIVE] = round(_union_ns(phases) * active_cy / active_ns)
+    for name, (cycles, ns, counted) in busy.items():
+        sums[name] = round(_union_ns(counted) * cycles / ns) if ns else cycles
     return gpu.derive(sums, config)
 
 
@@ -422,7 +425,7 @@ def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
     width = np.diff(bounds).astype(np.float64)
     i0, i1 = np.searchsorted(bounds, starts), np.searchsorted(bounds, starts + durs)
     live = durs > 0
-    names = [c.name for c in gpu.shown() if not c.derived and c.name != C.GPU_ACTIVE]
+    names = [c.name for c in gpu.shown() if not c.derived and c.name not in C.BUSY]
 
     def swept(per_phase: np.ndarray) -> np.ndarray:
         delta = np.zeros(len(bounds), np.float64)
@@ -437,10 +440,12 @@ def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
         if n in present:   # rounded to 1/1000: the sweep's float sums give 63.99999… for 64
             v = np.fromiter((p.counters.get(n, 0.0) for p in phases), np.float64, len(phases))
             base[n] = np.round(swept(v / safe) * width, 3)
-    active = np.fromiter((p.counters.get(C.GPU_ACTIVE, 0.0) for p in phases), np.float64, len(phases))
-    if C.GPU_ACTIVE in present and live.any():
-        ratio = active[live].sum() / durs[live].sum()
-        base[C.GPU_ACTIVE] = np.round((swept(live.astype(np.float64)) > 0.5) * width * ratio, 3)
+    for n in C.BUSY & present:          # busy while any phase counting it runs: the union, in cycles
+        cycles = np.fromiter((p.counters.get(n, 0.0) for p in phases), np.float64, len(phases))
+        counts = live & np.fromiter((n in p.counters for p in phases), bool, len(phases))
+        if counts.any():
+            ratio = cycles[counts].sum() / durs[counts].sum()
+            base[n] = np.round((swept(counts.astype(np.float64)) > 0.5) * width * ratio, 3)
     scope: dict[str, object] = {k: v for k, v in config.items() if v is not None}
     scope.update(base)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -49,9 +49,12 @@ ARM_PROFILE_COUNTERS = (
     ("MaliTexIssueCy", "Texture unit cycles"),
     ("MaliLSIssueCy", "Load/store unit cycles"),
 )
-# Computed by hostd over an interval (a workload's phases, a frame), never per phase: the GPU is active
-# for the union of its phases (docs/counters.md).
+# Counted while something is queued: a set of phases counts the union of its phases' time (in the GPU's
+# cycles), never a sum, since phases overlap (the GPU's, and each Mali queue's: the emulated transfer
+# queue's work runs on the Mali compute queue beside compute). docs/counters.md.
 GPU_ACTIVE = "MaliGPUActiveCy"
+BUSY = frozenset({GPU_ACTIVE, "MaliCompQueuedCy", "MaliBinningQueuedCy", "MaliMainQueuedCy",
+                  "MaliNonFragQueueActiveCy", "MaliFragQueueActiveCy"})
 
 
 class Counter:

@@ -89,3 +89,16 @@ def test_samples_every_period_between_workloads():
     times, cols = samples(G720, phases, CFG)
     assert times.tolist() == [ms // 2, ms, ms + ms // 2, 2 * ms, 3 * ms, 3 * ms + 10, 3 * ms + 20]
     assert cols["MaliNonFragThread"].tolist() == [0, 500, 500, 0, 0, 0, 7]      # idle periods: zeros
+
+
+def test_a_queue_busy_twice_at_once_counts_once():
+    """Two phases on one Mali queue at the same time (the emulated transfer queue's copy beside a
+    dispatch, both compute work on Mali): the queue is active for their union, never above 100 %."""
+    phases = [_phase(0, 100, MaliCompQueuedCy=100, MaliCompQueueAssignStallCy=0, MaliGPUActiveCy=100),
+              _phase(50, 100, MaliCompQueuedCy=100, MaliCompQueueAssignStallCy=0, MaliGPUActiveCy=100)]
+    total = aggregate(G720, phases, CFG)
+    assert total["MaliCompQueueActiveCy"] == total["MaliGPUActiveCy"] == 150
+    assert total["MaliCompQueueUtil"] == 100
+    times, cols = samples(G720, phases, CFG)
+    assert cols["MaliCompQueuedCy"].tolist() == [0, 50, 50, 50]
+    assert max(v for v in cols["MaliCompQueueUtil"].tolist() if v == v) == 100
