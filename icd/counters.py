@@ -8,8 +8,8 @@ formulas of docs/counters.md:
 
   - GPU active cycles and queue cycles: the phase's duration x the profile's clock, on the Mali
     queue the phase runs on (Mali-G720: binning / main / compute; Mali-G78: non-fragment /
-    fragment); endpoint stalls 0
-    (the model assigns no endpoints); transfers run as compute work (Arm's perfetto_groups.md);
+    fragment); endpoint stalls 0 (the model assigns no endpoints); transfers run as compute work
+    (Arm's perfetto_groups.md);
   - threads and warps: dispatch invocations (groups x group size) and warps per work group, rays,
     vertex invocations (vertex or index count x instances), fragments as the timing model counts them
     (render area x draws x DRAW_COVERAGE);
@@ -37,6 +37,8 @@ _CACHE = 4096
 
 
 class CounterModel:
+    """The counters of one emulated GPU's phases (`for_profile`: None for a GPU Arm's table lacks)."""
+
     def __init__(self, profile: GpuProfile, gpu: C.GpuCounters) -> None:
         self.gpu = gpu
         self.profile = profile
