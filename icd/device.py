@@ -2,7 +2,7 @@
 
 With a device profile (icd/device_profile.py), vkCreateDevice fails as the device would: an extension
 the emulated device does not list gives VK_ERROR_EXTENSION_NOT_PRESENT, a feature it does not report
-VK_ERROR_FEATURE_NOT_PRESENT (Vulkan spec 5.2.1 "Device Creation"), queues beyond its queue families
+VK_ERROR_FEATURE_NOT_PRESENT (Vulkan spec, vkCreateDevice), queues beyond its queue families
 VK_ERROR_INITIALIZATION_FAILED."""
 from __future__ import annotations
 

@@ -7,9 +7,10 @@ wins, and why) are icd/device_clamp.py's; the profile is icd/vulkan_profile.py's
 device's JSON file. The instance hooks (icd/instance.py) and vkCreateDevice (icd/device.py) call
 this module; identity.py then writes the Mali identity over it.
 
-One `DeviceProfile` per driver (Driver.device_profile), made on the first physical-device query: the
-file is read once per process, never at load time. Without a profile file (a GPU entry that has
-none) the driver reports the backend's capabilities, as before.
+One `DeviceProfile` per profile file and process (`of`), made when the first instance is created
+(icd/instance.py: a malformed file refuses it), never when the driver loads; each PhysicalDevice
+keeps it (`device_profile`) for the driver's own limits (counter_memory.py). Without a profile file
+(a GPU entry that has none) the driver reports the backend's capabilities, as before.
 """
 from __future__ import annotations
 
@@ -30,8 +31,9 @@ FORMAT_PROPERTIES_3 = "VkFormatProperties3"
 # VkFormatProperties3, e.g. STORAGE_READ_WITHOUT_FORMAT): a profile without VkFormatProperties3 says
 # nothing of the others, so they stay the backend's.
 _FLAGS_1_BITS = 0x7FFFFFFF
-# The format features an image usage needs (Vulkan spec 34.1.1 "Image creation limits": an image's
-# usage must be supported by its format's features for the tiling).
+# The format features an image usage needs (Vulkan spec, "Image Creation Limits" under
+# vkGetPhysicalDeviceImageFormatProperties: a usage the format's features for the tiling do not
+# support is VK_ERROR_FORMAT_NOT_SUPPORTED).
 USAGE_FEATURES = (
     (vk.VK_IMAGE_USAGE_SAMPLED_BIT, vk.VK_FORMAT_FEATURE_SAMPLED_IMAGE_BIT),
     (vk.VK_IMAGE_USAGE_STORAGE_BIT, vk.VK_FORMAT_FEATURE_STORAGE_IMAGE_BIT),
