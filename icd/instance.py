@@ -35,7 +35,8 @@ def backend_global(drv: Driver, name: str):
 
 
 def physical_device_info(drv: Driver, phys: PhysicalDevice) -> PhysicalDevice:
-    """Backend extensions and apiVersion of a physical device, queried once."""
+    """Backend extensions and apiVersion of a physical device, and the device profile it reports,
+    queried once."""
     if phys.extensions is None:
         ffi = drv.ffi
         backend = query_extensions(ffi, phys.next.vkEnumerateDeviceExtensionProperties, phys.handle, ffi.NULL)
@@ -50,11 +51,10 @@ def physical_device_info(drv: Driver, phys: PhysicalDevice) -> PhysicalDevice:
 def device_extensions(drv: Driver, phys: PhysicalDevice) -> dict[str, int]:
     """The device extensions the emulated device reports: its profile's the backend has, or without a
     profile all the backend's; plus those Tessera provides itself."""
-    backend = physical_device_info(drv, phys).extensions
-    dp = device_profile.of(drv)
-    if dp is not None:
-        return dp.extensions(backend, phys.api_version)
-    return {**identity.EMULATED_DEVICE_EXTENSIONS, **backend}
+    phys = physical_device_info(drv, phys)
+    if phys.device_profile is not None:
+        return phys.device_profile.extensions(phys.extensions, phys.api_version)
+    return {**identity.EMULATED_DEVICE_EXTENSIONS, **phys.extensions}
 
 
 class Instances:
