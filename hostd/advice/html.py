@@ -3,7 +3,9 @@
 Role: lays out what the page draws (coordinates computed here, in Python) and renders it with a Jinja2
 template (templates/report.html.j2, autoescaped): the summary, a timeline overview per hardware queue,
 the render graph of each frame as inline SVG, the region heatmaps (PNG files of SESSION/regions/
-embedded as data: URIs), the costliest workloads and the advice sorted by what it saves. No script,
+embedded as data: URIs), the costliest workloads, for an instrumented session the costliest draws and
+dispatches with their hottest basic blocks (the report's shader ranking), and the advice sorted by what
+it saves. No script,
 no network, no external file: the page works from a mail attachment or a CI artifact.
 
 Why our own layered layout rather than graphviz `dot`: the graph of a frame is a sequence (nodes in the
@@ -28,6 +30,7 @@ NODE_W, NODE_H, COL, ROW, MARGIN = 150, 54, 190, 110, 40
 TIMELINE_W, TIMELINE_ROW = 900, 26
 GAP_PX = 12                 # an idle stretch of the GPU (the host between submits) drawn this wide
 TOP_WORKLOADS = 10
+TOP_SHADERS = 5             # instrumented sessions: the costliest draws and dispatches shown, with their hot blocks
 
 
 @dataclass
@@ -160,5 +163,5 @@ def render(analysis: Analysis, summary: dict[str, Any], title: str, regions_fold
         title=title, summary=summary, gpu=analysis.gpu, findings=analysis.findings,
         saves_ns=sum(f.saves_ns for f in analysis.findings), timeline=timeline(analysis),
         frames=[frame_svg(analysis.graph, f) for f in analysis.graph.frames()],
-        costliest=nodes, heatmaps=heatmaps(regions_folder) if regions_folder else [],
+        costliest=nodes, heatmaps=heatmaps(regions_folder) if regions_folder else [], top_shaders=TOP_SHADERS,
         problems=analysis.problems)

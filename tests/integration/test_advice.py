@@ -137,7 +137,8 @@ EXAMPLES_ALLOWED = {
     "debug_labels": {"small-transfers"},                        # two small buffer transfers in its frame
     "transfers": {"small-transfers", "resolve-transfer"},       # four small transfers; a vkCmdResolveImage
 }
-RUN_OPTIONS = {"overdraw": ["--regions"]}                       # its page then holds the region heatmaps
+# overdraw's page then holds the region heatmaps, shader_costs' the costliest draws with their hot blocks
+RUN_OPTIONS = {"overdraw": ["--regions"], "shader_costs": ["--instrument"]}
 
 
 def _rendered(page: Path) -> "_Page":
@@ -167,6 +168,9 @@ def test_examples_get_what_applies(name, shims, tmp_path) -> None:
         assert {"summary", "timeline", "render-graph", "advice"} <= dom.ids
         assert dom.tags.get("g", 0) == len(a.graph.nodes)
         assert ("heatmaps" in dom.ids) == (name == "overdraw")
+        assert ("costliest-draws" in dom.ids) == (name == "shader_costs")
+        if name == "shader_costs":       # 1 dispatch + 2 draws measured, each with its stages' blocks
+            assert dom.tags["details"] == 5 and dom.tags["pre"] > 5
     if name == "render_passes":
         # the layer names each attachment's image: every pass's output goes to the copy reading it back
         passes = [n for n in a.graph.nodes if n.work.kind == "render_pass"]
