@@ -141,6 +141,12 @@ EXAMPLES_ALLOWED = {
 RUN_OPTIONS = {"overdraw": ["--regions"], "shader_costs": ["--instrument"]}
 
 
+def test_every_example_is_covered() -> None:
+    helpers = {"vkapp", "rt_scene", "vktensors"}          # shared modules of the examples, not examples
+    examples = {p.stem for p in (REPO / "examples").glob("*.py")} - helpers
+    assert set(EXAMPLES_ALLOWED) == examples | {p.stem for p in (REPO / "examples" / "c").glob("*.c")}
+
+
 def _rendered(page: Path) -> "_Page":
     """The page as headless Chromium renders it (no console message allowed), parsed."""
     r = subprocess.run(["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr",
