@@ -213,12 +213,12 @@ def differences(profile: VulkanProfile, backend: VulkanProfile, emulated: Mappin
     for kind, table in (("features", profile.features), ("properties", profile.properties)):
         for struct in sorted(table):
             exts = struct_extensions(struct)
-            if exts and not any(e in reported for e in exts) and struct_version(struct) is None:
+            if exts and not any(e in reported for e in exts) and not _core(struct, api):
                 out.append(Difference(f"{kind}.{struct}", "(present)", None,
                                       f"not reported: {' / '.join(exts)} is not listed"))
     provided = {**emulated, **layer}
     for struct, members in sorted(profile.features.items()):
-        if any(e in provided for e in struct_extensions(struct)) or _unlisted(struct, reported):
+        if any(e in provided for e in struct_extensions(struct)) or _unlisted(struct, reported, api):
             continue
         b = backend.features.get(struct, {})
         for member, pv in members.items():
@@ -228,7 +228,7 @@ def differences(profile: VulkanProfile, backend: VulkanProfile, emulated: Mappin
             if pv and not feature(pv, bv):
                 out.append(Difference(f"features.{struct}.{member}", True, False, BACKEND_LACKS))
     for struct, members in sorted(profile.properties.items()):
-        if any(e in provided for e in struct_extensions(struct)) or _unlisted(struct, reported):
+        if any(e in provided for e in struct_extensions(struct)) or _unlisted(struct, reported, api):
             continue
         b = backend.properties.get(struct)
         if b is None:
@@ -299,7 +299,15 @@ def _exported_elsewhere(struct: str, available: Mapping[str, int]) -> bool:
     return not exts or struct_version(struct) is not None or any(e in available for e in exts)
 
 
-def _unlisted(struct: str, reported: Mapping[str, int]) -> bool:
-    """An extension's struct whose extension the device does not list (an application cannot ask)."""
+def _core(struct: str, api: int) -> bool:
+    """Whether a device of API version `api` (packed) has the struct in core: a Vulkan 1.1 device
+    (the Mali-G77's export) has no Vulkan 1.3 struct, whatever its backend has."""
+    version = struct_version(struct)
+    return version is not None and tuple(version) <= (api >> 22 & 0x7F, api >> 12 & 0x3FF)
+
+
+def _unlisted(struct: str, reported: Mapping[str, int], api: int) -> bool:
+    """An extension's struct whose extension the device does not list, and not in the core of its
+    API version (an application cannot ask)."""
     exts = struct_extensions(struct)
-    return bool(exts) and struct_version(struct) is None and not any(e in reported for e in exts)
+    return bool(exts) and not _core(struct, api) and not any(e in reported for e in exts)
