@@ -80,6 +80,17 @@ GPUS: dict[str, GpuCosts] = {
         }),
     "mali-g720": _fifth_gen("mali-g720", "Mali-G720", "Immortalis-G720", fma=128, texel=8),
     "mali-g925": _fifth_gen("mali-g925", "Mali-G925", "Immortalis-G925", fma=128, texel=8),
+    "mali-g77": GpuCosts(
+        key="mali-g77", name="Mali-G77", architecture="Valhall",
+        rates={
+            "FMA": PipeRate(32, "fmaRate 32: Arm's libGPUInfo (16 FMA x 2 engines; the G77's export reports no "
+                                "VK_ARM_shader_core_properties)"),
+            "CVT": PipeRate(32, "as the Mali-G78 (the same Valhall core): CVT as wide as FMA; " + _ASSUMED),
+            "SFU": PipeRate(8, "SFU at a quarter of the FMA rate (FACTS.md, public Valhall figures)"),
+            "LS": PipeRate(16, "one 16-lane load/store access per clock, as the Mali-G78; " + _ASSUMED),
+            "V": PipeRate(32, "32 fp32 varying components per clock, as the Mali-G78; " + _ASSUMED),
+            "T": PipeRate(4, "texelRate 4 (bilinear texels per core per clock): Arm's libGPUInfo"),
+        }),
     "mali-g715": _scaled("mali-g715", "Mali-G715", "Valhall", fma=128, texel=8,
                          source="Arm's libGPUInfo (64 FMA x 2 engines, 8 texels; the G715's export "
                                 "reports no VK_ARM_shader_core_properties)"),

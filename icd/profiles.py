@@ -53,6 +53,7 @@ MAX_PROFILE_BYTES = 32 << 20   # the largest gpuinfo export is under 1 MiB
 # engine, execution engines, texels and pixels per core per clock (fmaRate = FMAs x engines).
 LIBGPUINFO_COMMIT = "663cc4dfdcaaeb99daff85976698d2536bac6018"
 LIBGPUINFO = {
+    "mali-g77": ("Mali-G77", 16, 2, 4, 2),
     "mali-g78": ("Mali-G78", 16, 2, 4, 2),
     "mali-g715": ("Mali-G715", 64, 2, 8, 4),
 }
@@ -254,6 +255,11 @@ PROFILES: dict[str, GpuProfile] = {
     # G720's (its successor, the nearest GPU here whose driver reports them).
     "mali-g715": _device("mali-g715", "Mali-G715 (emulated)", 0x0715, like=_G720,
                          why="the export reports no VK_ARM_shader_core_builtins; the G720 is its successor"),
+    # The Mali-G77 (r38p1, Android 13, a Samsung SM-G980F; Vulkan 1.1): its driver names no core
+    # count and reports no Arm core properties: rates from libGPUInfo, cores and warps the G78's
+    # (the same Valhall generation; configuration choices either way).
+    "mali-g77": _device("mali-g77", "Mali-G77 (emulated)", 0x0077, like=_G78,
+                        why="the export names no core count; the G78 is the same Valhall generation"),
     "mali-g78": _G78,
 }
 # The default: the current Mali whose export reports ray tracing (VK_KHR_ray_query and

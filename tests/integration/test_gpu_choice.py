@@ -17,7 +17,7 @@ from tessera.schemas.perfetto import read_packets
 TESSERA = REPO / ".venv" / "bin" / "tessera"
 
 
-@pytest.mark.parametrize("key", ["mali-g925", "mali-g715"])
+@pytest.mark.parametrize("key", ["mali-g925", "mali-g715", "mali-g77"])
 def test_the_chosen_device_is_named_in_the_trace_and_the_summary(shims, tmp_path, key):
     (profile,) = json.loads((DEVICES / f"{key}.json").read_text())["profiles"].values()
     named = f"{PROFILES[key].device_name}: {profile['label']}"
