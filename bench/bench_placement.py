@@ -1,0 +1,63 @@
+"""What placing GPU events on the emulated timeline costs: Timeline.submit + settle of frames of labelled dispatches.
+
+What it measures: a Timeline (icd/timeline.py) of the default GPU profile writing to a temporary session
+folder; F frames, each one batch of one command buffer holding D dispatches, each inside its own t<tag> label
+(as the layer tags them), handed to `Timeline.submit` and settled at once (what a fence wait does). Printed:
+µs per frame and per GPU event (the walk, the timing model, the counters, the event's encoding, one write per
+frame), best of R runs. No Vulkan: the op lists are built here, as the driver's recording builds them.
+A benchmark, not a test.
+
+Run: .venv/bin/python bench/bench_placement.py [--frames F] [--dispatches D] [--runs R]
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from tessera.icd.profiles import DEFAULT_PROFILE, PROFILES
+from tessera.icd.recording import Work
+from tessera.icd.timeline import Timeline, batch
+from tessera.vkapi.ops import LABEL_END, LabelBegin
+
+
+def frames(count: int, dispatches: int) -> list[list]:
+    out = []
+    for f in range(count):
+        ops: list = []
+        for d in range(dispatches):
+            ops += [LabelBegin(f"t{f * dispatches + d + 1}"),
+                    Work("dispatch", "compute", "vkCmdDispatch", {"groups": (1, 1, 1)}, invocations=64), LABEL_END]
+        out.append(ops)
+    return out
+
+
+def run(count: int, dispatches: int) -> float:
+    """Seconds to place `count` frames (each submitted and settled)."""
+    with tempfile.TemporaryDirectory() as folder:
+        timeline = Timeline(PROFILES[DEFAULT_PROFILE], Path(folder))
+        queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
+        work = frames(count, dispatches)
+        start = time.perf_counter()
+        for ops in work:
+            timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0x1000)], [], [])])
+            timeline.settle(block=True)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--frames", type=int, default=2000)
+    ap.add_argument("--dispatches", type=int, default=8, help="labelled dispatches per frame")
+    ap.add_argument("--runs", type=int, default=3, help="runs; the best is printed")
+    args = ap.parse_args()
+    best = min(run(args.frames, args.dispatches) for _ in range(args.runs))
+    per_frame = best / args.frames
+    print(f"placing {args.frames} frames of {args.dispatches} labelled dispatches (best of {args.runs}): "
+          f"{per_frame * 1e6:.1f} us per frame, {per_frame / args.dispatches * 1e6:.2f} us per GPU event")
+
+
+if __name__ == "__main__":
+    main()
