@@ -35,7 +35,8 @@ class Percentage(click.ParamType):
 @click.option("--budget", "budget_file", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Budget file (TOML, docs/ci.md).")
 @click.option("--baseline", type=click.Path(exists=True, path_type=Path), default=None,
-              help="Also fail when the session's GPU time grew over this session's (per queue, per workload).")
+              help="Also fail when the session's GPU time (per queue, per workload) or its bandwidth and the "
+                   "budget's [baseline] counters (session, per workload) grew over this session's.")
 @click.option("--max-regression", type=Percentage(), default=None,
               help="Allowed growth over --baseline, e.g. 5% (default: the budget's [baseline], else 0%).")
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -63,6 +64,8 @@ def check(session: Path, budget_file: Path | None, baseline: Path | None, max_re
         regression = max_regression
     if regression is not None and baseline is None:
         raise InputProblem("a max regression needs --baseline BASE")
+    if any(r.scope == "baseline" for r in rules) and baseline is None:
+        raise InputProblem("[baseline] counters need --baseline BASE")
     try:
         run = read_run(session)
         base = read_run(baseline) if baseline is not None else None
@@ -80,7 +83,27 @@ def check(session: Path, budget_file: Path | None, baseline: Path | None, max_re
             rates = b.pipe_rates_of(session)
         except b.BudgetError as e:
             raise InputProblem(str(e)) from None
-    results = b.check(run, rules, base, regression, rates)
+    from tessera.hostd.ci.metrics import NoCounters, run_advice, run_counters
+
+    counters = base_counters = findings = None
+    try:
+        if b.needs_counters(rules):
+            counters = run_counters(run)
+            if base is not None:
+                base_counters = run_counters(base)
+        elif base is not None:          # bandwidth is compared whenever both sessions have counters
+            try:
+                counters, base_counters = run_counters(run), run_counters(base)
+            except NoCounters:
+                counters = base_counters = None
+    except NoCounters as e:
+        raise InputProblem(str(e)) from None
+    if b.needs_advice(rules):
+        try:
+            findings = run_advice(session).findings
+        except RunError as e:
+            raise InputProblem(str(e)) from None
+    results = b.check(run, rules, base, regression, rates, counters, base_counters, findings)
     try:
         if junit is not None:
             write_atomic(junit, b.junit_xml(results, f"tessera check {session}"))

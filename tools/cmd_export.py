@@ -18,7 +18,7 @@ DEFAULT_PARQUET_FOLDER = "tables"
 @click.argument("sessions", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["arm", "parquet"]), required=True,
               help="arm: Arm GPU Timeline viewer files (.metadata + Perfetto trace per process), one session "
-                   "folder; parquet: the sessions, workloads, gpu_events and shader_blocks tables of every "
+                   "folder; parquet: the sessions, workloads, gpu_events, shader_blocks, counters and advice tables of every "
                    "SESSION (folder or merged trace).")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"Output folder (arm: default SESSION/arm; parquet: default ./{DEFAULT_PARQUET_FOLDER}).")
@@ -68,7 +68,7 @@ def _parquet(sessions: tuple[Path, ...], out: Path) -> None:
 def sql(query: str, sessions: tuple[Path, ...], fmt: str) -> None:
     """Run QUERY (DuckDB SQL) over the tables of SESSIONS: session folders and merged traces, or
     folders `tessera export --format parquet` wrote. Tables: sessions, workloads, gpu_events,
-    shader_blocks (docs/ci.md)."""
+    shader_blocks, counters, advice (docs/ci.md)."""
     from tessera.hostd.ci.tables import TablesError, format_rows
     from tessera.hostd.ci.tables import query as run_query
 

@@ -1,12 +1,13 @@
 """`tessera check`: a session held to a budget (TOML), a verdict per rule, JUnit XML and Markdown.
 
-Role: `load_budget(text)` parses and validates a budget file (tomllib) into Rules; every key is
-one of `KEYS` (an unknown key is an error naming the allowed ones; the keys reserved for
-counters (#27) and advice (#28), and the compiler-model figures sessions do not carry, are
-errors saying so: `RESERVED`). `check(run, rules, baseline)` evaluates each rule against a
-runs.Run into RuleResults (one per limit: one JUnit testcase each); `junit_xml` and
-`markdown` render them. Pure functions; the click edge is tools/cmd_check.py. Format and
-semantics: docs/ci.md "Budgets".
+Role: `load_budget(text)` parses and validates a budget file (tomllib) into a Budget; every key is
+one of `KEYS` (an unknown key is an error naming the allowed ones; the compiler-model figures
+sessions do not carry are errors saying so: `RESERVED`). `check(run, budget, …)` evaluates each
+rule against a runs.Run into RuleResults (one per limit: one JUnit testcase each): GPU time,
+draw calls and shader cost from the Run, Mali counters and bandwidth from metrics.run_counters
+(the Run's counter args summed by hostd/counters.py), advice from the advisor's findings
+(metrics.run_advice); `junit_xml` and `markdown` render them. Pure functions; the click edge is
+tools/cmd_check.py. Format and semantics: docs/ci.md "Budgets".
 """
 from __future__ import annotations
 
@@ -16,13 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .diff import diff_runs
+from .metrics import RunCounters, bandwidth
 from .runs import Run, Workload
 
 BUDGET_VERSION = 1
+COUNTER_KEYS = {
+    "max_counters": "Mali counters (docs/counters.md names), a table {counter = limit}; a workload's, frame's "
+                    "or session's value as `tessera counters` sums it",
+    "max_bandwidth": "external bus bytes read + written (MaliExtBusRdBy + MaliExtBusWrBy)",
+}
 # table -> {key: what it limits}. The one list of budget keys: validation, errors and docs use it.
 SCOPE_KEYS = {
     "max_gpu_us": "GPU time of all queues together, µs (the application's work; the tool's own apart)",
     "max_queue_us": "GPU time per queue, µs: a table {queue name = limit}",
+    **COUNTER_KEYS,
 }
 PASS_KEYS = {
     "label": "fnmatch pattern on the label path (labels outermost first, joined by ' / ')",
@@ -32,6 +40,7 @@ PASS_KEYS = {
     "max_gpu_us": "GPU time of each matching workload, µs",
     "max_queue_us": "GPU time of each matching workload per queue, µs: {queue = limit}",
     "max_draw_calls": "draw calls of each matching render pass (its draw_call_count)",
+    **COUNTER_KEYS,
 }
 SHADER_KEYS = {
     "label": PASS_KEYS["label"], "name": PASS_KEYS["name"], "kind": PASS_KEYS["kind"],
@@ -41,21 +50,29 @@ SHADER_KEYS = {
     "max_cycles": "cycles of one shader core on the bound pipe: max over pipes of thread-ops / the pipe's "
                   "rate (the DEVICE's pipe_rates; a session folder run with --instrument)",
 }
-BASELINE_KEYS = {"max_regression": "allowed growth over the --baseline session, e.g. \"5%\""}
+BASELINE_KEYS = {
+    "max_regression": "allowed growth over the --baseline session, e.g. \"5%\"",
+    "counters": "Mali counters also held to max_regression (session total and each matched workload); "
+                "bandwidth always is when both sessions have counters",
+}
+ADVICE_KEYS = {
+    "fail_on": "a severity (info, warning): any finding of it or a higher one breaks the budget",
+    "max_findings": "findings allowed (those not ignored)",
+    "max_saving_us": "total time the findings (not ignored) would save, µs",
+    "ignore": "advice rule ids never counted, e.g. [\"too-many-passes\"]",
+}
 KEYS: dict[str, dict[str, str]] = {"frame": SCOPE_KEYS, "session": SCOPE_KEYS, "pass": PASS_KEYS,
-                                   "shader": SHADER_KEYS, "baseline": BASELINE_KEYS}
+                                   "shader": SHADER_KEYS, "baseline": BASELINE_KEYS, "advice": ADVICE_KEYS}
 TOP_KEYS = {"version": f"the budget format's version ({BUDGET_VERSION})", **{k: "table" for k in KEYS}}
-# Keys that will mean something but do not yet, or that a session cannot answer: a clear error each.
+# Keys that a session cannot answer, or that moved: a clear error each.
+_STATIC = ("is the compiler model's static figure of a shader, which the driver computes with each pipeline's "
+           "cycles (icd/shader_costs.py of_stages) but does not keep: neither the trace nor the session carries "
+           "it per pipeline or workload (check shaders with `tessera compile --format json`; docs/ci.md)")
 RESERVED = {
-    "counters": "counter budgets need GPU counters in the session (#27: not implemented yet)",
-    "max_counters": "counter budgets need GPU counters in the session (#27: not implemented yet)",
-    "max_bandwidth": "bandwidth budgets need GPU counters in the session (#27: not implemented yet)",
-    "advice": "advice budgets need the advisor's findings in the session (#28: not implemented yet)",
-    "max_advice": "advice budgets need the advisor's findings in the session (#28: not implemented yet)",
-    "max_registers": "work registers are the compiler model's static figure: sessions do not carry them "
-                     "(check shaders with `tessera compile --format json`)",
-    "max_spills": "spills are the compiler model's static figure: sessions do not carry them "
-                  "(check shaders with `tessera compile --format json`)",
+    "counters": "counter limits are `max_counters = { MaliExtBusWrBy = … }` in [frame], [session] or [[pass]]",
+    "max_advice": "advice limits are an [advice] table: fail_on, max_findings, max_saving_us, ignore",
+    "max_registers": f"work registers: the work register count {_STATIC}",
+    "max_spills": f"spills: the spill count {_STATIC}",
 }
 PIPES = ("fma", "cvt", "sfu", "ls", "tex", "var")
 
@@ -66,7 +83,7 @@ class BudgetError(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    scope: str                      # frame, session, pass, shader, baseline
+    scope: str                      # frame, session, pass, shader, baseline, advice
     key: str                        # the limit's key (max_queue_us.fragment for one queue)
     limit: float
     label: str | None = None
@@ -74,13 +91,20 @@ class Rule:
     kind: str | None = None
     optional: bool = False
     index: int = 0                  # the [[pass]] / [[shader]] entry's position
+    value: str | None = None        # advice fail_on: the severity; baseline counters: the counter
+    ignore: tuple[str, ...] = ()    # advice: rule ids not counted
 
     @property
     def title(self) -> str:
         what = " ".join(f"{k}={v!r}" for k, v in (("label", self.label), ("name", self.name), ("kind", self.kind))
                         if v is not None)
         scope = f"{self.scope}[{self.index}] {what}" if self.scope in ("pass", "shader") else self.scope
-        return f"{scope}: {self.key} <= {_fmt(self.key, self.limit)}"
+        if self.key == "fail_on":
+            limit = f"fail_on = {self.value!r}: no finding of severity >= {self.value}"
+        else:
+            limit = f"{self.key} <= {_fmt(self.key, self.limit)}"
+        ignoring = f" (ignoring {', '.join(self.ignore)})" if self.ignore else ""
+        return f"{scope}: {limit}{ignoring}"
 
 
 @dataclass
@@ -94,6 +118,9 @@ class RuleResult:
 def _fmt(key: str, value: float) -> str:
     if key.startswith("max_regression"):
         return f"{value:g}%"
+    if key.startswith(("max_counters", "max_bandwidth", "max_findings")):
+        text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+        return text + (" bytes" if key == "max_bandwidth" else "")
     unit = " µs" if "_us" in key else ""
     if key == "max_cycles":
         return f"{value:,.1f} cycles"
@@ -121,6 +148,8 @@ def parse_regression(where: str, value: Any) -> float:
 
 def _check_keys(where: str, table: dict, allowed: dict[str, str]) -> None:
     for k in table:
+        if k in allowed:
+            continue
         if k in RESERVED:
             raise BudgetError(f"{where}.{k}: {RESERVED[k]}")
         if k not in allowed:
@@ -133,21 +162,62 @@ def _limits(scope: str, where: str, table: dict, index: int = 0, **match) -> lis
         if not k.startswith("max_"):
             continue
         if isinstance(v, dict):
-            if k not in ("max_queue_us", "max_pipe_ops"):
+            if k not in TABLE_LIMITS:
                 raise BudgetError(f"{where}.{k}: expected a number, got a table")
             for sub, limit in v.items():
                 if k == "max_pipe_ops" and sub not in PIPES:
                     raise BudgetError(f"{where}.{k}: unknown pipe {sub!r}; pipes: {', '.join(PIPES)}")
+                if k == "max_counters":
+                    _counter_name(f"{where}.{k}", sub)
                 rules.append(Rule(scope, f"{k}.{sub}", _number(f"{where}.{k}.{sub}", limit), index=index, **match))
-        elif k in ("max_queue_us", "max_pipe_ops"):
+        elif k in TABLE_LIMITS:
             raise BudgetError(f"{where}.{k}: expected a table {{name = limit}}, got {v!r}")
         else:
             rules.append(Rule(scope, k, _number(f"{where}.{k}", v), index=index, **match))
     return rules
 
 
+TABLE_LIMITS = ("max_queue_us", "max_pipe_ops", "max_counters")
+
+
+def _counter_name(where: str, name: str) -> None:
+    from .metrics import counter_names
+
+    names = counter_names()
+    if name not in names:
+        near = [n for n in names if n.lower() == name.lower() or n.lower() == f"mali{name.lower()}"]
+        hint = f"; did you mean {near[0]}?" if near else " (docs/counters.md lists them; `tessera counters` shows a session's)"
+        raise BudgetError(f"{where}: unknown counter {name!r}{hint}")
+
+
+def _advice(table: dict) -> list[Rule]:
+    from ..advice.rules import RULES_BY_ID, SEVERITIES
+
+    ignore = table.get("ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(r, str) for r in ignore):
+        raise BudgetError("[advice].ignore: expected a list of rule ids, e.g. [\"too-many-passes\"]")
+    for r in ignore:
+        if r not in RULES_BY_ID:
+            raise BudgetError(f"[advice].ignore: unknown rule {r!r}; rules: {', '.join(RULES_BY_ID)}")
+    ignore_t = tuple(ignore)
+    rules = []
+    if "fail_on" in table:
+        sev = table["fail_on"]
+        if sev not in SEVERITIES:
+            raise BudgetError(f"[advice].fail_on: expected one of {', '.join(map(repr, SEVERITIES))}, got {sev!r}")
+        rules.append(Rule("advice", "fail_on", float(SEVERITIES.index(sev)), value=sev, ignore=ignore_t))
+    for k in ("max_findings", "max_saving_us"):
+        if k in table:
+            rules.append(Rule("advice", k, _number(f"[advice].{k}", table[k]), ignore=ignore_t))
+    if not rules:
+        raise BudgetError("[advice]: no limit in it (fail_on, max_findings or max_saving_us)")
+    return rules
+
+
 def load_budget(text: str) -> tuple[list[Rule], float | None]:
-    """(rules, the baseline's max regression in % or None) of a budget file's text."""
+    """(rules, the baseline's max regression in % or None) of a budget file's text. `[baseline]
+    counters` are rules of scope `baseline` (key `counters`, value the counter): check() holds
+    them to the regression when it has a baseline."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -197,6 +267,17 @@ def load_budget(text: str) -> tuple[list[Rule], float | None]:
         _check_keys("[baseline]", table, BASELINE_KEYS)
         if "max_regression" in table:
             regression = parse_regression("[baseline].max_regression", table["max_regression"])
+        names = table.get("counters", [])
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BudgetError("[baseline].counters: expected a list of counter names, e.g. [\"MaliFragThread\"]")
+        for n in names:
+            _counter_name("[baseline].counters", n)
+            rules.append(Rule("baseline", "counters", 0.0, value=n))
+    if "advice" in data:
+        if not isinstance(data["advice"], dict):
+            raise BudgetError("[advice]: expected a table")
+        _check_keys("[advice]", data["advice"], ADVICE_KEYS)
+        rules += _advice(data["advice"])
     return rules, regression
 
 
@@ -231,9 +312,26 @@ def pipe_rates_of(session) -> dict[str, float]:
     return dict(next(iter(found)))
 
 
-def _value(rule: Rule, w: Workload, rates: dict[str, float] | None = None) -> float | None:
+def needs_counters(rules: list[Rule]) -> bool:
+    """Rules that read counters (a baseline compares bandwidth whenever both sessions have them)."""
+    return any(r.key.startswith(("max_counters", "max_bandwidth")) or (r.scope, r.key) == ("baseline", "counters")
+               for r in rules)
+
+
+def needs_advice(rules: list[Rule]) -> bool:
+    return any(r.scope == "advice" for r in rules)
+
+
+def _counter_value(key: str, sub: str, counters: dict[str, float]) -> float | None:
+    return bandwidth(counters) if key == "max_bandwidth" else counters.get(sub)
+
+
+def _value(rule: Rule, w: Workload, rates: dict[str, float] | None = None,
+           counters: RunCounters | None = None) -> float | None:
     """The rule's figure of one workload in µs or count; None when the workload has none."""
     key, _, sub = rule.key.partition(".")
+    if key in ("max_counters", "max_bandwidth"):
+        return _counter_value(key, sub, counters.of(w)) if counters is not None else None
     if key == "max_gpu_us":
         return w.gpu_ns / 1e3
     if key == "max_queue_us":
@@ -258,7 +356,63 @@ def _scope_value(rule: Rule, per_queue: dict[str, int]) -> float:
     return (sum(per_queue.values()) if key == "max_gpu_us" else per_queue.get(sub, 0)) / 1e3
 
 
-def _evaluate(rule: Rule, run: Run, rates: dict[str, float] | None) -> RuleResult:
+def _lacks(rule: Rule, counters: RunCounters | None) -> str:
+    key, _, sub = rule.key.partition(".")
+    what = "external bus bytes (MaliExtBusRdBy, MaliExtBusWrBy)" if key == "max_bandwidth" else sub
+    return f"the session's GPU ({counters.gpu if counters else 'none'}) has no value of {what}"
+
+
+def _scope_counters(rule: Rule, counters: RunCounters) -> RuleResult:
+    key, _, sub = rule.key.partition(".")
+    items = list(counters.frames.items()) if rule.scope == "frame" else [(None, counters.session)]
+    values = [(v, "the session" if rule.scope == "session" else f"frame {f if f is not None else '(none)'}")
+              for f, c in items if (v := _counter_value(key, sub, c)) is not None]
+    if not values:
+        return RuleResult(rule, False, _lacks(rule, counters))
+    over = sorted([x for x in values if x[0] > rule.limit], key=lambda x: -x[0])
+    if not over:
+        top = max(v for v, _ in values)
+        return RuleResult(rule, True, f"{len(values)} {rule.scope}(s), largest {_fmt(rule.key, top)}")
+    v, where = over[0]
+    return RuleResult(rule, False, f"{where}: {_fmt(rule.key, v)} > {_fmt(rule.key, rule.limit)}"
+                      f"{f' ({len(over)} frames over)' if len(over) > 1 else ''}",
+                      [f"{w}: {_fmt(rule.key, x)}" for x, w in over])
+
+
+def _advice_result(rule: Rule, findings: list) -> RuleResult:
+    from ..advice.rules import SEVERITIES
+
+    counted = [f for f in findings if f.rule not in rule.ignore]
+    ignored = len(findings) - len(counted)
+    note = f" ({ignored} ignored)" if ignored else ""
+
+    def line(f) -> str:
+        return (f"{f.rule} ({f.severity}) at {f.workload}: {f.what}; saves {f.saves_ns / 1e3:,.3f} µs")
+
+    if rule.key == "fail_on":
+        bad = [f for f in counted if SEVERITIES.index(f.severity) >= rule.limit]
+        if not bad:
+            return RuleResult(rule, True, f"{len(counted)} finding(s){note}, none of severity >= {rule.value}")
+        return RuleResult(rule, False, line(bad[0]) + (f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""),
+                          [line(f) for f in bad])
+    if rule.key == "max_findings":
+        if len(counted) <= rule.limit:
+            return RuleResult(rule, True, f"{len(counted)} finding(s){note}")
+        return RuleResult(rule, False, f"{len(counted)} findings > {_fmt(rule.key, rule.limit)}{note}: "
+                          f"{', '.join(sorted({f.rule for f in counted}))}", [line(f) for f in counted])
+    total = sum(f.saves_ns for f in counted) / 1e3
+    if total <= rule.limit:
+        return RuleResult(rule, True, f"{len(counted)} finding(s){note} save {_fmt(rule.key, total)}")
+    return RuleResult(rule, False, f"{len(counted)} finding(s){note} save {_fmt(rule.key, total)} > "
+                      f"{_fmt(rule.key, rule.limit)}; the most: {line(counted[0])}", [line(f) for f in counted])
+
+
+def _evaluate(rule: Rule, run: Run, rates: dict[str, float] | None, counters: RunCounters | None = None,
+              findings: list | None = None) -> RuleResult:
+    if rule.scope == "advice":
+        return _advice_result(rule, findings or [])
+    if rule.scope in ("frame", "session") and rule.key.startswith(("max_counters", "max_bandwidth")):
+        return _scope_counters(rule, counters)
     if rule.scope in ("frame", "session"):
         items = (sorted(run.frame_ns().items(), key=lambda kv: (kv[0] is None, kv[0] or 0)) if rule.scope == "frame"
                  else [(None, run.summary.gpu_time_ns)])
@@ -279,9 +433,11 @@ def _evaluate(rule: Rule, run: Run, rates: dict[str, float] | None) -> RuleResul
         ok = rule.optional
         return RuleResult(rule, ok, "no workload matches" + (" (optional)" if ok else
                                                             ": a typo, or the pass is gone? (optional = true allows it)"))
-    values = [(v, w) for w in matched if (v := _value(rule, w, rates)) is not None]
+    values = [(v, w) for w in matched if (v := _value(rule, w, rates, counters)) is not None]
     if not values:
-        what = "shader cost (run with --instrument)" if rule.scope == "shader" else "this figure"
+        what = ("shader cost (run with --instrument)" if rule.scope == "shader" else
+                f"a value: {_lacks(rule, counters)}" if rule.key.startswith(("max_counters", "max_bandwidth"))
+                else "this figure")
         return RuleResult(rule, False, f"{len(matched)} workload(s) match but none has {what}")
     over = [(v, w) for v, w in values if v > rule.limit]
     if not over:
@@ -294,7 +450,43 @@ def _evaluate(rule: Rule, run: Run, rates: dict[str, float] | None) -> RuleResul
                       [f"{w.describe()}: {_fmt(rule.key, v)}" for v, w in over])
 
 
-def _baseline(run: Run, base: Run, percent: float) -> list[RuleResult]:
+def _counter_regression(name: str, run: Run, base: Run, counters: RunCounters, base_counters: RunCounters,
+                        percent: float) -> RuleResult:
+    """`name` (a counter, or `bandwidth`) of the session and of every workload matched by identity
+    may grow at most `percent`."""
+    factor = 1 + percent / 100
+    rule = Rule("baseline", f"max_regression.{name}", percent)
+
+    def value(c: dict[str, float]) -> float | None:
+        return bandwidth(c) if name == "bandwidth" else c.get(name)
+
+    def change(b: float, n: float) -> str:
+        pct = f" ({(n - b) * 100 / b:+.1f}%)" if b else (" (new)" if n else "")
+        return f"{b:,.0f} → {n:,.0f}{pct}"
+
+    old = {w.key: w for w in base.workloads if not w.internal}
+    grew = []
+    for w in run.workloads:
+        b = old.get(w.key)
+        if b is None or w.internal:
+            continue
+        vb, vn = value(base_counters.of(b)), value(counters.of(w))
+        if vn is not None and vn > (vb or 0) * factor:
+            grew.append(f"{w.describe()}: {name} {change(vb or 0, vn)}")
+    sb, sn = value(base_counters.session), value(counters.session)
+    if sn is None and sb is None:
+        return RuleResult(rule, False, f"neither session has a value of {name} "
+                          f"(GPUs {base_counters.gpu}, {counters.gpu})")
+    session = f"session {name}: {change(sb or 0, sn or 0)}"
+    if (sn or 0) > (sb or 0) * factor:
+        grew.append(session)
+    if not grew:
+        return RuleResult(rule, True, f"{session}; every matched workload within {percent:g}%")
+    return RuleResult(rule, False, grew[0] + (f" (and {len(grew) - 1} more)" if len(grew) > 1 else ""), grew)
+
+
+def _baseline(run: Run, base: Run, percent: float, counters: list[str] = (),
+              run_counters: RunCounters | None = None, base_counters: RunCounters | None = None) -> list[RuleResult]:
     d = diff_runs(base, run)
     factor = 1 + percent / 100
     out = []
@@ -314,17 +506,33 @@ def _baseline(run: Run, base: Run, percent: float) -> list[RuleResult]:
     else:
         out.append(RuleResult(rule, True, f"{len(d.changed) + d.unchanged} matched workload(s) within {percent:g}%"
                               f"; {len(d.added)} new, {len(d.removed)} removed"))
+    if run_counters is not None and base_counters is not None:
+        for name in ("bandwidth", *dict.fromkeys(counters)):
+            out.append(_counter_regression(name, run, base, run_counters, base_counters, percent))
     return out
 
 
 def check(run: Run, rules: list[Rule], baseline: Run | None = None, regression: float | None = None,
-          rates: dict[str, float] | None = None) -> list[RuleResult]:
-    """A verdict per rule; `rates` (pipe_rates_of) is needed when needs_pipe_rates(rules)."""
+          rates: dict[str, float] | None = None, counters: RunCounters | None = None,
+          base_counters: RunCounters | None = None, findings: list | None = None) -> list[RuleResult]:
+    """A verdict per rule; `rates` (pipe_rates_of) is needed when needs_pipe_rates(rules), `counters`
+    (metrics.run_counters of `run`) when needs_counters(rules), `findings` (the advisor's, of
+    `run`'s session) when needs_advice(rules). With a baseline whose `base_counters` are given
+    too, bandwidth and the budget's [baseline] counters are held to the regression as well."""
     if needs_pipe_rates(rules) and not rates:
         raise BudgetError("max_cycles needs the pipe rates of the session (pipe_rates_of)")
-    results = [_evaluate(r, run, rates) for r in rules]
+    limits = [r for r in rules if r.scope != "baseline"]
+    if any(r.key.startswith(("max_counters", "max_bandwidth")) for r in limits) and counters is None:
+        raise BudgetError("counter limits need the session's counters (metrics.run_counters)")
+    if needs_advice(rules) and findings is None:
+        raise BudgetError("advice limits need the session's findings (metrics.run_advice)")
+    results = [_evaluate(r, run, rates, counters, findings) for r in limits]
     if baseline is not None:
-        results += _baseline(run, baseline, regression if regression is not None else 0.0)
+        names = [r.value for r in rules if r.scope == "baseline" and r.value]
+        if names and (counters is None or base_counters is None):
+            raise BudgetError("[baseline] counters need both sessions' counters (metrics.run_counters)")
+        results += _baseline(run, baseline, regression if regression is not None else 0.0, names,
+                             counters, base_counters)
     return results
 
 

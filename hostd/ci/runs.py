@@ -29,6 +29,7 @@ from typing import Any
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from tessera.schemas import slice_args as table
+from tessera.schemas.counters import ARM_GPUS
 from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket
 
 from ..naming import app_labels, split_stack, submit_of, tag_of
@@ -42,6 +43,7 @@ TRACK_HANDLE_ARGS = frozenset({"device", "command_buffers"})
 # form (a run gives the same ones again) but never part of a workload's identity or diff.
 JOIN_ARGS = frozenset({table.TAG.label, table.SUBMIT.label, table.LABEL.label, table.LABEL_STACK.label})
 LABEL_PATH_SEPARATOR = " / "
+ARM_GPU_NAMES = frozenset(ARM_GPUS.values())
 _SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 _INSTANT = pb.TrackEvent.TYPE_INSTANT
 
@@ -107,6 +109,9 @@ class Run:
     # per GPU event (parallel to `events`): what the canonical form leaves out, for the tables:
     # (pid, timestamp in trace ns, its workload)
     placed: list[tuple[int | None, int, Workload]] = field(default_factory=list)
+    # the Arm GPU (`Mali-G720`) whose counter descriptor the trace holds (hostd/counters.py Tracks
+    # writes it once per GPU): whose equations derive the counters of its GPU slices' `Mali…` args
+    counter_gpu: str | None = None
 
     def frame_ns(self) -> dict[int | None, dict[str, int]]:
         """The application's GPU time per frame and queue (the tool's own work left out)."""
@@ -139,6 +144,7 @@ class _RunBuilder(SummaryBuilder):
         self.frame_of: dict[tuple[int, int], int] = {}       # (pid, submit) -> frame
         self.raw_events: list[tuple] = []
         self.slices: list[tuple] = []
+        self.counter_gpu: str | None = None
 
     def feed(self, p: TracePacket, extras: dict[str, str] | None = None) -> None:
         seq = p.trusted_packet_sequence_id
@@ -160,6 +166,10 @@ class _RunBuilder(SummaryBuilder):
             self._track_name[d.uuid] = d.name
         if p.HasField("track_event"):
             self._track_event(p.track_event)
+        if self.counter_gpu is None and p.HasField("gpu_counter_event") \
+                and p.gpu_counter_event.HasField("counter_descriptor"):
+            self.counter_gpu = next((b.name for b in p.gpu_counter_event.counter_descriptor.blocks
+                                     if b.name in ARM_GPU_NAMES), None)
         ex = None
         if p.HasField("gpu_render_stage_event"):
             ex = first_values(p.gpu_render_stage_event)
@@ -272,7 +282,7 @@ def _build(b: _RunBuilder, source: Path, problems: list[str]) -> Run:
               for pid, track, type_, name, args in b.slices]
     slices.sort(key=lambda s: (s["process"], s["track"], s["args"].get("submit", -1), str(s["name"])))
     processes = [names[pid] for pid in b.names]
-    return Run(source, summary, processes, workloads, events, slices, problems, placed)
+    return Run(source, summary, processes, workloads, events, slices, problems, placed, b.counter_gpu)
 
 
 def read_trace(path: Path) -> Run:

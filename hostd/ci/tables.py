@@ -2,8 +2,11 @@
 
 Role: `session_tables(target)` turns one session (folder or merged trace, read by runs.read_run)
 into Arrow record batches of the stable tables (TABLES, schema version SCHEMA_VERSION,
-docs/ci.md "Tables"): sessions, workloads, gpu_events, and shader_blocks (from the session
-logs of an instrumented session folder: hostd/shaders.py's index). `export_parquet` writes one
+docs/ci.md "Tables"): sessions, workloads, gpu_events, shader_blocks (from the session
+logs of an instrumented session folder: hostd/shaders.py's index), counters (every workload's,
+frame's and the session's Mali counters, one row per counter: metrics.run_counters, the sums
+`tessera counters` gives) and advice (the advisor's findings: metrics.run_advice, what
+`tessera report --json` gives). `export_parquet` writes one
 Parquet file per table into a folder, a row group per session, so memory stays bounded by one
 session whatever their number; each file carries the schema version in its metadata.
 `query` runs SQL with DuckDB over those tables, in memory (Arrow tables registered as views)
@@ -26,11 +29,10 @@ import pyarrow.parquet as pq
 from .. import shaders as shader_cost
 from .runs import Run, RunError, read_run
 
-SCHEMA_VERSION = 1
+# 2: the counters and advice tables (version 1 had none), sessions.counter_gpu
+SCHEMA_VERSION = 2
 METADATA_KEY = b"tessera.schema_version"
 TABLE_KEY = b"tessera.table"
-# Reserved for issues not implemented yet: named in the schema doc, never written.
-RESERVED_TABLES = {"counters": "#27 (GPU counters)", "advice": "#28 (the advisor)"}
 
 _MAP = pa.map_(pa.string(), pa.string())
 _QUEUE_MAP = pa.map_(pa.string(), pa.int64())
@@ -40,6 +42,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("processes", pa.list_(pa.string())), ("frames", pa.int64()), ("submits", pa.int64()),
         ("gpu_events", pa.int64()), ("workloads", pa.int64()), ("gpu_ns", pa.int64()),
         ("queue_ns", _QUEUE_MAP), ("internal_ns", pa.int64()), ("events_without_metadata", pa.int64()),
+        ("counter_gpu", pa.string()), ("advice_gpu", pa.string()),
     ]),
     "workloads": pa.schema([
         ("session", pa.string()), ("process", pa.string()), ("frame", pa.int64()), ("label_path", pa.string()),
@@ -61,6 +64,19 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("stage", pa.string()), ("entry", pa.string()), ("block", pa.int64()), ("executions", pa.int64()),
         ("fma", pa.int64()), ("cvt", pa.int64()), ("sfu", pa.int64()), ("ls", pa.int64()), ("tex", pa.int64()),
         ("var", pa.int64()), ("thread_ops", pa.int64()),
+    ]),
+    "counters": pa.schema([
+        ("session", pa.string()), ("scope", pa.string()), ("process", pa.string()), ("frame", pa.int64()),
+        ("label_path", pa.string()), ("kind", pa.string()), ("ordinal", pa.int64()), ("internal", pa.bool_()),
+        ("tag", pa.int64()), ("submit", pa.int64()), ("counter", pa.string()), ("value", pa.float64()),
+        ("units", pa.string()),
+    ]),
+    "advice": pa.schema([
+        ("session", pa.string()), ("rule", pa.string()), ("severity", pa.string()), ("title", pa.string()),
+        ("what", pa.string()), ("fix", pa.string()), ("frame", pa.int64()), ("workload", pa.string()),
+        ("label_path", pa.string()), ("kind", pa.string()), ("tag", pa.int64()), ("node", pa.int64()),
+        ("attachment", pa.int64()), ("draw", pa.int64()), ("resource", pa.string()), ("saves_bytes", pa.int64()),
+        ("saves_cycles", pa.int64()), ("saves_ns", pa.int64()),
     ]),
 }
 TABLES = tuple(SCHEMAS)
@@ -119,17 +135,26 @@ class SessionTables:
 def session_tables(target: Path, session: str | None = None) -> SessionTables:
     """One session's rows of every table. `session`: its name in the `session` columns (default
     the path as given)."""
+    from .metrics import NoCounters, run_advice, run_counters
+
     target = Path(target)
     name = session if session is not None else str(target)
     run = read_run(target)
     s = run.summary
+    try:
+        counters = run_counters(run)
+    except NoCounters:
+        counters = None
+    analysis = run_advice(target)
     out: dict[str, pa.RecordBatch] = {}
     out["sessions"] = _batch("sessions", {
         "session": [name], "trace": [str(run.source)], "schema_version": [SCHEMA_VERSION],
         "processes": [run.processes], "frames": [s.frames], "submits": [s.submits], "gpu_events": [s.gpu_events],
         "workloads": [sum(1 for w in run.workloads if not w.internal)], "gpu_ns": [sum(s.gpu_time_ns.values())],
         "queue_ns": [list(s.gpu_time_ns.items())], "internal_ns": [sum(s.internal_time_ns.values())],
-        "events_without_metadata": [s.events_without_metadata]})
+        "events_without_metadata": [s.events_without_metadata],
+        "counter_gpu": [counters.gpu if counters else None],
+        "advice_gpu": [analysis.gpu.name + (" (assumed)" if analysis.gpu.assumed else "")]})
     ws = run.workloads
     shaders = [w.shader if shader_cost.OPS_KEY in w.args else None for w in ws]
     out["workloads"] = _batch("workloads", {
@@ -161,7 +186,47 @@ def session_tables(target: Path, session: str | None = None) -> SessionTables:
         out["shader_blocks"] = _batch("shader_blocks", _shader_blocks(name, target, names))
     else:
         out["shader_blocks"] = _batch("shader_blocks", _columns("shader_blocks"))
+    out["counters"] = _batch("counters", _counter_rows(name, run, counters))
+    out["advice"] = _batch("advice", _advice_rows(name, analysis.findings))
     return SessionTables(run, out)
+
+
+def _counter_rows(session: str, run: Run, counters) -> dict[str, list]:
+    """One row per counter of every workload (scope `workload`, its identity), every frame
+    (`frame`) and the session (`session`); none when the session has no counters."""
+    cols = _columns("counters")
+    if counters is None:
+        return cols
+
+    def add(scope: str, values: dict[str, float], w=None, frame=None) -> None:
+        for counter, value in values.items():
+            for k, v in (("session", session), ("scope", scope), ("process", w.process if w else None),
+                         ("frame", w.frame if w else frame), ("label_path", w.label_path if w else None),
+                         ("kind", w.kind if w else None), ("ordinal", w.ordinal if w else None),
+                         ("internal", w.internal if w else None), ("tag", w.tag if w else None),
+                         ("submit", w.submit if w else None), ("counter", counter), ("value", float(value)),
+                         ("units", counters.units.get(counter))):
+                cols[k].append(v)
+
+    for w in run.workloads:
+        add("workload", counters.of(w), w)
+    for frame, values in counters.frames.items():
+        add("frame", values, frame=frame)
+    add("session", counters.session)
+    return cols
+
+
+def _advice_rows(session: str, findings: list) -> dict[str, list]:
+    cols = _columns("advice")
+    for f in findings:
+        for k, v in (("session", session), ("rule", f.rule), ("severity", f.severity), ("title", f.title),
+                     ("what", f.what), ("fix", f.fix), ("frame", f.frame), ("workload", f.workload),
+                     ("label_path", f.label_path), ("kind", f.kind), ("tag", f.tag), ("node", f.node),
+                     ("attachment", f.attachment), ("draw", getattr(f, "draw", None)), ("resource", f.resource),
+                     ("saves_bytes", f.saves_bytes),
+                     ("saves_cycles", f.saves_cycles), ("saves_ns", f.saves_ns)):
+            cols[k].append(v)
+    return cols
 
 
 def _metadata(table: str) -> dict[bytes, bytes]:
@@ -249,8 +314,10 @@ def is_export(path: Path) -> bool:
 
 
 def check_export(folder: Path) -> None:
-    """TablesError unless every table's file is there with this schema version."""
-    for table in TABLES:
+    """TablesError unless every table's file is there with this schema version (the version is
+    checked first: an older export lacks the tables added since)."""
+    present = [t for t in TABLES if (folder / f"{t}.parquet").is_file()]
+    for table in present + [t for t in TABLES if t not in present]:
         path = folder / f"{table}.parquet"
         if not path.is_file():
             raise TablesError(f"{folder}: no {table}.parquet (not a `tessera export --format parquet` folder)")

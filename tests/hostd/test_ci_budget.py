@@ -1,5 +1,6 @@
 """`tessera check` (#29) on hand-built sessions merged by the real merge: budget files parsed and
-refused with clear errors (unknown keys, the keys reserved for #27/#28), each rule a verdict,
+refused with clear errors (unknown keys, counters and advice rules, the figures sessions do not
+carry), each rule a verdict,
 exit 1 when broken, JUnit XML that parses, Markdown, a baseline with a max regression."""
 from __future__ import annotations
 
@@ -90,9 +91,21 @@ def test_a_baseline_with_a_max_regression(sessions, tmp_path):
 
 @pytest.mark.parametrize("text,error", [
     ("[frame]\nmax_gpu_ms = 1", "[frame]: unknown key 'max_gpu_ms'; allowed: max_gpu_us, max_queue_us"),
-    ("[counters]\nmali_frag_cycles = 1", "budget.counters: counter budgets need GPU counters in the session (#27"),
-    ("[[pass]]\nlabel = 'x'\nmax_advice = 1", "max_advice: advice budgets need the advisor's findings"),
-    ("[[shader]]\nlabel = 'x'\nmax_registers = 32", "work registers are the compiler model's static figure"),
+    ("[counters]\nmali_frag_cycles = 1", "budget.counters: counter limits are `max_counters = {"),
+    ("[[pass]]\nlabel = 'x'\nmax_advice = 1", "max_advice: advice limits are an [advice] table"),
+    ("[[shader]]\nlabel = 'x'\nmax_registers = 32", "max_registers: work registers: the work register count is "
+                                                     "the compiler model's static figure"),
+    ("[[shader]]\nlabel = 'x'\nmax_spills = 0", "neither the trace nor the session carries it"),
+    ("[frame]\nmax_counters = { MaliFragThreads = 1 }", "[frame].max_counters: unknown counter 'MaliFragThreads'"),
+    ("[[pass]]\nlabel = 'x'\nmax_counters = { fragthread = 1 }", "did you mean MaliFragThread?"),
+    ("[frame]\nmax_bandwidth = { read = 1 }", "[frame].max_bandwidth: expected a number, got a table"),
+    ("[session]\nmax_counters = 5", "max_counters: expected a table {name = limit}"),
+    ("[baseline]\ncounters = ['Nope']", "[baseline].counters: unknown counter 'Nope'"),
+    ("[baseline]\ncounters = 'MaliFragThread'", "expected a list of counter names"),
+    ("[advice]\nfail_on = 'error'", "[advice].fail_on: expected one of 'info', 'warning', got 'error'"),
+    ("[advice]\nmax_findings = 0\nignore = ['no-such-rule']", "[advice].ignore: unknown rule 'no-such-rule'; rules:"),
+    ("[advice]\nignore = ['empty-pass']", "[advice]: no limit in it"),
+    ("[advice]\nmax_severity = 'info'", "[advice]: unknown key 'max_severity'; allowed: fail_on"),
     ("[[pass]]\nmax_gpu_us = 1", "give `label` (a label path pattern) or `name`"),
     ("[[pass]]\nlabel = 'x'", "no limit (max_… key) in it"),
     ("[[shader]]\nlabel = 'x'\nmax_pipe_ops = { fpu = 1 }", "unknown pipe 'fpu'"),
@@ -119,3 +132,18 @@ def test_a_rule_matching_nothing_fails_unless_optional(sessions):
     assert [r.passed for r in results] == [False, True, False]
     assert "no workload matches: a typo" in results[0].message
     assert "none has shader cost (run with --instrument)" in results[2].message
+
+
+def test_counter_and_advice_budgets_need_what_they_read(sessions, tmp_path):
+    """A session without counters (these hand-built ones carry no `Mali…` args nor descriptor, like
+    a TESSERA_COUNTERS=0 run) cannot answer a counter budget: exit 2, one line; [baseline]
+    counters need --baseline; a baseline alone compares bandwidth only when both have counters."""
+    budget = tmp_path / "counters.toml"
+    budget.write_text("[frame]\nmax_bandwidth = 1000\n")
+    r = CliRunner().invoke(check_command, [str(sessions[0]), "--budget", str(budget)])
+    assert r.exit_code == 2 and "no GPU counters in the trace" in r.output and "Traceback" not in r.output
+    budget.write_text("[baseline]\ncounters = ['MaliFragThread']\n")
+    r = CliRunner().invoke(check_command, [str(sessions[0]), "--budget", str(budget)])
+    assert r.exit_code == 2 and "[baseline] counters need --baseline BASE" in r.output
+    r = CliRunner().invoke(check_command, [str(sessions[0]), "--baseline", str(sessions[0])])
+    assert r.exit_code == 0 and "bandwidth" not in r.output
