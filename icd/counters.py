@@ -59,6 +59,11 @@ class CounterModel:
         self._passes: dict[tuple, tuple] = {}            # render_pass's inputs -> its phases' Counts
         self._works: dict[tuple, Counts] = {}            # work's inputs -> its Counts
         self._active = has(C.GPU_ACTIVE)
+        # The counters a measured pass or dispatch has from the backend's pipeline statistics
+        # (measured_counters.py), as the `Measured` arg names them; warps follow from measured threads.
+        self.measured_pass = ", ".join(n for n in ("MaliGeomTotalPrim", "MaliGeomTrianglePrim", "MaliNonFragThread",
+                                                    "MaliNonFragWarp", "MaliFragThread", "MaliFragWarp") if has(n))
+        self.measured_work = ", ".join(n for n in ("MaliNonFragThread", "MaliNonFragWarp") if has(n))
 
     @classmethod
     def for_profile(cls, profile: GpuProfile) -> "CounterModel | None":
@@ -79,21 +84,24 @@ class CounterModel:
         return -(-nbytes // self.beat)
 
     def render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
-                    main: timing.Phase) -> tuple[dict, dict]:
-        """The counters of a render pass's binning and main phases (`info`: its PassInfo); cached by
+                    main: timing.Phase, measured=None) -> tuple[dict, dict]:
+        """The counters of a render pass's binning and main phases (`info`: its PassInfo; `measured`:
+        the backend's pipeline statistics of the pass, measured_counters.Stats, or None); cached by
         everything they are computed from (a steady frame repeats its passes)."""
         key = (info.width, info.height, info.layers, info.load_bytes, info.store_bytes, draws, vertices, primitives,
-               binning.duration_ns, main.duration_ns)
+               binning.duration_ns, main.duration_ns, measured)
         hit = self._passes.get(key)
         if hit is None:
             if len(self._passes) >= _CACHE:
                 self._passes.clear()
-            hit = self._passes[key] = self._render_pass(info, draws, vertices, primitives, binning, main)
+            hit = self._passes[key] = self._render_pass(info, draws, vertices, primitives, binning, main, measured)
         return hit
 
     def _render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
-                     main: timing.Phase) -> tuple[dict, dict]:
+                     main: timing.Phase, measured) -> tuple[dict, dict]:
         has = self.gpu.has
+        if measured is not None:   # counted by the backend: input primitives, vertex and fragment invocations
+            primitives, vertices = measured.input_primitives, measured.vertex_invocations
         b: dict = {}
         self._queue(b, self.binning_q, binning.duration_ns)
         if has("MaliGeomTrianglePrim"):
@@ -106,7 +114,8 @@ class CounterModel:
             b["MaliNonFragWarp"] = -(-vertices // self.warp)
         m: dict = {}
         self._queue(m, self.main_q, main.duration_ns)
-        fragments = self.fragments(info.width, info.height, info.layers, draws)
+        fragments = (measured.fragment_invocations if measured is not None
+                     else self.fragments(info.width, info.height, info.layers, draws))
         if has("MaliFragThread"):
             m["MaliFragThread"] = fragments
         if has("MaliFragWarp"):
@@ -122,7 +131,7 @@ class CounterModel:
         driver had to guess (Work.estimated) give no thread counts. Cached like render_pass."""
         size = work.info.get("group_size")
         key = (work.kind, work.stage, duration_ns, work.invocations, work.estimated, work.nbytes,
-               tuple(size) if type(size) is list else size)
+               tuple(size) if type(size) is list else size)   # measured: invocations are the backend's count
         hit = self._works.get(key)
         if hit is None:
             if len(self._works) >= _CACHE:

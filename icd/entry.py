@@ -14,12 +14,13 @@ from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_comman
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.recorder import Recorder
 from tessera.vkapi.submits import SubmitLedger
+from tessera.schemas.counters import for_profile as counter_table
 from tessera.vkapi.vkconst import vk
 
 from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 
-from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, labels, measured_timing,
-               object_names, recording, shader_costs, submit)
+from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, labels,
+               measured_counters, measured_timing, object_names, recording, shader_costs, submit)
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
@@ -50,7 +51,9 @@ def install(ffi, lib) -> None:
     timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report,
                         counters=settings.counters)
     drv = Driver(ffi, lib, HookSet(errors, recorder), Objects(ffi), backend, settings.profile, timeline=timeline,
-                 c_submits=settings.c_submits, submit_ledger=SubmitLedger(ffi, lib, warn))
+                 c_submits=settings.c_submits, submit_ledger=SubmitLedger(ffi, lib, warn),
+                 # measured counters only where counters are shown: a GPU with Arm's counter table
+                 measured_counters=settings.measured_counters and counter_table(settings.profile.key) is not None)
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)   # the C path of submits and queue labels
     counter_memory.track_pipeline_layouts(drv.hooks)   # for instrumentation and regions
     # Each command's hooks run in the order its row of the intercept table names their modules, whatever the
@@ -60,7 +63,8 @@ def install(ffi, lib) -> None:
     # vkCreateDevice runs in this order and vkDestroyDevice in reverse (icd/feature.py): the submits are
     # last, so at destroy they settle (and their fences go) before any feature destroys what the work used.
     for module in (instance, device, command_buffer, labels, object_names, recording, core_builtins, shader_costs,
-                   measured_timing, tensors, tensor_descriptors, regions, instrumentation, indirect_sizes, submit):
+                   measured_timing, tensors, tensor_descriptors, regions, instrumentation, indirect_sizes, measured_counters,
+                   submit):
         module.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))

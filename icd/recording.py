@@ -27,7 +27,7 @@ test_recording_hooks.py) drive both with stand-ins, without Vulkan.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from tessera.vkapi import accel, pipelines
 from tessera.vkapi.accel import AccelWork
@@ -56,6 +56,8 @@ class Draw:
     # Run by the timeline's worker once the GPU has executed the draw, before timing it; may update the
     # sizes and cycles in place (set CommandBuffer.needs_completion with it). See timeline.py.
     at_completion: Callable[[], None] | None = None
+    # The backend query bracketing its render pass part (measured_counters.Reading), None if not measured
+    measured: Any = None
 
 
 @dataclass
@@ -71,6 +73,7 @@ class Work:
     primitives: int = 0          # acceleration-structure builds: triangles + AABBs
     instances: int = 0           # acceleration-structure builds: instances
     at_completion: Callable[[], None] | None = None   # as Draw.at_completion
+    measured: Any = None         # dispatches: the backend's pipeline statistics (measured_counters.Stats)
 
 
 # Pipeline stages (VkPipelineStageFlags2 bits; the first 17 equal VkPipelineStageFlags) by work class.

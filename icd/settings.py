@@ -13,7 +13,9 @@ TESSERA_C_RECORDING  0: every command takes its Python hook (vkapi/recorder.py);
                      comparing the two paths, default on.
 TESSERA_C_ANSWERS    0: the fixed queries (`answered` in vkapi/intercepts.py) are answered by
                      Python on every call, none kept in C (vkapi/answers.py); default on.
-TESSERA_COUNTERS     0: GPU events carry no Mali counters (icd/counters.py; docs/counters.md); default on.
+TESSERA_COUNTERS     0: GPU events carry no Mali counters (icd/counters.py; docs/counters.md); default on,
+                     modelled; `measured`: threads and primitives counted by the backend's
+                     pipeline-statistics queries where it can (icd/measured_counters.py).
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log.
 """
 from __future__ import annotations
@@ -36,6 +38,7 @@ class IcdSettings:
     c_submits: bool = True
     c_answers: bool = True
     counters: bool = True
+    measured_counters: bool = False
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "IcdSettings":
@@ -49,4 +52,5 @@ class IcdSettings:
         session = environ.get("TESSERA_SESSION_DIR")
         return cls(Path(backend) if backend else None, profile, LogSettings.from_environ(environ),
                    Path(session) if session else None, environ.get("TESSERA_C_SUBMITS") != "0",
-                   environ.get("TESSERA_C_ANSWERS") != "0", environ.get("TESSERA_COUNTERS") != "0")
+                   environ.get("TESSERA_C_ANSWERS") != "0", environ.get("TESSERA_COUNTERS") != "0",
+                   environ.get("TESSERA_COUNTERS") == "measured")

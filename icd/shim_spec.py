@@ -24,6 +24,9 @@ CALLS = (
     "vkDestroyBuffer", "vkGetBufferMemoryRequirements", "vkAllocateMemory", "vkFreeMemory", "vkBindBufferMemory",
     "vkMapMemory", "vkCmdBindDescriptorSets", "vkGetPhysicalDeviceMemoryProperties",
     "vkGetPhysicalDeviceFeatures2",   # icd/tensors/: backend features the lowered shaders need
+    # icd/measured_counters.py: the driver's pipeline-statistics queries
+    "vkCreateQueryPool", "vkDestroyQueryPool", "vkCmdResetQueryPool", "vkCmdBeginQuery", "vkCmdEndQuery",
+    "vkGetQueryPoolResults",
 ) + SUBMIT_CALLS
 
 C_GLUE = r"""

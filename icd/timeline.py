@@ -48,6 +48,7 @@ from tessera.vkapi.render_passes import PassInfo
 from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
+from .measured_counters import pass_stats
 from .recording import Draw, Work
 from .scheduler import EmulatedGpu, QueueOrder
 from .trace import GpuTrace, boottime_ns
@@ -373,7 +374,10 @@ class _Placer(OpWalker):
         if any(d.estimated for d in run.draws):
             extra[A.ESTIMATED.label] = A.INDIRECT_DRAW_SIZES
         cm = self.tl._counters
-        b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main)
+        measured = pass_stats(run.draws)   # the backend's pipeline statistics (TESSERA_COUNTERS=measured)
+        if measured is not None and cm is not None:
+            extra[A.MEASURED.label] = cm.measured_pass
+        b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main, measured)
                                   if cm is not None else (None, None))
         b_start = self.gpu.place(binning, self._start_floor("vertex"))
         self._write(b_start, binning, run, extra, rp, b_counters)
@@ -406,6 +410,8 @@ class _Placer(OpWalker):
             extra[A.ESTIMATED.label] = (A.MAXIMUM_PRIMITIVE_COUNTS if work.kind == "acceleration_structure_build"
                                         else A.INDIRECT_SIZES)
         cm = self.tl._counters
+        if work.measured is not None and cm is not None:
+            extra[A.MEASURED.label] = cm.measured_work
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
                             labels=labels, extra=extra,

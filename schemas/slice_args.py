@@ -76,6 +76,9 @@ RANK = Arg("rank", "Rank", "tensor dimensions", DRIVER)
 SRC_TENSOR = Arg("src_tensor", "Src tensor", "text: debug name", DRIVER)
 DST_TENSOR = Arg("dst_tensor", "Dst tensor", "text: debug name", DRIVER)
 SHADER_COST = Arg("shader_cost", "Shader cost", "text: what the timing used (measured block executions)", DRIVER)
+# icd/measured_counters.py (TESSERA_COUNTERS=measured): which counters the backend's pipeline-statistics
+# queries counted
+MEASURED = Arg("measured", "Measured", "text: the counters measured, not modelled (comma-separated)", DRIVER)
 # icd/counters.py: the phase's Mali counters, one arg each, named as Arm's database names them (every
 # machine name starts with "Mali"; schemas/counters_table.py), the values docs/counters.md defines
 COUNTER = Arg("counter", "Mali{counter}", "the counter's units (schemas/counters_table.py): this phase's count",
@@ -127,7 +130,7 @@ SHADER_TOP_DRAW = Arg("shader_top_draw", "Shader top draw {n}", "text: draw #<i>
 DRIVER_ARGS = (LABEL, LABEL_STACK, TRANSFER, WORKLOAD, COMMAND, AREA, DRAWS, VERTICES, SUBPASSES, PARTS, ESTIMATED,
                ITEMS, GROUPS, GROUP_SIZE, BASE_GROUP, WIDTH, HEIGHT, DEPTH, BYTES, PIXELS, REGIONS, COPY_MODE,
                PRIMITIVES, INSTANCES, STRUCTURES, BUFFER_COPIES, SRC_SHAPE, DST_SHAPE, RANK, SRC_TENSOR, DST_TENSOR,
-               SHADER_COST, COUNTER)
+               SHADER_COST, MEASURED, COUNTER)
 HOSTD_ARGS = (TAG, SUBMIT, MISSING, HANDLES, LAYER_TWIN, DRIVER_TWIN, REGION_COUNTER, REGION_HEATMAPS,
               SHADER_ACTIONS, SHADER_OPS, SHADER_PIPE, SHADER_INVOCATIONS, SHADER_LARGEST, SHADER_BOUND,
               SHADER_TOP_DRAW)

@@ -65,9 +65,13 @@ if TYPE_CHECKING:
               help="Merge the session at the end (default: yes with the embedded daemon, no with --hostd).")
 @click.option("--top", type=click.IntRange(min=0), default=10, show_default=True,
               help="Longest workloads listed in the summary.")
+@click.option("--counters", type=click.Choice(["modelled", "measured", "off"]), default=None,
+              help="Mali counters on GPU events: modelled (the default), measured (threads and primitives counted by "
+                   "the backend's pipeline-statistics queries; every command then takes the driver's Python path: "
+                   "docs/counters.md) or off.")
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
 def run(backend, gpu, gpu_profile, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app,
-        arm_listen=()) -> None:
+        arm_listen=(), counters=None) -> None:
     """Run APP (with its arguments, after --) and return its exit code (128 + N when signal N killed it,
     as a shell reports it). Ctrl-C or SIGTERM stops APP (SIGKILL if it is still running 5 s later),
     merges what arrived and exits with 128 + N. One run at a time per --out folder."""
@@ -92,6 +96,7 @@ def run(backend, gpu, gpu_profile, out, instrument, regions, force, no_layer, ho
         with lock:
             cfg = LaunchConfig(session, backend, gpu, layer=not no_layer, instrument=instrument, regions=regions,
                                gpu_profile=gpu_profile)
+            cfg = replace(cfg, counters=counters)
             try:
                 if hostd_address is None:
                     if arm_listen:

@@ -96,21 +96,23 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkAllocateCommandBuffers": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkAllocateDescriptorSets": {ICD: In("icd.tensors.descriptors")},
     "vkBeginCommandBuffer": {
-        ICD: In("icd.command_buffer", "icd.tensors.push", "icd.instrumentation.hooks", "icd.regions.hooks"),
+        ICD: In("icd.command_buffer", "icd.tensors.push", "icd.instrumentation.hooks", "icd.regions.hooks",
+                "icd.measured_counters"),
         LAYER: In("layer.commands", "layer.instrument", "layer.regions")},
     "vkBindTensorMemoryARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkClearShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdBeginDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL)},
+    "vkCmdBeginQuery": {ICD: In("icd.measured_counters")},   # the application's: one statistics query at a time
     "vkCmdBeginRenderPass": {
-        ICD: In("icd.recording", "icd.regions.hooks", c=PASS_BEGIN),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", c=PASS_BEGIN),
         LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_PASS_BEGIN)},
     "vkCmdBeginRenderPass2": {
-        ICD: In("icd.recording", "icd.regions.hooks", c=PASS_BEGIN),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", c=PASS_BEGIN),
         LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_PASS_BEGIN)},
     "vkCmdBeginRendering": {
-        ICD: In("icd.recording", "icd.regions.hooks", c=RENDERING_BEGIN),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", c=RENDERING_BEGIN),
         LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_RENDERING_BEGIN)},
     "vkCmdBeginShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdBindPipeline": {
@@ -149,13 +151,16 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.labels", c=MARKER, emulated=True),
         LAYER: In("layer.commands", c=APP_MARKER)},
     "vkCmdDispatch": {
-        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", c=RECORDED),
+        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
+                c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
     "vkCmdDispatchBase": {
-        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", c=RECORDED),
+        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
+                c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
     "vkCmdDispatchIndirect": {
-        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.indirect_sizes", "icd.measured_timing"),
+        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.indirect_sizes", "icd.measured_timing",
+                "icd.measured_counters"),
         LAYER: In("layer.workloads", "layer.instrument")},
     "vkCmdDraw": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing",
@@ -203,14 +208,15 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdEndDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL_END, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL_END)},
+    "vkCmdEndQuery": {ICD: In("icd.measured_counters")},
     "vkCmdEndRenderPass": {
-        ICD: In("icd.recording", "icd.regions.hooks", "icd.indirect_sizes", c=PASS_END),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", "icd.indirect_sizes", c=PASS_END),
         LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndRenderPass2": {
-        ICD: In("icd.recording", "icd.regions.hooks", "icd.indirect_sizes", c=PASS_END),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", "icd.indirect_sizes", c=PASS_END),
         LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndRendering": {
-        ICD: In("icd.recording", "icd.regions.hooks", "icd.indirect_sizes", c=PASS_END),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", "icd.indirect_sizes", c=PASS_END),
         LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdExecuteCommands": {
@@ -259,6 +265,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCreateImageView": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkCreateInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
     "vkCreatePipelineLayout": {ICD: In("icd.counter_memory")},
+    "vkCreateQueryPool": {ICD: In("icd.measured_counters")},
     "vkCreateRayTracingPipelinesKHR": {ICD: In("vkapi.pipelines")},
     "vkCreateRenderPass": {
         ICD: In("vkapi.resource_hooks", "icd.regions.hooks"),
@@ -287,7 +294,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
     "vkDestroyPipeline": {ICD: In("vkapi.pipelines", "icd.regions.hooks"), LAYER: In("vkapi.pipelines")},
     "vkDestroyPipelineLayout": {ICD: In("icd.counter_memory")},
-    "vkDestroyPrivateDataSlot": {ICD: In("icd.object_names")},   # its values on emulated objects go with it
+    "vkDestroyPrivateDataSlot": {ICD: In("icd.object_names")},
+    "vkDestroyQueryPool": {ICD: In("icd.measured_counters")},   # its values on emulated objects go with it
     "vkDestroyRenderPass": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroySemaphore": {ICD: In("icd.submit")},
     "vkDestroyShaderEXT": {ICD: In("vkapi.pipelines"), LAYER: In("vkapi.pipelines")},

@@ -135,6 +135,7 @@ def test_the_timeline_and_trace_write_only_driver_rows(tmp_path):
 
     trace = GpuTrace(tmp_path)
     from tessera.icd.counters import CounterModel
+    from tessera.icd.measured_counters import Stats
     tl = SimpleNamespace(profile=PROFILES["mali-g720"], trace=trace, _submissions=1, _render_pass_instances=0,
                          _counters=CounterModel.for_profile(PROFILES["mali-g720"]))
     placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
@@ -145,7 +146,9 @@ def test_the_timeline_and_trace_write_only_driver_rows(tmp_path):
                   "vkCmdBuildAccelerationStructuresIndirectKHR", {"primitives": 1}, estimated=True, primitives=1),
              Work("acceleration_structure_copy", "acceleration structure copy to memory",
                   "vkCmdCopyAccelerationStructureKHR", {"copy_mode": "clone", "bytes": 64}, nbytes=64),
-             Work("transfer", "copy buffer to image", "vkCmdCopyBufferToImage", {"bytes": 64}, nbytes=64)]
+             Work("transfer", "copy buffer to image", "vkCmdCopyBufferToImage", {"bytes": 64}, nbytes=64),
+             # counted by the backend (TESSERA_COUNTERS=measured): the `Measured` arg
+             Work("dispatch", "compute", "vkCmdDispatch", {}, invocations=32, measured=Stats(0, 0, 0, 0, 0, 0, 32))]
     for work in works:
         placer._emit_work(work, ["frame", "t1"], 0xCB)
     info = PassInfo("vkCmdBeginRendering", 0, 64, 64, 1, 1, [], 0, 0, True)

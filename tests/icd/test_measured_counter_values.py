@@ -1,0 +1,74 @@
+"""icd/measured_counters.py and the timeline: a pass's readings summed over its parts, the measured
+values replacing the model's in the events written, and what keeps the model (no Vulkan: the readings
+are set as vkGetQueryPoolResults would leave them)."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from tessera.icd import timing
+from tessera.icd.counters import CounterModel
+from tessera.icd.measured_counters import Reading, Stats, pass_stats
+from tessera.icd.profiles import PROFILES
+from tessera.icd.recording import Draw, Work
+from tessera.icd.scheduler import EmulatedGpu, QueueOrder
+from tessera.icd.timeline import PassRun, _Placer
+from tessera.icd.trace import GpuTrace
+from tessera.schemas.perfetto import read_packets
+from tessera.vkapi.render_passes import PassInfo
+
+
+def _reading(stats: Stats | None) -> Reading:
+    r = Reading(None, None)   # no slot: never read here
+    r.stats = stats
+    return r
+
+
+def _stats(prims: int, verts: int, frags: int, compute: int = 0) -> Stats:
+    return Stats(verts, prims, verts, prims, 0, frags, compute)
+
+
+def _draw(reading: Reading | None) -> Draw:
+    d = Draw(6, 2, False, None, None)
+    d.measured = reading
+    return d
+
+
+def test_parts_sum_and_anything_unmeasured_keeps_the_model():
+    a, b = _reading(_stats(2, 6, 4096)), _reading(_stats(4, 12, 100))
+    assert pass_stats([_draw(a), _draw(a), _draw(b)]) == _stats(6, 18, 4196)   # a reading counts once
+    assert pass_stats([_draw(a), _draw(None)]) is None          # one draw outside any bracket
+    assert pass_stats([_draw(a), _draw(_reading(None))]) is None   # a query not available
+    assert pass_stats([]) is None
+
+
+def _events(tmp_path, passes=(), works=()):
+    profile = PROFILES["mali-g720"]
+    trace = GpuTrace(tmp_path, counters=CounterModel.for_profile(profile))
+    tl = SimpleNamespace(profile=profile, trace=trace, _submissions=1, _render_pass_instances=0,
+                         _counters=CounterModel.for_profile(profile))
+    placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
+    for p in passes:
+        placer._emit_pass(p)
+    for w in works:
+        placer._emit_work(w, ["t1"], 0xCB)
+    trace.flush()
+    trace.close()
+    return [{d.name: d.value for d in p.gpu_render_stage_event.extra_data}
+            for p in read_packets(trace.path) if p.HasField("gpu_render_stage_event")]
+
+
+def test_measured_pass_and_dispatch_replace_the_model(tmp_path):
+    info = PassInfo("vkCmdBeginRendering", 0, 64, 64, 1, 1, [], 0, 0, True)
+    measured = _reading(_stats(prims=5, verts=15, frags=3000))
+    runs = [PassRun(info, ["m"], 0xCB, [_draw(measured)]), PassRun(info, ["e"], 0xCB, [_draw(None)])]
+    work = Work("dispatch", "compute", "vkCmdDispatch", {"group_size": (32, 1, 1)}, invocations=320,
+                measured=_stats(0, 0, 0, compute=320))
+    binning, main, est_binning, est_main, dispatch = _events(tmp_path, runs, [work])
+    assert binning["MaliGeomTotalPrim"] == "5" and binning["MaliNonFragThread"] == "15"
+    assert main["MaliFragThread"] == "3000" and main["MaliFragWarp"] == str(-(-3000 // 16))
+    assert "Measured" in binning and "MaliFragThread" in main["Measured"]
+    # the same pass unmeasured: the model's counts (2 primitives, 6 vertices, a quarter of the area)
+    assert est_binning["MaliGeomTotalPrim"] == "2" and est_binning["MaliNonFragThread"] == "6"
+    assert est_main["MaliFragThread"] == str(int(64 * 64 * timing.DRAW_COVERAGE))
+    assert "Measured" not in est_binning and "Measured" not in est_main
+    assert dispatch["Measured"] == "MaliNonFragThread, MaliNonFragWarp" and dispatch["MaliNonFragThread"] == "320"

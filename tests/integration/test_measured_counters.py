@@ -1,0 +1,103 @@
+"""Measured Mali counters (#27, `tessera run --counters measured`): real loader, layer, emulated driver
+and lavapipe's pipeline-statistics queries; the counters checked against hand-computed geometry and
+dispatch sizes, and against the model's estimate they replace.
+
+ci_frame.py (tests/integration/apps): a 64x64 target, "shadow pass" 1 full-screen draw of 6 vertices,
+"main pass" 2 of them. clipped_draws.py: one draw of 3 quads (6 triangles, 18 vertices) over a 64x64
+target, covering columns 0..31 (inside), 48..63 (the quad's other half is beyond the right edge) and
+nothing (wholly outside): 2048 + 1024 pixels. compute_collatz.py: dispatches of 10 and 10 groups and
+an indirect one of 12, 32 invocations per group.
+"""
+from __future__ import annotations
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+from tessera.hostd.counters import read_session
+from tessera.icd import timing
+from tessera.schemas.perfetto import read_packets
+
+TESSERA = REPO / ".venv" / "bin" / "tessera"
+APPS = REPO / "tests" / "integration" / "apps"
+W = H = 64
+PASS_MEASURED = {"MaliGeomTotalPrim", "MaliGeomTrianglePrim", "MaliNonFragThread", "MaliNonFragWarp", "MaliFragThread",
+                 "MaliFragWarp"}
+
+
+def _run(tmp_path, name: str, program, *options) -> object:
+    session = tmp_path / name
+    out = run([TESSERA, "run", *options, "--out", session, "--", PYTHON, program], None)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "OK" in out.stdout, out.stdout
+    return session
+
+
+def _slice_args(session) -> list[dict[str, str]]:
+    """The driver's GPU events' args, in trace order."""
+    return [{d.name: d.value for d in p.gpu_render_stage_event.extra_data}
+            for p in read_packets(session / "gpu.perfetto-trace") if p.HasField("gpu_render_stage_event")]
+
+
+@pytest.fixture(scope="module")
+def frames(tmp_path_factory, shims):
+    tmp = tmp_path_factory.mktemp("measured")
+    return (_run(tmp, "measured", APPS / "ci_frame.py", "--counters", "measured"),
+            _run(tmp, "modelled", APPS / "ci_frame.py"))
+
+
+def test_full_screen_draws_count_every_pixel_and_primitive(frames):
+    measured, modelled = (read_session(s) for s in frames)
+    for session in (measured, modelled):
+        assert [w.labels[-1] for w in session.workloads if w.arm_type == "renderpass"] == ["shadow pass", "main pass"]
+    passes = [w for w in measured.workloads if w.arm_type == "renderpass"]
+    model = [w for w in modelled.workloads if w.arm_type == "renderpass"]
+    for w, m, draws in zip(passes, model, (1, 2)):
+        c = w.counters
+        assert c["MaliFragThread"] == W * H * draws                 # every pixel, once per full-screen draw
+        assert c["MaliGeomTotalPrim"] == c["MaliGeomTrianglePrim"] == 2 * draws
+        assert c["MaliNonFragThread"] == 6 * draws                  # vertex invocations
+        assert c["MaliFragWarp"] == -(-W * H * draws // 16)           # the Mali-G720's 16-wide warps
+        # the model's estimate, which the measurement replaces: a quarter of the area per draw
+        assert m.counters["MaliFragThread"] == W * H * draws * timing.DRAW_COVERAGE != c["MaliFragThread"]
+        # what the model and the measurement share stays the model's
+        assert c["MaliExtBusWrBy"] == m.counters["MaliExtBusWrBy"] == W * H * 4
+    # the slices say which counters were measured; the copy's none
+    args = _slice_args(frames[0])
+    rp = [a for a in args if a["Workload"] == "render pass"]
+    assert len(rp) == 4 and all(set(a["Measured"].split(", ")) == PASS_MEASURED for a in rp)
+    assert all("Measured" not in a for a in args if a["Workload"] == "transfer")
+    assert all("Measured" not in a for a in _slice_args(frames[1]))
+
+
+def test_clipped_draw_counts_only_what_is_on_screen(tmp_path, shims):
+    s = read_session(_run(tmp_path, "clipped", APPS / "clipped_draws.py", "--counters", "measured"))
+    [w] = [w for w in s.workloads if w.arm_type == "renderpass"]
+    c = w.counters
+    assert c["MaliGeomTotalPrim"] == 6                       # 3 quads: input primitives, before any culling
+    assert c["MaliNonFragThread"] == 18
+    assert c["MaliFragThread"] == 32 * 64 + 16 * 64           # the covered pixels (the app checks the image)
+    assert c["MaliFragThread"] != W * H * timing.DRAW_COVERAGE
+    # lavapipe's clipping primitives count only what its clipper outputs: visible primitives are not
+    # measurable on it, and no value stands in for them (docs/counters.md "Measured")
+    assert "MaliGeomVisiblePrim" not in c
+
+
+def test_dispatch_threads_are_the_counted_invocations(tmp_path, shims):
+    session = _run(tmp_path, "collatz", REPO / "examples" / "compute_collatz.py", "--counters", "measured")
+    s = read_session(session)
+    threads = {w.labels[-1] if w.labels else i: w.counters["MaliNonFragThread"]
+               for i, w in enumerate(s.workloads) if w.arm_type == "compute"}
+    assert sorted(threads.values()) == [10 * 32, 10 * 32, 12 * 32]
+    dispatches = {a["Command"]: a for a in _slice_args(session) if a["Workload"] == "dispatch"}
+    assert set(dispatches) == {"vkCmdDispatch", "vkCmdDispatchBase", "vkCmdDispatchIndirect"}
+    assert all(a["Measured"] == "MaliNonFragThread, MaliNonFragWarp" for a in dispatches.values())
+    assert int(dispatches["vkCmdDispatchIndirect"]["MaliNonFragThread"]) == 12 * 32
+
+
+def test_passes_that_cannot_be_bracketed_keep_the_model(tmp_path, shims):
+    """render_passes.py: a pass of 2 subpasses (a later one may execute secondaries: no query across
+    it) keeps modelled counters; the program still runs correctly."""
+    args = _slice_args(_run(tmp_path, "passes", REPO / "examples" / "render_passes.py", "--counters", "measured"))
+    multi = [a for a in args if a.get("Subpasses") == "2"]
+    assert multi and all("Measured" not in a for a in multi)
+    assert any("Measured" in a for a in args if a.get("Subpasses") == "1")
