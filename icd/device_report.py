@@ -68,10 +68,3 @@ def _show(v) -> str:
 def lines(found: list[Difference]) -> list[str]:
     """One line per difference: path, the profile's value -> the reported one, and why."""
     return [f"{d.path}: {_show(d.profile)} -> {_show(d.reported)}  ({d.reason})" for d in found]
-
-
-def describe(profile_file: Path, backend_manifest: Path | None = None,
-             layer_extensions: dict[str, int] | None = None) -> list[str]:
-    """What `tessera doctor --gpu NAME` prints for a GPU's profile file: one line per difference
-    between the real device and its emulation over the backend (lavapipe's by default)."""
-    return lines(gpu_differences(profile_file, backend_profile(backend_manifest), layer_extensions))

@@ -216,8 +216,10 @@ def test_extensions_the_backend_has_under_another_name_are_the_devices(tessera_e
     assert got["result"] == "VK_SUCCESS" and got["procs"] == {"vkGetCalibratedTimestampsKHR": True}, got
 
 
-def test_the_doctor_lines_of_the_default_gpu(shims):
-    found = device_report.describe(PROFILES["mali-g720"].vulkan_profile(), layer_extensions=LAYER_DEVICE_EXTENSIONS)
+def test_the_doctor_lines_of_the_default_gpu(backend):
+    """What `tessera doctor --gpu mali-g720` prints (tools/doctor.py)."""
+    found = device_report.lines(device_report.gpu_differences(PROFILES["mali-g720"].vulkan_profile(), backend,
+                                                              LAYER_DEVICE_EXTENSIONS))
     assert "queueFamiliesProperties[0].queueCount: 2 -> 1  (the backend has fewer queues; no second queue is " \
            "emulated)" in found
     assert any(line.startswith("extensions.VK_EXT_fragment_density_map: 2 -> -") for line in found)
