@@ -8,7 +8,8 @@ peak RSS of the child from os.wait4 ru_maxrss: interpreter and imports included)
   1. merge: merge_session() of every session, one after the other (what `tessera export` does
      first for a session folder without a current merged trace);
   2. export: `export_parquet(all sessions)`: each merged trace read with the report's reader
-     into the four tables, a row group per session;
+     into the tables (advice by the advisor, counters from the trace's args), a row group per
+     session;
   3. query: DuckDB over the Parquet files (`tessera sql DIR`): four queries, each timed
      (GPU time per session and queue; p95 of a pass's GPU time over all sessions; workloads per
      kind; a join of workloads and gpu_events).

@@ -22,12 +22,15 @@ DEFAULT_PARQUET_FOLDER = "tables"
                    "SESSION (folder or merged trace).")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"Output folder (arm: default SESSION/arm; parquet: default ./{DEFAULT_PARQUET_FOLDER}).")
-def export(sessions: tuple[Path, ...], fmt: str, out: Path | None) -> None:
+@click.option("--no-advice", is_flag=True,
+              help="parquet: leave the advice table empty (sessions.advice_gpu NULL): the advisor is most of "
+                   "the export's time.")
+def export(sessions: tuple[Path, ...], fmt: str, out: Path | None, no_advice: bool) -> None:
     """Export sessions for other tools: Arm's timeline viewer, or Parquet tables (Spark, Trino, DuckDB)."""
     if fmt == "arm":
         _arm(sessions, out)
     else:
-        _parquet(sessions, out or Path(DEFAULT_PARQUET_FOLDER))
+        _parquet(sessions, out or Path(DEFAULT_PARQUET_FOLDER), not no_advice)
 
 
 def _arm(sessions: tuple[Path, ...], out: Path | None) -> None:
@@ -47,11 +50,11 @@ def _arm(sessions: tuple[Path, ...], out: Path | None) -> None:
         click.echo(str(f))
 
 
-def _parquet(sessions: tuple[Path, ...], out: Path) -> None:
+def _parquet(sessions: tuple[Path, ...], out: Path, advice: bool) -> None:
     from tessera.hostd.ci.tables import TablesError, export_parquet
 
     try:
-        result = export_parquet(list(sessions), out)
+        result = export_parquet(list(sessions), out, advice)
     except TablesError as e:
         raise click.ClickException(str(e)) from None
     for p in result.problems[:20]:

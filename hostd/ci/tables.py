@@ -132,9 +132,10 @@ class SessionTables:
     batches: dict[str, pa.RecordBatch]
 
 
-def session_tables(target: Path, session: str | None = None) -> SessionTables:
+def session_tables(target: Path, session: str | None = None, advice: bool = True) -> SessionTables:
     """One session's rows of every table. `session`: its name in the `session` columns (default
-    the path as given)."""
+    the path as given). `advice=False`: the advice table left empty and `sessions.advice_gpu`
+    NULL (the advisor is most of an export's time: docs/benchmarks.md)."""
     from .metrics import NoCounters, run_advice, run_counters
 
     target = Path(target)
@@ -145,7 +146,7 @@ def session_tables(target: Path, session: str | None = None) -> SessionTables:
         counters = run_counters(run)
     except NoCounters:
         counters = None
-    analysis = run_advice(target)
+    analysis = run_advice(target) if advice else None
     out: dict[str, pa.RecordBatch] = {}
     out["sessions"] = _batch("sessions", {
         "session": [name], "trace": [str(run.source)], "schema_version": [SCHEMA_VERSION],
@@ -154,7 +155,7 @@ def session_tables(target: Path, session: str | None = None) -> SessionTables:
         "queue_ns": [list(s.gpu_time_ns.items())], "internal_ns": [sum(s.internal_time_ns.values())],
         "events_without_metadata": [s.events_without_metadata],
         "counter_gpu": [counters.gpu if counters else None],
-        "advice_gpu": [analysis.gpu.name + (" (assumed)" if analysis.gpu.assumed else "")]})
+        "advice_gpu": [analysis.gpu.name + (" (assumed)" if analysis.gpu.assumed else "") if analysis else None]})
     ws = run.workloads
     shaders = [w.shader if shader_cost.OPS_KEY in w.args else None for w in ws]
     out["workloads"] = _batch("workloads", {
@@ -187,7 +188,7 @@ def session_tables(target: Path, session: str | None = None) -> SessionTables:
     else:
         out["shader_blocks"] = _batch("shader_blocks", _columns("shader_blocks"))
     out["counters"] = _batch("counters", _counter_rows(name, run, counters))
-    out["advice"] = _batch("advice", _advice_rows(name, analysis.findings))
+    out["advice"] = _batch("advice", _advice_rows(name, analysis.findings if analysis else []))
     return SessionTables(run, out)
 
 
@@ -253,7 +254,7 @@ def _names(targets: list[Path]) -> list[str]:
     return names
 
 
-def _sessions(targets: list[Path], problems: list[str]) -> Iterator[dict[str, pa.RecordBatch]]:
+def _sessions(targets: list[Path], problems: list[str], advice: bool = True) -> Iterator[dict[str, pa.RecordBatch]]:
     """Each target's batches, one session at a time (names checked first, before anything is
     read); its read problems appended to `problems`."""
     names = _names(targets)
@@ -261,7 +262,7 @@ def _sessions(targets: list[Path], problems: list[str]) -> Iterator[dict[str, pa
     def each() -> Iterator[dict[str, pa.RecordBatch]]:
         for target, name in zip(targets, names):
             try:
-                t = session_tables(target, name)
+                t = session_tables(target, name, advice)
             except RunError as e:
                 raise TablesError(str(e)) from None
             problems.extend(t.run.problems)
@@ -270,12 +271,12 @@ def _sessions(targets: list[Path], problems: list[str]) -> Iterator[dict[str, pa
     return each()
 
 
-def export_parquet(targets: list[Path], out: Path) -> ExportResult:
+def export_parquet(targets: list[Path], out: Path, advice: bool = True) -> ExportResult:
     """One `<table>.parquet` per table in `out` (0700 when created; files 0600, each renamed into
     place once whole: schemas/files.py), a row group per session."""
     from tessera.schemas.files import AtomicOutput, OutputError, private_folder
 
-    sessions = _sessions(targets, problems := [])
+    sessions = _sessions(targets, problems := [], advice)
     try:
         private_folder(out)
     except OSError as e:
@@ -328,9 +329,9 @@ def check_export(folder: Path) -> None:
                               f"this Tessera reads version {SCHEMA_VERSION}")
 
 
-def _in_memory(targets: list[Path]) -> tuple[dict[str, pa.Table], list[str]]:
+def _in_memory(targets: list[Path], advice: bool = True) -> tuple[dict[str, pa.Table], list[str]]:
     parts: dict[str, list[pa.RecordBatch]] = {t: [] for t in TABLES}
-    for batches in _sessions(targets, problems := []):
+    for batches in _sessions(targets, problems := [], advice):
         for table, batch in batches.items():
             parts[table].append(batch)
     return {t: pa.Table.from_batches(b, schema=SCHEMAS[t]) for t, b in parts.items()}, problems
@@ -361,7 +362,11 @@ def query(sql: str, targets: list[Path]) -> QueryResult:
                 files = [str(Path(f) / f"{table}.parquet") for f in exports]
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files!r}, union_by_name = true)")
         else:
-            tables, problems = _in_memory([Path(t) for t in targets])
+            # the advisor only when the query names its table (a word of the SQL): most of the time
+            import re
+
+            tables, problems = _in_memory([Path(t) for t in targets],
+                                          advice=re.search(r"\badvice\b", sql, re.IGNORECASE) is not None)
             for table, data in tables.items():
                 con.register(table, data)
         try:

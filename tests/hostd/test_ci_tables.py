@@ -56,6 +56,26 @@ def test_export_writes_every_table_with_its_version(three, tmp_path):
     assert oct((out / "workloads.parquet").stat().st_mode & 0o777) == "0o600"
 
 
+def test_the_advice_table_is_the_advisors_and_can_be_left_out(three, tmp_path):
+    """Hand-built sessions carry no counters (no `Mali…` args): an empty counters table, NULL
+    counter_gpu; their advice is the advisor's (`analyse`: passes whose outputs nothing reads, as
+    these passes name no attachments; the planted app's is checked in
+    tests/integration/test_ci_commands.py), or empty with --no-advice."""
+    from tessera.hostd.advice import analyse
+
+    folders = [t.parent for t in three]
+    r = export_parquet(folders, tmp_path / "with")
+    want = sum(len(analyse(f).findings) for f in folders)
+    assert r.rows["advice"] == want > 0 and r.rows["counters"] == 0
+    sessions = pq.read_table(tmp_path / "with" / "sessions.parquet").to_pylist()
+    assert [s["counter_gpu"] for s in sessions] == [None] * 3 and all(s["advice_gpu"] for s in sessions)
+    r = CliRunner().invoke(export, [*map(str, folders), "--format", "parquet", "-o", str(tmp_path / "without"),
+                                    "--no-advice"])
+    assert r.exit_code == 0, r.output
+    assert pq.read_table(tmp_path / "without" / "advice.parquet").num_rows == 0
+    assert pq.read_table(tmp_path / "without" / "sessions.parquet").column("advice_gpu").to_pylist() == [None] * 3
+
+
 def test_sql_across_three_sessions_equals_the_traces(three, tmp_path):
     sessions = [t.parent for t in three]
     q = "SELECT session, queue, sum(duration_ns) AS ns FROM gpu_events GROUP BY ALL ORDER BY ALL"
