@@ -5,8 +5,10 @@ as a driver does at pipeline creation, so work-group sizes and other
 spec-dependent values are exact. Values are Python ints (integers masked to
 their type's width, booleans as 0/1, floats as their bit pattern) or tuples
 for composites. OpSpecConstantOp is evaluated for the integer, boolean and
-composite operations the specification allows in shaders
-(`SPEC_CONSTANT_OPS`); an op outside that set gives the value None.
+composite operations the specification allows in shaders, and OpFConvert
+between 16-, 32- and 64-bit floats (glslang emits it; Arm's ML emulation
+layer's shaders use it) (`SPEC_CONSTANT_OPS`); an op outside that set, or one
+with an operand of unknown value, gives the value None.
 
 `spec_values` maps SpecId -> int (the value; for floats the bit pattern) or
 bytes (the little-endian data a VkSpecializationMapEntry points at).
@@ -114,7 +116,8 @@ _COMPARE_OPS: dict[str, Callable[[int, int, int], bool]] = {
 }
 SPEC_CONSTANT_OPS = frozenset(_INT_OPS) | frozenset(_COMPARE_OPS) | frozenset(
     {"OpLogicalNot", "OpSelect", "OpUConvert", "OpSConvert", "OpCompositeExtract",
-     "OpCompositeInsert", "OpVectorShuffle"})
+     "OpCompositeInsert", "OpVectorShuffle", "OpFConvert"})
+_FLOAT_FORMATS = {16: "<e", 32: "<f", 64: "<d"}
 
 
 def spec_ids(module: Module) -> dict[int, int]:
@@ -187,7 +190,9 @@ def evaluate_constants(module: Module, spec_values: Mapping[int, SpecValue] | No
     for inst in module.globals:
         op = inst.opcode
         if op in (OP_CONSTANT, OP_SPEC_CONSTANT):
-            values[inst.result_id] = overrides.get(inst.result_id, _literal(inst.words[2:]))
+            # a signed literal narrower than 32 bits is sign-extended in its word (SPIR-V 2.2.1): masked here
+            width = _scalar_type(module, inst.type_id)[1]
+            values[inst.result_id] = overrides.get(inst.result_id, _literal(inst.words[2:]) & ((1 << width) - 1))
         elif op in (OP_CONSTANT_TRUE, OP_SPEC_CONSTANT_TRUE):
             values[inst.result_id] = overrides.get(inst.result_id, 1)
         elif op in (OP_CONSTANT_FALSE, OP_SPEC_CONSTANT_FALSE):
@@ -225,6 +230,8 @@ def _spec_op(module: Module, inst: Instruction, values: dict[int, Value]) -> Val
             return _INT_OPS[name](width, *operands) & ((1 << width) - 1)
         if name in _COMPARE_OPS:
             a, b = values[args[0]], values[args[1]]
+            if not isinstance(a, int) or not isinstance(b, int):
+                return None
             operand_width = _scalar_type(module, module.defs[args[0]].type_id)[1]
             return int(_COMPARE_OPS[name](operand_width, a, b))
         if name == "OpLogicalNot":
@@ -236,6 +243,8 @@ def _spec_op(module: Module, inst: Instruction, values: dict[int, Value]) -> Val
         if name == "OpSConvert":
             source_width = _scalar_type(module, module.defs[args[0]].type_id)[1]
             return _signed(values[args[0]], source_width) & ((1 << width) - 1)
+        if name == "OpFConvert":
+            return _fconvert(values[args[0]], _scalar_type(module, module.defs[args[0]].type_id)[1], width)
         if name == "OpCompositeExtract":
             value = values[args[0]]
             for index in args[1:]:
@@ -249,6 +258,20 @@ def _spec_op(module: Module, inst: Instruction, values: dict[int, Value]) -> Val
     except (KeyError, IndexError, TypeError, ZeroDivisionError):
         return None
     return None
+
+
+def _fconvert(bits: Value, source: int, width: int) -> Value:
+    """A float's bit pattern converted to another width (round to nearest; None when either width
+    is not 16, 32 or 64 bits or the value does not fit: OverflowError)."""
+    import struct
+
+    if not isinstance(bits, int) or source not in _FLOAT_FORMATS or width not in _FLOAT_FORMATS:
+        return None
+    value = struct.unpack(_FLOAT_FORMATS[source], bits.to_bytes(source // 8, "little"))[0]
+    try:
+        return int.from_bytes(struct.pack(_FLOAT_FORMATS[width], value), "little")
+    except (OverflowError, struct.error):
+        return None
 
 
 def _insert(composite: Value, path: list[int], part: Value) -> Value:

@@ -399,12 +399,19 @@ class TensorDescriptors(Feature):
                 out[(set_index, binding)] = TensorBinding(info.meta_binding, first)
         return out
 
-    def lowered_module(self, dev: Device, st: DescriptorState, code: bytes, layout: int) -> tuple[bytes, str | None]:
+    def lowered_module(self, dev: Device, st: DescriptorState, code: bytes, layout: int,
+                       spec_values: dict[int, bytes] | None = None) -> tuple[bytes, str | None]:
+        """The lowered SPIR-V (or EMPTY) and the reason it could not be lowered. Specialization
+        constants are frozen first with the stage's values (tensor ranks and coordinate-array lengths
+        may be specialization constants, as in Arm's ML emulation layer's shaders): the lowered
+        module is the specialized one."""
         from tessera.spirv import SpirvError, parse
+        from tessera.spirv.passes.specialize import freeze_spec_constants
         from tessera.spirv.passes.tensors import lower_tensors
 
         try:
             module = parse(code)
+            freeze_spec_constants(module, spec_values)
             lower_tensors(module, self.bindings_for(dev, st, layout))
             return module.to_bytes(), None
         except SpirvError as e:
@@ -420,7 +427,15 @@ class TensorDescriptors(Feature):
                    "enabled: the shader is replaced by an empty one")
             lowered, problem = EMPTY, None
         else:
-            lowered, problem = self.lowered_module(dev, st, code, layout)
+            from tessera.spirv import SpirvError
+            from tessera.vkapi.pipelines import _spec_values
+
+            try:
+                spec = _spec_values(ffi, stage.pSpecializationInfo)
+            except SpirvError as e:
+                lowered, problem = EMPTY, str(e)
+            else:
+                lowered, problem = self.lowered_module(dev, st, code, layout, spec)
         if problem is not None:
             refuse(command, f"{where}: the tensor shader cannot be lowered ({problem}): it is replaced by an "
                    "empty one")
@@ -444,11 +459,12 @@ class TensorDescriptors(Feature):
         nodes = [n for n in structs.chain(ffi, stage.pNext)
                  if n.sType != vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO]
         stage.pNext = structs.rebuild_chain(ffi, nodes, keep)
+        # the lowered module is specialized already (lowered_module), the empty one has nothing to specialize
+        stage.pSpecializationInfo = ffi.NULL
         if empty:
             name = ffi.new("char[]", b"main")
             keep.append(name)
             stage.pName = name
-            stage.pSpecializationInfo = ffi.NULL
 
     def before_vkCreateComputePipelines(self, dev, device, cache, count, pInfos, pAllocator, pPipelines):
         from tessera.spirv.passes.tensors import uses_tensors
