@@ -373,6 +373,10 @@ class _Placer(OpWalker):
             extra[A.PARTS.label] = run.parts
         if any(d.estimated for d in run.draws):
             extra[A.ESTIMATED.label] = A.INDIRECT_DRAW_SIZES
+        if v_cycles is not None:     # what the advisor costs extra vertex or fragment invocations with (#28)
+            extra[A.VERTEX_CYCLES.label] = round(v_cycles, 6)
+        if f_cycles is not None:
+            extra[A.FRAGMENT_CYCLES.label] = round(f_cycles, 6)
         cm = self.tl._counters
         measured = pass_stats(run.draws)   # the backend's pipeline statistics (TESSERA_COUNTERS=measured)
         if measured is not None and cm is not None:

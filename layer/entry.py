@@ -12,7 +12,7 @@ from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.recorder import Recorder
 from tessera.vkapi.submits import SubmitLedger
 
-from . import chain, commands, descriptions, encoder, queues, render_passes, workloads
+from . import chain, commands, content, descriptions, encoder, queues, render_passes, workloads
 from .indirect import Capturer
 from .forwarding import Forwarding
 from .instrument import Instrumenter
@@ -38,11 +38,13 @@ def install(ffi, lib) -> None:
         log.warning("%s", message)
 
     recorder = Recorder(ffi, lib, warn, errors.report)
+    if settings.content:     # content metrics need every draw's parameters at record time (content.py)
+        recorder.enabled = False
     hooks = HookSet(errors, recorder)
     transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
     state = LayerState(ffi, Session(transport, lib.tessera_next_submit, lib.tessera_set_frame))
     labeller = Labeller(ffi, lib.tessera_next_tag)
-    capturer = Capturer(ffi, state, labeller, log)
+    capturer = Capturer(ffi, state, labeller, log, settings.content)
 
     instrumenter = Instrumenter(ffi, state, transport.send, errors) if settings.instrument else None
     by_region = Regions(ffi, state, transport.send, errors, settings.regions) if settings.regions else None
@@ -80,6 +82,7 @@ def install(ffi, lib) -> None:
     pipelines.register_shader_objects(hooks, ffi)
     commands.register(hooks, state, ffi, capturer.release, reporter)
     render_passes.register(hooks, state, labeller, capturer)
+    content.register(hooks, state, labeller, capturer, settings.content)
     workloads.register(hooks, state, labeller, capturer)
     descriptions.register(hooks, state)
     queues.register(hooks, state, ffi, reporter, errors)

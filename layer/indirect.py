@@ -27,6 +27,7 @@ from tessera.vkapi.ops import PassBegin
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
+from .content import CONTENT_KIND, decode as content_of
 from .descriptions import describe
 from .trackers import Capture, CommandBufferTracker, Workload
 
@@ -114,8 +115,10 @@ class Pending:
 
 
 class Capturer:
-    def __init__(self, ffi, state, labeller, log) -> None:
+    def __init__(self, ffi, state, labeller, log, content: bool = False) -> None:
         self.ffi, self.state, self.labeller, self.log = ffi, state, labeller, log
+        # content mode (content.py): index buffers are copy sources too
+        self.sources = vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT | (vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT if content else 0)
         self.send = state.session.transport.send
         self.pending: dict[int, list[Pending]] = {}   # device address -> in flight
 
@@ -123,8 +126,9 @@ class Capturer:
         hooks.bind(self)
 
     def before_vkCreateBuffer(self, dev, device, pCreateInfo, pAllocator, pBuffer):
-        """Indirect buffers are also copy sources, so their arguments can be captured."""
-        if pCreateInfo.usage & vk.VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT and \
+        """Indirect buffers (and, in content mode, index buffers) are also copy sources, so their
+        arguments (indices) can be captured."""
+        if pCreateInfo.usage & self.sources and \
                 not pCreateInfo.usage & vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT:
             info = self.ffi.new("VkBufferCreateInfo *", pCreateInfo[0])
             info.usage |= vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
@@ -198,7 +202,8 @@ class Capturer:
             kind = type(op)
             caps = [op.capture] if kind is Workload and op.capture else (op.info.captures if kind is PassBegin else [])
             for c in caps:
-                dev.capture.release(c.offset, c.size)
+                if c.size:          # a content capture of non-indexed draws copies nothing
+                    dev.capture.release(c.offset, c.size)
 
     # ---- submission ------------------------------------------------------------------
     def before_submit(self, dev, trackers: list[CommandBufferTracker]) -> None:
@@ -240,11 +245,13 @@ class Capturer:
             for tag, cap in p.captures:   # a pass with several indirect draws: one annex, all draws
                 fields = self._decode(dev, cap)
                 merged = per_tag.setdefault(tag, {})
-                merged["draws"] = merged.get("draws", []) + fields.pop("draws", [])
+                for listed in ("draws", "content"):     # several captures of one tag: their lists joined
+                    merged[listed] = merged.get(listed, []) + fields.pop(listed, [])
                 merged.update(fields)
             for tag, fields in per_tag.items():
-                if not fields["draws"]:
-                    del fields["draws"]
+                for listed in ("draws", "content"):
+                    if not fields[listed]:
+                        del fields[listed]
                 self.send(encoder.annex, p.submit_id, tag, fields)
             for read in p.readers:
                 read()
@@ -255,6 +262,8 @@ class Capturer:
         return read
 
     def _decode(self, dev, cap: Capture) -> dict:
+        if cap.kind == CONTENT_KIND:
+            return {"content": content_of(dev.capture.read(cap.offset, cap.size) if cap.size else b"", list(cap.draws))}
         data = dev.capture.read(cap.offset, cap.size)
         if cap.kind == "dispatch":
             groups = list(struct.unpack_from("<3I", data))

@@ -5,6 +5,8 @@ TESSERA_SESSION_DIR  where the spool file goes; unset: a new temporary folder
 TESSERA_LAYER_FAULT  testing: comma-separated commands whose hooks raise on purpose
 TESSERA_INSTRUMENT   1: drive VK_ARM_shader_instrumentation for the application (tessera run --instrument)
 TESSERA_REGIONS      counters (comma-separated names, or "all"): per-region counters of every render pass (--regions)
+TESSERA_CONTENT      1: describe every draw's content metrics, reading index data back (tessera run --content;
+                     every command then takes its Python hook: layer/content.py)
 TESSERA_C_SUBMITS    0: every submit takes the Python path (vkapi/submits.py); for comparing the two, default on
 TESSERA_C_RECORDING  0: every command takes its Python hook (vkapi/recorder.py); for comparing the two
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log
@@ -29,6 +31,7 @@ class LayerSettings:
     instrument: bool = False        # layer/instrument.py
     regions: tuple[str, ...] = ()   # layer/regions.py: counter names ("all"); empty: off
     c_submits: bool = True          # vkapi/submits.py: submits that need no Python skip it
+    content: bool = False           # layer/content.py: per-draw content metrics
 
     @classmethod
     def from_environ(cls, environ=os.environ) -> "LayerSettings":
@@ -37,4 +40,4 @@ class LayerSettings:
         return cls(LogSettings.from_environ(environ), environ.get("TESSERA_HOSTD") or None,
                    Path(session) if session else None, faults, environ.get("TESSERA_INSTRUMENT") == "1",
                    tuple(n.strip() for n in environ.get("TESSERA_REGIONS", "").split(",") if n.strip()),
-                   environ.get("TESSERA_C_SUBMITS") != "0")
+                   environ.get("TESSERA_C_SUBMITS") != "0", environ.get("TESSERA_CONTENT") == "1")

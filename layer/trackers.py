@@ -35,6 +35,7 @@ class Capture:
     count: int             # records (draws) in the region
     group_size: tuple[int, int, int] | None = None
     tag: int = 0           # the tag of the copy itself (a workload of its own on the GPU)
+    draws: tuple = ()      # kind "content": the pass's content.DrawRecords (offset -1, size 0: nothing copied)
 
 
 @dataclass
@@ -56,6 +57,7 @@ class PassPart:
     captures: list[Capture] = field(default_factory=list)
     suspends: bool = False                  # ends suspended (resumed later)
     resumes: bool = False
+    content: Any = None                     # content.ContentPart: its draws (tessera run --content)
 
 
 @dataclass
@@ -79,6 +81,7 @@ class CommandBufferTracker:
     # Shader objects bound (vkCmdBindShadersEXT): stage bit -> their Pipeline, workloads.py's (a compute
     # one sizes dispatches). Kept across a reset, as it always was.
     shader_objects: dict[int, Pipeline] = field(default_factory=dict)
+    index_binding: tuple | None = None       # (VkBuffer, offset, VkIndexType) bound (content.py)
 
     def reset(self) -> None:
         self.ops.clear()
@@ -90,6 +93,7 @@ class CommandBufferTracker:
         self.deferred_captures.clear()
         self.continued_draws = 0
         self.label_pushed = False
+        self.index_binding = None
 
     def has_captures(self) -> bool:
         return any((type(op) is Workload and op.capture) or (type(op) is PassBegin and op.info.captures)

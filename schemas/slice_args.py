@@ -75,6 +75,10 @@ DST_SHAPE = Arg("dst_shape", "Dst shape", "tensor elements per dimension", DRIVE
 RANK = Arg("rank", "Rank", "tensor dimensions", DRIVER)
 SRC_TENSOR = Arg("src_tensor", "Src tensor", "text: debug name", DRIVER)
 DST_TENSOR = Arg("dst_tensor", "Dst tensor", "text: debug name", DRIVER)
+VERTEX_CYCLES = Arg("vertex_cycles", "Vertex cycles", "shader-core cycles per vertex the timing used (compiler model)",
+                    DRIVER)
+FRAGMENT_CYCLES = Arg("fragment_cycles", "Fragment cycles",
+                      "shader-core cycles per fragment the timing used (compiler model or measured)", DRIVER)
 SHADER_COST = Arg("shader_cost", "Shader cost", "text: what the timing used (measured block executions)", DRIVER)
 # icd/measured_counters.py (TESSERA_COUNTERS=measured): which counters the backend's pipeline-statistics
 # queries counted
@@ -101,6 +105,7 @@ _LAYER = [
     ("instances", "instances"), ("structures", "JSON list, one per build info"),
     ("copy_mode", "text: clone, compact, serialize, deserialize"),
     ("draws", "JSON list of indirect draws' arguments"), ("parts", "render pass parts"),
+    ("content", "JSON list: each draw's content metrics (tessera run --content, layer/content.py)"),
     ("layers", "render pass layers"),
     ("attachment_usage", "JSON list: VkImageUsageFlags of each attachment's image (-1: unknown)"),
     ("resources", "JSON: raw handles of the attachments' images, a transfer's src and dst (under handles.)"),
@@ -130,7 +135,7 @@ SHADER_TOP_DRAW = Arg("shader_top_draw", "Shader top draw {n}", "text: draw #<i>
 DRIVER_ARGS = (LABEL, LABEL_STACK, TRANSFER, WORKLOAD, COMMAND, AREA, DRAWS, VERTICES, SUBPASSES, PARTS, ESTIMATED,
                ITEMS, GROUPS, GROUP_SIZE, BASE_GROUP, WIDTH, HEIGHT, DEPTH, BYTES, PIXELS, REGIONS, COPY_MODE,
                PRIMITIVES, INSTANCES, STRUCTURES, BUFFER_COPIES, SRC_SHAPE, DST_SHAPE, RANK, SRC_TENSOR, DST_TENSOR,
-               SHADER_COST, MEASURED, COUNTER)
+               VERTEX_CYCLES, FRAGMENT_CYCLES, SHADER_COST, MEASURED, COUNTER)
 HOSTD_ARGS = (TAG, SUBMIT, MISSING, HANDLES, LAYER_TWIN, DRIVER_TWIN, REGION_COUNTER, REGION_HEATMAPS,
               SHADER_ACTIONS, SHADER_OPS, SHADER_PIPE, SHADER_INVOCATIONS, SHADER_LARGEST, SHADER_BOUND,
               SHADER_TOP_DRAW)

@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 @click.option("--regions", "regions", is_flag=False, flag_value="all", default=None, metavar="[COUNTERS]",
               help="Per-region counters of every render pass (VK_ARM_performance_counters_by_region): "
                    "comma-separated counter names, or all (the default when no value is given).")
+@click.option("--content", is_flag=True,
+              help="Describe every draw's content (primitives, vertex reuse, index locality: the index data is "
+                   "read back) for the report's advice; every command then takes the layer's Python path.")
 @click.option("--force", is_flag=True, help="Replace what an earlier run left in the --out folder.")
 @click.option("--no-layer", is_flag=True, help="Emulated driver only, without the Tessera layer.")
 @click.option("--hostd", "hostd_address", type=AddressType(), default=None,
@@ -70,7 +73,7 @@ if TYPE_CHECKING:
                    "the backend's pipeline-statistics queries; every command then takes the driver's Python path: "
                    "docs/counters.md) or off.")
 @click.argument("app", nargs=-1, required=True, type=click.UNPROCESSED)
-def run(backend, gpu, gpu_profile, out, instrument, regions, force, no_layer, hostd_address, do_merge, top, app,
+def run(backend, gpu, gpu_profile, out, instrument, regions, content, force, no_layer, hostd_address, do_merge, top, app,
         arm_listen=(), counters=None) -> None:
     """Run APP (with its arguments, after --) and return its exit code (128 + N when signal N killed it,
     as a shell reports it). Ctrl-C or SIGTERM stops APP (SIGKILL if it is still running 5 s later),
@@ -95,7 +98,7 @@ def run(backend, gpu, gpu_profile, out, instrument, regions, force, no_layer, ho
             raise click.ClickException(str(e)) from e
         with lock:
             cfg = LaunchConfig(session, backend, gpu, layer=not no_layer, instrument=instrument, regions=regions,
-                               gpu_profile=gpu_profile)
+                               gpu_profile=gpu_profile, content=content)
             cfg = replace(cfg, counters=counters)
             try:
                 if hostd_address is None:

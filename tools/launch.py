@@ -56,6 +56,7 @@ class LaunchConfig:
     instrument: bool = False        # TESSERA_INSTRUMENT: the layer drives shader instrumentation
     regions: str | None = None      # TESSERA_REGIONS: counters ("all" or names) per region of every render pass
     gpu_profile: Path | None = None  # TESSERA_GPU_PROFILE: a Vulkan Profiles JSON the emulated device reports
+    content: bool = False           # TESSERA_CONTENT: the layer describes every draw's content (layer/content.py)
     counters: str | None = None     # TESSERA_COUNTERS: modelled, measured (icd/measured_counters.py) or 0 (off)
 
 
@@ -168,6 +169,8 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
         env["TESSERA_INSTRUMENT"] = "1"
     if cfg.regions:
         env["TESSERA_REGIONS"] = cfg.regions
+    if cfg.content:
+        env["TESSERA_CONTENT"] = "1"
     if cfg.counters is not None:
         env["TESSERA_COUNTERS"] = {"off": "0"}.get(cfg.counters, cfg.counters)
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")

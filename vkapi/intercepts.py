@@ -115,6 +115,9 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", c=RENDERING_BEGIN),
         LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_RENDERING_BEGIN)},
     "vkCmdBeginShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
+    # The layer's content mode (layer/content.py) reads the index data each indexed draw uses.
+    "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=RECORDED)},
+    "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=RECORDED)},
     "vkCmdBindPipeline": {
         ICD: In("icd.recording", "icd.regions.hooks", c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},
@@ -165,11 +168,11 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdDraw": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing",
                 c=folded_draws("vertexCount")),
-        LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
+        LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=COUNTED_DRAWS)},
     "vkCmdDrawIndexed": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing",
                 c=folded_draws("indexCount")),
-        LAYER: In("layer.render_passes", "layer.instrument", c=COUNTED_DRAWS)},
+        LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=COUNTED_DRAWS)},
     "vkCmdDrawIndexedIndirect": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.indirect_sizes",
                 "icd.measured_timing"),

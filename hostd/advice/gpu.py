@@ -1,6 +1,7 @@
 """The emulated Mali the advisor costs its findings on: cores, warp width, clock and the timing model.
 
 Role: one frozen `Gpu` handed to the rules, so they never read a profile or a constant themselves.
+Its figures: cores, warp width, clock, pixel rate (pixels per cycle per core).
 `emulated(name)` takes it from the emulated driver's own tables, the one source of truth for these
 facts: icd/profiles.py (cores, warp width, clock of each GPU) and icd/timing.py (cycles to ns,
 bytes to ns, the fixed cost of a job). Those two modules are pure Python (no cffi, no driver
@@ -27,6 +28,7 @@ class Gpu:
     cycles_ns: Callable[[float], int]       # shader-core cycles -> ns, as the timing model converts
     memory_ns: Callable[[float], int]       # bytes over external memory -> ns, as the timing model charges
     assumed: bool = False                   # the session did not name its GPU: the default one was taken
+    pixel_rate: float = 1.0                 # pixels per cycle per core (the main phase's pixel-bound term)
 
     def ns_cycles(self, ns: int) -> int:
         """Shader-core cycles in `ns` (for a cost given in time)."""
@@ -34,7 +36,8 @@ class Gpu:
 
     def to_json(self) -> dict:
         return {"name": self.name, "shader_cores": self.shader_cores, "warp_width": self.warp_width,
-                "clock_mhz": self.clock_mhz, "job_setup_ns": self.job_setup_ns, "assumed": self.assumed}
+                "clock_mhz": self.clock_mhz, "job_setup_ns": self.job_setup_ns, "pixel_rate": self.pixel_rate,
+                "assumed": self.assumed}
 
 
 def emulated(device_name: str | None = None) -> Gpu:
@@ -47,7 +50,7 @@ def emulated(device_name: str | None = None) -> Gpu:
         profile = profiles.PROFILES[profiles.DEFAULT_PROFILE]
     return Gpu(profile.device_name, profile.shader_cores, profile.warp_width, profile.clock_mhz,
                timing.cycles_ns(profile, timing.JOB_SETUP_CYCLES),
-               lambda cycles: timing.cycles_ns(profile, cycles), timing.memory_ns, assumed)
+               lambda cycles: timing.cycles_ns(profile, cycles), timing.memory_ns, assumed, profile.pixel_rate)
 
 
 def session_device(target: Path) -> str | None:

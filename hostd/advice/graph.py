@@ -163,7 +163,14 @@ class Node:
         return {"id": self.id, "kind": w.kind, "name": w.name, "frame": w.frame, "labels": list(w.labels),
                 "tag": w.tag, "submit": w.submit, "duration_ns": w.duration_ns,
                 "stages": {p.stage: p.duration_ns for p in w.phases}, "draws": w.meta.get("draw_call_count"),
-                "accesses": [a.to_json() for a in self.accesses], "flags": self.flags}
+                "accesses": [a.to_json() for a in self.accesses], "flags": self.flags,
+                **({"content": self.content().to_json()} if w.kind == RENDER_PASS else {})}
+
+    def content(self):
+        """Its content metrics (content.py): a render pass's draws, vertex shading and overdraw."""
+        from .content import of
+
+        return of(self.work.meta)
 
 
 @dataclass
@@ -332,7 +339,7 @@ def _flag(nodes: list[Node]) -> None:
 # ---- from a session -----------------------------------------------------------------------------
 
 _NUMBERS = ("width", "height", "depth", "layers", "draw_call_count", "bytes", "pixels", "items", "subpass_count")
-_JSON = ("attachments", "attachment_usage", "groups", "group_size", "render_area", "labels")
+_JSON = ("attachments", "attachment_usage", "groups", "group_size", "render_area", "labels", "content")
 
 
 def decode_args(args: dict[str, str]) -> dict[str, Any]:
@@ -375,7 +382,10 @@ def works_from_run(run) -> list[Work]:
             continue
         w = works.get(id(wl))
         if w is None:
+            meta = decode_args(wl.args)
+            for stage_args in wl.stage_args.values():   # what only a later phase carries (the main phase's counters)
+                meta.update({k: v for k, v in decode_args(stage_args).items() if k not in meta})
             w = works[id(wl)] = Work(len(works), wl.kind, wl.name, wl.frame, wl.labels, wl.tag, wl.submit,
-                                     decode_args(wl.args), per_event[i] if i < len(per_event) else {})
+                                     meta, per_event[i] if i < len(per_event) else {})
         w.phases.append(Phase(ev["stage"], ev["queue"], ts, ev["duration_ns"]))
     return list(works.values())      # in trace order: each process's submits as recorded

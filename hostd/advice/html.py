@@ -3,7 +3,8 @@
 Role: lays out what the page draws (coordinates computed here, in Python) and renders it with a Jinja2
 template (templates/report.html.j2, autoescaped): the summary, a timeline overview per hardware queue,
 the render graph of each frame as inline SVG, the region heatmaps (PNG files of SESSION/regions/
-embedded as data: URIs), the costliest workloads, for an instrumented session the costliest draws and
+embedded as data: URIs), the costliest workloads, each render pass's content metrics and its draws'
+(content.py), for an instrumented session the costliest draws and
 dispatches with their hottest basic blocks (the report's shader ranking), and the advice sorted by what
 it saves. No script,
 no network, no external file: the page works from a mail attachment or a CI artifact.
@@ -164,4 +165,5 @@ def render(analysis: Analysis, summary: dict[str, Any], title: str, regions_fold
         saves_ns=sum(f.saves_ns for f in analysis.findings), timeline=timeline(analysis),
         frames=[frame_svg(analysis.graph, f) for f in analysis.graph.frames()],
         costliest=nodes, heatmaps=heatmaps(regions_folder) if regions_folder else [], top_shaders=TOP_SHADERS,
-        problems=analysis.problems)
+        problems=analysis.problems, content=[(n, n.content().to_json()) for n in analysis.graph.nodes
+                                             if n.work.kind == RENDER_PASS])

@@ -23,7 +23,7 @@ from typing import Any
 from .gpu import Gpu
 from .graph import RENDER_PASS, Access, Node, RenderGraph, dead, descriptor_readable, descriptor_writable, transient
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2          # 2: render passes' `content`, findings' `where.draw` (#28 content metrics)
 # Severities, least first: `warning` for work or traffic the frame does for nothing, `info` for what a
 # threshold calls too much (the budget file's `[advice] max_severity`, docs/ci.md, compares by this order).
 SEVERITIES = ("info", "warning")
@@ -32,6 +32,13 @@ SMALL_TRANSFER_BYTES = 4096
 # More render passes than this in one frame: each extra pass pays two jobs' fixed cost and a tile
 # write-back of what it shares with its neighbours (Arm's guidance: as few passes as the frame needs).
 MAX_PASSES_PER_FRAME = 8
+# An indexed draw whose post-transform cache hit rate (distinct vertices / vertices shaded, layer/content.py's
+# LRU model) is at or under this thrashes the cache: the Khronos validation layer's threshold for its Arm check
+# vkCmdDrawIndexed-post-transform-cache-thrashing (`cache_hit_rate <= 0.5f`).
+MIN_CACHE_HIT_RATE = 0.5
+# A render pass with more fragment threads per covered pixel than this overdraws (each pixel shaded more
+# than twice over: Arm's guidance is to draw opaque geometry front to back and keep overdraw low).
+MAX_OVERDRAW = 2.0
 TRANSFER_KINDS = ("buffer_transfer", "image_transfer")
 SMALL_TRANSFER_SUBTYPES = frozenset({"fill buffer", "update buffer", "copy buffer"})
 ROUND_TRIP_TRANSFERS = {"copy image": "copyimage", "blit image": "blitimage", "resolve image": "resolveimage"}
@@ -56,12 +63,13 @@ class Finding:
     saves_ns: int = 0
     vvl: tuple[str, ...] = ()
     severity: str = "warning"
+    draw: int | None = None         # the draw's number in its render pass (content rules)
 
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "severity": self.severity, "title": self.title, "what": self.what, "fix": self.fix,
                 "where": {"frame": self.frame, "workload": self.workload, "label_path": self.label_path,
                           "kind": self.kind, "tag": self.tag, "node": self.node, "attachment": self.attachment,
-                          "resource": self.resource},
+                          "resource": self.resource, "draw": self.draw},
                 "saves": {"bytes": self.saves_bytes, "cycles": self.saves_cycles, "ns": self.saves_ns},
                 "vvl": list(self.vvl)}
 
@@ -397,6 +405,59 @@ def small_transfers(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
     return out
 
 
+# ---- content (content.py: the layer's per-draw metrics, the driver's counters) --------------------------
+
+def vertex_reuse(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """An indexed draw whose index order makes the post-transform cache model shade each vertex more than
+    twice on average: the extra invocations at the pass's vertex cycles, spread over the shader cores as
+    the binning phase's shading term is (icd/timing.py render_pass)."""
+    out = []
+    for node in graph.nodes:
+        if node.work.kind != RENDER_PASS:
+            continue
+        c = node.content()
+        for d in c.draws:
+            rate = d.hit_rate
+            if rate is None or rate > MIN_CACHE_HIT_RATE or d.extra <= 0:
+                continue
+            cycles = d.extra * (c.vertex_cycles or 0.0) / gpu.shader_cores
+            f = _finding(RULES_BY_ID["vertex-reuse"], node,
+                         f"draw {d.draw}: {d.count} indices x {d.instances} instance(s) reference {d.unique} distinct "
+                         f"vertices but the {d.cache_entries or '?'}-entry post-transform cache model shades "
+                         f"{d.shaded} (hit rate {rate:.0%}, mean "
+                         f"index step {d.mean_delta}): {d.extra} extra vertex shader invocations x "
+                         f"{c.vertex_cycles} cycles / {gpu.shader_cores} cores", gpu,
+                         ns=gpu.cycles_ns(cycles) if cycles > 0 else 0)
+            f.draw = d.draw
+            out.append(f)
+    return out
+
+
+def high_overdraw(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """A render pass whose fragment threads (the main phase's MaliFragThread) exceed MAX_OVERDRAW per
+    covered pixel: the threads beyond one per pixel, each at the main phase's per-fragment cost — the
+    larger of the pass's fragment cycles and 1 / the pixel rate, over the shader cores, as the main
+    phase's max(shader-bound, pixel-bound) term is (icd/timing.py render_pass)."""
+    out = []
+    for node in graph.nodes:
+        if node.work.kind != RENDER_PASS:
+            continue
+        c = node.content()
+        overdraw = c.overdraw
+        if overdraw is None or overdraw <= MAX_OVERDRAW:
+            continue
+        beyond = c.fragment_threads - c.covered_pixels
+        per_fragment = max(c.fragment_cycles or 0.0, 1.0 / gpu.pixel_rate)
+        cycles = beyond * per_fragment / gpu.shader_cores
+        out.append(_finding(RULES_BY_ID["high-overdraw"], node,
+                            f"{c.fragment_threads} fragment threads over {c.covered_pixels} covered pixels "
+                            f"(overdraw {overdraw:.2f}, over {MAX_OVERDRAW}): {beyond} threads beyond one per "
+                            f"pixel x max({c.fragment_cycles} fragment cycles, 1 / {gpu.pixel_rate} pixels per "
+                            f"cycle) / {gpu.shader_cores} cores", gpu,
+                            ns=gpu.cycles_ns(cycles) if cycles > 0 else 0))
+    return out
+
+
 def _rule(id: str, title: str, fix: str, check, vvl: tuple[str, ...] = (), severity: str = "warning") -> Rule:
     return Rule(id, title, fix, check, tuple(f"UNASSIGNED-BestPractices-{v}" for v in vvl), severity)
 
@@ -456,6 +517,13 @@ RULES: tuple[Rule, ...] = (
     _rule("small-transfers", "Many small buffer transfers in a frame",
           "Batch the updates into one buffer and one copy (or write through a persistently mapped buffer).",
           small_transfers, severity="info"),
+    _rule("vertex-reuse", "Poor index locality: vertices shaded more than once",
+          "Reorder the indices for vertex-cache locality (e.g. meshoptimizer's optimizeVertexCache, Forsyth's "
+          "algorithm), then the vertices in first-use order (optimizeVertexFetch).",
+          vertex_reuse, ("vkCmdDrawIndexed-post-transform-cache-thrashing",)),
+    _rule("high-overdraw", "High overdraw: pixels shaded many times over",
+          "Draw opaque geometry front to back (or with a depth pre-pass only where the fragment shader is heavy), "
+          "cull hidden geometry, and keep blended layers small.", high_overdraw, severity="info"),
 )
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
 # Rules on GPU counters (#27's hostd/counters.py): each takes (graph, gpu, counters). None yet.

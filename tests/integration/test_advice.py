@@ -3,12 +3,15 @@ Mali, embedded hostd), then hostd/advice/ on the merged session.
 
 - tests/integration/apps/planted_advice.py plants one anti-pattern per rule: the advisor finds exactly
   those, each at its labelled workload, with the cost computed here by hand from the emulated
-  Mali-G720's figures (32 bytes/ns of memory, 2000 ns per job's fixed cost, 16-wide warps) and the
-  trace's own durations for what is costed in time.
+  Mali-G720's figures (32 bytes/ns of memory, 2000 ns per job's fixed cost, 16-wide warps, 10 cores,
+  4 pixels per cycle per core) and the trace's own durations and per-vertex / per-fragment cycles for
+  what is costed in time. It runs with `--content`: its indexed draw's index data is read back and
+  its content metrics (128 distinct vertices, 1920 shaded) come from the real indices.
 - The Khronos validation layer (1.3.239, Best Practices with the Arm vendor checks) on the same app,
   as an outside reference: where it overlaps it agrees (the two multisampled images made without
   TRANSIENT_ATTACHMENT: our msaa-stored and resolve-transfer; vkCmdResolveImage: resolve-transfer; the
-  12-thread work group: workgroup-warp-waste), without a cost; its render-pass load/store checks
+  12-thread work group: workgroup-warp-waste; the thrashing index order: vertex-reuse, with the same
+  cache hit rate from the same LRU model), without a cost; its render-pass load/store checks
   (redundant clear/store, attachment-needs-readback, inefficient-clear, *-loadopload) report nothing
   on this frame, whose passes are dynamic rendering but one; it also reports small allocations, which
   the layer's metadata does not carry (docs/advice.md).
@@ -41,16 +44,16 @@ JOB_NS = 2000                   # JOB_SETUP_CYCLES at 1000 MHz
 VALIDATION_MANIFEST = Path("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json")
 
 
-def _session(tmp_path, name: str, program: list):
+def _session(tmp_path, name: str, program: list, options: tuple = ()):
     session = tmp_path / name
-    out = run([TESSERA, "run", "--out", session, "--", *program], None)
+    out = run([TESSERA, "run", *options, "--out", session, "--", *program], None)
     assert out.returncode == 0, out.stdout + out.stderr
     return session
 
 
 @pytest.fixture(scope="module")
 def planted(shims, tmp_path_factory):
-    session = _session(tmp_path_factory.mktemp("advice"), "planted", [PYTHON, APP])
+    session = _session(tmp_path_factory.mktemp("advice"), "planted", [PYTHON, APP], ("--content",))
     return session, analyse(session)
 
 
@@ -66,7 +69,7 @@ def test_planted_findings_exactly(planted) -> None:
     planted_rules = ["load-undefined", "binning-serialised", "workgroup-warp-waste", "clear-then-load",
                      "redundant-clear", "store-overwritten", "msaa-stored", "resolve-transfer", "transfer-then-load",
                      "outputs-unread", "non-transient-attachment", "pass-round-trip", "depth-store-unread",
-                     "empty-pass", "small-transfers"]
+                     "empty-pass", "vertex-reuse", "high-overdraw", "small-transfers"]
     at = {"non-transient-attachment": "outputs-unread", "too-many-passes": ""}     # else the label names its rule
     assert got == sorted((r, at.get(r, r)) for r in planted_rules + ["too-many-passes"])
     assert all(f.frame == 0 for f in a.findings)
@@ -79,7 +82,7 @@ def test_planted_costs(planted) -> None:
                 "depth-store-unread": ATTACHMENT, "msaa-stored": 4 * ATTACHMENT, "pass-round-trip": 2 * ATTACHMENT}
     for rule, nbytes in in_bytes.items():
         assert (by[rule].saves_bytes, by[rule].saves_ns) == (nbytes, math.ceil(nbytes / 32)), rule
-    assert by["too-many-passes"].saves_ns == (14 - 8) * 2 * JOB_NS
+    assert by["too-many-passes"].saves_ns == (16 - 8) * 2 * JOB_NS
     assert (by["non-transient-attachment"].saves_bytes, by["non-transient-attachment"].saves_ns) == (ATTACHMENT, 0)
     assert by["small-transfers"].saves_ns == JOB_NS
     clear_b = _work(a, "clear-then-load", "image_transfer").duration_ns
@@ -101,8 +104,33 @@ def test_planted_costs(planted) -> None:
     assert [f.saves_ns for f in a.findings] == sorted((f.saves_ns for f in a.findings), reverse=True)
 
 
+def test_planted_content(planted) -> None:
+    """The indexed draw's metrics from its real index data (0..127 fifteen times: every index misses the
+    32-entry cache), the overdraw pass's from the driver's fragment threads, and their costs."""
+    _, a = planted
+    by = {f.rule: f for f in a.findings}
+    [node] = [n for n in a.graph.nodes if n.work.label_path == "vertex-reuse"]
+    c = node.to_json()["content"]
+    [d] = c["draws"]
+    assert (d["indexed"], d["count"], d["primitives"], d["unique_vertices"], d["shaded_vertices"], d["index_span"]) == (
+        True, 1920, 640, 128, 1920, 128)
+    assert (c["extra_vertex_invocations"], c["cache_hit_rate"]) == (1792, round(128 / 1920, 4))
+    vertex_cycles = float(node.work.meta["Vertex cycles"])       # what the driver's timing used per vertex
+    assert vertex_cycles > 0 and by["vertex-reuse"].draw == 0
+    assert by["vertex-reuse"].saves_ns == max(1, math.ceil(1792 * vertex_cycles / 10))
+    [node] = [n for n in a.graph.nodes if n.work.label_path == "high-overdraw"]
+    c = node.to_json()["content"]
+    assert (c["covered_pixels"], c["fragment_threads"], c["overdraw"]) == (4096, 4096 * 9 // 4, 2.25)
+    per_fragment = max(float(node.work.meta["Fragment cycles"]), 1 / 4)
+    assert by["high-overdraw"].saves_ns == max(1, math.ceil((9216 - 4096) * per_fragment / 10))
+    # every other pass: one draw, overdraw 0.25; non-indexed draws shade each vertex once
+    others = [n.to_json()["content"] for n in a.graph.nodes if n.work.kind == "render_pass"
+              and n.work.label_path not in ("vertex-reuse", "high-overdraw", "empty-pass")]
+    assert others and all(o["overdraw"] == 0.25 and o["extra_vertex_invocations"] == 0 for o in others)
+
+
 @pytest.mark.skipif(not VALIDATION_MANIFEST.exists(), reason="the Khronos validation layer is not installed")
-def test_validation_layer_reference(shims) -> None:
+def test_validation_layer_reference(shims, planted) -> None:
     """What the Khronos validation layer's Arm best practices say about the same frame (on lavapipe)."""
     env = {**os.environ, "VK_DRIVER_FILES": lavapipe_manifest(), "VK_INSTANCE_LAYERS": "VK_LAYER_KHRONOS_validation",
            "VK_LAYER_ENABLES": "VK_VALIDATION_FEATURE_ENABLE_BEST_PRACTICES_EXT:"
@@ -116,11 +144,17 @@ def test_validation_layer_reference(shims) -> None:
     assert counts["vkCmdResolveImage-resolving-image"] == 1               # resolve-transfer
     assert counts["vkCreateComputePipelines-compute-thread-group-alignment"] == 1     # workgroup-warp-waste
     assert counts["vkCreateRenderPass-image-requires-memory"] == 1       # msaa-stored: the 4x STORE
+    assert counts["vkCmdDrawIndexed-post-transform-cache-thrashing"] == 1   # vertex-reuse: the same hit rate
+    [rate] = re.findall(r"post-transform vertex cache, with a hit-rate of ([\d.]+)%", out.stderr)
+    [draw] = [d for n in planted[1].graph.nodes if n.work.label_path == "vertex-reuse"
+              for d in n.to_json()["content"]["draws"]]
+    assert rate == f"{100 * draw['unique_vertices'] / draw['shaded_vertices']:.2f}" == "6.67"
     from tessera.hostd.advice.rules import RULES_BY_ID
 
     covered = {v.removeprefix("UNASSIGNED-BestPractices-") for r in RULES_BY_ID.values() for v in r.vvl}
     overlap = {"vkCreateImage-non-transient-ms-image", "vkCmdResolveImage-resolving-image",
-               "vkCreateComputePipelines-compute-thread-group-alignment", "vkCreateRenderPass-image-requires-memory"}
+               "vkCreateComputePipelines-compute-thread-group-alignment", "vkCreateRenderPass-image-requires-memory",
+               "vkCmdDrawIndexed-post-transform-cache-thrashing"}
     assert overlap <= covered
     # and what it reports that no rule covers (docs/advice.md says why): allocations, the compute
     # shader's spatial locality, ALL_COMMANDS barriers (not an Arm check), the WorkgroupSize built-in;
@@ -188,6 +222,33 @@ def test_examples_get_what_applies(name, shims, tmp_path) -> None:
         assert all(e.src is not None for e in a.graph.edges)
 
 
+def test_content_of_an_example(shims, tmp_path, monkeypatch) -> None:
+    """render_passes.py under --content: its classic pass's vkCmdDraw (6 vertices), vkCmdDrawIndexed (the
+    example's own 6 indices of one rectangle), vkCmdDrawIndirect (not described: its sizes are in GPU
+    memory) and subpass 1's full-screen triangle, numbered as the pass's draws; the metrics of the
+    indexed one from its index data read back."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(REPO / "examples"))      # the example imports vkapp beside it
+    spec = importlib.util.spec_from_file_location("render_passes_example", REPO / "examples" / "render_passes.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    indices = example.geometry()[2]
+    session = _session(tmp_path, "render_passes", [PYTHON, REPO / "examples" / "render_passes.py"], ("--content",))
+    a = analyse(session)
+    classic = next(n for n in a.graph.nodes if n.work.kind == "render_pass")
+    c = classic.to_json()["content"]
+    assert classic.work.draws == 4 and [d["draw"] for d in c["draws"]] == [0, 1, 3]
+    plain, indexed, triangle = c["draws"]
+    assert (plain["indexed"], plain["vertices"], plain["primitives"]) == (False, 6, 2)
+    assert (indexed["indexed"], indexed["count"], indexed["primitives"]) == (True, len(indices), len(indices) // 3)
+    distinct = len(set(indices.tolist()))
+    assert indexed["unique_vertices"] == indexed["shaded_vertices"] == distinct == 4      # fits any cache
+    assert indexed["index_span"] == int(indices.max()) - int(indices.min()) + 1
+    assert (triangle["vertices"], c["described_draws"]) == (3, 3)
+    assert {f.rule for f in a.findings} == EXAMPLES_ALLOWED["render_passes"]
+
+
 class _Page(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
@@ -209,11 +270,11 @@ def test_report_json_and_html(planted, tmp_path) -> None:
     session, a = planted
     data = json.loads(run([TESSERA, "report", session, "--json"], None).stdout)
     advice = data["advice"]
-    assert (advice["schema"], advice["version"]) == ("tessera.advice", 1)
+    assert (advice["schema"], advice["version"]) == ("tessera.advice", 2)
     assert len(advice["findings"]) == len(a.findings) and len(advice["render_graph"]["nodes"]) == len(a.graph.nodes)
     assert advice["findings"][0]["rule"] == "too-many-passes"
     text = run([TESSERA, "report", session, "--top", "3"], None).stdout
-    assert "advice: 16 finding(s)" in text and "… and 13 more" in text
+    assert "advice: 18 finding(s)" in text and "… and 15 more" in text
 
     page = tmp_path / "report.html"
     out = run([TESSERA, "report", session, "--html", page], None)

@@ -152,7 +152,8 @@ def test_the_timeline_and_trace_write_only_driver_rows(tmp_path):
     for work in works:
         placer._emit_work(work, ["frame", "t1"], 0xCB)
     info = PassInfo("vkCmdBeginRendering", 0, 64, 64, 1, 1, [], 0, 0, True)
-    placer._emit_pass(PassRun(info, ["t2"], 0xCB, [Draw(3, 1, True, None, None)], parts=2))
+    # a draw with compiler-model costs: the pass writes the cycles per vertex and per fragment it used
+    placer._emit_pass(PassRun(info, ["t2"], 0xCB, [Draw(3, 1, True, 0.5, 0.25)], parts=2))
     trace.flush()
     trace.close()
     written = {d.name for p in read_packets(trace.path) if p.HasField("gpu_render_stage_event")

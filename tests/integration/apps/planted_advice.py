@@ -25,7 +25,12 @@ passes except the one planted. Each workload is inside a debug label naming the 
   depth-store-unread  pass "F" stores its depth attachment, which nothing reads (the last pass that draws)
   empty-pass          pass "K": no draw
   small-transfers     two 64-byte vkCmdUpdateBuffer
-  too-many-passes     14 render passes in the frame (over 8)
+  vertex-reuse        pass "vertex-reuse": one vkCmdDrawIndexed of INDICES (0..127 fifteen times over, the
+                      validation layer's worst case): every index misses a 32-entry post-transform cache
+                      (seen only under `tessera run --content`, which reads the index data back)
+  high-overdraw       pass "high-overdraw": 9 full-screen triangles (the model's fragments: 64x64 x 9 x 0.25
+                      = 9216 threads over 4096 pixels, overdraw 2.25)
+  too-many-passes     16 render passes in the frame (over 8)
 then every colour image except the multisampled ones is copied to a buffer (the read-back).
 What it checks: nothing about pixels (the frame is about its shape). Prints 'planted_advice: OK ...'.
 """
@@ -47,8 +52,11 @@ MS = vk.VK_SAMPLE_COUNT_4_BIT
 # The label of each planted workload, in recording order (the test reads them back).
 PLANTED = ["load-undefined", "binning-serialised", "workgroup-warp-waste", "clear-then-load", "redundant-clear",
            "store-overwritten", "msaa-stored", "resolve-transfer", "transfer-then-load", "outputs-unread",
-           "non-transient-attachment", "pass-round-trip", "depth-store-unread", "empty-pass", "small-transfers"]
+           "non-transient-attachment", "pass-round-trip", "depth-store-unread", "empty-pass", "vertex-reuse",
+           "high-overdraw", "small-transfers"]
 GROUP_SIZE = 12
+INDICES = np.tile(np.arange(128, dtype=np.uint16), 15)     # 1920 indices, 640 triangles, 128 distinct vertices
+OVERDRAW_DRAWS = 9
 
 
 def pipeline(ctx: vkapp.Context, layout, *, depth: bool = False, samples: int = vk.VK_SAMPLE_COUNT_1_BIT,
@@ -144,7 +152,7 @@ def body(ctx: vkapp.Context) -> str:
     color_usage = (vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
                    | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
     colors = {name: ctx.image(W, H, COLOR, color_usage, view=True)
-              for name in ("A", "N1", "N2", "B", "C", "D", "D2", "G", "R", "src", "I", "J", "L", "F", "K")}
+              for name in ("A", "N1", "N2", "B", "C", "D", "D2", "G", "R", "src", "I", "J", "L", "F", "K", "V", "O")}
     ms = {name: ctx.image(W, H, COLOR, color_usage, samples=MS) for name in ("G", "resolve")}
     depth, tile_depth = (ctx.image(W, H, DEPTH, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT) for _ in range(2))
     view(ctx, ms["G"], vk.VK_IMAGE_ASPECT_COLOR_BIT)
@@ -164,6 +172,7 @@ def body(ctx: vkapp.Context) -> str:
     dset = ctx.allocate_set(ctx.descriptor_pool({vk.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER: 2}, 1), set_layout)
     ctx.write_storage_buffers(dset, [(0, inputs, 0, values.nbytes), (1, outputs, 0, values.nbytes)])
     readback = ctx.buffer(W * H * 4 * len(colors), vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+    index_buffer = ctx.buffer(INDICES.nbytes, vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT, INDICES)
 
     cmd = ctx.command_buffer()
     everything = [*colors.values(), *ms.values()]
@@ -182,7 +191,7 @@ def body(ctx: vkapp.Context) -> str:
     vk.vkCmdPipelineBarrier(cmd, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0,
                             0, None, 0, None, 2, depth_barriers)
 
-    def render(label: str, atts: list, depth_att=None, draws: int = 1, pipe=plain) -> None:
+    def render(label: str, atts: list, depth_att=None, draws: int = 1, pipe=plain, indexed: bool = False) -> None:
         labels.push(cmd, label)
         info = vk.VkRenderingInfo(
             sType=vk.VK_STRUCTURE_TYPE_RENDERING_INFO,
@@ -194,8 +203,12 @@ def body(ctx: vkapp.Context) -> str:
             vkapp.set_viewport_scissor(cmd, W, H)
             vk.vkCmdPushConstants(cmd, layout, vk.VK_SHADER_STAGE_FRAGMENT_BIT, 0, 16,
                                   vk.ffi.new("float[4]", [0.2, 0.4, 0.6, 1.0]))
-            for _ in range(draws):
-                vk.vkCmdDraw(cmd, 3, 1, 0, 0)
+            if indexed:
+                vk.vkCmdBindIndexBuffer(cmd, index_buffer.handle, 0, vk.VK_INDEX_TYPE_UINT16)
+                vk.vkCmdDrawIndexed(cmd, len(INDICES), 1, 0, 0, 0)
+            else:
+                for _ in range(draws):
+                    vk.vkCmdDraw(cmd, 3, 1, 0, 0)
         vk.vkCmdEndRendering(cmd)
         labels.pop(cmd)
 
@@ -266,6 +279,8 @@ def body(ctx: vkapp.Context) -> str:
     render("depth-store-unread", [attachment(c["F"], CLEAR, STORE)],
            attachment(depth, CLEAR, STORE, depth=True), pipe=with_depth)
     render("empty-pass", [attachment(c["K"], CLEAR, STORE)], draws=0)
+    render("vertex-reuse", [attachment(c["V"], CLEAR, STORE)], indexed=True)
+    render("high-overdraw", [attachment(c["O"], CLEAR, STORE)], draws=OVERDRAW_DRAWS)
     labels.push(cmd, "small-transfers")
     for offset in (0, 64):
         vk.vkCmdUpdateBuffer(cmd, outputs.handle, offset, 64, vk.ffi.new("uint32_t[16]"))

@@ -1,0 +1,109 @@
+"""Content metrics per pass (hostd/advice/content.py) and the two rules that cost them (vertex-reuse,
+high-overdraw) on hand-built render passes, with the emulated Mali-G720's figures (10 cores, 1000 MHz,
+4 pixels per cycle per core): each fires with its cost computed by hand and stays quiet where it should.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from test_advice_rules import GPU, att, findings, rp
+
+from tessera.hostd.advice.content import of
+from tessera.hostd.advice.graph import build
+from tessera.hostd.advice.rules import MAX_OVERDRAW, MIN_CACHE_HIT_RATE
+
+
+def indexed(draw=0, count=1920, instances=1, unique=128, shaded=1920, span=128, delta=1.9) -> dict:
+    return {"draw": draw, "indexed": True, "count": count, "instances": instances, "primitives": count // 3,
+            "unique_vertices": unique, "shaded_vertices": shaded, "index_span": span, "mean_index_delta": delta}
+
+
+def content_pass(draws: list[dict], vertex_cycles="2.5", threads="4096", fragment_cycles="0.1"):
+    w = rp([att()], ["0xa"], draws=len(draws) or 1)
+    # as the merge writes them: the layer's list as JSON, the driver's args as text
+    w.meta.update({"content": json.dumps(draws), "Vertex cycles": vertex_cycles, "Fragment cycles": fragment_cycles,
+                   "MaliFragThread": threads})
+    return w
+
+
+def test_thresholds() -> None:
+    assert GPU.pixel_rate == 4 and GPU.shader_cores == 10 and (MIN_CACHE_HIT_RATE, MAX_OVERDRAW) == (0.5, 2.0)
+
+
+def test_vertex_reuse_fires_with_its_cost() -> None:
+    # 2 instances of 1920 indices over 128 vertices, all 1920 shaded: (1920 - 128) x 2 = 3584 extra
+    # invocations x 2.5 cycles / 10 cores = 896 cycles = 896 ns at 1000 MHz
+    [f] = findings(content_pass([{"draw": 0, "indexed": False, "count": 3, "instances": 1, "primitives": 1,
+                                  "unique_vertices": 3, "shaded_vertices": 3, "index_span": 3},
+                                 indexed(draw=1, instances=2)]), rule="vertex-reuse")
+    assert (f.saves_ns, f.saves_cycles, f.saves_bytes, f.draw, f.node) == (896, 896, 0, 1, 0)
+    assert f.to_json()["where"]["draw"] == 1 and "3584 extra vertex shader invocations" in f.what
+    assert f.vvl == ("UNASSIGNED-BestPractices-vkCmdDrawIndexed-post-transform-cache-thrashing",)
+    # a hit rate of exactly 0.5 is thrashing too (the validation layer's `<= 0.5`): 128 extra x 2.5 / 10
+    [f] = findings(content_pass([indexed(unique=128, shaded=256)]), rule="vertex-reuse")
+    assert f.saves_ns == math.ceil(128 * 2.5 / 10) == 32
+
+
+def test_vertex_reuse_quiet() -> None:
+    # a hit rate over 0.5, non-indexed draws, indexed draws without index data, passes without content
+    assert findings(content_pass([indexed(unique=128, shaded=200)]), rule="vertex-reuse") == []
+    assert findings(content_pass([{"draw": 0, "indexed": False, "count": 3000, "instances": 1, "primitives": 1000,
+                                   "unique_vertices": 3000, "shaded_vertices": 3000, "index_span": 3000}]),
+                    rule="vertex-reuse") == []
+    assert findings(content_pass([{"draw": 0, "indexed": True, "count": 6, "instances": 1}]), rule="vertex-reuse") == []
+    assert findings(rp([att()], ["0xa"]), rule="vertex-reuse") == []
+
+
+def test_high_overdraw_fires_with_its_cost() -> None:
+    # 64x64 = 4096 pixels, 12288 threads: overdraw 3; 8192 threads beyond one per pixel, each
+    # max(0.1 fragment cycles, 1 / 4 pixels per cycle) = 0.25 cycles, over 10 cores: 204.8 -> 205 ns
+    [f] = findings(content_pass([], threads="12288"), rule="high-overdraw")
+    assert (f.saves_ns, f.saves_cycles, f.severity) == (205, 205, "info") and "overdraw 3.00" in f.what
+    # a heavy fragment shader: 8192 x 3 cycles / 10 = 2457.6 -> 2458 ns
+    [f] = findings(content_pass([], threads="12288", fragment_cycles="3"), rule="high-overdraw")
+    assert f.saves_ns == 2458
+
+
+def test_high_overdraw_quiet() -> None:
+    assert findings(content_pass([], threads="8192"), rule="high-overdraw") == []      # exactly 2.0
+    assert findings(rp([att()], ["0xa"]), rule="high-overdraw") == []                   # no counters: unknown
+
+
+def test_pass_content_json() -> None:
+    w = content_pass([indexed(draw=0, instances=2), {"draw": 2, "indexed": False, "count": 3, "instances": 1,
+                                                     "primitives": 1, "unique_vertices": 3, "shaded_vertices": 3,
+                                                     "index_span": 3}], threads="9216")
+    w.index = 0
+    node = build([w]).nodes[0]
+    got = node.to_json()["content"]
+    assert (got["covered_pixels"], got["fragment_threads"], got["overdraw"]) == (4096, 9216, 2.25)
+    assert (got["vertex_cycles"], got["fragment_cycles"], got["described_draws"]) == (2.5, 0.1, 2)
+    assert (got["primitives"], got["vertices"], got["unique_vertices"], got["shaded_vertices"]) == (
+        640 * 2 + 1, 3840 + 3, 256 + 3, 3840 + 3)
+    assert got["extra_vertex_invocations"] == 3584 and got["cache_hit_rate"] == round(259 / 3843, 4)
+    d = got["draws"][0]
+    assert (d["vertex_efficiency"], d["cache_hit_rate"], d["utilisation"]) == (round(128 / 1920, 4), round(128 / 1920, 4), 1.0)
+    assert of({"width": 8, "height": 8}).to_json() == {"covered_pixels": 64, "fragment_threads": None, "overdraw": None,
+                                                       "vertex_cycles": None, "fragment_cycles": None}
+
+
+def test_page_lists_each_pass_and_draw() -> None:
+    from html.parser import HTMLParser
+
+    from test_advice_html import SUMMARY, _analysis
+
+    from tessera.hostd.advice.html import render
+
+    page = render(_analysis(content_pass([indexed(draw=0), indexed(draw=1, unique=6, shaded=6, count=6)],
+                                         threads="12288")), SUMMARY, "t")
+    rows: list[str] = []
+
+    class Rows(HTMLParser):
+        def handle_starttag(self, tag, attrs) -> None:
+            if tag == "tr" and dict(attrs).get("class") in ("pass", "draw"):
+                rows.append(dict(attrs)["class"])
+
+    Rows().feed(page)
+    assert 'id="content"' in page and rows == ["pass", "draw", "draw"]
+    assert ">1792<" in page and ">3.0<" in page            # the first draw's extra invocations; the overdraw
