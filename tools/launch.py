@@ -2,7 +2,8 @@
 
 `environment()` makes the app see only the emulated Mali driver, with the
 Tessera layer enabled (other explicit layers stay discoverable: the layer
-folder is *added* to the loader's search path). The driver is *added*
+folder is *added* to the loader's search path), on top of the user's layers
+unless their VK_INSTANCE_LAYERS places it below some of them. The driver is *added*
 (`VK_ADD_DRIVER_FILES`) and selected (`VK_LOADER_DRIVERS_SELECT`) rather
 than named in `VK_DRIVER_FILES`: a program that reads that variable and
 loads the driver itself, bypassing the loader, would run without the layer;
@@ -152,10 +153,15 @@ def environment(cfg: LaunchConfig, base: dict[str, str] | None = None) -> dict[s
     env["VK_ADD_DRIVER_FILES"] = str(ICD_MANIFEST)
     env["VK_LOADER_DRIVERS_SELECT"] = f"*{ICD_MANIFEST.name}"
     if cfg.layer:
-        env["VK_ADD_LAYER_PATH"] = os.pathsep.join(filter(None, [str(paths.LAYER_MANIFEST_DIR),
-                                                                   env.get("VK_ADD_LAYER_PATH")]))
-        layers = [n for n in env.get("VK_INSTANCE_LAYERS", "").split(os.pathsep) if n and n != LAYER_NAME]
-        env["VK_INSTANCE_LAYERS"] = os.pathsep.join([LAYER_NAME, *layers])
+        named = [n for n in env.get("VK_INSTANCE_LAYERS", "").split(os.pathsep) if n]
+        # Tessera's layer goes on top, unless the user's VK_INSTANCE_LAYERS names it below other layers (e.g. Arm's
+        # ML Graph emulation layer above it, docs/ml.md): then their order stands, and Tessera's folder comes after
+        # theirs on the path, since loader 1.3.239 stacks explicit layers in the order their folders are searched.
+        below = LAYER_NAME in named and named[0] != LAYER_NAME
+        folders = [env.get("VK_ADD_LAYER_PATH"), str(paths.LAYER_MANIFEST_DIR)]
+        env["VK_ADD_LAYER_PATH"] = os.pathsep.join(filter(None, folders if below else folders[::-1]))
+        env["VK_INSTANCE_LAYERS"] = os.pathsep.join(named if below else
+                                                    [LAYER_NAME, *(n for n in named if n != LAYER_NAME)])
     env["TESSERA_SESSION_DIR"] = str(cfg.session_dir.resolve())
     if cfg.backend_manifest:
         env["TESSERA_BACKEND_ICD"] = str(Path(cfg.backend_manifest).resolve())
