@@ -74,9 +74,9 @@ class Instances:
 
     def replace_vkCreateInstance(self, pCreateInfo, pAllocator, pInstance):
         ffi, drv = self.ffi, self.drv
-        try:   # read on the first instance (not when the driver loads), once per process
+        try:   # the profile's answers, built on the first instance (its file was read with the settings)
             device_profile.of(drv)
-        except ValueError as e:   # a malformed profile: no device at all rather than a wrong one
+        except ValueError as e:   # a profile it cannot apply: no device at all rather than a wrong one
             print(f"tessera: the emulated GPU's Vulkan profile is unusable: {e}", file=sys.stderr)
             return vk.VK_ERROR_INITIALIZATION_FAILED
         keep: structs.Keepalive = []

@@ -17,17 +17,17 @@ clock is a configuration choice for every GPU: Arm publishes none (the SoC sets 
 cites each value. A user's own profile (TESSERA_GPU_PROFILE, `tessera run --gpu-profile FILE`)
 replaces the GPU's file and its rates where it has them (`with_profile_file`).
 
-Files are read with the standard json module only (a device file is read in under a millisecond);
-icd/vulkan_profile.py is the full, strict reader the emulated device uses.
+Files are read by icd/vulkan_profile.py, the one reader of the format (the emulated device's answers
+use the same parse), and only the chosen GPU's: PROFILES builds a GPU when it is first asked for.
 """
 from __future__ import annotations
 
 import functools
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 ARM_VENDOR_ID = 0x13B5  # PCI-SIG vendor id of Arm Ltd, reported by every Mali driver
 
@@ -46,7 +46,6 @@ DEVICES = Path(__file__).parent / "devices"
 # Shader-core clock of every GPU here: a configuration choice (Arm publishes no clock for its GPUs;
 # each SoC sets its own), one value so devices compare core for core. docs/timing.md.
 CLOCK_MHZ = 1000
-MAX_PROFILE_BYTES = 32 << 20   # the largest gpuinfo export is under 1 MiB
 
 # Arm's libGPUInfo product table (ARM-software/libGPUInfo source/libgpuinfo.cpp at LIBGPUINFO_COMMIT),
 # for GPUs whose export lacks VK_ARM_shader_core_properties: product name, fp32 FMAs per execution
@@ -138,42 +137,15 @@ def _fail(path, message: str) -> ValueError:
 
 @functools.cache
 def profile_facts(path: str) -> ProfileFacts:
-    """Read a Vulkan Profiles file's name, label and the Arm core properties it reports. Raises
-    ValueError with one line naming the file: unreadable, not JSON, no "capabilities", not exactly one
-    profile (the names are listed), or a member of the wrong type."""
-    p = Path(path)
-    try:
-        if not p.is_file():
-            raise _fail(path, "not a file" if p.exists() else "no such file")
-        if p.stat().st_size > MAX_PROFILE_BYTES:
-            raise _fail(path, f"larger than a device profile can be ({MAX_PROFILE_BYTES} bytes)")
-        doc = json.loads(p.read_bytes())
-    except OSError as e:
-        raise _fail(path, f"cannot read: {e.strerror or e}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        where = f"line {e.lineno} column {e.colno}: {e.msg}" if isinstance(e, json.JSONDecodeError) else str(e)
-        raise _fail(path, f"not JSON: {where}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("capabilities"), dict):
-        raise _fail(path, 'not a Vulkan Profiles file: no "capabilities" object '
-                          "(export one from vulkan.gpuinfo.org or with `vulkaninfo --json=0 -o FILE`)")
-    profiles = doc.get("profiles")
-    if not isinstance(profiles, dict) or not profiles:
-        raise _fail(path, 'not a Vulkan Profiles file: no "profiles" object')
-    if len(profiles) != 1:
-        raise _fail(path, f"{len(profiles)} profiles ({', '.join(profiles)}); give a file with the one "
-                          "device to emulate")
-    name, profile = next(iter(profiles.items()))
-    if not isinstance(profile, dict) or not isinstance(profile.get("capabilities"), list):
-        raise _fail(path, f"profiles.{name}: no capabilities list")
-    props: dict[str, dict[str, Any]] = {}
-    for cap in profile["capabilities"]:
-        cap = cap[0] if isinstance(cap, list) and cap else cap
-        block = doc["capabilities"].get(cap) if isinstance(cap, str) else None
-        if not isinstance(block, dict):
-            raise _fail(path, f"profiles.{name}.capabilities: {json.dumps(cap)[:60]} is not a capability of the file")
-        for struct, members in (block.get("properties") or {}).items():
-            if isinstance(members, dict):
-                props.setdefault(struct, {}).update(members)
+    """A Vulkan Profiles file's name, label and the Arm core properties it reports, read by the one
+    reader of the format (icd/vulkan_profile.py, which the emulated device's answers use too: the
+    file is parsed once per process). Raises ValueError with one line naming the file: unreadable, not
+    JSON, no "capabilities", not exactly one profile (the names are listed), a malformed member, or a
+    core figure that is not a positive integer."""
+    from .vulkan_profile import load
+
+    view = load(path)   # the same key (a str) as the device's answers (icd/device_profile.py): one parse
+    props = view.properties
     values: dict[str, int] = {}
     for field_name, (struct, member) in FROM_PROFILE.items():
         v = props.get(struct, {}).get(member)
@@ -191,8 +163,7 @@ def profile_facts(path: str) -> ProfileFacts:
         values["shader_cores"] = int(mc[1])
     else:
         driver = None
-    label = profile.get("label")
-    return ProfileFacts(path, name, label if isinstance(label, str) else name, values, warp, driver or None)
+    return ProfileFacts(path, view.name, view.label, values, warp, driver or None)
 
 
 def _sourced(facts: ProfileFacts) -> str:
@@ -235,8 +206,6 @@ def _device(key: str, device_name: str, device_id: int, like: GpuProfile | None 
                       profile_label=facts.label, **{**used, **arm, **facts.values})
 
 
-# The Immortalis-G720 (r49p0, Debian 12): every rate and count from its export.
-_G720 = _device("mali-g720", "Mali-G720 (emulated)", 0x0720)
 # No public Vulkan profile of a Mali-G78 is known to this project (ARM-software/tracetooltests
 # ships none): a timing-only GPU that reports its backend's capabilities.
 _G78 = GpuProfile(
@@ -246,27 +215,54 @@ _G78 = GpuProfile(
             f"pixelRate from {_libgpuinfo('mali-g78')}; 16-wide warps (Valhall); 20 cores, 64 warps "
             "and 850 MHz are this emulation's configuration choice.",
 )
-PROFILES: dict[str, GpuProfile] = {
-    "mali-g720": _G720,
+
+
+class _Gpus(Mapping[str, GpuProfile]):
+    """The GPUs by key, each built when first asked for: a GPU with a real device's profile reads its
+    file (~250 KB of JSON), which a process pays only for the GPU it emulates."""
+
+    def __init__(self, makers: dict[str, Callable[[], GpuProfile]]) -> None:
+        self._makers = makers
+        self._built: dict[str, GpuProfile] = {}
+
+    def __getitem__(self, key: str) -> GpuProfile:
+        gpu = self._built.get(key)
+        if gpu is None:
+            gpu = self._built[key] = self._makers[key]()
+        return gpu
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._makers
+
+
+PROFILES: Mapping[str, GpuProfile] = _Gpus({
+    # The Immortalis-G720 (r49p0, Debian 12): every rate and count from its export.
+    "mali-g720": lambda: _device("mali-g720", "Mali-G720 (emulated)", 0x0720),
     # The Immortalis-G925 (r49p1, Android 16, a Xiaomi 25032RP42C): every rate and count from its export.
-    "mali-g925": _device("mali-g925", "Mali-G925 (emulated)", 0x0925),
+    "mali-g925": lambda: _device("mali-g925", "Mali-G925 (emulated)", 0x0925),
     # The Immortalis-G715 MC11 (r38p1, Android 13, a vivo V2242A): 11 cores by its driverName; its
     # export has no VK_ARM_shader_core_properties/builtins: rates from libGPUInfo, warps per core the
     # G720's (its successor, the nearest GPU here whose driver reports them).
-    "mali-g715": _device("mali-g715", "Mali-G715 (emulated)", 0x0715, like=_G720,
-                         why="the export reports no VK_ARM_shader_core_builtins; the G720 is its successor"),
+    "mali-g715": lambda: _device("mali-g715", "Mali-G715 (emulated)", 0x0715, like=PROFILES["mali-g720"],
+                                 why="the export reports no VK_ARM_shader_core_builtins; the G720 is its successor"),
     # The Mali-G77 (r38p1, Android 13, a Samsung SM-G980F; Vulkan 1.1): its driver names no core
     # count and reports no Arm core properties: rates from libGPUInfo, cores and warps the G78's
     # (the same Valhall generation; configuration choices either way).
-    "mali-g77": _device("mali-g77", "Mali-G77 (emulated)", 0x0077, like=_G78,
-                        why="the export names no core count; the G78 is the same Valhall generation"),
-    "mali-g78": _G78,
-}
+    "mali-g77": lambda: _device("mali-g77", "Mali-G77 (emulated)", 0x0077, like=_G78,
+                                why="the export names no core count; the G78 is the same Valhall generation"),
+    "mali-g78": lambda: _G78,
+})
 # The default: the current Mali whose export reports ray tracing (VK_KHR_ray_query and
 # VK_KHR_ray_tracing_pipeline) and Arm's core properties; docs/backends.md says why.
 DEFAULT_PROFILE = "mali-g720"
 
 
 def shipped() -> list[str]:
-    """The keys of the GPUs with a real device's profile, sorted."""
-    return sorted(k for k, p in PROFILES.items() if p.profile_name is not None)
+    """The keys of the GPUs with a real device's profile (a file in DEVICES), sorted."""
+    return sorted(k for k in PROFILES if (DEVICES / f"{k}.json").is_file())

@@ -177,9 +177,12 @@ def api_version(text: str) -> int:
 def parse(data: Any, path: str, name: str | None = None) -> VulkanProfile:
     """The view of an already decoded Vulkan Profiles document (`path` names it in errors)."""
     r = _Reader(path)
-    r.expect(data, dict, "(top)", "an object")
-    profiles = r.expect(data.get("profiles"), dict, "profiles", "an object of profiles")
-    capabilities = r.expect(data.get("capabilities"), dict, "capabilities", "an object of capabilities")
+    if not isinstance(data, dict) or not isinstance(data.get("capabilities"), dict):
+        raise ValueError(f'{path}: not a Vulkan Profiles file: no "capabilities" object (export one from '
+                         "vulkan.gpuinfo.org or with `vulkaninfo --json=0 -o FILE`)")
+    if not isinstance(data.get("profiles"), dict) or not data["profiles"]:
+        raise ValueError(f'{path}: not a Vulkan Profiles file: no "profiles" object')
+    profiles, capabilities = data["profiles"], data["capabilities"]
     if name is None:
         if len(profiles) != 1:
             raise r.fail("profiles", f"{len(profiles)} profiles ({', '.join(profiles)}): name one")
@@ -240,6 +243,8 @@ def parse(data: Any, path: str, name: str | None = None) -> VulkanProfile:
 def load(path: str | Path, name: str | None = None) -> VulkanProfile:
     """The view of a Vulkan Profiles JSON file, read once per process."""
     p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{p}: {'not a file' if p.exists() else 'no such file'}")
     try:
         size = p.stat().st_size
         if size > MAX_FILE_BYTES:
@@ -249,4 +254,6 @@ def load(path: str | Path, name: str | None = None) -> VulkanProfile:
         raise ValueError(f"{p}: cannot read: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{p}: not JSON: line {e.lineno} column {e.colno}: {e.msg}") from None
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not JSON: {e}") from None
     return parse(data, str(p), name)

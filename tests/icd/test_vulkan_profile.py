@@ -122,8 +122,10 @@ def test_malformed_files_name_the_file_and_the_json_path(tmp_path, change, where
 
 
 def test_unreadable_and_non_json_files_and_bad_versions(tmp_path):
-    with pytest.raises(ValueError, match=r"missing.json: cannot read"):
+    with pytest.raises(ValueError, match=r"missing.json: no such file"):
         load(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match=r": not a file"):
+        load(tmp_path)
     bad = tmp_path / "bad.json"
     bad.write_text("{\"profiles\": ")
     with pytest.raises(ValueError, match=r"bad.json: not JSON: line 1"):

@@ -194,7 +194,7 @@ def test_create_device_fails_as_on_the_device(tessera_env, backend_file, tmp_pat
     assert asked["queue_counts"] == [1] and asked["result"] == "VK_ERROR_INITIALIZATION_FAILED"
 
 
-def test_a_malformed_profile_refuses_the_instance_and_says_where(tessera_env, backend_file, tmp_path):
+def test_a_malformed_profile_refuses_the_driver_and_says_where(tessera_env, backend_file, tmp_path):
     doc = json.loads(backend_file.read_text())
     limits = next(iter(doc["capabilities"].values()))["properties"]["VkPhysicalDeviceProperties"]["limits"]
     limits["framebufferColorSampleCounts"] = ["VK_SAMPLE_COUNT_3_BIT"]
@@ -202,7 +202,8 @@ def test_a_malformed_profile_refuses_the_instance_and_says_where(tessera_env, ba
     bad.write_text(json.dumps(doc))
     r = run(["vulkaninfo", "--summary"], dict(tessera_env, TESSERA_GPU_PROFILE=str(bad)))
     assert r.returncode != 0
-    assert (f"the emulated GPU's Vulkan profile is unusable: {bad}: capabilities.device.properties."
+    # the driver reads the profile with its settings (icd/profiles.py, the one reader) and refuses to load
+    assert (f"tessera: emulated Mali driver unavailable: {bad}: capabilities.device.properties."
             "VkPhysicalDeviceProperties.limits.framebufferColorSampleCounts[0]: 'VK_SAMPLE_COUNT_3_BIT'") in r.stderr
 
 
