@@ -1,8 +1,9 @@
 """`tessera diff BASE NEW`: two sessions (or merged traces) compared workload by workload.
 
 The logic is hostd/ci/diff.py (workloads matched by identity, not tag numbers); this is the
-click edge (it reads the counters and the advice it passes: hostd/ci/metrics.py). Exit 0 whatever changed (a gate is `tessera check --baseline`); exit 1 only when
-an input cannot be read. docs/ci.md.
+click edge (it reads the counters and the advice it passes: hostd/ci/metrics.py). Exit 0
+whatever changed (a gate is `tessera check --baseline`); exit 1 only when an input cannot be
+read. docs/ci.md.
 """
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ DEFAULT_PARQUET_FOLDER = "tables"
 @click.argument("sessions", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(["arm", "parquet"]), required=True,
               help="arm: Arm GPU Timeline viewer files (.metadata + Perfetto trace per process), one session "
-                   "folder; parquet: the sessions, workloads, gpu_events, shader_blocks, counters and advice tables of every "
-                   "SESSION (folder or merged trace).")
+                   "folder; parquet: the sessions, workloads, gpu_events, shader_blocks, counters and advice "
+                   "tables of every SESSION (folder or merged trace).")
 @click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path), default=None,
               help=f"Output folder (arm: default SESSION/arm; parquet: default ./{DEFAULT_PARQUET_FOLDER}).")
 @click.option("--no-advice", is_flag=True,

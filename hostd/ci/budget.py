@@ -186,7 +186,8 @@ def _counter_name(where: str, name: str) -> None:
     names = counter_names()
     if name not in names:
         near = [n for n in names if n.lower() == name.lower() or n.lower() == f"mali{name.lower()}"]
-        hint = f"; did you mean {near[0]}?" if near else " (docs/counters.md lists them; `tessera counters` shows a session's)"
+        hint = (f"; did you mean {near[0]}?" if near else
+                " (docs/counters.md lists them; `tessera counters` shows a session's)")
         raise BudgetError(f"{where}: unknown counter {name!r}{hint}")
 
 

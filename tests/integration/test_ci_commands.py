@@ -189,7 +189,8 @@ def test_a_counter_budget_the_extra_draw_breaks(sessions, tmp_path):
                       f'max_counters = {{ MaliFragThread = {b_main["MaliFragThread"]:.0f} }}\n')
     ok = tessera("check", base, "--budget", budget)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert f"PASS  frame: max_bandwidth <= {frame_bytes:,} bytes: 1 frame(s), largest {frame_bytes:,} bytes" in ok.stdout
+    assert (f"PASS  frame: max_bandwidth <= {frame_bytes:,} bytes: 1 frame(s), largest {frame_bytes:,} bytes"
+            in ok.stdout)
     bad = tessera("check", variant, "--budget", budget, "--junit", tmp_path / "c.xml", "--markdown", tmp_path / "c.md")
     assert bad.returncode == 1, bad.stdout + bad.stderr
     cases = ET.parse(tmp_path / "c.xml").getroot().find("testsuite").findall("testcase")
