@@ -36,7 +36,7 @@ from ..editor import ModuleEditor
 from ..errors import SpirvError
 from ..grammar import grammar
 from ..module import Instruction, Module
-from ..operands import decode_string
+from ..operands import decode_string, referenced_ids
 
 RECORD_WORDS = 32
 DIMS_AT, STRIDES_AT, SCRATCH_AT, RANK_AT = 0, 8, 16, 17
@@ -480,10 +480,9 @@ def _remove_tensor_declarations(ed: ModuleEditor, tensor_types, arrays, pointers
         elif inst.opcode == op("OpExtension") and decode_string(inst.words, 0)[0] == "SPV_ARM_tensors":
             ed.remove(inst)
     for inst in ed.module.globals:
-        info = g.instructions[inst.opcode]
-        for i, w in enumerate(inst.words):
-            if i != info.result_index and w in gone and inst.opname.startswith("OpType"):
-                raise SpirvError(f"{inst.opname} %{inst.result_id} still refers to a tensor type")
+        # <id> operands only: a literal (OpTypeInt's width 32) may equal a removed type's id
+        if inst.opname.startswith("OpType") and any(w in gone for w in referenced_ids(inst, ed.module)):
+            raise SpirvError(f"{inst.opname} %{inst.result_id} still refers to a tensor type")
 
 
 def standalone_bindings(module: Module) -> dict[tuple[int, int], TensorBinding]:

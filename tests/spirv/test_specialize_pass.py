@@ -25,10 +25,10 @@ def _tool(name: str, *args) -> subprocess.CompletedProcess:
     return subprocess.run([str(BIN / name), *map(str, args)], capture_output=True)
 
 
-def assemble(text: str, tmp_path: Path, name: str = "s") -> bytes:
+def assemble(text: str, tmp_path: Path, name: str = "s", *flags: str) -> bytes:
     src, out = tmp_path / f"{name}.spvasm", tmp_path / f"{name}.spv"
     src.write_text(text)
-    done = _tool("spirv-as", "--target-env", "vulkan1.3", src, "-o", out)
+    done = _tool("spirv-as", "--target-env", "vulkan1.3", *flags, src, "-o", out)
     assert done.returncode == 0, done.stderr.decode()
     validate(out.read_bytes(), tmp_path, name)
     return out.read_bytes()
@@ -239,3 +239,14 @@ def test_scalar_kinds_and_composites_freeze_to_their_values(tmp_path):
     assert words["flag"].opname == "OpConstantFalse"
     assert words["pair"].opname == "OpConstantComposite" and want[name["pair"]] == (32, 1)
     assert workgroup_size(module, "main") == (32, 1, 1)
+
+
+def test_a_tensor_type_whose_id_equals_an_int_width_is_removed(tmp_path):
+    """Arm's Graph layer has such shaders: the check for types still naming a tensor type looks at <id>
+    operands only, not at OpTypeInt's literal width 32."""
+    text = SHADER.replace("%T", "%32")
+    module = parse(assemble(text, tmp_path, "numeric", "--preserve-numeric-ids"))
+    assert module.defs[32].opname == "OpTypeTensorARM"
+    frozen, lowered = _lowered(module.to_bytes(), {0: struct.pack("<I", 3)})
+    assert {t.rank for t in lowered} == {3}
+    validate(frozen, tmp_path)
