@@ -137,6 +137,11 @@ def main() -> None:
                         descriptorSetLayout=compute_set_layout),
                     None)
 
+    # A query pool (occlusion: no feature needed), no pNext, no allocator; used once below (measured counters watch
+    # the application's queries, icd/measured_counters.py).
+    query_pool = call("vkCreateQueryPool", vk.vkCreateQueryPool, device, vk.VkQueryPoolCreateInfo(
+        queryType=vk.VK_QUERY_TYPE_OCCLUSION, queryCount=1), None)
+
     pool_cb = vk.vkCreateCommandPool(device, vk.VkCommandPoolCreateInfo(queueFamilyIndex=family), None)
     cbs = call("vkAllocateCommandBuffers", vk.vkAllocateCommandBuffers, device, vk.VkCommandBufferAllocateInfo(
         commandPool=pool_cb, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))
@@ -145,6 +150,9 @@ def main() -> None:
     call("vkCmdPipelineBarrier", vk.vkCmdPipelineBarrier, cb, vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT,
          vk.VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, 0, 0, None, 0, None, 0, None)
     call("vkCmdPipelineBarrier2", vk.vkCmdPipelineBarrier2, cb, vk.VkDependencyInfo())
+    vk.vkCmdResetQueryPool(cb, query_pool, 0, 1)
+    call("vkCmdBeginQuery", vk.vkCmdBeginQuery, cb, query_pool, 0, 0)
+    call("vkCmdEndQuery", vk.vkCmdEndQuery, cb, query_pool, 0)
     call("vkEndCommandBuffer", vk.vkEndCommandBuffer, cb)
     # Submits: none at all; one with nothing in it; one with the (empty) command buffer, no fence.
     call("vkQueueSubmit(0)", vk.vkQueueSubmit, queue, 0, None, None)
@@ -159,11 +167,13 @@ def main() -> None:
     for name in ("vkDestroyBuffer", "vkDestroyImage", "vkDestroyImageView", "vkDestroyFramebuffer",
                  "vkDestroyRenderPass", "vkDestroyPipeline", "vkDestroyPipelineLayout", "vkDestroyShaderModule",
                  "vkDestroyDescriptorPool", "vkDestroyDescriptorSetLayout", "vkDestroyCommandPool",
-                 "vkDestroySemaphore", "vkDestroyDescriptorUpdateTemplate", "vkDestroyPrivateDataSlot"):
+                 "vkDestroySemaphore", "vkDestroyDescriptorUpdateTemplate", "vkDestroyPrivateDataSlot",
+                 "vkDestroyQueryPool"):
         call(f"{name}(NULL)", getattr(vk, name), device, None, None)
     call("vkFreeCommandBuffers(NULL entry)", vk.vkFreeCommandBuffers, device, pool_cb, 1, [vk.ffi.NULL])
     vk.vkFreeCommandBuffers(device, pool_cb, 1, cbs)
     vk.vkDestroyCommandPool(device, pool_cb, None)
+    call("vkDestroyQueryPool", vk.vkDestroyQueryPool, device, query_pool, None)
     vk.vkDestroyPipeline(device, pipelines[0], None)
     vk.vkDestroyPipeline(device, graphics[0], None)
     vk.vkDestroyDescriptorUpdateTemplate(device, template, None)
