@@ -9,7 +9,7 @@ writes its scenario, and Arm's `scenario_runner` runs it three ways:
   provides VK_ARM_tensors, lowering the Graph layer's tensor shaders; docs/ml.md).
 The outputs must equal numpy's (computed here from the same inputs) and the reference's: exactly
 where every intermediate value is exact in float32 (small multiples of 1/4), within 2e-6 for the
-3×3 convolution of random values (summation order differs). Tessera's merged trace must hold one GPU
+3×3 convolution of random values (summation order differs) and 1e-6 for the sigmoid. Tessera's merged trace must hold one GPU
 event with layer metadata per dispatch the observer counted, and the session report must name them.
 
 Needs the 'ml' extra of pyproject.toml (`make setup`; Linux x86-64 wheels only: skipped elsewhere).
@@ -110,12 +110,39 @@ def _conv_model(rng, k: int, exact: bool):
     return mlir, [x], np.maximum(acc + b, 0).astype(np.float32)
 
 
+def _pool_model(rng):
+    """avg_pool2d and max_pool2d (2×2, stride 2) of a 1×4×4×2 input, their difference reshaped to 1×8,
+    times a second input (tosa.mul, shift 0), then tosa.sigmoid."""
+    x = (rng.integers(-8, 8, (1, 4, 4, 2)) / 4).astype(np.float32)
+    b = (rng.integers(-8, 8, (1, 8)) / 4).astype(np.float32)
+    pooled = (1, 2, 2, 2)
+    mlir = f"""module {{
+  func.func @main(%x: {_t(x.shape)}, %b: {_t(b.shape)}) -> {_t(b.shape)} {{
+    %izp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
+    %ozp = "tosa.const"() <{{values = dense<0.0> : tensor<1xf32>}}> : () -> tensor<1xf32>
+    %avg = tosa.avg_pool2d %x, %izp, %ozp {{acc_type = f32, kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : ({_t(x.shape)}, tensor<1xf32>, tensor<1xf32>) -> {_t(pooled)}
+    %max = tosa.max_pool2d %x {{kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : ({_t(x.shape)}) -> {_t(pooled)}
+    %d = tosa.sub %avg, %max : ({_t(pooled)}, {_t(pooled)}) -> {_t(pooled)}
+    %shape = tosa.const_shape {{values = dense<[1, 8]> : tensor<2xindex>}} : () -> !tosa.shape<2>
+    %flat = tosa.reshape %d, %shape : ({_t(pooled)}, !tosa.shape<2>) -> {_t(b.shape)}
+    %shift = "tosa.const"() <{{values = dense<0> : tensor<1xi8>}}> : () -> tensor<1xi8>
+    %m = tosa.mul %flat, %b, %shift : ({_t(b.shape)}, {_t(b.shape)}, tensor<1xi8>) -> {_t(b.shape)}
+    %0 = tosa.sigmoid %m : ({_t(b.shape)}) -> {_t(b.shape)}
+    return %0 : {_t(b.shape)}
+  }}
+}}"""
+    windows = x.astype(np.float64).reshape(1, 2, 2, 2, 2, 2)          # n, y, dy, x, dx, c
+    diff = windows.mean(axis=(2, 4)) - windows.max(axis=(2, 4))
+    return mlir, [x, b], (1 / (1 + np.exp(-(diff.reshape(1, 8) * b)))).astype(np.float32)
+
+
 # name -> (model builder, tolerance: 0 = bit-exact)
 MODELS = {
     "add_1x4": (_add_model, 0.0),
     "matmul_add_relu": (_matmul_model, 0.0),
     "conv1x1_relu": (lambda rng: _conv_model(rng, 1, True), 0.0),
     "conv3x3_relu": (lambda rng: _conv_model(rng, 3, False), 2e-6),
+    "pool_reshape_mul_sigmoid": (_pool_model, 1e-6),
 }
 
 
