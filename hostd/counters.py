@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 PREFIX = A.COUNTER.label.partition("{")[0]           # "Mali": every counter arg starts with it
 _WORKLOAD, _LABEL_STACK, _LABELS = A.WORKLOAD.label, A.LABEL_STACK.label, A.LABEL.label
+_MEASURED = A.MEASURED.label
 # The driver's workload class (schemas/slice_args.py WORKLOAD_CLASSES values) -> the workload type Arm's
 # layer_gpu_profile sends (source/submit_visitor.cpp: its messages' `type`, the CSV's "Workload type");
 # transfers by their image or buffer stage.
@@ -73,6 +74,8 @@ class Workload:
     phases: list[Phase] = field(default_factory=list)
     counters: dict[str, float] = field(default_factory=dict)
     type: str | None = None        # Arm's workload type as its layer sent it (arm_profile.py), else derived
+    # the counters the backend measured (the slices' `Measured` arg, icd/measured_counters.py); the others modelled
+    measured: list[str] = field(default_factory=list)
 
     @property
     def start_ns(self) -> int | None:
@@ -244,6 +247,8 @@ def _read_traces(session_dir: Path, shader_cores: int | None) -> SessionCounters
                 w = by_key[key] = Workload(0, pid, tag, submit, frame, ex.get(_WORKLOAD, "unknown"),
                                            app_labels(meta, stack))
             w.phases.append(Phase(p.timestamp, e.duration, specs.get((seq, e.stage_iid), ""), values))
+            if _MEASURED in ex:
+                w.measured += [n for n in ex[_MEASURED].split(", ") if n and n not in w.measured]
     workloads = sorted(by_key.values(), key=lambda w: (w.start_ns or 0, w.pid or 0, w.tag or 0))
     frames: list[Frame] = []
     if gpu is not None:
@@ -306,7 +311,7 @@ def as_json(s: SessionCounters, per: str) -> dict[str, Any]:
     else:
         doc["workloads"] = [{"index": w.index, "frame": w.frame, "pid": w.pid, "tag": w.tag, "submit": w.submit,
                              "type": w.arm_type, "labels": w.labels, "start_ns": w.start_ns,
-                             "counters": w.counters} for w in s.workloads]
+                             "counters": w.counters, "measured": w.measured} for w in s.workloads]
     return doc
 
 

@@ -54,7 +54,8 @@ def format_table(s, per: str) -> str:
     if per == "workload":
         for w in s.workloads:
             rows.append([str(w.frame if w.frame is not None else "-"), str(w.index), w.arm_type,
-                         *(_num(w.counters.get(c)) for c in cols), " / ".join(w.labels)])
+                         *(_num(w.counters.get(c)) + ("*" if c in w.measured else "") for c in cols),
+                         " / ".join(w.labels)])
     else:
         for f in s.frames:
             rows.append([str(f.frame), str(len(f.workloads)), *(_num(f.counters.get(c)) for c in cols), ""])
@@ -63,6 +64,8 @@ def format_table(s, per: str) -> str:
     lines = [f"{s.device}: {len(s.workloads)} workloads, {len(s.frames)} frames"]
     for r in [header] + rows:
         lines.append("  ".join(x.rjust(w) if i < len(r) - 1 else x for i, (x, w) in enumerate(zip(r, widths))).rstrip())
+    if per == "workload" and any(w.measured for w in s.workloads):
+        lines.append("* measured by the backend's pipeline-statistics queries (--counters measured); the rest modelled")
     return "\n".join(lines)
 
 

@@ -67,6 +67,11 @@ def test_full_screen_draws_count_every_pixel_and_primitive(frames):
     assert len(rp) == 4 and all(set(a["Measured"].split(", ")) == PASS_MEASURED for a in rp)
     assert all("Measured" not in a for a in args if a["Workload"] == "transfer")
     assert all("Measured" not in a for a in _slice_args(frames[1]))
+    # the readers say it too: per workload (hostd/counters.py), and `tessera counters` marks the values
+    assert all(set(w.measured) == PASS_MEASURED for w in passes) and not any(w.measured for w in modelled.workloads)
+    table = run([TESSERA, "counters", frames[0]], None).stdout
+    assert f"{W * H:,}*" in table and "* measured by the backend's pipeline-statistics queries" in table
+    assert "*" not in run([TESSERA, "counters", frames[1]], None).stdout
 
 
 def test_clipped_draw_counts_only_what_is_on_screen(tmp_path, shims):
