@@ -1,10 +1,10 @@
 """Layer manifests for Arm's ML emulation layers (VkLayer_Graph, VkLayer_Tensor), ready to stack.
 
 Role: Arm's `ai-ml-emulation-layer-for-vulkan` wheel ships the two layers' manifests side by side
-with a bare library file name (found through LD_LIBRARY_PATH). With the Vulkan loader of Debian 12 (1.3.239), layers are stacked in
-the order their manifests are found on VK_ADD_LAYER_PATH, and the Graph layer must sit above the
-Tensor layer (device creation fails otherwise), so each manifest goes to a folder of its own with an
-absolute library_path, and the Graph folder comes first. `write_manifests(DIR)` writes
+with bare library file names (found through LD_LIBRARY_PATH). With the Vulkan loader of Debian 12
+(1.3.239), layers are stacked in the order their manifests are found on VK_ADD_LAYER_PATH, and the
+Graph layer must sit above the Tensor layer (device creation fails otherwise), so each manifest
+goes to a folder of its own with an absolute library_path, and the Graph folder comes first. `write_manifests(DIR)` writes
 DIR/graph/VkLayer_Graph.json and DIR/tensor/VkLayer_Tensor.json and returns their folders
 (`MlLayers`); docs/ml.md shows the environments built from them: Graph over Tessera (Tessera's driver
 provides VK_ARM_tensors), and Graph over Tensor over lavapipe (Arm's reference path).

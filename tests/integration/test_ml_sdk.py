@@ -9,8 +9,9 @@ writes its scenario, and Arm's `scenario_runner` runs it three ways:
   provides VK_ARM_tensors, lowering the Graph layer's tensor shaders; docs/ml.md).
 The outputs must equal numpy's (computed here from the same inputs) and the reference's: exactly
 where every intermediate value is exact in float32 (small multiples of 1/4), within 2e-6 for the
-3×3 convolution of random values (summation order differs) and 1e-6 for the sigmoid. Tessera's merged trace must hold one GPU
-event with layer metadata per dispatch the observer counted, and the session report must name them.
+3×3 convolution of random values (summation order differs) and 1e-6 for the sigmoid. Tessera's
+merged trace must hold one GPU event with layer metadata per dispatch the observer counted, and
+the session report must name them.
 
 Needs the 'ml' extra of pyproject.toml (`make setup`; Linux x86-64 wheels only: skipped elsewhere).
 """
