@@ -125,8 +125,9 @@ class Chains:
 
     def announce(self, dev: DeviceState, props: DeviceProperties) -> None:
         rates = self.instrumenter.pipe_rates(dev, props.name) if self.instrumenter is not None else None
-        self.send(encoder.device(dev.address, props.name, props.vendor_id, props.device_id, "", props.api_version,
-                                 sorted(dev.enabled_extensions), rates))
+        dev.announced = (dev.address, props.name, props.vendor_id, props.device_id, "", props.api_version,
+                         sorted(dev.enabled_extensions), rates)
+        self.send(encoder.device(*dev.announced))
 
     def destroy_device(self, key: int, call_down) -> None:
         """`on_destroy_device` (read back captures, flush; its failure is reported), then

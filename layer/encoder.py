@@ -43,11 +43,12 @@ def _process_name() -> str:
 
 
 def device(address: int, name: str, vendor_id: int, device_id: int, driver: str, api: int,
-           extensions: list[str], pipe_rates: dict[str, float] | None = None) -> bytes:
+           extensions: list[str], pipe_rates: dict[str, float] | None = None, allocations: dict | None = None) -> bytes:
     return encode(MessageType.DEVICE, {
         "device": hex_handle(address), "name": name, "vendor_id": vendor_id, "device_id": device_id,
         "driver": driver, "api_version": f"{api >> 22}.{(api >> 12) & 0x3FF}.{api & 0xFFF}",
-        "extensions": sorted(extensions), **({"pipe_rates": pipe_rates} if pipe_rates else {})})
+        "extensions": sorted(extensions), **({"pipe_rates": pipe_rates} if pipe_rates else {}),
+        **({"allocations": allocations} if allocations else {})})
 
 
 def workload_fields(w: Workload, kind: str, meta: dict, annex: bool) -> dict:

@@ -12,7 +12,7 @@ from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.recorder import Recorder
 from tessera.vkapi.submits import SubmitLedger
 
-from . import chain, commands, content, descriptions, encoder, queues, render_passes, workloads
+from . import allocations, chain, commands, content, descriptions, encoder, queues, render_passes, workloads
 from .indirect import Capturer
 from .forwarding import Forwarding
 from .instrument import Instrumenter
@@ -71,6 +71,8 @@ def install(ffi, lib) -> None:
         capturer.destroy(dev)
         if by_region is not None:
             by_region.destroy(dev)
+        if dev.allocations is not None and dev.announced is not None:   # the device again, with its allocations
+            transport.send(encoder.device(*dev.announced, allocations=dev.allocations.to_json()))
         transport.flush()
 
     # Each command's hooks run in the order its row of the intercept table names their modules
@@ -83,6 +85,7 @@ def install(ffi, lib) -> None:
     commands.register(hooks, state, ffi, capturer.release, reporter)
     render_passes.register(hooks, state, labeller, capturer)
     content.register(hooks, state, labeller, capturer, settings.content)
+    allocations.register(hooks, ffi)
     workloads.register(hooks, state, labeller, capturer)
     descriptions.register(hooks, state)
     queues.register(hooks, state, ffi, reporter, errors)

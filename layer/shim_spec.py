@@ -20,6 +20,7 @@ RECORDED = intercepts.recorded(intercepts.LAYER)
 CALLS = (
     "vkEnumerateInstanceExtensionProperties", "vkGetPhysicalDeviceProperties",
     "vkGetPhysicalDeviceMemoryProperties", "vkGetBufferMemoryRequirements", "vkAllocateMemory",
+    "vkGetImageMemoryRequirements",   # allocations.py
     "vkBindBufferMemory", "vkMapMemory", "vkUnmapMemory", "vkFreeMemory", "vkCmdPipelineBarrier",
     "vkCreateFence", "vkDestroyFence", "vkResetFences", "vkGetFenceStatus",   # vkapi/fences.py
     # --instrument (instrument.py)

@@ -45,6 +45,8 @@ class DeviceState:
     capture: Any = None            # indirect.CaptureBuffer, created on first use
     fences: Any = None             # vkapi.fences.Fences of the indirect captures, created on first use
     recording_table: Any = None    # tessera_device of the C recorder, made with the first command buffer
+    allocations: Any = None        # allocations.DeviceAllocations, made with the first vkAllocateMemory
+    announced: tuple | None = None  # the DEVICE message's arguments (chain.py), sent again with `allocations`
 
 
 class Session:

@@ -95,10 +95,16 @@ def folded_draws(count: str) -> Recorded:
 INTERCEPTS: dict[str, dict[str, In]] = {
     "vkAllocateCommandBuffers": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkAllocateDescriptorSets": {ICD: In("icd.tensors.descriptors")},
+    # Device memory allocations and binds, counted for the advice (layer/allocations.py): cold paths.
+    "vkAllocateMemory": {LAYER: In("layer.allocations")},
     "vkBeginCommandBuffer": {
         ICD: In("icd.command_buffer", "icd.tensors.push", "icd.instrumentation.hooks", "icd.regions.hooks",
                 "icd.measured_counters"),
         LAYER: In("layer.commands", "layer.instrument", "layer.regions")},
+    "vkBindBufferMemory": {LAYER: In("layer.allocations")},
+    "vkBindBufferMemory2": {LAYER: In("layer.allocations")},
+    "vkBindImageMemory": {LAYER: In("layer.allocations")},
+    "vkBindImageMemory2": {LAYER: In("layer.allocations")},
     "vkBindTensorMemoryARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkClearShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdBeginDebugUtilsLabelEXT": {

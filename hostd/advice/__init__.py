@@ -37,12 +37,15 @@ def analyse(target: Path, gpu: Gpu | None = None) -> Analysis:
     """The render graph and advice of a session folder or merged trace (hostd.ci.runs.RunError when
     it cannot be read)."""
     from ..ci.runs import read_run
-    from .gpu import emulated, session_device
+    from .gpu import device_name, emulated, session_devices
     from .graph import build, works_from_run
     from .rules import advise
 
     run = read_run(Path(target))
+    devices = session_devices(Path(target))
     if gpu is None:
-        gpu = emulated(session_device(Path(target)))
+        gpu = emulated(device_name(devices))
     graph = build(works_from_run(run))
+    graph.allocations = [(str(d.get("name", "?")), d["allocations"]) for d in devices
+                         if isinstance(d.get("allocations"), dict)]
     return Analysis(gpu, graph, advise(graph, gpu), run, list(run.problems))

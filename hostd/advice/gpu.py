@@ -53,19 +53,24 @@ def emulated(device_name: str | None = None) -> Gpu:
                lambda cycles: timing.cycles_ns(profile, cycles), timing.memory_ns, assumed, profile.pixel_rate)
 
 
-def session_device(target: Path) -> str | None:
-    """The name of the first device a session's layer reported (its DEVICE messages), or None."""
+def session_devices(target: Path) -> list[dict]:
+    """The DEVICE payloads a session's layer sent (each device's last: a destroyed device's carries
+    its `allocations`, layer/allocations.py); none for a merged trace read alone."""
     target = Path(target)
     if not target.is_dir():
-        return None
+        return []
     from ..merge import find_inputs
     from ..metadata import load
 
     inputs = find_inputs(target)
     index = load(inputs.logs + inputs.spools)
-    for proc in index.processes.values():
-        for device in proc.devices.values():
-            name = device.get("name")
-            if isinstance(name, str):
-                return name
-    return None
+    return [device for proc in index.processes.values() for device in proc.devices.values()]
+
+
+def session_device(target: Path) -> str | None:
+    """The name of the first device a session's layer reported (its DEVICE messages), or None."""
+    return device_name(session_devices(target))
+
+
+def device_name(devices: list[dict]) -> str | None:
+    return next((d["name"] for d in devices if isinstance(d.get("name"), str)), None)

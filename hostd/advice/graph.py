@@ -189,6 +189,8 @@ class RenderGraph:
     nodes: list[Node]
     edges: list[Edge]
     usage: dict[str, int] = field(default_factory=dict)      # image -> VkImageUsageFlags, where known
+    # (device name, its DEVICE `allocations`: layer/allocations.py) of the session's destroyed devices
+    allocations: list[tuple[str, dict]] = field(default_factory=list)
 
     def frames(self) -> list[int | None]:
         return sorted({n.work.frame for n in self.nodes}, key=lambda f: -1 if f is None else f)

@@ -39,6 +39,9 @@ MIN_CACHE_HIT_RATE = 0.5
 # A render pass with more fragment threads per covered pixel than this overdraws (each pixel shaded more
 # than twice over: Arm's guidance is to draw opaque geometry front to back and keep overdraw low).
 MAX_OVERDRAW = 2.0
+# A device that made at least this many allocations under the validation layer's small-allocation threshold
+# (256 KiB, layer/allocations.py) could have sub-allocated them from one block.
+MIN_SMALL_ALLOCATIONS = 2
 TRANSFER_KINDS = ("buffer_transfer", "image_transfer")
 SMALL_TRANSFER_SUBTYPES = frozenset({"fill buffer", "update buffer", "copy buffer"})
 ROUND_TRIP_TRANSFERS = {"copy image": "copyimage", "blit image": "blitimage", "resolve image": "resolveimage"}
@@ -458,6 +461,30 @@ def high_overdraw(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
     return out
 
 
+# ---- memory ---------------------------------------------------------------------------------------------
+
+def small_allocations(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """A device whose application made MIN_SMALL_ALLOCATIONS or more small VkDeviceMemory allocations
+    (the layer's counts, as the validation layer's rules count them): memory, not time — the bytes the
+    small allocations leave unused in their last 4 KiB page (each VkDeviceMemory is whole pages to the
+    kernel driver; sub-allocated from one block they would not each round up)."""
+    rule = RULES_BY_ID["small-allocations"]
+    out = []
+    for name, a in graph.allocations:
+        small = int(a.get("small", 0))
+        if small < MIN_SMALL_ALLOCATIONS:
+            continue
+        waste = int(a.get("page_waste_bytes", 0))
+        out.append(Finding(rule.id, rule.title,
+                           f"{small} of the {a.get('made')} VkDeviceMemory allocations are under 256 KiB "
+                           f"({a.get('small_bytes')} bytes in all), {a.get('small_dedicated')} binds give a buffer or "
+                           f"image a whole block under 1 MiB: each allocation is a kernel call, counts against "
+                           f"maxMemoryAllocationCount and rounds up to whole 4 KiB pages ({waste} bytes unused)",
+                           rule.fix, None, f"device {name}", "", "device", None, None, saves_bytes=waste,
+                           vvl=rule.vvl, severity=rule.severity))
+    return out
+
+
 def _rule(id: str, title: str, fix: str, check, vvl: tuple[str, ...] = (), severity: str = "warning") -> Rule:
     return Rule(id, title, fix, check, tuple(f"UNASSIGNED-BestPractices-{v}" for v in vvl), severity)
 
@@ -524,6 +551,11 @@ RULES: tuple[Rule, ...] = (
     _rule("high-overdraw", "High overdraw: pixels shaded many times over",
           "Draw opaque geometry front to back (or with a depth pre-pass only where the fragment shader is heavy), "
           "cull hidden geometry, and keep blended layers small.", high_overdraw, severity="info"),
+    _rule("small-allocations", "Many small device memory allocations",
+          "Allocate large VkDeviceMemory blocks (e.g. 64 MiB) and sub-allocate buffers and images from them "
+          "(Vulkan Memory Allocator does this); keep dedicated allocations for large resources.",
+          small_allocations, ("vkAllocateMemory-small-allocation", "vkBindMemory-small-dedicated-allocation"),
+          severity="info"),
 )
 RULES_BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
 # Rules on GPU counters (#27's hostd/counters.py): each takes (graph, gpu, counters). None yet.

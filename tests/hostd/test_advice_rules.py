@@ -53,7 +53,8 @@ def findings(*works, rule: str):
 
 def test_the_table() -> None:
     assert len(RULES) >= 15 and len(RULES_BY_ID) == len(RULES)
-    assert {r.id for r in RULES if r.severity == "info"} == {"too-many-passes", "small-transfers", "high-overdraw"}
+    assert {r.id for r in RULES if r.severity == "info"} == {"too-many-passes", "small-transfers", "high-overdraw",
+                                                                  "small-allocations"}
     assert all(r.severity in SEVERITIES for r in RULES)
     assert GPU.warp_width == 16 and GPU.job_setup_ns == 2000 and GPU.memory_ns(PASS_BYTES) == 512
 
@@ -198,6 +199,24 @@ def test_small_transfers() -> None:
     assert findings(xfer("update buffer", dst="0xu", nbytes=128, kind="buffer_transfer"),
                     xfer("copy buffer", "0xs", "0xu", nbytes=65536, kind="buffer_transfer"),
                     rule="small-transfers") == []
+
+
+def test_small_allocations() -> None:
+    graph = build([rp([att()], ["0xa"])])
+    # 24 small allocations (the planted app's), 3 of 1000 bytes among them: each leaves 4096 - 1000 bytes
+    # of its page; the others page-sized
+    counts = {"made": 25, "small": 24, "small_bytes": 3 * 1000 + 21 * 4096, "page_waste_bytes": 3 * 3096,
+              "small_dedicated": 25, "small_dedicated_bytes": 730880}
+    graph.allocations = [("Mali-G720 (emulated)", counts)]
+    [f] = [f for f in advise(graph, GPU) if f.rule == "small-allocations"]
+    assert (f.saves_bytes, f.saves_ns, f.severity, f.kind, f.frame, f.node) == (9288, 0, "info", "device", None, None)
+    assert f.workload == "device Mali-G720 (emulated)" and "24 of the 25" in f.what
+    assert "UNASSIGNED-BestPractices-vkAllocateMemory-small-allocation" in f.vvl
+    # one small allocation cannot be merged with anything: quiet; no counts (a merged trace alone): quiet
+    graph.allocations = [("Mali-G720 (emulated)", dict(counts, small=1))]
+    assert [f for f in advise(graph, GPU) if f.rule == "small-allocations"] == []
+    graph.allocations = []
+    assert [f for f in advise(graph, GPU) if f.rule == "small-allocations"] == []
 
 
 @pytest.mark.parametrize("rule", [r.id for r in RULES])
