@@ -25,9 +25,12 @@ the application never sees them. Vulkan's rules, kept:
   - no query is active across vkCmdExecuteCommands (the backend lacks inheritedQueries): a pass
     whose contents are secondary command buffers, or with several subpasses (a later subpass may
     execute secondaries), is not measured, nor is a dynamic-rendering pass that suspends or resumes;
-  - the commands recorded in C (vkapi/recorder.py) cannot be bracketed from Python, so every
-    command buffer of a device with the feature records through its Python hooks (as with
-    instrumentation): that is the cost of the option (docs/benchmarks.md "Session 6: #27 measured").
+  - the commands recorded in C (vkapi/recorder.py) are forwarded at once, before Python sees them,
+    so in every command buffer of a device with the feature the render pass begins and ends and the
+    dispatches take their Python hooks (`Recorder.python_brackets`); draws, binds, barriers and
+    transfers stay in C, their records applied before the pass's end hook reads its Draws. That, a
+    reading per bracket and the Python submit path (the readings need the completion fence) are
+    the cost of the option (docs/benchmarks.md "Session 6: #27 measured").
 
 A query's slot returns to its pool when nothing refers to its reading any more (the op lists that
 hold it are gone): a re-submitted command buffer keeps its slots and re-records nothing; the reset
@@ -264,11 +267,11 @@ class MeasuredCounters(Feature):
 
     # ---- command buffers ---------------------------------------------------------------------
     def after_vkBeginCommandBuffer(self, cb, result, commandBuffer, pBeginInfo):
-        """Every command buffer of a device with the feature records through its Python hooks (the
-        brackets go around commands C would forward at once)."""
+        """Every command buffer of a device with the feature records its pass begins and ends and its
+        dispatches through their Python hooks (the brackets go around commands C would forward at once)."""
         if result != vk.VK_SUCCESS or cb.device.peek(DevicePools) is None:
             return
-        self.hooks.recorder.python_path(commandBuffer, True)
+        self.hooks.recorder.python_brackets(commandBuffer, True)
         inherit = pBeginInfo.pInheritanceInfo
         if cb.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and inherit != self.ffi.NULL and \
                 inherit.pipelineStatistics:

@@ -248,6 +248,11 @@ class Recorder:
         """Route the buffer's recorded commands to their Python hooks (True) or back to C."""
         self.lib.tessera_cb_set_python(handle, 1 if on else 0)
 
+    def python_brackets(self, handle, on: bool) -> None:
+        """Route the buffer's render pass begins and dispatches (recorder_gen.BRACKETED) to their Python
+        hooks (True), the rest staying in C; reset with the buffer."""
+        self.lib.tessera_cb_set_python_brackets(handle, 1 if on else 0)
+
     # ---- deferred work: vkEndCommandBuffer's application on the worker -------------------------
     def _key(self, handle) -> int:
         return int(self.ffi.cast("uintptr_t", handle))

@@ -142,9 +142,14 @@ int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dro
 void tessera_cb_clear(void *handle);
 void tessera_cb_reset(void *handle);
 void tessera_cb_set_python(void *handle, int on);
+void tessera_cb_set_python_brackets(void *handle, int on);
 uint64_t tessera_next_tag(void);
 const char *tessera_record_format(int index);
 """
+
+# Commands that take Python in a buffer whose brackets Python records (tessera_cb_set_python_brackets: the
+# driver's measured counters), with the render pass begins (Recorded.opens_pass); a pass's end follows its begin.
+BRACKETED = ("vkCmdDispatch", "vkCmdDispatchBase")
 
 # Types the recording C needs declared even when a shim hooks no label command.
 LABEL_COMMANDS = ("vkCmdBeginDebugUtilsLabelEXT", "vkCmdEndDebugUtilsLabelEXT",
@@ -165,6 +170,8 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     slot_codes = codes[1:]
     recorded = [(p, c) for p, c in zip(params, slot_codes) if c != "-"]
     when = "rec && !rec->python_path"
+    if spec.opens_pass or name in BRACKETED:
+        when += " && !rec->python_brackets"
     if spec.closes_pass:
         when += " && rec->pass_in_c"
     if spec.python_if:

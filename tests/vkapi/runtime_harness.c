@@ -79,17 +79,21 @@ static void map_and_arenas(void)
 
     /* The flags Python and the guards set, and what a reset clears. */
     tessera_cb_set_python(key(7), 1);
+    tessera_cb_set_python_brackets(key(7), 1);
     tessera_cb_set_submit_ok(key(7), 1);
     tessera_cb_count_submit(key(7));
     cb->pass_in_c = 1;
     tessera_cb_python_seen(key(7));
-    CHECK(cb->python_path == 1 && cb->submit_ok == 1 && cb->submits == 1 && cb->pass_in_c == 0);
+    CHECK(cb->python_path == 1 && cb->python_brackets == 1 && cb->submit_ok == 1 && cb->submits == 1 &&
+          cb->pass_in_c == 0);
     cb->python_submits = 1;
     tessera_cb_set_submit_ok(key(7), 1);
     CHECK(cb->submit_ok == 0);
     tessera_cb_reset(key(7));
-    CHECK(!cb->python_path && !cb->submit_ok && !cb->submits && !cb->python_submits && !cb->pass_label);
+    CHECK(!cb->python_path && !cb->python_brackets && !cb->submit_ok && !cb->submits && !cb->python_submits &&
+          !cb->pass_label);
     tessera_cb_set_python(key(N + 5), 1);   /* unknown handles are ignored */
+    tessera_cb_set_python_brackets(key(N + 5), 1);
     tessera_cb_reset(key(N + 5));
     tessera_cb_clear(key(N + 5));
     CHECK(!tessera_cb_records(key(N + 5), &data, &used, &dropped));

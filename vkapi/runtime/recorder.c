@@ -26,6 +26,7 @@ typedef struct tessera_cb {
     size_t used, cap;
     uint64_t dropped;            /* records lost to a failed allocation, reported by Python */
     int python_path;             /* set by Python: this buffer's commands take their Python hooks */
+    int python_brackets;         /* set by Python: render pass begins and dispatches take their Python hooks */
     int submit_ok;               /* set by Python: a submit of this buffer may take the C path (submits.py) */
     int python_submits;          /* a record of a Recorded(python_submits=True) command: submits take Python */
     int pass_in_c;               /* the open render pass was begun in C and no Python hook ran since */
@@ -187,7 +188,7 @@ void tessera_cb_reset(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
     if (cb) {
-        cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0;
+        cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
         cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->pass_in_c = 0; cb->pass_label = 0;
     }
 }
@@ -206,6 +207,15 @@ void tessera_cb_set_python(void *handle, int on)
 {
     tessera_cb *cb = tessera_cb_find(handle);
     if (cb) cb->python_path = on;
+}
+
+/* Python: while on, the buffer's render pass begins and dispatches take their Python hooks (and so
+   the ends of those passes); its draws and the rest stay in C (the driver's measured counters, which
+   put a query around each pass and dispatch: icd/measured_counters.py). */
+void tessera_cb_set_python_brackets(void *handle, int on)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) cb->python_brackets = on;
 }
 
 uint64_t tessera_next_tag(void)
