@@ -21,7 +21,8 @@ the application never sees them. Vulkan's rules, kept:
     subpasses' draws, and multiview needs no per-view queries), a dispatch around itself;
   - one pipeline-statistics query active at a time in a command buffer: none is begun while the
     application has its own active (vkCmdBeginQuery/vkCmdEndQuery on a pool of that type), nor in a
-    secondary command buffer that inherits pipeline statistics;
+    secondary command buffer that inherits pipeline statistics; and once the application has made a
+    pool of that type on the device no pass is bracketed (it could begin its query inside the pass);
   - no query is active across vkCmdExecuteCommands (the backend lacks inheritedQueries): a pass
     whose contents are secondary command buffers, or with several subpasses (a later subpass may
     execute secondaries), is not measured, nor is a dynamic-rendering pass that suspends or resumes;
@@ -302,6 +303,9 @@ class MeasuredCounters(Feature):
 
         last = cb.ops[-1] if cb.ops else None
         if secondaries or suspend_resume or type(last) is not PassBegin or last.info.subpasses > 1:
+            return
+        pools = cb.device.peek(DevicePools)
+        if pools is not None and pools.query_pools:   # the application counts too: it may begin inside
             return
         reading = self._begin(cb, commandBuffer)
         if reading is not None:

@@ -6,7 +6,8 @@ ci_frame.py (tests/integration/apps): a 64x64 target, "shadow pass" 1 full-scree
 "main pass" 2 of them. clipped_draws.py: one draw of 3 quads (6 triangles, 18 vertices) over a 64x64
 target, covering columns 0..31 (inside), 48..63 (the quad's other half is beyond the right edge) and
 nothing (wholly outside): 2048 + 1024 pixels. compute_collatz.py: dispatches of 10 and 10 groups and
-an indirect one of 12, 32 invocations per group.
+an indirect one of 12, 32 invocations per group; with --own-query the application brackets the pass with
+its own pipeline-statistics query.
 """
 from __future__ import annotations
 
@@ -25,8 +26,11 @@ PASS_MEASURED = {"MaliGeomTotalPrim", "MaliGeomTrianglePrim", "MaliNonFragThread
 
 
 def _run(tmp_path, name: str, program, *options) -> object:
+    """`options` for `tessera run`, then `--own-query` (an app option) if given."""
     session = tmp_path / name
-    out = run([TESSERA, "run", *options, "--out", session, "--", PYTHON, program], None)
+    app_options = [o for o in options if o == "--own-query"]
+    options = [o for o in options if o != "--own-query"]
+    out = run([TESSERA, "run", *options, "--out", session, "--", PYTHON, program, *app_options], None)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "OK" in out.stdout, out.stdout
     return session
@@ -106,3 +110,16 @@ def test_passes_that_cannot_be_bracketed_keep_the_model(tmp_path, shims):
     multi = [a for a in args if a.get("Subpasses") == "2"]
     assert multi and all("Measured" not in a for a in multi)
     assert any("Measured" in a for a in args if a.get("Subpasses") == "1")
+
+
+def test_an_application_counting_itself_keeps_its_counts_and_the_model(tmp_path, shims):
+    """clipped_draws.py --own-query on the Mali-G78 (timing only: it reports lavapipe's
+    pipelineStatisticsQuery): the application's own query around the pass reads the references (the
+    app checks 6 primitives and 3072 fragments itself); the driver brackets no pass of that device
+    (the application could begin its query inside one), so the pass keeps the model's counters."""
+    session = _run(tmp_path, "own", APPS / "clipped_draws.py", "--counters", "measured", "--gpu", "mali-g78",
+                   "--own-query")
+    args = [a for a in _slice_args(session) if a["Workload"] == "render pass"]
+    assert len(args) == 2 and all("Measured" not in a for a in args)
+    [w] = [w for w in read_session(session).workloads if w.arm_type == "renderpass"]
+    assert w.counters["MaliFragThread"] == W * H * timing.DRAW_COVERAGE and not w.measured
