@@ -65,3 +65,28 @@ def test_an_unreadable_input_is_one_line(tmp_path):
     base = make_session(tmp_path / "base", [[SHADOW]])
     r = CliRunner().invoke(diff, [str(base), str(empty)])
     assert r.exit_code == 1 and "no Perfetto packet" in r.output and "Traceback" not in r.output
+
+
+def test_advice_findings_matched_by_identity_not_tags(tmp_path):
+    """The advisor's findings (hostd/advice analyse; these passes name no attachments, so each is
+    `outputs-unread`) keep their identity under another tag numbering: nothing new or gone; a
+    pass added in frame 1 brings new findings, all on that pass, named by its workload."""
+    from tessera.hostd.ci.metrics import finding_keys, run_advice
+
+    base = make_session(tmp_path / "base", [[SHADOW, MAIN], [SHADOW, MAIN]])
+    same = make_session(tmp_path / "same", [[SHADOW, MAIN], [SHADOW, MAIN]], first_tag=50)
+    more = make_session(tmp_path / "more", [[SHADOW, MAIN], [SHADOW, MAIN, MAIN]], first_tag=90)
+    fb, fs, fm = (run_advice(t).findings for t in (base, same, more))
+    assert {f.tag for f in fb}.isdisjoint({f.tag for f in fs}) and len(fb) == len(fs) > 0
+    assert sorted(finding_keys(fb)) == sorted(finding_keys(fs))
+    d = diff_runs(read_run(base), read_run(same), base_findings=fb, new_findings=fs)
+    assert d.advice_added == [] and d.advice_removed == []
+    d = diff_runs(read_run(base), read_run(more), base_findings=fb, new_findings=fm)
+    new_keys = set(finding_keys(fm)) - set(finding_keys(fb))
+    assert len(d.advice_added) == len(new_keys) > 0
+    assert {(f.frame, f.label_path) for f in d.advice_added} == {(1, "frame / main")}
+    assert "outputs-unread" in {f.rule for f in d.advice_added}
+    assert d.advice_removed == [] and d.advice_totals["findings"] == (len(fb), len(fm))
+    text = CliRunner().invoke(diff, [str(base), str(more)])
+    assert text.exit_code == 0 and f"advice: {len(fb)} → {len(fm)} finding(s)" in text.output
+    assert f"new: {d.advice_added[0].rule} ({d.advice_added[0].severity}) at {d.advice_added[0].workload}" in text.output
