@@ -64,6 +64,7 @@ class CounterModel:
         self.measured_pass = ", ".join(n for n in ("MaliGeomTotalPrim", "MaliGeomTrianglePrim", "MaliNonFragThread",
                                                     "MaliNonFragWarp", "MaliFragThread", "MaliFragWarp") if has(n))
         self.measured_work = ", ".join(n for n in ("MaliNonFragThread", "MaliNonFragWarp") if has(n))
+        self.measured_fragments = ", ".join(n for n in ("MaliFragThread", "MaliFragWarp") if has(n))
 
     @classmethod
     def for_profile(cls, profile: GpuProfile) -> "CounterModel | None":
@@ -84,23 +85,25 @@ class CounterModel:
         return -(-nbytes // self.beat)
 
     def render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
-                    main: timing.Phase, measured=None) -> tuple[dict, dict]:
+                    main: timing.Phase, measured=None, geometry: bool = True) -> tuple[dict, dict]:
         """The counters of a render pass's binning and main phases (`info`: its PassInfo; `measured`:
-        the backend's pipeline statistics of the pass, measured_counters.Stats, or None); cached by
+        the backend's pipeline statistics of the pass, measured_counters.Stats, or None; `geometry`
+        False: only its fragments count, its primitives and vertices stay modelled); cached by
         everything they are computed from (a steady frame repeats its passes)."""
         key = (info.width, info.height, info.layers, info.load_bytes, info.store_bytes, draws, vertices, primitives,
-               binning.duration_ns, main.duration_ns, measured)
+               binning.duration_ns, main.duration_ns, measured, geometry)
         hit = self._passes.get(key)
         if hit is None:
             if len(self._passes) >= _CACHE:
                 self._passes.clear()
-            hit = self._passes[key] = self._render_pass(info, draws, vertices, primitives, binning, main, measured)
+            hit = self._passes[key] = self._render_pass(info, draws, vertices, primitives, binning, main, measured,
+                                                        geometry)
         return hit
 
     def _render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
-                     main: timing.Phase, measured) -> tuple[dict, dict]:
+                     main: timing.Phase, measured, geometry: bool) -> tuple[dict, dict]:
         has = self.gpu.has
-        if measured is not None:   # counted by the backend: input primitives, vertex and fragment invocations
+        if measured is not None and geometry:   # counted by the backend: input primitives, vertex invocations
             primitives, vertices = measured.input_primitives, measured.vertex_invocations
         b: dict = {}
         self._queue(b, self.binning_q, binning.duration_ns)

@@ -379,9 +379,11 @@ class _Placer(OpWalker):
             extra[A.FRAGMENT_CYCLES.label] = round(f_cycles, 6)
         cm = self.tl._counters
         measured = pass_stats(run.draws)   # the backend's pipeline statistics (TESSERA_COUNTERS=measured)
+        # a draw whose size stays unknown (mesh tasks: input assembly counts nothing) leaves the geometry modelled
+        geometry = not any(d.estimated for d in run.draws)
         if measured is not None and cm is not None:
-            extra[A.MEASURED.label] = cm.measured_pass
-        b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main, measured)
+            extra[A.MEASURED.label] = cm.measured_pass if geometry else cm.measured_fragments
+        b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main, measured, geometry)
                                   if cm is not None else (None, None))
         b_start = self.gpu.place(binning, self._start_floor("vertex"))
         self._write(b_start, binning, run, extra, rp, b_counters)

@@ -72,3 +72,15 @@ def test_measured_pass_and_dispatch_replace_the_model(tmp_path):
     assert est_main["MaliFragThread"] == str(int(64 * 64 * timing.DRAW_COVERAGE))
     assert "Measured" not in est_binning and "Measured" not in est_main
     assert dispatch["Measured"] == "MaliNonFragThread, MaliNonFragWarp" and dispatch["MaliNonFragThread"] == "320"
+
+
+def test_a_pass_with_mesh_draws_measures_only_its_fragments(tmp_path):
+    """Mesh shading (Draw.estimated: no vertex count) goes through no input assembly or vertex shader:
+    the backend's counts of those are no measure of its geometry, which stays modelled."""
+    info = PassInfo("vkCmdBeginRendering", 0, 32, 32, 1, 1, [], 0, 0, True)
+    mesh = Draw(timing.INDIRECT_DRAW_VERTICES, timing.INDIRECT_DRAW_VERTICES // 3, True, None, None)
+    mesh.measured = _reading(_stats(prims=0, verts=0, frags=528))
+    binning, main = _events(tmp_path, [PassRun(info, ["mesh"], 0xCB, [mesh])])
+    assert binning["MaliGeomTotalPrim"] == str(timing.INDIRECT_DRAW_VERTICES // 3)   # the model's
+    assert binning["MaliNonFragThread"] == str(timing.INDIRECT_DRAW_VERTICES)
+    assert main["MaliFragThread"] == "528" and main["Measured"] == "MaliFragThread, MaliFragWarp"
