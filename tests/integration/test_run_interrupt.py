@@ -30,6 +30,14 @@ APP = REPO / "tests" / "integration" / "apps" / "wait_for_signal.py"
 SUBMITS = 5
 
 
+
+def _as_from_a_terminal() -> None:
+    """In the child, before exec: SIGINT and SIGTERM as a shell started from a terminal leaves them. A test
+    run started in the background (`cmd &` in a script) inherits SIGINT ignored, and `tessera run` rightly
+    keeps an ignored signal ignored (tools/interrupt.py): these tests are about a user who can interrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
 class Run:
     """`tessera run --out SESSION -- python wait_for_signal.py SUBMITS [app_args]`, in a session of its own
     (no controlling terminal), its output read line by line."""
@@ -41,7 +49,7 @@ class Run:
         argv = [TESSERA, "run", "--out", session, *options, "--", PYTHON, APP, str(SUBMITS), *app_args]
         self.proc = subprocess.Popen([str(a) for a in argv], env=dict(os.environ, TMPDIR=str(self.tmpdir)),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=_as_from_a_terminal)
         self.out, self.err = Lines(self.proc.stdout), Lines(self.proc.stderr)
 
     def ready(self) -> int:
@@ -137,6 +145,7 @@ def test_ctrl_c_typed_at_the_terminal(shims, tmp_path):
     env = dict(os.environ, TMPDIR=str(tmpdir))
     pid, master = pty.fork()          # the child leads a new session whose terminal is the pty
     if pid == 0:
+        _as_from_a_terminal()
         os.execve(argv[0], argv, env)
     output = bytearray()
     ready = threading.Event()

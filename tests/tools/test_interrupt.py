@@ -84,6 +84,8 @@ def test_a_signal_while_draining_hurries_and_while_merging_raises():
 
 
 def test_handlers_are_restored_and_an_ignored_signal_stays_ignored():
+    # SIGINT as Python sets it in a foreground process (pytest started in the background inherits it ignored)
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     before = signal.getsignal(signal.SIGINT)
     previous_term = signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
@@ -94,3 +96,4 @@ def test_handlers_are_restored_and_an_ignored_signal_stays_ignored():
         assert signal.getsignal(signal.SIGINT) is before
     finally:
         signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, outer)
