@@ -241,6 +241,8 @@ def _read_traces(session_dir: Path, shader_cores: int | None) -> SessionCounters
             if w is None:
                 tag, submit = tag_of(ex.get(_LABELS), stack), submit_of(stack)
                 proc = index.processes.get(pid) if pid is not None else None
+                if submit is None and proc is not None and tag is not None:
+                    submit = proc.first_submit(tag)
                 s = proc.submits.get(submit) if proc is not None and submit is not None else None
                 frame = s.get("frame") if isinstance(s, dict) and isinstance(s.get("frame"), int) else None
                 meta = proc.workload(tag, submit) if proc is not None and tag is not None else None

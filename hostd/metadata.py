@@ -100,6 +100,20 @@ class ProcessMeta:
     # Per-region counters (--regions): (submitID, tagID) -> REGIONS JSON, decoded on use (region_args.py)
     regions: dict[tuple[int, int], bytes] = field(default_factory=dict)
     loaded: int = 0                                                                    # frames loaded (order)
+    _first_submits: tuple[int, dict[int, int]] = field(default_factory=lambda: (-1, {}), repr=False)  # first_submit
+
+    def first_submit(self, tag: int) -> int | None:
+        """The lowest submitID whose SUBMIT lists `tag`: the submit of a workload whose GPU events carry no
+        s<submitID> label (a command buffer's first submit is not wrapped in one)."""
+        if self._first_submits[0] != len(self.submits):   # (re)built once the submits are loaded
+            firsts: dict[int, int] = {}
+            for sid in sorted(self.submits):
+                tags = self.submits[sid].get("tags")
+                for t in tags if isinstance(tags, list) else ():
+                    if isinstance(t, int):
+                        firsts.setdefault(t, sid)
+            self._first_submits = (len(self.submits), firsts)
+        return self._first_submits[1].get(tag)
 
     def workload(self, tag: int, submit: int | None) -> dict[str, Any] | None:
         """The workload's metadata: WORKLOAD with the ANNEX of submit.tag merged over it (a new dict)."""

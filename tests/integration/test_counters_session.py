@@ -155,3 +155,16 @@ def test_report_shows_the_headline_counters(frame_session):
     assert lines["MaliGeomTotalPrim"].split()[1] == "6"
     doc = json.loads(run([TESSERA, "report", frame_session, "--json"], None).stdout)
     assert doc["counters"]["counters"]["MaliExtBusWrBy"] == 3 * TARGET_BYTES
+
+
+def test_each_workload_is_in_its_submits_frame(tmp_path, shims):
+    """A workload's frame is its submit's, also when its events carry no s<submitID> label (a command buffer's
+    first submit): checked against the CI reader (hostd/ci/runs.py), which takes frames from the merged trace's
+    submit slices, on tests/integration/apps/timeline_app.py (8 submits, a VkFrameBoundaryEXT on the last)."""
+    from tessera.hostd.ci.runs import read_run
+
+    session = _run(tmp_path, "timeline", REPO / "tests" / "integration" / "apps" / "timeline_app.py")
+    counted = {w.tag: w.frame for w in read_session(session).workloads if w.tag is not None}
+    by_runs = {w.tag: w.frame for w in read_run(session).workloads if w.tag is not None and not w.internal}
+    assert counted and None not in counted.values(), counted
+    assert {t: f for t, f in counted.items() if t in by_runs} == by_runs
