@@ -104,12 +104,13 @@ class Compiled:
     cost: ShaderCost
 
 
-def _module(spirv) -> Module:
+def _module(spirv, spec_values: Mapping | None = None) -> Module:
     if isinstance(spirv, Module):
         return spirv
     try:
         module = parse(spirv)
-        _lower_tensors(module)
+        _lower_tensors(module, bytes(spirv) if isinstance(spirv, (bytes, bytearray, memoryview)) else module.to_bytes(),
+                       spec_values)
         return module
     except SpirvError as exc:
         raise CompileError(f"invalid SPIR-V: {exc}") from None
@@ -117,12 +118,20 @@ def _module(spirv) -> Module:
         raise CompileError(f"invalid SPIR-V input: {exc}") from None
 
 
-def _lower_tensors(module: Module) -> None:
+def _lower_tensors(module: Module, code: bytes, spec_values: Mapping | None) -> None:
     """SPV_ARM_tensors: reads and writes are costed as the emulated Mali runs them, lowered to
     storage-buffer loads and stores (LS) with their bounds checks and addressing (CVT), by the
-    toolkit's pass with the bindings a driver would give the module's own layout."""
-    from tessera.spirv.passes.tensors import lower_tensors, standalone_bindings
+    toolkit's pass with the bindings a driver would give the module's own layout. A module with
+    tensors is specialized first (`spec_values`, else the defaults), as the driver does: the lowering
+    needs tensor ranks and coordinate-array lengths as constants (Arm's ML emulation layer gives them
+    as SpecIds)."""
+    from tessera.spirv.passes.tensors import lower_tensors, standalone_bindings, uses_tensors
 
+    if not uses_tensors(code):
+        return
+    from tessera.spirv.passes.specialize import freeze_spec_constants
+
+    freeze_spec_constants(module, spec_values)
     lower_tensors(module, standalone_bindings(module))
 
 
@@ -141,7 +150,7 @@ def compile_module(spirv, entry: str, gpu: str = "mali-g720", ra: str = "sparse"
     costs = gpu_costs(gpu)
     if ra not in ALLOCATORS:
         raise CompileError(f"unknown register allocator {ra!r} (use sparse or dense)")
-    module = _module(spirv)
+    module = _module(spirv, spec_values)
     try:
         shader = build_shader(module, entry, spec_values)
         if ra == "sparse":

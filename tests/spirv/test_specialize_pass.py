@@ -250,3 +250,18 @@ def test_a_tensor_type_whose_id_equals_an_int_width_is_removed(tmp_path):
     frozen, lowered = _lowered(module.to_bytes(), {0: struct.pack("<I", 3)})
     assert {t.rank for t in lowered} == {3}
     validate(frozen, tmp_path)
+
+
+@pytest.mark.parametrize("rank", [2, 5])
+def test_the_compiler_model_costs_a_spec_rank_shader_as_its_constant_rank_twin(tmp_path, rank):
+    """`tessera compile` / compiler.api specialize a tensor shader before lowering it, as the driver does:
+    with SpecId 0 = rank it costs exactly what the same shader written with that constant rank costs."""
+    from tessera.compiler import api
+
+    spec_code = assemble(SHADER, tmp_path, "spec")
+    plain_code = assemble(plain(rank), tmp_path, "plain")
+    (entry,) = api.entry_point_names(plain_code)
+    got = api.compile_module(spec_code, entry, spec_values={0: struct.pack("<I", rank)}).cost
+    want = api.compile_module(plain_code, entry).cost
+    assert (got.cycles_typical, got.work_registers, got.spills) == (want.cycles_typical, want.work_registers,
+                                                                  want.spills)
