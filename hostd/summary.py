@@ -26,8 +26,7 @@ import heapq
 import json
 from dataclasses import asdict, dataclass, field
 
-from tessera.icd.trace import QUEUE_OF
-from tessera.schemas.perfetto import SEQ_INCREMENTAL_STATE_CLEARED, TracePacket
+from tessera.schemas.perfetto import QUEUE_OF, SEQ_INCREMENTAL_STATE_CLEARED, TracePacket
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from . import shaders as shader_cost

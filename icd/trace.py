@@ -50,10 +50,6 @@ def boottime_ns() -> int:
     return time.clock_gettime_ns(time.CLOCK_BOOTTIME)
 
 
-# A hardware queue's interned description: "<queue> hardware queue of <GPU>", the GPU as
-# GpuProfile.description names it (hostd/summary.py reads the GPU back from it).
-QUEUE_OF = " hardware queue of "
-
 
 class GpuTrace:
     def __init__(self, session_dir: Path, counters=None, gpu: str = "the emulated Mali") -> None:
@@ -88,7 +84,7 @@ class GpuTrace:
             snap.clocks.add(clock_id=clock_id, timestamp=time.clock_gettime_ns(clock))
         interned = p.interned_data
         for name, iid in QUEUES.items():
-            interned.gpu_specifications.add(iid=iid, name=name, description=f"{name}{QUEUE_OF}{self._gpu}")
+            interned.gpu_specifications.add(iid=iid, name=name, description=f"{name}{pf.QUEUE_OF}{self._gpu}")
         for name, (iid, category) in STAGES.items():
             interned.gpu_specifications.add(
                 iid=iid, name=name, category=pf.pb.InternedGpuRenderStageSpecification.RenderStageCategory.Value(category))

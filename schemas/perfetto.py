@@ -34,6 +34,9 @@ CLOCK_REALTIME = pb.BUILTIN_CLOCK_REALTIME
 
 # Names Arm's trace parser accepts (FACTS.md) — the GPU trace uses these exactly.
 QUEUE_NAMES = ("non-fragment", "fragment", "transfer")
+# A hardware queue's interned description: "<queue> hardware queue of <GPU>", the GPU as the driver's
+# GpuProfile.description names it (icd/trace.py writes it, hostd/summary.py reads the GPU back).
+QUEUE_OF = " hardware queue of "
 LABELS_KEY = LABEL.label             # extra_data name Arm's driver uses for the debug label (slice_args.py)
 LABEL_STACK_KEY = LABEL_STACK.label  # the whole label stack, outermost first, joined by " / "
 

@@ -11,7 +11,7 @@ from integration_support import PYTHON, REPO, run
 
 from tessera.hostd.merge import MERGED_NAME
 from tessera.icd.profiles import DEVICES, PROFILES
-from tessera.icd.trace import QUEUE_OF
+from tessera.schemas.perfetto import QUEUE_OF
 from tessera.schemas.perfetto import read_packets
 
 TESSERA = REPO / ".venv" / "bin" / "tessera"
