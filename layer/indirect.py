@@ -195,9 +195,18 @@ class Capturer:
         return self._copy(dev, cb, buffer, offset, kind, count, stride or RECORD_BYTES[kind])
 
     def release(self, dev, tracker: CommandBufferTracker) -> None:
-        """Free the regions of a command buffer being reset or freed."""
+        """Free the regions of a command buffer being reset or freed, once what its last submit
+        captured is read: the application waited for that submit, but the capture fence signals on
+        the empty batch after it, and a region freed unread could be filled by the next recording's
+        copy before the read (seen as wrong index data under load)."""
         if dev.capture is None:
             return
+        if tracker.pending_fence is not None:
+            arr = self.ffi.new("VkFence[]", [tracker.pending_fence])
+            dev.next.vkWaitForFences(dev.handle, 1, arr, vk.VK_TRUE, UINT64_MAX)
+            self.poll(dev)
+            if tracker.pending_fence is not None:   # behind an unfinished submit of another queue
+                self.poll(dev, wait=True)
         for op in tracker.ops:
             kind = type(op)
             caps = [op.capture] if kind is Workload and op.capture else (op.info.captures if kind is PassBegin else [])
