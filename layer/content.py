@@ -148,7 +148,9 @@ def decode(data: bytes, draws: list[DrawRecord]) -> list[dict]:
 
 class IndexBindings:
     """The index buffer bound in each command buffer (always registered: vkCmdBindIndexBuffer is a row
-    of the layer's; recorded in C outside content mode, where nothing reads it)."""
+    of the layer's). Outside content mode C only forwards the binds (intercepts.py FORWARDED): nothing
+    reads them, and they cost the application nothing; content mode takes the Python path, where these
+    hooks run."""
 
     def __init__(self, state) -> None:
         self.state = state
@@ -159,12 +161,6 @@ class IndexBindings:
     def before_vkCmdBindIndexBuffer2(self, dev, commandBuffer, buffer, offset, size, indexType):
         self.before_vkCmdBindIndexBuffer(dev, commandBuffer, buffer, offset, indexType)
 
-    # C records (content mode off): no draw is described, so the binding is not kept.
-    def apply_vkCmdBindIndexBuffer(self, dev, commandBuffer, *args):
-        pass
-
-    def apply_vkCmdBindIndexBuffer2(self, dev, commandBuffer, *args):
-        pass
 
 
 class ContentMetrics:

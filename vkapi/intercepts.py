@@ -53,6 +53,7 @@ class In:
 
 # How commands are recorded in C (vkapi/recorder.py Recorded).
 RECORDED = Recorded()
+FORWARDED = Recorded(record=False)                   # C forwards it; its hooks run on the Python path only
 TAGGED = Recorded(tagged=True)                       # the layer's workloads: a tag and a t<tag> label from C
 LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False)   # the driver consumes labels
 MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False)
@@ -122,8 +123,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_RENDERING_BEGIN)},
     "vkCmdBeginShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     # The layer's content mode (layer/content.py) reads the index data each indexed draw uses.
-    "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=RECORDED)},
-    "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=RECORDED)},
+    "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=FORWARDED)},
+    "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=FORWARDED)},
     "vkCmdBindPipeline": {
         ICD: In("icd.recording", "icd.regions.hooks", c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},

@@ -105,6 +105,10 @@ class Recorded:
     # mark, so the end takes Python too, where the hooks that act at the end of a pass run.
     opens_pass: bool = False
     closes_pass: bool = False
+    # False: C only forwards the call, records nothing and nothing applies it: the command's Python hooks
+    # run only where the buffer takes Python (a hook that matters under an option only, such as the
+    # layer's index-buffer binds for --content, which turns the C recording off).
+    record: bool = True
 
 
 # ---- Python: reading the records ------------------------------------------------------------

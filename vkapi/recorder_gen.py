@@ -92,6 +92,11 @@ def formats(name: str, spec: Recorded) -> list[str]:
                 or not _dependency_params(cmd):
             raise ValueError(f"{name}: a dependency record reduces VkDependencyInfo parameters, nothing else")
         return ["D", "Q", "Q"]
+    if not spec.record:
+        if not spec.forward or spec.tagged or spec.fields or spec.strings or spec.python_submits \
+                or spec.python_if or spec.opens_pass or spec.closes_pass:
+            raise ValueError(f"{name}: a command C only forwards has nothing else recorded")
+        return []
     codes = []
     for p in cmd.params[1:]:
         if spec.fields is not None and p.name not in spec.fields and p.name not in spec.strings:
@@ -165,6 +170,14 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
         return _fold_path(name, index, spec)
     if spec.dependencies:
         return _dependency_path(name, index, spec)
+    if not spec.record:
+        args = ", ".join(p.name for p in cmd.params)
+        return ("    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);\n"
+                "    if (rec && !rec->python_path) {\n"
+                f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];\n"
+                f"        if (next) next({args});\n"
+                "        return;\n"
+                "    }\n")
     tagged = spec.tagged
     params = cmd.params[1:]
     slot_codes = codes[1:]
