@@ -21,7 +21,8 @@ forwards the call (unless the rest is short: INLINE_BYTES). Whatever needs a fin
 waits for its job (`wait`, before any hook of that buffer) or for every job (`settle`: submits,
 frees, pool resets, executing secondaries, device destruction), and runs the jobs queued before
 it itself when the worker is not running one: the waiting thread does the work at no thread
-switch. The worker takes the jobs when WAKE_BYTES of records wait, or within WORKER_POLL_S. A
+switch. The worker takes the jobs when WAKE_BYTES of records wait, or at its next poll (every
+WORKER_POLL_S while it finds jobs, backing off to WORKER_IDLE_S while it finds none). A
 command buffer the C side does not know (not registered) takes the Python hook, as before.
 
 Record layout (little-endian, 8-byte aligned):
@@ -73,6 +74,7 @@ INLINE_BYTES = 512
 # worker's poll runs them).
 WAKE_BYTES = 64 * 1024
 WORKER_POLL_S = 0.02
+WORKER_IDLE_S = 0.64
 
 
 @dataclass(frozen=True)
@@ -285,12 +287,18 @@ class Recorder:
             self._wake.set()
 
     def _run(self) -> None:
+        """Every WORKER_POLL_S while it finds jobs, backing off to WORKER_IDLE_S while it finds none (the
+        waiting threads ran them, or nothing is recorded): an idle program pays a few wake-ups a second."""
+        poll_s = WORKER_POLL_S
         while True:
-            self._wake.wait(WORKER_POLL_S)
+            self._wake.wait(poll_s)
             self._wake.clear()
             if self._jobs:
                 with self._running:
                     self._drain(None)
+                poll_s = WORKER_POLL_S
+            else:
+                poll_s = min(poll_s * 2, WORKER_IDLE_S)
 
     def _drain(self, until: threading.Event | None) -> None:
         """(`_running` held) Run the queued jobs in order, until `until` is set or none is left."""
