@@ -31,12 +31,17 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tessera.schemas.frames import DEFAULT_MAX_JSON
 
 from .config import (DEFAULT_DRAIN_TIMEOUT, DEFAULT_HELLO_TIMEOUT, DEFAULT_MAX_BUFFERED, DEFAULT_MAX_CONNECTIONS,
                      Address, DaemonConfig, Validation)
 from .daemon import HostDaemon
+
+if TYPE_CHECKING:   # imported when used: the merge loads the Perfetto protos
+    from .merge import MergeResult
+    from .summary import Summary
 
 
 class EmbeddedDaemon:

@@ -25,6 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tessera.vkapi import structs
+from tessera.vkapi.vkconst import vk
+
 if TYPE_CHECKING:
     from .objects import Device, PhysicalDevice
 
@@ -38,6 +41,28 @@ class DeviceRequest:
     info: Any                      # the driver's copy going to the backend: `enable` may change it
     names: frozenset[str]          # the extensions the application enabled (the emulated ones too)
     keep: list                     # what `enable` makes stays alive until the backend's call returns
+
+
+def enable_core_features(ffi, info, keep: list, *members: str) -> None:
+    """Turn on the VkPhysicalDeviceFeatures `members` in `info`, the driver's copy of a
+    VkDeviceCreateInfo going to the backend, for what a feature makes the backend do. The application's
+    structures are never written: a VkPhysicalDeviceFeatures2 in the chain (the application's own unless
+    another feature rebuilt the chain) is set in a copy of the chain, pEnabledFeatures in a copy of it;
+    `keep` holds the copies until the backend's call returns."""
+    nodes = list(structs.chain(ffi, info.pNext))
+    if any(node.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 for node in nodes):
+        info.pNext = structs.rebuild_chain(ffi, nodes, keep)
+        f2 = structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+                          "VkPhysicalDeviceFeatures2 *")
+        features = f2.features
+    else:
+        features = ffi.new("VkPhysicalDeviceFeatures *")
+        keep.append(features)
+        if info.pEnabledFeatures != ffi.NULL:
+            ffi.memmove(features, info.pEnabledFeatures, ffi.sizeof("VkPhysicalDeviceFeatures"))
+        info.pEnabledFeatures = features
+    for member in members:
+        setattr(features, member, vk.VK_TRUE)
 
 
 class Feature:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from tessera.vkapi import structs
 from tessera.vkapi.ops import LABEL_END, LabelBegin, LabelInsert
-from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
 from .objects import CommandBuffer, Queue

@@ -48,13 +48,11 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 
-from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
-from .feature import DeviceRequest, Feature
+from .feature import DeviceRequest, Feature, enable_core_features
 from .indirect_sizes import then
 from .objects import CommandBuffer, Device
 from .recording import Draw, Work
@@ -217,20 +215,7 @@ class MeasuredCounters(Feature):
 
     def enable(self, request: DeviceRequest) -> None:
         """pipelineStatisticsQuery on in the driver's copy of the create info (never the application's)."""
-        ffi, info, keep = self.ffi, request.info, request.keep
-        nodes = list(structs.chain(ffi, info.pNext))
-        if any(node.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 for node in nodes):
-            info.pNext = structs.rebuild_chain(ffi, nodes, keep)
-            f2 = structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
-                              "VkPhysicalDeviceFeatures2 *")
-            f2.features.pipelineStatisticsQuery = vk.VK_TRUE
-            return
-        features = ffi.new("VkPhysicalDeviceFeatures *")
-        keep.append(features)
-        if info.pEnabledFeatures != ffi.NULL:
-            ffi.memmove(features, info.pEnabledFeatures, ffi.sizeof("VkPhysicalDeviceFeatures"))
-        features.pipelineStatisticsQuery = vk.VK_TRUE
-        info.pEnabledFeatures = features
+        enable_core_features(request.ffi, request.info, request.keep, "pipelineStatisticsQuery")
 
     def created(self, dev: Device, request: DeviceRequest) -> None:
         pools = DevicePools(self.ffi, dev)

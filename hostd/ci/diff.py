@@ -243,7 +243,7 @@ def format_diff(d: Diff, fmt: str) -> str:
     md = fmt == "markdown"
     lines: list[str] = []
     if md:
-        lines += [f"### Tessera GPU diff", "", f"base `{d.base}` → new `{d.new}`", "",
+        lines += ["### Tessera GPU diff", "", f"base `{d.base}` → new `{d.new}`", "",
                   "| queue | base | new | Δ | Δ% |", "|---|---:|---:|---:|---:|"]
         for q, (b, n) in d.queues.items():
             lines.append(f"| {q} | {_ms(b)} | {_ms(n)} | {_signed_ms(n - b)} | {_pct_text(_pct(b, n))} |")

@@ -12,6 +12,8 @@ from __future__ import annotations
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
+from ..feature import enable_core_features
+
 # (name, description), in the order values are returned. The six pipes of the compiler model
 # (compiler/pipes.py) and the measured executions.
 METRICS = (
@@ -51,21 +53,7 @@ def wants_instrumentation(ffi, pnext) -> bool:
 
 def enable_store_features(ffi, info, keep) -> None:
     """Instrumented vertex and fragment stages write to storage buffers: turn on the two core
-    features that allow it in the create info going to the backend (`info` is the driver's copy).
-    Per-region counters (icd/regions/) need them too. The application's structures are never
-    written: a VkPhysicalDeviceFeatures2 in the chain (the application's own unless another feature
-    rebuilt the chain) is set in a copy of the chain, which `keep` holds."""
-    nodes = list(structs.chain(ffi, info.pNext))
-    if any(node.sType == vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2 for node in nodes):
-        info.pNext = structs.rebuild_chain(ffi, nodes, keep)
-        f2 = structs.find(ffi, info.pNext, vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, "VkPhysicalDeviceFeatures2 *")
-        f2.features.vertexPipelineStoresAndAtomics = vk.VK_TRUE
-        f2.features.fragmentStoresAndAtomics = vk.VK_TRUE
-        return
-    features = ffi.new("VkPhysicalDeviceFeatures *")
-    keep.append(features)
-    if info.pEnabledFeatures != ffi.NULL:
-        ffi.memmove(features, info.pEnabledFeatures, ffi.sizeof("VkPhysicalDeviceFeatures"))
-    features.vertexPipelineStoresAndAtomics = vk.VK_TRUE
-    features.fragmentStoresAndAtomics = vk.VK_TRUE
-    info.pEnabledFeatures = features
+    features that allow it in the create info going to the backend (`info` is the driver's copy;
+    icd/feature.py enable_core_features never writes the application's structures). Per-region
+    counters (icd/regions/) need them too."""
+    enable_core_features(ffi, info, keep, "vertexPipelineStoresAndAtomics", "fragmentStoresAndAtomics")
