@@ -19,10 +19,11 @@ the application never sees them. Vulkan's rules, kept:
   - every query is reset (vkCmdResetQueryPool), begun and ended outside any render pass instance:
     a pass is bracketed from before its begin to after its end (so one query covers all its
     subpasses' draws, and multiview needs no per-view queries), a dispatch around itself;
-  - one pipeline-statistics query active at a time in a command buffer: none is begun while the
-    application has its own active (vkCmdBeginQuery/vkCmdEndQuery on a pool of that type), nor in a
-    secondary command buffer that inherits pipeline statistics; and once the application has made a
-    pool of that type on the device no pass is bracketed (it could begin its query inside the pass);
+  - one pipeline-statistics query active at a time in a command buffer: once the application has made
+    a pool of that type on the device, nothing is bracketed (it could begin its query around or inside
+    any of ours; its work keeps the model), nor in a secondary command buffer that inherits pipeline
+    statistics. Watching the application's own vkCmdBeginQuery/vkCmdEndQuery instead would put every
+    query of every application through Python, counters measured or not;
   - no query is active across vkCmdExecuteCommands (the backend lacks inheritedQueries): a pass
     whose contents are secondary command buffers, or with several subpasses (a later subpass may
     execute secondaries), is not measured, nor is a dynamic-rendering pass that suspends or resumes;
@@ -174,7 +175,6 @@ class Reading:
 class _Recording:
     """This module's state on a command buffer (its slot, dropped at reset)."""
     blocked: bool = False               # a secondary inheriting pipeline statistics: no queries of ours
-    app_active: int = 0                 # the application's pipeline-statistics queries active
     pass_reading: Reading | None = None  # the query around the pass being recorded
     pass_start: int = 0                 # where its ops start in cb.ops
     work: Work | None = None            # the dispatch being recorded, bracketed
@@ -239,18 +239,6 @@ class MeasuredCounters(Feature):
         if pools is not None:
             pools.query_pools.pop(int(queryPool), None)
 
-    def _app_query(self, cb: CommandBuffer, queryPool, change: int) -> None:
-        pools = cb.device.peek(DevicePools)
-        if pools is not None and int(queryPool) in pools.query_pools:
-            state = cb.slot(_Recording)
-            state.app_active = max(0, state.app_active + change)
-
-    def before_vkCmdBeginQuery(self, cb, commandBuffer, queryPool, query, flags):
-        self._app_query(cb, queryPool, +1)
-
-    def after_vkCmdEndQuery(self, cb, result, commandBuffer, queryPool, query):
-        self._app_query(cb, queryPool, -1)
-
     # ---- command buffers ---------------------------------------------------------------------
     def after_vkBeginCommandBuffer(self, cb, result, commandBuffer, pBeginInfo):
         """Every command buffer of a device with the feature records its pass begins and ends and its
@@ -268,8 +256,10 @@ class MeasuredCounters(Feature):
         pools = cb.device.peek(DevicePools)
         if pools is None:
             return None
+        if pools.query_pools:   # the application counts too: its queries could overlap ours
+            return None
         state = cb.slot(_Recording)
-        if state.blocked or state.app_active or state.pass_reading is not None or state.work_reading is not None:
+        if state.blocked or state.pass_reading is not None or state.work_reading is not None:
             return None
         slot = pools.take()
         if slot is None:
@@ -288,9 +278,6 @@ class MeasuredCounters(Feature):
 
         last = cb.ops[-1] if cb.ops else None
         if secondaries or suspend_resume or type(last) is not PassBegin or last.info.subpasses > 1:
-            return
-        pools = cb.device.peek(DevicePools)
-        if pools is not None and pools.query_pools:   # the application counts too: it may begin inside
             return
         reading = self._begin(cb, commandBuffer)
         if reading is not None:

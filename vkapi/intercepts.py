@@ -111,7 +111,6 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdBeginDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL)},
-    "vkCmdBeginQuery": {ICD: In("icd.measured_counters")},   # the application's: one statistics query at a time
     "vkCmdBeginRenderPass": {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", c=PASS_BEGIN),
         LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_PASS_BEGIN)},
@@ -218,7 +217,6 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdEndDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL_END, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL_END)},
-    "vkCmdEndQuery": {ICD: In("icd.measured_counters")},
     "vkCmdEndRenderPass": {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", "icd.indirect_sizes", c=PASS_END),
         LAYER: In("layer.render_passes", c=PASS_END)},
