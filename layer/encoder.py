@@ -81,10 +81,15 @@ def annex(submit_id: int, tag: int, fields: dict) -> bytes:
     return encode(MessageType.ANNEX, fields, tag=tag, sequence=submit_id)
 
 
-def frame(number: int, device_address: int, queue: str, source: str, time_ns: int) -> bytes:
-    """`time_ns`: CLOCK_MONOTONIC_RAW when the frame ended."""
-    return encode(MessageType.FRAME, {"frame": number, "time_ns": time_ns, "device": hex_handle(device_address),
-                                      "queue": queue, "source": source})
+def frame(number: int, device_address: int, queue: str, source: str, time_ns: int,
+          images: tuple[int, ...] | None = None) -> bytes:
+    """`time_ns`: CLOCK_MONOTONIC_RAW when the frame ended; `images`: the frame's output images (what a
+    present showed, a VkFrameBoundaryEXT's pImages; 0: an image the layer does not know; None: none named)."""
+    payload = {"frame": number, "time_ns": time_ns, "device": hex_handle(device_address), "queue": queue,
+               "source": source}
+    if images is not None:
+        payload["images"] = [hex_handle(i) for i in images]
+    return encode(MessageType.FRAME, payload)
 
 
 def instrumentation(submit_id: int, tag: int, device_address: int, actions: list[dict]) -> bytes:

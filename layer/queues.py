@@ -50,7 +50,8 @@ class Plan:
     annexes: dict[int, dict] = field(default_factory=dict)                # tag -> fields
     captures: list[tuple[int, Capture]] = field(default_factory=list)
     reused: bool = False
-    frame_ends: list[int] = field(default_factory=list)                   # VkFrameBoundaryEXT frame ids
+    # VkFrameBoundaryEXT: frame ids, or (frame id, its pImages) (frame_boundaries)
+    frame_ends: list[int | tuple[int, tuple[int, ...]]] = field(default_factory=list)
 
     @property
     def wrap(self) -> bool:
@@ -260,25 +261,33 @@ class QueueReporter:
         readers = self.instrumenter.readers(dev, plan.submit_id, plan.trackers) if self.instrumenter else []
         if plan.captures or readers:
             self.capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers, readers)
-        for frame_id in plan.frame_ends:
-            self.end_frame(dev, q, "frame_boundary", frame_id)
+        for end in plan.frame_ends:
+            frame_id, images = _frame_end(end)
+            self.end_frame(dev, q, "frame_boundary", frame_id, images)
 
     # ---- frames and waits -------------------------------------------------------------------
-    def end_frame(self, dev, q: QueueTracker, source: str, frame_id: int | None = None) -> None:
+    def end_frame(self, dev, q: QueueTracker, source: str, frame_id: int | None = None,
+                  images: tuple[int, ...] | None = None) -> None:
+        """`images`: what a present showed (the FRAME's `images`)."""
         session = self.session
         number = frame_id if frame_id is not None else session.frame
-        self.send(encoder.frame, number, dev.address, q.name, source, encoder.now_ns())
+        self.send(encoder.frame, number, dev.address, q.name, source, encoder.now_ns(), images)
         session.frame = max(session.frame, number) + 1
 
-    def present(self, dev, address: int, frame_ends) -> None:
+    def present(self, dev, address: int, frame_ends, images=lambda: None) -> None:
         """After vkQueuePresentKHR on the queue at `address`; `frame_ends()`: the frame ids of the
-        present's VkFrameBoundaryEXT (the first one names the frame)."""
+        present's VkFrameBoundaryEXT (the first one names the frame); `images()`: the swapchain
+        images it showed (presented_images)."""
         self.pull()   # the frame's submits made in C, before the frame ends
         q = dev.queues.get(address)
         if q is None:
             return
-        ids = frame_ends()
-        self.end_frame(dev, q, "present", ids[0] if ids else None)
+        ends = frame_ends()
+        frame_id, boundary_images = _frame_end(ends[0]) if ends else (None, None)
+        shown = images()
+        if boundary_images:   # the present's VkFrameBoundaryEXT names more of the frame's output
+            shown = (*(shown or ()), *boundary_images)
+        self.end_frame(dev, q, "present", frame_id, shown)
         self.capturer.poll(dev)
 
     def waited(self, dev) -> bool:
@@ -288,10 +297,32 @@ class QueueReporter:
         return bool(self.capturer.poll(dev))
 
 
-def frame_boundaries(ffi, pnext) -> list[int]:
-    """The frame id of a VkFrameBoundaryEXT ending a frame in the chain `pnext`, as a list."""
+def presented_images(ffi, swapchains: dict[int, tuple[int, ...]], info) -> tuple[int, ...]:
+    """The VkImage each swapchain of a VkPresentInfoKHR shows (pImageIndices into the images
+    vkGetSwapchainImagesKHR returned), 0 for a swapchain or index the layer does not know."""
+    out = []
+    for i in range(info.swapchainCount):
+        images = swapchains.get(int(ffi.cast("uint64_t", info.pSwapchains[i])), ())
+        index = info.pImageIndices[i]
+        out.append(images[index] if index < len(images) else 0)
+    return tuple(out)
+
+
+def _frame_end(end: int | tuple[int, tuple[int, ...]]) -> tuple[int, tuple[int, ...] | None]:
+    """(frame id, the images the frame boundary names, None when it names none) of a frame end."""
+    if isinstance(end, tuple):
+        return end[0], end[1] or None
+    return end, None
+
+
+def frame_boundaries(ffi, pnext) -> list[tuple[int, tuple[int, ...]]]:
+    """(frame id, its pImages: the images that are the frame's output) of a VkFrameBoundaryEXT ending a
+    frame in the chain `pnext`, as a list."""
     fb = structs.find(ffi, pnext, vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT, "VkFrameBoundaryEXT *")
-    return [fb.frameID] if fb is not None and fb.flags & vk.VK_FRAME_BOUNDARY_FRAME_END_BIT_EXT else []
+    if fb is None or not fb.flags & vk.VK_FRAME_BOUNDARY_FRAME_END_BIT_EXT:
+        return []
+    images = tuple(int(ffi.cast("uint64_t", fb.pImages[i])) for i in range(fb.imageCount)) if fb.pImages else ()
+    return [(fb.frameID, images)]
 
 
 def for_driver(ffi, errors, dev, ctype: str, count: int, pSubmits, keep: list):
@@ -357,7 +388,19 @@ class Queues:
         return self._submit(call_down, queue, "vkQueueSubmit2", "VkSubmitInfo2", count, pSubmits, fence)
 
     def after_vkQueuePresentKHR(self, dev, result, queue, pPresentInfo):
-        self.reporter.present(dev, self.state.address(queue), lambda: frame_boundaries(self.ffi, pPresentInfo.pNext))
+        ffi = self.ffi
+        self.reporter.present(dev, self.state.address(queue), lambda: frame_boundaries(ffi, pPresentInfo.pNext),
+                              lambda: presented_images(ffi, dev.swapchains, pPresentInfo))
+
+    # Swapchain images (cold: once per swapchain), so a present names the images it shows.
+    def after_vkGetSwapchainImagesKHR(self, dev, result, device, swapchain, pCount, pImages):
+        if pImages != self.ffi.NULL and result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
+            cast = self.ffi.cast
+            dev.swapchains[int(cast("uint64_t", swapchain))] = tuple(
+                int(cast("uint64_t", pImages[i])) for i in range(pCount[0]))
+
+    def before_vkDestroySwapchainKHR(self, dev, device, swapchain, pAllocator):
+        dev.swapchains.pop(int(self.ffi.cast("uint64_t", swapchain)), None)
 
     # The application observes completion: what it knows has run keeps its metadata, whatever it does
     # next (transport.hand_to_kernel). The sender writes the frames while the driver waits; after the

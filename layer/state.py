@@ -47,6 +47,7 @@ class DeviceState:
     recording_table: Any = None    # tessera_device of the C recorder, made with the first command buffer
     allocations: Any = None        # allocations.DeviceAllocations, made with the first vkAllocateMemory
     announced: tuple | None = None  # the DEVICE message's arguments (chain.py), sent again with `allocations`
+    swapchains: dict[int, tuple[int, ...]] = field(default_factory=dict)   # swapchain -> its images (queues.py)
 
 
 class Session:

@@ -309,6 +309,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyShaderEXT": {ICD: In("vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
     "vkDestroyShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkDestroyShaderModule": {ICD: In("vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
+    "vkDestroySwapchainKHR": {LAYER: In("layer.queues")},
     "vkDestroyTensorARM": {ICD: In("icd.tensors.resources", emulated=True), LAYER: In("layer.tensors")},
     "vkDestroyTensorViewARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkDeviceWaitIdle": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
@@ -342,6 +343,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkGetPhysicalDeviceQueueFamilyProperties": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceQueueFamilyProperties2": {ICD: In("icd.instance")},
     "vkGetShaderInstrumentationValuesARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
+    # The images of each swapchain, so a present names the images it shows (layer/queues.py): cold paths.
+    "vkGetSwapchainImagesKHR": {LAYER: In("layer.queues")},
     "vkGetTensorMemoryRequirementsARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkQueueBeginDebugUtilsLabelEXT": {ICD: In("icd.labels", emulated=True), LAYER: In("layer.commands")},
     "vkQueueEndDebugUtilsLabelEXT": {ICD: In("icd.labels", emulated=True), LAYER: In("layer.commands")},

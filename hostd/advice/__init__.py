@@ -37,15 +37,16 @@ def analyse(target: Path, gpu: Gpu | None = None) -> Analysis:
     """The render graph and advice of a session folder or merged trace (hostd.ci.runs.RunError when
     it cannot be read)."""
     from ..ci.runs import read_run
-    from .gpu import device_name, emulated, session_devices
+    from .gpu import device_name, emulated, session_devices, session_metadata, session_presents
     from .graph import build, works_from_run
     from .rules import advise
 
     run = read_run(Path(target))
-    devices = session_devices(Path(target))
+    index = session_metadata(Path(target))
+    devices = session_devices(Path(target), index)
     if gpu is None:
         gpu = emulated(device_name(devices))
-    graph = build(works_from_run(run))
+    graph = build(works_from_run(run), session_presents(index))
     graph.allocations = [(str(d.get("name", "?")), d["allocations"]) for d in devices
                          if isinstance(d.get("allocations"), dict)]
     return Analysis(gpu, graph, advise(graph, gpu), run, list(run.problems))

@@ -53,18 +53,35 @@ def emulated(device_name: str | None = None) -> Gpu:
                lambda cycles: timing.cycles_ns(profile, cycles), timing.memory_ns, assumed, profile.pixel_rate)
 
 
-def session_devices(target: Path) -> list[dict]:
-    """The DEVICE payloads a session's layer sent (each device's last: a destroyed device's carries
-    its `allocations`, layer/allocations.py); none for a merged trace read alone."""
+def session_metadata(target: Path):
+    """The metadata index (hostd/metadata.py) of a session folder's logs and spools; None for a merged
+    trace read alone."""
     target = Path(target)
     if not target.is_dir():
-        return []
+        return None
     from ..merge import find_inputs
     from ..metadata import load
 
     inputs = find_inputs(target)
-    index = load(inputs.logs + inputs.spools)
+    return load(inputs.logs + inputs.spools)
+
+
+def session_devices(target: Path, index=None) -> list[dict]:
+    """The DEVICE payloads a session's layer sent (each device's last: a destroyed device's carries
+    its `allocations`, layer/allocations.py); none for a merged trace read alone. `index`: the
+    session's session_metadata, when read already."""
+    index = index if index is not None else session_metadata(target)
+    if index is None:
+        return []
     return [device for proc in index.processes.values() for device in proc.devices.values()]
+
+
+def session_presents(index) -> list[tuple[int, list[str]]]:
+    """(frame, the images its present showed) of each FRAME that names them (layer protocol 4)."""
+    if index is None:
+        return []
+    return [(int(n), [str(i) for i in f["images"]]) for proc in index.processes.values()
+            for n, f in proc.frames.items() if isinstance(f.get("images"), list)]
 
 
 def session_device(target: Path) -> str | None:

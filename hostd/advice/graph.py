@@ -18,8 +18,10 @@ What a node reads and writes (the layer's WORKLOAD `attachments` and `resources`
     descriptor can read it.
 
 Edges go from the last writer of a resource to each reader (None: nothing in the session wrote it).
-Each write has a fate: `read` (someone read it), `overwritten` (the next access overwrote it with
-nobody opaque in between), `end` (no later access). Bandwidth per attachment uses the one formula
+Presents (the layer's FRAME `images`, protocol 4: the swapchain image each vkQueuePresentKHR
+showed) read the last write of each image shown before the frame's end (`Present`, `presented`
+on the write). Each write has a fate: `read` (someone read or presented it), `overwritten` (the next
+access overwrote it with nobody opaque in between), `end` (no later access). Bandwidth per attachment uses the one formula
 shared with the driver's timing (tessera.vkapi.render_passes.attachment_bytes).
 """
 from __future__ import annotations
@@ -110,6 +112,7 @@ class Access:
     fate: str = ""                     # writes: read, overwritten, end
     overwritten_by: int | None = None
     opaque_between: bool = False       # writes: an opaque workload ran before its fate was decided
+    presented: list[int] = field(default_factory=list)   # writes: the frames whose present showed it
 
     @property
     def depth_stencil(self) -> bool:
@@ -124,7 +127,8 @@ class Access:
         if self.reads:
             out["writer"] = self.writer
         if self.writes:
-            out.update(readers=self.readers, fate=self.fate, overwritten_by=self.overwritten_by)
+            out.update(readers=self.readers, fate=self.fate, overwritten_by=self.overwritten_by,
+                       presented=self.presented)
         return out
 
 
@@ -185,9 +189,21 @@ class Edge:
 
 
 @dataclass
+class Present:
+    """One swapchain image shown by a frame's present, and the node whose write it showed."""
+    frame: int
+    image: str
+    writer: int | None                 # None: nothing in the session wrote it
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frame": self.frame, "image": self.image, "from": self.writer}
+
+
+@dataclass
 class RenderGraph:
     nodes: list[Node]
     edges: list[Edge]
+    presents: list[Present] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)      # image -> VkImageUsageFlags, where known
     # (device name, its DEVICE `allocations`: layer/allocations.py) of the session's destroyed devices
     allocations: list[tuple[str, dict]] = field(default_factory=list)
@@ -196,7 +212,14 @@ class RenderGraph:
         return sorted({n.work.frame for n in self.nodes}, key=lambda f: -1 if f is None else f)
 
     def to_json(self) -> dict[str, Any]:
-        return {"nodes": [n.to_json() for n in self.nodes], "edges": [e.to_json() for e in self.edges]}
+        return {"nodes": [n.to_json() for n in self.nodes], "edges": [e.to_json() for e in self.edges],
+                "presents": [p.to_json() for p in self.presents]}
+
+    @property
+    def presents_known(self) -> bool:
+        """Whether the session's presents name their images: then a colour image's last write that
+        nobody read or presented is dead."""
+        return bool(self.presents)
 
 
 # ---- bandwidth: the driver's formula ---------------------------------------------------------
@@ -268,13 +291,29 @@ def _accesses(w: Work) -> list[Access]:
     return out
 
 
-def build(works: list[Work]) -> RenderGraph:
-    """Link `works` (in GPU order) into a render graph: each read to its writer, each write's fate."""
+def build(works: list[Work], presents: list[tuple[int, list[str]]] | None = None) -> RenderGraph:
+    """Link `works` (in GPU order) into a render graph: each read to its writer, each write's fate.
+    `presents`: (frame, the images its present showed), the FRAME messages' `images`; a present
+    reads what the works of frames up to its own wrote last."""
     nodes = [Node(i, w, _accesses(w)) for i, w in enumerate(sorted(works, key=lambda w: w.index))]
     usage = {a.resource: a.usage for n in nodes for a in n.accesses if a.resource and a.usage >= 0}
     edges: list[Edge] = []
+    shown: list[Present] = []
+    pending = sorted((f, image) for f, images in (presents or []) for image in images if image != NULL_HANDLE)
     last_write: dict[str, tuple[int, Access]] = {}      # resource -> (node, its write access)
+
+    def present_until(frame: int | None) -> None:
+        while pending and (frame is None or pending[0][0] < frame):
+            f, image = pending.pop(0)
+            prev = last_write.get(image)
+            shown.append(Present(f, image, prev[0] if prev is not None else None))
+            if prev is not None:
+                prev[1].presented.append(f)
+                prev[1].fate = prev[1].fate or "read"
+
     for node in nodes:
+        if node.work.frame is not None:
+            present_until(node.work.frame)
         if node.work.opaque:        # its draws may sample anything but its own attachments
             own = {a.resource for a in node.accesses}
             for r, (_, acc) in last_write.items():
@@ -306,32 +345,35 @@ def build(works: list[Work]) -> RenderGraph:
                 last_write[r] = (node.id, acc)
             elif acc.overwrites:        # cleared or don't-care, not stored: the old contents are gone
                 last_write.pop(r, None)
+    present_until(None)
     for node in nodes:
         for acc in node.accesses:
             if acc.writes and not acc.fate:
                 acc.fate = "end"
-    _flag(nodes)
-    return RenderGraph(nodes, edges, usage)
+    _flag(nodes, bool(shown))
+    return RenderGraph(nodes, edges, shown, usage)
 
 
-def dead(acc: Access) -> bool:
-    """A write nobody can have read: overwritten, or (depth/stencil, which the host does not read back)
-    never accessed again, with no opaque workload in between. A colour image's last write is taken
-    as read by the host or the display (a mapped read-back or a present: not in the metadata)."""
-    if not acc.writes or acc.readers or acc.opaque_between:
+def dead(acc: Access, presents_known: bool = False) -> bool:
+    """A write nobody can have read: overwritten, or never accessed again, with no opaque workload in
+    between — for a depth/stencil attachment (the host does not read it back) always, for a colour
+    attachment when the session's presents name their images (`presents_known`) and none showed it;
+    without them a colour image's last write is taken as read by the host or the display."""
+    if not acc.writes or acc.readers or acc.presented or acc.opaque_between:
         return False
-    return acc.fate == "overwritten" or (acc.fate == "end" and acc.role == "attachment" and acc.depth_stencil)
+    return acc.fate == "overwritten" or (acc.fate == "end" and acc.role == "attachment"
+                                         and (acc.depth_stencil or presents_known))
 
 
-def _flag(nodes: list[Node]) -> None:
+def _flag(nodes: list[Node], presents_known: bool = False) -> None:
     for node in nodes:
         w = node.work
         writes = [a for a in node.accesses if a.writes]
-        if w.kind == RENDER_PASS and all(dead(a) for a in writes) and not any(
+        if w.kind == RENDER_PASS and all(dead(a, presents_known) for a in writes) and not any(
                 a.writes and a.resource is None for a in node.accesses):
             node.flags.append("outputs-unread")
         for a in writes:
-            if dead(a):
+            if dead(a, presents_known):
                 node.flags.append(f"stored-unread:{a.index if a.role == 'attachment' else a.role}")
         for a in node.accesses:
             if a.reads and a.writer is None and a.resource is not None:

@@ -23,7 +23,8 @@ from typing import Any
 from .gpu import Gpu
 from .graph import RENDER_PASS, Access, Node, RenderGraph, dead, descriptor_readable, descriptor_writable, transient
 
-SCHEMA_VERSION = 2          # 2: render passes' `content`, findings' `where.draw` (#28 content metrics)
+SCHEMA_VERSION = 3          # 3: render_graph `presents`, writes' `presented`; 2: render passes' `content`,
+                            # findings' `where.draw` (#28 content metrics)
 # Severities, least first: `warning` for work or traffic the frame does for nothing, `info` for what a
 # threshold calls too much (the budget file's `[advice] max_severity`, docs/ci.md, compares by this order).
 SEVERITIES = ("info", "warning")
@@ -193,6 +194,22 @@ def store_overwritten(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
                                     f"{_att(acc)} is stored ({acc.write_bytes} bytes written back) and then "
                                     f"overwritten by {by.work.where()} before anything reads it",
                                     gpu, nbytes=acc.write_bytes, acc=acc))
+    return out
+
+
+def store_unpresented(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """A colour store nothing reads or presents before the session ends, in a session whose presents
+    name their images (FRAME `images`): without them a colour image's last write is taken as shown."""
+    out = []
+    if not graph.presents_known:
+        return out
+    for node in graph.nodes:
+        for acc in node.accesses:
+            if (acc.role == "attachment" and acc.write_bytes and not acc.depth_stencil and acc.fate == "end"
+                    and dead(acc, True)):
+                out.append(_finding(RULES_BY_ID["store-unpresented"], node,
+                                    f"{_att(acc)} is stored ({acc.write_bytes} bytes written back) and then neither "
+                                    f"read nor presented", gpu, nbytes=acc.write_bytes, acc=acc))
     return out
 
 
@@ -503,6 +520,9 @@ RULES: tuple[Rule, ...] = (
     _rule("store-overwritten", "Colour attachment stored, then overwritten unread",
           "Use STORE_OP_DONT_CARE: nothing reads what this pass writes back.",
           store_overwritten, ("RenderPass-redundant-store",)),
+    _rule("store-unpresented", "Colour attachment stored, then neither read nor presented",
+          "Use STORE_OP_DONT_CARE (or drop the pass): no later pass, transfer or present uses what it writes back.",
+          store_unpresented),
     _rule("depth-store-unread", "Depth/stencil attachment stored but never read",
           "Use STORE_OP_DONT_CARE for depth/stencil, and a TRANSIENT_ATTACHMENT image in lazily allocated memory.",
           depth_store_unread, ("vkCreateFramebuffer-attachment-should-be-transient",)),

@@ -70,3 +70,49 @@ def test_every_transfer_names_its_endpoints() -> None:
     class Info:
         srcImage, dstImage = 3, 4
     assert ENDPOINTS["vkCmdBlitImage2"](Info()) == (3, 4)
+
+
+COLOUR_ONLY = 0x10                           # VkImageUsageFlagBits: COLOR_ATTACHMENT (no descriptor can read it)
+
+
+def _presented(presents, *works):
+    for i, w in enumerate(works):
+        w.index = i
+    return build(list(works), presents)
+
+
+def test_a_present_reads_the_last_write_of_the_image_it_shows() -> None:
+    """Frame 0 renders an offscreen image and the swapchain image 0xs; its present shows 0xs. Frame 1
+    writes 0xs again. The present reads pass 1's write only: pass 0 wrote what nobody read or showed."""
+    g = _presented([(0, ["0xs"]), (1, ["0xs"])],
+                   rp([att("clear", "store")], ["0xoff"], usage=[COLOUR_ONLY]),
+                   rp([att("clear", "store")], ["0xs"], usage=[COLOUR_ONLY]),
+                   rp([att("clear", "store")], ["0xs"], usage=[COLOUR_ONLY], frame=1))
+    off, first, second = g.nodes
+    assert [(p.frame, p.image, p.writer) for p in g.presents] == [(0, "0xs", 1), (1, "0xs", 2)]
+    assert first.accesses[0].presented == [0] and first.accesses[0].fate == "read"
+    assert second.accesses[0].presented == [1]
+    assert off.accesses[0].fate == "end" and off.flags == ["outputs-unread", "stored-unread:0"]
+    assert first.flags == second.flags == []
+    assert g.to_json()["presents"][0] == {"frame": 0, "image": "0xs", "from": 1}
+
+
+def test_without_presents_a_colour_images_last_write_is_taken_as_shown() -> None:
+    g = _presented(None, rp([att("clear", "store")], ["0xoff"], usage=[COLOUR_ONLY]),
+                   rp([att("clear", "store")], ["0xs"], usage=[COLOUR_ONLY]))
+    assert g.presents == [] and [n.flags for n in g.nodes] == [[], []]
+    # a present that shows another image changes that: both writes are now unread
+    g = _presented([(0, ["0xother"])], rp([att("clear", "store")], ["0xoff"], usage=[COLOUR_ONLY]))
+    assert g.nodes[0].flags == ["outputs-unread", "stored-unread:0"] and g.presents[0].writer is None
+
+
+def test_a_present_of_a_later_frame_does_not_read_an_earlier_frames_overwritten_write() -> None:
+    """Frame 0 writes 0xs twice (the first overwritten by a clear before the present), frame 1's present
+    shows it unchanged: the second write is read (by both presents), the first is overwritten."""
+    g = _presented([(0, ["0xs"]), (1, ["0xs"])],
+                   rp([att("clear", "store")], ["0xs"], usage=[COLOUR_ONLY], draws=0),
+                   rp([att("clear", "store")], ["0xs"], usage=[COLOUR_ONLY]))
+    a, b = g.nodes
+    assert a.accesses[0].fate == "overwritten" and a.accesses[0].presented == []
+    assert b.accesses[0].presented == [0, 1] and b.flags == []
+    assert "outputs-unread" in a.flags

@@ -235,3 +235,24 @@ def test_sorted_by_saving() -> None:
         w.index = i
     found = advise(build(works), GPU)
     assert [f.saves_ns for f in found] == sorted((f.saves_ns for f in found), reverse=True)
+
+
+def test_store_unpresented() -> None:
+    """A colour store that no pass, transfer or present uses, in a session whose presents name their
+    images: its write-back, 16384 bytes = 512 ns. Quiet when presented, read, or with no presents known."""
+    def run(presents, *works):
+        for i, w in enumerate(works):
+            w.index = i
+        return [f for f in advise(build(list(works), presents), GPU) if f.rule == "store-unpresented"]
+
+    colour = [0x10]
+    [f] = run([(0, ["0xs"])], rp([att("clear", "store")], ["0xoff"], usage=colour),
+              rp([att("clear", "store")], ["0xs"], usage=colour))
+    assert (f.node, f.attachment, f.resource, f.saves_bytes, f.saves_ns, f.saves_cycles) == (0, 0, "0xoff", PASS_BYTES,
+                                                                                          512, 512)
+    assert run([(0, ["0xs", "0xoff"])], rp([att("clear", "store")], ["0xoff"], usage=colour)) == []
+    assert run(None, rp([att("clear", "store")], ["0xoff"], usage=colour)) == []
+    assert run([(0, ["0xs"])], rp([att("clear", "store")], ["0xoff"], usage=colour),
+               xfer("copy image to buffer", "0xoff", "0xbuf")) == []
+    # an opaque draw after it that may sample it (usage unknown): not called unread
+    assert run([(0, ["0xs"])], rp([att("clear", "store")], ["0xoff"]), rp([att("clear", "store")], ["0xs"])) == []

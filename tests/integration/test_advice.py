@@ -280,7 +280,7 @@ def test_report_json_and_html(planted, tmp_path) -> None:
     session, a = planted
     data = json.loads(run([TESSERA, "report", session, "--json"], None).stdout)
     advice = data["advice"]
-    assert (advice["schema"], advice["version"]) == ("tessera.advice", 2)
+    assert (advice["schema"], advice["version"]) == ("tessera.advice", 3)
     assert len(advice["findings"]) == len(a.findings) and len(advice["render_graph"]["nodes"]) == len(a.graph.nodes)
     assert advice["findings"][0]["rule"] == "too-many-passes"
     text = run([TESSERA, "report", session, "--top", "3"], None).stdout
@@ -299,3 +299,22 @@ def test_report_json_and_html(planted, tmp_path) -> None:
     if shutil.which("chromium"):
         dom = _rendered(page)
         assert dom.ids == p.ids and sorted(dom.rules) == sorted(p.rules)
+
+
+def test_vkcube_presents_what_each_frame_rendered(shims, tmp_path, xvfb_display) -> None:
+    """vkcube (a real swapchain): each frame's FRAME names the image it presented, the one its render
+    pass drew into, so every pass's colour write is read by its frame's present and nothing is unread."""
+    session = tmp_path / "vkcube"
+    env = dict(os.environ, DISPLAY=xvfb_display, XDG_RUNTIME_DIR=str(tmp_path))
+    out = subprocess.run([TESSERA, "run", "--out", session, "--", "vkcube", "--c", "4"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    a = analyse(session)
+    passes = [n for n in a.graph.nodes if n.work.kind == "render_pass"]
+    assert len(passes) == 4 and a.graph.presents_known
+    assert [(p.frame, p.writer) for p in a.graph.presents] == [(n.work.frame, n.id) for n in passes]
+    for n in passes:
+        [colour] = [acc for acc in n.accesses if acc.aspect == "color"]
+        assert colour.presented == [n.work.frame] and colour.fate == "read"
+        assert colour.resource == a.graph.presents[n.work.frame].image
+    assert not {"outputs-unread", "store-unpresented", "store-overwritten"} & {f.rule for f in a.findings}
