@@ -15,7 +15,11 @@ formulas of docs/counters.md:
     (render area x draws x DRAW_COVERAGE);
   - primitives: the draws' input primitives (icd/recording.py: vertices // 3, triangle lists);
   - external bus beats: the attachments loaded and stored (PassInfo.load_bytes / store_bytes),
-    transfer bytes read and written, in MALI_CONFIG_EXT_BUS_BYTE_SIZE beats.
+    transfer bytes read and written, in MALI_CONFIG_EXT_BUS_BYTE_SIZE beats;
+  - arithmetic instructions per pipe (FMA, CVT, SFU) and load/store, varying and texture issue cycles:
+    the compiler model's per-thread figures of each stage (`StageCost`, the cycles the timing model
+    reads carrying them) x the phase's warps (vertex, fragment or compute), a render pass's draws
+    weighted by their threads; none when a draw's or dispatch's shader has no figures.
 
 Derived counters whose inputs one phase has (queue active cycles, bus bytes) are evaluated with the
 database's equations (schemas/counters.py) and cached by their inputs: a steady frame loop
@@ -30,6 +34,53 @@ from tessera.schemas import counters as C
 
 from . import timing
 from .profiles import GpuProfile
+
+# The compiler model's pipes (compiler/costs.py PIPES), in its order.
+PIPES = ("FMA", "CVT", "SFU", "LS", "V", "T")
+# Arm's counter of each pipe: warp instructions (arithmetic) or issue cycles (the other units).
+INSTRUCTIONS = (("MaliEngFMAInstr", 0), ("MaliEngCVTInstr", 1), ("MaliEngSFUInstr", 2))
+ISSUE_CYCLES = (("MaliLSIssueCy", 3), ("MaliVarIssueCy", 4), ("MaliTexIssueCy", 5))
+
+
+class StageCost(float):
+    """A shader stage's cost per invocation as the timing model reads it (a float: bound-pipe cycles,
+    compiler ShaderCost.cycles_typical), carrying the compiler model's per-thread figures on its
+    typical path that the counters need: `ops`, thread-operations per pipe (FMA, CVT, SFU, LS, V, T:
+    on Valhall one instruction per 32-bit lane, so the FMA/CVT/SFU ones are instructions per thread),
+    and `pipe_cycles`, cycles per thread per pipe on one core (ops / the pipe's thread-ops per clock,
+    compiler/costs.py). Made by shader_costs.of_stages; arithmetic on it gives a plain float."""
+
+    ops: tuple[float, ...]
+    pipe_cycles: tuple[float, ...]
+
+    def __new__(cls, cycles: float, ops, pipe_cycles) -> "StageCost":
+        self = super().__new__(cls, cycles)
+        self.ops, self.pipe_cycles = tuple(ops), tuple(pipe_cycles)
+        return self
+
+    def __reduce__(self):
+        return (StageCost, (float(self), self.ops, self.pipe_cycles))
+
+
+def shader_mix(costs_and_threads) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+    """(ops, pipe cycles) per thread averaged over (StageCost, threads) pairs weighted by threads; None
+    when one with threads has no figures (a plain float or None: no model, or a measured cost)."""
+    total = 0
+    ops = [0.0] * 6
+    cyc = [0.0] * 6
+    for cost, threads in costs_and_threads:
+        if threads <= 0:
+            continue
+        if type(cost) is not StageCost:
+            return None
+        total += threads
+        for i in range(6):
+            ops[i] += cost.ops[i] * threads
+            cyc[i] += cost.pipe_cycles[i] * threads
+    if not total:
+        return None
+    return tuple(o / total for o in ops), tuple(c / total for c in cyc)
+
 
 # Transfers that only write (no source read).
 _WRITE_ONLY = frozenset({"fill buffer", "update buffer", "clear image"})
@@ -84,24 +135,51 @@ class CounterModel:
     def _beats(self, nbytes: int) -> int:
         return -(-nbytes // self.beat)
 
+    @staticmethod
+    def shaders(draws: list) -> tuple:
+        """The per-thread shader figures of a render pass's draws (recording.Draw): (vertex mix,
+        fragment mix), each shader_mix's, vertices weighted by each draw's vertices and fragments by
+        its draw count (the timing model gives every draw of a pass the same fragments)."""
+        return (shader_mix([(d.vertex_cycles, d.vertices) for d in draws]),
+                shader_mix([(d.fragment_cycles, d.count) for d in draws]))
+
     def render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
-                    main: timing.Phase, measured=None, geometry: bool = True) -> tuple[dict, dict]:
+                    main: timing.Phase, measured=None, geometry: bool = True, shaders: tuple = (None, None)
+                    ) -> tuple[dict, dict]:
         """The counters of a render pass's binning and main phases (`info`: its PassInfo; `measured`:
         the backend's pipeline statistics of the pass, measured_counters.Stats, or None; `geometry`
-        False: only its fragments count, its primitives and vertices stay modelled); cached by
-        everything they are computed from (a steady frame repeats its passes)."""
+        False: only its fragments count, its primitives and vertices stay modelled; `shaders`: its
+        draws' `shaders`); cached by everything they are computed from (a steady frame repeats its
+        passes)."""
         key = (info.width, info.height, info.layers, info.load_bytes, info.store_bytes, draws, vertices, primitives,
-               binning.duration_ns, main.duration_ns, measured, geometry)
+               binning.duration_ns, main.duration_ns, measured, geometry, shaders)
         hit = self._passes.get(key)
         if hit is None:
             if len(self._passes) >= _CACHE:
                 self._passes.clear()
             hit = self._passes[key] = self._render_pass(info, draws, vertices, primitives, binning, main, measured,
-                                                        geometry)
+                                                        geometry, shaders)
         return hit
 
+    def _shader_counts(self, out: dict, warps: int, mix) -> None:
+        """Arithmetic warp instructions per pipe = warps x instructions per thread; load/store, varying
+        and texture issue cycles = warps x warp width x cycles per thread (a warp issues whole, its
+        threads at the pipe's rate); each rounded to a whole count."""
+        if mix is None or warps <= 0:
+            return
+        ops, cycles = mix
+        has = self.gpu.has
+        for name, i in INSTRUCTIONS:
+            if has(name):
+                out[name] = round(warps * ops[i])
+        lanes = warps * self.warp
+        for name, i in ISSUE_CYCLES:
+            if has(name):
+                out[name] = round(lanes * cycles[i])
+
     def _render_pass(self, info, draws: int, vertices: int, primitives: int, binning: timing.Phase,
-                     main: timing.Phase, measured, geometry: bool) -> tuple[dict, dict]:
+                     main: timing.Phase, measured, geometry: bool, shaders: tuple = (None, None)
+                     ) -> tuple[dict, dict]:
         has = self.gpu.has
         if measured is not None and geometry:   # counted by the backend: input primitives, vertex invocations
             primitives, vertices = measured.input_primitives, measured.vertex_invocations
@@ -115,6 +193,7 @@ class CounterModel:
             b["MaliNonFragThread"] = vertices
         if has("MaliNonFragWarp"):
             b["MaliNonFragWarp"] = -(-vertices // self.warp)
+        self._shader_counts(b, -(-vertices // self.warp), shaders[0])
         m: dict = {}
         self._queue(m, self.main_q, main.duration_ns)
         fragments = (measured.fragment_invocations if measured is not None
@@ -123,6 +202,7 @@ class CounterModel:
             m["MaliFragThread"] = fragments
         if has("MaliFragWarp"):
             m["MaliFragWarp"] = -(-fragments // self.warp)
+        self._shader_counts(m, -(-fragments // self.warp), shaders[1])
         if info.load_bytes and has("MaliExtBusRdBt"):
             m["MaliExtBusRdBt"] = self._beats(info.load_bytes)
         if info.store_bytes and has("MaliExtBusWrBt"):
@@ -133,8 +213,10 @@ class CounterModel:
         """A dispatch, trace rays, acceleration-structure job or transfer (`work`: its Work). Sizes the
         driver had to guess (Work.estimated) give no thread counts. Cached like render_pass."""
         size = work.info.get("group_size")
+        cost = work.cycles
         key = (work.kind, work.stage, duration_ns, work.invocations, work.estimated, work.nbytes,
-               tuple(size) if type(size) is list else size)   # measured: invocations are the backend's count
+               tuple(size) if type(size) is list else size,   # measured: invocations are the backend's count
+               (cost.ops, cost.pipe_cycles) if type(cost) is StageCost else None)
         hit = self._works.get(key)
         if hit is None:
             if len(self._works) >= _CACHE:
@@ -153,6 +235,9 @@ class CounterModel:
                     out["MaliNonFragThread"] = work.invocations
                 if has("MaliNonFragWarp"):
                     out["MaliNonFragWarp"] = self.warps_of(work.invocations, group_size)
+                if kind == "dispatch" and type(work.cycles) is StageCost:
+                    self._shader_counts(out, self.warps_of(work.invocations, group_size),
+                                        (work.cycles.ops, work.cycles.pipe_cycles))
         elif kind in ("transfer", "acceleration_structure_copy") and work.nbytes > 0:
             if work.stage not in _WRITE_ONLY and has("MaliExtBusRdBt"):
                 out["MaliExtBusRdBt"] = self._beats(work.nbytes)
@@ -215,7 +300,8 @@ class Counts(dict):
 
 # Arm's units -> Perfetto's GpuCounterDescriptor.MeasureUnit names (None: no unit Perfetto has).
 _UNIT_NAMES = {"cycles": None, "bytes": "BYTE", "percent": "PERCENT", "threads": None, "warps": None,
-               "primitives": None, "beats": None}
+               "primitives": None, "beats": None,
+               "instructions": "INSTRUCTION"}
 _UNITS: dict[str, int] = {}
 
 

@@ -16,6 +16,10 @@ typical-path cost with the measured one:
       timing model's area × draws × DRAW_COVERAGE) is M / cores for this draw. The pixel-rate
       term and the tiles keep the area-based fragment count (timing.py).
 
+The measured figures reach the work as a counters.StageCost (the cycles above carrying, per thread,
+the executions' thread-operations and cycles per pipe), from which the Mali counters take the
+arithmetic instructions and unit issue cycles (docs/counters.md "Shader instructions and issue cycles").
+
 Vertex shading keeps the static estimate (the binning phase weighs vertex cycles per draw, not
 per vertex, so a per-draw measured figure would not be exact). A command that makes several
 Draws (an indirect multi-draw) has one region: its measurement is shared by its draws.
@@ -49,6 +53,7 @@ from tessera.vkapi.submits import command_buffers
 from tessera.vkapi.vkconst import vk
 
 from . import timing
+from .counters import StageCost
 from .driver import Driver
 from .indirect_sizes import then
 from .objects import CommandBuffer
@@ -119,27 +124,35 @@ class _Measure:
     def __init__(self, reader: _Counts, stage, items: list, costs, area: int | None) -> None:
         self.reader, self.stage, self.items, self.costs, self.area = reader, stage, items, costs, area
 
-    def cycles(self) -> float:
+    def cycles(self):
+        """The executions' bound-pipe cycles, thread-operations per pipe and cycles per pipe (totals)."""
         import numpy as np
         from tessera.compiler.analysis import PipeCycles
 
         s = self.stage
         gained = self.reader.take()[s.base:s.base + s.blocks].astype(np.float64)
-        ops = gained @ np.asarray(s.ops, dtype=np.float64).reshape(s.blocks, 6)
-        return PipeCycles.of([float(x) for x in ops], self.costs).bound_cycles
+        ops = [float(x) for x in gained @ np.asarray(s.ops, dtype=np.float64).reshape(s.blocks, 6)]
+        pc = PipeCycles.of(ops, self.costs)
+        return pc.bound_cycles, ops, (pc.fma, pc.cvt, pc.sfu, pc.ls, pc.v, pc.t)
+
+    @staticmethod
+    def _per(n: float, measured, ops, pipe_cycles) -> StageCost:
+        """The measured totals per thread (`n` threads), carrying the per-pipe figures the Mali counters
+        take (icd/counters.py StageCost)."""
+        return StageCost(measured / n, [o / n for o in ops], [c / n for c in pipe_cycles])
 
     def compute(self) -> None:
         work = self.items[0]
-        measured = self.cycles()
+        measured, ops, pipe_cycles = self.cycles()
         if work.invocations > 0:
-            work.cycles = measured / work.invocations
+            work.cycles = self._per(work.invocations, measured, ops, pipe_cycles)
             work.info["shader_cost"] = MEASURED
 
     def fragment(self) -> None:
         draws = sum(d.count for d in self.items)
-        measured = self.cycles()
+        measured, ops, pipe_cycles = self.cycles()
         if draws > 0 and self.area:
-            per_draw = measured / (draws * self.area * timing.DRAW_COVERAGE)
+            per_draw = self._per(draws * self.area * timing.DRAW_COVERAGE, measured, ops, pipe_cycles)
             for d in self.items:
                 d.fragment_cycles = per_draw
 

@@ -52,16 +52,24 @@ def _load_compiler() -> None:
 
 
 def of_stages(gpu: str, stages, log: logging.Logger) -> dict[str, float]:
-    """stage name -> cycles per invocation, for (name, spirv, entry, spec_values) stages."""
+    """stage name -> cycles per invocation, for (name, spirv, entry, spec_values) stages; each a
+    counters.StageCost carrying the typical path's per-pipe figures the Mali counters use."""
     from tessera.compiler import api
+    from tessera.compiler.costs import PIPES, gpu_costs
     from tessera.compiler.errors import CompileError
+
+    from .counters import StageCost
 
     costs: dict[str, float] = {}
     for name, code, entry, spec in stages:
         if code is None:
             continue
         try:
-            costs[name] = api.shader_cost(code, entry, gpu, spec).cycles_typical
+            cost = api.shader_cost(code, entry, gpu, spec)
+            rates = [gpu_costs(gpu).rates[p].per_clock for p in PIPES]
+            t = cost.typical
+            cycles = (t.fma, t.cvt, t.sfu, t.ls, t.v, t.t)
+            costs[name] = StageCost(cost.cycles_typical, [c * r for c, r in zip(cycles, rates)], cycles)
         except CompileError as e:
             log.info("%s shader %s: no cost from the compiler model (%s)", name, entry, e)
     return costs

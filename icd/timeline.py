@@ -383,7 +383,8 @@ class _Placer(OpWalker):
         geometry = not any(d.estimated for d in run.draws)
         if measured is not None and cm is not None:
             extra[A.MEASURED.label] = cm.measured_pass if geometry else cm.measured_fragments
-        b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main, measured, geometry)
+        b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main, measured, geometry,
+                                                 cm.shaders(run.draws))
                                   if cm is not None else (None, None))
         b_start = self.gpu.place(binning, self._start_floor("vertex"))
         self._write(b_start, binning, run, extra, rp, b_counters)

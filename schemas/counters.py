@@ -107,7 +107,10 @@ class GpuCounters:
     def __init__(self, arm_gpu: str) -> None:
         self.gpu = arm_gpu
         self.counters = {name: Counter(name, row) for name, row in COUNTERS[arm_gpu].items()}
-        self.equations = {c.name: Equation(c.equation) for c in self.counters.values() if c.equation is not None}
+        # the equations evaluated: not those of the counters Tessera supplies (DIRECT; Arm writes some with
+        # max(), which the evaluator does not take)
+        self.equations = {c.name: Equation(c.equation) for c in self.counters.values()
+                          if c.equation is not None and c.name not in DIRECT}
 
     def has(self, name: str) -> bool:
         return name in self.counters

@@ -41,6 +41,11 @@ WANTED = (
     "MaliExtBusRdBt", "MaliExtBusWrBt", "MaliExtBusRdBy", "MaliExtBusWrBy",
     "MaliGeomTotalPrim", "MaliGeomTrianglePrim",
     "MaliNonFragWarp", "MaliNonFragThread", "MaliFragWarp", "MaliFragThread",
+    # the compiler model's per-shader costs x threads (docs/counters.md "Shader instructions and issue cycles");
+    # Arm's MaliEngInstr exists only for Bifrost GPUs (G31-G76): its Valhall / 5th-generation counterpart
+    # is MaliEngArithInstr
+    "MaliEngFMAInstr", "MaliEngCVTInstr", "MaliEngSFUInstr", "MaliEngArithInstr",
+    "MaliLSIssueCy", "MaliVarIssueCy", "MaliTexIssueCy",
 )
 # Derived counters whose value Tessera supplies itself instead of evaluating Arm's equation, each with
 # its reason: kept for a GPU even when the names their equation reads are not (hand-made exceptions).
@@ -49,6 +54,12 @@ DIRECT = {
     "MaliFragThread": "the fragment count of the timing model: Arm's equation (warps x warp size) assumes full warps",
     "MaliGeomTotalPrim": "the draws' input primitives: Arm's equation adds culled and visible primitives, which "
                          "Tessera does not model (every input primitive is one or the other)",
+    "MaliLSIssueCy": "the compiler model's load/store cycles: it does not split them into the full and partial "
+                     "reads and writes and the atomics Arm's equation adds",
+    "MaliVarIssueCy": "the compiler model's varying cycles: it does not split them into the 32-bit and 16-bit "
+                      "interpolation slots Arm's equation reads",
+    "MaliTexIssueCy": "the compiler model's texture filtering cycles: Arm's equation takes the busiest of the "
+                      "texture unit's stages, which the model does not separate",
 }
 # Perfetto's GpuCounterDescriptor.GpuCounterGroup names (perfetto_groups.md).
 PERFETTO_GROUPS = ("UNCLASSIFIED", "SYSTEM", "VERTICES", "FRAGMENTS", "PRIMITIVES", "MEMORY", "COMPUTE",

@@ -32,6 +32,13 @@ COUNTERS = {
         'MaliNonFragThread': (65591, 'Non-fragment threads', 'threads', 'Shader Threads', ('VERTICES', 'COMPUTE'), None, 'MaliNonFragWarp * MaliGPUWarpSize'),
         'MaliFragWarp': (214, 'Fragment warps', 'warps', 'Shader Warps', ('FRAGMENTS',), 'FRAG_WARPS', None),
         'MaliFragThread': (65572, 'Fragment threads', 'threads', 'Shader Threads', ('FRAGMENTS',), 'FRAG_SHADER_THREADS', None),
+        'MaliEngFMAInstr': (241, 'Arithmetic FMA pipe instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), 'EXEC_INSTR_FMA', None),
+        'MaliEngCVTInstr': (242, 'Arithmetic CVT pipe instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), 'EXEC_INSTR_CVT', None),
+        'MaliEngSFUInstr': (243, 'Arithmetic SFU pipe instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), 'EXEC_INSTR_SFU', None),
+        'MaliEngArithInstr': (65668, 'Arithmetic instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), None, 'MaliEngFMAInstr + MaliEngCVTInstr + MaliEngSFUInstr'),
+        'MaliLSIssueCy': (65629, 'Load/store unit issue cycles', 'cycles', 'Load/Store Unit Cycles', ('SYSTEM',), None, 'MaliLSRdCy + MaliLSWrCy + MaliLSAtomic'),
+        'MaliVarIssueCy': (65630, 'Varying unit issue cycles', 'cycles', 'Varying Unit Cycles', ('SYSTEM',), None, 'MaliVar32IssueCy + MaliVar16IssueCy'),
+        'MaliTexIssueCy': (457, 'Texture unit issue cycles', 'cycles', 'Texture Unit Cycles', ('SYSTEM',), None, 'max(MaliTexFiltIssueCy, MaliTexCacheLookupCy, MaliTexCacheSimpleLoadCy, MaliTexCacheComplexLoadCy, MaliTexInBt, MaliTexOutBt, MaliTexL1CacheOutputCy, MaliTexL1CacheLookupCy, MaliTexIndexCy)'),
     },
     'Mali-G78': {
         'MaliConfigExtBusBeatSize': (65653, 'External bus beat size', 'bytes', 'Implementation Configuration', ('UNCLASSIFIED',), None, 'MALI_CONFIG_EXT_BUS_BYTE_SIZE'),
@@ -52,6 +59,13 @@ COUNTERS = {
         'MaliNonFragThread': (65591, 'Non-fragment threads', 'threads', 'Shader Threads', ('VERTICES', 'COMPUTE'), None, 'MaliNonFragWarp * MaliGPUWarpSize'),
         'MaliFragWarp': (214, 'Fragment warps', 'warps', 'Shader Warps', ('FRAGMENTS',), 'FRAG_WARPS', None),
         'MaliFragThread': (65572, 'Fragment threads', 'threads', 'Shader Threads', ('FRAGMENTS',), None, 'MaliFragWarp * MaliGPUWarpSize'),
+        'MaliEngFMAInstr': (241, 'Arithmetic FMA pipe instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), 'EXEC_INSTR_FMA', None),
+        'MaliEngCVTInstr': (242, 'Arithmetic CVT pipe instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), 'EXEC_INSTR_CVT', None),
+        'MaliEngSFUInstr': (243, 'Arithmetic SFU pipe instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), 'EXEC_INSTR_SFU', None),
+        'MaliEngArithInstr': (65668, 'Arithmetic instructions', 'instructions', 'ALU Instructions', ('SYSTEM',), None, 'MaliEngFMAInstr + MaliEngCVTInstr + MaliEngSFUInstr'),
+        'MaliLSIssueCy': (65629, 'Load/store unit issue cycles', 'cycles', 'Load/Store Unit Cycles', ('SYSTEM',), None, 'MaliLSRdCy + MaliLSWrCy + MaliLSAtomic'),
+        'MaliVarIssueCy': (65630, 'Varying unit issue cycles', 'cycles', 'Varying Unit Cycles', ('SYSTEM',), None, 'MaliVar32IssueCy + MaliVar16IssueCy'),
+        'MaliTexIssueCy': (457, 'Texture unit issue cycles', 'cycles', 'Texture Unit Cycles', ('SYSTEM',), None, 'max(MaliTexFiltIssueCy, MaliTexInBt, MaliTexOutBt)'),
     },
 }
 # Derived counters Tessera supplies itself (schemas/counters_gen.py DIRECT), with the reason.
@@ -59,4 +73,7 @@ DIRECT = {
     'MaliNonFragThread': "the exact invocation count: Arm's equation (warps x warp size) assumes full warps",
     'MaliFragThread': "the fragment count of the timing model: Arm's equation (warps x warp size) assumes full warps",
     'MaliGeomTotalPrim': "the draws' input primitives: Arm's equation adds culled and visible primitives, which Tessera does not model (every input primitive is one or the other)",
+    'MaliLSIssueCy': "the compiler model's load/store cycles: it does not split them into the full and partial reads and writes and the atomics Arm's equation adds",
+    'MaliVarIssueCy': "the compiler model's varying cycles: it does not split them into the 32-bit and 16-bit interpolation slots Arm's equation reads",
+    'MaliTexIssueCy': "the compiler model's texture filtering cycles: Arm's equation takes the busiest of the texture unit's stages, which the model does not separate",
 }

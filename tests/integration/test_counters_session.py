@@ -55,6 +55,14 @@ def test_render_passes_and_copy_count_the_known_geometry_and_bytes(frame_session
         assert c["MaliFragThread"] == W * H * draws * timing.DRAW_COVERAGE
         assert c["MaliBinningQueueActiveCy"] > 0 and c["MaliMainQueueActiveCy"] > 0
         assert c["MaliGPUActiveCy"] >= max(c["MaliBinningQueueActiveCy"], c["MaliMainQueueActiveCy"])
+        # the compiler model's figures x warps (docs/counters.md): quad.vert per vertex builds a vec4 (4 CVT
+        # moves), loads its vec2 attribute and stores gl_Position (LS 2); 6 or 12 vertices are one warp:
+        # 4 CVT instructions, 16 x 2 / 32 = 1 LS cycle; solid.frag reads a push constant (uniform
+        # registers) and writes its output through the blend unit: nothing
+        assert c["MaliEngCVTInstr"] == 4 and c["MaliEngArithInstr"] == 4
+        assert c["MaliEngFMAInstr"] == c["MaliEngSFUInstr"] == 0
+        assert c["MaliLSIssueCy"] == 1
+        assert c["MaliVarIssueCy"] == c["MaliTexIssueCy"] == 0
     [copy] = copies
     assert copy.counters["MaliExtBusRdBy"] == copy.counters["MaliExtBusWrBy"] == TARGET_BYTES
     [frame] = s.frames
@@ -114,7 +122,9 @@ def test_csv_has_the_columns_and_rows_of_arms_service(frame_session, tmp_path):
     # the counters' names as Arm's layer names them (device.cpp addCounter), those the Mali-G720 has
     expected = ["Compute queue active cycles", "Binning phase queue active cycles", "Main phase queue active cycles",
                 "External read bytes", "External write bytes", "Input primitives", "Non-fragment threads",
-                "Fragment threads"]
+                "Fragment threads", "Arithmetic unit FMA instructions", "Arithmetic unit CVT instructions",
+                "Arithmetic unit SFU instructions", "Varying unit cycles", "Texture unit cycles",
+                "Load/store unit cycles"]
     assert rows[0] == ["Index", "Workload type", *expected, "Label"]
     assert [r[0] for r in rows[1:]] == [str(i) for i in range(len(rows) - 1)]
     assert [r[1] for r in rows[1:]] == ["renderpass", "renderpass", "image_transfer"]   # submit_visitor.cpp's types
