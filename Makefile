@@ -8,9 +8,9 @@ APT_PACKAGES := libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-tools glslan
                 vulkan-validationlayers spirv-tools gcc vkbasalt mangohud chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup apt venv backend shims examples test demo bench clean doctor
+.PHONY: setup apt venv backend shims graph-shaders examples test demo bench clean doctor
 
-setup: apt venv backend shims examples
+setup: apt venv backend shims graph-shaders examples
 
 # Install only what is missing; quick when everything is there.
 apt:
@@ -35,6 +35,13 @@ backend: venv apt
 # The generator rebuilds only when the intercept set or generator changed (content hash).
 shims: venv
 	@$(PY) -m tessera.tools.build_shims
+
+# The emulated Mali's data-graph operator shaders (icd/data_graph/shaders/*.comp -> build/data_graph/*.spv).
+GRAPH_SHADERS := $(patsubst icd/data_graph/shaders/%.comp,build/data_graph/%.spv,$(wildcard icd/data_graph/shaders/*.comp))
+graph-shaders: $(GRAPH_SHADERS)
+build/data_graph/%.spv: icd/data_graph/shaders/%.comp icd/data_graph/shaders/common.glsl
+	@mkdir -p $(@D)
+	@glslangValidator -V --target-env vulkan1.2 -o $@ $< >/dev/null
 
 examples: apt
 	@$(MAKE) -s -C examples

@@ -29,6 +29,7 @@ from .objects import Objects
 from .regions import hooks as regions
 from .settings import IcdSettings
 from .shim_spec import ANSWERED, HOOKS
+from .data_graph import feature as data_graph
 from .tensors import descriptors as tensor_descriptors, resources as tensors
 from .timeline import Timeline
 
@@ -63,8 +64,8 @@ def install(ffi, lib) -> None:
     # vkCreateDevice runs in this order and vkDestroyDevice in reverse (icd/feature.py): the submits are
     # last, so at destroy they settle (and their fences go) before any feature destroys what the work used.
     for module in (instance, device, command_buffer, labels, object_names, recording, core_builtins, shader_costs,
-                   measured_timing, tensors, tensor_descriptors, regions, instrumentation, indirect_sizes, measured_counters,
-                   submit):
+                   measured_timing, tensors, tensor_descriptors, data_graph, regions, instrumentation, indirect_sizes,
+                   measured_counters, submit):
         module.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))

@@ -26,6 +26,8 @@ EMULATED_DEVICE_EXTENSIONS = {
     "VK_ARM_shader_instrumentation": 1,
     "VK_ARM_performance_counters_by_region": 1,
     "VK_ARM_tensors": 2,
+    "VK_ARM_data_graph": 1,                          # icd/data_graph/
+    "VK_ARM_data_graph_instruction_set_tosa": 1,
 }
 EMULATED_INSTANCE_EXTENSIONS = {"VK_EXT_debug_utils": 2}
 

@@ -76,6 +76,10 @@ RENDERING_BEGIN = Recorded(opens_pass=True, python_if=_RENDERING_PYTHON)
 TAGGED_PASS_BEGIN = Recorded(opens_pass=True, tagged=True, python_if=_PASS_PYTHON)
 TAGGED_RENDERING_BEGIN = Recorded(opens_pass=True, tagged=True, python_if=_RENDERING_PYTHON)
 PASS_END = Recorded(closes_pass=True)
+# The driver's data-graph bind point (icd/data_graph/) is its own: binds there take Python, the others stay in C.
+_DATA_GRAPH_BIND = "pipelineBindPoint == {VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM}"
+DATA_GRAPH_AWARE = Recorded(python_if=_DATA_GRAPH_BIND)
+DATA_GRAPH_ONLY = Recorded(record=False, python_if=_DATA_GRAPH_BIND)
 # Synchronization2 in the driver: the stage masks it orders by; icd.tensors.resources translates tensor barriers
 # (a pNext) and the tensor-aliasing layout at record time, so those calls take Python.
 DEPENDENCIES = Recorded(dependencies=True, python_layouts=("VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM",))
@@ -106,6 +110,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkBindBufferMemory2": {LAYER: In("layer.allocations")},
     "vkBindImageMemory": {LAYER: In("layer.allocations")},
     "vkBindImageMemory2": {LAYER: In("layer.allocations")},
+    "vkBindDataGraphPipelineSessionMemoryARM": {ICD: In("icd.data_graph.feature", emulated=True)},
     "vkBindTensorMemoryARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkClearShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdBeginDebugUtilsLabelEXT": {
@@ -124,8 +129,9 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     # The layer's content mode (layer/content.py) reads the index data each indexed draw uses.
     "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=FORWARDED)},
     "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=FORWARDED)},
+    "vkCmdBindDescriptorSets": {ICD: In("icd.data_graph.feature", c=DATA_GRAPH_ONLY)},
     "vkCmdBindPipeline": {
-        ICD: In("icd.recording", "icd.regions.hooks", c=RECORDED),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.data_graph.feature", c=DATA_GRAPH_AWARE),
         LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},
     "vkCmdBindShadersEXT": {
         ICD: In("icd.recording", "icd.instrumentation.hooks"),
@@ -163,6 +169,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
+    "vkCmdDispatchDataGraphARM": {ICD: In("icd.data_graph.feature", emulated=True)},
     "vkCmdDispatchBase": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
@@ -259,8 +266,11 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("vkapi.resource_hooks", "icd.indirect_sizes"),
         LAYER: In("vkapi.resource_hooks", "layer.indirect")},
     "vkCreateComputePipelines": {
-        ICD: In("vkapi.pipelines", "icd.tensors.descriptors", "icd.instrumentation.hooks"),
+        ICD: In("vkapi.pipelines", "icd.tensors.descriptors", "icd.instrumentation.hooks",
+                "icd.data_graph.feature"),
         LAYER: In("vkapi.pipelines", "layer.instrument")},
+    "vkCreateDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkCreateDataGraphPipelinesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
     "vkCreateDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkCreateDescriptorSetLayout": {ICD: In("icd.tensors.descriptors")},
     "vkCreateDescriptorUpdateTemplate": {ICD: In("icd.tensors.push")},
@@ -292,6 +302,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyAccelerationStructureKHR": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
     "vkDestroyBuffer": {ICD: In("vkapi.resource_hooks", "icd.indirect_sizes"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroyCommandPool": {ICD: In("vkapi.commands", "icd.regions.hooks"), LAYER: In("vkapi.commands")},
+    "vkDestroyDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.feature", emulated=True)},
     "vkDestroyDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkDestroyDescriptorSetLayout": {ICD: In("icd.tensors.descriptors")},
     "vkDestroyDescriptorUpdateTemplate": {ICD: In("icd.tensors.push")},
@@ -300,7 +311,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyImage": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroyImageView": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroyInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
-    "vkDestroyPipeline": {ICD: In("vkapi.pipelines", "icd.regions.hooks"), LAYER: In("vkapi.pipelines")},
+    "vkDestroyPipeline": {
+        ICD: In("vkapi.pipelines", "icd.regions.hooks", "icd.data_graph.feature"), LAYER: In("vkapi.pipelines")},
     "vkDestroyPipelineLayout": {ICD: In("icd.counter_memory")},
     "vkDestroyPrivateDataSlot": {ICD: In("icd.object_names")},
     "vkDestroyQueryPool": {ICD: In("icd.measured_counters")},   # its values on emulated objects go with it
@@ -330,18 +342,29 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkGetDeviceProcAddr": {ICD: In("icd.device")},
     "vkGetDeviceQueue": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkGetDeviceQueue2": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
+    "vkGetDataGraphPipelineAvailablePropertiesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkGetDataGraphPipelinePropertiesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkGetDataGraphPipelineSessionBindPointRequirementsARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkGetDataGraphPipelineSessionMemoryRequirementsARM": {ICD: In("icd.data_graph.feature", emulated=True)},
     "vkGetDeviceTensorMemoryRequirementsARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkGetPhysicalDeviceExternalTensorPropertiesARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkGetPhysicalDeviceFeatures": {ICD: In("icd.instance")},
-    "vkGetPhysicalDeviceFeatures2": {ICD: In("icd.instance", "icd.tensors.resources"), LAYER: In("layer.chain")},
+    "vkGetPhysicalDeviceFeatures2": {
+        ICD: In("icd.instance", "icd.tensors.resources", "icd.data_graph.feature"), LAYER: In("layer.chain")},
     "vkGetPhysicalDeviceFormatProperties": {ICD: In("icd.instance")},
-    "vkGetPhysicalDeviceFormatProperties2": {ICD: In("icd.instance", "icd.tensors.resources")},
+    "vkGetPhysicalDeviceFormatProperties2": {
+        ICD: In("icd.instance", "icd.tensors.resources", "icd.data_graph.feature")},
     "vkGetPhysicalDeviceImageFormatProperties": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceImageFormatProperties2": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceProperties": {ICD: In("icd.instance", answered=FIXED)},
     "vkGetPhysicalDeviceProperties2": {ICD: In("icd.instance", "icd.tensors.push")},
-    "vkGetPhysicalDeviceQueueFamilyProperties": {ICD: In("icd.instance")},
-    "vkGetPhysicalDeviceQueueFamilyProperties2": {ICD: In("icd.instance")},
+    "vkGetPhysicalDeviceQueueFamilyDataGraphEngineOperationPropertiesARM": {
+        ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkGetPhysicalDeviceQueueFamilyDataGraphProcessingEnginePropertiesARM": {
+        ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkGetPhysicalDeviceQueueFamilyDataGraphPropertiesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkGetPhysicalDeviceQueueFamilyProperties": {ICD: In("icd.instance", "icd.data_graph.feature")},
+    "vkGetPhysicalDeviceQueueFamilyProperties2": {ICD: In("icd.instance", "icd.data_graph.feature")},
     "vkGetShaderInstrumentationValuesARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     # The images of each swapchain, so a present names the images it shows (layer/queues.py): cold paths.
     "vkGetSwapchainImagesKHR": {LAYER: In("layer.queues")},
@@ -359,7 +382,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkResetCommandPool": {ICD: In("vkapi.commands", "icd.regions.hooks"), LAYER: In("vkapi.commands")},
     "vkResetDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkUpdateDescriptorSetWithTemplate": {ICD: In("icd.tensors.push")},
-    "vkUpdateDescriptorSets": {ICD: In("icd.tensors.descriptors")},
+    "vkUpdateDescriptorSets": {ICD: In("icd.data_graph.feature", "icd.tensors.descriptors")},
     "vkWaitForFences": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
 }
 

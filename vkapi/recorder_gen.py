@@ -94,7 +94,7 @@ def formats(name: str, spec: Recorded) -> list[str]:
         return ["D", "Q", "Q"]
     if not spec.record:
         if not spec.forward or spec.tagged or spec.fields or spec.strings or spec.python_submits \
-                or spec.python_if or spec.opens_pass or spec.closes_pass:
+                or spec.opens_pass or spec.closes_pass:
             raise ValueError(f"{name}: a command C only forwards has nothing else recorded")
         return []
     codes = []
@@ -172,8 +172,10 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
         return _dependency_path(name, index, spec)
     if not spec.record:
         args = ", ".join(p.name for p in cmd.params)
+        # python_if: such a call takes the Python hook (e.g. a bind point only the driver knows)
+        unless = f" && !({c_constants(spec.python_if)})" if spec.python_if else ""
         return ("    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);\n"
-                "    if (rec && !rec->python_path) {\n"
+                f"    if (rec && !rec->python_path{unless}) {{\n"
                 f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];\n"
                 f"        if (next) next({args});\n"
                 "        return;\n"

@@ -315,9 +315,10 @@ class TensorDescriptors(Feature):
             if view is None:
                 problem = f"pDescriptorWrites[{i}]: pTensorViews[{k}] is not a VkTensorViewARM of this device"
                 break
-            if not view.tensor.usage & vk.VK_TENSOR_USAGE_SHADER_BIT_ARM:
+            # a data-graph pipeline's tensors need DATA_GRAPH usage instead (icd/data_graph/)
+            if not view.tensor.usage & (vk.VK_TENSOR_USAGE_SHADER_BIT_ARM | vk.VK_TENSOR_USAGE_DATA_GRAPH_BIT_ARM):
                 problem = (f"pDescriptorWrites[{i}]: pTensorViews[{k}]'s tensor was not created with "
-                           "VK_TENSOR_USAGE_SHADER_BIT_ARM")
+                           "VK_TENSOR_USAGE_SHADER_BIT_ARM or VK_TENSOR_USAGE_DATA_GRAPH_BIT_ARM")
                 break
             infos[k] = {"buffer": view.tensor.buffer, "offset": 0, "range": vk.VK_WHOLE_SIZE}
             records.append((first + w.dstArrayElement + k, self.record_bytes(view)))

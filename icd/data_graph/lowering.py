@@ -1,0 +1,252 @@
+"""TOSA operators lowered to the emulated Mali's compute kernels, with their modelled cost.
+
+Role: from a graph (graph.py) to a `Plan`: where every tensor value lives (an input or output binding,
+the pipeline's constant buffer, the session's transient memory) and, in order, one `Kernel` per operator
+(its shader in shaders/, its parameter words, its element count, its operands), plus each operator's
+cost: arithmetic ops (a multiply-add counts 2), bytes moved (every operand read once, the result written
+once) and a modelled time on the profile's GPU (the larger of the ops at the shader cores' fp32 FMA rate
+and the bytes at the timing model's memory bandwidth, icd/timing.py). Pure Python, no Vulkan.
+
+Supported (fp32 tensors; TOSA's accumulator attribute, even FP16 on fp32 tensors, computes in fp32):
+ADD, SUB, MUL (shift 0), MAXIMUM, MINIMUM (with broadcasting), CLAMP, SIGMOID, TANH, ABS, EXP, NEGATE
+(zero points 0), RECIPROCAL, RESHAPE, MATMUL (zero points 0), CONV2D and DEPTHWISE_CONV2D (any kernel size,
+padding, stride, dilation; zero points 0), AVG_POOL2D (zero points 0), MAX_POOL2D. Any other operator,
+element type or attribute value raises LoweringError naming it, so vkCreateDataGraphPipelinesARM refuses
+the pipeline at creation.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from .graph import Graph, Operator, TensorType
+
+ELEMENT_BYTES = 4                  # fp32
+ALIGN = 256                        # offsets of tensors and parameter blocks (≥ minStorageBufferOffsetAlignment)
+MAX_RANK = 6                       # TOSA's maximum rank (the element-wise shader's parameter block holds 6)
+ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 5, "CLAMP": 6, "SIGMOID": 7,
+           "TANH": 8, "ABS": 9, "EXP": 10, "NEGATE": 11, "RECIPROCAL": 12}
+BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"})
+# arithmetic ops per element of the element-wise operators (exp-based ones cost more)
+ELTWISE_OPS = {"RESHAPE": 0, "SIGMOID": 4, "TANH": 4, "EXP": 2, "RECIPROCAL": 2}
+SUPPORTED = tuple(sorted(set(ELTWISE) | {"MATMUL", "CONV2D", "DEPTHWISE_CONV2D", "AVG_POOL2D", "MAX_POOL2D"}))
+
+
+class LoweringError(Exception):
+    """An operator the emulated Mali does not run: the message names it."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a tensor value lives: kind "input" / "output" (index of the graph's interface), "const" or
+    "transient" (byte offset into the pipeline's constant buffer or the session's memory)."""
+    kind: str
+    where: int
+    type: TensorType
+
+
+@dataclass
+class Kernel:
+    operator: str                  # TOSA name (COPY for an output written from another value)
+    shader: str                    # shaders/<shader>.comp
+    params: list[int]              # parameter words
+    items: int                     # invocations (one per output element)
+    operands: list[int]            # value ids bound at bindings 1, 2, 3
+    result: int                    # value id written (binding 4)
+    ops: int = 0
+    bytes: int = 0
+    shape: tuple[int, ...] = ()
+
+    def time_ns(self, fma_per_ns: float, bytes_per_ns: float) -> float:
+        """Modelled time: the larger of its arithmetic at the GPU's FMA rate and its bytes at memory speed."""
+        return max(self.ops / (2.0 * fma_per_ns), self.bytes / bytes_per_ns)
+
+
+@dataclass
+class Plan:
+    kernels: list[Kernel]
+    places: dict[int, Place]
+    constants: dict[int, bytes]     # value id -> packed fp32 bytes (literal constants; graph constants later)
+    constant_bytes: int             # size of the constant buffer (graph constants included)
+    transient_bytes: int            # size of the session's transient memory
+    graph_constants: dict[int, int] = field(default_factory=dict)   # value id -> constant id (data from the app)
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _f(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def _zero(op: Operator, *names: str) -> None:
+    for name in names:
+        v = op.attributes.get(name)
+        values = v if isinstance(v, list) else [v]
+        if v is not None and any(x != 0 for x in values):
+            raise LoweringError(f"{op.name} with a non-zero {name} ({v}) is not supported (fp32 zero points are 0)")
+
+
+def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
+    """Element strides of `shape` read at `out`'s coordinates (0 on a broadcast dimension), padded to MAX_RANK."""
+    strides, s = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        strides[d] = 0 if shape[d] == 1 and out[d] != 1 else s
+        s *= shape[d]
+    return strides + [0] * (MAX_RANK - len(strides))
+
+
+def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    out = op.type.shape
+    operands = [op.inputs["input1" if "input1" in op.inputs else "input"]]
+    if op.name in BINARY:
+        operands.append(op.inputs["input2"])
+    if op.name == "MUL":
+        _zero(op, "shift")
+    if op.name == "NEGATE":
+        _zero(op, "input1_zp", "output_zp")
+    rank = len(out) if op.name != "RESHAPE" else 1
+    dims = list(out) if op.name != "RESHAPE" else [op.type.count]
+    if rank > MAX_RANK:
+        raise LoweringError(f"{op.name} on a rank-{rank} tensor (at most {MAX_RANK})")
+    ins = [types[v] for v in operands]
+    if op.name == "RESHAPE":
+        if ins[0].count != op.type.count:
+            raise LoweringError(f"RESHAPE of {ins[0]} to {op.type}: element counts differ")
+        a_str, b_str = [1] + [0] * (MAX_RANK - 1), [0] * MAX_RANK
+    else:
+        for t in ins:
+            if len(t.shape) != len(out) or any(s not in (1, o) for s, o in zip(t.shape, out)):
+                raise LoweringError(f"{op.name}: operand {t} does not broadcast to the result {op.type}")
+        a_str = _strides(ins[0].shape, out)
+        b_str = _strides(ins[1].shape, out) if len(ins) > 1 else [0] * MAX_RANK
+    lo, hi = 0.0, 0.0
+    if op.name == "CLAMP":
+        lo, hi = float(op.attributes["min_val"]), float(op.attributes["max_val"])
+    params = [ELTWISE[op.name], rank, op.type.count, *(dims + [1] * (MAX_RANK - rank)), *a_str, *b_str, _f(lo), _f(hi)]
+    n = op.type.count
+    return Kernel(op.name, "eltwise", params, n, operands + [operands[0]] * (3 - len(operands)), op.result,
+                  ops=n * ELTWISE_OPS.get(op.name, 1),
+                  bytes=sum(t.count for t in ins) * ELEMENT_BYTES + n * ELEMENT_BYTES, shape=op.type.shape)
+
+
+def _matmul(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    _zero(op, "A_zp", "B_zp")
+    a, b = types[op.inputs["A"]], types[op.inputs["B"]]
+    if len(a.shape) != 3 or len(b.shape) != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise LoweringError(f"MATMUL of {a} and {b}: shapes must be [N,H,C] and [N,C,W]")
+    n, h, c = a.shape
+    w = b.shape[2]
+    if op.type.shape != (n, h, w):
+        raise LoweringError(f"MATMUL of {a} and {b} gives {n}x{h}x{w}, not {op.type}")
+    return Kernel("MATMUL", "matmul", [n, h, c, w], n * h * w, [op.inputs["A"], op.inputs["B"], op.inputs["A"]],
+                  op.result, ops=2 * n * h * w * c, bytes=(a.count + b.count + n * h * w) * ELEMENT_BYTES,
+                  shape=op.type.shape)
+
+
+def _conv(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    _zero(op, "input_zp", "weight_zp")
+    depthwise = op.name == "DEPTHWISE_CONV2D"
+    x, wt, bias = types[op.inputs["input"]], types[op.inputs["weight"]], types[op.inputs["bias"]]
+    if len(x.shape) != 4 or len(wt.shape) != 4 or len(op.type.shape) != 4:
+        raise LoweringError(f"{op.name}: input {x} and weight {wt} must be rank 4 (NHWC, "
+                            f"{'KH×KW×C×M' if depthwise else 'O×KH×KW×I'})")
+    n, ih, iw, ic = x.shape
+    _, oh, ow, oc = op.type.shape
+    if depthwise:
+        kh, kw, wc, m = wt.shape
+        if wc != ic or oc != ic * m:
+            raise LoweringError(f"DEPTHWISE_CONV2D: weight {wt} does not match input {x} and result {op.type}")
+    else:
+        o, kh, kw, wi = wt.shape
+        m = 1
+        if wi != ic or o != oc:
+            raise LoweringError(f"CONV2D: weight {wt} does not match input {x} and result {op.type}")
+    if bias.count not in (1, oc):
+        raise LoweringError(f"{op.name}: bias {bias} must have 1 or {oc} values")
+    pt, pb, pl, pr = (int(v) for v in op.attributes["pad"])
+    sy, sx = (int(v) for v in op.attributes["stride"])
+    dy, dx = (int(v) for v in op.attributes["dilation"])
+    if (ih - 1 + pt + pb - (kh - 1) * dy) // sy + 1 != oh or (iw - 1 + pl + pr - (kw - 1) * dx) // sx + 1 != ow:
+        raise LoweringError(f"{op.name}: result {op.type} does not follow from input {x}, kernel {kh}x{kw}, "
+                            f"pad {[pt, pb, pl, pr]}, stride {[sy, sx]}, dilation {[dy, dx]}")
+    macs = n * oh * ow * oc * kh * kw * (1 if depthwise else ic)
+    params = [n, ih, iw, ic, oh, ow, oc, kh, kw, pt, pl, sy, sx, dy, dx, bias.count, int(depthwise), m]
+    return Kernel(op.name, "conv2d", params, n * oh * ow * oc,
+                  [op.inputs["input"], op.inputs["bias"], op.inputs["weight"]], op.result, ops=2 * macs,
+                  bytes=(x.count + wt.count + bias.count + op.type.count) * ELEMENT_BYTES, shape=op.type.shape)
+
+
+def _pool(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    if op.name == "AVG_POOL2D":
+        _zero(op, "input_zp", "output_zp")
+    x = types[op.inputs["input"]]
+    if len(x.shape) != 4:
+        raise LoweringError(f"{op.name} of {x}: the input must be NHWC")
+    n, ih, iw, c = x.shape
+    _, oh, ow, oc = op.type.shape
+    kh, kw = (int(v) for v in op.attributes["kernel"])
+    sy, sx = (int(v) for v in op.attributes["stride"])
+    pt, pb, pl, pr = (int(v) for v in op.attributes["pad"])
+    if oc != c or (ih + pt + pb - kh) // sy + 1 != oh or (iw + pl + pr - kw) // sx + 1 != ow:
+        raise LoweringError(f"{op.name}: result {op.type} does not follow from input {x}, kernel {kh}x{kw}, "
+                            f"stride {[sy, sx]}, pad {[pt, pb, pl, pr]}")
+    params = [n, ih, iw, c, oh, ow, kh, kw, sy, sx, pt, pl, int(op.name == "MAX_POOL2D")]
+    count = n * oh * ow * c
+    return Kernel(op.name, "pool2d", params, count, [op.inputs["input"]] * 3, op.result, ops=count * kh * kw,
+                  bytes=(x.count + count) * ELEMENT_BYTES, shape=op.type.shape)
+
+
+_LOWER = {**{name: _eltwise for name in ELTWISE}, "MATMUL": _matmul, "CONV2D": _conv, "DEPTHWISE_CONV2D": _conv,
+          "AVG_POOL2D": _pool, "MAX_POOL2D": _pool}
+
+
+def plan(g: Graph) -> Plan:
+    """The kernels and tensor places of graph `g`; raises LoweringError naming what is not supported."""
+    for op in g.operators:
+        if op.name not in _LOWER:
+            raise LoweringError(f"TOSA operator {op.name} is not supported by the emulated Mali (supported: "
+                                f"{', '.join(SUPPORTED)})")
+    for value, t in g.types.items():
+        if t.element != "float32":
+            what = next((f"operator {op.name}" for op in g.operators if op.result == value or value in
+                         op.inputs.values()), "an input or output")
+            raise LoweringError(f"{what} uses a {t} tensor: only float32 tensors are supported")
+    places: dict[int, Place] = {}
+    for v, index in g.input_values.items():
+        places[v] = Place("input", index, g.types[v])
+    constants: dict[int, bytes] = {}
+    offset = 0
+    for v, (t, values) in g.constants.items():
+        places[v] = Place("const", offset, t)
+        constants[v] = struct.pack(f"<{t.count}f", *(float(x) for x in values))
+        offset += _aligned(t.count * ELEMENT_BYTES)
+    graph_constants = {}
+    for v, (t, cid) in g.graph_constants.items():
+        places[v] = Place("const", offset, t)
+        graph_constants[v] = cid
+        offset += _aligned(t.count * ELEMENT_BYTES)
+    constant_bytes = offset
+    outputs_of = {}
+    for index, v in g.output_values.items():
+        outputs_of.setdefault(v, index)
+    kernels, transient = [], 0
+    for op in g.operators:
+        kernels.append(_LOWER[op.name](op, g.types))
+        if op.result in outputs_of:
+            places[op.result] = Place("output", outputs_of[op.result], op.type)
+        else:
+            places[op.result] = Place("transient", transient, op.type)
+            transient += _aligned(op.type.count * ELEMENT_BYTES)
+    for index, v in sorted(g.output_values.items()):   # outputs not written by an operator of their own
+        place = places[v]
+        if place.kind == "output" and place.where == index:
+            continue
+        t = g.types[v]
+        copy = Kernel("COPY", "eltwise", [0, 1, t.count, t.count, *[1] * (MAX_RANK - 1), 1, *[0] * (MAX_RANK - 1),
+                                          *[0] * MAX_RANK, 0, 0], t.count, [v, v, v], -1 - index,
+                      bytes=2 * t.count * ELEMENT_BYTES, shape=t.shape)
+        places[-1 - index] = Place("output", index, t)
+        kernels.append(copy)
+    return Plan(kernels, places, constants, max(constant_bytes, ALIGN), max(transient, ALIGN), graph_constants)
