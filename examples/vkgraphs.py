@@ -328,9 +328,12 @@ class GraphAsm:
         return self._once(("us", values), make)
 
     def constant(self, shape, values) -> str:
-        flat = np.asarray(values, dtype=np.float32).ravel()
+        """A literal fp32 tensor: nested composites, one constituent per element of the outermost dimension."""
+        array = np.asarray(values, dtype=np.float32).reshape(shape)
+        parts = [self.f32(v) for v in array] if array.ndim == 1 else \
+            [self.constant(array.shape[1:], sub) for sub in array]
         i = self._id("c")
-        self.decl.append(f"{i} = OpConstantComposite {self.tensor_type(shape)} " + " ".join(self.f32(v) for v in flat))
+        self.decl.append(f"{i} = OpConstantComposite {self.tensor_type(shape)} " + " ".join(parts))
         return i
 
     def zero_point(self) -> str:
