@@ -15,12 +15,18 @@ from __future__ import annotations
 from tessera.schemas.workloads import BATCH
 
 from . import encoder
+from .descriptors import BIND_POINT_OF_KIND, resources
 from .trackers import CommandBufferTracker, Workload
 
 
 def describe(state, dev, t: CommandBufferTracker, w: Workload, kind: str, meta: dict, annex: bool) -> None:
     """Describe `w` (recorded into `t`): its `kind` and WORKLOAD fields `meta` (schemas/json/
-    workload.schema.json); `annex`: parts of it come per submit (ANNEX)."""
+    workload.schema.json); `annex`: parts of it come per submit (ANNEX). Under --content a dispatch or
+    trace rays also names the images its bound descriptor sets hold (descriptors.py)."""
+    if kind in BIND_POINT_OF_KIND and getattr(state, "track_descriptors", False):
+        read = resources(t.descriptors, BIND_POINT_OF_KIND[kind])
+        if read is not None:
+            meta["resources"] = {**meta.get("resources", {}), **read}
     t.described.append((w, kind, meta, annex))
     if len(t.described) >= BATCH:
         send_pending(state, dev, t)

@@ -12,7 +12,8 @@ from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.recorder import Recorder
 from tessera.vkapi.submits import SubmitLedger
 
-from . import allocations, chain, commands, content, descriptions, encoder, queues, render_passes, workloads
+from . import (allocations, chain, commands, content, descriptions, descriptors, encoder, queues, render_passes,
+               workloads)
 from .indirect import Capturer
 from .forwarding import Forwarding
 from .instrument import Instrumenter
@@ -43,6 +44,7 @@ def install(ffi, lib) -> None:
     hooks = HookSet(errors, recorder)
     transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
     state = LayerState(ffi, Session(transport, lib.tessera_next_submit, lib.tessera_set_frame))
+    state.track_descriptors = settings.content
     labeller = Labeller(ffi, lib.tessera_next_tag)
     capturer = Capturer(ffi, state, labeller, log, settings.content)
 
@@ -83,9 +85,10 @@ def install(ffi, lib) -> None:
     pipelines.register(hooks, ffi)
     pipelines.register_shader_objects(hooks, ffi)
     commands.register(hooks, state, ffi, capturer.release, reporter)
-    render_passes.register(hooks, state, labeller, capturer)
+    render_passes.register(hooks, state, labeller, capturer, settings.content)
     content.register(hooks, state, labeller, capturer, settings.content)
     allocations.register(hooks, ffi)
+    descriptors.register(hooks, state)
     workloads.register(hooks, state, labeller, capturer)
     descriptions.register(hooks, state)
     queues.register(hooks, state, ffi, reporter, errors)
@@ -98,6 +101,9 @@ def install(ffi, lib) -> None:
         _inject_fault(hooks, name)
         owners[name] = (__name__, *owners.get(name, ()))   # the injected fault's hooks come first
     pointers = hooks.install(ffi, lib, state.owner_of, HOOKS, owners)
+    if not settings.content:   # what only content mode reads is not handed out: the application calls the driver
+        for name in descriptors.CONTENT_ONLY:
+            pointers.pop(name, None)
     gipa, gdpa = chain.make_proc_addr(ffi, state, pointers)
     ffi.def_extern(name="tessera_layer_gipa")(guarded(errors, "vkGetInstanceProcAddr", gipa, ffi.NULL))
     ffi.def_extern(name="tessera_layer_gdpa")(guarded(errors, "vkGetDeviceProcAddr", gdpa, ffi.NULL))

@@ -8,15 +8,19 @@ when that is in another command buffer. Parts within one command buffer
 merge as they are recorded; parts across command buffers are joined at
 submit (queues.py), which sends the whole pass's draw count as an ANNEX.
 Draw counts include draws recorded in secondaries that continue the pass.
+Under --content (`descriptors`) each pass also names the images its draws read through descriptor
+sets (descriptors.py), secondaries executed in it included; a pass suspended into another command
+buffer names none (its later parts' draws are not seen where it is described): it stays opaque.
 """
 from __future__ import annotations
 
 from tessera.schemas.labels import tag_label
-from tessera.vkapi.ops import PASS_END, PASS_SUSPEND, PassBegin
+from tessera.vkapi.ops import PASS_END, PASS_SUSPEND, Execute, PassBegin
 from tessera.vkapi.render_passes import PassInfo, describe_begin, describe_rendering
 from tessera.vkapi.vkconst import vk
 
 from .descriptions import describe
+from .descriptors import PassReads, note_draw
 from .tagging import Labeller
 from .trackers import CommandBufferTracker, PassPart, Workload
 
@@ -32,10 +36,11 @@ class RenderPasses:
     """The render-pass hooks: one method per command (HookSet.bind); per-buffer state is on each
     command buffer's tracker (its open `part`, deferred indirect captures, continued draws)."""
 
-    def __init__(self, state, labeller: Labeller, capture) -> None:
+    def __init__(self, state, labeller: Labeller, capture, descriptors: bool = False) -> None:
         self.state = state
         self.labeller = labeller
         self.capture = capture   # indirect.Capturer: indirect draws' parameters
+        self.descriptors = descriptors   # --content: each pass names the images its draws read
 
     def _start(self, dev, t: CommandBufferTracker, commandBuffer, info: PassInfo, tag: int | None = None) -> None:
         """`tag`: the pass was begun in C, which took that tag and opened its label."""
@@ -43,6 +48,8 @@ class RenderPasses:
         if tag is None:
             self.labeller.push(dev, commandBuffer, tag_label(w.tag))
         t.part = PassPart(w, _meta(info), suspends=info.suspending)
+        if self.descriptors:
+            t.part.descriptor_reads = PassReads(ops_start=len(t.ops))
 
     def _finish(self, dev, t: CommandBufferTracker, commandBuffer, suspended: bool, in_c: bool = False) -> None:
         """The pass (or this command buffer's part of it) is recorded. `in_c`: it ended in C, which
@@ -54,6 +61,16 @@ class RenderPasses:
             # Indirect draws: their parameters are copied once the pass is over (no copies inside one).
             part.captures += [c for c in (pending(commandBuffer) for pending in t.deferred_captures) if c]
             t.deferred_captures.clear()
+        reads = part.descriptor_reads
+        if reads is not None and part.workload is not None and not suspended and not part.resumes:
+            for op in t.ops[reads.ops_start:]:         # secondaries executed inside the pass
+                if type(op) is Execute:
+                    for s in op.secondaries:
+                        if s.descriptors is not None and s.descriptors.continued is not None:
+                            reads.join(s.descriptors.continued)
+            read = reads.to_json()
+            if read is not None:
+                part.meta["resources"].update(read)
         t.ops += (PassBegin(part, part.resumes), PASS_SUSPEND if suspended else PASS_END)
         if part.workload is not None:
             part.meta["draw_call_count"] = part.draws
@@ -140,6 +157,8 @@ class RenderPasses:
             t.part.draws += n
         elif t.level == vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY:
             t.continued_draws += n
+        if self.descriptors:
+            note_draw(t)
         return t
 
     # Recorded in C (shim_spec.RECORDED), consecutive draws folded into one count; the before-hooks
@@ -204,5 +223,6 @@ class RenderPasses:
         self.count(dev, commandBuffer)   # the real count is in a buffer: counted as one draw call
 
 
-def register(hooks, state, labeller: Labeller, capture) -> None:
-    hooks.bind(RenderPasses(state, labeller, capture))
+def register(hooks, state, labeller: Labeller, capture, descriptors: bool = False) -> None:
+    """`descriptors`: --content, each pass names the images its draws read (descriptors.py)."""
+    hooks.bind(RenderPasses(state, labeller, capture, descriptors))

@@ -48,6 +48,7 @@ class DeviceState:
     allocations: Any = None        # allocations.DeviceAllocations, made with the first vkAllocateMemory
     announced: tuple | None = None  # the DEVICE message's arguments (chain.py), sent again with `allocations`
     swapchains: dict[int, tuple[int, ...]] = field(default_factory=dict)   # swapchain -> its images (queues.py)
+    descriptors: Any = None        # descriptors.DescriptorState: sets and templates (--content)
 
 
 class Session:
@@ -80,6 +81,7 @@ class LayerState:
         self.instances: dict[Any, InstanceState] = {}
         self.devices: dict[Any, DeviceState] = {}
         self.lock = threading.Lock()
+        self.track_descriptors = False     # --content: workloads name the images they read (descriptors.py)
 
     def key(self, handle) -> int:
         return int(self.ffi.cast("uintptr_t *", handle)[0])

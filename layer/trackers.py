@@ -58,6 +58,7 @@ class PassPart:
     suspends: bool = False                  # ends suspended (resumed later)
     resumes: bool = False
     content: Any = None                     # content.ContentPart: its draws (tessera run --content)
+    descriptor_reads: Any = None            # descriptors.PassReads: images its draws read (--content)
 
 
 @dataclass
@@ -82,6 +83,7 @@ class CommandBufferTracker:
     # one sizes dispatches). Kept across a reset, as it always was.
     shader_objects: dict[int, Pipeline] = field(default_factory=dict)
     index_binding: tuple | None = None       # (VkBuffer, offset, VkIndexType) bound (content.py)
+    descriptors: Any = None                  # descriptors.BoundSets: the sets bound (--content)
 
     def reset(self) -> None:
         self.ops.clear()
@@ -94,6 +96,7 @@ class CommandBufferTracker:
         self.continued_draws = 0
         self.label_pushed = False
         self.index_binding = None
+        self.descriptors = None
 
     def has_captures(self) -> bool:
         return any((type(op) is Workload and op.capture) or (type(op) is PassBegin and op.info.captures)

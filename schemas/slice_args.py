@@ -108,7 +108,8 @@ _LAYER = [
     ("content", "JSON list: each draw's content metrics (tessera run --content, layer/content.py)"),
     ("layers", "render pass layers"),
     ("attachment_usage", "JSON list: VkImageUsageFlags of each attachment's image (-1: unknown)"),
-    ("resources", "JSON: raw handles of the attachments' images, a transfer's src and dst (under handles.)"),
+    ("resources", "JSON: raw handles of the attachments' images, a transfer's src and dst, the images read "
+                  "through descriptors (--content) (under handles.)"),
 ]
 LAYER_ARGS = tuple(Arg(key, key, unit, LAYER) for key, unit in _LAYER)
 KIND_FIELD = "kind"                       # the layer's workload class: supersedes the driver's WORKLOAD

@@ -99,7 +99,7 @@ def folded_draws(count: str) -> Recorded:
 
 INTERCEPTS: dict[str, dict[str, In]] = {
     "vkAllocateCommandBuffers": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
-    "vkAllocateDescriptorSets": {ICD: In("icd.tensors.descriptors")},
+    "vkAllocateDescriptorSets": {ICD: In("icd.tensors.descriptors"), LAYER: In("layer.descriptors")},
     # Device memory allocations and binds, counted for the advice (layer/allocations.py): cold paths.
     "vkAllocateMemory": {LAYER: In("layer.allocations")},
     "vkBeginCommandBuffer": {
@@ -126,10 +126,15 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.measured_counters", c=RENDERING_BEGIN),
         LAYER: In("layer.render_passes", "layer.regions", c=TAGGED_RENDERING_BEGIN)},
     "vkCmdBeginShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
+    # Images read through descriptors (layer/descriptors.py): the layer's rows are handed out under --content
+    # only (descriptors.CONTENT_ONLY); the commands recorded into command buffers are only forwarded by C.
+    "vkCmdBindDescriptorBuffersEXT": {LAYER: In("layer.descriptors", c=FORWARDED)},
+    "vkCmdBindDescriptorSets2": {LAYER: In("layer.descriptors", c=FORWARDED)},
     # The layer's content mode (layer/content.py) reads the index data each indexed draw uses.
     "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=FORWARDED)},
     "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=FORWARDED)},
-    "vkCmdBindDescriptorSets": {ICD: In("icd.data_graph.feature", c=DATA_GRAPH_ONLY)},
+    "vkCmdBindDescriptorSets": {
+        ICD: In("icd.data_graph.feature", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=FORWARDED)},
     "vkCmdBindPipeline": {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.data_graph.feature", c=DATA_GRAPH_AWARE),
         LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},
@@ -246,10 +251,10 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdPipelineBarrier": {
         ICD: In("icd.recording", c=Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")))},
     "vkCmdPipelineBarrier2": {ICD: In("icd.recording", "icd.tensors.resources", c=DEPENDENCIES)},
-    "vkCmdPushDescriptorSet": {ICD: In("icd.tensors.push")},
-    "vkCmdPushDescriptorSet2": {ICD: In("icd.tensors.push")},
-    "vkCmdPushDescriptorSetWithTemplate": {ICD: In("icd.tensors.push")},
-    "vkCmdPushDescriptorSetWithTemplate2": {ICD: In("icd.tensors.push")},
+    "vkCmdPushDescriptorSet": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
+    "vkCmdPushDescriptorSet2": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
+    "vkCmdPushDescriptorSetWithTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
+    "vkCmdPushDescriptorSetWithTemplate2": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
     "vkCmdResolveImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdResolveImage2": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdTraceRaysIndirectKHR": {
@@ -273,7 +278,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCreateDataGraphPipelinesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
     "vkCreateDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkCreateDescriptorSetLayout": {ICD: In("icd.tensors.descriptors")},
-    "vkCreateDescriptorUpdateTemplate": {ICD: In("icd.tensors.push")},
+    "vkCreateDescriptorUpdateTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors")},
     "vkCreateDevice": {ICD: In("icd.device"), LAYER: In("layer.chain")},
     "vkCreateFramebuffer": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkCreateGraphicsPipelines": {
@@ -305,7 +310,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.feature", emulated=True)},
     "vkDestroyDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkDestroyDescriptorSetLayout": {ICD: In("icd.tensors.descriptors")},
-    "vkDestroyDescriptorUpdateTemplate": {ICD: In("icd.tensors.push")},
+    "vkDestroyDescriptorUpdateTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors")},
     "vkDestroyDevice": {ICD: In("icd.device"), LAYER: In("layer.chain")},
     "vkDestroyFramebuffer": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroyImage": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
@@ -381,8 +386,9 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.commands")},
     "vkResetCommandPool": {ICD: In("vkapi.commands", "icd.regions.hooks"), LAYER: In("vkapi.commands")},
     "vkResetDescriptorPool": {ICD: In("icd.tensors.descriptors")},
-    "vkUpdateDescriptorSetWithTemplate": {ICD: In("icd.tensors.push")},
-    "vkUpdateDescriptorSets": {ICD: In("icd.data_graph.feature", "icd.tensors.descriptors")},
+    "vkUpdateDescriptorSetWithTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors")},
+    "vkUpdateDescriptorSets": {
+        ICD: In("icd.data_graph.feature", "icd.tensors.descriptors"), LAYER: In("layer.descriptors")},
     "vkWaitForFences": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
 }
 

@@ -11,11 +11,14 @@ What a node reads and writes (the layer's WORKLOAD `attachments` and `resources`
     liveness, no bandwidth);
   - a transfer reads its `src` and writes its `dst`; a clear image transfer overwrites the whole image,
     every other transfer write is partial (what it does not cover survives: counted as a read too);
-  - dispatches, trace rays and the draws of render passes may read and write anything through
-    descriptors, which the layer does not track: they are **opaque** accesses. A store followed by an
-    opaque workload before the image's next overwrite is never called unread — unless the image's
-    usage (the layer's `attachment_usage`) has none of SAMPLED, STORAGE and INPUT_ATTACHMENT: no
-    descriptor can read it.
+  - dispatches, trace rays and the draws of render passes read images through descriptors: under
+    `tessera run --content` the layer names them (`resources` `reads`: sampled, combined and input
+    attachment images, read; `storage`: storage images, read and perhaps written: a write never called
+    unread), and such a workload is linked like a transfer. Without them (another run, descriptor
+    buffers, a pass suspended across command buffers) it may read and write anything: it is
+    **opaque**. A store followed by an opaque workload before the image's next overwrite is never
+    called unread — unless the image's usage (the layer's `attachment_usage`) has none of SAMPLED,
+    STORAGE and INPUT_ATTACHMENT: no descriptor can read it.
 
 Edges go from the last writer of a resource to each reader (None: nothing in the session wrote it).
 Presents (the layer's FRAME `images`, protocol 4: the swapchain image each vkQueuePresentKHR
@@ -79,7 +82,9 @@ class Work:
 
     @property
     def opaque(self) -> bool:
-        """May read or write anything through descriptors (untracked)."""
+        """May read or write anything through descriptors: the layer did not name what it reads."""
+        if "reads" in self.resources:
+            return False
         return self.kind in OPAQUE_KINDS or (self.kind == RENDER_PASS and self.draws > 0)
 
     def where(self) -> str:
@@ -92,7 +97,7 @@ class Work:
 class Access:
     """One use of a resource by a node: an attachment of a render pass or a transfer's end."""
     resource: str | None               # handle (hex); None: unknown
-    role: str                          # "attachment", "src", "dst"
+    role: str                          # "attachment", "src", "dst", "descriptor" (read), "storage" (read, maybe written)
     index: int = 0                     # attachment index
     aspect: str = ""
     format: str = ""
@@ -281,7 +286,16 @@ def _accesses(w: Work) -> list[Access]:
             if resolve:             # a resolve target is written whole by the resolve
                 acc.overwrites = acc.writes
             out.append(acc)
-    elif w.kind in ("buffer_transfer", "image_transfer", "tensor_copy"):
+    own = {a.resource for a in out}
+    for image in w.resources.get("reads") or []:            # through descriptors (--content)
+        if image not in own and image != NULL_HANDLE:
+            out.append(Access(image, "descriptor", reads=True))
+            own.add(image)
+    for image in w.resources.get("storage") or []:
+        if image not in own and image != NULL_HANDLE:
+            out.append(Access(image, "storage", reads=True, writes=True, keeps=True))
+            own.add(image)
+    if w.kind in ("buffer_transfer", "image_transfer", "tensor_copy"):
         src, dst = w.resources.get("src"), w.resources.get("dst")
         if src:
             out.append(Access(src, "src", reads=True))
@@ -359,7 +373,7 @@ def dead(acc: Access, presents_known: bool = False) -> bool:
     between — for a depth/stencil attachment (the host does not read it back) always, for a colour
     attachment when the session's presents name their images (`presents_known`) and none showed it;
     without them a colour image's last write is taken as read by the host or the display."""
-    if not acc.writes or acc.readers or acc.presented or acc.opaque_between:
+    if not acc.writes or acc.readers or acc.presented or acc.opaque_between or acc.role == "storage":
         return False
     return acc.fate == "overwritten" or (acc.fate == "end" and acc.role == "attachment"
                                          and (acc.depth_stencil or presents_known))
@@ -376,7 +390,7 @@ def _flag(nodes: list[Node], presents_known: bool = False) -> None:
             if dead(a, presents_known):
                 node.flags.append(f"stored-unread:{a.index if a.role == 'attachment' else a.role}")
         for a in node.accesses:
-            if a.reads and a.writer is None and a.resource is not None:
+            if a.reads and a.writer is None and a.resource is not None and a.role not in ("descriptor", "storage"):
                 node.flags.append(f"loaded-unwritten:{a.index if a.role == 'attachment' else a.role}")
 
 

@@ -137,7 +137,7 @@ def load_undefined(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
             continue
         opaque_before = first_opaque < node.id
         for acc in node.accesses:
-            if acc.reads and acc.resource and acc.writer is None and not (
+            if acc.role == "attachment" and acc.reads and acc.resource and acc.writer is None and not (
                     opaque_before and descriptor_writable(acc.usage)):
                 out.append(_finding(RULES_BY_ID["load-undefined"], node,
                                     f"{_att(acc)} is loaded (LOAD_OP_LOAD) but nothing earlier in the session "
@@ -155,7 +155,8 @@ def _clear_transfers(graph: RenderGraph) -> list[tuple[Node, Access, Node, Acces
         for acc in node.accesses:
             if acc.role == "dst" and acc.resource:
                 nxt = _next_access(graph, node, acc.resource)
-                if nxt and nxt[0].work.kind == RENDER_PASS and not _opaque_between(graph, node, nxt[0], acc.resource):
+                if (nxt and nxt[0].work.kind == RENDER_PASS and nxt[1].role == "attachment"
+                        and not _opaque_between(graph, node, nxt[0], acc.resource)):
                     out.append((node, acc, *nxt))
     return out
 
@@ -261,7 +262,7 @@ def transfer_then_load(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
         if node.work.kind != RENDER_PASS:
             continue
         for acc in node.accesses:
-            writer = _node(graph, acc.writer) if acc.reads else None
+            writer = _node(graph, acc.writer) if acc.reads and acc.role == "attachment" else None
             if writer is not None and writer.work.meta.get("subtype") in ROUND_TRIP_TRANSFERS:
                 out.append(_finding(RULES_BY_ID["transfer-then-load"], node,
                                     f"{_att(acc)} is loaded right after a {writer.work.meta['subtype']} wrote it "
@@ -336,7 +337,7 @@ def pass_round_trip(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
         if size(node.work) != size(prev.work):
             continue
         for acc in node.accesses:
-            if acc.reads and acc.writer == prev.id:
+            if acc.role == "attachment" and acc.reads and acc.writer == prev.id:
                 stored = next((a.write_bytes for a in prev.accesses if a.resource == acc.resource and a.writes), 0)
                 out.append(_finding(RULES_BY_ID["pass-round-trip"], node,
                                     f"{_att(acc)} is stored by the render pass just before "

@@ -2,7 +2,7 @@
 writer, each write's fate, the flags, and bandwidth per attachment by the driver's own formula."""
 from __future__ import annotations
 
-from test_advice_rules import att, rp, xfer
+from test_advice_rules import att, dispatch, rp, xfer
 
 from tessera.hostd.advice.graph import attachment_bytes, build, decode_args, texel_bytes
 from tessera.vkapi.render_passes import attachment_bytes as driver_formula
@@ -116,3 +116,51 @@ def test_a_present_of_a_later_frame_does_not_read_an_earlier_frames_overwritten_
     assert a.accesses[0].fate == "overwritten" and a.accesses[0].presented == []
     assert b.accesses[0].presented == [0, 1] and b.flags == []
     assert "outputs-unread" in a.flags
+
+
+SAMPLED_COLOUR = 0x14                        # COLOR_ATTACHMENT | SAMPLED: a descriptor may read it
+
+
+def _reading(work, reads=(), storage=()):
+    """`work` with the images the layer saw its draws or dispatch read through descriptors (--content)."""
+    work.resources = {**work.resources, "reads": list(reads), "storage": list(storage)}
+    return work
+
+
+def test_a_shadow_map_sampled_by_a_later_pass_is_an_edge() -> None:
+    """Pass 0 stores a depth map; pass 1 (tracked draws) samples it: an edge 0 -> 1, the store is read,
+    nothing is flagged. Without the layer's reads the same pass is opaque: no edge, nothing flagged either."""
+    shadow = att("clear", "store", fmt="D32_SFLOAT", aspect="depth")
+    g = _graph(rp([shadow], ["0xsh"], usage=[0x24]),
+               _reading(rp([att("clear", "store")], ["0xs"]), reads=["0xsh"]))
+    first, second = g.nodes
+    assert [(e.src, e.dst, e.resource, e.access) for e in g.edges] == [(0, 1, "0xsh", 1)]
+    assert second.accesses[1].role == "descriptor" and second.accesses[1].writer == 0
+    assert first.accesses[0].readers == [1] and first.flags == [] and not second.work.opaque
+    g = _graph(rp([shadow], ["0xsh"], usage=[0x24]), rp([att("clear", "store")], ["0xs"]))
+    assert g.edges == [] and g.nodes[1].work.opaque and g.nodes[0].flags == []
+
+
+def test_with_tracked_reads_a_sampleable_store_nobody_samples_is_unread() -> None:
+    """A sampleable depth store, then passes whose draws the layer tracked (they sample something else):
+    the store is dead (stored-unread); an untracked pass in between keeps it (opaque)."""
+    shadow = att("clear", "store", fmt="D32_SFLOAT", aspect="depth")
+    g = _graph(rp([shadow], ["0xsh"], usage=[0x24]),
+               _reading(rp([att("clear", "store")], ["0xs"]), reads=["0xtex"]))
+    assert g.nodes[0].flags == ["outputs-unread", "stored-unread:0"]
+    assert g.nodes[1].flags == []                    # a read with no writer (an uploaded texture) is not flagged
+    g = _graph(rp([shadow], ["0xsh"], usage=[0x24]), rp([att("clear", "store")], ["0xs"]))
+    assert g.nodes[0].flags == []
+
+
+def test_a_storage_image_is_read_and_maybe_written_never_unread() -> None:
+    """A dispatch with a storage image: it reads what the pass before stored and writes it (a later LOAD
+    reads the dispatch's write, not 'unwritten'); its own write is never called unread."""
+    g = _graph(rp([att("clear", "store")], ["0xi"], usage=[0x18]),
+               _reading(dispatch((4, 4, 1), (16, 1, 1), 3000), storage=["0xi"]),
+               rp([att("load", "store")], ["0xi"], draws=0),
+               xfer("clear image", dst="0xi"))
+    p0, d, p2, _ = g.nodes
+    assert [(e.src, e.dst) for e in g.edges] == [(0, 1), (1, 2)]
+    assert d.accesses[0].role == "storage" and d.accesses[0].fate == "read" and d.flags == []
+    assert p2.flags == ["outputs-unread", "stored-unread:0"]          # not loaded-unwritten: the dispatch wrote it

@@ -256,3 +256,33 @@ def test_store_unpresented() -> None:
                xfer("copy image to buffer", "0xoff", "0xbuf")) == []
     # an opaque draw after it that may sample it (usage unknown): not called unread
     assert run([(0, ["0xs"])], rp([att("clear", "store")], ["0xoff"]), rp([att("clear", "store")], ["0xs"])) == []
+
+
+def _tracked(work, reads=()):
+    work.resources = {**work.resources, "reads": list(reads), "storage": []}
+    return work
+
+
+def test_store_overwritten_of_a_sampleable_image_when_the_draws_between_are_tracked() -> None:
+    """A sampleable colour store overwritten by the next pass: with the draws in between tracked (--content)
+    and not sampling it, store-overwritten fires (16384 bytes = 512 ns); sampled, or untracked, it does not."""
+    sampled = [0x14]
+    [f] = findings(rp([att("clear", "store")], ["0xa"], usage=sampled),
+                   _tracked(rp([att("clear", "store")], ["0xb"]), reads=["0xt"]),
+                   _tracked(rp([att("clear", "store")], ["0xa"], usage=sampled)), rule="store-overwritten")
+    assert (f.node, f.resource, f.saves_bytes, f.saves_ns) == (0, "0xa", PASS_BYTES, 512)
+    assert findings(rp([att("clear", "store")], ["0xa"], usage=sampled),
+                    _tracked(rp([att("clear", "store")], ["0xb"]), reads=["0xa"]),
+                    _tracked(rp([att("clear", "store")], ["0xa"], usage=sampled)), rule="store-overwritten") == []
+    assert findings(rp([att("clear", "store")], ["0xa"], usage=sampled), rp([att("clear", "store")], ["0xb"]),
+                    _tracked(rp([att("clear", "store")], ["0xa"], usage=sampled)), rule="store-overwritten") == []
+
+
+def test_descriptor_reads_are_not_loads() -> None:
+    """Sampling what a copy or the previous pass of the same size wrote is no LOAD: neither transfer-then-load
+    nor pass-round-trip nor load-undefined (a sampled texture nothing wrote) fire."""
+    for rule in ("transfer-then-load", "pass-round-trip", "load-undefined", "clear-then-load"):
+        assert findings(xfer("copy image", "0xsrc", "0xa"), rp([att("clear", "store")], ["0xa"]),
+                        _tracked(rp([att("clear", "store")], ["0xb"]), reads=["0xa", "0xnew"]),
+                        xfer("clear image", dst="0xc"), _tracked(rp([att("clear", "store")], ["0xd"]), reads=["0xc"]),
+                        rule=rule) == [], rule

@@ -1,0 +1,308 @@
+"""Images read through descriptors (#28, `tessera run --content`): what each draw and dispatch samples.
+
+Role: under content mode (LayerSettings.content) the layer follows which image views each descriptor
+set holds and which sets each command buffer has bound, so each workload's WORKLOAD `resources`
+names the images it may read through descriptors: `reads` (sampled images, combined image samplers,
+input attachments) and `storage` (storage images: read, and perhaps written). hostd's render graph
+(hostd/advice/graph.py) then links a shadow map sampled by a later pass to the pass that wrote it, and
+no longer takes such a workload as opaque (able to read anything): a store nothing reads is called
+unread even for a sampleable image. A workload whose command buffer bound descriptor buffers
+(VK_EXT_descriptor_buffer), which the layer cannot read, gets no `reads`: it stays opaque.
+
+What is followed (every way core Vulkan and VK_KHR_push_descriptor write image descriptors):
+  - vkAllocateDescriptorSets (a set starts empty), vkUpdateDescriptorSets (writes, copies),
+    vkCreate/DestroyDescriptorUpdateTemplate and vkUpdateDescriptorSetWithTemplate;
+  - vkCmdBindDescriptorSets(2), vkCmdPushDescriptorSet(2), vkCmdPushDescriptorSetWithTemplate(2);
+  - vkCmdBindDescriptorBuffersEXT: the command buffer's workloads are untracked from there on.
+A set's images are keyed by (binding, array element) as written; a write whose descriptorCount runs past
+its binding's size continues into the next binding (spec 14.2.4), which the layer, knowing no layouts,
+keeps under consecutive elements of the first: the images a set holds are the same. Every image of every
+set bound to the workload's bind point counts, whether its pipeline's shaders use that binding or not
+(reflection would narrow it): a read too many hides a flag, it never makes one. Sets are read when the
+draw or dispatch is recorded: an UPDATE_AFTER_BIND write made later is not seen.
+
+Cost: only content mode hands these hooks out (CONTENT_ONLY: entry.py leaves them out of GetProcAddr's
+answers otherwise), so the default recording path does not change. Content mode takes the Python path
+for every command anyway (its C recorder is off); a draw then adds a union of its bound sets' images.
+
+State: a DescriptorState on each device (`DeviceState.descriptors`: sets, templates) and a BoundSets on
+each command buffer (`CommandBufferTracker.descriptors`), written on the threads recording (Vulkan's
+external synchronisation of sets and command buffers keeps them apart).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tessera.vkapi.vkconst import vk
+
+# vkCmd* commands and device commands only content mode hands out (see the module docstring).
+CONTENT_ONLY = (
+    "vkAllocateDescriptorSets", "vkUpdateDescriptorSets", "vkCreateDescriptorUpdateTemplate",
+    "vkDestroyDescriptorUpdateTemplate", "vkUpdateDescriptorSetWithTemplate", "vkCmdBindDescriptorSets",
+    "vkCmdBindDescriptorSets2", "vkCmdPushDescriptorSet", "vkCmdPushDescriptorSet2",
+    "vkCmdPushDescriptorSetWithTemplate", "vkCmdPushDescriptorSetWithTemplate2", "vkCmdBindDescriptorBuffersEXT",
+)
+READ_TYPES = frozenset({vk.VK_DESCRIPTOR_TYPE_SAMPLED_IMAGE, vk.VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER,
+                        vk.VK_DESCRIPTOR_TYPE_INPUT_ATTACHMENT})
+STORAGE_TYPES = frozenset({vk.VK_DESCRIPTOR_TYPE_STORAGE_IMAGE})
+IMAGE_TYPES = READ_TYPES | STORAGE_TYPES
+GRAPHICS, COMPUTE = vk.VK_PIPELINE_BIND_POINT_GRAPHICS, vk.VK_PIPELINE_BIND_POINT_COMPUTE
+RAY_TRACING = vk.VK_PIPELINE_BIND_POINT_RAY_TRACING_KHR
+# VkShaderStageFlags of each bind point (vkCmdBindDescriptorSets2 and vkCmdPushDescriptorSet2 name stages)
+STAGES_OF = ((GRAPHICS, vk.VK_SHADER_STAGE_ALL_GRAPHICS),
+             (COMPUTE, vk.VK_SHADER_STAGE_COMPUTE_BIT),
+             (RAY_TRACING, vk.VK_SHADER_STAGE_RAYGEN_BIT_KHR | vk.VK_SHADER_STAGE_ANY_HIT_BIT_KHR
+              | vk.VK_SHADER_STAGE_CLOSEST_HIT_BIT_KHR | vk.VK_SHADER_STAGE_MISS_BIT_KHR
+              | vk.VK_SHADER_STAGE_INTERSECTION_BIT_KHR | vk.VK_SHADER_STAGE_CALLABLE_BIT_KHR))
+
+BIND_POINT_OF_KIND = {"dispatch": COMPUTE, "trace_rays": RAY_TRACING}   # workloads described with their reads
+Slots = dict[tuple[int, int], tuple[int, int]]      # (binding, element) -> (VkImage, VkDescriptorType)
+
+
+@dataclass
+class Template:
+    entries: tuple[tuple[int, int, int, int, int, int], ...]    # binding, element, count, type, offset, stride
+    bind_point: int = GRAPHICS                                   # push-descriptor templates
+
+
+@dataclass
+class DescriptorState:
+    """A device's descriptor sets (their image slots) and update templates."""
+    sets: dict[int, Slots] = field(default_factory=dict)
+    templates: dict[int, Template] = field(default_factory=dict)
+
+
+@dataclass
+class BoundSets:
+    """What a command buffer has bound: per bind point, set index -> its slots (a set's own dict, so a
+    later update before the draw is seen; a push descriptor set's own)."""
+    bound: dict[int, dict[int, Slots]] = field(default_factory=dict)
+    untracked: bool = False           # descriptor buffers bound: its workloads read what the layer cannot see
+    continued: "PassReads | None" = None   # a secondary's draws continuing a render pass: what they read
+
+    def images(self, bind_point: int) -> tuple[set[int], set[int]]:
+        """(images read, storage images) of every set bound at `bind_point`."""
+        reads: set[int] = set()
+        storage: set[int] = set()
+        for slots in self.bound.get(bind_point, {}).values():
+            for image, dtype in slots.values():
+                (storage if dtype in STORAGE_TYPES else reads).add(image)
+        return reads, storage
+
+
+@dataclass
+class PassReads:
+    """What the draws of a render pass part read through descriptors (RenderPasses under --content)."""
+    reads: set[int] = field(default_factory=set)
+    storage: set[int] = field(default_factory=set)
+    untracked: bool = False
+    ops_start: int = 0                # its command buffer's ops when it began (secondaries executed since)
+
+    def add(self, bound: BoundSets | None) -> None:
+        if bound is None:
+            return
+        if bound.untracked:
+            self.untracked = True
+            return
+        reads, storage = bound.images(GRAPHICS)
+        self.reads |= reads
+        self.storage |= storage
+
+    def join(self, other: "PassReads") -> None:
+        self.reads |= other.reads
+        self.storage |= other.storage
+        self.untracked |= other.untracked
+
+    def to_json(self) -> dict | None:
+        """The WORKLOAD `resources` entries (None: untracked)."""
+        if self.untracked:
+            return None
+        return {"reads": [f"0x{i:x}" for i in sorted(self.reads)],
+                "storage": [f"0x{i:x}" for i in sorted(self.storage)]}
+
+
+def note_draw(t) -> None:
+    """A draw recorded into the command buffer tracked by `t`: its open part's reads, or, in a secondary
+    continuing a render pass, the reads that pass gets when the secondary is executed."""
+    if t.part is not None:
+        if t.part.descriptor_reads is not None:
+            t.part.descriptor_reads.add(t.descriptors)
+    elif t.level == vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY:
+        if t.descriptors is None:
+            t.descriptors = BoundSets()
+        if t.descriptors.continued is None:
+            t.descriptors.continued = PassReads()
+        t.descriptors.continued.add(t.descriptors)
+
+
+def resources(bound: BoundSets | None, bind_point: int) -> dict | None:
+    """The WORKLOAD `resources` entries of a workload recorded with `bound` (None: untracked)."""
+    if bound is None:                                 # nothing bound in this command buffer
+        return {"reads": [], "storage": []}
+    if bound.untracked:
+        return None
+    reads, storage = bound.images(bind_point)
+    return {"reads": [f"0x{i:x}" for i in sorted(reads)], "storage": [f"0x{i:x}" for i in sorted(storage)]}
+
+
+def _handle(ffi, h) -> int:
+    return int(ffi.cast("uint64_t", h))
+
+
+def _bind_points(stages: int) -> list[int]:
+    return [point for point, mask in STAGES_OF if stages & mask]
+
+
+class Descriptors:
+    """The hooks: one method per command (HookSet.bind). `state`: the layer state (command buffers,
+    ffi); a device's views (vkapi resource_hooks' `res.views`) turn views into images."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+        self.ffi = state.ffi
+
+    # ---- per device ------------------------------------------------------------------
+    @staticmethod
+    def _device(dev) -> DescriptorState:
+        if dev.descriptors is None:
+            dev.descriptors = DescriptorState()
+        return dev.descriptors
+
+    def _image(self, dev, view) -> int:
+        v = dev.res.views.get(_handle(self.ffi, view))
+        return v.image if v is not None else 0
+
+    def _write(self, dev, slots: Slots, w) -> None:
+        """One VkWriteDescriptorSet into `slots`."""
+        dtype = w.descriptorType
+        if dtype not in IMAGE_TYPES:
+            for k in range(w.descriptorCount):            # an image slot overwritten by another kind
+                slots.pop((w.dstBinding, w.dstArrayElement + k), None)
+            return
+        if w.pImageInfo == self.ffi.NULL:
+            return
+        for k in range(w.descriptorCount):
+            image = self._image(dev, w.pImageInfo[k].imageView)
+            key = (w.dstBinding, w.dstArrayElement + k)
+            if image:
+                slots[key] = (image, dtype)
+            else:
+                slots.pop(key, None)
+
+    def after_vkAllocateDescriptorSets(self, dev, result, device, pAllocateInfo, pDescriptorSets):
+        if result != vk.VK_SUCCESS:
+            return
+        sets = self._device(dev).sets
+        for i in range(pAllocateInfo.descriptorSetCount):
+            sets[_handle(self.ffi, pDescriptorSets[i])] = {}
+
+    def after_vkUpdateDescriptorSets(self, dev, result, device, writeCount, pWrites, copyCount, pCopies):
+        sets = self._device(dev).sets
+        for i in range(writeCount):
+            w = pWrites[i]
+            self._write(dev, sets.setdefault(_handle(self.ffi, w.dstSet), {}), w)
+        for i in range(copyCount):                        # copies see the writes before them (spec 14.2.4)
+            c = pCopies[i]
+            src = sets.get(_handle(self.ffi, c.srcSet), {})
+            dst = sets.setdefault(_handle(self.ffi, c.dstSet), {})
+            for k in range(c.descriptorCount):
+                got = src.get((c.srcBinding, c.srcArrayElement + k))
+                key = (c.dstBinding, c.dstArrayElement + k)
+                if got is None:
+                    dst.pop(key, None)
+                else:
+                    dst[key] = got
+
+    def after_vkCreateDescriptorUpdateTemplate(self, dev, result, device, pCreateInfo, pAllocator, pTemplate):
+        if result != vk.VK_SUCCESS:
+            return
+        info = pCreateInfo
+        entries = tuple((e.dstBinding, e.dstArrayElement, e.descriptorCount, e.descriptorType, e.offset, e.stride)
+                        for e in (info.pDescriptorUpdateEntries[i] for i in range(info.descriptorUpdateEntryCount)))
+        push = info.templateType == vk.VK_DESCRIPTOR_UPDATE_TEMPLATE_TYPE_PUSH_DESCRIPTORS_KHR
+        self._device(dev).templates[_handle(self.ffi, pTemplate[0])] = Template(
+            entries, info.pipelineBindPoint if push else GRAPHICS)
+
+    def before_vkDestroyDescriptorUpdateTemplate(self, dev, device, template, pAllocator):
+        self._device(dev).templates.pop(_handle(self.ffi, template), None)
+
+    def _template_write(self, dev, slots: Slots, t: Template, pData) -> None:
+        ffi = self.ffi
+        base = ffi.cast("char *", pData)
+        for binding, element, count, dtype, offset, stride in t.entries:
+            for k in range(count):
+                key = (binding, element + k)
+                if dtype not in IMAGE_TYPES:
+                    slots.pop(key, None)
+                    continue
+                info = ffi.cast("VkDescriptorImageInfo *", base + offset + k * stride)
+                image = self._image(dev, info.imageView)
+                if image:
+                    slots[key] = (image, dtype)
+                else:
+                    slots.pop(key, None)
+
+    def after_vkUpdateDescriptorSetWithTemplate(self, dev, result, device, descriptorSet, template, pData):
+        d = self._device(dev)
+        t = d.templates.get(_handle(self.ffi, template))
+        if t is not None and pData != self.ffi.NULL:
+            self._template_write(dev, d.sets.setdefault(_handle(self.ffi, descriptorSet), {}), t, pData)
+
+    # ---- per command buffer --------------------------------------------------------------
+    def _bound(self, dev, commandBuffer) -> BoundSets:
+        t = self.state.command_buffer(dev, commandBuffer)
+        if t.descriptors is None:
+            t.descriptors = BoundSets()
+        return t.descriptors
+
+    def _bind(self, dev, commandBuffer, points: list[int], first: int, count: int, pSets) -> None:
+        bound, sets = self._bound(dev, commandBuffer), self._device(dev).sets
+        for point in points:
+            at = bound.bound.setdefault(point, {})
+            for i in range(count):
+                h = _handle(self.ffi, pSets[i])
+                at[first + i] = sets.setdefault(h, {}) if h else {}
+
+    def before_vkCmdBindDescriptorSets(self, dev, commandBuffer, bindPoint, layout, firstSet, count, pSets,
+                                       dynamicCount, pDynamicOffsets):
+        self._bind(dev, commandBuffer, [bindPoint], firstSet, count, pSets)
+
+    def before_vkCmdBindDescriptorSets2(self, dev, commandBuffer, pInfo):
+        self._bind(dev, commandBuffer, _bind_points(pInfo.stageFlags), pInfo.firstSet, pInfo.descriptorSetCount,
+                   pInfo.pDescriptorSets)
+
+    def _push(self, dev, commandBuffer, points: list[int], set_index: int, count: int, pWrites) -> None:
+        slots: Slots = {}
+        for i in range(count):
+            self._write(dev, slots, pWrites[i])
+        bound = self._bound(dev, commandBuffer)
+        for point in points:
+            bound.bound.setdefault(point, {})[set_index] = slots
+
+    def before_vkCmdPushDescriptorSet(self, dev, commandBuffer, bindPoint, layout, set_index, count, pWrites):
+        self._push(dev, commandBuffer, [bindPoint], set_index, count, pWrites)
+
+    def before_vkCmdPushDescriptorSet2(self, dev, commandBuffer, pInfo):
+        self._push(dev, commandBuffer, _bind_points(pInfo.stageFlags), pInfo.set, pInfo.descriptorWriteCount,
+                   pInfo.pDescriptorWrites)
+
+    def _push_template(self, dev, commandBuffer, template, set_index: int, pData) -> None:
+        t = self._device(dev).templates.get(_handle(self.ffi, template))
+        if t is None or pData == self.ffi.NULL:
+            return
+        slots: Slots = {}
+        self._template_write(dev, slots, t, pData)
+        self._bound(dev, commandBuffer).bound.setdefault(t.bind_point, {})[set_index] = slots
+
+    def before_vkCmdPushDescriptorSetWithTemplate(self, dev, commandBuffer, template, layout, set_index, pData):
+        self._push_template(dev, commandBuffer, template, set_index, pData)
+
+    def before_vkCmdPushDescriptorSetWithTemplate2(self, dev, commandBuffer, pInfo):
+        self._push_template(dev, commandBuffer, pInfo.descriptorUpdateTemplate, pInfo.set, pInfo.pData)
+
+    def before_vkCmdBindDescriptorBuffersEXT(self, dev, commandBuffer, count, pBindingInfos):
+        self._bound(dev, commandBuffer).untracked = True
+
+
+def register(hooks, state) -> None:
+    hooks.bind(Descriptors(state))
