@@ -27,6 +27,7 @@ from .driver import Driver
 from .instrumentation import hooks as instrumentation
 from .objects import Objects
 from .regions import hooks as regions
+from .replay import ShadowProducts
 from .settings import IcdSettings
 from .shim_spec import ANSWERED, HOOKS
 from .data_graph import feature as data_graph
@@ -49,6 +50,7 @@ def install(ffi, lib) -> None:
         log.warning("%s", message)
 
     recorder = Recorder(ffi, lib, warn, errors.report)
+    recorder.reuse_recordings(ShadowProducts())
     timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report,
                         counters=settings.counters)
     drv = Driver(ffi, lib, HookSet(errors, recorder), Objects(ffi), backend, settings.profile, timeline=timeline,

@@ -18,6 +18,7 @@ from .indirect import Capturer
 from .forwarding import Forwarding
 from .instrument import Instrumenter
 from .regions import Extensions, Regions
+from .replay import TrackerProducts
 from .settings import LayerSettings
 from .shim_spec import HOOKS
 from .state import LayerState, Session
@@ -52,6 +53,8 @@ def install(ffi, lib) -> None:
     by_region = Regions(ffi, state, transport.send, errors, settings.regions) if settings.regions else None
     if by_region is not None:   # one slot for chain.py and queues.py: both extensions behind it
         instrumenter = Extensions(instrumenter, by_region)
+    if instrumenter is None and not settings.fault_commands:   # both keep per-recording state of their own
+        recorder.reuse_recordings(TrackerProducts(state))
 
     ledger = SubmitLedger(ffi, lib, warn)
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)

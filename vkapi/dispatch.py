@@ -298,7 +298,7 @@ class HookSet:
 
         def job() -> None:
             try:
-                recorder.apply(owner, args[0])
+                recorder.apply(owner, args[0], ended=True)
             except Exception:
                 errors.report("vkEndCommandBuffer", "applying the command buffer's recorded commands")
             for hook, hook_args in ((before, (owner, *args)), (after, (owner, result, *args))):

@@ -55,8 +55,8 @@ class In:
 RECORDED = Recorded()
 FORWARDED = Recorded(record=False)                   # C forwards it; its hooks run on the Python path only
 TAGGED = Recorded(tagged=True)                       # the layer's workloads: a tag and a t<tag> label from C
-LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False)   # the driver consumes labels
-MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False)
+LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, tag_labels=True)   # the driver consumes labels
+MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, tag_labels=True)
 LABEL_END = Recorded(forward=False)
 # The layer keeps the application's labels (not passed down); their stacks are planned at submit.
 APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, python_submits=True)
@@ -174,7 +174,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
-    "vkCmdDispatchDataGraphARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkCmdDispatchDataGraphARM": {ICD: In("icd.data_graph.feature", emulated=True), LAYER: In("layer.workloads")},
     "vkCmdDispatchBase": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),

@@ -32,15 +32,17 @@ Record layout (little-endian, 8-byte aligned):
     the bytes of each array / string / info parameter, each padded to 8
 Formats (`tessera_record_format(index)`), one code per parameter after the command buffer:
     Q unsigned scalar or handle, q signed scalar, A<Struct> array of plain structs,
-    S<Struct>.<member> the string `member` of the struct the parameter points to,
+    S<Struct>.<member> the string `member` of the struct the parameter points to (its slot the byte
+        length; with Recorded.tag_labels, TAG_BIT | the tag for a t<tag> label, and no bytes),
     I<Struct>[.<member>:<count> | .<member>]... an info struct (`const VkCopyBufferInfo2 *`,
         `const VkRenderingInfo *`: sType, pNext, scalars, handles and flat structs, and `const`
         pointers to flat structs, each an array counted by another member per the registry's
         `length`, or one optional struct; `info_pointers`): its bytes are the struct, padded to 8,
         then what each pointer points to, in member order, each padded to 8. C copies them as they
         are except that it sets every pNext to NULL (the chains are not copied), a pointer that was
-        NULL stays NULL with its count 0, and the others keep the application's address, which
-        Python replaces with its copy's before anything reads them. Python gets a `Struct *` into
+        NULL stays NULL with its count 0, and the others hold TESSERA_COPIED (not the application's
+        address, so that equal recordings have equal records: vkapi/replay.py), which Python
+        replaces with its copy's address before anything reads them. Python gets a `Struct *` into
         the arena, read exactly as the live struct (valid while the record is applied); NULL when
         the parameter was NULL (slot 0),
     - not recorded (given to Python as None). The first code is R (a record) or T (a record whose
@@ -65,6 +67,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tessera.schemas.labels import tag_label
+
 
 SWITCH = "TESSERA_C_RECORDING"   # "0": nothing is recorded in C (Recorder.enabled)
 # A recording whose records take at most this many bytes is applied at vkEndCommandBuffer on the
@@ -75,6 +79,7 @@ INLINE_BYTES = 512
 WAKE_BYTES = 64 * 1024
 WORKER_POLL_S = 0.02
 WORKER_IDLE_S = 0.64
+TAG_BIT = 1 << 63   # a string slot holding a t<tag> label's number (runtime/recorder.c TESSERA_TAG_BIT)
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,10 @@ class Recorded:
     # mark, so the end takes Python too, where the hooks that act at the end of a pass run.
     opens_pass: bool = False
     closes_pass: bool = False
+    # The driver's labels: a string that is a t<tag> label (tessera.schemas.labels) is recorded as its
+    # number (TAG_BIT | tag in the string's slot, no text), so that two recordings differing only in
+    # their tags differ only in tag slots (vkapi/replay.py); Python reads it back as the same text.
+    tag_labels: bool = False
     # False: C only forwards the call, records nothing and nothing applies it: the command's Python hooks
     # run only where the buffer takes Python (a hook that matters under an option only, such as the
     # layer's index-buffer binds for --content, which turns the C recording off).
@@ -162,6 +171,7 @@ class Recorder:
         self._start_lock = threading.Lock()
         self._out = threading.local()
         self.guards = guard_names
+        self.replays = None   # vkapi/replay.Replays, when the shim's products can be made again (reuse_recordings)
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
         # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
@@ -200,7 +210,12 @@ class Recorder:
     def counts(self) -> str:
         """The records made in C and applied so far, per command (a folded record counts once)."""
         made = sorted((name, self.applied[index]) for name, index in self.guards.items() if self.applied[index])
-        return "records made in C so far: " + (", ".join(f"{name} {n}" for name, n in made) or "none")
+        text = "records made in C so far: " + (", ".join(f"{name} {n}" for name, n in made) or "none")
+        if self.replays is not None:
+            text += f"; recordings reused: {self.replays.reused}"
+            if self.replays.check:
+                text += f"; checked instead: {self.replays.checked}, differing: {self.replays.mismatches}"
+        return text
 
     def recorded(self, name: str) -> bool:
         index = self.guards.get(name)
@@ -237,6 +252,14 @@ class Recorder:
 
     def unregister(self, handle) -> None:
         self.lib.tessera_cb_unregister(handle)
+        if self.replays is not None:
+            self.replays.forget(self._key(handle))
+
+    def reuse_recordings(self, products) -> None:
+        """Let whole re-recordings reuse their previous recording's product (vkapi/replay.py)."""
+        from .replay import Replays
+        replays = Replays(self.ffi, self.lib, products, self.report)
+        self.replays = replays if replays.enabled else None
 
     def reset(self, handle) -> None:
         """The buffer was reset or begun again: its records, Python path and submit state go."""
@@ -351,8 +374,10 @@ class Recorder:
             finally:
                 self._running.release()
 
-    def apply(self, owner, handle) -> None:
-        """Apply the records of `handle` so far, in order, then empty its arena."""
+    def apply(self, owner, handle, ended: bool = False) -> None:
+        """Apply the records of `handle` so far, in order, then empty its arena. `ended`: the recording
+        has ended (vkEndCommandBuffer's job): a whole recording may reuse its previous one's product
+        (vkapi/replay.py)."""
         lib = self.lib
         pdata, pused, pdropped = self._out_params()
         if not lib.tessera_cb_records(handle, pdata, pused, pdropped):
@@ -361,9 +386,16 @@ class Recorder:
         if used == 0 and dropped == 0:
             return
         base = pdata[0]
+        replays = self.replays if ended and lib.tessera_cb_whole(handle) else None
         try:
+            if replays is not None:
+                if replays.reuse(owner, handle, self._key(handle), base, used):
+                    return
+                records = replays.records(base, used)
             if used:
                 self._apply(owner, handle, base, used)
+            if replays is not None:
+                replays.remember(owner, handle, self._key(handle), records)
         finally:
             lib.tessera_cb_clear(handle)
         if dropped:
@@ -424,6 +456,9 @@ class Recorder:
                             values.append(info)
                         else:
                             values.append(ffi.NULL)
+                    elif n & TAG_BIT:   # S: a t<tag> label recorded as its number (Recorded.tag_labels)
+                        values.append(tag_label(n & ~TAG_BIT))
+                        n = 0
                     else:   # S: a string
                         values.append(bytes(buf[extra:extra + n]).decode("utf-8", "replace"))
                     extra += (n + 7) & ~7

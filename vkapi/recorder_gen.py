@@ -123,8 +123,9 @@ def formats(name: str, spec: Recorded) -> list[str]:
 
 def c_defines() -> str:
     """The #defines vkapi/runtime/recorder.c needs: the t<tag> label format (tessera.schemas.labels)."""
-    from tessera.schemas.labels import C_TAG_FORMAT
-    return f'#define TESSERA_TAG_FORMAT "{C_TAG_FORMAT}"        /* tessera.schemas.labels */\n'
+    from tessera.schemas.labels import C_TAG_FORMAT, TAG_PREFIX
+    return (f'#define TESSERA_TAG_FORMAT "{C_TAG_FORMAT}"        /* tessera.schemas.labels */\n'
+            f'#define TESSERA_TAG_PREFIX "{TAG_PREFIX}"\n')
 
 
 def support_c() -> str:
@@ -146,6 +147,9 @@ void tessera_cb_unregister(void *handle);
 int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped);
 void tessera_cb_clear(void *handle);
 void tessera_cb_reset(void *handle);
+int tessera_cb_whole(void *handle);
+long tessera_records_tags(const uint8_t *a, size_t n, uint64_t *tags, size_t max);
+long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t *tags, size_t max);
 void tessera_cb_set_python(void *handle, int on);
 void tessera_cb_set_python_brackets(void *handle, int on);
 uint64_t tessera_next_tag(void);
@@ -195,7 +199,7 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
              f"    if ({when}) {{"]
     if spec.python_submits:
         lines.append("        rec->python_submits = 1;")
-    sizes = _measure(recorded, lines)
+    sizes = _measure(recorded, lines, spec.tag_labels)
     nslots = len(recorded) + (1 if tagged else 0)
     extra = " + ".join(sizes) or "0"
     if tagged:
@@ -213,6 +217,8 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
                          and vk.handles[p.type].dispatchable else f"            slot[{i}] = (uint64_t){p.name};")
         elif c == "q":
             lines.append(f"            slot[{i}] = (uint64_t)(int64_t){p.name};")
+        elif c.startswith("S") and spec.tag_labels:
+            lines.append(f"            slot[{i}] = t_{p.name} ? t_{p.name} : n_{p.name};")
         else:
             lines.append(f"            slot[{i}] = n_{p.name};")
         i += 1
@@ -238,7 +244,7 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _measure(recorded, lines: list[str]) -> list[str]:
+def _measure(recorded, lines: list[str], tag_labels: bool = False) -> list[str]:
     """C measuring the bytes each array, string and info parameter adds to the record, appended to
     `lines`; returns their padded sizes as C expressions."""
     sizes = []
@@ -249,7 +255,11 @@ def _measure(recorded, lines: list[str]) -> list[str]:
         elif c.startswith("S"):
             member = c.split(".", 1)[1]
             lines.append(f"        const char *s_{p.name} = {p.name} && {p.name}->{member} ? {p.name}->{member} : \"\";")
-            lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
+            if tag_labels:   # a t<tag> label: its number in the slot, no text (Recorded.tag_labels)
+                lines.append(f"        uint64_t t_{p.name} = tessera_tag_label(s_{p.name});")
+                lines.append(f"        size_t n_{p.name} = t_{p.name} ? 0 : strlen(s_{p.name});")
+            else:
+                lines.append(f"        size_t n_{p.name} = strlen(s_{p.name});")
             sizes.append(f"((n_{p.name} + 7) & ~(size_t)7)")
         elif c.startswith("I"):
             parts = [f"((sizeof({p.type}) + 7) & ~(size_t)7)"]
@@ -277,25 +287,39 @@ def _copy_extra(recorded) -> list[str]:
     return lines
 
 
+def _struct_copy(struct_name: str, dst: str, src: str, indent: str) -> list[str]:
+    """C copying a struct member by member into the record's zeroed bytes (tessera_record): its padding
+    stays zero, not whatever the application's stack held, so that equal recordings have equal records
+    (vkapi/replay.py); pNext and the pointers stay NULL (the caller sets those it copies)."""
+    lines = []
+    for m in registry.load().structs[struct_name].members:
+        if m.pointer:
+            continue
+        if m.fixedSizeArray:
+            lines.append(f"{indent}memcpy({dst}->{m.name}, {src}->{m.name}, sizeof {dst}->{m.name});")
+        else:
+            lines.append(f"{indent}{dst}->{m.name} = {src}->{m.name};")
+    return lines
+
+
 def _info_copy(p) -> list[str]:
     """C copying an info struct parameter and what its pointers point to into the record (the I code)."""
-    vk = registry.load()
     v = f"i_{p.name}"
     pointers = info_pointers(p.type)
     lines = [f"            if (n_{p.name}) {{",
              f"                {p.type} *{v} = ({p.type} *)extra;",
-             f"                memcpy({v}, {p.name}, sizeof({p.type}));",
-             f"                {v}->pNext = NULL;"]
+             *_struct_copy(p.type, v, p.name, "                ")]
     if pointers:
         lines.append(f"                uint8_t *at = extra + ((sizeof({p.type}) + 7) & ~(size_t)7);")
     for k, m in enumerate(pointers):
         c = f"c{k}_{p.name}"
-        lines.append(f"                if (!{c}) {v}->{m.name} = NULL;   /* else Python points it at the copy */")
+        # Not the application's address: Python points it at the copy, and equal recordings stay equal (replay.py)
+        lines.append(f"                {v}->{m.name} = {c} ? (void *)(uintptr_t)TESSERA_COPIED : NULL;")
         if m.length:
             lines.append(f"                {v}->{m.length} = {c};")
-        lines.append(f"                if ({c}) memcpy(at, {p.name}->{m.name}, {c} * sizeof({m.type}));")
-        if vk.structs[m.type].sType:
-            lines.append(f"                for (size_t k = 0; k < {c}; k++) (({m.type} *)at)[k].pNext = NULL;")
+        lines.append(f"                for (size_t k = 0; k < {c}; k++) {{")
+        lines += _struct_copy(m.type, f"(({m.type} *)at + k)", f"({p.name}->{m.name} + k)", "                    ")
+        lines.append("                }")
         lines.append(f"                at += ({c} * sizeof({m.type}) + 7) & ~(size_t)7;")
     lines += ["            }",
               f"            extra += n_{p.name};"]
@@ -389,10 +413,28 @@ def _dependency_path(name: str, index: int, spec: Recorded) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tag_slot(name: str, spec: Recorded | None) -> int:
+    """The slot of a record of `name` that may hold a tag (-1: none): a tagged record's first, or the
+    string of a Recorded.tag_labels command (a tag when C recorded it as one)."""
+    if spec is None:
+        return -1
+    codes = formats(name, spec)
+    if codes[:1] == ["T"]:
+        return 0
+    if spec.tag_labels:
+        slots = [c for c in codes[1:] if c != "-"]
+        strings = [i for i, c in enumerate(slots) if c.startswith("S")]
+        if len(strings) != 1:
+            raise ValueError(f"{name}: Recorded.tag_labels needs exactly one recorded string")
+        return strings[0]
+    return -1
+
+
 def formats_table(names: Iterable[str], recorded: dict[str, Recorded]) -> str:
-    """C array of the format strings, by guard index ("" for commands not recorded)."""
-    entries = []
-    for name in names:
-        spec = recorded.get(name)
-        entries.append('"' + (",".join(formats(name, spec)) if spec else "") + '"')
-    return "static const char *const tessera_record_formats[] = {\n    " + ",\n    ".join(entries) + "\n};\n"
+    """C arrays of the format strings and the tag slots (tag_slot), by guard index ("" and -1 for
+    commands not recorded)."""
+    names = list(names)
+    entries = ['"' + (",".join(formats(name, recorded[name])) if name in recorded else "") + '"' for name in names]
+    slots = [str(tag_slot(name, recorded.get(name))) for name in names]
+    return ("static const char *const tessera_record_formats[] = {\n    " + ",\n    ".join(entries) + "\n};\n"
+            "static const signed char tessera_tag_slots[] = {" + ", ".join(slots) + "};\n")

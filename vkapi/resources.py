@@ -9,7 +9,7 @@ create/destroy hooks (resource_hooks.py), read by recording hooks.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .vkconst import vk
@@ -69,6 +69,42 @@ class Pipeline:
     instrumented: Any = None       # driver: icd.instrumentation.objects.InstrumentedPipeline: its shaders count blocks
 
 
+class Versioned(dict):
+    """A table of Resources: replacing or removing an entry moves the shared generation on, so a
+    re-recording that named the old object is not reused (vkapi/replay.py). Reads are dict's own."""
+    __slots__ = ("_generation",)
+
+    def __init__(self, generation: list[int], items=()) -> None:
+        super().__init__(items)
+        self._generation = generation
+
+    def __setitem__(self, key, value) -> None:
+        if key in self:
+            self._generation[0] += 1
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key) -> None:
+        self._generation[0] += 1
+        dict.__delitem__(self, key)
+
+    def pop(self, key, *default):
+        if key in self:
+            self._generation[0] += 1
+        return dict.pop(self, key, *default)
+
+    def popitem(self):
+        self._generation[0] += 1
+        return dict.popitem(self)
+
+    def clear(self) -> None:
+        self._generation[0] += 1
+        dict.clear(self)
+
+    def update(self, *args, **kwargs) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+
 @dataclass
 class Resources:
     buffers: dict[int, int] = field(default_factory=dict)        # buffer -> size
@@ -82,6 +118,16 @@ class Resources:
     accels: dict[int, tuple[int, int]] = field(default_factory=dict)      # acceleration structure -> (size, type)
     buffer_addresses: dict[int, int] = field(default_factory=dict)     # buffer -> device address (accel.py)
     tensors: dict[int, tuple[tuple[int, ...], int]] = field(default_factory=dict)   # VkTensorARM -> (dimensions, element bytes)
+
+    def __post_init__(self) -> None:
+        self._generation = [0]
+        for f in fields(self):
+            setattr(self, f.name, Versioned(self._generation, getattr(self, f.name)))
+
+    @property
+    def generation(self) -> int:
+        """How many entries of any table were replaced or removed so far."""
+        return self._generation[0]
 
 
 def texel_bytes(fmt: int) -> float:

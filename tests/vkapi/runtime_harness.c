@@ -255,9 +255,59 @@ static void next_functions(void)
     CHECK(tessera_next_of(2) == NULL);
 }
 
+/* Re-recordings (vkapi/replay.py): two recordings equal but for their tags, the tags read in order;
+   t<tag> label text recorded as numbers. Formats here: 0 "R,Q", 1 "T,Q" (tag in slot 0), 2 a label. */
+static void write_recording(void *handle, uint64_t first_tag, uint64_t label, uint64_t value)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    tessera_cb_reset(handle);
+    uint64_t *slot = tessera_record(cb, 1, 2, 0);
+    slot[0] = first_tag; slot[1] = value;
+    slot = tessera_record(cb, 0, 1, 0);
+    slot[0] = 7;
+    slot = tessera_record(cb, 2, 1, 0);
+    slot[0] = label;
+    slot = tessera_record(cb, 1, 2, 0);
+    slot[0] = first_tag + 5; slot[1] = value;
+}
+
+static void replay_matching(void)
+{
+    static tessera_device dev;
+    CHECK(tessera_tag_label("t1") == (TESSERA_TAG_BIT | 1) && tessera_tag_label("t0") == TESSERA_TAG_BIT);
+    CHECK(tessera_tag_label("t9223372036854775807") == (TESSERA_TAG_BIT | 9223372036854775807ull));
+    CHECK(tessera_tag_label("t9223372036854775808") == 0 && tessera_tag_label("t007") == 0);
+    CHECK(tessera_tag_label("t") == 0 && tessera_tag_label("t1x") == 0 && tessera_tag_label("s1") == 0
+          && tessera_tag_label("t-1") == 0 && tessera_tag_label("") == 0);
+    void *a = key(5001), *b = key(5002);
+    CHECK(tessera_cb_register(a, &dev) && tessera_cb_register(b, &dev));
+    CHECK(!tessera_cb_whole(a));   /* registered, never begun */
+    write_recording(a, 10, TESSERA_TAG_BIT | 3, 42);
+    write_recording(b, 90, TESSERA_TAG_BIT | 4, 42);
+    CHECK(tessera_cb_whole(a) && tessera_cb_whole(b));
+    uint8_t *da, *db;
+    size_t na, nb;
+    uint64_t dropped, tags[4];
+    CHECK(tessera_cb_records(a, &da, &na, &dropped) && tessera_cb_records(b, &db, &nb, &dropped) && na == nb);
+    CHECK(tessera_records_tags(da, na, tags, 4) == 3 && tags[0] == 10 && tags[1] == 3 && tags[2] == 15);
+    CHECK(tessera_records_tags(da, na, tags, 2) == -1);
+    CHECK(tessera_records_same(db, da, nb, tags, 4) == 3 && tags[0] == 90 && tags[1] == 4 && tags[2] == 95);
+    write_recording(b, 90, TESSERA_TAG_BIT | 4, 43);          /* a value differs */
+    CHECK(tessera_cb_records(b, &db, &nb, &dropped) && tessera_records_same(db, da, nb, tags, 4) == -1);
+    write_recording(b, 90, 2, 42);                            /* a label recorded as text, not as a tag */
+    CHECK(tessera_cb_records(b, &db, &nb, &dropped) && tessera_records_same(db, da, nb, tags, 4) == -1);
+    ((uint32_t *)da)[1] = 4;                                  /* a damaged size */
+    CHECK(tessera_records_tags(da, na, tags, 4) == -1 && tessera_records_same(da, da, na, tags, 4) == -1);
+    tessera_cb_clear(a);                                      /* applied: no longer whole until begun again */
+    CHECK(!tessera_cb_whole(a));
+    tessera_cb_unregister(a);
+    tessera_cb_unregister(b);
+}
+
 int main(void)
 {
     map_and_arenas();
+    replay_matching();
     concurrent_readers();
     tags();
     ledger();

@@ -1,8 +1,8 @@
 /* ---- command-buffer arenas (tessera.vkapi.recorder; the record layout is its docstring) ----
    Static C: a lock-free hash map from command buffer to its arena and device table, the arenas, and
    the layer's t<tag> labels. The generated recording fast paths (vkapi/recorder_gen.py) call it. The
-   generator #defines TESSERA_GUARD_COUNT and TESSERA_TAG_FORMAT (tessera.schemas.labels) before it and
-   emits tessera_record_formats[]. Helpers that only one shim calls
+   generator #defines TESSERA_GUARD_COUNT, TESSERA_TAG_FORMAT and TESSERA_TAG_PREFIX (tessera.schemas.labels)
+   before it and emits tessera_record_formats[] and tessera_tag_slots[]. Helpers that only one shim calls
    are marked unused (tests/vkapi/test_runtime_c.py compiles both shims with -Wall -Wextra -Werror). */
 #include <pthread.h>
 #include <stdint.h>
@@ -34,12 +34,15 @@ typedef struct tessera_cb {
     uint64_t submits;            /* times submitted since recorded (submits.py) */
     size_t last;                 /* offset of the last record, for folding */
     uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
+    int whole;                   /* the arena holds every record since vkBeginCommandBuffer (none applied yet) */
 } tessera_cb;
 
 typedef struct { void *key; tessera_cb *cb; } tessera_slot;
 typedef struct { size_t mask; tessera_slot slots[]; } tessera_table;
 
 #define TESSERA_TOMBSTONE ((void *)(uintptr_t)1)
+/* An info struct's pointer to a copy in the record (the I code): set by Python before anything reads it. */
+#define TESSERA_COPIED 8
 static tessera_table *tessera_cbs;          /* read lock-free; replaced (never freed) when it grows */
 static size_t tessera_cb_used;              /* live + tombstones, under tessera_cb_lock */
 static pthread_mutex_t tessera_cb_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -148,7 +151,8 @@ static int tessera_arena_grow(tessera_cb *cb, size_t need)
     return 1;
 }
 
-/* Room for one record: its slots, then `extra` bytes; NULL (and counted) when memory ran out. */
+/* Room for one record: its slots, then `extra` bytes, zeroed (padding included: equal recordings have
+   equal records, vkapi/replay.py); NULL (and counted) when memory ran out. */
 static inline uint64_t *tessera_record(tessera_cb *cb, uint32_t index, size_t slots, size_t extra)
 {
     size_t size = 8 + slots * 8 + ((extra + 7) & ~(size_t)7);
@@ -162,6 +166,7 @@ static inline uint64_t *tessera_record(tessera_cb *cb, uint32_t index, size_t sl
     cb->used += size;
     ((uint32_t *)p)[0] = index;
     ((uint32_t *)p)[1] = (uint32_t)size;
+    if (extra) memset(p + 8 + slots * 8, 0, size - 8 - slots * 8);
     return (uint64_t *)(p + 8);
 }
 
@@ -180,7 +185,15 @@ int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dro
 void tessera_cb_clear(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; }
+    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->whole = 0; }
+}
+
+/* Python: whether the arena holds the whole recording since the buffer was begun (nothing of it
+   applied yet, nothing dropped): a recording vkapi/replay.py may match against an earlier one. */
+int tessera_cb_whole(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    return cb && cb->whole && !cb->dropped;
 }
 
 /* Python: the buffer was reset (or begun again): no records, Python path off, nothing submitted. */
@@ -190,6 +203,7 @@ void tessera_cb_reset(void *handle)
     if (cb) {
         cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
         cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->pass_in_c = 0; cb->pass_label = 0;
+        cb->whole = 1;
     }
 }
 
@@ -249,6 +263,81 @@ static void tessera_pop_tag(VkCommandBuffer commandBuffer, tessera_device *dev)
 {
     if (dev->label_end) dev->label_end(commandBuffer);
     else if (dev->marker_end) dev->marker_end(commandBuffer);
+}
+
+/* A string recorded as a tag (Recorded.tag_labels): TESSERA_TAG_BIT | its number when `s` is a
+   t<tag> label exactly as TESSERA_TAG_FORMAT writes it (no sign, no leading zero, below 2^63),
+   else 0 (recorded as text). */
+#define TESSERA_TAG_BIT (1ull << 63)
+__attribute__((unused)) static uint64_t tessera_tag_label(const char *s)
+{
+    size_t prefix = sizeof TESSERA_TAG_PREFIX - 1;
+    if (strncmp(s, TESSERA_TAG_PREFIX, prefix) != 0) return 0;
+    const char *d = s + prefix;
+    if (*d < '0' || *d > '9' || (d[0] == '0' && d[1] != '\0')) return 0;
+    uint64_t value = 0;
+    for (; *d; d++) {
+        if (*d < '0' || *d > '9' || value > (TESSERA_TAG_BIT - 1 - (uint64_t)(*d - '0')) / 10) return 0;
+        value = value * 10 + (uint64_t)(*d - '0');
+    }
+    return TESSERA_TAG_BIT | value;
+}
+
+/* The tag a record carries, if any (tessera_tag_slots: its slot, or -1), masked out of comparisons. */
+static inline int tessera_tag_of(const uint8_t *record, uint64_t *tag)
+{
+    uint32_t index = ((const uint32_t *)record)[0];
+    int slot = index < TESSERA_GUARD_COUNT ? tessera_tag_slots[index] : -1;
+    if (slot < 0) return -1;
+    uint64_t value = ((const uint64_t *)(record + 8))[slot];
+    if (tessera_record_formats[index][0] != 'T') {   /* a label: a tag only when recorded as one */
+        if (!(value & TESSERA_TAG_BIT)) return -1;
+        value &= ~TESSERA_TAG_BIT;
+    }
+    *tag = value;
+    return slot;
+}
+
+/* Python (vkapi/replay.py): the tags of the records `a` (`n` bytes), in record order, into `tags`
+   (room for `max`). Returns how many, or -1 when there are more than `max` or a record is damaged. */
+long tessera_records_tags(const uint8_t *a, size_t n, uint64_t *tags, size_t max)
+{
+    size_t count = 0;
+    for (size_t at = 0; at + 8 <= n;) {
+        uint32_t size = ((const uint32_t *)(a + at))[1];
+        if (size < 8 || at + size > n) return -1;
+        uint64_t tag;
+        if (tessera_tag_of(a + at, &tag) >= 0) {
+            if (count == max) return -1;
+            tags[count++] = tag;
+        }
+        at += size;
+    }
+    return (long)count;
+}
+
+/* Python (vkapi/replay.py): whether records `a` equal records `b` (`n` bytes each) but for their tags;
+   if so, `a`'s tags into `tags` as tessera_records_tags does and their count, else -1. */
+long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t *tags, size_t max)
+{
+    size_t count = 0;
+    for (size_t at = 0; at + 8 <= n;) {
+        uint32_t size = ((const uint32_t *)(a + at))[1];
+        if (size < 8 || at + size > n || memcmp(a + at, b + at, 8) != 0) return -1;
+        uint64_t tag, other;
+        int slot = tessera_tag_of(a + at, &tag);
+        if (slot >= 0) {
+            size_t split = 8 + 8 * (size_t)slot;
+            if (tessera_tag_of(b + at, &other) != slot || count == max
+                    || memcmp(a + at + 8, b + at + 8, split - 8) != 0
+                    || memcmp(a + at + split + 8, b + at + split + 8, size - split - 8) != 0) return -1;
+            tags[count++] = tag;
+        } else if (memcmp(a + at, b + at, size) != 0) {
+            return -1;
+        }
+        at += size;
+    }
+    return (long)count;
 }
 
 const char *tessera_record_format(int index)

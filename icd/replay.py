@@ -1,0 +1,64 @@
+"""The driver's re-recordings (vkapi/replay.py): a primary command buffer's shadow recording made again.
+
+What applying a whole recording sets on a `CommandBuffer` (objects.py) is its ops and the pipelines
+bound at its end, and what features keep of the recording in the buffer's slots (vkapi/slots.py;
+shared, as nothing changes them once the recording has ended). Its tags are the layer's t<tag> labels, each one `LabelBegin` or `LabelInsert`
+op; every other op is kept as it is (ops are not changed once the recording ends: what changes after
+execution, `at_completion`, comes only from commands that take their Python hooks, and a recording
+with any of those is not whole). A recording that bound shader objects (kept across resets) is not
+made again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tessera.schemas.labels import tag_label
+from tessera.vkapi.ops import LabelBegin, LabelInsert
+from tessera.vkapi.vkconst import vk
+
+from .objects import CommandBuffer
+
+# The fields applying records sets, kept as they were at the end of the recording.
+_BOUND = ("compute_pipeline", "graphics_pipeline", "ray_tracing_pipeline")
+
+
+@dataclass(frozen=True)
+class _Recording:
+    ops: tuple                                  # the ops, tag labels included as they were
+    tag_ops: tuple[tuple[int, type, int], ...]  # (position in ops, LabelBegin or LabelInsert, tag index)
+    bound: tuple
+    slots: tuple                                # the buffer's slots' (kind, state) at the end
+
+
+class ShadowProducts:
+    """vkapi/replay.Products for the driver: the owner of a command buffer's records is its CommandBuffer."""
+
+    def generation(self, cb: CommandBuffer) -> int:
+        return cb.device.res.generation
+
+    def snapshot(self, cb: CommandBuffer, handle, tags: list[int]) -> _Recording | None:
+        if (cb.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY or cb.shader_objects
+                or cb.needs_completion or cb.instrumentation is not None):
+            return None
+        names = [tag_label(t) for t in tags]
+        found = []
+        for i, op in enumerate(cb.ops):
+            kind = type(op)
+            if len(found) < len(names) and (kind is LabelBegin or kind is LabelInsert) \
+                    and op.name == names[len(found)]:
+                found.append((i, kind, len(found)))
+        if len(found) != len(names):
+            return None
+        return _Recording(tuple(cb.ops), tuple(found), tuple(getattr(cb, f) for f in _BOUND), tuple(cb.slots.items()))
+
+    def fields(self, product: _Recording, tags: list[int]) -> dict:
+        ops = list(product.ops)
+        for i, kind, k in product.tag_ops:
+            ops[i] = kind(tag_label(tags[k]))
+        return {"ops": ops, **dict(zip(_BOUND, product.bound)), "slots": dict(product.slots)}
+
+    def restore(self, cb: CommandBuffer, handle, product: _Recording, tags: list[int]) -> None:
+        fields = self.fields(product, tags)
+        cb.slots.update(fields.pop("slots"))   # empty since the buffer was begun
+        for name, value in fields.items():
+            setattr(cb, name, value)

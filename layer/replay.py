@@ -1,0 +1,87 @@
+"""The layer's re-recordings (vkapi/replay.py): a primary command buffer's tracker state made again.
+
+What applying a whole recording sets on a `CommandBufferTracker` (trackers.py) is its ops, the
+descriptions waiting to be sent (descriptions.py), its open labels and what is bound. Its tags are
+its `Workload`s' (each tagged record made one); a restored recording gets new Workload objects (and
+new PassParts holding them) with the new tags, and shares everything else, which nothing changes
+once the recording has ended: the descriptions' fields, the labels, the ops without tags.
+
+Not made again: a recording with a capture (indirect parameters are copied per recording), a render
+pass left open, a workload whose description went out during the recording (BATCH reached), or
+shader objects bound (kept across resets). The layer's shader instrumentation and per-region
+counters keep per-recording state outside the tracker: layer/entry.py turns reuse off with them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tessera.vkapi.ops import PassBegin
+from tessera.vkapi.vkconst import vk
+
+from .trackers import CommandBufferTracker, PassPart, Workload
+
+
+@dataclass(frozen=True)
+class _Recording:
+    ops: tuple
+    workloads: tuple[tuple[Workload, int], ...]   # (the recording's workload, its tag's index), in order
+    described: tuple                              # (workload, kind, fields, annex), descriptions.describe's
+    labels: tuple[str, ...]
+    pops_below_start: int
+    compute_pipeline: object
+    index_binding: tuple | None
+
+
+def _workloads(ops) -> list[Workload]:
+    found = []
+    for op in ops:
+        if type(op) is Workload:
+            found.append(op)
+        elif type(op) is PassBegin and op.info.workload is not None:
+            found.append(op.info.workload)
+    return found
+
+
+class TrackerProducts:
+    """vkapi/replay.Products for the layer: the owner of a command buffer's records is its DeviceState."""
+
+    def __init__(self, state) -> None:
+        self.state = state
+
+    def generation(self, dev) -> int:
+        return dev.res.generation
+
+    def snapshot(self, dev, handle, tags: list[int]) -> _Recording | None:
+        t: CommandBufferTracker = self.state.command_buffer(dev, handle)
+        if (t.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY or t.part is not None or t.label_pushed
+                or t.shader_objects or t.deferred_captures or t.continued_draws):
+            return None
+        workloads = _workloads(t.ops)
+        index = {tag: i for i, tag in enumerate(tags)}
+        if (len(workloads) != len(tags) or len(t.described) != len(workloads)
+                or any(w.capture is not None or w.tag not in index for w in workloads)
+                or {id(d[0]) for d in t.described} != {id(w) for w in workloads}
+                or any(type(op) is PassBegin and op.info.captures for op in t.ops)):
+            return None
+        return _Recording(tuple(t.ops), tuple((w, index[w.tag]) for w in workloads), tuple(t.described),
+                          tuple(t.labels), t.pops_below_start, t.compute_pipeline, t.index_binding)
+
+    def fields(self, product: _Recording, tags: list[int]) -> dict:
+        new = {id(w): Workload(tags[k], w.local_labels, w.pops_below_start) for w, k in product.workloads}
+        ops = []
+        for op in product.ops:
+            if type(op) is Workload:
+                op = new[id(op)]
+            elif type(op) is PassBegin:
+                part: PassPart = op.info
+                op = PassBegin(replace(part, workload=new[id(part.workload)] if part.workload is not None else None,
+                                       captures=[]), op.resuming)
+            ops.append(op)
+        return {"ops": ops, "described": [(new[id(w)], *rest) for w, *rest in product.described],
+                "labels": list(product.labels), "pops_below_start": product.pops_below_start,
+                "compute_pipeline": product.compute_pipeline, "index_binding": product.index_binding}
+
+    def restore(self, dev, handle, product: _Recording, tags: list[int]) -> None:
+        t = self.state.command_buffer(dev, handle)
+        for name, value in self.fields(product, tags).items():
+            setattr(t, name, value)

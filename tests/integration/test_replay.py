@@ -1,0 +1,58 @@
+"""Re-recordings (vkapi/replay.py): a command buffer recorded again with the same commands reuses
+what its previous recording made, in the layer and in the driver, and the merged trace is the same
+as when every recording is applied (TESSERA_REPLAY=0).
+
+Programs: the frame loops of bench/record_cost.c (a compute frame: bind and 8 dispatches; a
+render-pass frame: labels around 8 dynamic-rendering passes of 4 draws and 2 dispatches), each
+re-recording one command buffer per frame, and tests/integration/apps/rerecord.py, whose filled buffer
+is replaced halfway (the recording after that must be applied again). Each runs under `tessera run`
+three ways: reuse off, on, and `check` (every recording applied and compared with what reuse would
+have made); the canonical merged traces (tessera.hostd.ci.runs, as the determinism test compares)
+must be equal, and the shims' counts (TESSERA_LOG=info) say how many recordings were reused.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from integration_support import PYTHON, REPO, run
+
+from tessera.hostd.ci.runs import canonical, differences, read_run
+
+TESSERA = REPO / ".venv" / "bin" / "tessera"
+RECORD_COST = REPO / "build" / "bench" / "record_cost"
+FRAMES = 12
+# (id, program, recordings that must be reused: all but the first, and for rerecord.py the first after
+# the buffer was replaced)
+CASES = [("compute frame", [RECORD_COST, "frame", FRAMES, 1], FRAMES - 1),
+         ("render-pass frame", [RECORD_COST, "passframe", FRAMES, 1], FRAMES - 1),
+         ("replaced buffer", [PYTHON, REPO / "tests" / "integration" / "apps" / "rerecord.py", FRAMES], FRAMES - 2)]
+_COUNTS = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*?; recordings reused: (\d+)"
+                     r"(?:; checked instead: (\d+), differing: (\d+))?")
+
+
+def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, str]:
+    session = tmp_path / name
+    env = {**os.environ, "TESSERA_REPLAY": replay, "TESSERA_LOG": "info"}
+    out = run([TESSERA, "run", "--out", session, "--", *program], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = read_run(session)
+    assert result.problems == []
+    counts = {m.group(1): tuple(int(g) for g in m.groups()[1:] if g is not None) for m in _COUNTS.finditer(out.stderr)}
+    return canonical(result), counts, out.stdout
+
+
+@pytest.mark.parametrize("program,reused", [pytest.param(p, n, id=i) for i, p, n in CASES])
+def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp_path) -> None:
+    off, off_counts, _ = _run(tmp_path, "off", program, "0")
+    on, on_counts, said = _run(tmp_path, "on", program, "1")
+    checked, check_counts, _ = _run(tmp_path, "check", program, "check")
+    if "rerecord.py" in str(program[-2]):   # the case the generation guards: the same handle, another buffer
+        assert "the new buffer has the old one's handle" in said
+    assert off_counts == {}, "TESSERA_REPLAY=0 keeps no recordings"
+    assert on_counts == {"layer": (reused,), "icd": (reused,)}
+    assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0)}
+    assert off["gpu_events"]
+    assert on == off, "\n".join(differences(off, on))
+    assert checked == off, "\n".join(differences(off, checked))
