@@ -199,15 +199,16 @@ def store_overwritten(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
 
 
 def store_unpresented(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
-    """A colour store nothing reads or presents before the session ends, in a session whose presents
-    name their images (FRAME `images`): without them a colour image's last write is taken as shown."""
+    """A single-sampled colour store nothing reads or presents before the session ends, in a session whose
+    presents name their images (FRAME `images`): without them a colour image's last write is taken as
+    shown. A multisampled one is msaa-stored's finding (its bytes are counted once)."""
     out = []
     if not graph.presents_known:
         return out
     for node in graph.nodes:
         for acc in node.accesses:
-            if (acc.role == "attachment" and acc.write_bytes and not acc.depth_stencil and acc.fate == "end"
-                    and dead(acc, True)):
+            if (acc.role == "attachment" and acc.write_bytes and not acc.depth_stencil and acc.samples == 1
+                    and acc.fate == "end" and dead(acc, True)):     # a multisampled store: msaa-stored's
                 out.append(_finding(RULES_BY_ID["store-unpresented"], node,
                                     f"{_att(acc)} is stored ({acc.write_bytes} bytes written back) and then neither "
                                     f"read nor presented", gpu, nbytes=acc.write_bytes, acc=acc))

@@ -256,6 +256,8 @@ def test_store_unpresented() -> None:
                xfer("copy image to buffer", "0xoff", "0xbuf")) == []
     # an opaque draw after it that may sample it (usage unknown): not called unread
     assert run([(0, ["0xs"])], rp([att("clear", "store")], ["0xoff"]), rp([att("clear", "store")], ["0xs"])) == []
+    # a multisampled store is msaa-stored's finding, not this one's
+    assert run([(0, ["0xs"])], rp([att("clear", "store", samples=4)], ["0xms"], usage=colour)) == []
 
 
 def _tracked(work, reads=()):

@@ -69,7 +69,7 @@ def test_planted_findings_exactly(planted) -> None:
     planted_rules = ["load-undefined", "binning-serialised", "workgroup-warp-waste", "clear-then-load",
                      "redundant-clear", "store-overwritten", "msaa-stored", "resolve-transfer", "transfer-then-load",
                      "outputs-unread", "non-transient-attachment", "pass-round-trip", "depth-store-unread",
-                     "empty-pass", "vertex-reuse", "high-overdraw", "small-transfers"]
+                     "empty-pass", "vertex-reuse", "high-overdraw", "small-transfers", "store-unpresented"]
     at = {"non-transient-attachment": "outputs-unread", "too-many-passes": "", "small-allocations": ""}
     # else the label names its rule; the frame's pass count and the device's allocations are no workload's
     assert got == sorted((r, at.get(r, r)) for r in planted_rules + ["too-many-passes", "small-allocations"])
@@ -80,10 +80,15 @@ def test_planted_costs(planted) -> None:
     _, a = planted
     by = {f.rule: f for f in a.findings}
     in_bytes = {"load-undefined": ATTACHMENT, "store-overwritten": ATTACHMENT, "transfer-then-load": ATTACHMENT,
-                "depth-store-unread": ATTACHMENT, "msaa-stored": 4 * ATTACHMENT, "pass-round-trip": 2 * ATTACHMENT}
+                "depth-store-unread": ATTACHMENT, "msaa-stored": 4 * ATTACHMENT, "pass-round-trip": 2 * ATTACHMENT,
+                "store-unpresented": ATTACHMENT}
     for rule, nbytes in in_bytes.items():
         assert (by[rule].saves_bytes, by[rule].saves_ns) == (nbytes, math.ceil(nbytes / 32)), rule
-    assert by["too-many-passes"].saves_ns == (16 - 8) * 2 * JOB_NS
+    assert by["too-many-passes"].saves_ns == (17 - 8) * 2 * JOB_NS
+    # the frame boundary names O as the frame's output: U, stored and never read back, is the unpresented store
+    [shown] = a.graph.presents
+    assert (shown.frame, a.graph.nodes[shown.writer].work.label_path) == (0, "high-overdraw")
+    assert by["store-unpresented"].attachment == 0
     assert (by["non-transient-attachment"].saves_bytes, by["non-transient-attachment"].saves_ns) == (ATTACHMENT, 0)
     assert by["small-transfers"].saves_ns == JOB_NS
     [(device, allocations)] = a.graph.allocations
@@ -155,8 +160,8 @@ def test_validation_layer_reference(shims, planted) -> None:
     assert rate == f"{100 * draw['unique_vertices'] / draw['shaded_vertices']:.2f}" == "6.67"
     # small-allocations: the layer counts the application's allocations and binds as it does
     [(_, allocations)] = planted[1].graph.allocations
-    assert counts["vkAllocateMemory-small-allocation"] == allocations["small"] == 24
-    assert counts["vkBindMemory-small-dedicated-allocation"] == allocations["small_dedicated"] == 25
+    assert counts["vkAllocateMemory-small-allocation"] == allocations["small"] == 26
+    assert counts["vkBindMemory-small-dedicated-allocation"] == allocations["small_dedicated"] == 27
     from tessera.hostd.advice.rules import RULES_BY_ID
 
     covered = {v.removeprefix("UNASSIGNED-BestPractices-") for r in RULES_BY_ID.values() for v in r.vvl}
@@ -284,7 +289,7 @@ def test_report_json_and_html(planted, tmp_path) -> None:
     assert len(advice["findings"]) == len(a.findings) and len(advice["render_graph"]["nodes"]) == len(a.graph.nodes)
     assert advice["findings"][0]["rule"] == "too-many-passes"
     text = run([TESSERA, "report", session, "--top", "3"], None).stdout
-    assert "advice: 19 finding(s)" in text and "… and 16 more" in text
+    assert "advice: 20 finding(s)" in text and "… and 17 more" in text
 
     page = tmp_path / "report.html"
     out = run([TESSERA, "report", session, "--html", page], None)
@@ -318,3 +323,23 @@ def test_vkcube_presents_what_each_frame_rendered(shims, tmp_path, xvfb_display)
         assert colour.presented == [n.work.frame] and colour.fate == "read"
         assert colour.resource == a.graph.presents[n.work.frame].image
     assert not {"outputs-unread", "store-unpresented", "store-overwritten"} & {f.rule for f in a.findings}
+
+
+def test_content_names_what_trace_rays_read_through_descriptors(shims, tmp_path) -> None:
+    """ray_tracing.py under --content: each vkCmdTraceRaysKHR writes its storage image (bound in its own
+    descriptor set), which a copy then reads back: the layer names the image (resources `storage`), so the
+    graph has the edge trace rays -> copy, and the trace rays are no longer opaque. Without --content they
+    are opaque and the copies' source has no writer."""
+    session = _session(tmp_path, "rt", [PYTHON, REPO / "examples" / "ray_tracing.py"], ("--content",))
+    a = analyse(session)
+    rays = [n for n in a.graph.nodes if n.work.kind == "trace_rays"]
+    copies = [n for n in a.graph.nodes if n.work.meta.get("subtype") == "copy image to buffer"]
+    assert len(rays) == len(copies) == 2 and not any(n.work.opaque for n in rays)
+    for ray, copy in zip(rays, copies):
+        [storage] = ray.accesses
+        assert storage.role == "storage" and storage.readers == [copy.id]
+        assert (copy.accesses[0].resource, copy.accesses[0].writer) == (storage.resource, ray.id)
+    assert {f.rule for f in a.findings} == EXAMPLES_ALLOWED["ray_tracing"]
+    plain = analyse(_session(tmp_path, "rt_plain", [PYTHON, REPO / "examples" / "ray_tracing.py"]))
+    rays = [n for n in plain.graph.nodes if n.work.kind == "trace_rays"]
+    assert all(n.work.opaque and n.accesses == [] for n in rays)

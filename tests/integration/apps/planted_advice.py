@@ -30,8 +30,11 @@ passes except the one planted. Each workload is inside a debug label naming the 
                       (seen only under `tessera run --content`, which reads the index data back)
   high-overdraw       pass "high-overdraw": 9 full-screen triangles (the model's fragments: 64x64 x 9 x 0.25
                       = 9216 threads over 4096 pixels, overdraw 2.25)
-  too-many-passes     16 render passes in the frame (over 8)
-then every colour image except the multisampled ones is copied to a buffer (the read-back).
+  store-unpresented   pass "store-unpresented" stores "U" (and "U2"): nothing reads U, and the frame's
+                      VkFrameBoundaryEXT (VK_EXT_frame_boundary, which the layer provides) names "O" as its
+                      output image, so the layer's FRAME names its images and U's store is dead
+  too-many-passes     17 render passes in the frame (over 8)
+then every colour image except the multisampled ones and U is copied to a buffer (the read-back).
 What it checks: nothing about pixels (the frame is about its shape). Prints 'planted_advice: OK ...'.
 """
 from __future__ import annotations
@@ -53,7 +56,7 @@ MS = vk.VK_SAMPLE_COUNT_4_BIT
 PLANTED = ["load-undefined", "binning-serialised", "workgroup-warp-waste", "clear-then-load", "redundant-clear",
            "store-overwritten", "msaa-stored", "resolve-transfer", "transfer-then-load", "outputs-unread",
            "non-transient-attachment", "pass-round-trip", "depth-store-unread", "empty-pass", "vertex-reuse",
-           "high-overdraw", "small-transfers"]
+           "high-overdraw", "store-unpresented", "small-transfers"]
 GROUP_SIZE = 12
 INDICES = np.tile(np.arange(128, dtype=np.uint16), 15)     # 1920 indices, 640 triangles, 128 distinct vertices
 OVERDRAW_DRAWS = 9
@@ -152,7 +155,9 @@ def body(ctx: vkapp.Context) -> str:
     color_usage = (vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT
                    | vk.VK_IMAGE_USAGE_TRANSFER_DST_BIT)
     colors = {name: ctx.image(W, H, COLOR, color_usage, view=True)
-              for name in ("A", "N1", "N2", "B", "C", "D", "D2", "G", "R", "src", "I", "J", "L", "F", "K", "V", "O")}
+              for name in ("A", "N1", "N2", "B", "C", "D", "D2", "G", "R", "src", "I", "J", "L", "F", "K", "V", "O",
+                           "U2")}
+    unread = ctx.image(W, H, COLOR, color_usage, view=True)      # store-unpresented's U: never read back
     ms = {name: ctx.image(W, H, COLOR, color_usage, samples=MS) for name in ("G", "resolve")}
     depth, tile_depth = (ctx.image(W, H, DEPTH, vk.VK_IMAGE_USAGE_DEPTH_STENCIL_ATTACHMENT_BIT) for _ in range(2))
     view(ctx, ms["G"], vk.VK_IMAGE_ASPECT_COLOR_BIT)
@@ -175,7 +180,7 @@ def body(ctx: vkapp.Context) -> str:
     index_buffer = ctx.buffer(INDICES.nbytes, vk.VK_BUFFER_USAGE_INDEX_BUFFER_BIT, INDICES)
 
     cmd = ctx.command_buffer()
-    everything = [*colors.values(), *ms.values()]
+    everything = [*colors.values(), *ms.values(), unread]
     for img in everything:
         vkapp.image_barrier(cmd, img, vk.VK_IMAGE_LAYOUT_UNDEFINED, vk.VK_IMAGE_LAYOUT_GENERAL,
                             vk.VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, 0, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
@@ -281,6 +286,7 @@ def body(ctx: vkapp.Context) -> str:
     render("empty-pass", [attachment(c["K"], CLEAR, STORE)], draws=0)
     render("vertex-reuse", [attachment(c["V"], CLEAR, STORE)], indexed=True)
     render("high-overdraw", [attachment(c["O"], CLEAR, STORE)], draws=OVERDRAW_DRAWS)
+    render("store-unpresented", [attachment(unread, CLEAR, STORE), attachment(c["U2"], CLEAR, STORE)], pipe=two)
     labels.push(cmd, "small-transfers")
     for offset in (0, 64):
         vk.vkCmdUpdateBuffer(cmd, outputs.handle, offset, 64, vk.ffi.new("uint32_t[16]"))
@@ -288,9 +294,26 @@ def body(ctx: vkapp.Context) -> str:
     for i, img in enumerate(colors.values()):
         vkapp.copy_image_to_buffer(cmd, img, vk.VK_IMAGE_LAYOUT_GENERAL, readback, i * W * H * 4)
     vkapp.host_barrier(cmd)
-    ctx.submit([cmd])
+    submit(ctx, cmd, c["O"])
     return f"{len(PLANTED)} anti-patterns planted in 1 submit"
 
 
+def submit(ctx: vkapp.Context, cmd, output: vkapp.Image) -> None:
+    """One submit, waited for; with VK_EXT_frame_boundary (the layer provides it; plain lavapipe does not)
+    its VkFrameBoundaryEXT ends frame 0 and names `output` as the frame's output image."""
+    vk.vkEndCommandBuffer(cmd)
+    boundary = None
+    if "VK_EXT_frame_boundary" in ctx.device_extensions:
+        boundary = vk.VkFrameBoundaryEXT(sType=vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT,
+                                         flags=vk.VK_FRAME_BOUNDARY_FRAME_END_BIT_EXT, frameID=0, imageCount=1,
+                                         pImages=[output.handle])
+    fence = vk.vkCreateFence(ctx.device, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+    info = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, pNext=boundary, commandBufferCount=1,
+                           pCommandBuffers=[cmd])
+    vk.vkQueueSubmit(ctx.queue, 1, [info], fence)
+    vk.vkWaitForFences(ctx.device, 1, [fence], vk.VK_TRUE, 10 * 1000**3)
+    vk.vkDestroyFence(ctx.device, fence, None)
+
+
 if __name__ == "__main__":
-    vkapp.run_main("planted_advice", body, dynamic_rendering=True)
+    vkapp.run_main("planted_advice", body, dynamic_rendering=True, optional_device_extensions=["VK_EXT_frame_boundary"])
