@@ -53,6 +53,7 @@ class Curve:
     unwritten: bool
     lx: int
     ly: int
+    present: bool = False       # from the write a frame's present showed to the graph's right edge
 
 
 def _short(handle: str | None) -> str:
@@ -91,6 +92,13 @@ def frame_svg(graph: RenderGraph, frame) -> dict[str, Any]:
         curves.append(Curve(f"M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}", _short(e.resource), unwritten,
                             mid, (y1 + y2) // 2 - 4))
     width = MARGIN * 2 + max(1, len(nodes)) * COL
+    for p in graph.presents:
+        if p.frame == frame and p.writer in boxes:
+            a = boxes[p.writer]
+            x1, y1, x2, y2 = a.x + NODE_W, a.y + NODE_H // 2, width - MARGIN // 2, MARGIN + 6
+            mid = (x1 + x2) // 2
+            curves.append(Curve(f"M{x1},{y1} C{mid},{y1} {mid},{y2} {x2},{y2}", f"present {_short(p.image)}", False,
+                                mid, (y1 + y2) // 2 - 4, present=True))
     return {"frame": frame, "boxes": list(boxes.values()), "curves": curves, "width": width,
             "height": MARGIN * 2 + 20 + 3 * ROW, "lanes": [(MARGIN // 4, MARGIN + 20 + i * ROW - 6, name)
                                                           for i, name in enumerate(LANE_NAMES)],

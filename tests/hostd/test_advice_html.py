@@ -53,3 +53,21 @@ def test_graph_layout_and_page() -> None:
     p.feed(page)
     assert p.links == []
     assert page.count('<div class="finding warning"') == len(a.findings) == 1
+
+
+def test_a_present_is_a_blue_curve_from_the_write_it_showed() -> None:
+    """Frame 0 draws 0xs and presents it: one present curve from that pass's box to the right edge, drawn
+    with class `present`; a frame whose present shows nothing of its own gets none; every curve's arrow is
+    its frame's marker."""
+    works = [rp([att("clear", "store")], ["0xs"]), rp([att("clear", "store")], ["0xt"], frame=1)]
+    for i, w in enumerate(works):
+        w.index = i
+    graph = build(works, [(0, ["0xs"]), (1, ["0xs"])])
+    f = frame_svg(graph, 0)
+    [c] = f["curves"]
+    assert c.present and c.label == "present 0xs" and c.path.startswith(
+        f"M{f['boxes'][0].x + f['node_w']},")
+    assert frame_svg(graph, 1)["curves"] == []
+    page = render(Analysis(GPU, graph, advise(graph, GPU)), SUMMARY, "t")
+    assert page.count('class="edge present"') == 1 and 'marker-end="url(#arrow-1)"' in page
+    assert 'url(#arrow-2)' not in page.split("<h3>Frame 1</h3>")[0]
