@@ -359,6 +359,8 @@ def arm_workload(tag: int, meta: dict[str, Any]) -> dict[str, Any]:
     if kind == "acceleration_structure_copy":
         return {"type": "astransfer", "tid": tag, "subtype": str(meta.get("subtype", "Unknown")),
                 "byteCount": _int(meta.get("bytes")), "label": labels}
+    if kind == "data_graph":   # Arm's DispatchDataGraph record (timeline.proto: tag and labels only)
+        return {"type": "datagraph", "tid": tag, "label": labels}
     return {"type": str(kind or "unknown").replace("_", ""), "tid": tag, "label": labels}
 
 

@@ -78,7 +78,7 @@ _HANDLE_ARGS = tuple((field, table.HANDLES.label.format(field=field)) for field 
 HANDLE_ARGS = frozenset(arg for _, arg in _HANDLE_ARGS)       # the arg names written last
 # (Workload, kind) pairs that agree (kinds_agree), for one set look-up per workload.
 _KINDS = ("render_pass", "dispatch", "trace_rays", "buffer_transfer", "image_transfer", "tensor_copy",
-          "acceleration_structure_build", "acceleration_structure_copy")
+          "acceleration_structure_build", "acceleration_structure_copy", "data_graph")
 _AGREE = frozenset((w, k) for k in _KINDS for w in {k.replace("_", " "), *REFINED_BY_KIND} if kinds_agree(w, k))
 
 

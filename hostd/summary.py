@@ -38,7 +38,8 @@ MISSING_VALUE = "missing"
 INTERNAL_KEY = "internal"       # WORKLOAD field (schemas/json/workload.schema.json) the merge copies as an arg
 # The only extra_data names the summary reads from a render-stage event: the `extras` a
 # caller passes need hold no others.
-SUMMARY_READS = frozenset({MISSING_KEY, INTERNAL_KEY, "kind", "labels", "Labels"})
+OPERATORS_KEY = "Operators"      # a data-graph dispatch's operators and their modelled costs (icd/data_graph/), JSON
+SUMMARY_READS = frozenset({MISSING_KEY, INTERNAL_KEY, "kind", "labels", "Labels", OPERATORS_KEY})
 LABEL_WIDTH = 28                # the summary table's label column, at least (format_summary)
 _SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
 _INSTANT = pb.TrackEvent.TYPE_INSTANT
@@ -73,6 +74,8 @@ class Summary:
     internal_events: int = 0
     internal_workloads: dict[str, int] = field(default_factory=dict)    # by their `internal` name
     internal_time_ns: dict[str, int] = field(default_factory=dict)      # per queue
+    # data-graph operators by TOSA name: [count, ops, bytes, modelled ns] summed over every dispatch
+    operators: dict[str, list] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -178,6 +181,8 @@ class SummaryBuilder:
             s.workloads[label] = s.workloads.get(label, 0) + 1
         duration = e.duration
         s.gpu_time_ns[queue] = s.gpu_time_ns.get(queue, 0) + duration
+        if (graph_ops := ex.get(OPERATORS_KEY)) is not None:
+            self._operators(graph_ops)
         if self.shaders and shader_cost.OPS_KEY in ex:
             self._shader_slice(seq, e, ex, stage, label)
         if self.top <= 0:
@@ -235,6 +240,19 @@ class SummaryBuilder:
             heapq.heappush(self._shader_heap, entry)
         elif entry[:2] > self._shader_heap[0][:2]:
             heapq.heapreplace(self._shader_heap, entry)
+
+    def _operators(self, text: str) -> None:
+        try:
+            costs = json.loads(text)
+        except ValueError:
+            return
+        for c in costs if isinstance(costs, list) else ():
+            if isinstance(c, dict):
+                row = self.s.operators.setdefault(str(c.get("operator")), [0, 0, 0, 0.0])
+                row[0] += 1
+                row[1] += int(c.get("ops", 0))
+                row[2] += int(c.get("bytes", 0))
+                row[3] += float(c.get("ns", 0.0))
 
     def result(self) -> Summary:
         self.s.longest = [item for _, _, item in sorted(self._heap, key=lambda x: (-x[0], -x[1]))]
@@ -315,6 +333,11 @@ def format_summary(s: Summary, detail: bool = False) -> str:
         for w in s.longest:
             labels = f"  [{w.labels}]" if w.labels else ""
             lines.append(f"  {_ms(w.duration_ns)}  {w.queue:<13} {w.stage:<20} {w.name}{labels}")
+    if s.operators:
+        lines.append("data-graph operators (modelled on the emulated GPU)")
+        lines.append(f"  {'operator':<{width - 2}}{'count':>6} {'ops':>12} {'bytes':>12} {'time':>12}")
+        for name, (n, ops, nbytes, ns) in sorted(s.operators.items(), key=lambda kv: (-kv[1][3], kv[0])):
+            lines.append(f"  {name:<{width - 2}}{n:>6} {ops:>12} {nbytes:>12} {ns:>10.1f} ns")
     if s.shaders is not None:
         lines += shader_cost.format_report(s.shaders, detail)
     return "\n".join(lines)

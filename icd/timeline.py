@@ -399,6 +399,8 @@ class _Placer(OpWalker):
             phase = timing.dispatch(p, work.invocations, work.cycles)
         elif work.kind == "trace_rays":
             phase = timing.trace_rays(p, work.invocations, work.cycles)
+        elif work.kind == "data_graph":   # icd/data_graph/: `cycles` holds the operators' modelled ns
+            phase = timing.data_graph(p, work.stage, work.cycles or 0.0)
         elif work.kind == "acceleration_structure_build":
             phase = timing.accel_build(p, work.stage, work.primitives, work.instances)
         elif work.kind == "acceleration_structure_copy":

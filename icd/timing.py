@@ -139,6 +139,12 @@ def transfer(profile: GpuProfile, stage: str, nbytes: int) -> Phase:
     return Phase(stage, "transfer", _ns(profile, JOB_SETUP_CYCLES) + _mem_ns(nbytes * TRANSFER_TRAFFIC_PER_BYTE))
 
 
+def data_graph(profile: GpuProfile, stage: str, operator_ns: float) -> Phase:
+    """A data-graph dispatch (icd/data_graph/): one compute job whose operators take `operator_ns` in all
+    (each the larger of its arithmetic at the cores' FMA rate and its bytes at memory speed)."""
+    return Phase(stage, "non-fragment", _ns(profile, JOB_SETUP_CYCLES) + math.ceil(operator_ns))
+
+
 def accel_build(profile: GpuProfile, stage: str, primitives: int, instances: int) -> Phase:
     """An acceleration-structure build or update (`stage`: vkapi/accel.py names) of `primitives`
     triangles/AABBs and `instances` instances, on the non-fragment queue like compute."""

@@ -326,6 +326,15 @@ class Workloads:
 
     def after_vkCmdCopyTensorARM(self, dev, result, commandBuffer, *args):
         self._untag(dev, commandBuffer)
+    # ---- data-graph dispatches (VK_ARM_data_graph): one workload; the driver costs its operators (icd/data_graph/)
+    def _data_graph(self, command, dev, t, cb, session, info):
+        return "data_graph", {}, None
+
+    def before_vkCmdDispatchDataGraphARM(self, dev, commandBuffer, *args):
+        self._tag("vkCmdDispatchDataGraphARM", self._data_graph, dev, commandBuffer, args)
+
+    def after_vkCmdDispatchDataGraphARM(self, dev, result, commandBuffer, *args):
+        self._untag(dev, commandBuffer)
     # ---- acceleration structures (sizes from the table shared with the driver) ---------------
     def before_vkCmdBuildAccelerationStructuresKHR(self, dev, commandBuffer, *args):
         self._tag("vkCmdBuildAccelerationStructuresKHR", self._accel, dev, commandBuffer, args)

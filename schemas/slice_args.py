@@ -75,6 +75,11 @@ DST_SHAPE = Arg("dst_shape", "Dst shape", "tensor elements per dimension", DRIVE
 RANK = Arg("rank", "Rank", "tensor dimensions", DRIVER)
 SRC_TENSOR = Arg("src_tensor", "Src tensor", "text: debug name", DRIVER)
 DST_TENSOR = Arg("dst_tensor", "Dst tensor", "text: debug name", DRIVER)
+# a data-graph dispatch (icd/data_graph/feature.py): its graph and its operators' modelled costs
+GRAPH = Arg("graph", "Graph", "text: the graph's entry point name", DRIVER)
+OPS = Arg("ops", "Ops", "arithmetic operations of the graph's operators (a multiply-add counts 2)", DRIVER)
+MODELLED_NS = Arg("modelled_ns", "Modelled ns", "ns: the operators' modelled time on the profile's GPU", DRIVER)
+OPERATORS = Arg("operators", "Operators", "JSON list: each operator's {operator, shape, ops, bytes, ns}", DRIVER)
 VERTEX_CYCLES = Arg("vertex_cycles", "Vertex cycles", "shader-core cycles per vertex the timing used (compiler model)",
                     DRIVER)
 FRAGMENT_CYCLES = Arg("fragment_cycles", "Fragment cycles",
@@ -91,7 +96,7 @@ COUNTER = Arg("counter", "Mali{counter}", "the counter's units (schemas/counters
 # ---- the layer's (WORKLOAD, ANNEX fields: the merge writes each under its own name) -------------
 _LAYER = [
     ("kind", "text: render_pass, dispatch, trace_rays, buffer_transfer, image_transfer, tensor_copy, "
-             "acceleration_structure_build, acceleration_structure_copy"),
+             "acceleration_structure_build, acceleration_structure_copy, data_graph"),
     ("device", "Vulkan handle"), ("command_buffer", "Vulkan handle"),
     ("command", "text: Vulkan command"), ("labels", "JSON list of the application's labels, outermost first"),
     ("annex", "bool: parts come per submit (ANNEX)"), ("internal", "text: the layer's own work, by name"),
@@ -136,7 +141,7 @@ SHADER_TOP_DRAW = Arg("shader_top_draw", "Shader top draw {n}", "text: draw #<i>
 DRIVER_ARGS = (LABEL, LABEL_STACK, TRANSFER, WORKLOAD, COMMAND, AREA, DRAWS, VERTICES, SUBPASSES, PARTS, ESTIMATED,
                ITEMS, GROUPS, GROUP_SIZE, BASE_GROUP, WIDTH, HEIGHT, DEPTH, BYTES, PIXELS, REGIONS, COPY_MODE,
                PRIMITIVES, INSTANCES, STRUCTURES, BUFFER_COPIES, SRC_SHAPE, DST_SHAPE, RANK, SRC_TENSOR, DST_TENSOR,
-               VERTEX_CYCLES, FRAGMENT_CYCLES, SHADER_COST, MEASURED, COUNTER)
+               VERTEX_CYCLES, FRAGMENT_CYCLES, SHADER_COST, MEASURED, COUNTER, GRAPH, OPS, MODELLED_NS, OPERATORS)
 HOSTD_ARGS = (TAG, SUBMIT, MISSING, HANDLES, LAYER_TWIN, DRIVER_TWIN, REGION_COUNTER, REGION_HEATMAPS,
               SHADER_ACTIONS, SHADER_OPS, SHADER_PIPE, SHADER_INVOCATIONS, SHADER_LARGEST, SHADER_BOUND,
               SHADER_TOP_DRAW)
@@ -152,6 +157,7 @@ WORKLOAD_CLASSES: dict[str, str] = {
     "render_pass": "render pass", "dispatch": "dispatch", "trace_rays": "trace rays", "transfer": "transfer",
     "acceleration_structure_build": "acceleration structure build",
     "acceleration_structure_copy": "acceleration structure copy",
+    "data_graph": "data graph",        # vkCmdDispatchDataGraphARM (icd/data_graph/)
 }
 # ESTIMATED values -> the driver keys whose values they call guesses.
 INDIRECT_SIZES = "indirect sizes"

@@ -29,7 +29,8 @@ IMAGE_TRANSFERS = ("vkCmdClearColorImage", "vkCmdClearDepthStencilImage", "vkCmd
 UNTRACKED_WORKLOAD_EXTENSIONS = {
     "VK_KHR_device_address_commands": "newer than every backend here; its *2KHR draws are not intercepted yet",
     "VK_KHR_ray_tracing_maintenance1": "vkCmdTraceRaysIndirect2KHR is not intercepted yet",
-    "VK_ARM_data_graph": "data-graph dispatches are not modelled by the emulated Mali",
+    "VK_ARM_data_graph": "vkCmdDispatchDataGraphARM is tracked apart from these lists: the driver runs it "
+                         "(icd/data_graph/), the layer tags it (layer/workloads.py)",
     "VK_AMDX_shader_enqueue": "AMD-only, provisional",
     "VK_QCOM_tile_shading": "Qualcomm-only",
     "VK_HUAWEI_cluster_culling_shader": "Huawei-only",

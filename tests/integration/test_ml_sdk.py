@@ -219,14 +219,28 @@ def _check(result: np.ndarray, expected: np.ndarray, tolerance: float, what: str
         assert diff <= tolerance, f"{what}: max difference {diff} > {tolerance}"
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
-def test_scenario_on_tessera_equals_numpy_and_reference(name, ml_layers, shims, tmp_path):
-    build, tolerance = MODELS[name]
-    mlir, inputs, expected = build(np.random.default_rng(sum(map(ord, name))))
-    scenario = _scenario(tmp_path, mlir, inputs)
+_PREPARED: dict[str, tuple] = {}
 
-    _, reference = _scenario_run(scenario, tmp_path / "out-reference", _reference_env(ml_layers))
-    _check(reference, expected, tolerance, "lavapipe + Arm's emulation layers vs numpy")
+
+def _prepared(name: str, layers, tmp_path_factory) -> tuple[Path, np.ndarray, np.ndarray, float]:
+    """(scenario, numpy's output, the reference's output, tolerance) of model `name`, made once per session:
+    the reference (lavapipe under Arm's two emulation layers) is checked against numpy here."""
+    if name not in _PREPARED:
+        build, tolerance = MODELS[name]
+        mlir, inputs, expected = build(np.random.default_rng(sum(map(ord, name))))
+        folder = tmp_path_factory.mktemp(name)
+        scenario = _scenario(folder, mlir, inputs)
+        _, reference = _scenario_run(scenario, folder / "out-reference", _reference_env(layers))
+        _check(reference, expected, tolerance, "lavapipe + Arm's emulation layers vs numpy")
+        _PREPARED[name] = (scenario, expected, reference, tolerance)
+    return _PREPARED[name]
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_scenario_on_tessera_equals_numpy_and_reference(name, ml_layers, shims, tmp_path, tmp_path_factory):
+    """Arm's Graph layer above Tessera: the layer implements VK_ARM_data_graph itself (it does not use the
+    driver's) and lowers each graph to compute dispatches on the emulated Mali."""
+    scenario, expected, reference, tolerance = _prepared(name, ml_layers, tmp_path_factory)
 
     observed, observed_result = _scenario_run(scenario, tmp_path / "out-observed",
                                               _reference_env(ml_layers, tmp_path / "observer"))
@@ -257,6 +271,48 @@ def test_scenario_on_tessera_equals_numpy_and_reference(name, ml_layers, shims, 
     assert "GPU events without metadata" not in ran.stdout, ran.stdout
     longest = Counter(e.name for e in sorted(events, key=lambda e: -e.duration)[:5])
     assert any(n in ran.stdout for n in longest if n.startswith("Dispatch ")), ran.stdout
+
+
+# TOSA operators per model: each is one operator of the data-graph workload (RESHAPE included)
+OPERATORS = {"add_1x4": ["ADD"], "matmul_add_relu": ["MATMUL", "ADD", "CLAMP"], "conv1x1_relu": ["CONV2D", "CLAMP"],
+             "conv3x3_relu": ["CONV2D", "CLAMP"],
+             "pool_reshape_mul_sigmoid": ["AVG_POOL2D", "MAX_POOL2D", "SUB", "RESHAPE", "MUL", "SIGMOID"]}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_scenario_natively_on_tessera(name, ml_layers, shims, tmp_path, tmp_path_factory):
+    """No Arm layer: the emulated Mali's own VK_ARM_data_graph (icd/data_graph/) runs the VGF's graph; the
+    outputs equal numpy's and the reference's, and the trace has one data-graph workload per dispatch."""
+    scenario, expected, reference, tolerance = _prepared(name, ml_layers, tmp_path_factory)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VK_", "TESSERA_"))}
+    env["TESSERA_LOG"] = "info"
+    session = tmp_path / "session"
+    ran, result = _scenario_run(scenario, tmp_path / "out-native", env, [TESSERA, "run", "--out", session, "--"])
+    assert "Traceback" not in ran.stderr and "VK_ARM_data_graph:" not in ran.stderr, ran.stderr
+    _check(result, expected, tolerance, "Tessera's own data graph vs numpy")
+    _check(result, reference, tolerance, "Tessera's own data graph vs the reference")
+
+    packets = list(pf.read_packets(session / "merged.perfetto-trace"))
+    assert pf.check_render_stages(packets).problems == []
+    events = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")]
+    graphs = [e for e in events if pf.extra(e, "command") == "vkCmdDispatchDataGraphARM"]
+    assert len(graphs) == 1 and not any(pf.extra(e, "command") == "vkCmdDispatch" for e in events), \
+        [(e.name, pf.extra(e, "command")) for e in events]
+    g = graphs[0]
+    # tagged by the layer like any other workload (its t<tag> label joined to kind data_graph), on the compute stage
+    assert pf.extra(g, "kind") == "data_graph" and pf.extra(g, "metadata") != "missing" and g.name == "Data graph"
+    assert re.fullmatch(r"t\d+", pf.extra(g, "Labels") or "")
+    costs = json.loads(pf.extra(g, "Operators"))
+    assert [c["operator"] for c in costs] == OPERATORS[name], costs
+    assert all(c["bytes"] > 0 and c["ns"] > 0 for c in costs)
+    assert int(pf.extra(g, "Ops")) == sum(c["ops"] for c in costs)
+    assert g.duration >= sum(c["ns"] for c in costs)
+    # the report: one data graph workload, and each operator in the breakdown
+    assert re.search(r"^\s+data graph\s+1$", ran.stdout, re.M), ran.stdout
+    assert "data-graph operators (modelled on the emulated GPU)" in ran.stdout, ran.stdout
+    for op in set(OPERATORS[name]):
+        assert re.search(rf"^\s+{op}\s+{OPERATORS[name].count(op)}\s+\d+\s+\d+\s+[\d.]+ ns$", ran.stdout, re.M), \
+            ran.stdout
 
 
 def test_tools_present_when_installed():

@@ -56,7 +56,7 @@ def test_estimates_name_driver_keys_and_workload_classes_every_work_kind():
         assert keys and all(k in table.DRIVER_LABELS for k in keys), note
     # icd/timeline.py times these kinds (Work.kind) and render passes
     assert set(table.WORKLOAD_CLASSES) == {"render_pass", "dispatch", "trace_rays", "transfer",
-                                           "acceleration_structure_build", "acceleration_structure_copy"}
+                                           "acceleration_structure_build", "acceleration_structure_copy", "data_graph"}
 
 
 # ---- every arg the driver can write ---------------------------------------------------------
