@@ -47,15 +47,18 @@ class StageCost(float):
     compiler ShaderCost.cycles_typical), carrying the compiler model's per-thread figures on its
     typical path that the counters need: `ops`, thread-operations per pipe (FMA, CVT, SFU, LS, V, T:
     on Valhall one instruction per 32-bit lane, so the FMA/CVT/SFU ones are instructions per thread),
-    and `pipe_cycles`, cycles per thread per pipe on one core (ops / the pipe's thread-ops per clock,
-    compiler/costs.py). Made by shader_costs.of_stages; arithmetic on it gives a plain float."""
+    and `pipe_cycles`, cycles per thread per pipe on one core (ops / the pipe's thread-operations per
+    clock, compiler/costs.py); `mix` is the pair. Made by shader_costs.of_stages; arithmetic on it
+    gives a plain float."""
 
     ops: tuple[float, ...]
     pipe_cycles: tuple[float, ...]
+    mix: tuple[tuple[float, ...], tuple[float, ...]]
 
     def __new__(cls, cycles: float, ops, pipe_cycles) -> "StageCost":
         self = super().__new__(cls, cycles)
         self.ops, self.pipe_cycles = tuple(ops), tuple(pipe_cycles)
+        self.mix = (self.ops, self.pipe_cycles)
         return self
 
     def __reduce__(self):
@@ -64,21 +67,33 @@ class StageCost(float):
 
 def shader_mix(costs_and_threads) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
     """(ops, pipe cycles) per thread averaged over (StageCost, threads) pairs weighted by threads; None
-    when one with threads has no figures (a plain float or None: no model, or a measured cost)."""
-    total = 0
-    ops = [0.0] * 6
-    cyc = [0.0] * 6
+    when one with threads has no figures (a plain float or None: no model, or a measured cost). One
+    stage cost for all (a pass drawing with one pipeline): its own figures, no arithmetic."""
+    first = None
+    mixed = False
     for cost, threads in costs_and_threads:
         if threads <= 0:
             continue
         if type(cost) is not StageCost:
             return None
-        total += threads
-        for i in range(6):
-            ops[i] += cost.ops[i] * threads
-            cyc[i] += cost.pipe_cycles[i] * threads
-    if not total:
+        if first is None:
+            first = cost
+        elif cost is not first:
+            mixed = True
+    if first is None:
         return None
+    if not mixed:
+        return first.mix
+    total = 0
+    ops = [0.0] * 6
+    cyc = [0.0] * 6
+    for cost, threads in costs_and_threads:
+        if threads > 0:
+            total += threads
+            o, c = cost.ops, cost.pipe_cycles
+            for i in range(6):
+                ops[i] += o[i] * threads
+                cyc[i] += c[i] * threads
     return tuple(o / total for o in ops), tuple(c / total for c in cyc)
 
 
@@ -140,6 +155,11 @@ class CounterModel:
         """The per-thread shader figures of a render pass's draws (recording.Draw): (vertex mix,
         fragment mix), each shader_mix's, vertices weighted by each draw's vertices and fragments by
         its draw count (the timing model gives every draw of a pass the same fragments)."""
+        if len(draws) == 1:      # one record (draws recorded in C fold into one per pipeline)
+            d = draws[0]
+            v, f = d.vertex_cycles, d.fragment_cycles
+            return (v.mix if type(v) is StageCost and d.vertices > 0 else None,
+                    f.mix if type(f) is StageCost and d.count > 0 else None)
         return (shader_mix([(d.vertex_cycles, d.vertices) for d in draws]),
                 shader_mix([(d.fragment_cycles, d.count) for d in draws]))
 

@@ -1,8 +1,8 @@
 """Measured Mali counters: the backend counts threads and primitives with pipeline-statistics queries.
 
 Role: with `TESSERA_COUNTERS=measured` (icd/settings.py; `tessera run --counters measured`) the
-driver brackets, on the backend, each render pass instance and each dispatch with a query of its
-own pool (VK_QUERY_TYPE_PIPELINE_STATISTICS: input-assembly primitives, vertex, fragment and
+driver brackets, on the backend, each render pass instance and each indirect dispatch with a
+query of its own pool (VK_QUERY_TYPE_PIPELINE_STATISTICS: input-assembly primitives, vertex, fragment and
 compute shader invocations, clipping primitives), and reads the result once the submit's GPU work
 has completed, as it reads indirect arguments (`then`, icd/indirect_sizes.py: Draw / Work
 `at_completion` on the timeline's worker). The counter model (icd/counters.py) then writes the
@@ -18,7 +18,8 @@ the application never sees them. Vulkan's rules, kept:
 
   - every query is reset (vkCmdResetQueryPool), begun and ended outside any render pass instance:
     a pass is bracketed from before its begin to after its end (so one query covers all its
-    subpasses' draws, and multiview needs no per-view queries), a dispatch around itself;
+    subpasses' draws, and multiview needs no per-view queries), an indirect dispatch around itself
+    (a direct one's invocations are its recorded groups x work-group size: what the query would count);
   - one pipeline-statistics query active at a time in a command buffer: once the application has made
     a pool of that type on the device, nothing is bracketed (it could begin its query around or inside
     any of ours; its work keeps the model), nor in a secondary command buffer that inherits pipeline
@@ -30,9 +31,10 @@ the application never sees them. Vulkan's rules, kept:
   - the commands recorded in C (vkapi/recorder.py) are forwarded at once, before Python sees them,
     so in every command buffer of a device with the feature the render pass begins and ends and the
     dispatches take their Python hooks (`Recorder.python_brackets`); draws, binds, barriers and
-    transfers stay in C, their records applied before the pass's end hook reads its Draws. That, a
-    reading per bracket and the Python submit path (the readings need the completion fence) are
-    the cost of the option (docs/benchmarks.md "Session 6: #27 measured").
+    transfers stay in C, their records applied before the pass's end hook reads its Draws. That,
+    the readings (one vkGetQueryPoolResults per pool for all the brackets of a recording: `_Batch`)
+    and the Python submit path (the readings need the completion fence) are the cost of the option
+    (docs/benchmarks.md "Session 6: #27 measured").
 
 A query's slot returns to its pool when nothing refers to its reading any more (the op lists that
 hold it are gone): a re-submitted command buffer keeps its slots and re-records nothing; the reset
@@ -50,6 +52,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
+from tessera.vkapi.ops import PassBegin
 from tessera.vkapi.vkconst import vk
 
 from .driver import Driver
@@ -117,6 +120,8 @@ class DevicePools:
         self.lock = threading.Lock()
         self.destroyed = False
         self.query_pools: dict[int, int] = {}  # the application's pipeline-statistics pools (handles)
+        nxt = dev.next     # the backend's commands, looked up once (a bracket calls three)
+        self.reset, self.begin, self.end = nxt.vkCmdResetQueryPool, nxt.vkCmdBeginQuery, nxt.vkCmdEndQuery
 
     def add_pool(self) -> bool:
         ffi, dev = self.ffi, self.dev
@@ -152,23 +157,72 @@ class DevicePools:
 
 class Reading:
     """A bracket's query, read once per execution on the timeline's worker (`read`): `stats` is the
-    last reading, None when the query was not available."""
-    __slots__ = ("slot", "pools", "stats")
+    last reading, None when the query was not available. The readings of one recording are read
+    together (`batch`): lavapipe's vkGetQueryPoolResults costs ~10 µs a call however many queries
+    it reads (1 or 10: the same), so one call per pool serves every bracket of an execution."""
+    __slots__ = ("slot", "pools", "stats", "fresh")
 
     def __init__(self, slot: Slot, pools: DevicePools) -> None:
         self.slot, self.pools, self.stats = slot, pools, None
+        self.fresh = False      # `stats` came from a batch read this reading has not consumed yet
 
-    def read(self) -> Stats | None:
-        pools, ffi = self.pools, self.pools.ffi
-        self.stats = None
-        if pools.destroyed:
-            return None
-        data = ffi.new("uint64_t[]", len(STATISTICS) + 1)
-        r = pools.dev.next.vkGetQueryPoolResults(pools.dev.handle, self.slot.handle, self.slot.index, 1, _STRIDE,
-                                                 data, _STRIDE, _RESULT_FLAGS)
-        if r in (vk.VK_SUCCESS, vk.VK_NOT_READY) and data[len(STATISTICS)]:
-            self.stats = Stats(*(int(data[i]) for i in range(len(STATISTICS))))
+    def read(self, batch: "_Batch | None" = None) -> Stats | None:
+        """This execution's statistics (`batch`: its recording's readings; the batch holds its
+        readings, not they it, so no reference cycle keeps a slot from its pool)."""
+        if batch is None:
+            _Batch.fetch([self])
+        elif self is batch.readings[0] or not self.fresh:   # the first of an execution reads them all
+            _Batch.fetch(batch.readings)
+        self.fresh = False
         return self.stats
+
+
+class _Batch:
+    """The readings of one recording whose results are read at completion (those given a `then`),
+    in record order: the first one's read starts an execution's readings and fetches them all."""
+    __slots__ = ("readings",)
+
+    def __init__(self) -> None:
+        self.readings: list[Reading] = []
+
+    @staticmethod
+    def fetch(readings: list[Reading]) -> None:
+        """One vkGetQueryPoolResults per pool over the range of the readings' slots (64-bit, with
+        availability; the queries between them, of other recordings, are read and ignored)."""
+        pools = readings[0].pools
+        for r in readings:
+            r.stats, r.fresh = None, True
+        if pools.destroyed:
+            return
+        ffi, dev = pools.ffi, pools.dev
+        by_pool: dict[int, list[Reading]] = {}
+        for r in readings:
+            by_pool.setdefault(r.slot.pool, []).append(r)
+        n = len(STATISTICS)
+        for group in by_pool.values():
+            lo = min(r.slot.index for r in group)
+            count = max(r.slot.index for r in group) - lo + 1
+            data = ffi.new("uint64_t[]", (n + 1) * count)
+            res = dev.next.vkGetQueryPoolResults(dev.handle, group[0].slot.handle, lo, count, _STRIDE * count, data,
+                                                 _STRIDE, _RESULT_FLAGS)
+            if res not in (vk.VK_SUCCESS, vk.VK_NOT_READY):
+                continue
+            words = _UNPACK[count] if count in _UNPACK else _unpack(count)
+            values = words(ffi.buffer(data))
+            for r in group:
+                at = (r.slot.index - lo) * (n + 1)
+                if values[at + n]:
+                    r.stats = Stats(*values[at:at + n])
+
+
+_UNPACK: dict = {}
+
+
+def _unpack(count: int):
+    import struct
+
+    fn = _UNPACK[count] = struct.Struct(f"<{(len(STATISTICS) + 1) * count}Q").unpack
+    return fn
 
 
 @dataclass
@@ -179,18 +233,26 @@ class _Recording:
     pass_start: int = 0                 # where its ops start in cb.ops
     work: Work | None = None            # the dispatch being recorded, bracketed
     work_reading: Reading | None = None
+    batch: _Batch | None = None         # the readings read at completion, read together
 
 
-def _measure_work(work: Work, reading: Reading) -> None:
-    stats = reading.read()
+def _batched(state: _Recording, reading: Reading) -> _Batch:
+    if state.batch is None:
+        state.batch = _Batch()
+    state.batch.readings.append(reading)
+    return state.batch
+
+
+def _measure_work(work: Work, reading: Reading, batch: _Batch | None = None) -> None:
+    stats = reading.read(batch)
     if stats is not None:
         work.measured = stats
         work.invocations = stats.compute_invocations
         work.estimated = False
 
 
-def _measure_pass(reading: Reading) -> None:
-    reading.read()
+def _measure_pass(reading: Reading, batch: _Batch | None = None) -> None:
+    reading.read(batch)
 
 
 class MeasuredCounters(Feature):
@@ -251,38 +313,36 @@ class MeasuredCounters(Feature):
                 inherit.pipelineStatistics:
             cb.slot(_Recording).blocked = True
 
-    def _begin(self, cb: CommandBuffer, commandBuffer) -> Reading | None:
-        """Reset and begin a query of ours now (outside any render pass), if Vulkan allows one here."""
+    def _begin(self, cb: CommandBuffer, commandBuffer) -> tuple[Reading | None, "_Recording | None"]:
+        """Reset and begin a query of ours now (outside any render pass), if Vulkan allows one here:
+        the reading and the command buffer's state."""
         pools = cb.device.peek(DevicePools)
-        if pools is None:
-            return None
-        if pools.query_pools:   # the application counts too: its queries could overlap ours
-            return None
+        if pools is None or pools.query_pools:   # the application counts too: its queries could overlap ours
+            return None, None
         state = cb.slot(_Recording)
         if state.blocked or state.pass_reading is not None or state.work_reading is not None:
-            return None
+            return None, state
         slot = pools.take()
         if slot is None:
-            return None
-        nxt = cb.device.next
-        nxt.vkCmdResetQueryPool(commandBuffer, slot.handle, slot.index, 1)
-        nxt.vkCmdBeginQuery(commandBuffer, slot.handle, slot.index, 0)
-        return Reading(slot, pools)
+            return None, state
+        handle, index = slot.handle, slot.index
+        pools.reset(commandBuffer, handle, index, 1)
+        pools.begin(commandBuffer, handle, index, 0)
+        return Reading(slot, pools), state
 
     def _end(self, commandBuffer, reading: Reading) -> None:
-        reading.pools.dev.next.vkCmdEndQuery(commandBuffer, reading.slot.handle, reading.slot.index)
+        slot = reading.slot
+        reading.pools.end(commandBuffer, slot.handle, slot.index)
 
     # ---- render passes: a query from before the begin to after the end ------------------------
     def _pass_begun(self, cb: CommandBuffer, commandBuffer, secondaries: bool, suspend_resume: bool = False) -> None:
-        from tessera.vkapi.ops import PassBegin
-
-        last = cb.ops[-1] if cb.ops else None
+        ops = cb.ops
+        last = ops[-1] if ops else None
         if secondaries or suspend_resume or type(last) is not PassBegin or last.info.subpasses > 1:
             return
-        reading = self._begin(cb, commandBuffer)
+        reading, state = self._begin(cb, commandBuffer)
         if reading is not None:
-            state = cb.slot(_Recording)
-            state.pass_reading, state.pass_start = reading, len(cb.ops)
+            state.pass_reading, state.pass_start = reading, len(ops)
 
     def before_vkCmdBeginRenderPass(self, cb, commandBuffer, pRenderPassBegin, contents):
         self._pass_begun(cb, commandBuffer, contents in _SECONDARY_CONTENTS)
@@ -305,7 +365,8 @@ class MeasuredCounters(Feature):
             return
         for d in draws:
             d.measured = reading
-        then(draws[0], lambda: _measure_pass(reading), first=True, report=self.report)
+        batch = _batched(state, reading)
+        then(draws[0], lambda: _measure_pass(reading, batch), first=True, report=self.report)
         cb.needs_completion = True
 
     def after_vkCmdEndRenderPass(self, cb, result, commandBuffer):
@@ -319,12 +380,14 @@ class MeasuredCounters(Feature):
 
     # ---- dispatches: a query around each ----------------------------------------------------
     def _dispatch(self, cb: CommandBuffer, commandBuffer) -> None:
+        """Only an indirect dispatch is bracketed: a direct one's invocations are its recorded group
+        counts x the pipeline's work-group size, which is what COMPUTE_SHADER_INVOCATIONS counts (the
+        query, its reading and the completion fence it needs would only repeat the number)."""
         last = cb.ops[-1] if cb.ops else None
-        if type(last) is not Work or last.kind != "dispatch":
+        if type(last) is not Work or last.kind != "dispatch" or not last.estimated:
             return
-        reading = self._begin(cb, commandBuffer)
+        reading, state = self._begin(cb, commandBuffer)
         if reading is not None:
-            state = cb.slot(_Recording)
             state.work, state.work_reading = last, reading
 
     def _dispatched(self, cb: CommandBuffer, commandBuffer) -> None:
@@ -334,7 +397,8 @@ class MeasuredCounters(Feature):
         work, reading = state.work, state.work_reading
         state.work = state.work_reading = None
         self._end(commandBuffer, reading)
-        then(work, lambda: _measure_work(work, reading), first=True, report=self.report)
+        batch = _batched(state, reading)
+        then(work, lambda: _measure_work(work, reading, batch), first=True, report=self.report)
         cb.needs_completion = True
 
     def before_vkCmdDispatch(self, cb, commandBuffer, *args):
