@@ -159,7 +159,8 @@ class Reading:
     """A bracket's query, read once per execution on the timeline's worker (`read`): `stats` is the
     last reading, None when the query was not available. The readings of one recording are read
     together (`batch`): lavapipe's vkGetQueryPoolResults costs ~10 µs a call however many queries
-    it reads (1 or 10: the same), so one call per pool serves every bracket of an execution."""
+    it reads (1 or 10: the same), so one call per run of consecutive slots serves the brackets of an
+    execution."""
     __slots__ = ("slot", "pools", "stats", "fresh")
 
     def __init__(self, slot: Slot, pools: DevicePools) -> None:
@@ -187,30 +188,32 @@ class _Batch:
 
     @staticmethod
     def fetch(readings: list[Reading]) -> None:
-        """One vkGetQueryPoolResults per pool over the range of the readings' slots (64-bit, with
-        availability; the queries between them, of other recordings, are read and ignored)."""
+        """One vkGetQueryPoolResults (64-bit, with availability) per run of consecutive slots of one
+        pool (a recording's slots are usually one run: taken in order); no query outside the
+        readings' own is read."""
         pools = readings[0].pools
         for r in readings:
             r.stats, r.fresh = None, True
         if pools.destroyed:
             return
         ffi, dev = pools.ffi, pools.dev
-        by_pool: dict[int, list[Reading]] = {}
-        for r in readings:
-            by_pool.setdefault(r.slot.pool, []).append(r)
         n = len(STATISTICS)
-        for group in by_pool.values():
-            lo = min(r.slot.index for r in group)
-            count = max(r.slot.index for r in group) - lo + 1
+        ordered = sorted(readings, key=lambda r: (r.slot.pool, r.slot.index))
+        start = 0
+        for i in range(1, len(ordered) + 1):
+            if i < len(ordered) and ordered[i].slot.pool == ordered[start].slot.pool and \
+                    ordered[i].slot.index == ordered[i - 1].slot.index + 1:
+                continue
+            run, start = ordered[start:i], i
+            lo, count = run[0].slot.index, len(run)
             data = ffi.new("uint64_t[]", (n + 1) * count)
-            res = dev.next.vkGetQueryPoolResults(dev.handle, group[0].slot.handle, lo, count, _STRIDE * count, data,
+            res = dev.next.vkGetQueryPoolResults(dev.handle, run[0].slot.handle, lo, count, _STRIDE * count, data,
                                                  _STRIDE, _RESULT_FLAGS)
             if res not in (vk.VK_SUCCESS, vk.VK_NOT_READY):
                 continue
-            words = _UNPACK[count] if count in _UNPACK else _unpack(count)
-            values = words(ffi.buffer(data))
-            for r in group:
-                at = (r.slot.index - lo) * (n + 1)
+            values = (_UNPACK.get(count) or _unpack(count))(ffi.buffer(data))
+            for k, r in enumerate(run):
+                at = k * (n + 1)
                 if values[at + n]:
                     r.stats = Stats(*values[at:at + n])
 
