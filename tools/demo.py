@@ -27,7 +27,7 @@ from tessera.vkapi import paths
 from .launch import LaunchConfig, environment, ensure_shims, run_with_embedded_daemon
 
 EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query",
-            "shader_costs", "mlp_tensors", "overdraw"]
+            "shader_costs", "mlp_tensors", "conv_net_graph", "overdraw"]
 # Run with per-basic-block shader instrumentation (tessera run --instrument); their summary.txt
 # then carries the report of the most expensive draws and dispatches.
 INSTRUMENTED = frozenset({"shader_costs"})

@@ -27,9 +27,10 @@ LAYER_DIRS = [Path("/usr/share/vulkan/explicit_layer.d"), Path("/usr/local/share
               Path("/etc/vulkan/explicit_layer.d")]
 PY_EXAMPLES = ["compute_collatz", "render_passes", "transfers", "debug_labels", "ray_tracing", "ray_query",
                "shader_costs", "overdraw"]
-HELPERS = {"vkapp", "rt_scene", "vktensors"}   # shared modules of the examples, not examples
+HELPERS = {"vkapp", "rt_scene", "vktensors", "vkgraphs"}   # shared modules of the examples, not examples
 # Examples of extensions only the emulated Mali has (tested through it in tests/integration).
-EMULATED_ONLY = {"mlp_tensors": "VK_ARM_tensors: tests/integration/test_tensors.py"}
+EMULATED_ONLY = {"mlp_tensors": "VK_ARM_tensors: tests/integration/test_tensors.py",
+                 "conv_net_graph": "VK_ARM_data_graph: tests/icd/test_data_graph_ops.py"}
 TIMEOUT_S = 300
 
 

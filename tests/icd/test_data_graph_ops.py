@@ -417,3 +417,21 @@ def test_physical_device_answers(ran):
     assert ran["tosa"] == [0, ["PRO-FP"], 1]
     assert all(f & (1 << 48) for f in ran["format_features"])       # TENSOR_DATA_GRAPH for R32_SFLOAT
 
+
+
+def test_the_conv_net_example_equals_numpy_and_is_one_data_graph_workload(tmp_path):
+    """examples/conv_net_graph.py (make demo) checks its scores against numpy itself; under `tessera run` its
+    session has one tagged data-graph workload whose report lists the network's operators."""
+    import re
+    import subprocess
+
+    tessera = REPO / ".venv" / "bin" / "tessera"
+    out = subprocess.run([str(tessera), "run", "--out", str(tmp_path / "session"), "--", sys.executable,
+                          str(REPO / "examples" / "conv_net_graph.py")], capture_output=True, text=True, timeout=600,
+                         cwd=REPO)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "conv_net_graph: OK 2 images 8x8x3 through 10 TOSA operators" in out.stdout
+    assert re.search(r"^\s+data graph\s+1$", out.stdout, re.M), out.stdout
+    for op, n in (("CONV2D", 2), ("CLAMP", 2), ("MAX_POOL2D", 1), ("AVG_POOL2D", 1), ("RESHAPE", 1), ("MATMUL", 1),
+                  ("ADD", 1), ("SIGMOID", 1)):
+        assert re.search(rf"^\s+{op}\s+{n}\s", out.stdout, re.M), out.stdout

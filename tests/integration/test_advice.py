@@ -181,7 +181,7 @@ EXAMPLES_ALLOWED = {
     # what applies to each example (everything else must stay quiet); every example allocates each buffer
     # and image on its own (vkapp.py, the C example likewise): small-allocations, as the validation layer says
     "render_passes": set(), "overdraw": set(), "shader_costs": set(), "compute_collatz": set(),
-    "mlp_tensors": set(), "ray_query": set(), "ray_tracing": set(), "compute_and_draw": set(),
+    "mlp_tensors": set(), "ray_query": set(), "ray_tracing": set(), "compute_and_draw": set(), "conv_net_graph": set(),
     "debug_labels": {"small-transfers"},                        # two small buffer transfers in its frame
     "transfers": {"small-transfers", "resolve-transfer"},       # four small transfers; a vkCmdResolveImage
 }

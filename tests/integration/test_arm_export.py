@@ -30,6 +30,7 @@ KEYS = {
     "buffertransfer": {"type", "tid", "subtype", "byteCount", "label"},
     "asbuild": {"type", "tid", "subtype", "primitiveCount", "label"},
     "astransfer": {"type", "tid", "subtype", "byteCount", "label"},
+    "datagraph": {"type", "tid", "label"},            # Arm's DispatchDataGraph (examples/conv_net_graph.py)
 }
 ARM_STAGES = {"clear image", "copy image", "blit image", "resolve image", "generate mipmap", "copy buffer",
               "fill buffer", "copy query", "compute", "trace_rays", "non-fragment", "advanced geometry", "vertex",

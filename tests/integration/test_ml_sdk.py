@@ -313,6 +313,15 @@ def test_scenario_natively_on_tessera(name, ml_layers, shims, tmp_path, tmp_path
     for op in set(OPERATORS[name]):
         assert re.search(rf"^\s+{op}\s+{OPERATORS[name].count(op)}\s+\d+\s+\d+\s+[\d.]+ ns$", ran.stdout, re.M), \
             ran.stdout
+    # Arm's export: the workload is Arm's DispatchDataGraph record (type datagraph) under the same tag
+    from tessera.hostd.arm_metadata import read_metadata
+
+    out = run([TESSERA, "export", session, "--format", "arm", "-o", tmp_path / "arm"], None)
+    assert out.returncode == 0, out.stdout + out.stderr
+    arm = [w for path in (tmp_path / "arm").glob("*.metadata") for frame in read_metadata(path)
+           for submit in frame["submits"] for w in submit["workloads"]]
+    assert [w for w in arm if w["type"] == "datagraph"] == [{"type": "datagraph", "tid": int(pf.extra(g, "tag")),
+                                                            "label": []}], arm
 
 
 def test_tools_present_when_installed():
