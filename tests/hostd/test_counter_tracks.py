@@ -102,3 +102,22 @@ def test_a_queue_busy_twice_at_once_counts_once():
     times, cols = samples(G720, phases, CFG)
     assert cols["MaliCompQueuedCy"].tolist() == [0, 50, 50, 50]
     assert max(v for v in cols["MaliCompQueueUtil"].tolist() if v == v) == 100
+
+
+def test_shader_counters_spread_and_derive_on_the_intervals():
+    """The shader counters (icd/counters.py) are increments like the others: a dispatch's FMA/CVT/SFU
+    instructions and LS issue cycles spread over its duration; MaliEngArithInstr is Arm's equation
+    (FMA + CVT + SFU) on each interval's sums; the issue cycles Tessera supplies (DIRECT) are summed,
+    never evaluated from Arm's max() equation."""
+    phases = [_phase(0, 100, MaliEngFMAInstr=600, MaliEngCVTInstr=200, MaliEngSFUInstr=100, MaliLSIssueCy=40,
+                     MaliGPUActiveCy=100),
+              _phase(100, 50, MaliEngFMAInstr=50, MaliTexIssueCy=30, MaliGPUActiveCy=50)]
+    times, cols = samples(G720, phases, CFG)
+    assert times.tolist() == [0, 100, 150]
+    assert cols["MaliEngFMAInstr"].tolist() == [0, 600, 50]
+    assert cols["MaliEngArithInstr"].tolist() == [0, 900, 50]      # 600 + 200 + 100; 50 + 0 + 0
+    assert cols["MaliLSIssueCy"].tolist() == [0, 40, 0]
+    assert cols["MaliTexIssueCy"].tolist() == [0, 0, 30]
+    total = aggregate(G720, phases, CFG)
+    assert total["MaliEngArithInstr"] == 950
+    assert total["MaliTexIssueCy"] == 30 and total["MaliLSIssueCy"] == 40
