@@ -30,7 +30,7 @@ from .regions import hooks as regions
 from .replay import ShadowProducts
 from .settings import IcdSettings
 from .shim_spec import ANSWERED, HOOKS
-from .data_graph import feature as data_graph
+from .data_graph import pipelines as data_graph
 from .tensors import descriptors as tensor_descriptors, resources as tensors
 from .timeline import Timeline
 

@@ -110,7 +110,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkBindBufferMemory2": {LAYER: In("layer.allocations")},
     "vkBindImageMemory": {LAYER: In("layer.allocations")},
     "vkBindImageMemory2": {LAYER: In("layer.allocations")},
-    "vkBindDataGraphPipelineSessionMemoryARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkBindDataGraphPipelineSessionMemoryARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkBindTensorMemoryARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkClearShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdBeginDebugUtilsLabelEXT": {
@@ -134,9 +134,9 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=FORWARDED)},
     "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=FORWARDED)},
     "vkCmdBindDescriptorSets": {
-        ICD: In("icd.data_graph.feature", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=FORWARDED)},
+        ICD: In("icd.data_graph.commands", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=FORWARDED)},
     "vkCmdBindPipeline": {
-        ICD: In("icd.recording", "icd.regions.hooks", "icd.data_graph.feature", c=DATA_GRAPH_AWARE),
+        ICD: In("icd.recording", "icd.regions.hooks", "icd.data_graph.commands", c=DATA_GRAPH_AWARE),
         LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},
     "vkCmdBindShadersEXT": {
         ICD: In("icd.recording", "icd.instrumentation.hooks"),
@@ -174,7 +174,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
-    "vkCmdDispatchDataGraphARM": {ICD: In("icd.data_graph.feature", emulated=True), LAYER: In("layer.workloads")},
+    "vkCmdDispatchDataGraphARM": {ICD: In("icd.data_graph.commands", emulated=True), LAYER: In("layer.workloads")},
     "vkCmdDispatchBase": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
@@ -272,10 +272,10 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("vkapi.resource_hooks", "layer.indirect")},
     "vkCreateComputePipelines": {
         ICD: In("vkapi.pipelines", "icd.tensors.descriptors", "icd.instrumentation.hooks",
-                "icd.data_graph.feature"),
+                "icd.data_graph.pipelines"),
         LAYER: In("vkapi.pipelines", "layer.instrument")},
-    "vkCreateDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.feature", emulated=True)},
-    "vkCreateDataGraphPipelinesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkCreateDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
+    "vkCreateDataGraphPipelinesARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkCreateDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkCreateDescriptorSetLayout": {ICD: In("icd.tensors.descriptors")},
     "vkCreateDescriptorUpdateTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors")},
@@ -307,7 +307,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyAccelerationStructureKHR": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
     "vkDestroyBuffer": {ICD: In("vkapi.resource_hooks", "icd.indirect_sizes"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroyCommandPool": {ICD: In("vkapi.commands", "icd.regions.hooks"), LAYER: In("vkapi.commands")},
-    "vkDestroyDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkDestroyDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkDestroyDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkDestroyDescriptorSetLayout": {ICD: In("icd.tensors.descriptors")},
     "vkDestroyDescriptorUpdateTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors")},
@@ -317,7 +317,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkDestroyImageView": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkDestroyInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
     "vkDestroyPipeline": {
-        ICD: In("vkapi.pipelines", "icd.regions.hooks", "icd.data_graph.feature"), LAYER: In("vkapi.pipelines")},
+        ICD: In("vkapi.pipelines", "icd.regions.hooks", "icd.data_graph.pipelines"), LAYER: In("vkapi.pipelines")},
     "vkDestroyPipelineLayout": {ICD: In("icd.counter_memory")},
     "vkDestroyPrivateDataSlot": {ICD: In("icd.object_names")},
     "vkDestroyQueryPool": {ICD: In("icd.measured_counters")},   # its values on emulated objects go with it
@@ -347,29 +347,29 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkGetDeviceProcAddr": {ICD: In("icd.device")},
     "vkGetDeviceQueue": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkGetDeviceQueue2": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
-    "vkGetDataGraphPipelineAvailablePropertiesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
-    "vkGetDataGraphPipelinePropertiesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
-    "vkGetDataGraphPipelineSessionBindPointRequirementsARM": {ICD: In("icd.data_graph.feature", emulated=True)},
-    "vkGetDataGraphPipelineSessionMemoryRequirementsARM": {ICD: In("icd.data_graph.feature", emulated=True)},
+    "vkGetDataGraphPipelineAvailablePropertiesARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
+    "vkGetDataGraphPipelinePropertiesARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
+    "vkGetDataGraphPipelineSessionBindPointRequirementsARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
+    "vkGetDataGraphPipelineSessionMemoryRequirementsARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkGetDeviceTensorMemoryRequirementsARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkGetPhysicalDeviceExternalTensorPropertiesARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkGetPhysicalDeviceFeatures": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceFeatures2": {
-        ICD: In("icd.instance", "icd.tensors.resources", "icd.data_graph.feature"), LAYER: In("layer.chain")},
+        ICD: In("icd.instance", "icd.tensors.resources", "icd.data_graph.physical"), LAYER: In("layer.chain")},
     "vkGetPhysicalDeviceFormatProperties": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceFormatProperties2": {
-        ICD: In("icd.instance", "icd.tensors.resources", "icd.data_graph.feature")},
+        ICD: In("icd.instance", "icd.tensors.resources", "icd.data_graph.physical")},
     "vkGetPhysicalDeviceImageFormatProperties": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceImageFormatProperties2": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceProperties": {ICD: In("icd.instance", answered=FIXED)},
     "vkGetPhysicalDeviceProperties2": {ICD: In("icd.instance", "icd.tensors.push")},
     "vkGetPhysicalDeviceQueueFamilyDataGraphEngineOperationPropertiesARM": {
-        ICD: In("icd.data_graph.feature", emulated=True)},
+        ICD: In("icd.data_graph.physical", emulated=True)},
     "vkGetPhysicalDeviceQueueFamilyDataGraphProcessingEnginePropertiesARM": {
-        ICD: In("icd.data_graph.feature", emulated=True)},
-    "vkGetPhysicalDeviceQueueFamilyDataGraphPropertiesARM": {ICD: In("icd.data_graph.feature", emulated=True)},
-    "vkGetPhysicalDeviceQueueFamilyProperties": {ICD: In("icd.instance", "icd.data_graph.feature")},
-    "vkGetPhysicalDeviceQueueFamilyProperties2": {ICD: In("icd.instance", "icd.data_graph.feature")},
+        ICD: In("icd.data_graph.physical", emulated=True)},
+    "vkGetPhysicalDeviceQueueFamilyDataGraphPropertiesARM": {ICD: In("icd.data_graph.physical", emulated=True)},
+    "vkGetPhysicalDeviceQueueFamilyProperties": {ICD: In("icd.instance", "icd.data_graph.physical")},
+    "vkGetPhysicalDeviceQueueFamilyProperties2": {ICD: In("icd.instance", "icd.data_graph.physical")},
     "vkGetShaderInstrumentationValuesARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     # The images of each swapchain, so a present names the images it shows (layer/queues.py): cold paths.
     "vkGetSwapchainImagesKHR": {LAYER: In("layer.queues")},
@@ -388,7 +388,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkResetDescriptorPool": {ICD: In("icd.tensors.descriptors")},
     "vkUpdateDescriptorSetWithTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors")},
     "vkUpdateDescriptorSets": {
-        ICD: In("icd.data_graph.feature", "icd.tensors.descriptors"), LAYER: In("layer.descriptors")},
+        ICD: In("icd.data_graph.pipelines", "icd.tensors.descriptors"), LAYER: In("layer.descriptors")},
     "vkWaitForFences": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
 }
 

@@ -9,7 +9,7 @@ device (pipelines, sessions, the tensors written into descriptor sets, the backe
 buffer's data-graph bindings in a slot of the command buffer. Threads: objects are created and destroyed
 under the application's synchronisation; a command buffer's slot belongs to its recording thread.
 
-Architecture:
+Architecture (each module below is named in the intercept table's rows for the commands it handles):
 
     graph.py     the SPIR-V graph (SPV_ARM_graph + TOSA.001000.1) read into operators on tensors, checked;
                  no Vulkan here (unit-tested alone)
@@ -19,11 +19,14 @@ Architecture:
     kernels.py   the operator shaders (GLSL in shaders/, compiled by glslangValidator at build time into
                  build/data_graph/) as backend compute pipelines whose descriptor set index follows the
                  application's bound compute layout, so its sets and push constants are not disturbed
-    feature.py   the `DataGraph` feature: one method per command (HookSet.bind)
+    objects.py   the state (DeviceGraphs, Bound), the emulated objects (pipelines, sessions), the costs
+    physical.py  the physical-device answers (features, queue families, engines, TOSA, formats)
+    pipelines.py the `DataGraph` feature: device lifecycle, pipelines, their properties, sessions; register()
+    commands.py  binding at the data-graph bind point and vkCmdDispatchDataGraphARM
 
 Execution: a dispatch records, into the application's backend command buffer, one compute dispatch per
 kernel with a compute-to-compute barrier between them, then rebinds the application's compute pipeline;
 ordering with the queue's other work is therefore Vulkan's own. Intermediate tensors live in the session's
 memory (its TRANSIENT bind point), constants in a driver-owned buffer per pipeline. Nothing is imported
-here: `from tessera.icd.data_graph import feature`.
+here: `from tessera.icd.data_graph import pipelines` (its register() binds all three hook classes).
 """

@@ -18,7 +18,6 @@ import json
 import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 TOSA_SET = "TOSA.001000.1"

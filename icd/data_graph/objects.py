@@ -1,0 +1,121 @@
+"""The data-graph objects of the emulated Mali and what the extension's hook classes share.
+
+Role: the state (DeviceGraphs in a slot of the device: pipelines, sessions, the tensor views written into
+descriptor sets, the compute layouts a dispatch must keep; Bound in a slot of a command buffer: what is
+bound at VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM and the application's compute pipeline), the emulated
+objects (DataGraphPipeline, Session: handles of this driver's own, never passed to the backend), the
+operators' modelled costs, and `Hooks`, the base of the three hook classes (physical.py, pipelines.py,
+commands.py): their refusals and the look-ups that refuse. Threads: see __init__.py.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from tessera.vkapi.vkconst import vk
+
+from .. import timing
+from ..driver import Driver
+from ..objects import Device, EmulatedObject
+from . import kernels, lowering
+from .graph import Graph
+
+EXTENSION = "VK_ARM_data_graph"
+TOSA_EXTENSION = "VK_ARM_data_graph_instruction_set_tosa"
+SPEC_VERSIONS = {EXTENSION: 1, TOSA_EXTENSION: 1}   # vk.xml 1.4.366 (identity.py lists them)
+BIND_POINT = vk.VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM
+VALIDATION_FAILED = vk.VK_ERROR_VALIDATION_FAILED
+
+
+class DataGraphError(Exception):
+    """Invalid usage of the extension: the message says which rule."""
+
+
+@dataclass(eq=False)
+class DataGraphPipeline(EmulatedObject):
+    OBJECT_TYPE = vk.VK_OBJECT_TYPE_PIPELINE
+    handle: int
+    graph: Graph
+    plan: lowering.Plan
+    layout: int                                  # the application's pipeline layout
+    constants: kernels.HostBuffer                # literal and graph constants, then every kernel's parameters
+    params_at: list[int]                         # byte offset of each kernel's parameters in `constants`
+    log: str                                     # VK_DATA_GRAPH_PIPELINE_PROPERTY_CREATION_LOG_ARM
+    identifier: bytes                            # VK_DATA_GRAPH_PIPELINE_PROPERTY_IDENTIFIER_ARM
+    sessions: int = 0
+
+
+@dataclass(eq=False)
+class Session(EmulatedObject):
+    OBJECT_TYPE = vk.VK_OBJECT_TYPE_DATA_GRAPH_PIPELINE_SESSION_ARM
+    handle: int
+    pipeline: DataGraphPipeline
+    buffer: int                                  # backend buffer of the TRANSIENT bind point
+    memory: int = 0
+
+
+@dataclass
+class DeviceGraphs:
+    """Per device that enabled VK_ARM_data_graph with the dataGraph feature."""
+    kernels: kernels.Kernels
+    pipelines: dict[int, DataGraphPipeline] = field(default_factory=dict)
+    sessions: dict[int, Session] = field(default_factory=dict)
+    # (descriptor set, binding, array element) -> tensor view handle written there (vkUpdateDescriptorSets)
+    views: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    compute_layouts: dict[int, tuple] = field(default_factory=dict)   # compute pipeline -> (set layouts, ranges)
+
+
+@dataclass
+class Bound:
+    """A command buffer's data-graph binding state, and its last bound compute pipeline (to restore)."""
+    pipeline: DataGraphPipeline | None = None
+    sets: dict[int, int] = field(default_factory=dict)               # set index -> VkDescriptorSet
+    compute: int = 0                                                 # backend compute pipeline bound by the app
+    keep: list = field(default_factory=list)                         # structs of recorded pushes
+
+
+def fma_per_ns(profile) -> float:
+    """fp32 FMAs per ns of the profile's GPU: fmaRate per core per clock × cores × clock."""
+    return profile.fma_rate * profile.shader_cores * profile.clock_mhz / 1000.0
+
+
+def operator_costs(plan: lowering.Plan, profile) -> list[dict]:
+    """Each kernel's cost on the profile's GPU: {operator, shape, ops, bytes, ns}."""
+    rate = fma_per_ns(profile)
+    return [{"operator": k.operator, "shape": "x".join(map(str, k.shape)), "ops": k.ops, "bytes": k.bytes,
+             "ns": round(k.time_ns(rate, timing.MEMORY_BYTES_PER_NS), 1)} for k in plan.kernels]
+
+
+class Hooks:
+    """What the extension's hook classes share: the driver, refusals, look-ups that refuse."""
+
+    def __init__(self, drv: Driver) -> None:
+        self.drv = drv
+        self.ffi, self.objects = drv.ffi, drv.objects
+        self.log = drv.hooks.errors.log
+
+    def refuse(self, command: str, message: str) -> None:
+        self.log.warning("%s: %s", command, message)
+        print(f"tessera: {EXTENSION}: {command}: {message}", file=sys.stderr, flush=True)
+
+    @staticmethod
+    def device_state(dev: Device) -> DeviceGraphs:
+        st = dev.peek(DeviceGraphs)
+        if st is None:
+            raise DataGraphError("the device was created without VK_ARM_data_graph and the dataGraph feature "
+                                 "(VkPhysicalDeviceDataGraphFeaturesARM::dataGraph)")
+        return st
+
+    @staticmethod
+    def graph_pipeline(st: DeviceGraphs, handle, what: str) -> DataGraphPipeline:
+        p = st.pipelines.get(int(handle))
+        if p is None:
+            raise DataGraphError(f"{what} (0x{int(handle):x}) is not a data-graph pipeline of this device")
+        return p
+
+    @staticmethod
+    def session(st: DeviceGraphs, handle, what: str) -> Session:
+        s = st.sessions.get(int(handle))
+        if s is None:
+            raise DataGraphError(f"{what} (0x{int(handle):x}) is not a data-graph pipeline session of this device")
+        return s
