@@ -37,9 +37,11 @@ Limits: draws recorded in secondary command buffers, in a render pass suspended 
 command buffer, indirect draws (their index ranges are in GPU memory) and draws whose index data is
 over MAX_DRAW_INDEX_BYTES are described without index metrics (`indexed` true, no `shaded`).
 
-Threads: the hooks run on the application's recording thread (content mode takes the Python path
-for every command: the C recorder is off, entry.py); the metrics are computed by the thread that
-polls the captures (a submit, a wait, vkDestroyDevice). The digest cache has its own lock.
+Threads: the hooks run on the application's recording thread (in content mode the draws and the index
+binds take the Python path while the rest stays recorded in C: the shim's switch tessera_layer_content,
+entry.py; vkapi/intercepts.py CONTENT_DRAWS, CONTENT_FORWARDED; a Python hook inside a pass sends its end
+to Python too, where the copy is recorded); the metrics are computed by the thread that polls the captures
+(a submit, a wait, vkDestroyDevice). The digest cache has its own lock.
 """
 from __future__ import annotations
 

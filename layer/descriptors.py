@@ -22,8 +22,9 @@ set bound to the workload's bind point counts, whether its pipeline's shaders us
 draw or dispatch is recorded: an UPDATE_AFTER_BIND write made later is not seen.
 
 Cost: only content mode hands these hooks out (CONTENT_ONLY: entry.py leaves them out of GetProcAddr's
-answers otherwise), so the default recording path does not change. Content mode takes the Python path
-for every command anyway (its C recorder is off); a draw then adds a union of its bound sets' images.
+answers otherwise), so the default recording path does not change. In content mode the vkCmd ones and
+the draws take the Python path (vkapi/intercepts.py CONTENT_FORWARDED, CONTENT_DRAWS; the rest stays
+recorded in C, applied in order after them); a draw then adds a union of its bound sets' images.
 
 State: a DescriptorState on each device (`DeviceState.descriptors`: sets, templates) and a BoundSets on
 each command buffer (`CommandBufferTracker.descriptors`), written on the threads recording (Vulkan's

@@ -40,8 +40,9 @@ def install(ffi, lib) -> None:
         log.warning("%s", message)
 
     recorder = Recorder(ffi, lib, warn, errors.report)
-    if settings.content:     # content metrics need every draw's parameters at record time (content.py)
-        recorder.enabled = False
+    # Content metrics need each draw's parameters and what it binds at record time (content.py): those commands
+    # take Python while this switch is on (intercepts.py CONTENT_DRAWS, CONTENT_FORWARDED); the rest stays in C.
+    lib.tessera_layer_content = 1 if settings.content else 0
     hooks = HookSet(errors, recorder)
     transport = Transport(settings.hostd, settings.session_dir, encoder.hello(), log)
     state = LayerState(ffi, Session(transport, lib.tessera_next_submit, lib.tessera_set_frame))

@@ -6,7 +6,7 @@ TESSERA_LAYER_FAULT  testing: comma-separated commands whose hooks raise on purp
 TESSERA_INSTRUMENT   1: drive VK_ARM_shader_instrumentation for the application (tessera run --instrument)
 TESSERA_REGIONS      counters (comma-separated names, or "all"): per-region counters of every render pass (--regions)
 TESSERA_CONTENT      1: describe every draw's content metrics, reading index data back (tessera run --content;
-                     every command then takes its Python hook: layer/content.py)
+                     draws and binds then take their Python hooks, the rest stays in C: layer/content.py)
 TESSERA_C_SUBMITS    0: every submit takes the Python path (vkapi/submits.py); for comparing the two, default on
 TESSERA_C_RECORDING  0: every command takes its Python hook (vkapi/recorder.py); for comparing the two
 TESSERA_LOG, TESSERA_LOG_FILE  see tessera.vkapi.log

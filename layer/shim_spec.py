@@ -37,6 +37,9 @@ EXTRA_TYPES = ("structs:all",)
 
 
 C_GLUE = (Path(__file__).with_name("passthrough.c").read_text() + r"""
+/* tessera run --content: set by the layer's entry (lib.tessera_layer_content = 1); while on, the commands whose
+   parameters content metrics read at record time take their Python hooks (vkapi/intercepts.py _CONTENT). */
+int tessera_layer_content = 0;
 PFN_vkVoidFunction tessera_layer_gipa(VkInstance instance, const char* pName);
 PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
 
@@ -109,6 +112,7 @@ def spec() -> "ShimSpec":
             PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
         """,
         c_glue=C_GLUE,
+        extra_cdef="int tessera_layer_content;",
         init_module="tessera.layer.entry",
         recorded=RECORDED,
         # Submits of buffers that need nothing of the queue's state skip Python (queues.py).

@@ -63,6 +63,13 @@ APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, python
 APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, python_submits=True)
 APP_LABEL_END = Recorded(forward=False, python_submits=True)
 COUNTED_DRAWS = Recorded(fold=())                    # consecutive draws only count (the layer; mesh tasks)
+# The layer's `tessera run --content` (layer/content.py, descriptors.py): while the shim's switch
+# tessera_layer_content is on (shim_spec.py's C glue), the commands whose parameters content metrics read at
+# record time take Python; everything else stays recorded in C. (A block-scope extern: the guards are
+# compiled before the glue that defines the switch.)
+_CONTENT = "({ extern int tessera_layer_content; tessera_layer_content; })"
+CONTENT_DRAWS = Recorded(fold=(), python_if=_CONTENT)        # the layer's vkCmdDraw, vkCmdDrawIndexed
+CONTENT_FORWARDED = Recorded(record=False, python_if=_CONTENT)   # index and descriptor binds: C forwards them
 RAYS = Recorded(fields=("width", "height", "depth"))  # trace rays: the size (the shader tables are not read)
 TAGGED_RAYS = Recorded(fields=("width", "height", "depth"), tagged=True)
 # Render passes (Recorded.opens_pass, closes_pass): a begin with a pNext chain (per-region counters,
@@ -128,13 +135,13 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdBeginShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     # Images read through descriptors (layer/descriptors.py): the layer's rows are handed out under --content
     # only (descriptors.CONTENT_ONLY); the commands recorded into command buffers are only forwarded by C.
-    "vkCmdBindDescriptorBuffersEXT": {LAYER: In("layer.descriptors", c=FORWARDED)},
-    "vkCmdBindDescriptorSets2": {LAYER: In("layer.descriptors", c=FORWARDED)},
+    "vkCmdBindDescriptorBuffersEXT": {LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+    "vkCmdBindDescriptorSets2": {LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     # The layer's content mode (layer/content.py) reads the index data each indexed draw uses.
-    "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=FORWARDED)},
-    "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=FORWARDED)},
+    "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=CONTENT_FORWARDED)},
+    "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=CONTENT_FORWARDED)},
     "vkCmdBindDescriptorSets": {
-        ICD: In("icd.data_graph.commands", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=FORWARDED)},
+        ICD: In("icd.data_graph.commands", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdBindPipeline": {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.data_graph.commands", c=DATA_GRAPH_AWARE),
         LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},
@@ -186,11 +193,11 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdDraw": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing",
                 c=folded_draws("vertexCount")),
-        LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=COUNTED_DRAWS)},
+        LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=CONTENT_DRAWS)},
     "vkCmdDrawIndexed": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing",
                 c=folded_draws("indexCount")),
-        LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=COUNTED_DRAWS)},
+        LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=CONTENT_DRAWS)},
     "vkCmdDrawIndexedIndirect": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.indirect_sizes",
                 "icd.measured_timing"),
@@ -251,10 +258,14 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdPipelineBarrier": {
         ICD: In("icd.recording", c=Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")))},
     "vkCmdPipelineBarrier2": {ICD: In("icd.recording", "icd.tensors.resources", c=DEPENDENCIES)},
-    "vkCmdPushDescriptorSet": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
-    "vkCmdPushDescriptorSet2": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
-    "vkCmdPushDescriptorSetWithTemplate": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
-    "vkCmdPushDescriptorSetWithTemplate2": {ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=FORWARDED)},
+    "vkCmdPushDescriptorSet": {
+        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+    "vkCmdPushDescriptorSet2": {
+        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+    "vkCmdPushDescriptorSetWithTemplate": {
+        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+    "vkCmdPushDescriptorSetWithTemplate2": {
+        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdResolveImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdResolveImage2": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdTraceRaysIndirectKHR": {

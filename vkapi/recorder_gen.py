@@ -84,7 +84,7 @@ def formats(name: str, spec: Recorded) -> list[str]:
         raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
     if spec.fold is not None:
         if (spec.tagged or spec.fields or spec.strings or spec.python_submits or spec.dependencies
-                or spec.python_if or spec.opens_pass or spec.closes_pass):
+                or spec.opens_pass or spec.closes_pass):   # python_if: such a call takes Python, not folded
             raise ValueError(f"{name}: a folded record has only its count and sums")
         return ["F"] + ["Q"] * len(spec.fold)
     if spec.dependencies:
@@ -327,11 +327,13 @@ def _info_copy(p) -> list[str]:
 
 
 def _fold_path(name: str, index: int, spec: Recorded) -> str:
-    """Fast path of a folded command: add to the last record when it is the same command."""
+    """Fast path of a folded command: add to the last record when it is the same command (a call
+    whose `python_if` holds takes the Python hook)."""
     cmd = registry.load().commands[name]
     n = 1 + len(spec.fold)
+    unless = f" && !({c_constants(spec.python_if)})" if spec.python_if else ""
     lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
-             "    if (rec && !rec->python_path) {",
+             f"    if (rec && !rec->python_path{unless}) {{",
              "        uint64_t *slot;",
              f"        if (rec->last_index == {index} && rec->used)",
              "            slot = (uint64_t *)(rec->data + rec->last + 8);",

@@ -32,7 +32,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from integration_support import PYTHON, REPO, lavapipe_manifest, run
+from integration_support import PYTHON, REPO, lavapipe_manifest, records_made_in_c, run
 
 from tessera.hostd.advice import analyse
 
@@ -343,3 +343,16 @@ def test_content_names_what_trace_rays_read_through_descriptors(shims, tmp_path)
     plain = analyse(_session(tmp_path, "rt_plain", [PYTHON, REPO / "examples" / "ray_tracing.py"]))
     rays = [n for n in plain.graph.nodes if n.work.kind == "trace_rays"]
     assert all(n.work.opaque and n.accesses == [] for n in rays)
+
+
+def test_content_mode_keeps_the_c_recorder(shims, tmp_path) -> None:
+    """--content sends the layer's draws and binds through Python and records the rest in C: the planted
+    app's 17 pass begins (one classic, 16 dynamic), its labels and transfers are C records, its draws and
+    index binds are not; the pass ends follow their draws to Python, but for the pass with no draw."""
+    out = run([TESSERA, "run", "--content", "--out", tmp_path / "s", "--", PYTHON, APP],
+              dict(os.environ, TESSERA_LOG="info"))
+    assert out.returncode == 0, out.stderr
+    made = records_made_in_c(out.stderr)["layer"]
+    assert (made["vkCmdBeginRendering"], made["vkCmdBeginRenderPass"], made["vkCmdDispatch"]) == (16, 1, 1)
+    assert made["vkCmdEndRendering"] == 1 and made["vkCmdCopyImageToBuffer"] == 18
+    assert not {"vkCmdDraw", "vkCmdDrawIndexed", "vkCmdBindIndexBuffer", "vkCmdEndRenderPass"} & set(made)
