@@ -543,8 +543,8 @@ class Tensors(Feature):
                             "not a tensor of this device: left out")
                 continue
             buffers.append({"sType": vk.VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER_2,
-                            "srcStageMask": b.srcStageMask, "srcAccessMask": _access(b.srcAccessMask),
-                            "dstStageMask": b.dstStageMask, "dstAccessMask": _access(b.dstAccessMask),
+                            "srcStageMask": _stage(b.srcStageMask), "srcAccessMask": _access(b.srcAccessMask),
+                            "dstStageMask": _stage(b.dstStageMask), "dstAccessMask": _access(b.dstAccessMask),
                             "srcQueueFamilyIndex": b.srcQueueFamilyIndex, "dstQueueFamilyIndex": b.dstQueueFamilyIndex,
                             "buffer": t.buffer, "offset": 0, "size": vk.VK_WHOLE_SIZE})
         return buffers
@@ -725,6 +725,23 @@ def enable_backend_features(ffi, info, phys: PhysicalDevice, keep: list) -> None
         info.pEnabledFeatures = target
     for f in core:
         setattr(target, f, vk.VK_TRUE)
+# VK_ARM_data_graph's stage and accesses: the driver runs graphs as compute shaders reading and writing
+# storage buffers (icd/data_graph/), so a tensor barrier naming them orders those on the backend.
+_DATA_GRAPH_STAGE = vk.VK_PIPELINE_STAGE_2_DATA_GRAPH_BIT_ARM
+_DATA_GRAPH_ACCESS = {vk.VK_ACCESS_2_DATA_GRAPH_READ_BIT_ARM: vk.VK_ACCESS_2_SHADER_STORAGE_READ_BIT,
+                      vk.VK_ACCESS_2_DATA_GRAPH_WRITE_BIT_ARM: vk.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT}
+
+
+def _stage(mask: int) -> int:
+    if mask & _DATA_GRAPH_STAGE:
+        return (mask & ~_DATA_GRAPH_STAGE) | vk.VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT
+    return mask
+
+
 def _access(mask: int) -> int:
-    """Tensor access bits are the memory access bits (SHADER_READ/WRITE, TRANSFER_*) already."""
+    """Tensor access bits are the memory access bits (SHADER_READ/WRITE, TRANSFER_*) already; the data-graph
+    ones become the storage-buffer accesses of the driver's kernels."""
+    for bit, backend in _DATA_GRAPH_ACCESS.items():
+        if mask & bit:
+            mask = (mask & ~bit) | backend
     return mask

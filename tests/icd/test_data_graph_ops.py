@@ -265,6 +265,30 @@ def _app() -> None:
         result, _ = run("conv2d_3x3_same", bind_compute, dispatch_compute)
         out["with_compute"] = {"graph": result.ravel().tolist(), "steps": dst.array(np.uint32).tolist()}
 
+        # ordering in one command buffer: tensor copy -> barrier -> graph -> barrier -> tensor copy, the barriers
+        # naming the data-graph stage and accesses (synchronization2 with VkTensorMemoryBarrierARM)
+        code, shapes, shape, _ = build("sigmoid")
+        sl, pl = graph_layout(2)
+        p = dg.pipeline(code, pl, [(0, 0, shapes[0]), (0, 1, shape)])
+        s = dg.session(p)
+        a = case_inputs("sigmoid")[0]
+        staging = t.tensor(F32, a.shape, usage=usage, data=a)
+        tin, tout, result = (t.tensor(F32, a.shape, usage=usage) for _ in range(3))
+        dset = ctx.allocate_set(pool, sl)
+        t.write_tensors(dset, [(0, [tin]), (1, [tout])])
+        graph_stage, graph_read, graph_write = 1 << 42, 1 << 47, 1 << 48
+        transfer = vk.VK_PIPELINE_STAGE_TRANSFER_BIT
+        cmd = ctx.command_buffer()
+        keep = [t.cmd_copy(cmd, staging, tin)]
+        t.cmd_tensor_barrier(cmd, tin, transfer, vk.VK_ACCESS_TRANSFER_WRITE_BIT, graph_stage, graph_read)
+        keep.append(dg.cmd_run(cmd, p, pl, dset, s))
+        t.cmd_tensor_barrier(cmd, tout, graph_stage, graph_write, transfer, vk.VK_ACCESS_TRANSFER_READ_BIT)
+        keep.append(t.cmd_copy(cmd, tout, result))
+        vkapp.host_barrier(cmd, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_TRANSFER_WRITE_BIT)
+        ctx.submit([cmd])
+        del keep
+        out["ordered"] = result.array().ravel().tolist()
+
         # refusals
         def refused_pipeline(key, name, mutate=None, constants=None, resources=None):
             code, shapes, shape, consts = build(name)
@@ -385,6 +409,11 @@ def test_the_applications_compute_bindings_survive_a_dispatch(ran):
     want_steps = [collatz(v) + (1000 if collatz(v) > 20 else 0) for v in range(1, 41)]
     assert steps[:40] == want_steps
     assert steps[40:] == [0] * 24
+
+
+def test_copies_barriers_and_a_graph_in_one_command_buffer_keep_their_order(ran):
+    want = expected("sigmoid")
+    assert np.allclose(np.array(ran["ordered"]).reshape(want.shape), want, rtol=1e-6, atol=1e-6)
 
 
 def test_pipeline_creation_log_lists_the_operators(ran):
