@@ -115,6 +115,7 @@ class Timeline:
         self._semaphores: dict[int, int] = {}                  # semaphore -> time of its signal
         self._submissions = 0
         self._render_pass_instances = 0
+        self.templates = Templates()   # the phases and args of passes and works placed again
         # Hand-over to the worker: jobs numbered in call order; `_done` is the last one finished.
         self._jobs: collections.deque = collections.deque()   # (ticket, fn, args, completion)
         self._running = threading.Lock()   # held by whoever runs jobs: the worker, or a settling thread
@@ -355,6 +356,18 @@ class _Placer(OpWalker):
         self.end = max(self.end, start + duration)
 
     def _emit_pass(self, run: PassRun) -> None:
+        t = self.tl.templates.of_pass(run, self._pass_template)
+        self.tl._render_pass_instances += 1
+        rp = (run.info.handle, self.tl._render_pass_instances)
+        b_start = self.gpu.place(t.binning, self._start_floor("vertex"))
+        self._write(b_start, t.binning, run, rp, t.binning_args)
+        self._placed("vertex", b_start, t.binning.duration_ns)
+        m_start = self.gpu.place(t.main, max(self._start_floor("fragment"), b_start + t.binning.duration_ns))
+        self._write(m_start, t.main, run, rp, t.main_args)
+        self._placed("fragment", m_start, t.main.duration_ns)
+
+    def _pass_template(self, run: PassRun) -> "_Template":
+        """What a render pass's two events are made of apart from where they land (Templates)."""
         info = run.info
         vertices = sum(d.vertices for d in run.draws)
         primitives = sum(d.primitives for d in run.draws)
@@ -365,8 +378,6 @@ class _Placer(OpWalker):
             self.tl.profile, width=info.width, height=info.height, layers=info.layers, draws=draws,
             vertices=vertices, primitives=primitives, load_bytes=info.load_bytes, store_bytes=info.store_bytes,
             vertex_cycles=v_cycles, fragment_cycles=f_cycles)
-        self.tl._render_pass_instances += 1
-        rp = (info.handle, self.tl._render_pass_instances)
         extra = {A.WORKLOAD.label: _RENDER_PASS, A.AREA.label: f"{info.width}x{info.height}", A.DRAWS.label: draws,
                  A.VERTICES.label: vertices, A.SUBPASSES.label: info.subpasses, A.COMMAND.label: info.command}
         if run.parts > 1:
@@ -386,14 +397,22 @@ class _Placer(OpWalker):
         b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main, measured, geometry,
                                                  cm.shaders(run.draws))
                                   if cm is not None else (None, None))
-        b_start = self.gpu.place(binning, self._start_floor("vertex"))
-        self._write(b_start, binning, run, extra, rp, b_counters)
-        self._placed("vertex", b_start, binning.duration_ns)
-        m_start = self.gpu.place(main, max(self._start_floor("fragment"), b_start + binning.duration_ns))
-        self._write(m_start, main, run, extra, rp, m_counters)
-        self._placed("fragment", m_start, main.duration_ns)
+        trace = self.tl.trace
+        return _Template(binning, trace.args(binning.stage, extra, b_counters), main,
+                         trace.args(main.stage, extra, m_counters))
 
     def _emit_work(self, work: Work, labels: list[str], handle: int) -> None:
+        t = self.tl.templates.of_work(work, self._work_template)
+        phase = t.binning
+        cls = "transfer" if work.kind in ("transfer", "acceleration_structure_copy") else "compute"
+        start = self.gpu.place(phase, self._start_floor(cls))
+        self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
+                            gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
+                            labels=labels, args=t.binning_args)
+        self._placed(cls, start, phase.duration_ns)
+
+    def _work_template(self, work: Work) -> "_Template":
+        """What a dispatch's, trace rays', build's or transfer's event is made of apart from where it lands."""
         p = self.tl.profile
         if work.kind == "dispatch":
             phase = timing.dispatch(p, work.invocations, work.cycles)
@@ -407,8 +426,6 @@ class _Placer(OpWalker):
             phase = timing.accel_copy(p, work.stage, work.nbytes)
         else:
             phase = timing.transfer(p, work.stage, work.nbytes)
-        cls = "transfer" if work.kind in ("transfer", "acceleration_structure_copy") else "compute"
-        start = self.gpu.place(phase, self._start_floor(cls))
         # names from the table (schemas/slice_args.py); a kind or Work.info key it lacks is written as it is
         label = A.DRIVER_LABELS.get
         extra = {A.WORKLOAD.label: A.WORKLOAD_CLASSES.get(work.kind, work.kind), A.COMMAND.label: work.command,
@@ -421,17 +438,54 @@ class _Placer(OpWalker):
         cm = self.tl._counters
         if work.measured is not None and cm is not None:
             extra[A.MEASURED.label] = cm.measured_work
-        self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
-                            gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,
-                            labels=labels, extra=extra,
-                            counters=cm.work(work, phase.duration_ns) if cm is not None else None)
-        self._placed(cls, start, phase.duration_ns)
+        return _Template(phase, self.tl.trace.args(phase.stage, extra,
+                                                   cm.work(work, phase.duration_ns) if cm is not None else None))
 
-    def _write(self, start: int, phase: timing.Phase, run: PassRun, extra: dict, rp: tuple[int, int],
-               counters: dict | None) -> None:
+    def _write(self, start: int, phase: timing.Phase, run: PassRun, rp: tuple[int, int], args: bytes) -> None:
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=run.command_buffer,
-                            labels=run.labels, extra=extra, render_pass=rp, counters=counters)
+                            labels=run.labels, args=args, render_pass=rp)
+
+
+@dataclass(frozen=True)
+class _Template:
+    """A pass's phases (binning, main) or a work's one phase (`binning`), with their events' encoded args."""
+    binning: timing.Phase
+    binning_args: bytes
+    main: timing.Phase | None = None
+    main_args: bytes = b""
+
+
+class Templates:
+    """The templates of the passes and works of recordings placed again: a recording reused (vkapi/replay.py)
+    keeps its ops, so the same PassInfo, Draws and Works come back each frame and their phases, args and
+    counters (pure functions of them and the profile) are made once. Keyed by the ops' identities; an
+    entry holds its ops, so no identity is reused while it lives. Not for what changes per execution: a
+    draw or work with `at_completion` (sizes read after it ran) or measured statistics. Bounded: cleared
+    at CACHE entries. Used by the timeline's one placing thread at a time."""
+    CACHE = 4096
+
+    def __init__(self) -> None:
+        self._made: dict[tuple, tuple] = {}
+
+    def _get(self, key: tuple, keep: tuple, make: Callable[[], _Template]) -> _Template:
+        hit = self._made.get(key)
+        if hit is None:
+            if len(self._made) >= self.CACHE:
+                self._made.clear()
+            hit = self._made[key] = (make(), keep)
+        return hit[0]
+
+    def of_pass(self, run: PassRun, make: Callable[[PassRun], _Template]) -> _Template:
+        draws = run.draws
+        if any(d.at_completion is not None or d.measured is not None for d in draws):
+            return make(run)
+        return self._get((id(run.info), run.parts, *map(id, draws)), (run.info, tuple(draws)), lambda: make(run))
+
+    def of_work(self, work: Work, make: Callable[[Work], _Template]) -> _Template:
+        if work.at_completion is not None or work.measured is not None:
+            return make(work)
+        return self._get((id(work),), (work,), lambda: make(work))
 
 
 def _mean(weighted: list[tuple[float | None, int]]) -> float | None:

@@ -99,22 +99,13 @@ class GpuTrace:
             self._writer.write(d)
         self._started = True
 
-    def event(self, *, start_ns: int, duration_ns: int, queue: str, stage: str, gpu_id: int, submission_id: int,
-              command_buffer: int, labels: list[str], extra: dict[str, object],
-              render_pass: tuple[int, int] | None = None, counters: dict[str, float] | None = None) -> int:
-        """Append one render-stage event; returns its event_id. `counters`: its Mali counters (icd/counters.py),
-        encoded after `extra` and cached apart from it (they repeat from frame to frame even when `extra`
-        holds lists, which are encoded each time)."""
+    def args(self, stage: str, extra: dict[str, object], counters: dict[str, float] | None = None) -> bytes:
+        """An event's args but its labels, encoded (`event`): the stage's transfer args, `extra`, then
+        `counters` (its Mali counters, icd/counters.py), each cached apart (counters repeat from frame to
+        frame even when `extra` holds lists, which are encoded each time)."""
         if not self._started:
-            self._start()
-        event_id = self._next_event
-        self._next_event += 1
+            self._start()   # the encoder is made there
         entries = []
-        tag = innermost_tag(labels)
-        if tag is not None:
-            entries.append(packets.extra_entry(_LABELS_KEY, tag))
-        if labels:
-            entries.append(packets.extra_entry(_LABEL_STACK_KEY, " / ".join(labels)))
         transfer = self._transfer_entries.get(stage)
         if transfer is not None:
             entries.append(transfer)
@@ -126,6 +117,23 @@ class GpuTrace:
                 if hasattr(counters, "encoded"):
                     counters.encoded = encoded
             entries.append(encoded)
+        return b"".join(entries)
+
+    def event(self, *, start_ns: int, duration_ns: int, queue: str, stage: str, gpu_id: int, submission_id: int,
+              command_buffer: int, labels: list[str], args: bytes, render_pass: tuple[int, int] | None = None) -> int:
+        """Append one render-stage event; returns its event_id. `args`: `args(stage, …)`'s, written after
+        its labels' (the innermost t<tag> label and the label stack)."""
+        if not self._started:
+            self._start()
+        event_id = self._next_event
+        self._next_event += 1
+        entries = []
+        tag = innermost_tag(labels)
+        if tag is not None:
+            entries.append(packets.extra_entry(_LABELS_KEY, tag))
+        if labels:
+            entries.append(packets.extra_entry(_LABEL_STACK_KEY, " / ".join(labels)))
+        entries.append(args)
         data = self._encoder.packet(
             timestamp=start_ns, event_id=event_id, duration=duration_ns, extra=b"".join(entries),
             render_pass=render_pass, submission=submission_id, gpu=gpu_id, command_buffer=command_buffer,

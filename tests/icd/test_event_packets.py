@@ -54,6 +54,12 @@ STAGES = [("non-fragment", "compute"), ("fragment", "main"), ("transfer", "copy 
 RENDER_PASSES = [None, (0x5555_0000_1000, 1), (2 ** 64 - 1, 300)]
 
 
+def _event(gpu, args: dict) -> int:
+    """GpuTrace.event of `args`, its `extra` encoded by GpuTrace.args."""
+    fields = {k: v for k, v in args.items() if k != "extra"}
+    return gpu.event(**fields, args=gpu.args(args["stage"], args["extra"]))
+
+
 def test_every_shape_equals_protobufs_bytes(tmp_path):
     gpu = trace.GpuTrace(tmp_path)
     gpu._start()
@@ -63,7 +69,7 @@ def test_every_shape_equals_protobufs_bytes(tmp_path):
                     gpu_id=i % 3, submission_id=i // 4, command_buffer=0x7F00_0000_0000 + i, labels=labels,
                     extra=extra, render_pass=rp)
         written_before = len(gpu._writer._pending)
-        event_id = gpu.event(**args)
+        event_id = _event(gpu, args)
         assert gpu._writer._pending[written_before] == _reference(gpu.sequence, event_id, **args), (i, args)
     gpu.flush()
     packets = list(read_packets(gpu.path))
@@ -75,7 +81,7 @@ def test_an_unhashable_value_is_encoded_each_time(tmp_path):
     gpu._start()
     args = dict(start_ns=5, duration_ns=6, queue="non-fragment", stage="compute", gpu_id=0, submission_id=1,
                 command_buffer=2, labels=["t1"], extra={"List": [1, 2]})
-    event_id = gpu.event(**args)
+    event_id = _event(gpu, args)
     assert gpu._writer._pending[-1] == _reference(gpu.sequence, event_id, **args)
 
 

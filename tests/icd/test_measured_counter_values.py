@@ -11,7 +11,7 @@ from tessera.icd.measured_counters import Reading, Stats, pass_stats
 from tessera.icd.profiles import PROFILES
 from tessera.icd.recording import Draw, Work
 from tessera.icd.scheduler import EmulatedGpu, QueueOrder
-from tessera.icd.timeline import PassRun, _Placer
+from tessera.icd.timeline import PassRun, Templates, _Placer
 from tessera.icd.trace import GpuTrace
 from tessera.schemas.perfetto import read_packets
 from tessera.vkapi.render_passes import PassInfo
@@ -45,7 +45,7 @@ def _events(tmp_path, passes=(), works=()):
     profile = PROFILES["mali-g720"]
     trace = GpuTrace(tmp_path, counters=CounterModel.for_profile(profile))
     tl = SimpleNamespace(profile=profile, trace=trace, _submissions=1, _render_pass_instances=0,
-                         _counters=CounterModel.for_profile(profile))
+                         _counters=CounterModel.for_profile(profile), templates=Templates())
     placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
     for p in passes:
         placer._emit_pass(p)

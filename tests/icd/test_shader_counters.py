@@ -24,7 +24,7 @@ from tessera.icd.counters import CounterModel, StageCost
 from tessera.icd.profiles import PROFILES
 from tessera.icd.recording import Draw, Work
 from tessera.icd.scheduler import EmulatedGpu, QueueOrder
-from tessera.icd.timeline import PassRun, _Placer
+from tessera.icd.timeline import PassRun, Templates, _Placer
 from tessera.icd.trace import GpuTrace
 from tessera.schemas import counters as C
 from tessera.schemas.perfetto import read_packets
@@ -158,7 +158,7 @@ def _events(tmp_path, key: str, works=(), passes=()):
     profile = PROFILES[key]
     trace = GpuTrace(tmp_path, counters=CounterModel.for_profile(profile))
     tl = SimpleNamespace(profile=profile, trace=trace, _submissions=1, _render_pass_instances=0,
-                         _counters=CounterModel.for_profile(profile))
+                         _counters=CounterModel.for_profile(profile), templates=Templates())
     placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
     for w in works:
         placer._emit_work(w, ["t1"], 0xCB)

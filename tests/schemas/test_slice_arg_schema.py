@@ -128,7 +128,7 @@ def test_the_timeline_and_trace_write_only_driver_rows(tmp_path):
     from tessera.icd.profiles import PROFILES
     from tessera.icd.recording import Draw, Work
     from tessera.icd.scheduler import EmulatedGpu, QueueOrder
-    from tessera.icd.timeline import PassRun, _Placer
+    from tessera.icd.timeline import PassRun, Templates, _Placer
     from tessera.icd.trace import GpuTrace
     from tessera.schemas.perfetto import read_packets
     from tessera.vkapi.render_passes import PassInfo
@@ -137,7 +137,7 @@ def test_the_timeline_and_trace_write_only_driver_rows(tmp_path):
     from tessera.icd.counters import CounterModel
     from tessera.icd.measured_counters import Stats
     tl = SimpleNamespace(profile=PROFILES["mali-g720"], trace=trace, _submissions=1, _render_pass_instances=0,
-                         _counters=CounterModel.for_profile(PROFILES["mali-g720"]))
+                         _counters=CounterModel.for_profile(PROFILES["mali-g720"]), templates=Templates())
     placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
     info = {k: 1 for k in _driver_info_keys()}      # every Work.info key the driver writes, at once
     works = [Work("dispatch", "compute", "vkCmdDispatchIndirect", info, invocations=64, estimated=True),
