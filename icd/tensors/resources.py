@@ -54,9 +54,8 @@ TENSOR_COMMANDS = (
     "vkGetTensorMemoryRequirementsARM", "vkBindTensorMemoryARM", "vkGetDeviceTensorMemoryRequirementsARM",
     "vkCmdCopyTensorARM", "vkGetPhysicalDeviceExternalTensorPropertiesARM",
 )
-# VK_TENSOR_USAGE_DATA_GRAPH_BIT_ARM (VK_ARM_data_graph) is accepted although this driver does not offer
-# VK_ARM_data_graph: a layer that implements it above the driver (Arm's ML emulation layer, VkLayer_Graph)
-# creates its tensors with the bit and passes it down; it asks the driver for nothing it does not do.
+# VK_TENSOR_USAGE_DATA_GRAPH_BIT_ARM: tensors of the driver's own data-graph pipelines (icd/data_graph/), and of
+# a layer that implements VK_ARM_data_graph above the driver (Arm's ML emulation layer, VkLayer_Graph).
 USAGE_BITS = (vk.VK_TENSOR_USAGE_SHADER_BIT_ARM | vk.VK_TENSOR_USAGE_TRANSFER_SRC_BIT_ARM
               | vk.VK_TENSOR_USAGE_TRANSFER_DST_BIT_ARM | vk.VK_TENSOR_USAGE_IMAGE_ALIASING_BIT_ARM
               | vk.VK_TENSOR_USAGE_DATA_GRAPH_BIT_ARM)
