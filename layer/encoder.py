@@ -12,7 +12,7 @@ import sys
 import time
 
 from tessera.schemas import workloads as batch
-from tessera.schemas.frames import PROTOCOL_VERSION, MessageType, encode
+from tessera.schemas.frames import PROTOCOL_VERSION, MessageType, encode, json_body
 
 from .trackers import Workload
 
@@ -61,11 +61,38 @@ def workload_fields(w: Workload, kind: str, meta: dict, annex: bool) -> dict:
     return fields
 
 
+class _EntryTexts:
+    """The JSON of WORKLOADS entries but their tags, kept by the identity of their fields dict: a recording
+    made again (layer/replay.py) describes its workloads with the same dicts, which nothing changes once
+    described, so a steady frame's batches are joined from kept text. An entry keeps its dict, so no
+    identity is reused while it lives; bounded (cleared at CACHE)."""
+    CACHE = 4096
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple] = {}
+
+    def entry(self, w: Workload, kind: str, meta: dict, annex: bool) -> str:
+        """batch.entry(w.tag, workload_fields(…)) as json_body writes it."""
+        labels = w.local_labels if w.local_labels and not w.pops_below_start else ()
+        hit = self._texts.get(id(meta))
+        if hit is None or hit[0] is not meta or hit[1] != kind or hit[2] != labels or hit[3] != annex:
+            if len(self._texts) >= self.CACHE:
+                self._texts.clear()
+            rest = json_body(workload_fields(w, kind, meta, annex)).decode()[1:]   # after its "{"
+            hit = self._texts[id(meta)] = (meta, kind, labels, annex, rest)
+        rest = hit[4]
+        return f'{{"{batch.TAG}":{w.tag}{"," if rest != "}" else ""}{rest}'
+
+
+_ENTRIES = _EntryTexts()
+
+
 def workloads(device_address: int, cb_address: int, described: list[tuple[Workload, str, dict, bool]]) -> bytes:
-    """One WORKLOADS frame: the (workload, kind, meta, annex) descriptions of one command buffer."""
-    return encode(MessageType.WORKLOADS, batch.envelope(
-        hex_handle(device_address), hex_handle(cb_address),
-        [batch.entry(d[0].tag, workload_fields(*d)) for d in described]))
+    """One WORKLOADS frame: the (workload, kind, meta, annex) descriptions of one command buffer; the same
+    bytes as json_body(batch.envelope(…, [batch.entry(tag, workload_fields(…)), …])) (tests/layer/test_encoder.py)."""
+    head = json_body(batch.envelope(hex_handle(device_address), hex_handle(cb_address), []))
+    entries = ",".join(_ENTRIES.entry(*d) for d in described)
+    return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 
 def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[int], tags: list[int],

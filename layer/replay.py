@@ -13,7 +13,8 @@ counters keep per-recording state outside the tracker: layer/entry.py turns reus
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import copy
+from dataclasses import dataclass
 
 from tessera.vkapi.ops import PassBegin
 from tessera.vkapi.vkconst import vk
@@ -73,9 +74,11 @@ class TrackerProducts:
             if type(op) is Workload:
                 op = new[id(op)]
             elif type(op) is PassBegin:
-                part: PassPart = op.info
-                op = PassBegin(replace(part, workload=new[id(part.workload)] if part.workload is not None else None,
-                                       captures=[]), op.resuming)
+                part: PassPart = copy.copy(op.info)
+                if part.workload is not None:
+                    part.workload = new[id(part.workload)]
+                part.captures = []
+                op = PassBegin(part, op.resuming)
             ops.append(op)
         return {"ops": ops, "described": [(new[id(w)], *rest) for w, *rest in product.described],
                 "labels": list(product.labels), "pops_below_start": product.pops_below_start,
