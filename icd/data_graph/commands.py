@@ -2,12 +2,13 @@
 
 Role: vkCmdBindPipeline and vkCmdBindDescriptorSets at VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM (kept in the
 command buffer's Bound slot, not passed down: the backend has no such bind point; the intercept table sends
-only those calls to Python), the application's compute binds (remembered, to be restored), and
+only those calls to Python), and
 vkCmdDispatchDataGraphARM: the graph's tensors looked up in the bound descriptor sets, checked against the
 graph, and one backend compute dispatch recorded per kernel (kernels.py) with a compute-to-compute barrier
 between them, into the application's command buffer, so ordering with the queue's other work is Vulkan's
 own; then the application's compute pipeline is bound again (its sets and push constants were never
-disturbed: the operator set sits after its layout's sets). On the timeline the dispatch is one `data_graph`
+disturbed: the operator set sits after its layout's sets; its handle is found from icd/recording.py's
+cb.compute_pipeline, so no compute bind costs anything more). On the timeline the dispatch is one `data_graph`
 workload (icd/timing.py data_graph) whose args give each operator's modelled cost. A dispatch that cannot
 run is refused with a message and records nothing. Threads: a command buffer's recording thread.
 """
@@ -31,12 +32,8 @@ class Commands(Hooks):
     """The command-buffer hooks: one method per command (HookSet.bind)."""
 
     def before_vkCmdBindPipeline(self, cb, commandBuffer, bindPoint, pipeline):
-        """At the data-graph bind point: kept here; the backend gets a re-bind of the compute pipeline the
-        application has bound (no change), since the call cannot be dropped. Compute binds are remembered
-        so a data-graph dispatch can restore them."""
-        if bindPoint == vk.VK_PIPELINE_BIND_POINT_COMPUTE:
-            cb.slot(Bound).compute = int(pipeline)
-            return None
+        """At the data-graph bind point (only those calls take Python): kept here; the backend gets a re-bind of
+        the compute pipeline the application has bound (no change), since the call cannot be dropped."""
         if bindPoint != BIND_POINT:
             return None
         st = cb.device.peek(DeviceGraphs)
@@ -49,12 +46,17 @@ class Commands(Hooks):
             self.refuse("vkCmdBindPipeline", f"VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM: {e}")
         return self._noop_bind(cb, commandBuffer)
 
-    def apply_vkCmdBindPipeline(self, cb, commandBuffer, bindPoint, pipeline):
-        if bindPoint == vk.VK_PIPELINE_BIND_POINT_COMPUTE:
-            cb.slot(Bound).compute = int(pipeline)
+    @staticmethod
+    def compute_pipeline(cb: CommandBuffer) -> int:
+        """The backend handle of the compute pipeline the application has bound (icd/recording.py keeps its
+        description in cb.compute_pipeline, one object per created pipeline), 0 if none (or a shader object)."""
+        bound = cb.compute_pipeline
+        if bound is None:
+            return 0
+        return next((h for h, p in list(cb.device.res.pipelines.items()) if p is bound), 0)
 
     def _noop_bind(self, cb: CommandBuffer, commandBuffer):
-        compute = cb.slot(Bound).compute
+        compute = self.compute_pipeline(cb)
         if not compute:   # nothing bound for compute yet: the backend binds a kernel, which nothing reads
             compute, _, _ = kernels.pipeline_for(self.ffi, cb.device, self.device_state(cb.device).kernels, None,
                                                  "eltwise")
@@ -116,17 +118,18 @@ class Commands(Hooks):
                 raise DataGraphError(f"pInfo->flags (0x{int(pInfo.flags):x}) must be 0")
             ins = [self._tensor_at(dev, st, bound, itf, "input") for itf in p.graph.inputs]
             outs = [self._tensor_at(dev, st, bound, itf, "output") for itf in p.graph.outputs]
-            app = st.compute_layouts.get(bound.compute) if bound.compute else None
-            if bound.compute and app is None:
+            compute = self.compute_pipeline(cb)
+            app = st.compute_layouts.get(compute) if compute else None
+            if compute and app is None:
                 raise DataGraphError("the bound compute pipeline's layout is unknown to the driver, so its bindings "
                                      "could not be kept")
-            self._record(cb, commandBuffer, st, p, s, ins, outs, app, bound)
+            self._record(cb, commandBuffer, st, p, s, ins, outs, app, bound, compute)
         except (DataGraphError, kernels.KernelError) as e:
             self.refuse(COMMAND, f"{e}; the dispatch is not recorded")
             return
 
     def _record(self, cb: CommandBuffer, commandBuffer, st: DeviceGraphs, p: DataGraphPipeline, s: Session,
-                ins: list, outs: list, app, bound: Bound) -> None:
+                ins: list, outs: list, app, bound: Bound, compute: int) -> None:
         ffi, dev = self.ffi, cb.device
         nxt = dev.next
 
@@ -170,8 +173,8 @@ class Commands(Hooks):
             groups = (k.items + 63) // 64
             gx = min(groups, 65535)
             nxt.vkCmdDispatch(commandBuffer, gx, (groups + gx - 1) // gx, 1)
-        if bound.compute:   # the application's compute pipeline again; its sets and push constants were kept
-            nxt.vkCmdBindPipeline(commandBuffer, vk.VK_PIPELINE_BIND_POINT_COMPUTE, bound.compute)
+        if compute:   # the application's compute pipeline again; its sets and push constants were kept
+            nxt.vkCmdBindPipeline(commandBuffer, vk.VK_PIPELINE_BIND_POINT_COMPUTE, compute)
         bound.keep = keep
         costs = operator_costs(p.plan, self.drv.profile)
         total_ns = sum(c["ns"] for c in costs)

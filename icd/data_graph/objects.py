@@ -2,7 +2,7 @@
 
 Role: the state (DeviceGraphs in a slot of the device: pipelines, sessions, the tensor views written into
 descriptor sets, the compute layouts a dispatch must keep; Bound in a slot of a command buffer: what is
-bound at VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM and the application's compute pipeline), the emulated
+bound at VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM), the emulated
 objects (DataGraphPipeline, Session: handles of this driver's own, never passed to the backend), the
 operators' modelled costs, and `Hooks`, the base of the three hook classes (physical.py, pipelines.py,
 commands.py): their refusals and the look-ups that refuse. Threads: see __init__.py.
@@ -67,10 +67,9 @@ class DeviceGraphs:
 
 @dataclass
 class Bound:
-    """A command buffer's data-graph binding state, and its last bound compute pipeline (to restore)."""
+    """A command buffer's data-graph binding state (what is bound at VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM)."""
     pipeline: DataGraphPipeline | None = None
     sets: dict[int, int] = field(default_factory=dict)               # set index -> VkDescriptorSet
-    compute: int = 0                                                 # backend compute pipeline bound by the app
     keep: list = field(default_factory=list)                         # structs of recorded pushes
 
 

@@ -323,6 +323,52 @@ def _app() -> None:
         del keep
         out["unbound_session_output"] = sorted(set(tout.array().ravel().tolist()))
 
+        # misuse at record time: each dispatch below is refused and records nothing (the output keeps its 7s)
+        p2 = dg.pipeline(code, pl, [(0, 0, shapes[0]), (0, 1, shape)])
+        s_bound = dg.session(p)
+        plain = t.tensor(F32, a.shape, usage=vt.USAGE_ALL, data=a)          # no DATA_GRAPH usage
+        dset_plain = ctx.allocate_set(pool, sl)
+        t.write_tensors(dset_plain, [(0, [plain]), (1, [tout])])
+        sets = vg.ctypes.c_uint64 * 1
+
+        def record(fn):
+            cmd = ctx.command_buffer()
+            keep = fn(vt.handle(cmd))
+            ctx.submit([cmd])
+            del keep
+            return sorted(set(tout.array().ravel().tolist()))
+
+        def no_pipeline(c):
+            arr = sets(vt.handle(dset))
+            dg.bind_sets(c, vg.BIND_POINT_DATA_GRAPH, vt.handle(pl), 0, 1, vg.ctypes.addressof(arr), 0, None)
+            dg.dispatch(c, s_bound, None)
+            return arr
+
+        def other_pipeline(c):
+            arr = sets(vt.handle(dset))
+            dg.bind_pipeline(c, vg.BIND_POINT_DATA_GRAPH, p2)
+            dg.bind_sets(c, vg.BIND_POINT_DATA_GRAPH, vt.handle(pl), 0, 1, vg.ctypes.addressof(arr), 0, None)
+            dg.dispatch(c, s_bound, None)
+            return arr
+
+        def not_a_graph(c):
+            dg.bind_pipeline(c, vg.BIND_POINT_DATA_GRAPH, vt.handle(collatz))
+            dg.dispatch(c, s_bound, None)
+
+        def no_data_graph_usage(c):
+            arr = sets(vt.handle(dset_plain))
+            dg.bind_pipeline(c, vg.BIND_POINT_DATA_GRAPH, p)
+            dg.bind_sets(c, vg.BIND_POINT_DATA_GRAPH, vt.handle(pl), 0, 1, vg.ctypes.addressof(arr), 0, None)
+            dg.dispatch(c, s_bound, None)
+            return arr
+        out["refused_dispatches"] = {f.__name__: record(f) for f in (no_pipeline, other_pipeline, not_a_graph,
+                                                                   no_data_graph_usage)}
+        bind = vg.BindSessionMemoryInfo(sType=vg.ST_BIND_SESSION_MEMORY_INFO, session=s, bindPoint=5)
+        out["refused"]["wrong_bind_point"] = dg.bind_memory(t.device, 1, bind.ptr())
+        protected = vg.SessionCreateInfo(sType=vg.ST_SESSION_CREATE_INFO, flags=1, dataGraphPipeline=p)
+        handle = vg.u64(0)
+        out["refused"]["protected_session"] = dg.create_session(t.device, protected.ptr(), None, vg.ctypes.byref(handle))
+
         # physical-device answers
         families = vk.vkGetPhysicalDeviceQueueFamilyProperties(ctx.physical_device)
         out["family_flags"] = [f.queueFlags for f in families]
@@ -433,6 +479,26 @@ def test_pipeline_creation_log_lists_the_operators(ran):
 def test_misuse_is_refused_with_a_clear_message(ran, key, message):
     assert ran["refused"][key] == VALIDATION_FAILED
     assert message in ran["stderr"], ran["stderr"][-3000:]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("no_pipeline", "no data-graph pipeline is bound"),
+    ("other_pipeline", "the session was created for another data-graph pipeline than the one bound"),
+    ("not_a_graph", "vkCmdBindPipeline: VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM: pipeline"),
+    ("no_data_graph_usage", "was not created with VK_TENSOR_USAGE_DATA_GRAPH_BIT_ARM"),
+])
+def test_misused_dispatch_is_refused_and_records_nothing(ran, case, message):
+    assert ran["refused_dispatches"][case] == [7.0]
+    assert message in ran["stderr"]
+
+
+@pytest.mark.parametrize("key, message", [
+    ("wrong_bind_point", "bindPoint 5 is not one of the session's bind points (TRANSIENT)"),
+    ("protected_session", "VK_DATA_GRAPH_PIPELINE_SESSION_CREATE_PROTECTED_BIT_ARM: the device has no protected"),
+])
+def test_session_misuse_is_refused(ran, key, message):
+    assert ran["refused"][key] == VALIDATION_FAILED
+    assert message in ran["stderr"]
 
 
 def test_dispatch_with_unbound_session_memory_records_nothing(ran):

@@ -37,8 +37,9 @@ def test_properties_and_format_features_are_honest(result):
     assert q["shaderTensorSupportedStages"] == 0x20 | 0x10     # compute, fragment (test_tensor_extras.py)
     shader, src, dst = 1 << 39, 1 << 14, 1 << 15                 # TENSOR_SHADER, TRANSFER_SRC, TRANSFER_DST
     aliasing = 1 << 43                                           # TENSOR_IMAGE_ALIASING: OPTIMAL tensors only
-    for optimal, linear in (q["features_f32"], q["features_bool"]):
-        assert (optimal, linear) == (shader | src | dst | aliasing, shader | src | dst)
+    graph = 1 << 48                                              # TENSOR_DATA_GRAPH: fp32, what graphs run on
+    assert tuple(q["features_f32"]) == (shader | src | dst | aliasing | graph, shader | src | dst | graph)
+    assert tuple(q["features_bool"]) == (shader | src | dst | aliasing, shader | src | dst)
     assert q["features_rgba8"] == [0, 0]                          # not a one-component format
     assert q["device_requirements_size"] >= 4 * 5 * 6 * 4
 
