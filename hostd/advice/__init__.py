@@ -38,6 +38,7 @@ def analyse(target: Path, gpu: Gpu | None = None) -> Analysis:
     it cannot be read)."""
     from ..ci.runs import read_run
     from .gpu import device_name, emulated, session_devices, session_metadata, session_presents
+    from .content import attach
     from .graph import build, works_from_run
     from .rules import advise
 
@@ -47,6 +48,7 @@ def analyse(target: Path, gpu: Gpu | None = None) -> Analysis:
     if gpu is None:
         gpu = emulated(device_name(devices))
     graph = build(works_from_run(run), session_presents(index))
+    attach(graph, index)
     graph.allocations = [(str(d.get("name", "?")), d["allocations"]) for d in devices
                          if isinstance(d.get("allocations"), dict)]
     return Analysis(gpu, graph, advise(graph, gpu), run, list(run.problems))

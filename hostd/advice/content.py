@@ -17,6 +17,15 @@ Per draw (per instance as the layer sends them, totals × instances):
 Per pass: the sums over its described draws; covered pixels = the render area (width × height ×
 layers: every pixel a draw can cover; the model's fragments are spread over the whole area),
 overdraw = fragment threads / covered pixels.
+
+Per region (`tessera run --regions`, `attach`): the REGIONS message's "Fragment threads" counter
+(VK_ARM_performance_counters_by_region, counted by the backend's real execution, docs/regions.md)
+per region of each layer, summed over the pass's subpasses, over the region's pixels inside the
+render area (the right and bottom regions may be partial): overdraw per region.
+Per draw (`tessera run --instrument`, `attach`): the fragment stage's invocations of each draw (its
+entry block's executions, hostd/shaders.py) — its fragment threads — and its share of the pass's
+overdraw, fragment threads / covered pixels (the draws' shares add up to the pass's overdraw as
+measured).
 """
 from __future__ import annotations
 
@@ -25,6 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 FRAGMENT_THREADS = "MaliFragThread"
+REGION_COUNTER = "Fragment threads"      # docs/regions.md: counter 0x1001
+TOP_REGIONS = 8                          # the hottest regions a pass's JSON lists
+REGIONS_KEY = "_regions"                 # Work.meta keys `attach` fills (not slice args)
+DRAW_FRAGMENTS_KEY = "_draw_fragment_threads"
 VERTEX_CYCLES = "Vertex cycles"          # schemas/slice_args.py VERTEX_CYCLES.label
 FRAGMENT_CYCLES = "Fragment cycles"      # schemas/slice_args.py FRAGMENT_CYCLES.label
 
@@ -71,12 +84,84 @@ class DrawContent:
 
 
 @dataclass
+class Region:
+    layer: int
+    column: int
+    row: int
+    threads: int                  # fragment threads, every subpass of the layer
+    pixels: int                   # the region's pixels inside the render area
+
+    @property
+    def overdraw(self) -> float:
+        return self.threads / self.pixels if self.pixels else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"layer": self.layer, "column": self.column, "row": self.row, "fragment_threads": self.threads,
+                "pixels": self.pixels, "overdraw": round(self.overdraw, 4)}
+
+
+@dataclass
+class RegionOverdraw:
+    """Fragment threads per region of one pass instance (its REGIONS message)."""
+    size: tuple[int, int]
+    regions: list[Region]
+
+    def hottest(self, n: int = TOP_REGIONS) -> list[Region]:
+        """The `n` regions of most overdraw, the first in (layer, row, column) order first on ties."""
+        ordered = sorted(self.regions, key=lambda r: (r.layer, r.row, r.column))
+        return sorted(ordered, key=lambda r: -r.overdraw)[:n]
+
+    def over(self, limit: float) -> list[Region]:
+        return [r for r in self.regions if r.pixels and r.threads > limit * r.pixels]
+
+    def to_json(self) -> dict[str, Any]:
+        top = self.hottest()
+        return {"region_size": list(self.size), "regions": len(self.regions),
+                "max_overdraw": round(top[0].overdraw, 4) if top else None,
+                "hottest": [r.to_json() for r in top]}
+
+
+def region_overdraw(payload: dict[str, Any]) -> RegionOverdraw | None:
+    """The per-region overdraw of a REGIONS payload (schemas/json/regions.schema.json), None when it
+    has no "Fragment threads" counter."""
+    names = [c.get("name") for c in payload.get("counters", [])]
+    if REGION_COUNTER not in names:
+        return None
+    k = names.index(REGION_COUNTER)
+    _, _, width, height = (int(v) for v in payload["render_area"])
+    rw, rh = (int(v) for v in payload["region_size"])
+    cells: dict[tuple[int, int, int], int] = {}
+    for array in payload.get("arrays", []):
+        values = array["values"]
+        if k >= len(values):
+            continue
+        for row, line in enumerate(values[k]):
+            for column, v in enumerate(line):
+                key = (int(array["layer"]), row, column)
+                cells[key] = cells.get(key, 0) + int(v)
+    regions = []
+    for (layer, row, column), threads in sorted(cells.items()):
+        w = max(0, min(rw, width - column * rw))
+        h = max(0, min(rh, height - row * rh))
+        regions.append(Region(layer, column, row, threads, w * h))
+    return RegionOverdraw((rw, rh), regions)
+
+
+@dataclass
 class PassContent:
     covered_pixels: int
     fragment_threads: int | None
     vertex_cycles: float | None
     fragment_cycles: float | None
     draws: list[DrawContent] = field(default_factory=list)
+    regions: RegionOverdraw | None = None               # --regions
+    draw_fragments: dict[int, int] = field(default_factory=dict)   # --instrument: draw -> fragment threads
+
+    def draw_overdraw(self) -> list[dict[str, Any]]:
+        """Each instrumented draw's fragment threads and its share of the pass's overdraw, most first."""
+        return [{"draw": d, "fragment_threads": n,
+                 "overdraw_share": round(n / self.covered_pixels, 4) if self.covered_pixels else None}
+                for d, n in sorted(self.draw_fragments.items(), key=lambda kv: (-kv[1], kv[0]))]
 
     @property
     def overdraw(self) -> float | None:
@@ -97,6 +182,10 @@ class PassContent:
                        vertices=vertices, unique_vertices=unique, shaded_vertices=shaded,
                        extra_vertex_invocations=shaded - unique, vertex_efficiency=_ratio(unique, vertices),
                        cache_hit_rate=_ratio(unique, shaded), draws=[d.to_json() for d in self.draws])
+        if self.regions is not None:
+            out["regions"] = self.regions.to_json()
+        if self.draw_fragments:
+            out["draw_overdraw"] = self.draw_overdraw()
         return out
 
 
@@ -116,7 +205,8 @@ def of(meta: dict[str, Any]) -> PassContent:
     area = int(meta.get("width") or 0) * int(meta.get("height") or 0) * max(1, int(meta.get("layers") or 1))
     threads = _number(meta.get(FRAGMENT_THREADS))
     out = PassContent(area, None if threads is None else int(threads), _number(meta.get(VERTEX_CYCLES)),
-                      _number(meta.get(FRAGMENT_CYCLES)))
+                      _number(meta.get(FRAGMENT_CYCLES)), regions=meta.get(REGIONS_KEY),
+                      draw_fragments=dict(meta.get(DRAW_FRAGMENTS_KEY) or {}))
     listed = meta.get("content")
     if isinstance(listed, str):
         try:
@@ -131,3 +221,46 @@ def of(meta: dict[str, Any]) -> PassContent:
                                      d.get("unique_vertices"), d.get("shaded_vertices"), d.get("index_span"),
                                      d.get("mean_index_delta"), d.get("cache_entries")))
     return out
+
+
+def attach(graph, index) -> None:
+    """Give each render-pass node what the session's logs hold beyond the merged trace: its REGIONS
+    (--regions) as a RegionOverdraw, its draws' fragment threads (--instrument). `index`: the session's
+    metadata (hostd/metadata.py; None for a merged trace read alone: nothing to attach). A workload's
+    process is found by name; a name two processes share is left out (their tags and submits collide)."""
+    if index is None:
+        return
+    from ..metadata import loads
+    from ..shaders import ShaderIndex
+
+    by_name: dict[str, list] = {}
+    for proc in index.processes.values():
+        by_name.setdefault(proc.process, []).append(proc)
+    shader_index: dict[int, ShaderIndex] = {}
+    for node in graph.nodes:
+        w = node.work
+        if w.kind != "render_pass" or w.tag is None:
+            continue
+        procs = by_name.get(w.process) or (list(index.processes.values()) if len(index.processes) == 1 else [])
+        if len(procs) != 1:
+            continue
+        proc = procs[0]
+        submits = [w.submit] if w.submit is not None else sorted(s for s, t in proc.regions if t == w.tag)
+        body = next((proc.regions[(s, w.tag)] for s in submits if (s, w.tag) in proc.regions), None)
+        if body is not None:
+            try:
+                w.meta[REGIONS_KEY] = region_overdraw(loads(body.decode("utf-8")))
+            except (KeyError, TypeError, ValueError):
+                pass
+        si = shader_index.setdefault(proc.pid, ShaderIndex(proc))
+        submit = si.submit_for(w.tag, w.submit)
+        if submit is None:
+            continue
+        fragments: dict[int, int] = {}
+        for action in si.actions(submit, w.tag):
+            if action.draw is None:
+                continue
+            n = sum(s.invocations for s in action.stages if s.stage == "fragment")
+            fragments[action.draw] = fragments.get(action.draw, 0) + n
+        if fragments:
+            w.meta[DRAW_FRAGMENTS_KEY] = fragments

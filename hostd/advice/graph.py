@@ -67,6 +67,7 @@ class Work:
     meta: dict[str, Any] = field(default_factory=dict)       # WORKLOAD fields (schemas/json/workload.schema.json)
     resources: dict[str, Any] = field(default_factory=dict)  # WORKLOAD `resources`: handles
     phases: list[Phase] = field(default_factory=list)
+    process: str = ""                   # the process's name (hostd.ci.runs: `name#2` for a second one)
 
     @property
     def label_path(self) -> str:
@@ -444,6 +445,6 @@ def works_from_run(run) -> list[Work]:
             for stage_args in wl.stage_args.values():   # what only a later phase carries (the main phase's counters)
                 meta.update({k: v for k, v in decode_args(stage_args).items() if k not in meta})
             w = works[id(wl)] = Work(len(works), wl.kind, wl.name, wl.frame, wl.labels, wl.tag, wl.submit,
-                                     meta, per_event[i] if i < len(per_event) else {})
+                                     meta, per_event[i] if i < len(per_event) else {}, process=wl.process)
         w.phases.append(Phase(ev["stage"], ev["queue"], ts, ev["duration_ns"]))
     return list(works.values())      # in trace order: each process's submits as recorded

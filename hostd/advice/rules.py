@@ -23,8 +23,8 @@ from typing import Any
 from .gpu import Gpu
 from .graph import RENDER_PASS, Access, Node, RenderGraph, dead, descriptor_readable, descriptor_writable, transient
 
-SCHEMA_VERSION = 3          # 3: render_graph `presents`, writes' `presented`; 2: render passes' `content`,
-                            # findings' `where.draw` (#28 content metrics)
+SCHEMA_VERSION = 4          # 4: content `regions`, `draw_overdraw`; 3: render_graph `presents`, writes'
+                            # `presented`; 2: render passes' `content`, findings' `where.draw` (#28)
 # Severities, least first: `warning` for work or traffic the frame does for nothing, `info` for what a
 # threshold calls too much (the budget file's `[advice] max_severity`, docs/ci.md, compares by this order).
 SEVERITIES = ("info", "warning")
@@ -471,12 +471,57 @@ def high_overdraw(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
         beyond = c.fragment_threads - c.covered_pixels
         per_fragment = max(c.fragment_cycles or 0.0, 1.0 / gpu.pixel_rate)
         cycles = beyond * per_fragment / gpu.shader_cores
-        out.append(_finding(RULES_BY_ID["high-overdraw"], node,
-                            f"{c.fragment_threads} fragment threads over {c.covered_pixels} covered pixels "
-                            f"(overdraw {overdraw:.2f}, over {MAX_OVERDRAW}): {beyond} threads beyond one per "
-                            f"pixel x max({c.fragment_cycles} fragment cycles, 1 / {gpu.pixel_rate} pixels per "
-                            f"cycle) / {gpu.shader_cores} cores", gpu,
-                            ns=gpu.cycles_ns(cycles) if cycles > 0 else 0))
+        draw, named = _heaviest_draw(c)
+        f = _finding(RULES_BY_ID["high-overdraw"], node,
+                     f"{c.fragment_threads} fragment threads over {c.covered_pixels} covered pixels "
+                     f"(overdraw {overdraw:.2f}, over {MAX_OVERDRAW}): {beyond} threads beyond one per "
+                     f"pixel x max({c.fragment_cycles} fragment cycles, 1 / {gpu.pixel_rate} pixels per "
+                     f"cycle) / {gpu.shader_cores} cores{named}", gpu,
+                     ns=gpu.cycles_ns(cycles) if cycles > 0 else 0)
+        f.draw = draw
+        out.append(f)
+    return out
+
+
+def _heaviest_draw(c) -> tuple[int | None, str]:
+    """The instrumented draw with the most fragment threads (--instrument), and a phrase naming it."""
+    draws = c.draw_overdraw()
+    if not draws:
+        return None, ""
+    d = draws[0]
+    return d["draw"], (f"; draw {d['draw']} runs the most fragment threads ({d['fragment_threads']}, "
+                       f"{d['overdraw_share']} per covered pixel)")
+
+
+def overdraw_hotspot(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
+    """With --regions: regions whose fragment threads (the backend's count) exceed MAX_OVERDRAW per pixel,
+    in a render pass high-overdraw does not flag (its model-wide overdraw is under the limit: the overdraw is
+    local). Saves the threads beyond one per pixel in those regions at the pass's per-fragment cost (as
+    high_overdraw: max(fragment cycles, 1 / pixel rate) / cores)."""
+    out = []
+    for node in graph.nodes:
+        if node.work.kind != RENDER_PASS:
+            continue
+        c = node.content()
+        if c.regions is None or (c.overdraw is not None and c.overdraw > MAX_OVERDRAW):
+            continue
+        hot = c.regions.over(MAX_OVERDRAW)
+        if not hot:
+            continue
+        beyond = sum(r.threads - r.pixels for r in hot)
+        top = c.regions.hottest(1)[0]
+        per_fragment = max(c.fragment_cycles or 0.0, 1.0 / gpu.pixel_rate)
+        cycles = beyond * per_fragment / gpu.shader_cores
+        draw, named = _heaviest_draw(c)
+        f = _finding(RULES_BY_ID["overdraw-hotspot"], node,
+                     f"{len(hot)} of {len(c.regions.regions)} regions of {c.regions.size[0]}x{c.regions.size[1]} "
+                     f"pixels shade each pixel more than {MAX_OVERDRAW} times (the hottest, column {top.column} row "
+                     f"{top.row} layer {top.layer}: {top.threads} fragment threads over {top.pixels} pixels, overdraw "
+                     f"{top.overdraw:.2f}): {beyond} threads beyond one per pixel x max({c.fragment_cycles} fragment "
+                     f"cycles, 1 / {gpu.pixel_rate} pixels per cycle) / {gpu.shader_cores} cores{named}", gpu,
+                     ns=gpu.cycles_ns(cycles) if cycles > 0 else 0)
+        f.draw = draw
+        out.append(f)
     return out
 
 
@@ -573,6 +618,10 @@ RULES: tuple[Rule, ...] = (
     _rule("high-overdraw", "High overdraw: pixels shaded many times over",
           "Draw opaque geometry front to back (or with a depth pre-pass only where the fragment shader is heavy), "
           "cull hidden geometry, and keep blended layers small.", high_overdraw, severity="info"),
+    _rule("overdraw-hotspot", "Overdraw hot spot: some regions shaded many times over",
+          "Find what stacks up in the hot regions (the region heatmaps, the heaviest draw): draw opaque geometry "
+          "front to back, cull or clip hidden layers, shrink blended quads (particles, UI) to their visible area.",
+          overdraw_hotspot, severity="info"),
     _rule("small-allocations", "Many small device memory allocations",
           "Allocate large VkDeviceMemory blocks (e.g. 64 MiB) and sub-allocate buffers and images from them "
           "(Vulkan Memory Allocator does this); keep dedicated allocations for large resources.",

@@ -1,5 +1,5 @@
-"""Content metrics per pass (hostd/advice/content.py) and the two rules that cost them (vertex-reuse,
-high-overdraw) on hand-built render passes, with the emulated Mali-G720's figures (10 cores, 1000 MHz,
+"""Content metrics per pass (hostd/advice/content.py) and the rules that cost them (vertex-reuse,
+high-overdraw, overdraw-hotspot) on hand-built render passes (region grids and instrumented draws too), with the emulated Mali-G720's figures (10 cores, 1000 MHz,
 4 pixels per cycle per core): each fires with its cost computed by hand and stays quiet where it should.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 
 from test_advice_rules import GPU, att, findings, rp
 
-from tessera.hostd.advice.content import of
+from tessera.hostd.advice.content import DRAW_FRAGMENTS_KEY, REGIONS_KEY, of, region_overdraw
 from tessera.hostd.advice.graph import build
 from tessera.hostd.advice.rules import MAX_OVERDRAW, MIN_CACHE_HIT_RATE
 
@@ -107,3 +107,74 @@ def test_page_lists_each_pass_and_draw() -> None:
     Rows().feed(page)
     assert 'id="content"' in page and rows == ["pass", "draw", "draw"]
     assert ">1792<" in page and ">3.0<" in page            # the first draw's extra invocations; the overdraw
+
+
+# ---- per region (--regions) and per draw (--instrument) ------------------------------------------------
+
+def regions_payload(grids, area=(0, 0, 64, 64), size=(32, 32), counters=("Fragment threads",)) -> dict:
+    """A REGIONS payload: `grids` one per array (subpass 0, 1, ... of layer 0), each rows of columns."""
+    return {"device": "0x1", "render_area": list(area), "region_size": list(size),
+            "counters": [{"id": 0x1001 + i, "name": n} for i, n in enumerate(counters)],
+            "arrays": [{"subpass": i, "layer": 0, "values": [g] * len(counters)} for i, g in enumerate(grids)]}
+
+
+def region_pass(payload, threads="4096", fragment_cycles="0.1", draws: dict | None = None):
+    w = content_pass([], threads=threads, fragment_cycles=fragment_cycles)
+    w.meta[REGIONS_KEY] = region_overdraw(payload)
+    if draws:
+        w.meta[DRAW_FRAGMENTS_KEY] = draws
+    return w
+
+
+def test_region_overdraw_sums_subpasses_over_the_pixels_inside_the_area() -> None:
+    """80x40 in 32x32 regions: 3 columns (32, 32, 16 pixels wide), 2 rows (32, 8 high); two subpasses add up."""
+    r = region_overdraw(regions_payload([[[2048, 0, 100], [0, 0, 300]], [[1024, 0, 0], [0, 0, 0]]],
+                                        area=(5, 7, 80, 40)))
+    assert r.size == (32, 32) and [(x.column, x.row, x.threads, x.pixels) for x in r.regions] == [
+        (0, 0, 3072, 1024), (1, 0, 0, 1024), (2, 0, 100, 512), (0, 1, 0, 256), (1, 1, 0, 256), (2, 1, 300, 128)]
+    assert [(x.column, x.row) for x in r.over(2.0)] == [(0, 0), (2, 1)]            # 3.0 and 300/128 = 2.34
+    assert r.to_json()["max_overdraw"] == 3.0 and r.to_json()["hottest"][1]["overdraw"] == round(300 / 128, 4)
+    assert region_overdraw(regions_payload([[[1]]], counters=("Killed fragments",))) is None
+
+
+def test_overdraw_hotspot_fires_with_its_cost() -> None:
+    """64x64 (4096 pixels, model overdraw 1.0: high-overdraw is quiet) in four 32x32 regions, one of them
+    shaded 5 times: 5120 - 1024 = 4096 threads beyond one per pixel x max(0.1, 1/4) cycles / 10 cores =
+    102.4 -> 103 ns; with 3 cycles per fragment 1228.8 -> 1229 ns. Instrumented draws name the heaviest."""
+    payload = regions_payload([[[5120, 1024], [2048, 0]]])
+    [f] = findings(region_pass(payload), rule="overdraw-hotspot")
+    assert (f.saves_ns, f.saves_cycles, f.severity, f.draw) == (103, 103, "info", None)
+    assert "1 of 4 regions" in f.what and "5120 fragment threads over 1024 pixels, overdraw 5.00" in f.what
+    [f] = findings(region_pass(payload, fragment_cycles="3", draws={0: 4096, 1: 4096, 2: 4096}), rule="overdraw-hotspot")
+    assert (f.saves_ns, f.draw) == (1229, 0) and "draw 0 runs the most fragment threads (4096, 1.0 per" in f.what
+
+
+def test_overdraw_hotspot_quiet() -> None:
+    # every region at most 2.0; no region data; the pass-wide model overdraw over the limit (high-overdraw's)
+    assert findings(region_pass(regions_payload([[[2048, 2048], [0, 1024]]])), rule="overdraw-hotspot") == []
+    assert findings(content_pass([]), rule="overdraw-hotspot") == []
+    assert findings(region_pass(regions_payload([[[5120, 0], [0, 0]]]), threads="12288"),
+                    rule="overdraw-hotspot") == []
+
+
+def test_per_draw_overdraw_shares() -> None:
+    """--instrument: each draw's fragment threads over the pass's covered pixels, most first; high-overdraw
+    names the heaviest draw."""
+    w = region_pass(regions_payload([[[0, 0], [0, 0]]]), threads="12288", draws={0: 4096, 1: 8192})
+    w.index = 0
+    got = build([w]).nodes[0].to_json()["content"]
+    assert got["draw_overdraw"] == [{"draw": 1, "fragment_threads": 8192, "overdraw_share": 2.0},
+                                    {"draw": 0, "fragment_threads": 4096, "overdraw_share": 1.0}]
+    assert got["regions"]["regions"] == 4 and got["regions"]["max_overdraw"] == 0.0
+    [f] = findings(w, rule="high-overdraw")
+    assert f.draw == 1 and f.saves_ns == 205
+
+
+def test_page_shows_the_hottest_region_and_the_heaviest_draw() -> None:
+    from test_advice_html import SUMMARY, _analysis
+
+    from tessera.hostd.advice.html import render
+
+    page = render(_analysis(region_pass(regions_payload([[[5120, 1024], [2048, 0]]]), draws={0: 1024, 3: 2048})),
+                  SUMMARY, "t")
+    assert "5.0 (column 0, row 0)" in page and "draw 3: 0.5" in page

@@ -54,6 +54,7 @@ def findings(*works, rule: str):
 def test_the_table() -> None:
     assert len(RULES) >= 15 and len(RULES_BY_ID) == len(RULES)
     assert {r.id for r in RULES if r.severity == "info"} == {"too-many-passes", "small-transfers", "high-overdraw",
+                                                                  "overdraw-hotspot",
                                                                   "small-allocations"}
     assert all(r.severity in SEVERITIES for r in RULES)
     assert GPU.warp_width == 16 and GPU.job_setup_ns == 2000 and GPU.memory_ns(PASS_BYTES) == 512

@@ -180,7 +180,8 @@ def test_validation_layer_reference(shims, planted) -> None:
 EXAMPLES_ALLOWED = {
     # what applies to each example (everything else must stay quiet); every example allocates each buffer
     # and image on its own (vkapp.py, the C example likewise): small-allocations, as the validation layer says
-    "render_passes": set(), "overdraw": set(), "shader_costs": set(), "compute_collatz": set(),
+    "render_passes": set(), "shader_costs": set(), "compute_collatz": set(),
+    "overdraw": {"overdraw-hotspot"},                           # its 5-deep stack, seen per region (--regions)
     "mlp_tensors": set(), "ray_query": set(), "ray_tracing": set(), "compute_and_draw": set(), "conv_net_graph": set(),
     "debug_labels": {"small-transfers"},                        # two small buffer transfers in its frame
     "transfers": {"small-transfers", "resolve-transfer"},       # four small transfers; a vkCmdResolveImage
@@ -285,7 +286,7 @@ def test_report_json_and_html(planted, tmp_path) -> None:
     session, a = planted
     data = json.loads(run([TESSERA, "report", session, "--json"], None).stdout)
     advice = data["advice"]
-    assert (advice["schema"], advice["version"]) == ("tessera.advice", 3)
+    assert (advice["schema"], advice["version"]) == ("tessera.advice", 4)
     assert len(advice["findings"]) == len(a.findings) and len(advice["render_graph"]["nodes"]) == len(a.graph.nodes)
     assert advice["findings"][0]["rule"] == "too-many-passes"
     text = run([TESSERA, "report", session, "--top", "3"], None).stdout
@@ -356,3 +357,33 @@ def test_content_mode_keeps_the_c_recorder(shims, tmp_path) -> None:
     assert (made["vkCmdBeginRendering"], made["vkCmdBeginRenderPass"], made["vkCmdDispatch"]) == (16, 1, 1)
     assert made["vkCmdEndRendering"] == 1 and made["vkCmdCopyImageToBuffer"] == 18
     assert not {"vkCmdDraw", "vkCmdDrawIndexed", "vkCmdBindIndexBuffer", "vkCmdEndRenderPass"} & set(made)
+
+
+def test_overdraw_per_region_and_per_draw(shims, tmp_path, monkeypatch) -> None:
+    """overdraw.py: with --regions, the regions its own numpy reference shades more than twice per pixel are
+    the hot spot, costed by hand (threads beyond one per pixel x max(fragment cycles, 1/4) / 10 cores); with
+    --instrument, each draw's fragment threads are the pixels of its rectangle (the full-screen background
+    first: 160 x 100) and add up to the reference's total."""
+    monkeypatch.syspath_prepend(str(REPO / "examples"))
+    import overdraw as example
+
+    expected = example.fragment_threads()
+    a = analyse(_session(tmp_path, "regions", [PYTHON, REPO / "examples" / "overdraw.py"], ("--regions",)))
+    [node] = [n for n in a.graph.nodes if n.work.kind == "render_pass"]
+    c = node.content()
+    got = {(r.row, r.column): (r.threads, r.pixels) for r in c.regions.regions}
+    R = example.REGION
+    pixels = {(y, x): min(R, example.H - y * R) * min(R, example.W - x * R)
+              for y in range(expected.shape[0]) for x in range(expected.shape[1])}
+    assert got == {(y, x): (int(expected[y, x]), pixels[y, x]) for (y, x) in pixels}
+    hot = [(y, x) for (y, x), p in pixels.items() if expected[y, x] > 2 * p]
+    beyond = sum(int(expected[k]) - pixels[k] for k in hot)
+    assert (len(hot), beyond) == (5, 14336)
+    [f] = [f for f in a.findings if f.rule == "overdraw-hotspot"]
+    assert f.saves_ns == math.ceil(beyond * max(c.fragment_cycles, 1 / 4) / 10) and f.node == node.id
+    assert node.to_json()["content"]["regions"]["max_overdraw"] == 5.0
+    a = analyse(_session(tmp_path, "instrument", [PYTHON, REPO / "examples" / "overdraw.py"], ("--instrument",)))
+    [node] = [n for n in a.graph.nodes if n.work.kind == "render_pass"]
+    draws = node.to_json()["content"]["draw_overdraw"]
+    assert sum(d["fragment_threads"] for d in draws) == int(expected.sum())
+    assert draws[0] == {"draw": 0, "fragment_threads": example.W * example.H, "overdraw_share": 1.0}
