@@ -58,6 +58,7 @@ class Session(EmulatedObject):
 class DeviceGraphs:
     """Per device that enabled VK_ARM_data_graph with the dataGraph feature."""
     kernels: kernels.Kernels
+    shader_module: bool = False                  # dataGraphShaderModule enabled: pipelines from SPIR-V modules
     pipelines: dict[int, DataGraphPipeline] = field(default_factory=dict)
     sessions: dict[int, Session] = field(default_factory=dict)
     # (descriptor set, binding, array element) -> tensor view handle written there (vkUpdateDescriptorSets)

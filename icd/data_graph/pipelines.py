@@ -62,7 +62,8 @@ class DataGraph(Hooks, Feature):
                          "VkPhysicalDeviceDataGraphFeaturesARM *")
         if f is None or not f.dataGraph:
             return   # the extension without its feature: every command is refused (device_state)
-        dev.slot(DeviceGraphs, lambda: DeviceGraphs(kernels.setup(self.ffi, dev)))
+        shader_module = bool(f.dataGraphShaderModule)
+        dev.slot(DeviceGraphs, lambda: DeviceGraphs(kernels.setup(self.ffi, dev), shader_module=shader_module))
 
     def destroyed(self, dev: Device) -> None:
         st = dev.drop(DeviceGraphs) if dev.peek(DeviceGraphs) is not None else None
@@ -108,6 +109,9 @@ class DataGraph(Hooks, Feature):
                 raise DataGraphError("creating a pipeline from VkDataGraphPipelineIdentifierCreateInfoARM is not "
                                      "supported (this driver keeps no pipeline binaries)")
             raise DataGraphError("its pNext has no VkDataGraphPipelineShaderModuleCreateInfoARM")
+        if not self.device_state(dev).shader_module:
+            raise DataGraphError("VkDataGraphPipelineShaderModuleCreateInfoARM needs the dataGraphShaderModule feature "
+                                 "(VkPhysicalDeviceDataGraphFeaturesARM::dataGraphShaderModule), not enabled")
         if sm.pName == ffi.NULL:
             raise DataGraphError("VkDataGraphPipelineShaderModuleCreateInfoARM::pName is NULL")
         entry = ffi.string(sm.pName).decode()

@@ -387,6 +387,21 @@ def _app() -> None:
         out["format_features"] = list(t.format_features(F32))
         dg.close()
         t.close()
+
+        # a device with dataGraph but without dataGraphShaderModule: no pipeline from a SPIR-V module
+        dgf = vg.DataGraphFeatures(sType=vg.ST_FEATURES, dataGraph=1, dataGraphShaderModule=0)
+        tf = vt.TensorFeatures(sType=vt.ST_TENSOR_FEATURES, tensors=1, pNext=dgf.ptr())
+        ctx2 = vkapp.Context(ctx.settings, "data_graph_no_module", optional_device_extensions=vg.EXTENSIONS,
+                             device_features=vk.ffi.cast("void *", tf.ptr()))
+        t2 = vt.Tensors(ctx2)
+        dg2 = vg.DataGraphs(ctx2, t2)
+        sl2 = t2.set_layout([(0, vt.DESCRIPTOR_TYPE_TENSOR, 1), (1, vt.DESCRIPTOR_TYPE_TENSOR, 1)], stages=0x7FFFFFFF)
+        pl2 = ctx2.pipeline_layout([sl2])
+        out["refused"]["without_shader_module_feature"] = dg2.try_pipeline(code, pl2, [(0, 0, shapes[0]),
+                                                                                      (0, 1, shape)])[0]
+        dg2.close()
+        t2.close()
+        ctx2.close()
         return "data graph cases ran"
 
     feats, keep = vg.device_features()
@@ -475,6 +490,7 @@ def test_pipeline_creation_log_lists_the_operators(ran):
     ("missing_constant", "the graph uses constant id 0"),
     ("wrong_entry", "no graph entry point (OpGraphEntryPointARM) named 'nope'"),
     ("session_of_unknown_pipeline", "is not a data-graph pipeline of this device"),
+    ("without_shader_module_feature", "needs the dataGraphShaderModule feature"),
 ])
 def test_misuse_is_refused_with_a_clear_message(ran, key, message):
     assert ran["refused"][key] == VALIDATION_FAILED
