@@ -34,8 +34,11 @@ A non-indexed draw shades every vertex: shaded = unique = vertex count, span = v
 Primitive restart and topologies other than triangle lists are not modelled (Limits in docs/advice.md).
 
 Limits: draws recorded in secondary command buffers, in a render pass suspended at the end of its
-command buffer, indirect draws (their index ranges are in GPU memory) and draws whose index data is
-over MAX_DRAW_INDEX_BYTES are described without index metrics (`indexed` true, no `shaded`).
+command buffer and draws whose index data is over MAX_DRAW_INDEX_BYTES are described without index
+metrics (`indexed` true, no `shaded`). Indirect draws are not entries of `content`: their arguments come
+back in the ANNEX `draws` (indirect.py, numbered among the pass's draws by render_passes.py), which
+hostd's advisor lists beside them; an indexed one's index range was in GPU memory when the pass ended,
+so it gets no index metrics.
 
 Threads: the hooks run on the application's recording thread (in content mode the draws and the index
 binds take the Python path while the rest stays recorded in C: the shim's switch tessera_layer_content,

@@ -290,6 +290,9 @@ class Capturer:
         else:
             fields = ("index_count", "instance_count", "first_index", "vertex_offset", "first_instance")
             draws = [dict(zip(fields, struct.unpack_from("<3IiI", data, i * rec))) for i in range(cap.count)]
+        if cap.first_draw >= 0:      # its number among the pass's draws (render_passes.py), for content metrics
+            for i, d in enumerate(draws):
+                d["draw"] = cap.first_draw + i
         return {"draws": draws}
 
     def destroy(self, dev) -> None:

@@ -22,7 +22,7 @@ from tessera.vkapi.vkconst import vk
 from .descriptions import describe
 from .descriptors import PassReads, note_draw
 from .tagging import Labeller
-from .trackers import CommandBufferTracker, PassPart, Workload
+from .trackers import Capture, CommandBufferTracker, PassPart, Workload
 
 
 def _meta(info: PassInfo) -> dict:
@@ -182,9 +182,14 @@ class RenderPasses:
     def _indirect(self, dev, commandBuffer, buffer, offset, drawCount, stride, kind: str) -> None:
         t = self.count(dev, commandBuffer, drawCount)
         if t.part is not None and drawCount:
-            capture = self.capture
-            t.deferred_captures.append(
-                lambda cb: capture.draws(dev, cb, buffer, offset, drawCount, stride, kind))
+            capture, first = self.capture, t.part.draws - drawCount    # the draw numbers of its records
+
+            def copy(cb):
+                cap = capture.draws(dev, cb, buffer, offset, drawCount, stride, kind)
+                if isinstance(cap, Capture):
+                    cap.first_draw = first
+                return cap
+            t.deferred_captures.append(copy)
 
     def before_vkCmdDrawIndirect(self, dev, commandBuffer, buffer, offset, drawCount, stride):
         self._indirect(dev, commandBuffer, buffer, offset, drawCount, stride, "draw")

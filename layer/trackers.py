@@ -36,6 +36,7 @@ class Capture:
     group_size: tuple[int, int, int] | None = None
     tag: int = 0           # the tag of the copy itself (a workload of its own on the GPU)
     draws: tuple = ()      # kind "content": the pass's content.DrawRecords (offset -1, size 0: nothing copied)
+    first_draw: int = -1   # kinds draw, draw_indexed: the pass's draw number of its first record (-1: unknown)
 
 
 @dataclass

@@ -31,7 +31,9 @@ from typing import Any
 
 import construct as cs
 
-PROTOCOL_VERSION = 4   # 4: FRAME images, WORKLOAD resources reads/storage; 3: WORKLOADS; 2: SHADER and INSTRUMENTATION (shader instrumentation); older streams stay valid
+# 4: FRAME images, WORKLOAD resources reads/storage, ANNEX draws' draw (#28); 3: WORKLOADS; 2: SHADER and
+# INSTRUMENTATION (shader instrumentation); older streams stay valid
+PROTOCOL_VERSION = 4
 SEQUENCE_BIT = 0x80
 DEFAULT_MAX_JSON = 16 << 20
 

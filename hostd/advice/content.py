@@ -54,6 +54,7 @@ class DrawContent:
     span: int | None = None
     mean_delta: float | None = None
     cache_entries: int | None = None   # the layer's post-transform cache model's size (layer/content.py)
+    indirect: bool = False        # sizes from its indirect arguments, read after the submit (layer/indirect.py)
 
     @property
     def vertices(self) -> int:
@@ -72,6 +73,8 @@ class DrawContent:
         out: dict[str, Any] = {"draw": self.draw, "indexed": self.indexed, "count": self.count,
                                "instances": self.instances, "primitives": self.primitives * self.instances,
                                "vertices": self.vertices}
+        if self.indirect:
+            out["indirect"] = True
         if self.shaded is not None and self.unique is not None:
             out.update(unique_vertices=self.unique * self.instances, shaded_vertices=self.shaded * self.instances,
                        extra_vertex_invocations=self.extra,
@@ -220,6 +223,30 @@ def of(meta: dict[str, Any]) -> PassContent:
                                      int(d.get("instances", 1)), int(d.get("primitives", 0)),
                                      d.get("unique_vertices"), d.get("shaded_vertices"), d.get("index_span"),
                                      d.get("mean_index_delta"), d.get("cache_entries")))
+    out.draws += _indirect_draws(meta.get("draws"))
+    out.draws.sort(key=lambda d: d.draw)
+    return out
+
+
+def _indirect_draws(listed: Any) -> list[DrawContent]:
+    """The indirect draws whose arguments the layer read back (ANNEX `draws`, numbered among the pass's
+    draws since protocol 4): a non-indexed one shades each vertex once, an indexed one's index data was
+    not read (its range was in GPU memory when the pass ended): no vertex-reuse metrics."""
+    if isinstance(listed, str):
+        try:
+            listed = json.loads(listed)
+        except ValueError:
+            return []
+    out = []
+    for d in listed if isinstance(listed, list) else ():
+        if not isinstance(d, dict) or not isinstance(d.get("draw"), int):
+            continue
+        indexed = "index_count" in d
+        count = int(d.get("index_count" if indexed else "vertex_count") or 0)
+        entry = DrawContent(d["draw"], indexed, count, int(d.get("instance_count") or 0), count // 3, indirect=True)
+        if not indexed:
+            entry.unique = entry.shaded = entry.span = count
+        out.append(entry)
     return out
 
 

@@ -23,8 +23,9 @@ from typing import Any
 from .gpu import Gpu
 from .graph import RENDER_PASS, Access, Node, RenderGraph, dead, descriptor_readable, descriptor_writable, transient
 
-SCHEMA_VERSION = 4          # 4: content `regions`, `draw_overdraw`; 3: render_graph `presents`, writes'
-                            # `presented`; 2: render passes' `content`, findings' `where.draw` (#28)
+# 4: content `regions`, `draw_overdraw`, indirect draws in `draws`; 3: render_graph `presents`, writes'
+# `presented`; 2: render passes' `content`, findings' `where.draw` (#28)
+SCHEMA_VERSION = 4
 # Severities, least first: `warning` for work or traffic the frame does for nothing, `info` for what a
 # threshold calls too much (the budget file's `[advice] max_severity`, docs/ci.md, compares by this order).
 SEVERITIES = ("info", "warning")

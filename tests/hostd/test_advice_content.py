@@ -178,3 +178,23 @@ def test_page_shows_the_hottest_region_and_the_heaviest_draw() -> None:
     page = render(_analysis(region_pass(regions_payload([[[5120, 1024], [2048, 0]]]), draws={0: 1024, 3: 2048})),
                   SUMMARY, "t")
     assert "5.0 (column 0, row 0)" in page and "draw 3: 0.5" in page
+
+
+def test_indirect_draws_join_the_content_by_their_numbers() -> None:
+    """ANNEX `draws` (the indirect arguments read back) numbered among the pass's draws: a non-indexed one
+    shades each vertex once (6 vertices x 2 instances), an indexed one has sizes but no index metrics;
+    an entry without a number (an older layer) is left out."""
+    w = content_pass([indexed(draw=0, count=6, unique=4, shaded=4, span=4)])
+    w.meta["draws"] = json.dumps([{"vertex_count": 6, "instance_count": 2, "first_vertex": 0, "first_instance": 0,
+                                   "draw": 1},
+                                  {"index_count": 30, "instance_count": 1, "first_index": 0, "vertex_offset": 0,
+                                   "first_instance": 0, "draw": 2},
+                                  {"vertex_count": 3, "instance_count": 1, "first_vertex": 0, "first_instance": 0}])
+    w.index = 0
+    got = build([w]).nodes[0].to_json()["content"]
+    assert [(d["draw"], d["indexed"], d.get("indirect", False)) for d in got["draws"]] == [
+        (0, True, False), (1, False, True), (2, True, True)]
+    plain, listed = got["draws"][1], got["draws"][2]
+    assert (plain["vertices"], plain["primitives"], plain["unique_vertices"], plain["shaded_vertices"]) == (12, 4, 12, 12)
+    assert (listed["vertices"], listed["primitives"]) == (30, 10) and "shaded_vertices" not in listed
+    assert (got["described_draws"], got["vertices"], got["unique_vertices"], got["shaded_vertices"]) == (3, 18, 16, 16)

@@ -240,9 +240,9 @@ def test_examples_get_what_applies(name, shims, tmp_path) -> None:
 
 def test_content_of_an_example(shims, tmp_path, monkeypatch) -> None:
     """render_passes.py under --content: its classic pass's vkCmdDraw (6 vertices), vkCmdDrawIndexed (the
-    example's own 6 indices of one rectangle), vkCmdDrawIndirect (not described: its sizes are in GPU
-    memory) and subpass 1's full-screen triangle, numbered as the pass's draws; the metrics of the
-    indexed one from its index data read back."""
+    example's own 6 indices of one rectangle), vkCmdDrawIndirect (its VkDrawIndirectCommand, 6 vertices x 1
+    instance, read back after the submit: layer/indirect.py) and subpass 1's full-screen triangle, numbered
+    as the pass's draws; the metrics of the indexed one from its index data read back."""
     import importlib.util
 
     monkeypatch.syspath_prepend(str(REPO / "examples"))      # the example imports vkapp beside it
@@ -254,14 +254,16 @@ def test_content_of_an_example(shims, tmp_path, monkeypatch) -> None:
     a = analyse(session)
     classic = next(n for n in a.graph.nodes if n.work.kind == "render_pass")
     c = classic.to_json()["content"]
-    assert classic.work.draws == 4 and [d["draw"] for d in c["draws"]] == [0, 1, 3]
-    plain, indexed, triangle = c["draws"]
+    assert classic.work.draws == 4 and [d["draw"] for d in c["draws"]] == [0, 1, 2, 3]
+    plain, indexed, indirect, triangle = c["draws"]
+    assert (indirect["indirect"], indirect["indexed"], indirect["vertices"], indirect["shaded_vertices"]) == (
+        True, False, 6, 6)
     assert (plain["indexed"], plain["vertices"], plain["primitives"]) == (False, 6, 2)
     assert (indexed["indexed"], indexed["count"], indexed["primitives"]) == (True, len(indices), len(indices) // 3)
     distinct = len(set(indices.tolist()))
     assert indexed["unique_vertices"] == indexed["shaded_vertices"] == distinct == 4      # fits any cache
     assert indexed["index_span"] == int(indices.max()) - int(indices.min()) + 1
-    assert (triangle["vertices"], c["described_draws"]) == (3, 3)
+    assert (triangle["vertices"], c["described_draws"]) == (3, 4)
     assert {f.rule for f in a.findings} == EXAMPLES_ALLOWED["render_passes"]
 
 

@@ -106,3 +106,40 @@ def test_bytes_and_decode() -> None:
     assert got[1]["cache_entries"] == CACHE_ENTRIES and "cache_entries" not in got[0]
     assert (got[2]["instances"], got[2]["unique_vertices"], got[2]["shaded_vertices"]) == (4, 128, 384)
     assert got[3] == {"draw": 3, "indexed": True, "count": 6, "instances": 1}
+
+
+def test_indirect_draws_are_numbered_among_the_pass_draws() -> None:
+    """render_passes.py gives an indirect draw's capture the pass's number of its first record (two direct
+    draws before it: 2), and indirect.py's read-back numbers each record from there (ANNEX `draws` `draw`),
+    so hostd's content metrics place them among the direct draws."""
+    import struct
+    from types import SimpleNamespace as NS
+
+    from tessera.layer.indirect import Capturer
+    from tessera.layer.render_passes import RenderPasses
+    from tessera.layer.trackers import Capture, CommandBufferTracker
+    from tessera.schemas.messages import problems
+    from tessera.schemas.frames import MessageType
+    from tessera.vkapi.render_passes import PassInfo
+    from tessera.vkapi.vkconst import vk
+
+    t = CommandBufferTracker(1, 1, vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1)
+    state = NS(command_buffer=lambda dev, cb: t)
+    labeller = NS(next_tag=iter(range(1, 9)).__next__, push=lambda *a: True, pop=lambda *a: None)
+    made = []
+    capture = NS(draws=lambda dev, cb, buf, off, n, stride, kind: made.append(Capture(0, 16 * n, kind, n)) or made[-1])
+    passes = RenderPasses(state, labeller, capture)
+    dev = NS(address=0xD0)
+    passes._start(dev, t, 1, PassInfo("vkCmdBeginRendering", 0, 64, 64, 1, 1, [], 0, 0, True))
+    passes.before_vkCmdDraw(dev, 1, 3, 1, 0, 0)
+    passes.before_vkCmdDrawIndexed(dev, 1, 6, 1, 0, 0, 0)
+    passes.before_vkCmdDrawIndirect(dev, 1, 0xB, 0, 2, 16)
+    passes.after_vkCmdEndRendering(dev, None, 1)
+    [cap] = made
+    assert (cap.first_draw, cap.count) == (2, 2)
+    data = struct.pack("<8I", 6, 2, 0, 0, 3, 1, 0, 0)
+    capturer = Capturer.__new__(Capturer)
+    got = capturer._decode(NS(capture=NS(read=lambda offset, size: data[offset:offset + size])), cap)
+    assert got == {"draws": [{"vertex_count": 6, "instance_count": 2, "first_vertex": 0, "first_instance": 0, "draw": 2},
+                             {"vertex_count": 3, "instance_count": 1, "first_vertex": 0, "first_instance": 0, "draw": 3}]}
+    assert problems(MessageType.ANNEX, got) == []
