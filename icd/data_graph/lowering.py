@@ -9,8 +9,9 @@ and the bytes at the timing model's memory bandwidth, icd/timing.py). Pure Pytho
 
 Supported (fp32 tensors; TOSA's accumulator attribute, even FP16 on fp32 tensors, computes in fp32):
 ADD, SUB, MUL (shift 0), MAXIMUM, MINIMUM (with broadcasting), CLAMP, SIGMOID, TANH, ABS, EXP, NEGATE
-(zero points 0), RECIPROCAL, RESHAPE, MATMUL (zero points 0), CONV2D and DEPTHWISE_CONV2D (any kernel size,
-padding, stride, dilation; zero points 0), AVG_POOL2D (zero points 0), MAX_POOL2D. Any other operator,
+(zero points 0), RECIPROCAL, RESHAPE, TRANSPOSE, SLICE, PAD, TILE, REVERSE, REDUCE_SUM / MAX / MIN / PRODUCT,
+MATMUL (zero points 0), CONV2D and DEPTHWISE_CONV2D (any kernel size, padding, stride, dilation; zero points
+0), AVG_POOL2D (zero points 0), MAX_POOL2D. Any other operator,
 element type or attribute value raises LoweringError naming it, so vkCreateDataGraphPipelinesARM refuses
 the pipeline at creation.
 """
@@ -29,7 +30,10 @@ ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 
 BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"})
 # arithmetic ops per element of the element-wise operators (exp-based ones cost more)
 ELTWISE_OPS = {"RESHAPE": 0, "SIGMOID": 4, "TANH": 4, "EXP": 2, "RECIPROCAL": 2}
-SUPPORTED = tuple(sorted(set(ELTWISE) | {"MATMUL", "CONV2D", "DEPTHWISE_CONV2D", "AVG_POOL2D", "MAX_POOL2D"}))
+REDUCE = {"REDUCE_SUM": 0, "REDUCE_MAX": 1, "REDUCE_MIN": 2, "REDUCE_PRODUCT": 3}
+REARRANGE = ("TRANSPOSE", "SLICE", "PAD", "TILE", "REVERSE")
+SUPPORTED = tuple(sorted(set(ELTWISE) | set(REDUCE) | set(REARRANGE)
+                         | {"MATMUL", "CONV2D", "DEPTHWISE_CONV2D", "AVG_POOL2D", "MAX_POOL2D"}))
 
 
 class LoweringError(Exception):
@@ -198,8 +202,79 @@ def _pool(op: Operator, types: dict[int, TensorType]) -> Kernel:
                   bytes=(x.count + count) * ELEMENT_BYTES, shape=op.type.shape)
 
 
-_LOWER = {**{name: _eltwise for name in ELTWISE}, "MATMUL": _matmul, "CONV2D": _conv, "DEPTHWISE_CONV2D": _conv,
-          "AVG_POOL2D": _pool, "MAX_POOL2D": _pool}
+def _packed(shape: tuple[int, ...]) -> list[int]:
+    """Element strides of a packed tensor of `shape`."""
+    out, s = [0] * len(shape), 1
+    for d in range(len(shape) - 1, -1, -1):
+        out[d] = s
+        s *= shape[d]
+    return out
+
+
+def _six(values: list[int], fill: int = 0) -> list[int]:
+    return [v & 0xFFFFFFFF for v in values] + [fill] * (MAX_RANK - len(values))
+
+
+def _rearrange(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    """TRANSPOSE, SLICE, PAD, TILE, REVERSE as one strided copy (shaders/rearrange.comp)."""
+    x = types[op.inputs["input1"]]
+    ins, out = x.shape, op.type.shape
+    rank = len(ins)
+    if rank > MAX_RANK or len(out) != rank:
+        raise LoweringError(f"{op.name} of {x} to {op.type}: ranks must agree and be at most {MAX_RANK}")
+    strides = _packed(ins)
+    region, src, extents, before, base, wrap, pad = list(out), list(strides), list(ins), [0] * rank, 0, 0, 0.0
+    if op.name == "TRANSPOSE":
+        perms = [int(v) for v in op.attributes["perms"]]
+        if sorted(perms) != list(range(rank)) or [ins[d] for d in perms] != list(out):
+            raise LoweringError(f"TRANSPOSE of {x} by {perms} does not give {op.type}")
+        src, extents = [strides[d] for d in perms], list(out)
+    elif op.name == "SLICE":
+        start, size = [int(v) for v in op.attributes["start"]], [int(v) for v in op.attributes["size"]]
+        if size != list(out) or any(b < 0 or b + n > d for b, n, d in zip(start, size, ins)):
+            raise LoweringError(f"SLICE of {x} at {start} size {size} is outside it or is not {op.type}")
+        base, extents = sum(b * st for b, st in zip(start, strides)), list(out)
+    elif op.name == "PAD":
+        padding = [int(v) for v in op.attributes["padding"]]
+        before = padding[0::2]
+        if len(padding) != 2 * rank or [d + lo + hi for d, lo, hi in zip(ins, before, padding[1::2])] != list(out):
+            raise LoweringError(f"PAD of {x} by {padding} does not give {op.type}")
+        values = op.attributes.get("pad_const", [0.0])
+        pad = float(values[0] if isinstance(values, list) else values)
+    elif op.name == "TILE":
+        multiples = [int(v) for v in op.attributes["multiples"]]
+        if [d * m for d, m in zip(ins, multiples)] != list(out):
+            raise LoweringError(f"TILE of {x} by {multiples} does not give {op.type}")
+        wrap = 1
+    else:   # REVERSE
+        axis = int(op.attributes["axis"])
+        if not 0 <= axis < rank or ins != out:
+            raise LoweringError(f"REVERSE of {x} along axis {axis}: the axis is not one of its dimensions")
+        base, src[axis] = (ins[axis] - 1) * strides[axis], -strides[axis]
+    params = [rank, op.type.count, *_six(region, 1), *_six(src), *_six(extents, 1), *_six(before),
+              *_six(_packed(out)), base & 0xFFFFFFFF, 0, _f(pad), wrap]
+    n = op.type.count
+    return Kernel(op.name, "rearrange", params, n, [op.inputs["input1"]] * 3, op.result,
+                  bytes=2 * n * ELEMENT_BYTES, shape=op.type.shape)
+
+
+def _reduce(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    x = types[op.inputs["input"]]
+    axis = int(op.attributes["axis"])
+    if not 0 <= axis < len(x.shape) or op.type.shape != x.shape[:axis] + (1,) + x.shape[axis + 1:]:
+        raise LoweringError(f"{op.name} of {x} along axis {axis} does not give {op.type}")
+    outer = 1
+    for d in x.shape[:axis]:
+        outer *= d
+    inner = op.type.count // outer
+    return Kernel(op.name, "reduce", [REDUCE[op.name], outer, x.shape[axis], inner], op.type.count,
+                  [op.inputs["input"]] * 3, op.result, ops=x.count,
+                  bytes=(x.count + op.type.count) * ELEMENT_BYTES, shape=op.type.shape)
+
+
+_LOWER = {**{name: _eltwise for name in ELTWISE}, **{name: _reduce for name in REDUCE},
+          **{name: _rearrange for name in REARRANGE}, "MATMUL": _matmul, "CONV2D": _conv,
+          "DEPTHWISE_CONV2D": _conv, "AVG_POOL2D": _pool, "MAX_POOL2D": _pool}
 
 
 def plan(g: Graph) -> Plan:
