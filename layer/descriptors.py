@@ -10,7 +10,8 @@ unread even for a sampleable image. A workload whose command buffer bound descri
 (VK_EXT_descriptor_buffer), which the layer cannot read, gets no `reads`: it stays opaque.
 
 What is followed (every way core Vulkan and VK_KHR_push_descriptor write image descriptors):
-  - vkAllocateDescriptorSets (a set starts empty), vkUpdateDescriptorSets (writes, copies),
+  - vkAllocateDescriptorSets (a set starts empty; freed with vkFreeDescriptorSets, or with its pool by
+    vkResetDescriptorPool / vkDestroyDescriptorPool), vkUpdateDescriptorSets (writes, copies),
     vkCreate/DestroyDescriptorUpdateTemplate and vkUpdateDescriptorSetWithTemplate;
   - vkCmdBindDescriptorSets(2), vkCmdPushDescriptorSet(2), vkCmdPushDescriptorSetWithTemplate(2);
   - vkCmdBindDescriptorBuffersEXT: the command buffer's workloads are untracked from there on.
@@ -38,7 +39,8 @@ from tessera.vkapi.vkconst import vk
 
 # vkCmd* commands and device commands only content mode hands out (see the module docstring).
 CONTENT_ONLY = (
-    "vkAllocateDescriptorSets", "vkUpdateDescriptorSets", "vkCreateDescriptorUpdateTemplate",
+    "vkAllocateDescriptorSets", "vkFreeDescriptorSets", "vkResetDescriptorPool", "vkDestroyDescriptorPool",
+    "vkUpdateDescriptorSets", "vkCreateDescriptorUpdateTemplate",
     "vkDestroyDescriptorUpdateTemplate", "vkUpdateDescriptorSetWithTemplate", "vkCmdBindDescriptorSets",
     "vkCmdBindDescriptorSets2", "vkCmdPushDescriptorSet", "vkCmdPushDescriptorSet2",
     "vkCmdPushDescriptorSetWithTemplate", "vkCmdPushDescriptorSetWithTemplate2", "vkCmdBindDescriptorBuffersEXT",
@@ -71,6 +73,7 @@ class DescriptorState:
     """A device's descriptor sets (their image slots) and update templates."""
     sets: dict[int, Slots] = field(default_factory=dict)
     templates: dict[int, Template] = field(default_factory=dict)
+    pools: dict[int, set[int]] = field(default_factory=dict)     # pool -> the sets allocated from it
 
 
 @dataclass
@@ -193,9 +196,31 @@ class Descriptors:
     def after_vkAllocateDescriptorSets(self, dev, result, device, pAllocateInfo, pDescriptorSets):
         if result != vk.VK_SUCCESS:
             return
-        sets = self._device(dev).sets
+        d = self._device(dev)
+        pool = d.pools.setdefault(_handle(self.ffi, pAllocateInfo.descriptorPool), set())
         for i in range(pAllocateInfo.descriptorSetCount):
-            sets[_handle(self.ffi, pDescriptorSets[i])] = {}
+            h = _handle(self.ffi, pDescriptorSets[i])
+            d.sets[h] = {}
+            pool.add(h)
+
+    def _forget_pool(self, dev, pool) -> None:
+        d = self._device(dev)
+        for h in d.pools.pop(_handle(self.ffi, pool), ()):
+            d.sets.pop(h, None)
+
+    def before_vkFreeDescriptorSets(self, dev, device, pool, count, pDescriptorSets):
+        d = self._device(dev)
+        owned = d.pools.get(_handle(self.ffi, pool), set())
+        for i in range(count):
+            h = _handle(self.ffi, pDescriptorSets[i])
+            d.sets.pop(h, None)
+            owned.discard(h)
+
+    def before_vkResetDescriptorPool(self, dev, device, pool, flags):
+        self._forget_pool(dev, pool)
+
+    def before_vkDestroyDescriptorPool(self, dev, device, pool, pAllocator):
+        self._forget_pool(dev, pool)
 
     def after_vkUpdateDescriptorSets(self, dev, result, device, writeCount, pWrites, copyCount, pCopies):
         sets = self._device(dev).sets

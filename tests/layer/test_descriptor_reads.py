@@ -207,3 +207,16 @@ def test_only_content_mode_hands_the_descriptor_hooks_out() -> None:
     recorded = intercepts.recorded(intercepts.LAYER)
     assert all(recorded[name].record is False for name in CONTENT_ONLY if name.startswith("vkCmd"))
     assert PassReads().to_json() == {"reads": [], "storage": []} and BoundSets().images(GRAPHICS) == (set(), set())
+
+
+def test_sets_are_forgotten_when_freed_or_with_their_pool(rig) -> None:
+    ffi, h, dev = rig.ffi, rig.hooks, rig.dev
+    for pool, sets in ((0xB1, (0x5E1, 0x5E2)), (0xB2, (0x5E3,))):
+        alloc = ffi.new("VkDescriptorSetAllocateInfo *", {"descriptorPool": pool, "descriptorSetCount": len(sets)})
+        h.after_vkAllocateDescriptorSets(dev, vk.VK_SUCCESS, None, alloc, _sets(ffi, *sets))
+    assert set(dev.descriptors.sets) == {0x5E1, 0x5E2, 0x5E3}
+    h.before_vkFreeDescriptorSets(dev, None, 0xB1, 1, _sets(ffi, 0x5E1))
+    assert set(dev.descriptors.sets) == {0x5E2, 0x5E3} and dev.descriptors.pools[0xB1] == {0x5E2}
+    h.before_vkResetDescriptorPool(dev, None, 0xB1, 0)
+    h.before_vkDestroyDescriptorPool(dev, None, 0xB2, ffi.NULL)
+    assert dev.descriptors.sets == {} and dev.descriptors.pools == {}
