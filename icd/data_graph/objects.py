@@ -80,10 +80,21 @@ def fma_per_ns(profile) -> float:
 
 
 def operator_costs(plan: lowering.Plan, profile) -> list[dict]:
-    """Each kernel's cost on the profile's GPU: {operator, shape, ops, bytes, ns}."""
+    """Each operator's cost on the profile's GPU: {operator, shape, ops, bytes, ns} (an operator of several
+    kernels, such as CONCAT, is one entry: their sums)."""
     rate = fma_per_ns(profile)
-    return [{"operator": k.operator, "shape": "x".join(map(str, k.shape)), "ops": k.ops, "bytes": k.bytes,
-             "ns": round(k.time_ns(rate, timing.MEMORY_BYTES_PER_NS), 1)} for k in plan.kernels]
+    out: list[dict] = []
+    for k in plan.kernels:
+        ns = k.time_ns(rate, timing.MEMORY_BYTES_PER_NS)
+        if k.part and out:
+            last = out[-1]
+            last["ops"] += k.ops
+            last["bytes"] += k.bytes
+            last["ns"] = round(last["ns"] + ns, 1)
+            continue
+        out.append({"operator": k.operator, "shape": "x".join(map(str, k.shape)), "ops": k.ops, "bytes": k.bytes,
+                    "ns": round(ns, 1)})
+    return out
 
 
 class Hooks:

@@ -214,7 +214,8 @@ class DataGraph(Hooks, Feature):
             params += block.ljust((len(block) + lowering.ALIGN - 1) // lowering.ALIGN * lowering.ALIGN, b"\0")
         buffer = kernels.host_buffer(ffi, dev, st.kernels, bytes(data) + bytes(params))
         costs = operator_costs(plan, self.drv.profile)
-        log = "\n".join([f"Tessera emulated Mali: graph '{entry}', {len(plan.kernels)} operators as compute kernels"]
+        log = "\n".join([f"Tessera emulated Mali: graph '{entry}', {len(costs)} operators as {len(plan.kernels)} "
+                         "compute kernels"]
                         + [f"{c['operator']} {c['shape']}: {c['ops']} ops, {c['bytes']} bytes, {c['ns']} ns"
                            for c in costs])
         ident = hashlib.sha256(code + entry.encode()).digest()[:16]

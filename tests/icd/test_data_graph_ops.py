@@ -167,6 +167,9 @@ CASES = {
              lambda i: np.tile(i[0], (2, 3)), 0.0),
     "reverse": ([(3, 4, 2)], lambda g, i: (g.op("REVERSE", (3, 4, 2), g.u32(1), i[0]), (3, 4, 2)),
                 lambda i: np.flip(i[0], 1), 0.0),
+    "concat": ([(1, 2, 3), (1, 4, 3), (1, 1, 3)],
+               lambda g, i: (g.op("CONCAT", (1, 7, 3), g.u32(1), *i), (1, 7, 3)),
+               lambda i: np.concatenate(i, axis=1), 0.0),
     "reduce_sum": ([(2, 5, 3)], lambda g, i: (g.op("REDUCE_SUM", (2, 1, 3), g.u32(1), i[0]), (2, 1, 3)),
                    lambda i: i[0].astype(np.float64).sum(axis=1, keepdims=True).astype(np.float32), 0.0),
     "reduce_max": ([(2, 5, 3)], lambda g, i: (g.op("REDUCE_MAX", (2, 5, 1), g.u32(2), g.u32(1), i[0]), (2, 5, 1)),
@@ -497,7 +500,7 @@ def test_copies_barriers_and_a_graph_in_one_command_buffer_keep_their_order(ran)
 
 
 def test_pipeline_creation_log_lists_the_operators(ran):
-    assert ran["log"].startswith("Tessera emulated Mali: graph 'main', 6 operators")
+    assert ran["log"].startswith("Tessera emulated Mali: graph 'main', 6 operators as 6 compute kernels")
     for op in ("CONV2D 1x6x6x4", "CLAMP", "MAX_POOL2D 1x3x3x4", "RESHAPE", "MATMUL 1x1x3", "SIGMOID"):
         assert op in ran["log"]
 

@@ -137,6 +137,22 @@ def _pool_model(rng):
     return mlir, [x, b], (1 / (1 + np.exp(-(diff.reshape(1, 8) * b)))).astype(np.float32)
 
 
+def _concat_model(rng):
+    """tosa.concat of 1×2×3 and 1×4×3 along axis 1, tosa.transpose (0, 2, 1), tosa.reduce_sum along axis 2."""
+    a = (rng.integers(-8, 8, (1, 2, 3)) / 4).astype(np.float32)
+    b = (rng.integers(-8, 8, (1, 4, 3)) / 4).astype(np.float32)
+    mlir = f"""module {{
+  func.func @main(%a: {_t(a.shape)}, %b: {_t(b.shape)}) -> {_t((1, 3, 1))} {{
+    %0 = tosa.concat %a, %b {{axis = 1 : i32}} : ({_t(a.shape)}, {_t(b.shape)}) -> {_t((1, 6, 3))}
+    %1 = tosa.transpose %0 {{perms = array<i32: 0, 2, 1>}} : ({_t((1, 6, 3))}) -> {_t((1, 3, 6))}
+    %2 = tosa.reduce_sum %1 {{axis = 2 : i32}} : ({_t((1, 3, 6))}) -> {_t((1, 3, 1))}
+    return %2 : {_t((1, 3, 1))}
+  }}
+}}"""
+    joined = np.concatenate([a, b], axis=1).astype(np.float64)
+    return mlir, [a, b], np.transpose(joined, (0, 2, 1)).sum(axis=2, keepdims=True).astype(np.float32)
+
+
 # name -> (model builder, tolerance: 0 = bit-exact)
 MODELS = {
     "add_1x4": (_add_model, 0.0),
@@ -144,6 +160,7 @@ MODELS = {
     "conv1x1_relu": (lambda rng: _conv_model(rng, 1, True), 0.0),
     "conv3x3_relu": (lambda rng: _conv_model(rng, 3, False), 2e-6),
     "pool_reshape_mul_sigmoid": (_pool_model, 1e-6),
+    "concat_transpose_reduce": (_concat_model, 0.0),
 }
 
 
@@ -276,7 +293,8 @@ def test_scenario_on_tessera_equals_numpy_and_reference(name, ml_layers, shims, 
 # TOSA operators per model: each is one operator of the data-graph workload (RESHAPE included)
 OPERATORS = {"add_1x4": ["ADD"], "matmul_add_relu": ["MATMUL", "ADD", "CLAMP"], "conv1x1_relu": ["CONV2D", "CLAMP"],
              "conv3x3_relu": ["CONV2D", "CLAMP"],
-             "pool_reshape_mul_sigmoid": ["AVG_POOL2D", "MAX_POOL2D", "SUB", "RESHAPE", "MUL", "SIGMOID"]}
+             "pool_reshape_mul_sigmoid": ["AVG_POOL2D", "MAX_POOL2D", "SUB", "RESHAPE", "MUL", "SIGMOID"],
+             "concat_transpose_reduce": ["CONCAT", "TRANSPOSE", "REDUCE_SUM"]}
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
