@@ -309,7 +309,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("vkapi.resource_hooks", "layer.regions")},
     "vkCreateShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCreateShaderModule": {
-        ICD: In("icd.core_builtins", "icd.shader_costs", "vkapi.pipelines"), LAYER: In("vkapi.pipelines")},
+        ICD: In("icd.core_builtins", "icd.shader_costs", "vkapi.pipelines", "icd.data_graph.pipelines"),
+        LAYER: In("vkapi.pipelines")},
     "vkCreateShadersEXT": {
         ICD: In("icd.shader_costs", "vkapi.pipelines", "icd.instrumentation.hooks"),
         LAYER: In("vkapi.pipelines", "layer.instrument")},

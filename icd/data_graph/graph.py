@@ -98,6 +98,26 @@ def tosa_grammar() -> dict[int, tuple[str, list[str]]]:
             for i in data["instructions"]}
 
 
+CAPABILITY_GRAPH = 4191                    # GraphARM
+OP_CAPABILITY = 17
+
+
+def declares_graph(code: bytes) -> bool:
+    """Whether a SPIR-V module declares the GraphARM capability (a data-graph module)."""
+    if len(code) < 24 or len(code) % 4:
+        return False
+    words = struct.unpack_from(f"<{len(code) // 4}I", code)
+    i = 5
+    while i < len(words):
+        count, opcode = words[i] >> 16, words[i] & 0xFFFF
+        if opcode != OP_CAPABILITY or count == 0:
+            return False                  # capabilities come first in a module
+        if words[i + 1] == CAPABILITY_GRAPH:
+            return True
+        i += count
+    return False
+
+
 def _string(words: list[int]) -> tuple[str, int]:
     """A literal string at the start of `words`: (text, words used)."""
     raw = b"".join(struct.pack("<I", w) for w in words)

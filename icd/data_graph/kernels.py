@@ -12,12 +12,13 @@ icd/data_graph/shaders/*.comp -> build/data_graph/*.spv); a missing one is a cle
 
 Also: host-visible backend buffers (a pipeline's constants and parameter blocks) and device buffers bound
 to the application's memory (a session's transient memory).
-Threads: the caches are filled under the application's synchronisation of the pipeline's device (one
-data-graph command recorded at a time per command buffer; dict writes under the GIL).
+Threads: command buffers of one device may be recorded on several threads at once, so the caches are
+filled under the Kernels' lock (a backend pipeline is made once per layout and shader).
 """
 from __future__ import annotations
 
 import struct
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,7 @@ class Kernels:
     layouts: dict[Any, tuple[int, int]] = field(default_factory=dict)   # app layout key -> (our layout, set index)
     pipelines: dict[tuple[Any, str], int] = field(default_factory=dict)
     modules: dict[tuple[str, int], int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def setup(ffi, dev) -> Kernels:
@@ -109,7 +111,7 @@ def setup(ffi, dev) -> Kernels:
 
 def layout_for(ffi, dev, k: Kernels, app: tuple | None) -> tuple[int, int]:
     """(pipeline layout, operator set index) compatible with `app` = (set layouts, push ranges) of the
-    application's bound compute pipeline layout (None: no compute pipeline bound)."""
+    application's bound compute pipeline layout (None: no compute pipeline bound). Under k.lock."""
     key = None if app is None else (tuple(app[0]), tuple(app[1]))
     if key in k.layouts:
         return k.layouts[key]
@@ -131,6 +133,11 @@ def layout_for(ffi, dev, k: Kernels, app: tuple | None) -> tuple[int, int]:
 
 def pipeline_for(ffi, dev, k: Kernels, app: tuple | None, shader: str) -> tuple[int, int, int]:
     """(compute pipeline, its layout, operator set index) of `shader` beside the application's layout."""
+    with k.lock:
+        return _pipeline_for(ffi, dev, k, app, shader)
+
+
+def _pipeline_for(ffi, dev, k: Kernels, app: tuple | None, shader: str) -> tuple[int, int, int]:
     layout, index = layout_for(ffi, dev, k, app)
     key = (None if app is None else (tuple(app[0]), tuple(app[1])), shader)
     if key not in k.pipelines:

@@ -45,6 +45,11 @@ class DataGraph(Hooks, Feature):
 
     label = EXTENSION
 
+    def __init__(self, drv: Driver) -> None:
+        super().__init__(drv)
+        self._graph_modules: dict[int, tuple] = {}   # pShaderModule address -> (graph code, the backend's info)
+        self._empty = None                           # (bytes, uint32_t[]) of shaders/empty.comp
+
     # ---- device lifecycle (icd/feature.py) ---------------------------------------------------
     def wants(self, request: DeviceRequest) -> bool:
         return EXTENSION in request.names
@@ -400,6 +405,35 @@ class DataGraph(Hooks, Feature):
         s.pipeline.sessions -= 1
         if s.pipeline.sessions == 0 and s.pipeline.handle not in st.pipelines:
             kernels.free_host_buffer(self.ffi, dev, s.pipeline.constants)
+
+    # ---- graph modules: the driver's alone ----------------------------------------------------
+    def before_vkCreateShaderModule(self, dev, device, pCreateInfo, pAllocator, pShaderModule):
+        """A module declaring GraphARM (a data graph, OpCapability 4191) reaches the backend as an empty compute
+        shader; the graph's code is kept for the driver (after_vkCreateShaderModule)."""
+        if dev.peek(DeviceGraphs) is None or pCreateInfo.codeSize < 24:
+            return None
+        ffi = self.ffi
+        code = bytes(ffi.buffer(pCreateInfo.pCode, pCreateInfo.codeSize))
+        if not graph.declares_graph(code):
+            return None
+        keep = self._stand_in(ffi)
+        info = ffi.new("VkShaderModuleCreateInfo *", pCreateInfo[0])
+        info.codeSize, info.pCode = len(keep[1]) * 4, keep[1]
+        self._graph_modules[int(ffi.cast("uintptr_t", pShaderModule))] = (code, info)
+        return (device, info, pAllocator, pShaderModule)
+
+    def after_vkCreateShaderModule(self, dev, result, device, pCreateInfo, pAllocator, pShaderModule):
+        pending = self._graph_modules.pop(int(self.ffi.cast("uintptr_t", pShaderModule)), None)
+        if pending is not None and result == vk.VK_SUCCESS:
+            dev.res.shaders[int(pShaderModule[0])] = pending[0]   # what vkapi.pipelines keeps: the graph
+
+    def _stand_in(self, ffi):
+        if self._empty is None:
+            code = kernels.shader_code("empty")
+            words = ffi.new("uint32_t[]", len(code) // 4)
+            ffi.memmove(words, code, len(code))
+            self._empty = (code, words)
+        return self._empty
 
     # ---- descriptors: which tensor each set holds --------------------------------------------
     def before_vkUpdateDescriptorSets(self, dev, device, writeCount, pWrites, copyCount, pCopies):

@@ -102,3 +102,10 @@ def test_matmul_with_mismatched_inner_dimensions_is_refused():
     g.output(g.op("MATMUL", (1, 2, 5), a, b, g.zero_point(), g.zero_point()), (1, 2, 5))
     with pytest.raises(lowering.LoweringError, match=r"MATMUL of 1x2x3 float32 and 1x4x5 float32"):
         lowering.plan(graph.read(g.assemble(), "main"))
+
+
+def test_graph_modules_are_told_from_shaders():
+    """A module declaring GraphARM is the driver's alone (the backend gets an empty compute shader instead)."""
+    assert graph.declares_graph(_conv_graph(1, 0, 1, 5))
+    shader = (REPO / "build" / "data_graph" / "empty.spv").read_bytes()
+    assert not graph.declares_graph(shader) and not graph.declares_graph(b"")
