@@ -74,6 +74,7 @@ class DescriptorState:
     sets: dict[int, Slots] = field(default_factory=dict)
     templates: dict[int, Template] = field(default_factory=dict)
     pools: dict[int, set[int]] = field(default_factory=dict)     # pool -> the sets allocated from it
+    updates: int = 0              # bumped by every change to a set's slots (BoundSets.images' cache)
 
 
 @dataclass
@@ -83,14 +84,22 @@ class BoundSets:
     bound: dict[int, dict[int, Slots]] = field(default_factory=dict)
     untracked: bool = False           # descriptor buffers bound: its workloads read what the layer cannot see
     continued: "PassReads | None" = None   # a secondary's draws continuing a render pass: what they read
+    device: DescriptorState | None = None  # whose `updates` invalidate the cache
+    changed: int = 0                  # bumped by every bind and push
+    _cache: tuple = (None, None)      # (key, images): a run of draws with nothing bound or written between
 
     def images(self, bind_point: int) -> tuple[set[int], set[int]]:
-        """(images read, storage images) of every set bound at `bind_point`."""
+        """(images read, storage images) of every set bound at `bind_point` (the same object while
+        nothing is bound or written: a draw after a draw costs a comparison)."""
+        key = (bind_point, self.changed, self.device.updates if self.device is not None else 0)
+        if self._cache[0] == key:
+            return self._cache[1]
         reads: set[int] = set()
         storage: set[int] = set()
         for slots in self.bound.get(bind_point, {}).values():
             for image, dtype in slots.values():
                 (storage if dtype in STORAGE_TYPES else reads).add(image)
+        self._cache = (key, (reads, storage))
         return reads, storage
 
 
@@ -101,6 +110,7 @@ class PassReads:
     storage: set[int] = field(default_factory=set)
     untracked: bool = False
     ops_start: int = 0                # its command buffer's ops when it began (secondaries executed since)
+    _last: tuple | None = None        # the images added last (BoundSets.images' object)
 
     def add(self, bound: BoundSets | None) -> None:
         if bound is None:
@@ -108,9 +118,12 @@ class PassReads:
         if bound.untracked:
             self.untracked = True
             return
-        reads, storage = bound.images(GRAPHICS)
-        self.reads |= reads
-        self.storage |= storage
+        got = bound.images(GRAPHICS)
+        if got is self._last:
+            return
+        self._last = got
+        self.reads |= got[0]
+        self.storage |= got[1]
 
     def join(self, other: "PassReads") -> None:
         self.reads |= other.reads
@@ -197,6 +210,7 @@ class Descriptors:
         if result != vk.VK_SUCCESS:
             return
         d = self._device(dev)
+        d.updates += 1
         pool = d.pools.setdefault(_handle(self.ffi, pAllocateInfo.descriptorPool), set())
         for i in range(pAllocateInfo.descriptorSetCount):
             h = _handle(self.ffi, pDescriptorSets[i])
@@ -205,11 +219,13 @@ class Descriptors:
 
     def _forget_pool(self, dev, pool) -> None:
         d = self._device(dev)
+        d.updates += 1
         for h in d.pools.pop(_handle(self.ffi, pool), ()):
             d.sets.pop(h, None)
 
     def before_vkFreeDescriptorSets(self, dev, device, pool, count, pDescriptorSets):
         d = self._device(dev)
+        d.updates += 1
         owned = d.pools.get(_handle(self.ffi, pool), set())
         for i in range(count):
             h = _handle(self.ffi, pDescriptorSets[i])
@@ -223,7 +239,9 @@ class Descriptors:
         self._forget_pool(dev, pool)
 
     def after_vkUpdateDescriptorSets(self, dev, result, device, writeCount, pWrites, copyCount, pCopies):
-        sets = self._device(dev).sets
+        d = self._device(dev)
+        d.updates += 1
+        sets = d.sets
         for i in range(writeCount):
             w = pWrites[i]
             self._write(dev, sets.setdefault(_handle(self.ffi, w.dstSet), {}), w)
@@ -270,6 +288,7 @@ class Descriptors:
 
     def after_vkUpdateDescriptorSetWithTemplate(self, dev, result, device, descriptorSet, template, pData):
         d = self._device(dev)
+        d.updates += 1
         t = d.templates.get(_handle(self.ffi, template))
         if t is not None and pData != self.ffi.NULL:
             self._template_write(dev, d.sets.setdefault(_handle(self.ffi, descriptorSet), {}), t, pData)
@@ -279,6 +298,9 @@ class Descriptors:
         t = self.state.command_buffer(dev, commandBuffer)
         if t.descriptors is None:
             t.descriptors = BoundSets()
+        if t.descriptors.device is None:
+            t.descriptors.device = self._device(dev)
+        t.descriptors.changed += 1      # every caller binds or pushes
         return t.descriptors
 
     def _bind(self, dev, commandBuffer, points: list[int], first: int, count: int, pSets) -> None:

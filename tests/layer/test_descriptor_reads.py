@@ -220,3 +220,24 @@ def test_sets_are_forgotten_when_freed_or_with_their_pool(rig) -> None:
     h.before_vkResetDescriptorPool(dev, None, 0xB1, 0)
     h.before_vkDestroyDescriptorPool(dev, None, 0xB2, ffi.NULL)
     assert dev.descriptors.sets == {} and dev.descriptors.pools == {}
+
+
+def test_a_draw_after_an_update_of_a_bound_set_sees_it(rig) -> None:
+    """The images of the bound sets are computed once per run of draws with nothing bound or written in
+    between: a write to a bound set (or a new bind) between two draws is seen by the second."""
+    ffi, h, dev, keep = rig.ffi, rig.hooks, rig.dev, []
+    h.after_vkUpdateDescriptorSets(dev, None, None, 1, _writes(ffi, keep, (0x5E1, 0, 0, SAMPLED, [0x51])), 0, ffi.NULL)
+    passes, _ = _pass(rig, 0x10)
+    t = rig.state.command_buffer(dev, 0x10)
+    h.before_vkCmdBindDescriptorSets(dev, 0x10, GRAPHICS, None, 0, 1, _sets(ffi, 0x5E1), 0, ffi.NULL)
+    passes.before_vkCmdDraw(dev, 0x10, 3, 1, 0, 0)
+    first = t.descriptors.images(GRAPHICS)
+    passes.before_vkCmdDraw(dev, 0x10, 3, 1, 0, 0)
+    assert t.descriptors.images(GRAPHICS) is first and t.part.descriptor_reads.reads == {0xA1}
+    h.after_vkUpdateDescriptorSets(dev, None, None, 1, _writes(ffi, keep, (0x5E1, 0, 0, STORAGE, [0x53])), 0, ffi.NULL)
+    passes.before_vkCmdDraw(dev, 0x10, 3, 1, 0, 0)
+    h.before_vkCmdPushDescriptorSet(dev, 0x10, GRAPHICS, None, 1, 1, _writes(ffi, keep, (0, 0, 0, SAMPLED, [0x52])))
+    passes.before_vkCmdDraw(dev, 0x10, 3, 1, 0, 0)
+    passes.after_vkCmdEndRendering(dev, None, 0x10)
+    (_, _, meta, _), = t.described
+    assert meta["resources"]["reads"] == ["0xa1", "0xa2"] and meta["resources"]["storage"] == ["0xa3"]
