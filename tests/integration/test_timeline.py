@@ -54,7 +54,8 @@ EXPECTED: list[tuple[str, dict, list[str]]] = [
     # submit 3: no barrier between the passes
     ("pass1", {**PASS, "draw_call_count": 1}, ["passes"]),
     ("pass2", {**PASS, "draw_call_count": 2, "annex": True,
-               "draws": [{"vertex_count": 6, "instance_count": 1, "first_vertex": 12, "first_instance": 0}]}, []),
+               "draws": [{"vertex_count": 6, "instance_count": 1, "first_vertex": 12, "first_instance": 0,
+                          "draw": 0}]}, []),    # the pass's first draw (protocol 4 numbers indirect draws)
     ("readback_e1", READBACK, []), ("readback_e2", READBACK, []),
     # submit 4: a barrier between the passes
     ("pass3", {**PASS, "draw_call_count": 1}, []), ("pass4", {**PASS, "draw_call_count": 1}, []),
