@@ -284,7 +284,11 @@ class QueueReporter:
             return
         ends = frame_ends()
         frame_id, boundary_images = _frame_end(ends[0]) if ends else (None, None)
-        shown = images()
+        try:
+            shown = images()
+        except Exception:   # the frame still ends, naming no image
+            self.errors.report("vkQueuePresentKHR", "naming the presented images; the frame names none")
+            shown = None
         if boundary_images:   # the present's VkFrameBoundaryEXT names more of the frame's output
             shown = (*(shown or ()), *boundary_images)
         self.end_frame(dev, q, "present", frame_id, shown)

@@ -61,3 +61,19 @@ def test_a_frame_boundary_names_its_output_images_and_a_present_adds_them_to_wha
               if kind == "FRAME"]
     assert frames == [(7, "frame_boundary", ["0x300", "0x301"]), (8, "frame_boundary", None),
                       (9, "present", ["0x102", "0x302"]), (10, "present", ["0x103"])]
+
+
+def test_a_present_whose_images_cannot_be_named_still_ends_its_frame() -> None:
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_queue_reporting import QUEUE, Rig, buffer, work
+
+    rig = Rig(buffer(0x10, work(1)))
+
+    def broken():
+        raise IndexError("pImageIndices")
+    rig.reporter.present(rig.dev, QUEUE, lambda: [], broken)
+    [(kind, _, _, body)] = rig.messages()
+    assert kind == "FRAME" and body["frame"] == 0 and "images" not in body
+    assert rig.errors.calls == [("report", "vkQueuePresentKHR", "naming the presented images; the frame names none")]
