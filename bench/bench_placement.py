@@ -2,8 +2,9 @@
 
 What it measures: a Timeline (icd/timeline.py) of the default GPU profile writing to a temporary session
 folder; F frames, each one batch of one command buffer holding D dispatches, each inside its own t<tag> label
-(as the layer tags them), handed to `Timeline.submit` and settled at once (what a fence wait does). Printed:
-µs per frame and per GPU event (the walk, the timing model, the counters, the event's encoding, one write per
+(as the layer tags them), handed to `Timeline.submit` and settled at once (what a fence wait does); once with
+new Works each frame, once with one frame's Works again (a reused recording's ops, vkapi/replay.py: their
+phases and args come from the timeline's Templates). Printed: µs per frame and per GPU event (the walk, the timing model, the counters, the event's encoding, one write per
 frame), best of R runs. No Vulkan: the op lists are built here, as the driver's recording builds them.
 A benchmark, not a test.
 
@@ -23,23 +24,28 @@ from tessera.icd.timeline import Timeline, batch
 from tessera.vkapi.ops import LABEL_END, LabelBegin
 
 
-def frames(count: int, dispatches: int) -> list[list]:
+def frames(count: int, dispatches: int, reused: bool) -> list[list]:
+    """The frames' ops: new Works each frame, or (`reused`) one frame's Works again with new tag labels,
+    as a reused recording's (vkapi/replay.py, icd/replay.py) are."""
     out = []
+    works = [Work("dispatch", "compute", "vkCmdDispatch", {"groups": (1, 1, 1)}, invocations=64)
+             for _ in range(dispatches)]
     for f in range(count):
         ops: list = []
         for d in range(dispatches):
-            ops += [LabelBegin(f"t{f * dispatches + d + 1}"),
-                    Work("dispatch", "compute", "vkCmdDispatch", {"groups": (1, 1, 1)}, invocations=64), LABEL_END]
+            work = works[d] if reused else Work("dispatch", "compute", "vkCmdDispatch", {"groups": (1, 1, 1)},
+                                                invocations=64)
+            ops += [LabelBegin(f"t{f * dispatches + d + 1}"), work, LABEL_END]
         out.append(ops)
     return out
 
 
-def run(count: int, dispatches: int) -> float:
+def run(count: int, dispatches: int, reused: bool) -> float:
     """Seconds to place `count` frames (each submitted and settled)."""
     with tempfile.TemporaryDirectory() as folder:
         timeline = Timeline(PROFILES[DEFAULT_PROFILE], Path(folder))
         queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
-        work = frames(count, dispatches)
+        work = frames(count, dispatches, reused)
         start = time.perf_counter()
         for ops in work:
             timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0x1000)], [], [])])
@@ -53,10 +59,12 @@ def main() -> None:
     ap.add_argument("--dispatches", type=int, default=8, help="labelled dispatches per frame")
     ap.add_argument("--runs", type=int, default=3, help="runs; the best is printed")
     args = ap.parse_args()
-    best = min(run(args.frames, args.dispatches) for _ in range(args.runs))
-    per_frame = best / args.frames
-    print(f"placing {args.frames} frames of {args.dispatches} labelled dispatches (best of {args.runs}): "
-          f"{per_frame * 1e6:.1f} us per frame, {per_frame / args.dispatches * 1e6:.2f} us per GPU event")
+    for reused in (False, True):
+        best = min(run(args.frames, args.dispatches, reused) for _ in range(args.runs))
+        per_frame = best / args.frames
+        what = "the same Works each frame (a reused recording)" if reused else "new Works each frame"
+        print(f"placing {args.frames} frames of {args.dispatches} labelled dispatches, {what} (best of {args.runs}): "
+              f"{per_frame * 1e6:.1f} us per frame, {per_frame / args.dispatches * 1e6:.2f} us per GPU event")
 
 
 if __name__ == "__main__":

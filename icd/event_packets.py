@@ -70,6 +70,15 @@ class EventEncoder:
         self._head = K_SEQUENCE + varint(sequence) + K_FLAGS + varint(flags)
         self._context = K_CONTEXT + varint(context)
         self._extras: dict[tuple, bytes] = {}
+        self._names: dict[str, bytes] = {}     # an entry's name part, by name (a handful of names)
+        self._tails: dict[tuple, bytes] = {}   # the fields after submission_id, by their values
+
+    def entry(self, name: str, value: str) -> bytes:
+        """extra_entry(name, value), its name part kept: the labels' entries, new text every event."""
+        head = self._names.get(name)
+        if head is None:
+            head = self._names[name] = _delimited(K_NAME, name.encode())
+        return _delimited(K_EXTRA, head + _delimited(K_VALUE, value.encode()))
 
     def extras(self, items: dict[str, object]) -> bytes:
         """The extra_data entries of `items` (name -> value), in order, cached by content."""
@@ -92,8 +101,14 @@ class EventEncoder:
         body = [K_EVENT_ID, varint(event_id), K_DURATION, varint(duration), self._context, extra]
         if render_pass is not None:
             body += (K_RENDER_PASS, varint(render_pass[0]))
-        body += (K_SUBMISSION, varint(submission), K_GPU, varint(gpu), K_COMMAND_BUFFER, varint(command_buffer),
-                 K_QUEUE, varint(queue), K_STAGE, varint(stage))
+        key = (gpu, command_buffer, queue, stage)
+        tail = self._tails.get(key)   # a queue and stage per command buffer: a few per frame
+        if tail is None:
+            if len(self._tails) >= EXTRA_CACHE:
+                self._tails.clear()
+            tail = self._tails[key] = b"".join((K_GPU, varint(gpu), K_COMMAND_BUFFER, varint(command_buffer),
+                                                K_QUEUE, varint(queue), K_STAGE, varint(stage)))
+        body += (K_SUBMISSION, varint(submission), tail)
         if render_pass is not None:
             body += (K_RENDER_PASS_INSTANCE, varint(render_pass[1]))
         event = b"".join(body)

@@ -130,9 +130,9 @@ class GpuTrace:
         entries = []
         tag = innermost_tag(labels)
         if tag is not None:
-            entries.append(packets.extra_entry(_LABELS_KEY, tag))
+            entries.append(self._encoder.entry(_LABELS_KEY, tag))
         if labels:
-            entries.append(packets.extra_entry(_LABEL_STACK_KEY, " / ".join(labels)))
+            entries.append(self._encoder.entry(_LABEL_STACK_KEY, " / ".join(labels)))
         entries.append(args)
         data = self._encoder.packet(
             timestamp=start_ns, event_id=event_id, duration=duration_ns, extra=b"".join(entries),
