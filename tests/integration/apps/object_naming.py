@@ -11,7 +11,9 @@ vkSetDebugUtilsObjectNameEXT(VK_OBJECT_TYPE_SHADER_INSTRUMENTATION_ARM, ...): th
 its own handle to the backend, which dereferenced it. Here each command is called once per object
 (with the object's VkObjectType; debug markers with its VkDebugReportObjectTypeEXT, UNKNOWN for the
 types that enum lacks, which Vulkan does not allow but which must not crash either), private data
-is set and read back, and a VkBuffer (the backend's) goes through the same calls.
+is set and read back, and a VkBuffer (the backend's) goes through the same calls. A data-graph
+pipeline (VK_ARM_data_graph: a VkPipeline of the driver's own, VK_OBJECT_TYPE_PIPELINE) and its
+session are made from a one-operator graph (SIGMOID, examples/vkgraphs.py).
 Prints one JSON line: {"calls": {"<command> <type>": VkResult or 0}, "private_data": {"<type>":
 [set, read, read of a second slot never set]}, "types": [made]}.
 
@@ -31,12 +33,15 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parents[2] / "examples")]
 import instrumentation_api as instr  # noqa: E402
 import vkapp  # noqa: E402
+import vkgraphs as vg  # noqa: E402
 import vktensors as vt  # noqa: E402
 
 c_ptr, u32, u64, i32, size_t = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int32, ctypes.c_size_t
 TENSOR, TENSOR_VIEW, INSTRUMENTATION, TEMPLATE, BUFFER = 1000460000, 1000460001, 1000607000, 1000085000, 9
+GRAPH_PIPELINE, GRAPH_SESSION = 19, 1000507000   # VK_OBJECT_TYPE_PIPELINE, ..._DATA_GRAPH_PIPELINE_SESSION_ARM
 # VkObjectType -> VkDebugReportObjectTypeEXT (0: UNKNOWN, the enum has no value for it)
-REPORT_TYPES = {TENSOR: 0, TENSOR_VIEW: 0, INSTRUMENTATION: 0, TEMPLATE: 1000085000, BUFFER: 9}
+REPORT_TYPES = {TENSOR: 0, TENSOR_VIEW: 0, INSTRUMENTATION: 0, TEMPLATE: 1000085000, BUFFER: 9, GRAPH_PIPELINE: 19,
+                GRAPH_SESSION: 0}
 PRIVATE_DATA_FEATURES = 1000295000   # VkPhysicalDevicePrivateDataFeatures
 
 
@@ -155,15 +160,25 @@ class Commands:
         return out.value
 
 
-def make_objects(ctx, cmds: Commands, tensors: vt.Tensors, types: list[int]) -> dict[int, tuple[int, object]]:
+def make_objects(ctx, cmds: Commands, tensors: vt.Tensors, graphs: vg.DataGraphs,
+                 types: list[int]) -> dict[int, tuple[int, object]]:
     """One object of each type: type -> (handle, what must stay alive / be destroyed)."""
     out: dict[int, tuple[int, object]] = {}
     tensor = tensors.tensor(vk.VK_FORMAT_R32_SFLOAT, (4, 4))
+    made_graph: list[int] = []    # the data-graph pipeline, made once for itself and its session
+
+    def graph_pipeline() -> int:
+        if not made_graph:
+            made_graph.append(_graph_pipeline(ctx, tensors, graphs))
+        return made_graph[0]
+
     makers = {
         TENSOR: lambda: (tensor.handle, None),
         TENSOR_VIEW: lambda: (tensor.view, None),
         INSTRUMENTATION: lambda: _instrumentation(cmds),
         TEMPLATE: lambda: _template(tensors),
+        GRAPH_PIPELINE: lambda: (graph_pipeline(), None),          # destroyed by graphs.close()
+        GRAPH_SESSION: lambda: (graphs.session(graph_pipeline()), None),
         BUFFER: lambda: (handle(ctx.buffer(64, vk.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT).handle), None),
     }
     for t in (*types, BUFFER):
@@ -181,6 +196,15 @@ def _instrumentation(cmds: Commands) -> tuple[int, object]:
     return obj.value, ("instrumentation", obj.value)
 
 
+def _graph_pipeline(ctx, tensors: vt.Tensors, graphs: vg.DataGraphs) -> int:
+    """A data-graph pipeline of one operator: sigmoid of a 1x4 tensor (set 0: binding 0 in, 1 out)."""
+    g = vg.GraphAsm()
+    g.output(g.op("SIGMOID", (1, 4), g.input((1, 4))), (1, 4))
+    set_layout = tensors.set_layout([(0, vt.DESCRIPTOR_TYPE_TENSOR, 1), (1, vt.DESCRIPTOR_TYPE_TENSOR, 1)],
+                                    stages=vk.VK_SHADER_STAGE_ALL)
+    return graphs.pipeline(g.assemble(), ctx.pipeline_layout([set_layout]), [(0, 0, (1, 4)), (0, 1, (1, 4))])
+
+
 def _template(tensors: vt.Tensors) -> tuple[int, object]:
     vp = ctypes.c_void_p
     get = lambda name, restype, *args: ctypes.CFUNCTYPE(restype, *args)(tensors._gdpa(tensors.device, name.encode()))
@@ -193,7 +217,8 @@ def _template(tensors: vt.Tensors) -> tuple[int, object]:
 def body(ctx: vkapp.Context, commands: list[str], types: list[int]) -> str:
     cmds = Commands(ctx)
     tensors = vt.Tensors(ctx)
-    objects = make_objects(ctx, cmds, tensors, types)
+    graphs = vg.DataGraphs(ctx, tensors)
+    objects = make_objects(ctx, cmds, tensors, graphs, types)
     slot, unused_slot = cmds.slot(), cmds.slot()
     calls, private = {}, {}
     for command in commands:
@@ -221,6 +246,7 @@ def body(ctx: vkapp.Context, commands: list[str], types: list[int]) -> str:
             cmds.instrumentation.destroy(cmds.device, obj, None)
         elif what and what[0] == "template":
             tensors.destroy_template(cmds.device, obj, None)
+    graphs.close()   # the data-graph session, then its pipeline
     print(json.dumps({"calls": calls, "private_data": private, "types": sorted(objects)}))
     return "object naming: done"
 
@@ -228,15 +254,15 @@ def body(ctx: vkapp.Context, commands: list[str], types: list[int]) -> str:
 def main() -> None:
     commands = [c for c in sys.argv[1].split(",") if c]
     types = [int(t) for t in sys.argv[2].split(",") if t]
-    tensor_features, keep = vt.device_features()
+    tensor_features, keep = vg.device_features()   # tensors -> data graph
     private_features = PrivateDataFeatures(sType=PRIVATE_DATA_FEATURES, privateData=1)
     instrumentation_features, keep13 = instr.raw_features()   # -> Vulkan 1.3 features (dynamicRendering)
-    # tensors -> private data -> instrumentation -> Vulkan 1.3 features
-    keep[0].pNext = private_features.ptr()
+    # tensors -> data graph -> private data -> instrumentation -> Vulkan 1.3 features
+    keep[-1].pNext = private_features.ptr()
     private_features.pNext = handle(instrumentation_features)
     ctx = vkapp.Context(vkapp.Settings.from_env(), "object_naming",
                         optional_instance_extensions=["VK_EXT_debug_report"],
-                        optional_device_extensions=[vt.EXTENSION, "VK_ARM_shader_instrumentation",
+                        optional_device_extensions=[*vg.EXTENSIONS, "VK_ARM_shader_instrumentation",
                                                     "VK_EXT_debug_marker"],
                         device_features=tensor_features)
     try:
