@@ -26,6 +26,12 @@ NOT_SWEPT = {
                     "ray tracing extensions and features: examples/ray_tracing.py, examples/ray_query.py"),
     **dict.fromkeys(("vkCreateShadersEXT", "vkDestroyShaderEXT"),
                     "VK_EXT_shader_object: apps/shader_object.py"),
+    **dict.fromkeys(("vkCreateDataGraphPipelinesARM", "vkCreateDataGraphPipelineSessionARM",
+                     "vkDestroyDataGraphPipelineSessionARM"),
+                    "VK_ARM_data_graph is the emulated Mali's alone (lavapipe, the reference here, lacks it): "
+                    "examples/vkgraphs.py creates with VK_NULL_HANDLE deferredOperation and pipelineCache and NULL "
+                    "pAllocator, destroys with NULL pAllocator (tests/icd/test_data_graph_ops.py, "
+                    "examples/conv_net_graph.py, apps/object_naming.py)"),
     "vkAllocateMemory": "every app allocates with a NULL pAllocator (examples/vkapp.py); the layer's hook only "
                         "counts (layer/allocations.py), tests/integration/test_advice.py",
     "vkDestroySwapchainKHR": "a swapchain needs a window: vkcube under tessera (tests/integration/test_advice.py); "
