@@ -389,3 +389,29 @@ def test_overdraw_per_region_and_per_draw(shims, tmp_path, monkeypatch) -> None:
     draws = node.to_json()["content"]["draw_overdraw"]
     assert sum(d["fragment_threads"] for d in draws) == int(expected.sum())
     assert draws[0] == {"draw": 0, "fragment_threads": example.W * example.H, "overdraw_share": 1.0}
+
+
+def test_a_shadow_map_sampled_later_is_an_edge_and_an_unsampled_store_is_unread(shims, tmp_path) -> None:
+    """apps/shadow_reads.py under --content: the lit pass's descriptor read of the shadow map is an edge from
+    the shadow pass (whose depth store is then read: no depth-store-unread), and the wasted pass's store of a
+    sampleable image, overwritten before anything samples it, is unread: store-overwritten, 16384 bytes =
+    512 ns, and outputs-unread, its duration. Without --content the passes with draws are opaque: no edge,
+    no flag."""
+    app = REPO / "tests" / "integration" / "apps" / "shadow_reads.py"
+    a = analyse(_session(tmp_path, "content", [PYTHON, app], ("--content",)))
+    shadow, wasted, lit = (_work(a, label, "render_pass") for label in ("shadow", "wasted", "lit"))
+    [shadow_node] = [n for n in a.graph.nodes if n.work is shadow]
+    [lit_node] = [n for n in a.graph.nodes if n.work is lit]
+    [depth] = shadow_node.accesses
+    assert (depth.aspect, depth.store_op, depth.fate) == ("depth", "store", "read") and lit_node.id in depth.readers
+    [read] = [acc for acc in lit_node.accesses if acc.role == "descriptor"]
+    assert (read.resource, read.writer) == (depth.resource, shadow_node.id)
+    assert any((e.src, e.dst, e.resource) == (shadow_node.id, lit_node.id, depth.resource) for e in a.graph.edges)
+    by = {f.rule: f for f in a.findings}
+    assert set(by) == {"store-overwritten", "outputs-unread", "small-allocations"}
+    assert (by["store-overwritten"].label_path, by["store-overwritten"].saves_bytes, by["store-overwritten"].saves_ns) == (
+        "wasted", ATTACHMENT, NS_PER_ATTACHMENT)
+    assert (by["outputs-unread"].label_path, by["outputs-unread"].saves_ns) == ("wasted", wasted.duration_ns)
+    plain = analyse(_session(tmp_path, "plain", [PYTHON, app]))
+    assert all(acc.role != "descriptor" for n in plain.graph.nodes for acc in n.accesses)
+    assert {f.rule for f in plain.findings} == {"small-allocations"}

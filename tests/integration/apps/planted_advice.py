@@ -63,13 +63,14 @@ OVERDRAW_DRAWS = 9
 
 
 def pipeline(ctx: vkapp.Context, layout, *, depth: bool = False, samples: int = vk.VK_SAMPLE_COUNT_1_BIT,
-             colors: int = 1, render_pass=None):
+             colors: int = 1, render_pass=None, fragment=None):
     """A full-screen triangle writing a push-constant colour, for dynamic rendering into `colors` COLOR
-    attachments (and a DEPTH one), or for subpass 0 of `render_pass`, `samples` per pixel."""
+    attachments (and a DEPTH one), or for subpass 0 of `render_pass`, `samples` per pixel; `fragment`:
+    another fragment shader module than solid.frag's."""
     stages = [vk.VkPipelineShaderStageCreateInfo(sType=vk.VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
-                                                 stage=stage, module=ctx.shader(name), pName="main")
-              for stage, name in ((vk.VK_SHADER_STAGE_VERTEX_BIT, "fullscreen.vert"),
-                                  (vk.VK_SHADER_STAGE_FRAGMENT_BIT, "solid.frag"))]
+                                                 stage=stage, module=module, pName="main")
+              for stage, module in ((vk.VK_SHADER_STAGE_VERTEX_BIT, ctx.shader("fullscreen.vert")),
+                                    (vk.VK_SHADER_STAGE_FRAGMENT_BIT, fragment or ctx.shader("solid.frag")))]
     rendering = vk.VkPipelineRenderingCreateInfo(
         sType=vk.VK_STRUCTURE_TYPE_PIPELINE_RENDERING_CREATE_INFO, colorAttachmentCount=colors,
         pColorAttachmentFormats=[COLOR] * colors, depthAttachmentFormat=DEPTH if depth else vk.VK_FORMAT_UNDEFINED)
