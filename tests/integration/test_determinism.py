@@ -21,9 +21,9 @@ from tessera.schemas.perfetto import read_packets
 
 TESSERA = REPO / ".venv" / "bin" / "tessera"
 EXAMPLES = REPO / "examples"
-HELPERS = {"vkapp", "rt_scene", "vktensors"}        # shared modules of the examples, not examples
-PY_EXAMPLES = ["compute_collatz", "debug_labels", "mlp_tensors", "overdraw", "ray_query", "ray_tracing",
-               "render_passes", "shader_costs", "transfers"]
+HELPERS = {"vkapp", "rt_scene", "vktensors", "vkgraphs"}   # shared modules of the examples, not examples
+PY_EXAMPLES = ["compute_collatz", "conv_net_graph", "debug_labels", "mlp_tensors", "overdraw", "ray_query",
+               "ray_tracing", "render_passes", "shader_costs", "transfers"]
 # (id, tessera run options, program)
 CASES = [(name, [], [PYTHON, EXAMPLES / f"{name}.py"]) for name in PY_EXAMPLES] + [
     ("compute_and_draw (C)", [], [REPO / "build" / "examples" / "compute_and_draw"]),
