@@ -15,6 +15,8 @@ from typing import Any
 
 from tessera.vkapi.vkconst import vk
 
+from . import layouts
+
 HOST_COHERENT = vk.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | vk.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
 
 
@@ -102,15 +104,7 @@ def layout_with_counters(ffi, dev, limits: Limits, sets, ranges) -> tuple[int, i
     if len(sets) + 1 > limits.max_sets:
         raise CounterMemoryError(f"its layout uses all {limits.max_sets} descriptor sets; none is left for the "
                                  "counters")
-    set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, limits.set_layout])
-    push = ffi.new("VkPushConstantRange[]", [{"stageFlags": f, "offset": o, "size": s} for f, o, s in ranges]) \
-        if ranges else ffi.NULL
-    info = ffi.new("VkPipelineLayoutCreateInfo *", {
-        "sType": vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, "setLayoutCount": len(sets) + 1,
-        "pSetLayouts": set_layouts, "pushConstantRangeCount": len(ranges), "pPushConstantRanges": push})
-    out = ffi.new("VkPipelineLayout *")
-    _check(dev.next.vkCreatePipelineLayout(dev.handle, info, ffi.NULL, out), "vkCreatePipelineLayout")
-    return int(out[0]), len(sets)
+    return layouts.with_set(ffi, dev, sets, ranges, limits.set_layout, _check)
 
 
 def new_chunk(ffi, dev, limits: Limits, capacity: int, window: int, usage: int) -> Chunk:

@@ -4,8 +4,8 @@ Role: the backend objects a data-graph dispatch records with (feature.py): per d
 set layout (binding 0 the kernel's parameters, 1–3 its input tensors, 4 its output; all storage buffers),
 and per (application compute layout, shader) a pipeline layout and a compute pipeline. The operator set
 sits at the index after the sets of the application's bound compute pipeline layout, in a layout made of
-that layout's set layouts and push-constant ranges plus the operator set (counter_memory.layout_with_counters
-does the same for the counters): pushing it disturbs none of the application's descriptor sets and keeps
+that layout's set layouts and push-constant ranges plus the operator set (icd/layouts.py, as for the
+counters): pushing it disturbs none of the application's descriptor sets and keeps
 its push constants (Vulkan spec, "Pipeline Layout Compatibility"). The shader's DescriptorSet decorations
 are rewritten to that index. The shaders are compiled at build time (`make graph-shaders`:
 icd/data_graph/shaders/*.comp -> build/data_graph/*.spv); a missing one is a clear error.
@@ -26,6 +26,7 @@ from typing import Any
 from tessera.vkapi import paths
 from tessera.vkapi.vkconst import vk
 
+from .. import layouts
 from ..counter_memory import HOST_COHERENT
 
 SHADER_DIR = paths.BUILD_DIR / "data_graph"
@@ -119,15 +120,7 @@ def layout_for(ffi, dev, k: Kernels, app: tuple | None) -> tuple[int, int]:
     if len(sets) + 1 > k.max_sets:
         raise KernelError(f"the bound compute pipeline layout uses all {k.max_sets} descriptor sets; none is left "
                           "for the data-graph operators")
-    set_layouts = ffi.new("VkDescriptorSetLayout[]", [*sets, k.set_layout])
-    push = ffi.new("VkPushConstantRange[]", [{"stageFlags": f, "offset": o, "size": s} for f, o, s in ranges]) \
-        if ranges else ffi.NULL
-    info = ffi.new("VkPipelineLayoutCreateInfo *", {
-        "sType": vk.VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, "setLayoutCount": len(sets) + 1,
-        "pSetLayouts": set_layouts, "pushConstantRangeCount": len(ranges), "pPushConstantRanges": push})
-    out = ffi.new("VkPipelineLayout *")
-    _check(dev.next.vkCreatePipelineLayout(dev.handle, info, ffi.NULL, out), "vkCreatePipelineLayout")
-    k.layouts[key] = (int(out[0]), len(sets))
+    k.layouts[key] = layouts.with_set(ffi, dev, sets, ranges, k.set_layout, _check)
     return k.layouts[key]
 
 
