@@ -55,7 +55,8 @@ if TYPE_CHECKING:
                    "comma-separated counter names, or all (the default when no value is given).")
 @click.option("--content", is_flag=True,
               help="Describe every draw's content (primitives, vertex reuse, index locality: the index data is "
-                   "read back) for the report's advice; every command then takes the layer's Python path.")
+                   "read back) and the images draws and dispatches read through descriptors, for the report's "
+                   "advice; draws and binds then take the layer's Python path.")
 @click.option("--force", is_flag=True, help="Replace what an earlier run left in the --out folder.")
 @click.option("--no-layer", is_flag=True, help="Emulated driver only, without the Tessera layer.")
 @click.option("--hostd", "hostd_address", type=AddressType(), default=None,
