@@ -9,6 +9,7 @@ create/destroy hooks (resource_hooks.py), read by recording hooks.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -69,35 +70,48 @@ class Pipeline:
     instrumented: Any = None       # driver: icd.instrumentation.objects.InstrumentedPipeline: its shaders count blocks
 
 
+class Generation:
+    """A counter moved on by every replacement or removal in any table of one Resources (under a lock:
+    two threads destroying at once both count)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self._lock = threading.Lock()
+
+    def move_on(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
 class Versioned(dict):
     """A table of Resources: replacing or removing an entry moves the shared generation on, so a
     re-recording that named the old object is not reused (vkapi/replay.py). Reads are dict's own."""
     __slots__ = ("_generation",)
 
-    def __init__(self, generation: list[int], items=()) -> None:
+    def __init__(self, generation: Generation, items=()) -> None:
         super().__init__(items)
         self._generation = generation
 
     def __setitem__(self, key, value) -> None:
         if key in self:
-            self._generation[0] += 1
+            self._generation.move_on()
         dict.__setitem__(self, key, value)
 
     def __delitem__(self, key) -> None:
-        self._generation[0] += 1
+        self._generation.move_on()
         dict.__delitem__(self, key)
 
     def pop(self, key, *default):
         if key in self:
-            self._generation[0] += 1
+            self._generation.move_on()
         return dict.pop(self, key, *default)
 
     def popitem(self):
-        self._generation[0] += 1
+        self._generation.move_on()
         return dict.popitem(self)
 
     def clear(self) -> None:
-        self._generation[0] += 1
+        self._generation.move_on()
         dict.clear(self)
 
     def update(self, *args, **kwargs) -> None:
@@ -120,14 +134,14 @@ class Resources:
     tensors: dict[int, tuple[tuple[int, ...], int]] = field(default_factory=dict)   # VkTensorARM -> (dimensions, element bytes)
 
     def __post_init__(self) -> None:
-        self._generation = [0]
+        self._generation = Generation()
         for f in fields(self):
             setattr(self, f.name, Versioned(self._generation, getattr(self, f.name)))
 
     @property
     def generation(self) -> int:
         """How many entries of any table were replaced or removed so far."""
-        return self._generation[0]
+        return self._generation.value
 
 
 def texel_bytes(fmt: int) -> float:
