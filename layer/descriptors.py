@@ -17,9 +17,12 @@ What is followed (every way core Vulkan and VK_KHR_push_descriptor write image d
   - vkCmdBindDescriptorBuffersEXT: the command buffer's workloads are untracked from there on.
 A set's images are keyed by (binding, array element) as written; a write whose descriptorCount runs past
 its binding's size continues into the next binding (spec 14.2.4), which the layer, knowing no layouts,
-keeps under consecutive elements of the first: the images a set holds are the same. Every image of every
-set bound to the workload's bind point counts, whether its pipeline's shaders use that binding or not
-(reflection would narrow it): a read too many hides a flag, it never makes one. Sets are read when the
+keeps under consecutive elements of the first: the images a set holds are the same. The sets counted are those
+bound to the workload's bind point below the set count of the bound pipeline's layout (vkCreatePipelineLayout,
+vkCreateGraphicsPipelines / vkCreateComputePipelines, vkCmdBindPipeline: hooked under --content only; a
+pipeline the layer did not see made, or shader objects, count every bound set); every image of such a set
+counts, whether the shaders use that binding or not (reflection would narrow it): a read too many hides a
+flag, it never makes one. Sets are read when the
 draw or dispatch is recorded: an UPDATE_AFTER_BIND write made later is not seen.
 
 Cost: only content mode hands these hooks out (CONTENT_ONLY: entry.py leaves them out of GetProcAddr's
@@ -39,7 +42,7 @@ from tessera.vkapi.vkconst import vk
 
 # vkCmd* commands and device commands only content mode hands out (see the module docstring).
 CONTENT_ONLY = (
-    "vkAllocateDescriptorSets", "vkFreeDescriptorSets", "vkResetDescriptorPool", "vkDestroyDescriptorPool",
+    "vkCreatePipelineLayout", "vkAllocateDescriptorSets", "vkFreeDescriptorSets", "vkResetDescriptorPool", "vkDestroyDescriptorPool",
     "vkUpdateDescriptorSets", "vkCreateDescriptorUpdateTemplate",
     "vkDestroyDescriptorUpdateTemplate", "vkUpdateDescriptorSetWithTemplate", "vkCmdBindDescriptorSets",
     "vkCmdBindDescriptorSets2", "vkCmdPushDescriptorSet", "vkCmdPushDescriptorSet2",
@@ -75,6 +78,8 @@ class DescriptorState:
     templates: dict[int, Template] = field(default_factory=dict)
     pools: dict[int, set[int]] = field(default_factory=dict)     # pool -> the sets allocated from it
     updates: int = 0              # bumped by every change to a set's slots (BoundSets.images' cache)
+    layouts: dict[int, int] = field(default_factory=dict)       # pipeline layout -> its setLayoutCount
+    pipelines: dict[int, int] = field(default_factory=dict)     # pipeline -> its layout's set count
 
 
 @dataclass
@@ -86,6 +91,7 @@ class BoundSets:
     continued: "PassReads | None" = None   # a secondary's draws continuing a render pass: what they read
     device: DescriptorState | None = None  # whose `updates` invalidate the cache
     changed: int = 0                  # bumped by every bind and push
+    set_counts: dict[int, int] = field(default_factory=dict)   # bind point -> the bound pipeline's set count
     _cache: tuple = (None, None)      # (key, images): a run of draws with nothing bound or written between
 
     def images(self, bind_point: int) -> tuple[set[int], set[int]]:
@@ -96,7 +102,10 @@ class BoundSets:
             return self._cache[1]
         reads: set[int] = set()
         storage: set[int] = set()
-        for slots in self.bound.get(bind_point, {}).values():
+        limit = self.set_counts.get(bind_point)
+        for index, slots in self.bound.get(bind_point, {}).items():
+            if limit is not None and index >= limit:      # the bound pipeline's layout has no such set
+                continue
             for image, dtype in slots.values():
                 (storage if dtype in STORAGE_TYPES else reads).add(image)
         self._cache = (key, (reads, storage))
@@ -270,6 +279,10 @@ class Descriptors:
     def before_vkDestroyDescriptorUpdateTemplate(self, dev, device, template, pAllocator):
         self._device(dev).templates.pop(_handle(self.ffi, template), None)
 
+    def after_vkCreatePipelineLayout(self, dev, result, device, pCreateInfo, pAllocator, pLayout):
+        if result == vk.VK_SUCCESS:
+            self._device(dev).layouts[_handle(self.ffi, pLayout[0])] = int(pCreateInfo.setLayoutCount)
+
     def _template_write(self, dev, slots: Slots, t: Template, pData) -> None:
         ffi = self.ffi
         base = ffi.cast("char *", pData)
@@ -352,5 +365,48 @@ class Descriptors:
         self._bound(dev, commandBuffer).untracked = True
 
 
-def register(hooks, state) -> None:
-    hooks.bind(Descriptors(state))
+class PipelineSets:
+    """Which sets the bound pipeline's layout has: the hooks of commands every mode hands out (pipeline
+    layouts, pipelines, pipeline binds), registered in content mode only (`register`), so the default
+    mode's pipeline creation and binds run none of this module's Python."""
+
+    def __init__(self, descriptors: Descriptors) -> None:
+        self.d = descriptors
+        self.ffi = descriptors.ffi
+
+    def _pipelines(self, dev, result, count, pCreateInfos, pPipelines) -> None:
+        if result != vk.VK_SUCCESS or pPipelines == self.ffi.NULL:
+            return
+        d = self.d._device(dev)
+        for i in range(count):
+            sets = d.layouts.get(_handle(self.ffi, pCreateInfos[i].layout))
+            if sets is not None:
+                d.pipelines[_handle(self.ffi, pPipelines[i])] = sets
+
+    def after_vkCreateGraphicsPipelines(self, dev, result, device, cache, count, pCreateInfos, pAllocator,
+                                        pPipelines):
+        self._pipelines(dev, result, count, pCreateInfos, pPipelines)
+
+    def after_vkCreateComputePipelines(self, dev, result, device, cache, count, pCreateInfos, pAllocator,
+                                       pPipelines):
+        self._pipelines(dev, result, count, pCreateInfos, pPipelines)
+
+    def before_vkCmdBindPipeline(self, dev, commandBuffer, bindPoint, pipeline):
+        bound = self.d._bound(dev, commandBuffer)
+        sets = bound.device.pipelines.get(_handle(self.ffi, pipeline))
+        if sets is None:
+            bound.set_counts.pop(int(bindPoint), None)
+        else:
+            bound.set_counts[int(bindPoint)] = sets
+
+    def apply_vkCmdBindPipeline(self, dev, commandBuffer, bindPoint, pipeline):
+        """Recorded in C (intercepts.RECORDED), applied in order before the next Python hook."""
+        self.before_vkCmdBindPipeline(dev, commandBuffer, bindPoint, pipeline)
+
+
+def register(hooks, state, content: bool = False) -> None:
+    """`content`: also PipelineSets' hooks; Descriptors' commands are handed out in content mode alone
+    (CONTENT_ONLY, entry.py). vkCreatePipelineLayout is one of them: its hook is Descriptors'."""
+    descriptors = hooks.bind(Descriptors(state))
+    if content:
+        hooks.bind(PipelineSets(descriptors))

@@ -92,7 +92,7 @@ def install(ffi, lib) -> None:
     render_passes.register(hooks, state, labeller, capturer, settings.content)
     content.register(hooks, state, labeller, capturer, settings.content)
     allocations.register(hooks, ffi)
-    descriptors.register(hooks, state)
+    descriptors.register(hooks, state, settings.content)
     workloads.register(hooks, state, labeller, capturer)
     descriptions.register(hooks, state)
     queues.register(hooks, state, ffi, reporter, errors)

@@ -144,7 +144,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.data_graph.commands", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdBindPipeline": {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.data_graph.commands", c=DATA_GRAPH_AWARE),
-        LAYER: In("layer.workloads", "layer.instrument", c=RECORDED)},
+        LAYER: In("layer.workloads", "layer.instrument", "layer.descriptors", c=RECORDED)},
     "vkCmdBindShadersEXT": {
         ICD: In("icd.recording", "icd.instrumentation.hooks"),
         LAYER: In("layer.workloads", "layer.instrument")},
@@ -284,7 +284,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCreateComputePipelines": {
         ICD: In("vkapi.pipelines", "icd.tensors.descriptors", "icd.instrumentation.hooks",
                 "icd.data_graph.pipelines"),
-        LAYER: In("vkapi.pipelines", "layer.instrument")},
+        LAYER: In("vkapi.pipelines", "layer.instrument", "layer.descriptors")},
     "vkCreateDataGraphPipelineSessionARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkCreateDataGraphPipelinesARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkCreateDescriptorPool": {ICD: In("icd.tensors.descriptors")},
@@ -294,11 +294,11 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCreateFramebuffer": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkCreateGraphicsPipelines": {
         ICD: In("vkapi.pipelines", "icd.tensors.descriptors", "icd.instrumentation.hooks", "icd.regions.hooks"),
-        LAYER: In("vkapi.pipelines", "layer.instrument")},
+        LAYER: In("vkapi.pipelines", "layer.instrument", "layer.descriptors")},
     "vkCreateImage": {ICD: In("vkapi.resource_hooks", "icd.tensors.aliasing"), LAYER: In("vkapi.resource_hooks")},
     "vkCreateImageView": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkCreateInstance": {ICD: In("icd.instance"), LAYER: In("layer.chain")},
-    "vkCreatePipelineLayout": {ICD: In("icd.counter_memory")},
+    "vkCreatePipelineLayout": {ICD: In("icd.counter_memory"), LAYER: In("layer.descriptors")},
     "vkCreateQueryPool": {ICD: In("icd.measured_counters")},
     "vkCreateRayTracingPipelinesKHR": {ICD: In("vkapi.pipelines")},
     "vkCreateRenderPass": {

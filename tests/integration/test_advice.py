@@ -407,6 +407,9 @@ def test_a_shadow_map_sampled_later_is_an_edge_and_an_unsampled_store_is_unread(
     [read] = [acc for acc in lit_node.accesses if acc.role == "descriptor"]
     assert (read.resource, read.writer) == (depth.resource, shadow_node.id)
     assert any((e.src, e.dst, e.resource) == (shadow_node.id, lit_node.id, depth.resource) for e in a.graph.edges)
+    # the set stays bound, but the "again" pass's pipeline layout has no set: it reads nothing through it
+    again = next(n for n in a.graph.nodes if n.work.label_path == "again")
+    assert [acc.role for acc in again.accesses] == ["attachment"] and depth.readers == [lit_node.id]
     by = {f.rule: f for f in a.findings}
     assert set(by) == {"store-overwritten", "outputs-unread", "small-allocations"}
     assert (by["store-overwritten"].label_path, by["store-overwritten"].saves_bytes, by["store-overwritten"].saves_ns) == (

@@ -241,3 +241,29 @@ def test_a_draw_after_an_update_of_a_bound_set_sees_it(rig) -> None:
     passes.after_vkCmdEndRendering(dev, None, 0x10)
     (_, _, meta, _), = t.described
     assert meta["resources"]["reads"] == ["0xa1", "0xa2"] and meta["resources"]["storage"] == ["0xa3"]
+
+
+def test_only_the_sets_the_bound_pipelines_layout_has_count(rig) -> None:
+    """A set stays bound when a pipeline whose layout has no set is bound next: its images no longer count
+    for that pipeline's draws (PipelineSets, content mode); a pipeline the layer did not see made counts all."""
+    from tessera.layer.descriptors import PipelineSets
+
+    ffi, h, dev, keep = rig.ffi, rig.hooks, rig.dev, []
+    p = PipelineSets(h)
+    for layout, count in ((0x1A0, 0), (0x1A1, 1)):
+        p_info = ffi.new("VkPipelineLayoutCreateInfo *", {"setLayoutCount": count})
+        h.after_vkCreatePipelineLayout(dev, vk.VK_SUCCESS, None, p_info, ffi.NULL,
+                                       ffi.new("VkPipelineLayout *", layout))
+    infos = ffi.new("VkGraphicsPipelineCreateInfo[]", [{"layout": 0x1A0}, {"layout": 0x1A1}])
+    p.after_vkCreateGraphicsPipelines(dev, vk.VK_SUCCESS, None, None, 2, infos, ffi.NULL,
+                                      ffi.new("VkPipeline[]", [0x9A0, 0x9A1]))
+    assert dev.descriptors.pipelines == {0x9A0: 0, 0x9A1: 1}
+    h.after_vkUpdateDescriptorSets(dev, None, None, 1, _writes(ffi, keep, (0x5E1, 0, 0, SAMPLED, [0x51])), 0, ffi.NULL)
+    h.before_vkCmdBindDescriptorSets(dev, 0x10, GRAPHICS, None, 0, 1, _sets(ffi, 0x5E1), 0, ffi.NULL)
+    t = rig.state.command_buffer(dev, 0x10)
+    p.apply_vkCmdBindPipeline(dev, 0x10, GRAPHICS, 0x9A1)
+    assert t.descriptors.images(GRAPHICS) == ({0xA1}, set())
+    p.apply_vkCmdBindPipeline(dev, 0x10, GRAPHICS, 0x9A0)
+    assert t.descriptors.images(GRAPHICS) == (set(), set())
+    p.before_vkCmdBindPipeline(dev, 0x10, GRAPHICS, 0x9FF)          # made before the layer saw it: every set
+    assert t.descriptors.images(GRAPHICS) == ({0xA1}, set())
