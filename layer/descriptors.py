@@ -16,13 +16,13 @@ What is followed (every way core Vulkan and VK_KHR_push_descriptor write image d
   - vkCmdBindDescriptorSets(2), vkCmdPushDescriptorSet(2), vkCmdPushDescriptorSetWithTemplate(2);
   - vkCmdBindDescriptorBuffersEXT: the command buffer's workloads are untracked from there on.
 A set's images are keyed by (binding, array element) as written; a write whose descriptorCount runs past
-its binding's size continues into the next binding (spec 14.2.4), which the layer, knowing no layouts,
-keeps under consecutive elements of the first: the images a set holds are the same. The sets counted are those
-bound to the workload's bind point below the set count of the bound pipeline's layout (vkCreatePipelineLayout,
-vkCreateGraphicsPipelines / vkCreateComputePipelines, vkCmdBindPipeline: hooked under --content only; a
-pipeline the layer did not see made, or shader objects, count every bound set); every image of such a set
-counts, whether the shaders use that binding or not (reflection would narrow it): a read too many hides a
-flag, it never makes one. Sets are read when the
+its binding's size continues into the next binding (spec 14.2.4), which the layer, knowing no set
+layouts, keeps under consecutive elements of the first: the images a set holds are the same. The sets
+counted are those bound to the workload's bind point below the set count of the bound pipeline's layout
+(vkCreatePipelineLayout, vkCreateGraphicsPipelines / vkCreateComputePipelines, vkCmdBindPipeline:
+PipelineSets, hooked under --content only; a pipeline the layer did not see made, or shader objects,
+count every bound set); every image of such a set counts, whether the shaders use that binding or not
+(reflection would narrow it): a read too many hides a flag, it never makes one. Sets are read when the
 draw or dispatch is recorded: an UPDATE_AFTER_BIND write made later is not seen.
 
 Cost: only content mode hands these hooks out (CONTENT_ONLY: entry.py leaves them out of GetProcAddr's
@@ -30,7 +30,8 @@ answers otherwise), so the default recording path does not change. In content mo
 the draws take the Python path (vkapi/intercepts.py CONTENT_FORWARDED, CONTENT_DRAWS; the rest stays
 recorded in C, applied in order after them); a draw then adds a union of its bound sets' images.
 
-State: a DescriptorState on each device (`DeviceState.descriptors`: sets, templates) and a BoundSets on
+State: a DescriptorState on each device (`DeviceState.descriptors`: sets, pools, templates, pipeline
+layouts' and pipelines' set counts) and a BoundSets on
 each command buffer (`CommandBufferTracker.descriptors`), written on the threads recording (Vulkan's
 external synchronisation of sets and command buffers keeps them apart).
 """
@@ -42,8 +43,8 @@ from tessera.vkapi.vkconst import vk
 
 # vkCmd* commands and device commands only content mode hands out (see the module docstring).
 CONTENT_ONLY = (
-    "vkCreatePipelineLayout", "vkAllocateDescriptorSets", "vkFreeDescriptorSets", "vkResetDescriptorPool", "vkDestroyDescriptorPool",
-    "vkUpdateDescriptorSets", "vkCreateDescriptorUpdateTemplate",
+    "vkCreatePipelineLayout", "vkAllocateDescriptorSets", "vkFreeDescriptorSets", "vkResetDescriptorPool",
+    "vkDestroyDescriptorPool", "vkUpdateDescriptorSets", "vkCreateDescriptorUpdateTemplate",
     "vkDestroyDescriptorUpdateTemplate", "vkUpdateDescriptorSetWithTemplate", "vkCmdBindDescriptorSets",
     "vkCmdBindDescriptorSets2", "vkCmdPushDescriptorSet", "vkCmdPushDescriptorSet2",
     "vkCmdPushDescriptorSetWithTemplate", "vkCmdPushDescriptorSetWithTemplate2", "vkCmdBindDescriptorBuffersEXT",
