@@ -54,7 +54,10 @@ def install(ffi, lib) -> None:
     by_region = Regions(ffi, state, transport.send, errors, settings.regions) if settings.regions else None
     if by_region is not None:   # one slot for chain.py and queues.py: both extensions behind it
         instrumenter = Extensions(instrumenter, by_region)
-    if instrumenter is None and not settings.fault_commands:   # both keep per-recording state of their own
+    # Reuse of re-recordings (layer/replay.py): not with the instrumentation or region counters, which keep
+    # per-recording state of their own, nor under --content, whose descriptions read the descriptor sets
+    # bound before the recording (layer/descriptors.py), nor with injected faults.
+    if instrumenter is None and not settings.content and not settings.fault_commands:
         recorder.reuse_recordings(TrackerProducts(state))
 
     ledger = SubmitLedger(ffi, lib, warn)

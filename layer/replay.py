@@ -9,7 +9,8 @@ once the recording has ended: the descriptions' fields, the labels, the ops with
 Not made again: a recording with a capture (indirect parameters are copied per recording), a render
 pass left open, a workload whose description went out during the recording (BATCH reached), or
 shader objects bound (kept across resets). The layer's shader instrumentation and per-region
-counters keep per-recording state outside the tracker: layer/entry.py turns reuse off with them.
+counters keep per-recording state outside the tracker, and --content describes workloads with the
+descriptor sets bound before the recording: layer/entry.py turns reuse off with them.
 """
 from __future__ import annotations
 
