@@ -39,7 +39,7 @@ shims: venv
 # The emulated Mali's data-graph operator shaders (icd/data_graph/shaders/*.comp -> build/data_graph/*.spv).
 GRAPH_SHADERS := $(patsubst icd/data_graph/shaders/%.comp,build/data_graph/%.spv,$(wildcard icd/data_graph/shaders/*.comp))
 graph-shaders: $(GRAPH_SHADERS)
-build/data_graph/%.spv: icd/data_graph/shaders/%.comp icd/data_graph/shaders/common.glsl
+build/data_graph/%.spv: icd/data_graph/shaders/%.comp $(wildcard icd/data_graph/shaders/*.glsl)
 	@mkdir -p $(@D)
 	@glslangValidator -V --target-env vulkan1.2 -o $@ $< >/dev/null
 

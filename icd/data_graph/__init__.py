@@ -16,6 +16,8 @@ Architecture (each module below is named in the intercept table's rows for the c
     lowering.py  each supported TOSA operator as backend compute kernels (which shader, its parameters,
                  its work size) and its modelled cost (ops, bytes moved, time on the profile's GPU);
                  unsupported operators are refused by name at pipeline creation
+    quantized.py the integer operators of quantized networks (RESCALE, int8 CONV2D / MATMUL, int32 ADD,
+                 CLAMP …) with TOSA 1.0's exact integer rules; called by lowering.py for integer tensors
     kernels.py   the operator shaders (GLSL in shaders/, compiled by glslangValidator at build time into
                  build/data_graph/) as backend compute pipelines whose descriptor set index follows the
                  application's bound compute layout, so its sets and push constants are not disturbed

@@ -21,8 +21,9 @@ from tessera.vkapi.vkconst import vk
 from ..objects import CommandBuffer, Device
 from ..recording import Work
 from ..tensors import resources as tensor_resources
-from . import graph, kernels
-from .objects import BIND_POINT, Bound, DataGraphError, DataGraphPipeline, DeviceGraphs, Hooks, Session, operator_costs
+from . import graph, kernels, quantized
+from .objects import (BIND_POINT, FORMATS, Bound, DataGraphError, DataGraphPipeline, DeviceGraphs, Hooks, Session,
+                      format_names, operator_costs)
 
 STAGE = "compute"                    # the render stage of a data-graph workload (docs/ml.md says why)
 COMMAND = "vkCmdDispatchDataGraphARM"
@@ -84,10 +85,12 @@ class Commands(Hooks):
             raise DataGraphError(f"set {itf.set}, binding {itf.binding} (the graph's {kind} {itf.index}) holds no "
                                  "tensor view of this device")
         t = view.tensor
-        if t.dims != itf.type.shape or t.element != 4 or view.format != vk.VK_FORMAT_R32_SFLOAT:
+        if t.dims != itf.type.shape or view.format not in FORMATS[itf.type.element] \
+                or t.element != quantized.element_bytes(itf.type):
             raise DataGraphError(f"the tensor at set {itf.set}, binding {itf.binding} is {list(t.dims)} with format "
-                                 f"{view.format}; the graph's {kind} {itf.index} is {itf.type} (VK_FORMAT_R32_SFLOAT)")
-        if t.strides != tensor_resources.packed_strides(t.dims, 4):
+                                 f"{view.format}; the graph's {kind} {itf.index} is {itf.type} "
+                                 f"({format_names(itf.type.element)})")
+        if t.strides != tensor_resources.packed_strides(t.dims, t.element):
             raise DataGraphError(f"the tensor at set {itf.set}, binding {itf.binding} is not packed (strides "
                                  f"{list(t.strides)}): data-graph operators read packed tensors only")
         if not t.memory:
@@ -135,11 +138,14 @@ class Commands(Hooks):
 
         def location(v: int) -> tuple[int, int, int]:
             place = p.plan.places[v]
-            nbytes = place.type.count * 4
+            nbytes = place.type.count * 4   # inside the graph: fp32 or int32 words
+            # the graph's own tensors keep their format's width; a narrow one's range is whole words (its
+            # last word may reach into the tensor's scratch bytes, icd/tensors/resources.py SCRATCH_BYTES)
+            interface = (place.type.count * quantized.element_bytes(place.type) + 3) // 4 * 4
             if place.kind == "input":
-                return ins[place.where].buffer, 0, nbytes
+                return ins[place.where].buffer, 0, interface
             if place.kind == "output":
-                return outs[place.where].buffer, 0, nbytes
+                return outs[place.where].buffer, 0, interface
             if place.kind == "const":
                 return p.constants.buffer, place.where, nbytes
             return s.buffer, place.where, nbytes

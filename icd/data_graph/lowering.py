@@ -11,9 +11,10 @@ Supported (fp32 tensors; TOSA's accumulator attribute, even FP16 on fp32 tensors
 ADD, SUB, MUL (shift 0), MAXIMUM, MINIMUM (with broadcasting), CLAMP, SIGMOID, TANH, ABS, EXP, NEGATE
 (zero points 0), RECIPROCAL, RESHAPE, TRANSPOSE, SLICE, PAD, TILE, REVERSE, CONCAT, REDUCE_SUM / MAX / MIN / PRODUCT,
 MATMUL (zero points 0), CONV2D and DEPTHWISE_CONV2D (any kernel size, padding, stride, dilation; zero points
-0), AVG_POOL2D (zero points 0), MAX_POOL2D. Any other operator,
-element type or attribute value raises LoweringError naming it, so vkCreateDataGraphPipelinesARM refuses
-the pipeline at creation.
+0), AVG_POOL2D (zero points 0), MAX_POOL2D. An operator on int8 / int16 / int32 tensors is lowered by
+quantized.py (RESCALE, integer CONV2D / DEPTHWISE_CONV2D / MATMUL / ADD / CLAMP …, TOSA 1.0's exact integer
+rules). Any other operator, element type or attribute value raises LoweringError naming it, so
+vkCreateDataGraphPipelinesARM refuses the pipeline at creation.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .graph import Graph, Operator, TensorType
 
-ELEMENT_BYTES = 4                  # fp32
+ELEMENT_BYTES = 4                  # fp32 (and int32: inside a graph an integer element is one int32 word)
 ALIGN = 256                        # offsets of tensors and parameter blocks (≥ minStorageBufferOffsetAlignment)
 MAX_RANK = 6                       # TOSA's maximum rank (the element-wise shader's parameter block holds 6)
 ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 5, "CLAMP": 6, "SIGMOID": 7,
@@ -71,7 +72,7 @@ class Kernel:
 class Plan:
     kernels: list[Kernel]
     places: dict[int, Place]
-    constants: dict[int, bytes]     # value id -> packed fp32 bytes (literal constants; graph constants later)
+    constants: dict[int, bytes]     # value id -> packed fp32 / int32 bytes (literal constants; graph constants later)
     constant_bytes: int             # size of the constant buffer (graph constants included)
     transient_bytes: int            # size of the session's transient memory
     graph_constants: dict[int, int] = field(default_factory=dict)   # value id -> constant id (data from the app)
@@ -303,15 +304,22 @@ _LOWER = {**{name: _eltwise for name in ELTWISE}, **{name: _reduce for name in R
 
 def plan(g: Graph) -> Plan:
     """The kernels and tensor places of graph `g`; raises LoweringError naming what is not supported."""
-    for op in g.operators:
-        if op.name not in _LOWER:
-            raise LoweringError(f"TOSA operator {op.name} is not supported by the emulated Mali (supported: "
-                                f"{', '.join(SUPPORTED)})")
+    from . import quantized
+
     for value, t in g.types.items():
-        if t.element != "float32":
+        if t.element != "float32" and not quantized.is_integer(t):
             what = next((f"operator {op.name}" for op in g.operators if op.result == value or value in
                          op.inputs.values()), "an input or output")
-            raise LoweringError(f"{what} uses a {t} tensor: only float32 tensors are supported")
+            raise LoweringError(f"{what} uses a {t} tensor: only float32, int8, int16 and int32 tensors are "
+                                "supported")
+
+    def integer(op: Operator) -> bool:
+        return any(quantized.is_integer(t) for t in [op.type, *(g.types[v] for v in op.inputs.values())])
+
+    for op in g.operators:
+        if not integer(op) and op.name not in _LOWER:
+            raise LoweringError(f"TOSA operator {op.name} is not supported by the emulated Mali (supported: "
+                                f"{', '.join(SUPPORTED)})")
     places: dict[int, Place] = {}
     for v, index in g.input_values.items():
         places[v] = Place("input", index, g.types[v])
@@ -319,7 +327,8 @@ def plan(g: Graph) -> Plan:
     offset = 0
     for v, (t, values) in g.constants.items():
         places[v] = Place("const", offset, t)
-        constants[v] = struct.pack(f"<{t.count}f", *(float(x) for x in values))
+        constants[v] = quantized.pack_constant(t, values) if quantized.is_integer(t) else \
+            struct.pack(f"<{t.count}f", *(float(x) for x in values))
         offset += _aligned(t.count * ELEMENT_BYTES)
     graph_constants = {}
     for v, (t, cid) in g.graph_constants.items():
@@ -332,7 +341,7 @@ def plan(g: Graph) -> Plan:
         outputs_of.setdefault(v, index)
     kernels, transient = [], 0
     for op in g.operators:
-        made = _LOWER[op.name](op, g.types)
+        made = quantized.lower(op, g.types, g.constants) if integer(op) else _LOWER[op.name](op, g.types)
         kernels += made if isinstance(made, list) else [made]
         if op.result in outputs_of:
             places[op.result] = Place("output", outputs_of[op.result], op.type)
@@ -344,9 +353,16 @@ def plan(g: Graph) -> Plan:
         if place.kind == "output" and place.where == index:
             continue
         t = g.types[v]
-        copy = Kernel("COPY", "eltwise", [0, 1, t.count, t.count, *[1] * (MAX_RANK - 1), 1, *[0] * (MAX_RANK - 1),
-                                          *[0] * MAX_RANK, 0, 0], t.count, [v, v, v], -1 - index,
-                      bytes=2 * t.count * ELEMENT_BYTES, shape=t.shape)
+        words = [t.count, t.count, *[1] * (MAX_RANK - 1), 1, *[0] * (MAX_RANK - 1), *[0] * MAX_RANK, 0, 0]
+        integer_copy = quantized.is_integer(t)
+        copy = Kernel("COPY", "ieltwise" if integer_copy else "eltwise",
+                      [4, 4, 4, 4, 0, 1, *words, 0, 0, 0] if integer_copy else [0, 1, *words], t.count, [v, v, v],
+                      -1 - index, bytes=2 * t.count * quantized.element_bytes(t), shape=t.shape)
         places[-1 - index] = Place("output", index, t)
         kernels.append(copy)
+
+    def width_of(v: int) -> int:   # integer values inside the graph are int32 words; its interface keeps its own
+        place = places[v]
+        return quantized.element_bytes(place.type) if place.kind in ("input", "output") else 4
+    quantized.widths(kernels, width_of)
     return Plan(kernels, places, constants, max(constant_bytes, ALIGN), max(transient, ALIGN), graph_constants)

@@ -5,8 +5,11 @@ specialization constants, descriptor buffers off); VK_QUEUE_DATA_GRAPH_BIT_ARM o
 compute (a Mali runs graphs on its shader cores, so the compute queues take them: the bit is added to the
 existing families rather than a family of its own); one engine per such family (DEFAULT, not foreign)
 running the TOSA.001000.1 extended instruction set (vkGetPhysicalDeviceQueueFamilyDataGraphPropertiesARM,
-its processing-engine properties: no foreign handle types; its TOSA properties: profile PRO-FP, level 8K);
-VK_FORMAT_FEATURE_2_TENSOR_DATA_GRAPH_BIT_ARM for the tensor format the graphs run on (R32_SFLOAT).
+its processing-engine properties: no foreign handle types; its TOSA properties: profiles PRO-FP and PRO-INT,
+level 8K);
+VK_FORMAT_FEATURE_2_TENSOR_DATA_GRAPH_BIT_ARM for the tensor formats the graphs run on (R32_SFLOAT; R8, R16 and
+R32 SINT / UINT for integer graphs). TOSA profiles: PRO-FP (conformant) and PRO-INT (experimental: the integer
+operators of quantized networks, quantized.py).
 No state. Threads: any (answers only).
 """
 from __future__ import annotations
@@ -15,12 +18,15 @@ from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
 from ..objects import PhysicalDevice
-from .objects import VALIDATION_FAILED, Hooks
+from .objects import GRAPH_FORMATS, VALIDATION_FAILED, Hooks
 
 QUEUE_BIT = vk.VK_QUEUE_DATA_GRAPH_BIT_ARM
 TOSA_SET_NAME = "TOSA.001000.1"
 TOSA_VERSION = 0x01000001            # (1 << 24) | 1: TOSA 1.0, SPIR-V extended instruction set version 1
-TOSA_PROFILE = "PRO-FP"              # TOSA 1.0's floating-point profile (this driver runs fp32 graphs)
+# TOSA 1.0's profiles: floating point (fp32 graphs), and integer, experimental since only the operators of
+# quantized networks are run (icd/data_graph/quantized.py)
+TOSA_PROFILES = (("PRO-FP", vk.VK_DATA_GRAPH_TOSA_QUALITY_CONFORMANT_ARM),
+                 ("PRO-INT", vk.VK_DATA_GRAPH_TOSA_QUALITY_EXPERIMENTAL_ARM))
 
 
 class PhysicalQueries(Hooks):
@@ -50,7 +56,7 @@ class PhysicalQueries(Hooks):
     def after_vkGetPhysicalDeviceFormatProperties2(self, phys, result, physicalDevice, fmt, pProperties):
         p = structs.find(self.ffi, pProperties.pNext, vk.VK_STRUCTURE_TYPE_TENSOR_FORMAT_PROPERTIES_ARM,
                          "VkTensorFormatPropertiesARM *")
-        if p is not None and fmt == vk.VK_FORMAT_R32_SFLOAT:
+        if p is not None and fmt in GRAPH_FORMATS:
             p.optimalTilingTensorFeatures |= vk.VK_FORMAT_FEATURE_2_TENSOR_DATA_GRAPH_BIT_ARM
             p.linearTilingTensorFeatures |= vk.VK_FORMAT_FEATURE_2_TENSOR_DATA_GRAPH_BIT_ARM
 
@@ -112,7 +118,7 @@ class PhysicalQueries(Hooks):
             return VALIDATION_FAILED
         t = ffi.cast("VkQueueFamilyDataGraphTOSAPropertiesARM *", pProperties)
         profiles = self._tosa_names
-        t.profileCount = 1
+        t.profileCount = len(TOSA_PROFILES)
         t.pProfiles = profiles
         t.extensionCount = 0
         t.pExtensions = ffi.NULL
@@ -123,9 +129,10 @@ class PhysicalQueries(Hooks):
     def _tosa_names(self):
         names = getattr(self, "_tosa_profiles", None)
         if names is None:
-            names = self.ffi.new("VkDataGraphTOSANameQualityARM[1]")
-            data = TOSA_PROFILE.encode() + b"\0"
-            self.ffi.memmove(names[0].name, data, len(data))
-            names[0].qualityFlags = vk.VK_DATA_GRAPH_TOSA_QUALITY_CONFORMANT_ARM
+            names = self.ffi.new(f"VkDataGraphTOSANameQualityARM[{len(TOSA_PROFILES)}]")
+            for k, (name, quality) in enumerate(TOSA_PROFILES):
+                data = name.encode() + b"\0"
+                self.ffi.memmove(names[k].name, data, len(data))
+                names[k].qualityFlags = quality
             self._tosa_profiles = names
         return names

@@ -29,8 +29,8 @@ from ..feature import DeviceRequest, Feature
 from ..objects import Device, adopt, release
 from ..tensors import resources as tensor_resources
 from . import commands, graph, kernels, lowering, physical
-from .objects import (EXTENSION, VALIDATION_FAILED, DataGraphError, DataGraphPipeline, DeviceGraphs, Hooks, Session,
-                      operator_costs)
+from .objects import (EXTENSION, FORMATS, VALIDATION_FAILED, DataGraphError, DataGraphPipeline, DeviceGraphs, Hooks,
+                      Session, format_names, operator_costs)
 
 PUSH_DESCRIPTOR = "VK_KHR_push_descriptor"
 _handles = itertools.count(0x7E55_DA7A_0001)
@@ -183,9 +183,10 @@ class DataGraph(Hooks, Feature):
                     raise DataGraphError(f"pResourceInfos for set {itf.set}, binding {itf.binding}: dimensions "
                                          f"{list(d[0])} differ from the graph's {kind} {itf.index} "
                                          f"({list(itf.type.shape)})")
-                if d[2] != vk.VK_FORMAT_R32_SFLOAT:
+                if d[2] not in FORMATS[itf.type.element]:
                     raise DataGraphError(f"pResourceInfos for set {itf.set}, binding {itf.binding}: format {d[2]} is "
-                                         "not VK_FORMAT_R32_SFLOAT (the graph's tensors are float32)")
+                                         f"not {format_names(itf.type.element)} (the graph's {kind} {itf.index} is "
+                                         f"{itf.type})")
         # constants: literal ones from the module, graph constants from pConstants
         data = bytearray(plan.constant_bytes)
         for v, blob in plan.constants.items():
@@ -203,12 +204,12 @@ class DataGraph(Hooks, Feature):
             if desc is None:
                 raise DataGraphError(f"constant id {cid} has no VkTensorDescriptionARM in its pNext chain")
             dims, strides, fmt = self._described(desc, f"constant {cid}")
-            if dims != t.shape or fmt != vk.VK_FORMAT_R32_SFLOAT:
+            if dims != t.shape or fmt not in FORMATS[t.element]:
                 raise DataGraphError(f"constant id {cid}: description {list(dims)} format {fmt} differs from the "
-                                     f"graph's {t} (VK_FORMAT_R32_SFLOAT)")
+                                     f"graph's {t} ({format_names(t.element)})")
             if c.pConstantData == ffi.NULL:
                 raise DataGraphError(f"constant id {cid}: pConstantData is NULL")
-            blob = self._packed(c.pConstantData, dims, strides)
+            blob = self._packed(c.pConstantData, dims, strides, t.element)
             at = plan.places[v].where
             data[at:at + len(blob)] = blob
         params_at, params = [], bytearray()
@@ -226,20 +227,24 @@ class DataGraph(Hooks, Feature):
         ident = hashlib.sha256(code + entry.encode()).digest()[:16]
         return DataGraphPipeline(next(_handles), g, plan, int(info.layout), buffer, params_at, log, ident)
 
-    def _packed(self, pointer, dims: tuple[int, ...], strides: tuple[int, ...] | None) -> bytes:
-        """fp32 data of a constant as packed bytes (from its strides when given)."""
+    def _packed(self, pointer, dims: tuple[int, ...], strides: tuple[int, ...] | None, element: str) -> bytes:
+        """A constant's data as the graph keeps it (from its strides when given): packed fp32, or one int32
+        word per element for an integer constant (quantized.py), sign-extended."""
         import numpy as np
 
+        dtype = np.dtype({"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32}[element])
+        size = dtype.itemsize
         count = 1
         for d in dims:
             count *= d
-        if strides is None or strides == tensor_resources.packed_strides(dims, 4):
-            return bytes(self.ffi.buffer(pointer, count * 4))
-        span = sum((d - 1) * s for d, s in zip(dims, strides)) + 4
-        raw = np.frombuffer(bytes(self.ffi.buffer(pointer, span)), dtype=np.uint8)
-        view = np.lib.stride_tricks.as_strided(raw.view(np.float32) if span % 4 == 0 else raw[:span - span % 4]
-                                               .view(np.float32), shape=dims, strides=strides)
-        return np.ascontiguousarray(view).tobytes()
+        if strides is None or strides == tensor_resources.packed_strides(dims, size):
+            values = np.frombuffer(bytes(self.ffi.buffer(pointer, count * size)), dtype=dtype)
+        else:
+            span = sum((d - 1) * s for d, s in zip(dims, strides)) + size
+            raw = np.frombuffer(bytes(self.ffi.buffer(pointer, span)), dtype=np.uint8)
+            values = np.ascontiguousarray(np.lib.stride_tricks.as_strided(
+                raw[:span - span % size].view(dtype), shape=dims, strides=strides))
+        return values.astype(np.int32 if element != "float32" else np.float32).tobytes()
 
     def before_vkDestroyPipeline(self, dev, device, pipeline, pAllocator):
         """A data-graph pipeline is the driver's: destroyed here, and the backend gets VK_NULL_HANDLE."""

@@ -73,12 +73,15 @@ def test_unsupported_operator_is_refused_by_name():
         lowering.plan(graph.read(g.assemble(), "main"))
 
 
-def test_non_float_tensors_are_refused():
+def test_int32_tensors_take_the_integer_kernels_and_other_types_are_refused():
     g = vg.GraphAsm()
     a, b = g.input((4,)), g.input((4,))
     g.output(g.op("ADD", (4,), a, b), (4,))
     text = g.text().replace("OpTypeTensorARM %float", "OpTypeTensorARM %uint")   # every tensor int32
-    with pytest.raises(lowering.LoweringError, match=r"operator ADD uses a 4 int32 tensor: only float32"):
+    (add,) = lowering.plan(graph.read(vg.vt.assemble(text, env="vulkan1.3"), "main")).kernels
+    assert add.shader == "ieltwise" and add.params[:4] == [4, 4, 4, 4]       # int32 interface: whole words
+    text = g.text().replace("OpTypeTensorARM %float", "OpTypeTensorARM %bool")
+    with pytest.raises(lowering.LoweringError, match=r"operator ADD uses a 4 bool tensor: only float32, int8, int16"):
         lowering.plan(graph.read(vg.vt.assemble(text, env="vulkan1.3"), "main"))
 
 

@@ -547,7 +547,7 @@ def test_dispatch_with_unbound_session_memory_records_nothing(ran):
 def test_physical_device_answers(ran):
     assert all(f & 0x400 for f in ran["family_flags"] if f & 0x2)     # DATA_GRAPH on every compute family
     assert ran["engines"] == [[0, 0, 0, "TOSA.001000.1", 0x01000001]]
-    assert ran["tosa"] == [0, ["PRO-FP"], 1]
+    assert ran["tosa"] == [0, ["PRO-FP", "PRO-INT"], 1]
     assert all(f & (1 << 48) for f in ran["format_features"])       # TENSOR_DATA_GRAPH for R32_SFLOAT
 
 

@@ -1,0 +1,226 @@
+"""Integer (quantized) TOSA operators lowered to the emulated Mali's integer compute kernels.
+
+Role: the int8 / int16 / int32 half of lowering.py: RESCALE, CONV2D and DEPTHWISE_CONV2D (int8 inputs and
+weights, int32 bias and accumulator), MATMUL (int8, int32 result), ADD, SUB, MUL (with its rounding shift),
+MAXIMUM, MINIMUM, CLAMP, ABS, NEGATE (with zero points) and RESHAPE, each with TOSA 1.0's exact integer
+semantics (shaders/i*.comp and rescale.comp; apply_scale_32 / apply_scale_16 in shaders/icommon.glsl).
+Pure Python, no Vulkan.
+
+Representation: inside a graph every integer tensor value (constants, intermediate tensors) is one int32 word
+per element, sign-extended from its TOSA type; only the graph's inputs and outputs keep their format's width
+(an int8 tensor is bytes). Each integer kernel's parameter block starts with its operands' and result's element
+bytes (p[0..3]), filled in by `widths` once every value has its place.
+
+SPIR-V integer types are signless: every constant and attribute arrives as its raw unsigned bits, and TOSA
+reads them signed (zero points, CLAMP's bounds, bias), so they are sign-extended here by the width of the
+tensor they belong to (TOSA 1.0: a zero point has its tensor's type); a zero point of an operand read unsigned
+(RESCALE's input_unsigned / output_unsigned) is zero-extended instead.
+
+Refused by name (LoweringError at pipeline creation): every other operator on integer tensors; int48
+accumulators (int16 convolutions); RESCALE whose multiplier or shift is not a constant; unsigned results
+wider than 16 bits; an integer operator mixing float tensors (TOSA has no such operator; CAST is not supported).
+"""
+from __future__ import annotations
+
+import struct
+
+from .graph import Operator, TensorType
+from .lowering import MAX_RANK, Kernel, LoweringError, _strides
+
+BITS = {"int8": 8, "int16": 16, "int32": 32}
+ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 5, "CLAMP": 6, "ABS": 9,
+           "NEGATE": 11}
+BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"})
+SUPPORTED = tuple(sorted(set(ELTWISE) | {"CONV2D", "DEPTHWISE_CONV2D", "MATMUL", "RESCALE"}))
+SHADERS = frozenset({"ieltwise", "iconv2d", "imatmul", "rescale"})
+ROUNDING = {1: "SINGLE_ROUND", 2: "INEXACT_ROUND", 3: "DOUBLE_ROUND"}   # TOSA 1.0 rounding_mode_t
+ACC_INT32 = 1                                                          # TOSA 1.0 acc_type_t INT32
+MULTIPLIERS_AT = 32                                                    # rescale.comp: p[32 ..]
+
+
+def is_integer(t: TensorType) -> bool:
+    return t.element in BITS
+
+
+def element_bytes(t: TensorType) -> int:
+    """Bytes of one element of `t` in a tensor of its format (float32 and int32: 4, int16: 2, int8: 1)."""
+    return BITS[t.element] // 8 if t.element in BITS else 4
+
+
+def signed(value: int, bits: int) -> int:
+    """`value`'s low `bits` bits read as two's complement (SPIR-V integers are signless)."""
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _scalar(op: Operator, name: str, bits: int, unsigned: bool = False) -> int:
+    """A one-value attribute tensor (zero point, shift) as a TOSA value of `bits` bits."""
+    v = op.attributes.get(name, 0)
+    values = v if isinstance(v, list) else [v]
+    if len(values) != 1:
+        raise LoweringError(f"{op.name}: {name} must hold one value, not {len(values)}")
+    raw = int(values[0])
+    return raw & ((1 << bits) - 1) if unsigned else signed(raw, bits)
+
+
+def _bits(op: Operator, t: TensorType, what: str) -> int:
+    if t.element not in BITS:
+        raise LoweringError(f"{op.name}: {what} is a {t} tensor; integer {op.name} takes int8, int16 or int32 "
+                            "tensors (TOSA has no mixed float/integer operator; CAST is not supported)")
+    return BITS[t.element]
+
+
+def _head() -> list[int]:
+    return [4, 4, 4, 4]             # element bytes of the operands and result: set by widths()
+
+
+def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    out = op.type.shape
+    operands = [op.inputs["input1" if "input1" in op.inputs else "input"]]
+    if op.name in BINARY:
+        operands.append(op.inputs["input2"])
+    ins = [types[v] for v in operands]
+    for n, t in enumerate(ins):
+        _bits(op, t, f"operand {n + 1}")
+    out_bits = _bits(op, op.type, "the result")
+    rank = len(out) if op.name != "RESHAPE" else 1
+    dims = list(out) if op.name != "RESHAPE" else [op.type.count]
+    if rank > MAX_RANK:
+        raise LoweringError(f"{op.name} on a rank-{rank} tensor (at most {MAX_RANK})")
+    if op.name == "RESHAPE":
+        if ins[0].count != op.type.count or ins[0].element != op.type.element:
+            raise LoweringError(f"RESHAPE of {ins[0]} to {op.type}: element counts or types differ")
+        a_str, b_str = [1] + [0] * (MAX_RANK - 1), [0] * MAX_RANK
+    else:
+        for t in ins:
+            if len(t.shape) != len(out) or any(s not in (1, o) for s, o in zip(t.shape, out)):
+                raise LoweringError(f"{op.name}: operand {t} does not broadcast to the result {op.type}")
+        a_str = _strides(ins[0].shape, out)
+        b_str = _strides(ins[1].shape, out) if len(ins) > 1 else [0] * MAX_RANK
+    lo, hi, shift, zp_in, zp_out = -(1 << 31), (1 << 31) - 1, 0, 0, 0
+    if op.name == "CLAMP":
+        lo, hi = signed(int(op.attributes["min_val"]), out_bits), signed(int(op.attributes["max_val"]), out_bits)
+        if lo > hi:
+            raise LoweringError(f"CLAMP: min_val {lo} is above max_val {hi}")
+    elif op.name == "MUL":
+        shift = _scalar(op, "shift", 8)
+        if op.type.element != "int32" or not 0 <= shift <= 63 or (shift and ins[0].element != "int32"):
+            raise LoweringError(f"MUL of {ins[0]} and {ins[1]} to {op.type} with shift {shift}: TOSA 1.0 takes "
+                                "an int32 result, and a shift (0..63) only with int32 operands")
+    elif op.name == "NEGATE":
+        zp_in, zp_out = _scalar(op, "input1_zp", BITS[ins[0].element]), _scalar(op, "output_zp", out_bits)
+        lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    params = [*_head(), ELTWISE[op.name], rank, op.type.count, *(dims + [1] * (MAX_RANK - rank)), *a_str, *b_str,
+              lo, hi, shift, zp_in, zp_out]
+    n = op.type.count
+    return Kernel(op.name, "ieltwise", params, n, operands + [operands[0]] * (3 - len(operands)), op.result,
+                  ops=n * (0 if op.name == "RESHAPE" else 1),
+                  bytes=sum(t.count * element_bytes(t) for t in ins) + n * element_bytes(op.type), shape=out)
+
+
+def _matmul(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    a, b = types[op.inputs["A"]], types[op.inputs["B"]]
+    a_bits, b_bits = _bits(op, a, "A"), _bits(op, b, "B")
+    if op.type.element != "int32":
+        raise LoweringError(f"MATMUL of {a} and {b} to {op.type}: integer MATMUL gives int32 (int48 is not "
+                            "supported)")
+    if len(a.shape) != 3 or len(b.shape) != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        raise LoweringError(f"MATMUL of {a} and {b}: shapes must be [N,H,C] and [N,C,W]")
+    n, h, c = a.shape
+    w = b.shape[2]
+    if op.type.shape != (n, h, w):
+        raise LoweringError(f"MATMUL of {a} and {b} gives {n}x{h}x{w}, not {op.type}")
+    params = [*_head(), n, h, c, w, _scalar(op, "A_zp", a_bits), _scalar(op, "B_zp", b_bits)]
+    return Kernel("MATMUL", "imatmul", params, n * h * w, [op.inputs["A"], op.inputs["B"], op.inputs["A"]],
+                  op.result, ops=2 * n * h * w * c,
+                  bytes=a.count * element_bytes(a) + b.count * element_bytes(b) + n * h * w * 4, shape=op.type.shape)
+
+
+def _conv(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    from .lowering import _conv as conv_float   # the shapes and attributes are checked as for fp32
+
+    x, wt, bias = types[op.inputs["input"]], types[op.inputs["weight"]], types[op.inputs["bias"]]
+    x_bits, w_bits = _bits(op, x, "the input"), _bits(op, wt, "the weight")
+    acc = int(op.attributes.get("acc_type", ACC_INT32))
+    if acc != ACC_INT32 or op.type.element != "int32" or bias.element != "int32":
+        raise LoweringError(f"{op.name} of {x} with {wt} weights, {bias} bias to {op.type} (acc_type {acc}): only "
+                            "the int32 accumulator (int8 inputs, int32 bias and result) is supported, not int48")
+    checked = conv_float(Operator(op.name, op.result, op.type, {**op.attributes, "input_zp": 0, "weight_zp": 0},
+                                  op.inputs), types)
+    params = [*_head(), *checked.params, _scalar(op, "input_zp", x_bits), _scalar(op, "weight_zp", w_bits)]
+    return Kernel(op.name, "iconv2d", params, checked.items, checked.operands, op.result, ops=checked.ops,
+                  bytes=x.count * element_bytes(x) + wt.count * element_bytes(wt) + bias.count * 4
+                  + op.type.count * 4, shape=op.type.shape)
+
+
+def _rescale(op: Operator, types: dict[int, TensorType], constants: dict[int, tuple[TensorType, list]]) -> Kernel:
+    x = types[op.inputs["input"]]
+    in_bits, out_bits = _bits(op, x, "the input"), _bits(op, op.type, "the result")
+    if x.shape != op.type.shape:
+        raise LoweringError(f"RESCALE of {x} to {op.type}: the shapes differ")
+    scale32, per_channel = bool(op.attributes["scale32"]), bool(op.attributes["per_channel"])
+    in_unsigned, out_unsigned = bool(op.attributes["input_unsigned"]), bool(op.attributes["output_unsigned"])
+    mode = int(op.attributes["rounding_mode"])
+    if mode not in ROUNDING:
+        raise LoweringError(f"RESCALE: rounding_mode {mode} is not one of TOSA 1.0's ({ROUNDING})")
+    if (in_unsigned and in_bits > 16) or (out_unsigned and out_bits > 16):
+        raise LoweringError(f"RESCALE of {x} to {op.type}: an unsigned input or output is int8 or int16 in TOSA 1.0")
+    mult_id = op.inputs.get("multiplier")
+    if mult_id not in constants:
+        raise LoweringError("RESCALE whose multiplier is not a constant tensor of the module is not supported "
+                            "(graph constants and computed multipliers are not)")
+    mult_type, mult_raw = constants[mult_id]
+    mult_bits = 32 if scale32 else 16
+    if BITS.get(mult_type.element) != mult_bits:
+        raise LoweringError(f"RESCALE: the multiplier is {mult_type}; scale32 {scale32} takes int{mult_bits}")
+    multipliers = [signed(int(v), mult_bits) for v in mult_raw]
+    shifts_raw = op.attributes.get("shift")
+    shifts = [signed(int(v), 8) for v in (shifts_raw if isinstance(shifts_raw, list) else [shifts_raw])]
+    channels = x.shape[-1] if x.shape else 1
+    want = channels if per_channel else 1
+    if len(multipliers) != want or len(shifts) != want:
+        raise LoweringError(f"RESCALE of {x} (per_channel {per_channel}): {len(multipliers)} multipliers and "
+                            f"{len(shifts)} shifts, not {want}")
+    for m, s in zip(multipliers, shifts):
+        if m < 0 or not 2 <= s <= 62:
+            raise LoweringError(f"RESCALE: multiplier {m} must be >= 0 and shift {s} within 2..62 (TOSA 1.0 "
+                                "apply_scale)")
+    in_zp = _scalar(op, "input_zp", in_bits, in_unsigned)
+    out_zp = _scalar(op, "output_zp", out_bits, out_unsigned)
+    if out_unsigned:
+        lo, hi = 0, (1 << out_bits) - 1
+    else:
+        lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
+    params = [*_head(), x.count, channels, int(per_channel), int(scale32 and ROUNDING[mode] == "DOUBLE_ROUND"),
+              int(in_unsigned), in_bits, lo, hi, in_zp, out_zp, out_bits, int(out_unsigned), want]
+    params += [0] * (MULTIPLIERS_AT - len(params)) + multipliers + shifts
+    n = op.type.count
+    return Kernel("RESCALE", "rescale", params, n, [op.inputs["input"]] * 3, op.result, ops=3 * n,
+                  bytes=n * (element_bytes(x) + element_bytes(op.type)), shape=op.type.shape)
+
+
+LOWER = {**{name: _eltwise for name in ELTWISE}, "MATMUL": _matmul, "CONV2D": _conv, "DEPTHWISE_CONV2D": _conv}
+
+
+def lower(op: Operator, types: dict[int, TensorType], constants: dict[int, tuple[TensorType, list]]) -> Kernel:
+    """The integer kernel of `op`, or LoweringError naming what is not supported."""
+    if op.name == "RESCALE":
+        return _rescale(op, types, constants)
+    if op.name not in LOWER:
+        elements = sorted({t.element for t in [op.type, *(types[v] for v in op.inputs.values())] if is_integer(t)})
+        raise LoweringError(f"TOSA operator {op.name} on {', '.join(elements)} tensors is not supported by the "
+                            f"emulated Mali (integer operators supported: {', '.join(SUPPORTED)})")
+    return LOWER[op.name](op, types)
+
+
+def pack_constant(t: TensorType, values: list) -> bytes:
+    """A literal integer constant as int32 words (sign-extended from its type)."""
+    bits = BITS[t.element]
+    return struct.pack(f"<{t.count}i", *(signed(int(v), bits) for v in values))
+
+
+def widths(kernels: list[Kernel], width_of) -> None:
+    """Each integer kernel's p[0..3]: the element bytes where its operands and result live (width_of(value))."""
+    for k in kernels:
+        if k.shader in SHADERS:
+            k.params[0:4] = [width_of(v) for v in k.operands] + [width_of(k.result)]

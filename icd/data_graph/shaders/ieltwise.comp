@@ -1,0 +1,35 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Integer element-wise operators with TOSA broadcasting (TOSA 1.0 integer semantics, icd/data_graph/quantized.py):
+// p[4] operator (eltwise.comp's numbers), p[5] rank, p[6] output elements, p[7..12] output dimensions,
+// p[13..18] / p[19..24] the inputs' element strides (0 on a broadcast dimension), p[25], p[26] CLAMP's bounds or
+// the result type's range (NEGATE), p[27] MUL's shift, p[28], p[29] NEGATE's input and output zero points.
+#include "icommon.glsl"
+
+void main() {
+    uint i = item();
+    if (i >= uint(p[6])) return;
+    uint rem = i, ia = 0u, ib = 0u;
+    for (int d = p[5] - 1; d >= 0; --d) {
+        uint dim = uint(p[7 + d]);
+        uint k = rem % dim;
+        rem /= dim;
+        ia += k * uint(p[13 + d]);
+        ib += k * uint(p[19 + d]);
+    }
+    int x = la(ia);
+    int r;
+    switch (p[4]) {
+    case 0: r = x; break;                                          // copy (RESHAPE)
+    case 1: r = x + lb(ib); break;                                 // ADD (int32, wraps where TOSA REQUIREs none)
+    case 2: r = x - lb(ib); break;                                 // SUB
+    case 3: r = p[27] > 0 ? apply_scale(x, lb(ib), p[27], false) : x * lb(ib); break;   // MUL, rounded shift
+    case 4: r = max(x, lb(ib)); break;                             // MAXIMUM
+    case 5: r = min(x, lb(ib)); break;                             // MINIMUM
+    case 6: r = clamp(x, p[25], p[26]); break;                     // CLAMP
+    case 9: r = abs(x); break;                                     // ABS
+    case 11: r = clamp(-(x - p[28]) + p[29], p[25], p[26]); break; // NEGATE with zero points
+    default: r = 0; break;
+    }
+    store(i, r);
+}

@@ -1,0 +1,243 @@
+"""Quantized (int8) TOSA networks through Arm's ML SDK on the emulated Mali, exact to TOSA 1.0's integer rules.
+
+Each model is TOSA MLIR written here with int8 tensors, int32 accumulators and zero points, `tosa.rescale`
+(per channel or not, SINGLE_ROUND / DOUBLE_ROUND, scale32 or the 16-bit multiplier, unsigned input and
+output), int8 CONV2D / MATMUL, int32 ADD and MUL with a rounding shift, int8 CLAMP. Arm's `model-converter`
+makes the VGF and `scenario_runner` runs it (int8 / int32 `.npy` inputs and outputs):
+- on the emulated Mali's own VK_ARM_data_graph (`tessera run`, no Arm layer): the output must equal, bit for
+  bit, numpy's reference written from the TOSA 1.0 specification (tosa_int_reference.py), and the trace must
+  hold one data-graph workload whose operators are the model's;
+- on lavapipe under Arm's two emulation layers (the reference implementation): the same output.
+The rounding models are built so that SINGLE_ROUND and DOUBLE_ROUND give different results for most inputs,
+so a driver rounding the wrong way fails.
+
+Needs the 'ml' extra of pyproject.toml (`make setup`; Linux x86-64 wheels only: skipped elsewhere).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tosa_int_reference as ref
+from integration_support import run
+from test_ml_sdk import TESSERA, TOOLS, _reference_env, ml_layers  # noqa: F401  (ml_layers: a fixture)
+
+from tessera.schemas import perfetto as pf
+
+# numpy type -> the scenario's tensor format (model-converter: VK_FORMAT_R8_UINT for an input read unsigned)
+FORMATS = {np.dtype(np.int8): "VK_FORMAT_R8_SINT", np.dtype(np.uint8): "VK_FORMAT_R8_UINT",
+           np.dtype(np.int32): "VK_FORMAT_R32_SINT"}
+MLIR_TYPES = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
+
+
+def _t(shape, dtype) -> str:
+    return "tensor<" + "x".join(map(str, shape)) + "x" + MLIR_TYPES[np.dtype(dtype)] + ">"
+
+
+def _dense(values: np.ndarray) -> str:
+    if values.ndim == 0:
+        return str(int(values))
+    return "[" + ", ".join(_dense(v) for v in values) + "]"
+
+
+def _const(name: str, values: np.ndarray) -> str:
+    t = _t(values.shape, values.dtype)
+    return f'    %{name} = "tosa.const"() <{{values = dense<{_dense(values)}> : {t}}}> : () -> {t}'
+
+
+def _scalar(name: str, value: int, dtype) -> str:
+    return _const(name, np.array([value], dtype))
+
+
+def _rescale(result: str, source: str, shape, in_dtype, out_dtype, *, mult, shift, in_zp: int, out_zp: int,
+             double: bool, per_channel: bool = False, scale32: bool = True, in_unsigned: bool = False,
+             out_unsigned: bool = False) -> list[str]:
+    mult_dtype = np.int32 if scale32 else np.int16
+    n = len(mult)
+    lines = [_const(f"{result}_m", np.array(mult, mult_dtype)), _const(f"{result}_s", np.array(shift, np.int8)),
+             _scalar(f"{result}_izp", in_zp, in_dtype), _scalar(f"{result}_ozp", out_zp, out_dtype)]
+    mode = "DOUBLE_ROUND" if double else "SINGLE_ROUND"
+    b = lambda v: "true" if v else "false"  # noqa: E731
+    lines.append(
+        f"    %{result} = tosa.rescale %{source}, %{result}_m, %{result}_s, %{result}_izp, %{result}_ozp "
+        f"{{scale32 = {b(scale32)}, rounding_mode = {mode}, per_channel = {b(per_channel)}, "
+        f"input_unsigned = {b(in_unsigned)}, output_unsigned = {b(out_unsigned)}}} : "
+        f"({_t(shape, in_dtype)}, {_t((n,), mult_dtype)}, {_t((n,), np.int8)}, {_t((1,), in_dtype)}, "
+        f"{_t((1,), out_dtype)}) -> {_t(shape, out_dtype)}")
+    return lines
+
+
+def _module(inputs: dict[str, np.ndarray], body: list[str], result: str, out_shape, out_dtype) -> str:
+    args = ", ".join(f"%{k}: {_t(v.shape, v.dtype)}" for k, v in inputs.items())
+    out = _t(out_shape, out_dtype)
+    return "\n".join([f"module {{\n  func.func @main({args}) -> {out} {{", *body,
+                      f"    return %{result} : {out}\n  }}\n}}"])
+
+
+def _conv_model(rng):
+    """int8 conv 3×3 'same' (input_zp -3, weight_zp 2) + int32 bias -> per-channel DOUBLE_ROUND rescale
+    (shifts 41..43) to int8 (output_zp 5) -> clamp [-20, 100]."""
+    x = rng.integers(-128, 128, (1, 6, 6, 3)).astype(np.int8)
+    w = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    bias = rng.integers(-5000, 5000, (4,)).astype(np.int32)
+    mult = [int(v) for v in rng.integers(1 << 30, (1 << 31) - 1, 4)]
+    shift = [41, 42, 43, 42]
+    acc_t, out_shape = _t((1, 6, 6, 4), np.int32), (1, 6, 6, 4)
+    body = [_const("w", w), _const("b", bias), _scalar("xzp", -3, np.int8), _scalar("wzp", 2, np.int8),
+            f"    %acc = tosa.conv2d %x, %w, %b, %xzp, %wzp {{acc_type = i32, dilation = array<i64: 1, 1>, "
+            f"pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>}} : ({_t(x.shape, np.int8)}, "
+            f"{_t(w.shape, np.int8)}, {_t(bias.shape, np.int32)}, {_t((1,), np.int8)}, {_t((1,), np.int8)}) -> {acc_t}",
+            *_rescale("q", "acc", out_shape, np.int32, np.int8, mult=mult, shift=shift, in_zp=0, out_zp=5,
+                      double=True, per_channel=True),
+            f"    %r = tosa.clamp %q {{min_val = -20 : i8, max_val = 100 : i8}} : ({_t(out_shape, np.int8)}) -> "
+            f"{_t(out_shape, np.int8)}"]
+    acc = ref.conv2d(x, w, bias, -3, 2, (1, 1, 1, 1), (1, 1))
+    q = ref.rescale(acc, mult, shift, 0, 5, out_bits=8, in_bits=32, rounding_mode=ref.DOUBLE_ROUND, per_channel=True)
+    expected = ref.clamp(q, -20, 100).astype(np.int8)
+    return _module({"x": x}, body, "r", out_shape, np.int8), [x], expected, ["CONV2D", "RESCALE", "CLAMP"]
+
+
+def _matmul_model(rng):
+    """int8 matmul (A_zp 7, B_zp -1) -> int32 + an int32 input (tosa.add) -> SINGLE_ROUND rescale (shift 20) to
+    int8 -> clamp [-128, 127] (relu6-like bounds)."""
+    a = rng.integers(-128, 128, (1, 3, 8)).astype(np.int8)
+    bias = rng.integers(-3000, 3000, (1, 3, 4)).astype(np.int32)
+    b = rng.integers(-127, 128, (1, 8, 4)).astype(np.int8)
+    out_shape, acc_t = (1, 3, 4), _t((1, 3, 4), np.int32)
+    mult, shift = [1_234_567_890 >> 8], [20]
+    body = [_const("b", b), _scalar("azp", 7, np.int8), _scalar("bzp", -1, np.int8),
+            f"    %acc = tosa.matmul %a, %b, %azp, %bzp : ({_t(a.shape, np.int8)}, {_t(b.shape, np.int8)}, "
+            f"{_t((1,), np.int8)}, {_t((1,), np.int8)}) -> {acc_t}",
+            f"    %sum = tosa.add %acc, %c : ({acc_t}, {acc_t}) -> {acc_t}",
+            *_rescale("q", "sum", out_shape, np.int32, np.int8, mult=mult, shift=shift, in_zp=0, out_zp=-4,
+                      double=False),
+            f"    %r = tosa.clamp %q {{min_val = -128 : i8, max_val = 6 : i8}} : ({_t(out_shape, np.int8)}) -> "
+            f"{_t(out_shape, np.int8)}"]
+    acc = ref.add(ref.matmul(a, b, 7, -1), bias)
+    q = ref.rescale(acc, mult, shift, 0, -4, out_bits=8, in_bits=32)
+    expected = ref.clamp(q, -128, 6).astype(np.int8)
+    return _module({"a": a, "c": bias}, body, "r", out_shape, np.int8), [a, bias], expected, \
+        ["MATMUL", "ADD", "RESCALE", "CLAMP"]
+
+
+def _rounding_model(double: bool):
+    """An int32 input rescaled by 2^30 / 2^33 (= 1/8) to int8: DOUBLE_ROUND adds 2^30 to the rounding term
+    (floor((v + 5) / 8)), SINGLE_ROUND does not (floor((v + 4) / 8)); then × an int32 input with MUL's shift 3."""
+    def build(rng):
+        v = np.arange(-60, 60, dtype=np.int32).reshape(1, 120)
+        m = rng.integers(-1000, 1000, (1, 120)).astype(np.int32)
+        body = [*_rescale("q", "v", (1, 120), np.int32, np.int8, mult=[1 << 30], shift=[33], in_zp=0, out_zp=0,
+                          double=double),
+                *_rescale("w", "q", (1, 120), np.int8, np.int32, mult=[1 << 30], shift=[30], in_zp=0, out_zp=0,
+                          double=double),
+                _scalar("sh", 3, np.int8),
+                f"    %r = tosa.mul %w, %m, %sh : ({_t((1, 120), np.int32)}, {_t((1, 120), np.int32)}, "
+                f"{_t((1,), np.int8)}) -> {_t((1, 120), np.int32)}"]
+        mode = ref.DOUBLE_ROUND if double else ref.SINGLE_ROUND
+        q = ref.rescale(v, [1 << 30], [33], 0, 0, out_bits=8, in_bits=32, rounding_mode=mode)
+        w = ref.rescale(q, [1 << 30], [30], 0, 0, out_bits=32, in_bits=8, rounding_mode=mode)
+        expected = ref.mul(w, m, 3).astype(np.int32)
+        return _module({"v": v, "m": m}, body, "r", (1, 120), np.int32), [v, m], expected, \
+            ["RESCALE", "RESCALE", "MUL"]
+    return build
+
+
+def _unsigned_model(rng):
+    """uint8 bytes (read with input_unsigned, input_zp 128) rescaled with the 16-bit multiplier (scale32 false)
+    to int8 (output_zp -3), then to uint8 (output_unsigned, output_zp 200, scale32, SINGLE_ROUND) — the
+    conversions at the edges of a uint8 network (Arm's layer has no uint8 -> uint8 rescale)."""
+    x = rng.integers(0, 256, (1, 64)).astype(np.uint8)
+    body = [*_rescale("s", "x", (1, 64), np.int8, np.int8, mult=[23456], shift=[15], in_zp=-128, out_zp=-3,
+                      double=False, scale32=False, in_unsigned=True),
+            *_rescale("r", "s", (1, 64), np.int8, np.int8, mult=[1 << 30], shift=[31], in_zp=-3, out_zp=-56,
+                      double=False, out_unsigned=True)]
+    signed = ref.rescale(x, [23456], [15], -128, -3, out_bits=8, scale32=False, input_unsigned=True)
+    expected = ref.rescale(signed, [1 << 30], [31], -3, -56, out_bits=8, output_unsigned=True).astype(np.uint8)
+    return _module({"x": x}, body, "r", (1, 64), np.uint8), [x], expected, ["RESCALE", "RESCALE"]
+
+
+MODELS = {"qconv3x3_rescale_clamp": _conv_model, "qmatmul_add_rescale_clamp": _matmul_model,
+          "rescale_double_round_mul_shift": _rounding_model(True),
+          "rescale_single_round_mul_shift": _rounding_model(False), "rescale_uint8_int8_uint8": _unsigned_model}
+
+
+def _scenario(folder, mlir: str, inputs: list[np.ndarray], out_dtype) -> object:
+    (folder / "model.mlir").write_text(mlir)
+    out = run([TOOLS["model-converter"], "-i", folder / "model.mlir", "-o", folder / "model.vgf"], None)
+    assert out.returncode == 0 and (folder / "model.vgf").exists(), out.stdout + out.stderr
+    out = run([TOOLS["vgf_dump"], "-i", folder / "model.vgf", "--scenario-template", "-o", folder / "scenario.json"],
+              None)
+    assert out.returncode == 0, out.stdout + out.stderr
+    scenario = json.loads((folder / "scenario.json").read_text())
+    tensors = [r["tensor"] for r in scenario["resources"] if "tensor" in r]
+    sources = [t for t in tensors if "src" in t]
+    assert len(sources) == len(inputs), scenario
+    for i, (tensor, value) in enumerate(zip(sources, inputs)):
+        assert tensor["dims"] == list(value.shape) and tensor["format"] == FORMATS[value.dtype], tensor
+        np.save(folder / f"in{i}.npy", value)
+        tensor["src"] = f"in{i}.npy"
+    (dst,) = [t for t in tensors if "dst" in t]
+    assert dst["format"] == FORMATS[np.dtype(out_dtype)], dst
+    dst["dst"] = "out0.npy"
+    (folder / "scenario.json").write_text(json.dumps(scenario))
+    return folder / "scenario.json"
+
+
+def _run(scenario, output, env, prefix=()) -> tuple[object, np.ndarray]:
+    output.mkdir()
+    out = run([*prefix, TOOLS["scenario_runner"], "--scenario", scenario, "--output", output], env,
+              cwd=scenario.parent)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out, np.load(output / "out0.npy")
+
+
+def _equal(result: np.ndarray, expected: np.ndarray, what: str) -> None:
+    assert result.dtype == expected.dtype and result.shape == expected.shape, (what, result.dtype, result.shape)
+    diff = np.flatnonzero(result.reshape(-1) != expected.reshape(-1))
+    assert diff.size == 0, f"{what}: {diff.size} elements differ, first at {diff[:5]}: " \
+                           f"{result.reshape(-1)[diff[:5]]} != {expected.reshape(-1)[diff[:5]]}"
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_quantized_scenario_natively_equals_the_spec_and_arms_reference(name, ml_layers, shims, tmp_path):  # noqa: F811
+    mlir, inputs, expected, operators = MODELS[name](np.random.default_rng(sum(map(ord, name))))
+    scenario = _scenario(tmp_path, mlir, inputs, expected.dtype)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VK_", "TESSERA_"))}
+    env["TESSERA_LOG"] = "info"
+    session = tmp_path / "session"
+    ran, result = _run(scenario, tmp_path / "out-native", env, [TESSERA, "run", "--out", session, "--"])
+    assert "Traceback" not in ran.stderr and "VK_ARM_data_graph:" not in ran.stderr, ran.stderr
+    _equal(result, expected, "Tessera's own data graph vs the TOSA 1.0 reference in numpy")
+
+    _, reference = _run(scenario, tmp_path / "out-reference", _reference_env(ml_layers))
+    _equal(reference, expected, "lavapipe + Arm's emulation layers vs the TOSA 1.0 reference in numpy")
+
+    packets = list(pf.read_packets(session / "merged.perfetto-trace"))
+    events = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")]
+    graphs = [e for e in events if pf.extra(e, "command") == "vkCmdDispatchDataGraphARM"]
+    assert len(graphs) == 1 and pf.extra(graphs[0], "kind") == "data_graph", [e.name for e in events]
+    costs = json.loads(pf.extra(graphs[0], "Operators"))
+    assert [c["operator"] for c in costs] == operators, costs
+    assert all(c["bytes"] > 0 and c["ns"] > 0 for c in costs)
+
+
+def test_rounding_models_differ():
+    """The two rounding models' references differ (so each test above can catch the other rounding)."""
+    single = _rounding_model(False)(np.random.default_rng(1))[2]
+    double = _rounding_model(True)(np.random.default_rng(1))[2]
+    assert np.count_nonzero(single != double) >= 10
+
+
+def test_reference_follows_the_spec_examples():
+    """apply_scale by hand: 3 * 2^30 >> 33 with round 2^32 is 0 (single) and with 2^32 + 2^30 is 1 (double);
+    -4 is 0 and -1 (2^30 subtracted); a shift below 32 never double-rounds; the shift is arithmetic."""
+    assert ref.apply_scale(3, 1 << 30, 33, False) == 0 and ref.apply_scale(3, 1 << 30, 33, True) == 1
+    assert ref.apply_scale(-4, 1 << 30, 33, False) == 0 and ref.apply_scale(-4, 1 << 30, 33, True) == -1
+    assert ref.apply_scale(-5, 1 << 30, 33, False) == -1 and ref.apply_scale(-5, 1 << 30, 33, True) == -1
+    assert ref.apply_scale(3, 1 << 20, 22, True) == ref.apply_scale(3, 1 << 20, 22, False) == 1
+    assert ref.apply_scale(-3, 1, 2, False) == -1   # (-3 + 2) >> 2 = -1 (towards minus infinity)
+    assert ref.rescale(np.array([200]), [1 << 30], [30], 0, 0, out_bits=8).tolist() == [127]
+    assert ref.rescale(np.array([-56]), [1 << 30], [30], 0, 0, out_bits=8, input_unsigned=True).tolist() == [127]

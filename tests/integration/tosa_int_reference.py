@@ -1,0 +1,103 @@
+"""TOSA 1.0's integer operators in numpy, written from the specification's pseudocode (not from the driver).
+
+The reference the quantized-graph tests (test_ml_sdk_quantized.py) compare the emulated Mali's results with:
+every value is computed in int64, so nothing rounds or wraps that the specification does not round or wrap.
+
+- apply_scale_32 / apply_scale_16 (TOSA 1.0 §"Scaling helpers"): (value * multiplier + round) >> shift with
+  round = 1 << (shift - 1); DOUBLE_ROUND adds 1 << 30 (value >= 0) or subtracts it (value < 0) when shift > 31;
+  the shift is arithmetic (rounds towards minus infinity after the rounding term).
+- RESCALE: value = input - input_zp (both zero-extended when input_unsigned), scaled per channel (the last
+  dimension) or by one multiplier, + output_zp, clipped to the output type (unsigned: 0 .. 2^bits - 1).
+- CONV2D / DEPTHWISE_CONV2D / MATMUL: int32 accumulators of (input - input_zp) * (weight - weight_zp) over the
+  window inside the input (padding contributes nothing), plus the bias.
+- CLAMP, ADD (int32), MUL with a rounding shift (int32 operands).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+SINGLE_ROUND, INEXACT_ROUND, DOUBLE_ROUND = 1, 2, 3
+
+
+def apply_scale(value, multiplier, shift, double_round: bool):
+    """apply_scale_32 (double_round for DOUBLE_ROUND) or apply_scale_16 (double_round False), elementwise."""
+    value = np.asarray(value, np.int64)
+    multiplier = np.asarray(multiplier, np.int64)
+    shift = np.asarray(shift, np.int64)
+    assert np.all(multiplier >= 0) and np.all((shift >= 2) & (shift <= 62)), (multiplier, shift)
+    round_ = np.left_shift(np.int64(1), shift - 1)
+    if double_round:
+        round_ = round_ + np.where(shift > 31, np.where(value >= 0, 1 << 30, -(1 << 30)), 0)
+    result = (value * multiplier + round_) >> shift
+    assert np.all((result >= -(1 << 31)) & (result < (1 << 31))), "the spec REQUIREs a 32-bit result"
+    return result
+
+
+def type_range(bits: int, unsigned: bool = False) -> tuple[int, int]:
+    return (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def rescale(x, multiplier, shift, input_zp: int, output_zp: int, *, out_bits: int, in_bits: int = 8,
+            scale32: bool = True, rounding_mode: int = SINGLE_ROUND, per_channel: bool = False,
+            input_unsigned: bool = False, output_unsigned: bool = False) -> np.ndarray:
+    x = np.asarray(x, np.int64)
+    if input_unsigned:
+        x = x & ((1 << in_bits) - 1)
+        input_zp &= (1 << in_bits) - 1
+    value = x - input_zp
+    multiplier, shift = np.asarray(multiplier, np.int64), np.asarray(shift, np.int64)
+    if not per_channel:
+        multiplier, shift = multiplier.reshape(-1)[0], shift.reshape(-1)[0]
+    else:
+        assert multiplier.shape == (x.shape[-1],) and shift.shape == (x.shape[-1],)
+    result = apply_scale(value, multiplier, shift, scale32 and rounding_mode == DOUBLE_ROUND)
+    if output_unsigned:
+        output_zp &= (1 << out_bits) - 1
+    lo, hi = type_range(out_bits, output_unsigned)
+    return np.clip(result + output_zp, lo, hi)
+
+
+def conv2d(x, w, bias, input_zp: int, weight_zp: int, pad, stride, dilation=(1, 1)) -> np.ndarray:
+    """NHWC input, OHWI weights, int32 accumulator; pad [top, bottom, left, right]."""
+    x = np.asarray(x, np.int64) - input_zp
+    w = np.asarray(w, np.int64) - weight_zp
+    n, ih, iw, _ = x.shape
+    o, kh, kw, _ = w.shape
+    oh = (ih - 1 + pad[0] + pad[1] - (kh - 1) * dilation[0]) // stride[0] + 1
+    ow = (iw - 1 + pad[2] + pad[3] - (kw - 1) * dilation[1]) // stride[1] + 1
+    # padding contributes nothing (the spec skips positions outside the input): pad the zero-point-free values
+    xp = np.pad(x, ((0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)))
+    acc = np.zeros((n, oh, ow, o), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            y0, x0 = ky * dilation[0], kx * dilation[1]
+            patch = xp[:, y0:y0 + (oh - 1) * stride[0] + 1:stride[0], x0:x0 + (ow - 1) * stride[1] + 1:stride[1], :]
+            acc += np.einsum("nyxi,oi->nyxo", patch, w[:, ky, kx, :])
+    acc += np.asarray(bias, np.int64).reshape(-1)
+    assert np.all(np.abs(acc) < (1 << 31)), "the spec REQUIREs the accumulator to fit int32"
+    return acc
+
+
+def matmul(a, b, a_zp: int, b_zp: int) -> np.ndarray:
+    acc = np.einsum("nhc,ncw->nhw", np.asarray(a, np.int64) - a_zp, np.asarray(b, np.int64) - b_zp)
+    assert np.all(np.abs(acc) < (1 << 31))
+    return acc
+
+
+def clamp(x, lo: int, hi: int) -> np.ndarray:
+    return np.clip(np.asarray(x, np.int64), lo, hi)
+
+
+def add(a, b) -> np.ndarray:
+    out = np.asarray(a, np.int64) + np.asarray(b, np.int64)
+    assert np.all(np.abs(out) < (1 << 31)), "the spec REQUIREs int32 ADD not to overflow"
+    return out
+
+
+def mul(a, b, shift: int) -> np.ndarray:
+    """int32 MUL: the product, or (product + (1 << (shift - 1))) >> shift."""
+    product = np.asarray(a, np.int64) * np.asarray(b, np.int64)
+    if shift > 0:
+        product = (product + (1 << (shift - 1))) >> shift
+    assert np.all(np.abs(product) < (1 << 31))
+    return product
