@@ -137,6 +137,25 @@ def _network():
     return ([(1, 6, 6, 2)], build, ref, 1e-5, {0: W3, 1: wfc})
 
 
+def _sample_conv():
+    """The graph of Arm's public `graph_constants` sample (Vulkan-Samples tensor_and_data_graph), written here:
+    CONV2D 3×3, stride 1, padding 1 on 1×20×20×3, its OHWI 3×3×3×3 weights (a per-channel sharpening kernel)
+    and its 3 bias values both graph constants (VkDataGraphPipelineConstantARM ids 0 and 1, no strides)."""
+    w = np.zeros((3, 3, 3, 3), np.float32)
+    for c in range(3):
+        w[c, 1, 1, c] = 2.0
+        for ky, kx in ((0, 1), (1, 0), (1, 2), (2, 1)):
+            w[c, ky, kx, c] = -0.5
+    bias = np.array([0.0, 0.25, -0.5], np.float32)
+
+    def build(g, i):
+        y = g.op("CONV2D", (1, 20, 20, 3), g.u32s([1, 1, 1, 1]), g.u32s([1, 1]), g.u32s([1, 1]), g.u32(3),
+                 g.bool(False), i[0], g.graph_constant(w.shape, 0), g.graph_constant(bias.shape, 1), g.zero_point(),
+                 g.zero_point())
+        return y, (1, 20, 20, 3)
+    return ([(1, 20, 20, 3)], build, lambda i: _conv_ref(i[0], w, bias, (1, 1, 1, 1), (1, 1)), 1e-5, {0: w, 1: bias})
+
+
 CASES = {
     "add_broadcast": _binary("ADD", np.add),
     "sub": _binary("SUB", np.subtract, b=(2, 3, 4)),
@@ -186,7 +205,8 @@ CASES = {
     "depthwise_conv2d": _depthwise(),
     "avg_pool2d_padded": _pool("AVG_POOL2D", 3, 2, [1, 1, 1, 1]),
     "max_pool2d_padded": _pool("MAX_POOL2D", 2, 2, [0, 1, 0, 1]),
-    "network": _network(),
+    "sample_graph_constants_conv": _sample_conv(),
+    "network": _network(),   # last: its pipeline's creation log is read
 }
 # Positive inputs where the operator needs them (reciprocal of 0 is infinite in both, but not a useful test).
 POSITIVE = {"reciprocal"}
@@ -310,6 +330,49 @@ def _app() -> None:
         ctx.submit([cmd])
         del keep
         out["ordered"] = result.array().ravel().tolist()
+
+        # compute shader -> graph -> compute shader on the same tensors (the pattern of Arm's public
+        # compute_shaders_with_tensors sample): a tensor-reading/writing layer (examples/mlp_tensors.py's shader,
+        # no relu) writes h, a barrier (compute write -> data-graph read), the graph clamps h into g, a barrier
+        # (data-graph write -> compute read), the second layer reads g
+        import mlp_tensors
+
+        rng = np.random.default_rng(30)
+        small = lambda *shape: (rng.integers(-8, 9, size=shape) / 8).astype(np.float32)  # noqa: E731
+        x, w1, b1, w2, b2 = small(8, 16), small(16, 32), small(32), small(32, 4), small(4)
+        tx, tw1, tb1, tw2, tb2 = (t.tensor(F32, a.shape, usage=usage, data=a) for a in (x, w1, b1, w2, b2))
+        th, tg, ty = t.tensor(F32, (8, 32), usage=usage), t.tensor(F32, (8, 32), usage=usage), \
+            t.tensor(F32, (8, 4), usage=usage)
+        lsl = t.set_layout([(b, vt.DESCRIPTOR_TYPE_TENSOR, 1) for b in range(4)])
+        lpl = ctx.pipeline_layout([lsl])
+        layer = t.compute_pipeline(vt.assemble(mlp_tensors.layer_shader(relu=False)), lpl)
+        set1, set2 = ctx.allocate_set(pool, lsl), ctx.allocate_set(pool, lsl)
+        t.write_tensors(set1, [(0, [tx]), (1, [tw1]), (2, [tb1]), (3, [th])])
+        t.write_tensors(set2, [(0, [tg]), (1, [tw2]), (2, [tb2]), (3, [ty])])
+        g = vg.GraphAsm()
+        h = g.input((8, 32))
+        g.output(g.op("CLAMP", (8, 32), g.f32(-0.5), g.f32(0.75), g.u32(1), h), (8, 32))
+        sl, pl = graph_layout(2)
+        p = dg.pipeline(g.assemble(), pl, [(0, 0, (8, 32)), (0, 1, (8, 32))])
+        s = dg.session(p)
+        gset = ctx.allocate_set(pool, sl)
+        t.write_tensors(gset, [(0, [th]), (1, [tg])])
+        compute_stage, shader_write, shader_read = vk.VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT, \
+            vk.VK_ACCESS_2_SHADER_WRITE_BIT, vk.VK_ACCESS_2_SHADER_READ_BIT
+        cmd = ctx.command_buffer()
+        vk.vkCmdBindPipeline(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, layer)
+        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, lpl, 0, 1, [set1], 0, None)
+        vk.vkCmdDispatch(cmd, 8 * 32 // mlp_tensors.LOCAL, 1, 1)
+        t.cmd_tensor_barrier(cmd, th, compute_stage, shader_write, graph_stage, graph_read)
+        keep = [dg.cmd_run(cmd, p, pl, gset, s)]
+        t.cmd_tensor_barrier(cmd, tg, graph_stage, graph_write, compute_stage, shader_read)
+        vk.vkCmdBindDescriptorSets(cmd, vk.VK_PIPELINE_BIND_POINT_COMPUTE, lpl, 0, 1, [set2], 0, None)
+        vk.vkCmdDispatch(cmd, 1, 1, 1)
+        vkapp.host_barrier(cmd, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_SHADER_WRITE_BIT)
+        ctx.submit([cmd])
+        del keep
+        out["compute_graph_compute"] = {"inputs": [a.tolist() for a in (x, w1, b1, w2, b2)],
+                                        "y": ty.array().tolist()}
 
         # refusals
         def refused_pipeline(key, name, mutate=None, constants=None, resources=None):
@@ -497,6 +560,15 @@ def test_the_applications_compute_bindings_survive_a_dispatch(ran):
 def test_copies_barriers_and_a_graph_in_one_command_buffer_keep_their_order(ran):
     want = expected("sigmoid")
     assert np.allclose(np.array(ran["ordered"]).reshape(want.shape), want, rtol=1e-6, atol=1e-6)
+
+
+def test_compute_shader_graph_compute_shader_on_shared_tensors(ran):
+    """A tensor-writing compute shader, the graph and a tensor-reading compute shader, ordered by tensor barriers
+    naming the data-graph stage, give numpy's clip(x·W1 + b1, -0.5, 0.75)·W2 + b2 exactly."""
+    x, w1, b1, w2, b2 = (np.array(a, np.float32) for a in ran["compute_graph_compute"]["inputs"])
+    want = (np.clip(x @ w1 + b1, -0.5, 0.75) @ w2 + b2).astype(np.float32)
+    assert np.array_equal(np.array(ran["compute_graph_compute"]["y"], np.float32), want)
+    assert np.any(np.clip(x @ w1 + b1, -0.5, 0.75) != x @ w1 + b1)      # the graph changed something
 
 
 def test_pipeline_creation_log_lists_the_operators(ran):
