@@ -2,8 +2,10 @@
 
 Role: the int8 / int16 / int32 half of lowering.py: RESCALE, CONV2D and DEPTHWISE_CONV2D (int8 inputs and
 weights, int32 bias and accumulator), MATMUL (int8, int32 result), ADD, SUB, MUL (with its rounding shift),
-MAXIMUM, MINIMUM, CLAMP, ABS, NEGATE (with zero points) and RESHAPE, each with TOSA 1.0's exact integer
-semantics (shaders/i*.comp and rescale.comp; apply_scale_32 / apply_scale_16 in shaders/icommon.glsl).
+MAXIMUM, MINIMUM, CLAMP, ABS, NEGATE (with zero points), TABLE (int8), RESHAPE, the data movement (TRANSPOSE,
+SLICE, PAD, TILE, REVERSE, CONCAT) and MAX_POOL2D / AVG_POOL2D (zero points, reciprocal_scale), each with
+TOSA 1.0's exact integer semantics (shaders/i*.comp and rescale.comp; apply_scale_32 / apply_scale_16 in
+shaders/icommon.glsl).
 Pure Python, no Vulkan.
 
 Representation: inside a graph every integer tensor value (constants, intermediate tensors) is one int32 word
@@ -18,7 +20,8 @@ tensor they belong to (TOSA 1.0: a zero point has its tensor's type); a zero poi
 
 Refused by name (LoweringError at pipeline creation): every other operator on integer tensors; int48
 accumulators (int16 convolutions); RESCALE whose multiplier or shift is not a constant; unsigned results
-wider than 16 bits; an integer operator mixing float tensors (TOSA has no such operator; CAST is not supported).
+wider than 16 bits; int16 TABLE; pooling windows over MAX_WINDOW elements; an integer operator mixing float
+tensors (TOSA has no such operator; CAST is not supported).
 """
 from __future__ import annotations
 
@@ -29,10 +32,13 @@ from .lowering import MAX_RANK, Kernel, LoweringError, _strides
 
 BITS = {"int8": 8, "int16": 16, "int32": 32}
 ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 5, "CLAMP": 6, "ABS": 9,
-           "NEGATE": 11}
+           "NEGATE": 11, "TABLE": 13}
 BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"})
-SUPPORTED = tuple(sorted(set(ELTWISE) | {"CONV2D", "DEPTHWISE_CONV2D", "MATMUL", "RESCALE"}))
-SHADERS = frozenset({"ieltwise", "iconv2d", "imatmul", "rescale"})
+REARRANGE = ("TRANSPOSE", "SLICE", "PAD", "TILE", "REVERSE", "CONCAT")
+SUPPORTED = tuple(sorted(set(ELTWISE) | set(REARRANGE)
+                         | {"CONV2D", "DEPTHWISE_CONV2D", "MATMUL", "RESCALE", "AVG_POOL2D", "MAX_POOL2D"}))
+SHADERS = frozenset({"ieltwise", "iconv2d", "imatmul", "rescale", "irearrange", "ipool2d"})
+MAX_WINDOW = 1024                  # AVG_POOL2D: a reciprocal_scale per window size 1 .. KH*KW in the parameters
 ROUNDING = {1: "SINGLE_ROUND", 2: "INEXACT_ROUND", 3: "DOUBLE_ROUND"}   # TOSA 1.0 rounding_mode_t
 ACC_INT32 = 1                                                          # TOSA 1.0 acc_type_t INT32
 MULTIPLIERS_AT = 32                                                    # rescale.comp: p[32 ..]
@@ -79,6 +85,13 @@ def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
     operands = [op.inputs["input1" if "input1" in op.inputs else "input"]]
     if op.name in BINARY:
         operands.append(op.inputs["input2"])
+    if op.name == "TABLE":
+        table = types[op.inputs["table"]]
+        if types[operands[0]].element != "int8" or table.element != "int8" or table.shape != (256,) \
+                or op.type.element != "int8":
+            raise LoweringError(f"TABLE of {types[operands[0]]} by a {table} table to {op.type}: only the int8 "
+                                "TABLE (256 int8 entries) is supported (int16 interpolates; not supported)")
+        operands.append(op.inputs["table"])
     ins = [types[v] for v in operands]
     for n, t in enumerate(ins):
         _bits(op, t, f"operand {n + 1}")
@@ -92,7 +105,7 @@ def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
             raise LoweringError(f"RESHAPE of {ins[0]} to {op.type}: element counts or types differ")
         a_str, b_str = [1] + [0] * (MAX_RANK - 1), [0] * MAX_RANK
     else:
-        for t in ins:
+        for t in ins[:1] if op.name == "TABLE" else ins:        # a TABLE's table is read whole
             if len(t.shape) != len(out) or any(s not in (1, o) for s, o in zip(t.shape, out)):
                 raise LoweringError(f"{op.name}: operand {t} does not broadcast to the result {op.type}")
         a_str = _strides(ins[0].shape, out)
@@ -107,6 +120,8 @@ def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
         if op.type.element != "int32" or not 0 <= shift <= 63 or (shift and ins[0].element != "int32"):
             raise LoweringError(f"MUL of {ins[0]} and {ins[1]} to {op.type} with shift {shift}: TOSA 1.0 takes "
                                 "an int32 result, and a shift (0..63) only with int32 operands")
+    elif op.name == "TABLE":
+        b_str = [0] * MAX_RANK
     elif op.name == "NEGATE":
         zp_in, zp_out = _scalar(op, "input1_zp", BITS[ins[0].element]), _scalar(op, "output_zp", out_bits)
         lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
@@ -199,10 +214,66 @@ def _rescale(op: Operator, types: dict[int, TensorType], constants: dict[int, tu
                   bytes=n * (element_bytes(x) + element_bytes(op.type)), shape=op.type.shape)
 
 
-LOWER = {**{name: _eltwise for name in ELTWISE}, "MATMUL": _matmul, "CONV2D": _conv, "DEPTHWISE_CONV2D": _conv}
+def reciprocal_scale(count: int) -> tuple[int, int]:
+    """TOSA 1.0 reciprocal_scale: (multiplier, shift) with multiplier / 2^shift ~ 1 / count."""
+    k = (count - 1).bit_length()                  # 32 - count_leading_zeros(count - 1)
+    return (((1 << 30) + 1) << k) // count, 30 + k
 
 
-def lower(op: Operator, types: dict[int, TensorType], constants: dict[int, tuple[TensorType, list]]) -> Kernel:
+def _pool(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    from .lowering import _pool as pool_float   # the shapes and attributes are checked as for fp32
+
+    x = types[op.inputs["input"]]
+    bits = _bits(op, x, "the input")
+    if op.type.element != x.element:
+        raise LoweringError(f"{op.name} of {x} to {op.type}: the types must agree")
+    checked = pool_float(Operator(op.name, op.result, op.type, {**op.attributes, "input_zp": 0, "output_zp": 0},
+                                  op.inputs), types)
+    kh, kw = checked.params[6], checked.params[7]
+    if kh * kw > MAX_WINDOW:
+        raise LoweringError(f"{op.name} with a {kh}x{kw} window (at most {MAX_WINDOW} elements)")
+    zp_in = _scalar(op, "input_zp", bits) if op.name == "AVG_POOL2D" else 0
+    zp_out = _scalar(op, "output_zp", bits) if op.name == "AVG_POOL2D" else 0
+    params = [*_head(), *checked.params, zp_in, zp_out, -(1 << (bits - 1)), (1 << (bits - 1)) - 1]
+    if op.name == "AVG_POOL2D":
+        params += [0] * (MULTIPLIERS_AT - len(params))
+        for n in range(1, kh * kw + 1):
+            params += list(reciprocal_scale(n))
+    size = element_bytes(x)
+    return Kernel(op.name, "ipool2d", params, checked.items, checked.operands, op.result, ops=checked.ops,
+                  bytes=(x.count + op.type.count) * size, shape=op.type.shape)
+
+
+def _rearrange(op: Operator, types: dict[int, TensorType]) -> Kernel | list[Kernel]:
+    from .lowering import _concat, _rearrange as rearrange_float   # shapes and strides as for fp32
+
+    for v in op.inputs.values():                  # the tensors moved (shapes and pads are attributes)
+        _bits(op, types[v], "an input")
+    if op.type.element != types[next(iter(op.inputs.values()))].element:
+        raise LoweringError(f"{op.name} to {op.type}: the input and result types must agree")
+    pad = 0
+    if op.name == "PAD":
+        values = op.attributes.get("pad_const", [0])
+        pad = signed(int(values[0] if isinstance(values, list) else values), BITS[op.type.element])
+    attrs = {**op.attributes, "pad_const": [0.0]}
+    made = (_concat if op.name == "CONCAT" else rearrange_float)(Operator(op.name, op.result, op.type, attrs,
+                                                                         op.inputs), types)
+    out = []
+    for k in (made if isinstance(made, list) else [made]):
+        params = [*_head(), *k.params]
+        params[4 + 34] = pad
+        size = element_bytes(op.type)
+        out.append(Kernel(k.operator, "irearrange", params, k.items, k.operands, k.result, ops=0,
+                          bytes=k.bytes // 4 * size, shape=k.shape, part=k.part))
+    return out if isinstance(made, list) else out[0]
+
+
+LOWER = {**{name: _eltwise for name in ELTWISE}, **{name: _rearrange for name in REARRANGE}, "MATMUL": _matmul,
+         "CONV2D": _conv, "DEPTHWISE_CONV2D": _conv, "AVG_POOL2D": _pool, "MAX_POOL2D": _pool}
+
+
+def lower(op: Operator, types: dict[int, TensorType],
+          constants: dict[int, tuple[TensorType, list]]) -> Kernel | list[Kernel]:
     """The integer kernel of `op`, or LoweringError naming what is not supported."""
     if op.name == "RESCALE":
         return _rescale(op, types, constants)

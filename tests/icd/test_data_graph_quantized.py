@@ -94,11 +94,30 @@ def test_int8_conv_zero_points_and_constants():
 def test_int48_accumulator_and_unsupported_integer_operators_are_refused():
     with pytest.raises(lowering.LoweringError, match=r"CONV2D .*acc_type 4.*only the int32 accumulator"):
         lowering.plan(_conv_graph(_conv(acc_type=4)))
-    t = TensorType("int8", (2, 3))
-    op = Operator("TRANSPOSE", 10, TensorType("int8", (3, 2)), {"perms": [1, 0]}, {"input1": 1})
-    with pytest.raises(lowering.LoweringError, match=r"TOSA operator TRANSPOSE on int8 tensors is not supported .*"
+    t = TensorType("int32", (2, 3))
+    op = Operator("REDUCE_SUM", 10, TensorType("int32", (1, 3)), {"axis": 0}, {"input": 1})
+    with pytest.raises(lowering.LoweringError, match=r"TOSA operator REDUCE_SUM on int32 tensors is not supported .*"
                                                      r"integer operators supported: .*RESCALE"):
         lowering.plan(_graph([op], {1: t}, 10))
+    i16 = TensorType("int16", (4,))
+    table = Operator("TABLE", 10, TensorType("int32", (4,)), {}, {"input1": 1, "table": 2})
+    with pytest.raises(lowering.LoweringError, match=r"only the int8 TABLE .*int16 interpolates"):
+        lowering.plan(_graph([table], {1: i16, 2: TensorType("int16", (513,))}, 10))
+
+
+def test_average_pool_reciprocal_scales_and_int8_transpose():
+    """reciprocal_scale by the spec's formula: multiplier ((2^30 + 1) << k) / n, shift 30 + k, k the bits of n - 1."""
+    assert [quantized.reciprocal_scale(n) for n in (1, 2, 3, 9)] == [
+        ((1 << 30) + 1, 30), ((1 << 30) + 1, 31), (1431655766, 32), (1908874355, 34)]
+    x = TensorType("int8", (1, 4, 4, 2))
+    pool = Operator("AVG_POOL2D", 10, x, {"kernel": [3, 3], "stride": [1, 1], "pad": [1, 1, 1, 1], "acc_type": 1,
+                                          "input_zp": [0xFB], "output_zp": [3]}, {"input": 1})
+    (k,) = lowering.plan(_graph([pool], {1: x}, 10)).kernels
+    assert k.shader == "ipool2d" and k.params[:4] == [1, 1, 1, 1] and k.params[17:21] == [-5, 3, -128, 127]
+    assert k.params[quantized.MULTIPLIERS_AT:] == [w for n in range(1, 10) for w in quantized.reciprocal_scale(n)]
+    t = Operator("TRANSPOSE", 10, TensorType("int8", (1, 4, 2, 4)), {"perms": [0, 1, 3, 2]}, {"input1": 1})
+    (k,) = lowering.plan(_graph([t], {1: x}, 10)).kernels
+    assert k.shader == "irearrange" and k.params[:4] == [1, 1, 1, 1]
 
 
 def test_integer_clamp_bounds_and_mul_shift():

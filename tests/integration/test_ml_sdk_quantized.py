@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 import tosa_int_reference as ref
 from integration_support import run
-from test_ml_sdk import TESSERA, TOOLS, _reference_env, ml_layers  # noqa: F401  (ml_layers: a fixture)
+from test_ml_sdk import TESSERA, TOOLS, _reference_env
+from test_ml_sdk import ml_layers  # noqa: F401  (a fixture)
 
 from tessera.schemas import perfetto as pf
 
@@ -158,9 +159,49 @@ def _unsigned_model(rng):
     return _module({"x": x}, body, "r", (1, 64), np.uint8), [x], expected, ["RESCALE", "RESCALE"]
 
 
+def _shape(name: str, values) -> str:
+    return (f"    %{name} = tosa.const_shape {{values = dense<{list(values)}> : tensor<{len(values)}xindex>}} : "
+            f"() -> !tosa.shape<{len(values)}>")
+
+
+def _pool_and_move_model(rng):
+    """int8 max_pool2d 2×2/2 and avg_pool2d 3×3/1 padded (input_zp -5, output_zp 3: windows of 4, 6 and 9
+    elements, each its reciprocal_scale), slice, concat, transpose, pad (pad_const -7), reverse, tile, and an
+    int8 TABLE (a tanh-like 256-entry table)."""
+    x = rng.integers(-128, 128, (1, 6, 6, 4)).astype(np.int8)
+    lut = np.clip(np.round(127 * np.tanh(np.arange(-128, 128) / 32)), -128, 127).astype(np.int8)
+    i8 = lambda *shape: _t(shape, np.int8)  # noqa: E731
+    body = [f"    %m = tosa.max_pool2d %x {{kernel = array<i64: 2, 2>, pad = array<i64: 0, 0, 0, 0>, "
+            f"stride = array<i64: 2, 2>}} : ({i8(1, 6, 6, 4)}) -> {i8(1, 3, 3, 4)}",
+            _scalar("izp", -5, np.int8), _scalar("ozp", 3, np.int8),
+            f"    %a = tosa.avg_pool2d %x, %izp, %ozp {{acc_type = i32, kernel = array<i64: 3, 3>, "
+            f"pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>}} : ({i8(1, 6, 6, 4)}, {i8(1)}, {i8(1)}) -> "
+            f"{i8(1, 6, 6, 4)}",
+            _shape("start", [0, 1, 2, 0]), _shape("size", [1, 3, 3, 4]),
+            f"    %s = tosa.slice %a, %start, %size : ({i8(1, 6, 6, 4)}, !tosa.shape<4>, !tosa.shape<4>) -> "
+            f"{i8(1, 3, 3, 4)}",
+            f"    %c = tosa.concat %m, %s {{axis = 3 : i32}} : ({i8(1, 3, 3, 4)}, {i8(1, 3, 3, 4)}) -> {i8(1, 3, 3, 8)}",
+            f"    %t = tosa.transpose %c {{perms = array<i32: 0, 3, 1, 2>}} : ({i8(1, 3, 3, 8)}) -> {i8(1, 8, 3, 3)}",
+            _shape("padding", [0, 0, 0, 0, 1, 0, 0, 1]), _scalar("pc", -7, np.int8),
+            f"    %p = tosa.pad %t, %padding, %pc : ({i8(1, 8, 3, 3)}, !tosa.shape<8>, {i8(1)}) -> {i8(1, 8, 4, 4)}",
+            f"    %r = tosa.reverse %p {{axis = 2 : i32}} : ({i8(1, 8, 4, 4)}) -> {i8(1, 8, 4, 4)}",
+            _shape("mult", [1, 1, 1, 2]),
+            f"    %tl = tosa.tile %r, %mult : ({i8(1, 8, 4, 4)}, !tosa.shape<4>) -> {i8(1, 8, 4, 8)}",
+            _const("lut", lut),
+            f"    %o = tosa.table %tl, %lut : ({i8(1, 8, 4, 8)}, {i8(256)}) -> {i8(1, 8, 4, 8)}"]
+    m = ref.max_pool2d(x, (2, 2), (2, 2), (0, 0, 0, 0))
+    a = ref.avg_pool2d(x, (3, 3), (1, 1), (1, 1, 1, 1), -5, 3)
+    c = np.concatenate([m, a[:, 1:4, 2:5, :]], axis=3).transpose(0, 3, 1, 2)
+    p = np.pad(c, ((0, 0), (0, 0), (1, 0), (0, 1)), constant_values=-7)
+    expected = ref.table(np.tile(np.flip(p, 2), (1, 1, 1, 2)), lut).astype(np.int8)
+    return _module({"x": x}, body, "o", (1, 8, 4, 8), np.int8), [x], expected, \
+        ["MAX_POOL2D", "AVG_POOL2D", "SLICE", "CONCAT", "TRANSPOSE", "PAD", "REVERSE", "TILE", "TABLE"]
+
+
 MODELS = {"qconv3x3_rescale_clamp": _conv_model, "qmatmul_add_rescale_clamp": _matmul_model,
           "rescale_double_round_mul_shift": _rounding_model(True),
-          "rescale_single_round_mul_shift": _rounding_model(False), "rescale_uint8_int8_uint8": _unsigned_model}
+          "rescale_single_round_mul_shift": _rounding_model(False), "rescale_uint8_int8_uint8": _unsigned_model,
+          "qpool_slice_concat_transpose_pad_reverse_tile_table": _pool_and_move_model}
 
 
 def _scenario(folder, mlir: str, inputs: list[np.ndarray], out_dtype) -> object:
@@ -201,7 +242,7 @@ def _equal(result: np.ndarray, expected: np.ndarray, what: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_quantized_scenario_natively_equals_the_spec_and_arms_reference(name, ml_layers, shims, tmp_path):  # noqa: F811
+def test_quantized_scenario_natively_equals_the_spec_and_arms_reference(name, ml_layers, shims, tmp_path):  # noqa: F811,E501
     mlir, inputs, expected, operators = MODELS[name](np.random.default_rng(sum(map(ord, name))))
     scenario = _scenario(tmp_path, mlir, inputs, expected.dtype)
 

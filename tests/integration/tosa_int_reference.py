@@ -10,7 +10,10 @@ every value is computed in int64, so nothing rounds or wraps that the specificat
   dimension) or by one multiplier, + output_zp, clipped to the output type (unsigned: 0 .. 2^bits - 1).
 - CONV2D / DEPTHWISE_CONV2D / MATMUL: int32 accumulators of (input - input_zp) * (weight - weight_zp) over the
   window inside the input (padding contributes nothing), plus the bias.
-- CLAMP, ADD (int32), MUL with a rounding shift (int32 operands).
+- CLAMP, ADD (int32), MUL with a rounding shift (int32 operands), TABLE (int8: table[value + 128]).
+- MAX_POOL2D; AVG_POOL2D: the sum of (input - input_zp) over the window inside the input, scaled by
+  reciprocal_scale(count) (multiplier ((1 << 30) + 1) << k) / count, shift 30 + k, k = bits of count - 1)
+  with apply_scale_32 without double rounding, + output_zp, clipped.
 """
 from __future__ import annotations
 
@@ -101,3 +104,47 @@ def mul(a, b, shift: int) -> np.ndarray:
         product = (product + (1 << (shift - 1))) >> shift
     assert np.all(np.abs(product) < (1 << 31))
     return product
+
+
+def reciprocal_scale(count: int) -> tuple[int, int]:
+    k = 32 - (32 - int(count - 1).bit_length())          # 32 - count_leading_zeros(count - 1) of a uint32
+    return (((1 << 30) + 1) << k) // count, 30 + k
+
+
+def _windows(shape, kernel, stride, pad):
+    n, ih, iw, c = shape
+    oh, ow = (ih + pad[0] + pad[1] - kernel[0]) // stride[0] + 1, (iw + pad[2] + pad[3] - kernel[1]) // stride[1] + 1
+    for y in range(oh):
+        for x in range(ow):
+            y0, x0 = y * stride[0] - pad[0], x * stride[1] - pad[2]
+            yield y, x, slice(max(y0, 0), min(y0 + kernel[0], ih)), slice(max(x0, 0), min(x0 + kernel[1], iw)), oh, ow
+
+
+def max_pool2d(x, kernel, stride, pad) -> np.ndarray:
+    x = np.asarray(x, np.int64)
+    out = None
+    for y, xx, ys, xs, oh, ow in _windows(x.shape, kernel, stride, pad):
+        if out is None:
+            out = np.zeros((x.shape[0], oh, ow, x.shape[3]), np.int64)
+        out[:, y, xx, :] = x[:, ys, xs, :].max(axis=(1, 2))
+    return out
+
+
+def avg_pool2d(x, kernel, stride, pad, input_zp: int, output_zp: int, bits: int = 8) -> np.ndarray:
+    x = np.asarray(x, np.int64)
+    lo, hi = type_range(bits)
+    out = None
+    for y, xx, ys, xs, oh, ow in _windows(x.shape, kernel, stride, pad):
+        if out is None:
+            out = np.zeros((x.shape[0], oh, ow, x.shape[3]), np.int64)
+        window = x[:, ys, xs, :] - input_zp
+        count = window.shape[1] * window.shape[2]
+        multiplier, shift = reciprocal_scale(count)
+        acc = apply_scale(window.sum(axis=(1, 2)), multiplier, shift, False)
+        out[:, y, xx, :] = np.clip(acc + output_zp, lo, hi)
+    return out
+
+
+def table(x, values) -> np.ndarray:
+    """int8 TABLE: values[x + 128]."""
+    return np.asarray(values, np.int64)[np.asarray(x, np.int64) + 128]

@@ -3,7 +3,8 @@
 // Integer element-wise operators with TOSA broadcasting (TOSA 1.0 integer semantics, icd/data_graph/quantized.py):
 // p[4] operator (eltwise.comp's numbers), p[5] rank, p[6] output elements, p[7..12] output dimensions,
 // p[13..18] / p[19..24] the inputs' element strides (0 on a broadcast dimension), p[25], p[26] CLAMP's bounds or
-// the result type's range (NEGATE), p[27] MUL's shift, p[28], p[29] NEGATE's input and output zero points.
+// the result type's range (NEGATE), p[27] MUL's shift, p[28], p[29] NEGATE's input and output zero points;
+// TABLE (int8) reads its 256-entry table (the second operand) at the value + 128.
 #include "icommon.glsl"
 
 void main() {
@@ -29,6 +30,7 @@ void main() {
     case 6: r = clamp(x, p[25], p[26]); break;                     // CLAMP
     case 9: r = abs(x); break;                                     // ABS
     case 11: r = clamp(-(x - p[28]) + p[29], p[25], p[26]); break; // NEGATE with zero points
+    case 13: r = lb(uint(x + 128)); break;                         // TABLE, int8: table[value + 128]
     default: r = 0; break;
     }
     store(i, r);
