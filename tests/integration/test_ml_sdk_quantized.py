@@ -198,10 +198,67 @@ def _pool_and_move_model(rng):
         ["MAX_POOL2D", "AVG_POOL2D", "SLICE", "CONCAT", "TRANSPOSE", "PAD", "REVERSE", "TILE", "TABLE"]
 
 
+def _network_model(rng):
+    """A small quantized network as a TFLite-style int8 model is lowered: conv 3×3 stride 2 on 9×9 (per-channel
+    requantization, relu as a clamp at the output zero point) -> depthwise 3×3 (multiplier 2, per channel) ->
+    average pool 2×2 -> reshape -> fully connected (MATMUL, int32 bias by ADD) -> requantized int8 logits."""
+    x = rng.integers(-128, 128, (1, 9, 9, 3)).astype(np.int8)
+    w1 = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    b1 = rng.integers(-2000, 2000, (4,)).astype(np.int32)
+    m1, s1 = [int(v) for v in rng.integers(1 << 30, 1 << 31, 4)], [40, 40, 41, 40]
+    w2 = rng.integers(-127, 128, (3, 3, 4, 2)).astype(np.int8)
+    b2 = rng.integers(-500, 500, (8,)).astype(np.int32)
+    m2, s2 = [int(v) for v in rng.integers(1 << 30, 1 << 31, 8)], [37, 38, 37, 38, 37, 37, 38, 37]
+    wfc = rng.integers(-127, 128, (1, 32, 5)).astype(np.int8)
+    bfc = rng.integers(-3000, 3000, (1, 1, 5)).astype(np.int32)
+    i8, i32 = (lambda *shape: _t(shape, np.int8)), (lambda *shape: _t(shape, np.int32))  # noqa: E731
+    zp = (1,)
+    body = [_const("w1", w1), _const("b1", b1), _scalar("x_zp", 1, np.int8), _scalar("w_zp", 0, np.int8),
+            f"    %c1 = tosa.conv2d %x, %w1, %b1, %x_zp, %w_zp {{acc_type = i32, dilation = array<i64: 1, 1>, "
+            f"pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : ({i8(1, 9, 9, 3)}, {i8(4, 3, 3, 3)}, "
+            f"{i32(4)}, {i8(*zp)}, {i8(*zp)}) -> {i32(1, 4, 4, 4)}",
+            *_rescale("q1", "c1", (1, 4, 4, 4), np.int32, np.int8, mult=m1, shift=s1, in_zp=0, out_zp=-10,
+                      double=True, per_channel=True),
+            f"    %r1 = tosa.clamp %q1 {{min_val = -10 : i8, max_val = 127 : i8}} : ({i8(1, 4, 4, 4)}) -> "
+            f"{i8(1, 4, 4, 4)}",
+            _const("w2", w2), _const("b2", b2), _scalar("r1_zp", -10, np.int8), _scalar("w2_zp", 0, np.int8),
+            f"    %c2 = tosa.depthwise_conv2d %r1, %w2, %b2, %r1_zp, %w2_zp {{acc_type = i32, "
+            f"dilation = array<i64: 1, 1>, pad = array<i64: 1, 1, 1, 1>, stride = array<i64: 1, 1>}} : "
+            f"({i8(1, 4, 4, 4)}, {i8(3, 3, 4, 2)}, {i32(8)}, {i8(*zp)}, {i8(*zp)}) -> {i32(1, 4, 4, 8)}",
+            *_rescale("q2", "c2", (1, 4, 4, 8), np.int32, np.int8, mult=m2, shift=s2, in_zp=0, out_zp=2,
+                      double=True, per_channel=True),
+            _scalar("p_izp", 2, np.int8), _scalar("p_ozp", 2, np.int8),
+            f"    %p = tosa.avg_pool2d %q2, %p_izp, %p_ozp {{acc_type = i32, kernel = array<i64: 2, 2>, "
+            f"pad = array<i64: 0, 0, 0, 0>, stride = array<i64: 2, 2>}} : ({i8(1, 4, 4, 8)}, {i8(*zp)}, {i8(*zp)}) "
+            f"-> {i8(1, 2, 2, 8)}",
+            _shape("flat", [1, 1, 32]),
+            f"    %f = tosa.reshape %p, %flat : ({i8(1, 2, 2, 8)}, !tosa.shape<3>) -> {i8(1, 1, 32)}",
+            _const("wfc", wfc), _scalar("f_zp", 2, np.int8), _scalar("wfc_zp", 0, np.int8),
+            f"    %mm = tosa.matmul %f, %wfc, %f_zp, %wfc_zp : ({i8(1, 1, 32)}, {i8(1, 32, 5)}, {i8(*zp)}, "
+            f"{i8(*zp)}) -> {i32(1, 1, 5)}",
+            _const("bfc", bfc),
+            f"    %fc = tosa.add %mm, %bfc : ({i32(1, 1, 5)}, {i32(1, 1, 5)}) -> {i32(1, 1, 5)}",
+            *_rescale("o", "fc", (1, 1, 5), np.int32, np.int8, mult=[1518500250], shift=[38], in_zp=0, out_zp=0,
+                      double=True)]
+    r1 = ref.clamp(ref.rescale(ref.conv2d(x, w1, b1, 1, 0, (0, 0, 0, 0), (2, 2)), m1, s1, 0, -10, out_bits=8,
+                               in_bits=32, rounding_mode=ref.DOUBLE_ROUND, per_channel=True), -10, 127)
+    q2 = ref.rescale(ref.depthwise_conv2d(r1, w2, b2, -10, 0, (1, 1, 1, 1), (1, 1)), m2, s2, 0, 2, out_bits=8,
+                     in_bits=32, rounding_mode=ref.DOUBLE_ROUND, per_channel=True)
+    f = ref.avg_pool2d(q2, (2, 2), (2, 2), (0, 0, 0, 0), 2, 2).reshape(1, 1, 32)
+    fc = ref.add(ref.matmul(f, wfc, 2, 0), bfc)
+    expected = ref.rescale(fc, [1518500250], [38], 0, 0, out_bits=8, in_bits=32,
+                           rounding_mode=ref.DOUBLE_ROUND).astype(np.int8)
+    assert len(set(expected.ravel().tolist())) == 5, expected     # not saturated: the scales are meaningful
+    return _module({"x": x}, body, "o", (1, 1, 5), np.int8), [x], expected, \
+        ["CONV2D", "RESCALE", "CLAMP", "DEPTHWISE_CONV2D", "RESCALE", "AVG_POOL2D", "RESHAPE", "MATMUL", "ADD",
+         "RESCALE"]
+
+
 MODELS = {"qconv3x3_rescale_clamp": _conv_model, "qmatmul_add_rescale_clamp": _matmul_model,
           "rescale_double_round_mul_shift": _rounding_model(True),
           "rescale_single_round_mul_shift": _rounding_model(False), "rescale_uint8_int8_uint8": _unsigned_model,
-          "qpool_slice_concat_transpose_pad_reverse_tile_table": _pool_and_move_model}
+          "qpool_slice_concat_transpose_pad_reverse_tile_table": _pool_and_move_model,
+          "qnet_conv_depthwise_pool_fc": _network_model}
 
 
 def _scenario(folder, mlir: str, inputs: list[np.ndarray], out_dtype) -> object:

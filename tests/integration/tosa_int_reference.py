@@ -148,3 +148,21 @@ def avg_pool2d(x, kernel, stride, pad, input_zp: int, output_zp: int, bits: int 
 def table(x, values) -> np.ndarray:
     """int8 TABLE: values[x + 128]."""
     return np.asarray(values, np.int64)[np.asarray(x, np.int64) + 128]
+
+
+def depthwise_conv2d(x, w, bias, input_zp: int, weight_zp: int, pad, stride) -> np.ndarray:
+    """NHWC input, KH×KW×C×M weights, int32 accumulator; output channel c * M + m."""
+    x = np.asarray(x, np.int64) - input_zp
+    w = np.asarray(w, np.int64) - weight_zp
+    n, ih, iw, c = x.shape
+    kh, kw, _, m = w.shape
+    oh, ow = (ih + pad[0] + pad[1] - kh) // stride[0] + 1, (iw + pad[2] + pad[3] - kw) // stride[1] + 1
+    xp = np.pad(x, ((0, 0), (pad[0], pad[1]), (pad[2], pad[3]), (0, 0)))
+    acc = np.zeros((n, oh, ow, c, m), np.int64)
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, ky:ky + (oh - 1) * stride[0] + 1:stride[0], kx:kx + (ow - 1) * stride[1] + 1:stride[1], :]
+            acc += patch[..., None] * w[ky, kx][None, None, None]
+    acc = acc.reshape(n, oh, ow, c * m) + np.asarray(bias, np.int64).reshape(-1)
+    assert np.all(np.abs(acc) < (1 << 31))
+    return acc
