@@ -29,7 +29,7 @@ from tessera.schemas import perfetto as pf
 
 # numpy type -> the scenario's tensor format (model-converter: VK_FORMAT_R8_UINT for an input read unsigned)
 FORMATS = {np.dtype(np.int8): "VK_FORMAT_R8_SINT", np.dtype(np.uint8): "VK_FORMAT_R8_UINT",
-           np.dtype(np.int32): "VK_FORMAT_R32_SINT"}
+           np.dtype(np.int16): "VK_FORMAT_R16_SINT", np.dtype(np.int32): "VK_FORMAT_R32_SINT"}
 MLIR_TYPES = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
 
 
@@ -254,11 +254,29 @@ def _network_model(rng):
          "RESCALE"]
 
 
+def _int16_model(rng):
+    """int16 tensors (VK_FORMAT_R16_SINT, 51 elements: the last word half used): int16 -> int32 (rescale ×1),
+    × an int32 input with MUL's shift 9, -> int16 (DOUBLE_ROUND, shift 33)."""
+    x = rng.integers(-32768, 32768, (1, 51)).astype(np.int16)
+    m = rng.integers(-40000, 40000, (1, 51)).astype(np.int32)
+    body = [*_rescale("w", "x", (1, 51), np.int16, np.int32, mult=[1 << 30], shift=[30], in_zp=0, out_zp=0,
+                      double=False),
+            _scalar("sh", 9, np.int8),
+            f"    %p = tosa.mul %w, %m, %sh : ({_t((1, 51), np.int32)}, {_t((1, 51), np.int32)}, {_t((1,), np.int8)}) "
+            f"-> {_t((1, 51), np.int32)}",
+            *_rescale("r", "p", (1, 51), np.int32, np.int16, mult=[1518500250], shift=[33], in_zp=0, out_zp=0,
+                      double=True)]
+    w = ref.rescale(x, [1 << 30], [30], 0, 0, out_bits=32, in_bits=16)
+    expected = ref.rescale(ref.mul(w, m, 9), [1518500250], [33], 0, 0, out_bits=16, in_bits=32,
+                           rounding_mode=ref.DOUBLE_ROUND).astype(np.int16)
+    return _module({"x": x, "m": m}, body, "r", (1, 51), np.int16), [x, m], expected, ["RESCALE", "MUL", "RESCALE"]
+
+
 MODELS = {"qconv3x3_rescale_clamp": _conv_model, "qmatmul_add_rescale_clamp": _matmul_model,
           "rescale_double_round_mul_shift": _rounding_model(True),
           "rescale_single_round_mul_shift": _rounding_model(False), "rescale_uint8_int8_uint8": _unsigned_model,
           "qpool_slice_concat_transpose_pad_reverse_tile_table": _pool_and_move_model,
-          "qnet_conv_depthwise_pool_fc": _network_model}
+          "qnet_conv_depthwise_pool_fc": _network_model, "rescale_int16_mul_shift": _int16_model}
 
 
 def _scenario(folder, mlir: str, inputs: list[np.ndarray], out_dtype) -> object:
