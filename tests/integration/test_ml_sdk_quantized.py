@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import tosa_int_reference as ref
 from integration_support import run
-from test_ml_sdk import TESSERA, TOOLS, _reference_env
+from test_ml_sdk import LAYER, TESSERA, TOOLS, _reference_env
 from test_ml_sdk import ml_layers  # noqa: F401  (a fixture)
 
 from tessera.schemas import perfetto as pf
@@ -338,6 +338,26 @@ def test_quantized_scenario_natively_equals_the_spec_and_arms_reference(name, ml
     costs = json.loads(pf.extra(graphs[0], "Operators"))
     assert [c["operator"] for c in costs] == operators, costs
     assert all(c["bytes"] > 0 and c["ns"] > 0 for c in costs)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_quantized_scenario_with_arms_graph_layer_above_tessera(name, ml_layers, shims, tmp_path):  # noqa: F811
+    """Arm's Graph layer above Tessera's layer and driver: the layer runs each integer operator as its own
+    compute shader on int8 / int16 / int32 tensors, which the emulated Mali's VK_ARM_tensors lowers; the output
+    equals the TOSA reference, and the trace's workloads are tagged compute dispatches."""
+    mlir, inputs, expected, _ = MODELS[name](np.random.default_rng(sum(map(ord, name))))
+    scenario = _scenario(tmp_path, mlir, inputs, expected.dtype)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VK_", "TESSERA_"))}
+    env.update(VK_ADD_LAYER_PATH=str(ml_layers.graph_dir), VK_INSTANCE_LAYERS=f"VK_LAYER_ML_Graph_Emulation:{LAYER}")
+    session = tmp_path / "session"
+    ran, result = _run(scenario, tmp_path / "out", env, [TESSERA, "run", "--out", session, "--"])
+    assert "Traceback" not in ran.stderr, ran.stderr
+    _equal(result, expected, "Arm's Graph layer above the emulated Mali vs the TOSA 1.0 reference in numpy")
+    packets = list(pf.read_packets(session / "merged.perfetto-trace"))
+    events = [p.gpu_render_stage_event for p in packets if p.HasField("gpu_render_stage_event")]
+    dispatches = [e for e in events if pf.extra(e, "command") == "vkCmdDispatch"]
+    assert dispatches and all(pf.extra(e, "metadata") != "missing" for e in events)
+    assert not any(pf.extra(e, "command") == "vkCmdDispatchDataGraphARM" for e in events)
 
 
 def test_rounding_models_differ():
