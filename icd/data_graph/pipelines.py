@@ -40,6 +40,27 @@ def _params_block(k: lowering.Kernel) -> bytes:
     return struct.pack(f"<{len(k.params)}I", *(w & 0xFFFFFFFF for w in k.params))
 
 
+def constant_data(ffi, pointer, dims: tuple[int, ...], strides: tuple[int, ...] | None, element: str) -> bytes:
+    """A graph constant's data (VkDataGraphPipelineConstantARM::pConstantData, laid out by its description's
+    strides when given) as the graph keeps it: packed fp32, or one int32 word per element for an integer
+    constant (quantized.py), sign-extended."""
+    import numpy as np
+
+    dtype = np.dtype({"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32}[element])
+    size = dtype.itemsize
+    count = 1
+    for d in dims:
+        count *= d
+    if strides is None or strides == tensor_resources.packed_strides(dims, size):
+        values = np.frombuffer(bytes(ffi.buffer(pointer, count * size)), dtype=dtype)
+    else:
+        span = sum((d - 1) * s for d, s in zip(dims, strides)) + size
+        raw = np.frombuffer(bytes(ffi.buffer(pointer, span)), dtype=np.uint8)
+        values = np.ascontiguousarray(np.lib.stride_tricks.as_strided(
+            raw[:span - span % size].view(dtype), shape=dims, strides=strides))
+    return values.astype(np.int32 if element != "float32" else np.float32).tobytes()
+
+
 class DataGraph(Hooks, Feature):
     """Pipelines, sessions and the device lifecycle: one method per command (HookSet.bind)."""
 
@@ -209,7 +230,7 @@ class DataGraph(Hooks, Feature):
                                      f"graph's {t} ({format_names(t.element)})")
             if c.pConstantData == ffi.NULL:
                 raise DataGraphError(f"constant id {cid}: pConstantData is NULL")
-            blob = self._packed(c.pConstantData, dims, strides, t.element)
+            blob = constant_data(ffi, c.pConstantData, dims, strides, t.element)
             at = plan.places[v].where
             data[at:at + len(blob)] = blob
         params_at, params = [], bytearray()
@@ -226,25 +247,6 @@ class DataGraph(Hooks, Feature):
                            for c in costs])
         ident = hashlib.sha256(code + entry.encode()).digest()[:16]
         return DataGraphPipeline(next(_handles), g, plan, int(info.layout), buffer, params_at, log, ident)
-
-    def _packed(self, pointer, dims: tuple[int, ...], strides: tuple[int, ...] | None, element: str) -> bytes:
-        """A constant's data as the graph keeps it (from its strides when given): packed fp32, or one int32
-        word per element for an integer constant (quantized.py), sign-extended."""
-        import numpy as np
-
-        dtype = np.dtype({"float32": np.float32, "int8": np.int8, "int16": np.int16, "int32": np.int32}[element])
-        size = dtype.itemsize
-        count = 1
-        for d in dims:
-            count *= d
-        if strides is None or strides == tensor_resources.packed_strides(dims, size):
-            values = np.frombuffer(bytes(self.ffi.buffer(pointer, count * size)), dtype=dtype)
-        else:
-            span = sum((d - 1) * s for d, s in zip(dims, strides)) + size
-            raw = np.frombuffer(bytes(self.ffi.buffer(pointer, span)), dtype=np.uint8)
-            values = np.ascontiguousarray(np.lib.stride_tricks.as_strided(
-                raw[:span - span % size].view(dtype), shape=dims, strides=strides))
-        return values.astype(np.int32 if element != "float32" else np.float32).tobytes()
 
     def before_vkDestroyPipeline(self, dev, device, pipeline, pAllocator):
         """A data-graph pipeline is the driver's: destroyed here, and the backend gets VK_NULL_HANDLE."""

@@ -137,3 +137,23 @@ def test_integer_clamp_bounds_and_mul_shift():
 def test_signed_reads_signless_bits():
     assert quantized.signed(0xFF, 8) == -1 and quantized.signed(0x7F, 8) == 127
     assert quantized.signed(4294967096, 32) == -200 and quantized.signed(0x8000, 16) == -32768
+
+
+def test_integer_graph_constants_become_int32_words():
+    """VkDataGraphPipelineConstantARM data of an int8 constant, packed or strided, as the graph keeps it."""
+    import cffi
+    import numpy as np
+
+    from tessera.icd.data_graph.pipelines import constant_data
+
+    ffi = cffi.FFI()
+    values = np.array([[-1, 2, -128], [127, 0, -3]], np.int8)
+    packed = ffi.new("int8_t[]", values.ravel().tolist())
+    assert np.frombuffer(constant_data(ffi, packed, (2, 3), None, "int8"), np.int32).tolist() == values.ravel().tolist()
+    rows = np.zeros((2, 4), np.int8)                    # rows padded to 4 bytes: strides (4, 1)
+    rows[:, :3] = values
+    strided = ffi.new("int8_t[]", rows.ravel().tolist())
+    assert np.frombuffer(constant_data(ffi, strided, (2, 3), (4, 1), "int8"), np.int32).tolist() == \
+        values.ravel().tolist()
+    floats = ffi.new("float[]", [0.5, -2.0])
+    assert np.frombuffer(constant_data(ffi, floats, (2,), None, "float32"), np.float32).tolist() == [0.5, -2.0]
