@@ -470,6 +470,9 @@ def _app() -> None:
         names = (vg.TosaNameQuality * tosa.profileCount).from_address(tosa.pProfiles)
         out["tosa"] = [r, [n.name.decode() for n in names], tosa.level]
         out["format_features"] = list(t.format_features(F32))
+        out["integer_format_features"] = [list(t.format_features(f)) for f in (
+            vk.VK_FORMAT_R8_SINT, vk.VK_FORMAT_R8_UINT, vk.VK_FORMAT_R16_SINT, vk.VK_FORMAT_R32_SINT)]
+        out["other_format_features"] = list(t.format_features(vk.VK_FORMAT_R64_SINT))
         dg.close()
         t.close()
 
@@ -621,6 +624,9 @@ def test_physical_device_answers(ran):
     assert ran["engines"] == [[0, 0, 0, "TOSA.001000.1", 0x01000001]]
     assert ran["tosa"] == [0, ["PRO-FP", "PRO-INT"], 1]
     assert all(f & (1 << 48) for f in ran["format_features"])       # TENSOR_DATA_GRAPH for R32_SFLOAT
+    # and for the integer formats of quantized graphs (icd/data_graph/quantized.py), not for 64-bit ones
+    assert all(f & (1 << 48) for features in ran["integer_format_features"] for f in features)
+    assert not any(f & (1 << 48) for f in ran["other_format_features"])
 
 
 
