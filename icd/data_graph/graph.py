@@ -3,9 +3,9 @@
 Role: the driver's view of the module a VkDataGraphPipelineShaderModuleCreateInfoARM names: the graph
 entry point `pName` (OpGraphEntryPointARM), its inputs and outputs (the interface variables' DescriptorSet
 and Binding), its constants (OpGraphConstantARM ids, whose data comes from the pipeline's
-VkDataGraphPipelineConstantARM, and tensor OpConstantComposite / OpConstantNull values), and its
-operators in order (OpExtInst of the TOSA set), each with its attribute operands decoded to Python values
-and its tensor operands named by value id. Everything that is not a graph made of what this reader knows
+VkDataGraphPipelineConstantARM, and tensor OpConstantComposite / OpConstantNull / OpConstantCompositeReplicateEXT
+values), and its operators in order (OpExtInst of the TOSA set), each with its attribute operands decoded to
+Python values and its tensor operands named by value id. Everything that is not a graph made of what this reader knows
 raises GraphError naming it. No Vulkan and no backend here: `read(code, entry)` is a pure function.
 
 Layout facts (SPV_ARM_graph): OpTypeGraphARM NumInputs, then the input types, then the output types;
@@ -30,6 +30,7 @@ DECORATION_BINDING, DECORATION_DESCRIPTOR_SET = 33, 34
 OP_TYPE_TENSOR = 4163
 OP_GRAPH_CONSTANT, OP_GRAPH_ENTRY_POINT, OP_GRAPH, OP_GRAPH_INPUT = 4181, 4182, 4183, 4184
 OP_GRAPH_SET_OUTPUT, OP_GRAPH_END, OP_TYPE_GRAPH = 4185, 4186, 4190
+OP_CONSTANT_COMPOSITE_REPLICATE = 4461     # SPV_EXT_replicated_composites: every constituent the same
 
 
 class GraphError(Exception):
@@ -149,6 +150,7 @@ def read(code: bytes, entry: str) -> Graph:
     graph_types: dict[int, tuple[int, list[int]]] = {}
     scalars: dict[int, Any] = {}                     # constant id -> value (numbers, bools)
     composites: dict[int, tuple[int, list[int]]] = {}   # constant id -> (type, constituents)
+    replicates: dict[int, tuple[int, int]] = {}          # OpConstantCompositeReplicateEXT id -> (type, constituent)
     nulls: dict[int, int] = {}                       # OpConstantNull id -> type
     graph_consts: dict[int, tuple[int, int]] = {}    # id -> (type, GraphConstantID)
     variables: dict[int, int] = {}                   # variable id -> pointer type
@@ -194,6 +196,8 @@ def read(code: bytes, entry: str) -> Graph:
             composites[w[1]] = (w[0], w[2:])
         elif opcode == OP_CONSTANT_NULL:
             nulls[w[1]] = w[0]
+        elif opcode == OP_CONSTANT_COMPOSITE_REPLICATE:
+            replicates[w[1]] = (w[0], w[2])
         elif opcode == OP_GRAPH_CONSTANT:
             graph_consts[w[1]] = (w[0], w[2])
         elif opcode == OP_VARIABLE:
@@ -236,6 +240,15 @@ def read(code: bytes, entry: str) -> Graph:
                 return [0] * int(value_of(array_types[t][1]))
             return 0
         raise GraphError(f"%{cid} is not a constant")
+
+    for cid, (type_id, constituent) in replicates.items():   # as composites: the type says how many
+        if type_id in array_types:
+            n = int(value_of(array_types[type_id][1]))
+        elif type_id in tensor_types:
+            n = shape_of(type_id).shape[0]
+        else:
+            raise GraphError(f"OpConstantCompositeReplicateEXT %{cid} is not an array or tensor constant")
+        composites[cid] = (type_id, [constituent] * n)
 
     if entry not in entries:
         known = ", ".join(sorted(entries)) or "none"

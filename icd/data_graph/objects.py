@@ -27,8 +27,10 @@ BIND_POINT = vk.VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM
 VALIDATION_FAILED = vk.VK_ERROR_VALIDATION_FAILED
 # The tensor formats a graph tensor of each element type may have (int8 / int16 read as TOSA reads them: signed,
 # unless a RESCALE says input_unsigned / output_unsigned; the UINT formats carry those bytes).
-FORMATS = {"float32": (vk.VK_FORMAT_R32_SFLOAT,), "int8": (vk.VK_FORMAT_R8_SINT, vk.VK_FORMAT_R8_UINT),
-           "int16": (vk.VK_FORMAT_R16_SINT, vk.VK_FORMAT_R16_UINT), "int32": (vk.VK_FORMAT_R32_SINT, vk.VK_FORMAT_R32_UINT)}
+FORMATS = {"float32": (vk.VK_FORMAT_R32_SFLOAT,),
+           "int8": (vk.VK_FORMAT_R8_SINT, vk.VK_FORMAT_R8_UINT),
+           "int16": (vk.VK_FORMAT_R16_SINT, vk.VK_FORMAT_R16_UINT),
+           "int32": (vk.VK_FORMAT_R32_SINT, vk.VK_FORMAT_R32_UINT)}
 GRAPH_FORMATS = frozenset(f for formats in FORMATS.values() for f in formats)
 
 
@@ -36,8 +38,8 @@ def format_names(element: str) -> str:
     return " or ".join(f"VK_FORMAT_{n}" for f in FORMATS.get(element, ()) for n in [_FORMAT_NAMES.get(f, str(f))])
 
 
-_FORMAT_NAMES = {vk.VK_FORMAT_R32_SFLOAT: "R32_SFLOAT", vk.VK_FORMAT_R8_SINT: "R8_SINT", vk.VK_FORMAT_R8_UINT: "R8_UINT",
-                 vk.VK_FORMAT_R16_SINT: "R16_SINT", vk.VK_FORMAT_R16_UINT: "R16_UINT",
+_FORMAT_NAMES = {vk.VK_FORMAT_R32_SFLOAT: "R32_SFLOAT", vk.VK_FORMAT_R8_SINT: "R8_SINT",
+                 vk.VK_FORMAT_R8_UINT: "R8_UINT", vk.VK_FORMAT_R16_SINT: "R16_SINT", vk.VK_FORMAT_R16_UINT: "R16_UINT",
                  vk.VK_FORMAT_R32_SINT: "R32_SINT", vk.VK_FORMAT_R32_UINT: "R32_UINT"}
 
 

@@ -2,7 +2,7 @@
 
 Role: the int8 / int16 / int32 half of lowering.py: RESCALE, CONV2D and DEPTHWISE_CONV2D (int8 inputs and
 weights, int32 bias and accumulator), MATMUL (int8, int32 result), ADD, SUB, MUL (with its rounding shift),
-MAXIMUM, MINIMUM, CLAMP, ABS, NEGATE (with zero points), TABLE (int8), RESHAPE, the data movement (TRANSPOSE,
+MAXIMUM, MINIMUM, CLAMP, ABS, NEGATE (with zero points), TABLE (int8), CAST, RESHAPE, the data movement (TRANSPOSE,
 SLICE, PAD, TILE, REVERSE, CONCAT) and MAX_POOL2D / AVG_POOL2D (zero points, reciprocal_scale), each with
 TOSA 1.0's exact integer semantics (shaders/i*.comp and rescale.comp; apply_scale_32 / apply_scale_16 in
 shaders/icommon.glsl).
@@ -21,7 +21,7 @@ tensor they belong to (TOSA 1.0: a zero point has its tensor's type); a zero poi
 Refused by name (LoweringError at pipeline creation): every other operator on integer tensors; int48
 accumulators (int16 convolutions); RESCALE whose multiplier or shift is not a constant; unsigned results
 wider than 16 bits; int16 TABLE; pooling windows over MAX_WINDOW elements; an integer operator mixing float
-tensors (TOSA has no such operator; CAST is not supported).
+tensors other than CAST (TOSA has no such operator); CAST from or to bool or fp16.
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from .lowering import MAX_RANK, Kernel, LoweringError, _strides
 
 BITS = {"int8": 8, "int16": 16, "int32": 32}
 ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 5, "CLAMP": 6, "ABS": 9,
-           "NEGATE": 11, "TABLE": 13}
+           "NEGATE": 11, "TABLE": 13, "CAST": 14}
 BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"})
 REARRANGE = ("TRANSPOSE", "SLICE", "PAD", "TILE", "REVERSE", "CONCAT")
 SUPPORTED = tuple(sorted(set(ELTWISE) | set(REARRANGE)
@@ -82,6 +82,8 @@ def _head() -> list[int]:
 
 def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
     out = op.type.shape
+    if op.name == "CAST":
+        return _cast(op, types)
     operands = [op.inputs["input1" if "input1" in op.inputs else "input"]]
     if op.name in BINARY:
         operands.append(op.inputs["input2"])
@@ -131,6 +133,25 @@ def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
     return Kernel(op.name, "ieltwise", params, n, operands + [operands[0]] * (3 - len(operands)), op.result,
                   ops=n * (0 if op.name == "RESHAPE" else 1),
                   bytes=sum(t.count * element_bytes(t) for t in ins) + n * element_bytes(op.type), shape=out)
+
+
+def _cast(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    """CAST between int8 / int16 / int32 (sign-extending or truncating), from them to fp32 (exact up to 2^24,
+    rounded to nearest beyond), and from fp32 (round half to even, saturated to the result type; NaN gives 0)."""
+    x = types[op.inputs["input"]]
+    kinds = ("int" if x.element in BITS else x.element, "int" if op.type.element in BITS else op.type.element)
+    modes = {("int", "int"): 0, ("int", "float32"): 1, ("float32", "int"): 2}
+    if kinds not in modes or x.shape != op.type.shape:
+        raise LoweringError(f"CAST of {x} to {op.type} is not supported (integer types among themselves and to "
+                            "or from float32)")
+    bits = BITS.get(op.type.element, 32)
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    n = op.type.count
+    dims = [n] + [1] * (MAX_RANK - 1)
+    params = [*_head(), ELTWISE["CAST"], 1, n, *dims, 1, *[0] * (MAX_RANK - 1), *[0] * MAX_RANK, lo, hi,
+              modes[kinds], bits, 0]
+    return Kernel("CAST", "ieltwise", params, n, [op.inputs["input"]] * 3, op.result, ops=n,
+                  bytes=n * (element_bytes(x) + element_bytes(op.type)), shape=op.type.shape)
 
 
 def _matmul(op: Operator, types: dict[int, TensorType]) -> Kernel:

@@ -4,6 +4,7 @@ Graphs are written as SPIR-V assembly by examples/vkgraphs.py's GraphAsm and ass
 each test checks what the reader finds or what the lowering makes or refuses (with the operator's name)."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -112,3 +113,25 @@ def test_graph_modules_are_told_from_shaders():
     assert graph.declares_graph(_conv_graph(1, 0, 1, 5))
     shader = (REPO / "build" / "data_graph" / "empty.spv").read_bytes()
     assert not graph.declares_graph(shader) and not graph.declares_graph(b"")
+
+
+def test_replicated_composite_constants_are_read():
+    """SPV_EXT_replicated_composites (as newer converters write splat attributes): the conv's pad and stride as
+    OpConstantCompositeReplicateEXT of a tensor type, and its shape array as one of an array type."""
+    text = vg.GraphAsm()
+    x = text.input((1, 5, 5, 3))
+    y = text.op("CONV2D", (1, 5, 5, 3), text.u32s([1] * 4), text.u32s([1, 1]), text.u32s([1, 1]), text.u32(3),
+                text.bool(False), x, text.graph_constant((3, 3, 3, 3), 0), text.constant((3,), [0.5, -1.0, 2.0]),
+                text.zero_point(), text.zero_point())
+    text.output(y, (1, 5, 5, 3))
+    source = text.text()
+    replicated = re.sub(r"^(%\S+) = OpConstantComposite (%\S+) (%\S+)((?: \3)+)$",
+                        lambda m: f"{m[1]} = OpConstantCompositeReplicateEXT {m[2]} {m[3]}", source, flags=re.M)
+    assert replicated.count("OpConstantCompositeReplicateEXT") == 3   # pad, stride and dilation, 3x3x3x3 dims
+    replicated = replicated.replace("OpCapability Shader\n", "OpCapability Shader\nOpCapability ReplicatedCompositesEXT\n", 1)
+    replicated = replicated.replace("OpExtension ", 'OpExtension "SPV_EXT_replicated_composites"\nOpExtension ', 1)
+    gr = graph.read(vg.vt.assemble(replicated, env="vulkan1.3"), "main")
+    (op,) = gr.operators
+    assert op.attributes["pad"] == [1, 1, 1, 1] and op.attributes["stride"] == [1, 1]
+    assert [t.shape for t, _ in gr.graph_constants.values()] == [(3, 3, 3, 3)]
+    assert lowering.plan(gr).kernels[0].params[9:13] == [1, 1, 1, 1]   # pad top, left; stride

@@ -29,8 +29,10 @@ from tessera.schemas import perfetto as pf
 
 # numpy type -> the scenario's tensor format (model-converter: VK_FORMAT_R8_UINT for an input read unsigned)
 FORMATS = {np.dtype(np.int8): "VK_FORMAT_R8_SINT", np.dtype(np.uint8): "VK_FORMAT_R8_UINT",
-           np.dtype(np.int16): "VK_FORMAT_R16_SINT", np.dtype(np.int32): "VK_FORMAT_R32_SINT"}
-MLIR_TYPES = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32"}
+           np.dtype(np.int16): "VK_FORMAT_R16_SINT", np.dtype(np.int32): "VK_FORMAT_R32_SINT",
+           np.dtype(np.float32): "VK_FORMAT_R32_SFLOAT"}
+MLIR_TYPES = {np.dtype(np.int8): "i8", np.dtype(np.uint8): "i8", np.dtype(np.int16): "i16", np.dtype(np.int32): "i32",
+              np.dtype(np.float32): "f32"}
 
 
 def _t(shape, dtype) -> str:
@@ -180,7 +182,8 @@ def _pool_and_move_model(rng):
             _shape("start", [0, 1, 2, 0]), _shape("size", [1, 3, 3, 4]),
             f"    %s = tosa.slice %a, %start, %size : ({i8(1, 6, 6, 4)}, !tosa.shape<4>, !tosa.shape<4>) -> "
             f"{i8(1, 3, 3, 4)}",
-            f"    %c = tosa.concat %m, %s {{axis = 3 : i32}} : ({i8(1, 3, 3, 4)}, {i8(1, 3, 3, 4)}) -> {i8(1, 3, 3, 8)}",
+            f"    %c = tosa.concat %m, %s {{axis = 3 : i32}} : ({i8(1, 3, 3, 4)}, {i8(1, 3, 3, 4)}) -> "
+            f"{i8(1, 3, 3, 8)}",
             f"    %t = tosa.transpose %c {{perms = array<i32: 0, 3, 1, 2>}} : ({i8(1, 3, 3, 8)}) -> {i8(1, 8, 3, 3)}",
             _shape("padding", [0, 0, 0, 0, 1, 0, 0, 1]), _scalar("pc", -7, np.int8),
             f"    %p = tosa.pad %t, %padding, %pc : ({i8(1, 8, 3, 3)}, !tosa.shape<8>, {i8(1)}) -> {i8(1, 8, 4, 4)}",
@@ -272,11 +275,30 @@ def _int16_model(rng):
     return _module({"x": x, "m": m}, body, "r", (1, 51), np.int16), [x, m], expected, ["RESCALE", "MUL", "RESCALE"]
 
 
+def _cast_model(rng):
+    """CAST fp32 -> int8 (halves round to even, out-of-range values saturate), int32 -> int8 (the low byte),
+    both -> int32, an int32 ADD, and CAST back to fp32."""
+    f = np.concatenate([np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 127.49, 127.5, -128.5, 300.0, -1e9, 3.75],
+                                 np.float32), rng.uniform(-140, 140, 28).astype(np.float32)]).reshape(1, 40)
+    i = rng.integers(-100000, 100000, (1, 40)).astype(np.int32)
+    t = lambda dtype: _t((1, 40), dtype)  # noqa: E731
+    body = [f"    %a = tosa.cast %f : ({t(np.float32)}) -> {t(np.int8)}",
+            f"    %b = tosa.cast %i : ({t(np.int32)}) -> {t(np.int8)}",
+            f"    %a32 = tosa.cast %a : ({t(np.int8)}) -> {t(np.int32)}",
+            f"    %b32 = tosa.cast %b : ({t(np.int8)}) -> {t(np.int32)}",
+            f"    %s = tosa.add %a32, %b32 : ({t(np.int32)}, {t(np.int32)}) -> {t(np.int32)}",
+            f"    %o = tosa.cast %s : ({t(np.int32)}) -> {t(np.float32)}"]
+    expected = (ref.cast_to_int(f, 8) + ref.cast_to_int(i, 8)).astype(np.float32)
+    return _module({"f": f, "i": i}, body, "o", (1, 40), np.float32), [f, i], expected, \
+        ["CAST", "CAST", "CAST", "CAST", "ADD", "CAST"]
+
+
 MODELS = {"qconv3x3_rescale_clamp": _conv_model, "qmatmul_add_rescale_clamp": _matmul_model,
           "rescale_double_round_mul_shift": _rounding_model(True),
           "rescale_single_round_mul_shift": _rounding_model(False), "rescale_uint8_int8_uint8": _unsigned_model,
           "qpool_slice_concat_transpose_pad_reverse_tile_table": _pool_and_move_model,
-          "qnet_conv_depthwise_pool_fc": _network_model, "rescale_int16_mul_shift": _int16_model}
+          "qnet_conv_depthwise_pool_fc": _network_model, "rescale_int16_mul_shift": _int16_model,
+          "cast_float_int8_int32_float": _cast_model}
 
 
 def _scenario(folder, mlir: str, inputs: list[np.ndarray], out_dtype) -> object:

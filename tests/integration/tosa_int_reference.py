@@ -11,6 +11,8 @@ every value is computed in int64, so nothing rounds or wraps that the specificat
 - CONV2D / DEPTHWISE_CONV2D / MATMUL: int32 accumulators of (input - input_zp) * (weight - weight_zp) over the
   window inside the input (padding contributes nothing), plus the bias.
 - CLAMP, ADD (int32), MUL with a rounding shift (int32 operands), TABLE (int8: table[value + 128]).
+- CAST: integer to narrower integer keeps the low bits, to wider sign-extends; fp32 to integer rounds half to
+  even and saturates; integer to fp32 converts.
 - MAX_POOL2D; AVG_POOL2D: the sum of (input - input_zp) over the window inside the input, scaled by
   reciprocal_scale(count) (multiplier ((1 << 30) + 1) << k) / count, shift 30 + k, k = bits of count - 1)
   with apply_scale_32 without double rounding, + output_zp, clipped.
@@ -166,3 +168,13 @@ def depthwise_conv2d(x, w, bias, input_zp: int, weight_zp: int, pad, stride) -> 
     acc = acc.reshape(n, oh, ow, c * m) + np.asarray(bias, np.int64).reshape(-1)
     assert np.all(np.abs(acc) < (1 << 31))
     return acc
+
+
+def cast_to_int(x, bits: int) -> np.ndarray:
+    """CAST to an integer type of `bits`: fp32 rounds half to even and saturates; integers keep the low bits."""
+    x = np.asarray(x)
+    lo, hi = type_range(bits)
+    if x.dtype.kind == "f":
+        return np.clip(np.rint(x.astype(np.float64)), lo, hi).astype(np.int64)
+    low = np.asarray(x, np.int64) & ((1 << bits) - 1)
+    return np.where(low > hi, low - (1 << bits), low)

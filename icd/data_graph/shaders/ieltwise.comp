@@ -4,7 +4,8 @@
 // p[4] operator (eltwise.comp's numbers), p[5] rank, p[6] output elements, p[7..12] output dimensions,
 // p[13..18] / p[19..24] the inputs' element strides (0 on a broadcast dimension), p[25], p[26] CLAMP's bounds or
 // the result type's range (NEGATE), p[27] MUL's shift, p[28], p[29] NEGATE's input and output zero points;
-// TABLE (int8) reads its 256-entry table (the second operand) at the value + 128.
+// TABLE (int8) reads its 256-entry table (the second operand) at the value + 128; CAST between integer types
+// (sign-extending or truncating), from them to fp32 and from fp32 (round half to even, saturating).
 #include "icommon.glsl"
 
 void main() {
@@ -31,6 +32,13 @@ void main() {
     case 9: r = abs(x); break;                                     // ABS
     case 11: r = clamp(-(x - p[28]) + p[29], p[25], p[26]); break; // NEGATE with zero points
     case 13: r = lb(uint(x + 128)); break;                         // TABLE, int8: table[value + 128]
+    case 14: {                                                     // CAST (p[27]: 0 int -> int, 1 int -> fp32,
+        if (p[27] == 0) { r = bitfieldExtract(x, 0, p[28]); break; }   //  2 fp32 -> int; p[28] result bits)
+        if (p[27] == 1) { r = floatBitsToInt(float(x)); break; }
+        float f = intBitsToFloat(x);                               // round half to even, saturate; NaN -> 0
+        r = isnan(f) ? 0 : f >= float(p[26]) ? p[26] : f <= float(p[25]) ? p[25] : int(roundEven(f));
+        break;
+    }
     default: r = 0; break;
     }
     store(i, r);
