@@ -31,6 +31,9 @@ QUEUE_DATA_GRAPH_BIT = 0x400
 USAGE_DATA_GRAPH = 0x20
 FORMAT_FEATURE_TENSOR_DATA_GRAPH = 1 << 48
 VALIDATION_FAILED = vt.VALIDATION_FAILED
+# integer graph constants keep their type (quantized graphs)
+INTEGER_FORMATS = {np.dtype(np.int8): vk.VK_FORMAT_R8_SINT, np.dtype(np.int16): vk.VK_FORMAT_R16_SINT,
+                   np.dtype(np.int32): vk.VK_FORMAT_R32_SINT}
 
 c_ptr, u32, u64, i64 = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_int64
 Struct = vt.Struct
@@ -149,30 +152,33 @@ class DataGraphs:
         self.pipelines: list[int] = []
 
     # ---- pipelines ------------------------------------------------------------------------
-    def try_pipeline(self, code: bytes, layout, resources: list[tuple[int, int, tuple[int, ...]]],
+    def try_pipeline(self, code: bytes, layout, resources: list[tuple],
                      constants: dict[int, np.ndarray] | None = None, entry: str = "main") -> tuple[int, int]:
-        """(VkResult, pipeline) of vkCreateDataGraphPipelinesARM; `resources`: (set, binding, dims) of each
-        graph tensor (fp32), `constants`: graph constant id -> fp32 array."""
+        """(VkResult, pipeline) of vkCreateDataGraphPipelinesARM; `resources`: (set, binding, dims[, format]) of
+        each graph tensor (default fp32), `constants`: graph constant id -> array (int8 / int16 / int32 arrays
+        keep their type and format, any other is fp32)."""
         keep: list = []
         module = self.ctx.own(vk.vkDestroyShaderModule, vk.vkCreateShaderModule(self.ctx.device, vk.VkShaderModuleCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(code), pCode=code), None))
 
-        def description(dims):
+        def description(dims, fmt=vk.VK_FORMAT_R32_SFLOAT):
             dims_c = (i64 * len(dims))(*dims)
             desc = vt.TensorDescription(sType=vt.ST_TENSOR_DESCRIPTION, tiling=vt.TILING_LINEAR,
-                                        format=vk.VK_FORMAT_R32_SFLOAT, dimensionCount=len(dims),
+                                        format=fmt, dimensionCount=len(dims),
                                         pDimensions=ctypes.addressof(dims_c), usage=USAGE_DATA_GRAPH)
             keep.extend([dims_c, desc])
             return desc.ptr()
 
         infos = (ResourceInfo * max(1, len(resources)))()
-        for i, (s, b, dims) in enumerate(resources):
-            infos[i] = ResourceInfo(sType=ST_RESOURCE_INFO, pNext=description(dims), descriptorSet=s, binding=b)
+        for i, (s, b, dims, *fmt) in enumerate(resources):
+            infos[i] = ResourceInfo(sType=ST_RESOURCE_INFO, pNext=description(dims, *fmt), descriptorSet=s, binding=b)
         consts = (Constant * max(1, len(constants or {})))()
         for i, (cid, data) in enumerate((constants or {}).items()):
-            array = np.ascontiguousarray(data, dtype=np.float32)
+            array = np.ascontiguousarray(data)
+            array = array if array.dtype in INTEGER_FORMATS else array.astype(np.float32)
             keep.append(array)
-            consts[i] = Constant(sType=ST_CONSTANT, pNext=description(array.shape), id=cid,
+            fmt = INTEGER_FORMATS.get(array.dtype, vk.VK_FORMAT_R32_SFLOAT)
+            consts[i] = Constant(sType=ST_CONSTANT, pNext=description(array.shape, fmt), id=cid,
                                  pConstantData=array.ctypes.data)
         name = ctypes.c_char_p(entry.encode())
         sm = ShaderModuleCreateInfo(sType=ST_SHADER_MODULE_CREATE_INFO, module=vt.handle(module), pName=name,

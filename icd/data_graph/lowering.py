@@ -88,6 +88,9 @@ def _f(x: float) -> int:
 
 def _zero(op: Operator, *names: str) -> None:
     for name in names:
+        if name in op.inputs:
+            raise LoweringError(f"{op.name}: {name} from a graph constant (OpGraphConstantARM) is not supported: "
+                                "the driver needs its value when the pipeline is created (a literal constant works)")
         v = op.attributes.get(name)
         values = v if isinstance(v, list) else [v]
         if v is not None and any(x != 0 for x in values):
@@ -341,7 +344,8 @@ def plan(g: Graph) -> Plan:
         outputs_of.setdefault(v, index)
     kernels, transient = [], 0
     for op in g.operators:
-        made = quantized.lower(op, g.types, g.constants) if integer(op) else _LOWER[op.name](op, g.types)
+        made = quantized.lower(op, g.types, g.constants, g.graph_constants) if integer(op) \
+            else _LOWER[op.name](op, g.types)
         kernels += made if isinstance(made, list) else [made]
         if op.result in outputs_of:
             places[op.result] = Place("output", outputs_of[op.result], op.type)

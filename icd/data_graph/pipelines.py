@@ -28,7 +28,7 @@ from ..driver import Driver
 from ..feature import DeviceRequest, Feature
 from ..objects import Device, adopt, release
 from ..tensors import resources as tensor_resources
-from . import commands, graph, kernels, lowering, physical
+from . import commands, graph, kernels, lowering, physical, quantized
 from .objects import (EXTENSION, FORMATS, VALIDATION_FAILED, DataGraphError, DataGraphPipeline, DeviceGraphs, Hooks,
                       Session, format_names, operator_costs)
 
@@ -233,6 +233,7 @@ class DataGraph(Hooks, Feature):
             blob = constant_data(ffi, c.pConstantData, dims, strides, t.element)
             at = plan.places[v].where
             data[at:at + len(blob)] = blob
+        quantized.check_constants(plan, bytes(data))   # RESCALE scales from graph constants, now known
         params_at, params = [], bytearray()
         base = len(data)
         for k in plan.kernels:

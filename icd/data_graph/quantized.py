@@ -19,7 +19,9 @@ tensor they belong to (TOSA 1.0: a zero point has its tensor's type); a zero poi
 (RESCALE's input_unsigned / output_unsigned) is zero-extended instead.
 
 Refused by name (LoweringError at pipeline creation): every other operator on integer tensors; int48
-accumulators (int16 convolutions); RESCALE whose multiplier or shift is not a constant; unsigned results
+accumulators (int16 convolutions); RESCALE whose multiplier or shift is computed by the graph (a literal
+constant or a graph constant works; a graph constant's values are checked when the pipeline's constants are
+known, check_constants); zero points from graph constants; unsigned results
 wider than 16 bits; int16 TABLE; pooling windows over MAX_WINDOW elements; an integer operator mixing float
 tensors other than CAST (TOSA has no such operator); CAST from or to bool or fp16.
 """
@@ -41,7 +43,7 @@ SHADERS = frozenset({"ieltwise", "iconv2d", "imatmul", "rescale", "irearrange", 
 MAX_WINDOW = 1024                  # AVG_POOL2D: a reciprocal_scale per window size 1 .. KH*KW in the parameters
 ROUNDING = {1: "SINGLE_ROUND", 2: "INEXACT_ROUND", 3: "DOUBLE_ROUND"}   # TOSA 1.0 rounding_mode_t
 ACC_INT32 = 1                                                          # TOSA 1.0 acc_type_t INT32
-MULTIPLIERS_AT = 32                                                    # rescale.comp: p[32 ..]
+MULTIPLIERS_AT = 32              # p[32 ..]: rescale.comp's literal shifts, ipool2d.comp's reciprocal scales
 
 
 def is_integer(t: TensorType) -> bool:
@@ -61,6 +63,9 @@ def signed(value: int, bits: int) -> int:
 
 def _scalar(op: Operator, name: str, bits: int, unsigned: bool = False) -> int:
     """A one-value attribute tensor (zero point, shift) as a TOSA value of `bits` bits."""
+    if name in op.inputs:
+        raise LoweringError(f"{op.name}: {name} from a graph constant (OpGraphConstantARM) is not supported: the "
+                            "driver needs its value when the pipeline is created (a literal constant works)")
     v = op.attributes.get(name, 0)
     values = v if isinstance(v, list) else [v]
     if len(values) != 1:
@@ -189,7 +194,29 @@ def _conv(op: Operator, types: dict[int, TensorType]) -> Kernel:
                   + op.type.count * 4, shape=op.type.shape)
 
 
-def _rescale(op: Operator, types: dict[int, TensorType], constants: dict[int, tuple[TensorType, list]]) -> Kernel:
+def check_scales(multipliers: list[int], shifts: list[int]) -> None:
+    """TOSA 1.0 apply_scale's requirements on a RESCALE's multipliers and shifts."""
+    for m in multipliers:
+        if m < 0:
+            raise LoweringError(f"RESCALE: multiplier {m} must be >= 0 (TOSA 1.0 apply_scale)")
+    for s in shifts:
+        if not 2 <= s <= 62:
+            raise LoweringError(f"RESCALE: shift {s} must be within 2..62 (TOSA 1.0 apply_scale)")
+
+
+def check_constants(plan, data: bytes) -> None:
+    """The RESCALE multipliers and shifts that come from graph constants, once the pipeline's constant buffer
+    `data` holds them (pipelines.py): LoweringError as for literal ones."""
+    for k in plan.kernels:
+        if k.shader != "rescale":
+            continue
+        mult, shift = plan.places[k.operands[1]], plan.places[k.operands[2]]
+        words = lambda place: list(struct.unpack_from(f"<{place.type.count}i", data, place.where))  # noqa: E731
+        check_scales(words(mult), words(shift) if k.params[17] else [])
+
+
+def _rescale(op: Operator, types: dict[int, TensorType], constants: dict[int, tuple[TensorType, list]],
+             graph_constants: dict) -> Kernel:
     x = types[op.inputs["input"]]
     in_bits, out_bits = _bits(op, x, "the input"), _bits(op, op.type, "the result")
     if x.shape != op.type.shape:
@@ -201,26 +228,31 @@ def _rescale(op: Operator, types: dict[int, TensorType], constants: dict[int, tu
         raise LoweringError(f"RESCALE: rounding_mode {mode} is not one of TOSA 1.0's ({ROUNDING})")
     if (in_unsigned and in_bits > 16) or (out_unsigned and out_bits > 16):
         raise LoweringError(f"RESCALE of {x} to {op.type}: an unsigned input or output is int8 or int16 in TOSA 1.0")
-    mult_id = op.inputs.get("multiplier")
-    if mult_id not in constants:
-        raise LoweringError("RESCALE whose multiplier is not a constant tensor of the module is not supported "
-                            "(graph constants and computed multipliers are not)")
-    mult_type, mult_raw = constants[mult_id]
-    mult_bits = 32 if scale32 else 16
-    if BITS.get(mult_type.element) != mult_bits:
-        raise LoweringError(f"RESCALE: the multiplier is {mult_type}; scale32 {scale32} takes int{mult_bits}")
-    multipliers = [signed(int(v), mult_bits) for v in mult_raw]
-    shifts_raw = op.attributes.get("shift")
-    shifts = [signed(int(v), 8) for v in (shifts_raw if isinstance(shifts_raw, list) else [shifts_raw])]
     channels = x.shape[-1] if x.shape else 1
     want = channels if per_channel else 1
-    if len(multipliers) != want or len(shifts) != want:
-        raise LoweringError(f"RESCALE of {x} (per_channel {per_channel}): {len(multipliers)} multipliers and "
-                            f"{len(shifts)} shifts, not {want}")
-    for m, s in zip(multipliers, shifts):
-        if m < 0 or not 2 <= s <= 62:
-            raise LoweringError(f"RESCALE: multiplier {m} must be >= 0 and shift {s} within 2..62 (TOSA 1.0 "
-                                "apply_scale)")
+    mult_bits = 32 if scale32 else 16
+    # the multipliers are read by the kernel from their tensor (a literal constant or a graph constant: both in
+    # the pipeline's constant buffer); literal shifts are parameter words, a graph constant's shifts a tensor
+    mult_id = op.inputs.get("multiplier")
+    mult_type = types.get(mult_id) if mult_id is not None else None
+    if mult_type is None or mult_id not in constants and mult_id not in graph_constants:
+        raise LoweringError("RESCALE whose multiplier is computed by the graph (not a constant) is not supported")
+    if BITS.get(mult_type.element) != mult_bits or mult_type.count != want:
+        raise LoweringError(f"RESCALE of {x} (per_channel {per_channel}, scale32 {scale32}): the multiplier is "
+                            f"{mult_type}, not {want} int{mult_bits}")
+    shift_id = op.inputs.get("shift")
+    if shift_id is not None:
+        shift_type = types[shift_id]
+        if shift_id not in graph_constants or shift_type.element != "int8" or shift_type.count != want:
+            raise LoweringError(f"RESCALE: the shift is a {shift_type} tensor, not {want} int8 constants")
+        shifts = [0] * want
+    else:
+        shifts_raw = op.attributes.get("shift")
+        shifts = [signed(int(v), 8) for v in (shifts_raw if isinstance(shifts_raw, list) else [shifts_raw])]
+        if len(shifts) != want:
+            raise LoweringError(f"RESCALE of {x} (per_channel {per_channel}): {len(shifts)} shifts, not {want}")
+    multipliers = [signed(int(v), mult_bits) for v in constants[mult_id][1]] if mult_id in constants else []
+    check_scales(multipliers, [] if shift_id is not None else shifts)
     in_zp = _scalar(op, "input_zp", in_bits, in_unsigned)
     out_zp = _scalar(op, "output_zp", out_bits, out_unsigned)
     if out_unsigned:
@@ -228,10 +260,12 @@ def _rescale(op: Operator, types: dict[int, TensorType], constants: dict[int, tu
     else:
         lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
     params = [*_head(), x.count, channels, int(per_channel), int(scale32 and ROUNDING[mode] == "DOUBLE_ROUND"),
-              int(in_unsigned), in_bits, lo, hi, in_zp, out_zp, out_bits, int(out_unsigned), want]
-    params += [0] * (MULTIPLIERS_AT - len(params)) + multipliers + shifts
+              int(in_unsigned), in_bits, lo, hi, in_zp, out_zp, out_bits, int(out_unsigned), want,
+              int(shift_id is not None)]
+    params += [0] * (MULTIPLIERS_AT - len(params)) + shifts
     n = op.type.count
-    return Kernel("RESCALE", "rescale", params, n, [op.inputs["input"]] * 3, op.result, ops=3 * n,
+    operands = [op.inputs["input"], mult_id, shift_id if shift_id is not None else op.inputs["input"]]
+    return Kernel("RESCALE", "rescale", params, n, operands, op.result, ops=3 * n,
                   bytes=n * (element_bytes(x) + element_bytes(op.type)), shape=op.type.shape)
 
 
@@ -293,11 +327,11 @@ LOWER = {**{name: _eltwise for name in ELTWISE}, **{name: _rearrange for name in
          "CONV2D": _conv, "DEPTHWISE_CONV2D": _conv, "AVG_POOL2D": _pool, "MAX_POOL2D": _pool}
 
 
-def lower(op: Operator, types: dict[int, TensorType],
-          constants: dict[int, tuple[TensorType, list]]) -> Kernel | list[Kernel]:
+def lower(op: Operator, types: dict[int, TensorType], constants: dict[int, tuple[TensorType, list]],
+          graph_constants: dict | None = None) -> Kernel | list[Kernel]:
     """The integer kernel of `op`, or LoweringError naming what is not supported."""
     if op.name == "RESCALE":
-        return _rescale(op, types, constants)
+        return _rescale(op, types, constants, graph_constants or {})
     if op.name not in LOWER:
         elements = sorted({t.element for t in [op.type, *(types[v] for v in op.inputs.values())] if is_integer(t)})
         raise LoweringError(f"TOSA operator {op.name} on {', '.join(elements)} tensors is not supported by the "

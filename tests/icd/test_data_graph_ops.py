@@ -222,6 +222,86 @@ def expected(name: str) -> np.ndarray:
     return CASES[name][2](case_inputs(name))
 
 
+# An int8 graph whose RESCALE multipliers and shifts are graph constants (VkDataGraphPipelineConstantARM with int32
+# and int8 descriptions), the structure of Arm's emulation-layer test graph: each int8 input rescaled to int32,
+# added, rescaled (DOUBLE_ROUND, shift 33) to int8. Written here as SPIR-V assembly.
+QUANTIZED_GRAPH = """OpCapability Shader
+OpCapability Int8
+OpCapability TensorsARM
+OpCapability GraphARM
+OpCapability VulkanMemoryModel
+OpExtension "SPV_ARM_tensors"
+OpExtension "SPV_ARM_graph"
+OpExtension "SPV_KHR_vulkan_memory_model"
+%tosa = OpExtInstImport "TOSA.001000.1"
+OpMemoryModel Logical Vulkan
+OpDecorate %in0 DescriptorSet 0
+OpDecorate %in0 Binding 0
+OpDecorate %in1 DescriptorSet 0
+OpDecorate %in1 Binding 1
+OpDecorate %out DescriptorSet 0
+OpDecorate %out Binding 2
+%char = OpTypeInt 8 0
+%uint = OpTypeInt 32 0
+%bool = OpTypeBool
+%true = OpConstantTrue %bool
+%false = OpConstantFalse %bool
+%u0 = OpConstant %uint 0
+%u1 = OpConstant %uint 1
+%u3 = OpConstant %uint 3
+%u7 = OpConstant %uint 7
+%arr1 = OpTypeArray %uint %u1
+%shape7 = OpConstantComposite %arr1 %u7
+%shape1 = OpConstantComposite %arr1 %u1
+%T8 = OpTypeTensorARM %char %u1 %shape7
+%T32 = OpTypeTensorARM %uint %u1 %shape7
+%S32 = OpTypeTensorARM %uint %u1 %shape1
+%S8 = OpTypeTensorARM %char %u1 %shape1
+%pT8 = OpTypePointer UniformConstant %T8
+%in0 = OpVariable %pT8 UniformConstant
+%in1 = OpVariable %pT8 UniformConstant
+%out = OpVariable %pT8 UniformConstant
+%m0 = OpGraphConstantARM %S32 0
+%s0 = OpGraphConstantARM %S8 1
+%m1 = OpGraphConstantARM %S32 2
+%s1 = OpGraphConstantARM %S8 3
+%m2 = OpGraphConstantARM %S32 4
+%s2 = OpGraphConstantARM %S8 5
+%zp8 = OpConstantNull %S8
+%zp32 = OpConstantNull %S32
+%G = OpTypeGraphARM 2 %T8 %T8 %T8
+OpGraphEntryPointARM %g "main" %in0 %in1 %out
+%g = OpGraphARM %G
+%a = OpGraphInputARM %T8 %u0
+%b = OpGraphInputARM %T8 %u1
+%ra = OpExtInst %T32 %tosa RESCALE %true %u1 %false %false %false %a %m0 %s0 %zp8 %zp32
+%rb = OpExtInst %T32 %tosa RESCALE %true %u1 %false %false %false %b %m1 %s1 %zp8 %zp32
+%sum = OpExtInst %T32 %tosa ADD %ra %rb
+%r = OpExtInst %T8 %tosa RESCALE %true %u3 %false %false %false %sum %m2 %s2 %zp32 %zp8
+OpGraphSetOutputARM %r %u0
+OpGraphEndARM
+"""
+QUANTIZED_CONSTANTS = {0: np.array([1 << 30], np.int32), 1: np.array([30], np.int8),
+                       2: np.array([1610612736], np.int32), 3: np.array([30], np.int8),
+                       4: np.array([1 << 30], np.int32), 5: np.array([33], np.int8)}
+QUANTIZED_INPUTS = [np.array([-128, -7, -3, 0, 5, 100, 127], np.int8), np.array([127, 9, -2, 1, -5, 90, 127], np.int8)]
+
+
+def _apply_scale(value: int, multiplier: int, shift: int, double_round: bool) -> int:
+    """TOSA 1.0 apply_scale_32 in Python integers (>> is arithmetic)."""
+    rounding = 1 << (shift - 1)
+    if double_round and shift > 31:
+        rounding += (1 << 30) if value >= 0 else -(1 << 30)
+    return (value * multiplier + rounding) >> shift
+
+
+def quantized_expected() -> list[int]:
+    c = {k: int(v[0]) for k, v in QUANTIZED_CONSTANTS.items()}
+    return [max(-128, min(127, _apply_scale(_apply_scale(int(a), c[0], c[1], False)
+                                            + _apply_scale(int(b), c[2], c[3], False), c[4], c[5], True)))
+            for a, b in zip(*QUANTIZED_INPUTS)]
+
+
 # ---- the application ------------------------------------------------------------------------------
 def _app() -> None:
     sys.path[:0] = [str(REPO / "examples")]
@@ -373,6 +453,28 @@ def _app() -> None:
         del keep
         out["compute_graph_compute"] = {"inputs": [a.tolist() for a in (x, w1, b1, w2, b2)],
                                         "y": ty.array().tolist()}
+
+        # an int8 graph with RESCALE scales from int32 / int8 graph constants
+        i8 = vk.VK_FORMAT_R8_SINT
+        sl, pl = graph_layout(3)
+        p = dg.pipeline(vt.assemble(QUANTIZED_GRAPH, env="vulkan1.3"), pl,
+                        [(0, b, (7,), i8) for b in range(3)], QUANTIZED_CONSTANTS)
+        s = dg.session(p)
+        qa, qb = (t.tensor(i8, (7,), usage=usage, data=a) for a in QUANTIZED_INPUTS)
+        qout = t.tensor(i8, (7,), usage=usage)
+        dset = ctx.allocate_set(pool, sl)
+        t.write_tensors(dset, [(0, [qa]), (1, [qb]), (2, [qout])])
+        cmd = ctx.command_buffer()
+        keep = dg.cmd_run(cmd, p, pl, dset, s)
+        vkapp.host_barrier(cmd, vk.VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, vk.VK_ACCESS_SHADER_WRITE_BIT)
+        ctx.submit([cmd])
+        del keep
+        out["quantized_graph_constants"] = qout.array().tolist()
+        bad = {**QUANTIZED_CONSTANTS, 5: np.array([70], np.int8)}
+        out["refused"]["shift_out_of_range"] = dg.try_pipeline(vt.assemble(QUANTIZED_GRAPH, env="vulkan1.3"), pl,
+                                                              [(0, b, (7,), i8) for b in range(3)], bad)[0]
+        out["refused"]["int8_graph_fp32_resources"] = dg.try_pipeline(
+            vt.assemble(QUANTIZED_GRAPH, env="vulkan1.3"), pl, [(0, b, (7,)) for b in range(3)], QUANTIZED_CONSTANTS)[0]
 
         # refusals
         def refused_pipeline(key, name, mutate=None, constants=None, resources=None):
@@ -574,6 +676,14 @@ def test_compute_shader_graph_compute_shader_on_shared_tensors(ran):
     assert np.any(np.clip(x @ w1 + b1, -0.5, 0.75) != x @ w1 + b1)      # the graph changed something
 
 
+def test_int8_graph_with_rescale_scales_from_graph_constants(ran):
+    """int8 tensors, RESCALE multipliers and shifts from int32 / int8 graph constants, equal to TOSA 1.0's
+    apply_scale computed in Python integers (DOUBLE_ROUND on a shift of 33)."""
+    want = quantized_expected()
+    assert ran["quantized_graph_constants"] == want
+    assert len(set(want)) >= 5
+
+
 def test_pipeline_creation_log_lists_the_operators(ran):
     assert ran["log"].startswith("Tessera emulated Mali: graph 'main', 6 operators as 6 compute kernels")
     for op in ("CONV2D 1x6x6x4", "CLAMP", "MAX_POOL2D 1x3x3x4", "RESHAPE", "MATMUL 1x1x3", "SIGMOID"):
@@ -588,6 +698,9 @@ def test_pipeline_creation_log_lists_the_operators(ran):
     ("wrong_entry", "no graph entry point (OpGraphEntryPointARM) named 'nope'"),
     ("session_of_unknown_pipeline", "is not a data-graph pipeline of this device"),
     ("without_shader_module_feature", "needs the dataGraphShaderModule feature"),
+    ("shift_out_of_range", "RESCALE: shift 70 must be within 2..62"),
+    ("int8_graph_fp32_resources",
+     "format 100 is not VK_FORMAT_R8_SINT or VK_FORMAT_R8_UINT (the graph's input 0 is 7 int8)"),
 ])
 def test_misuse_is_refused_with_a_clear_message(ran, key, message):
     assert ran["refused"][key] == VALIDATION_FAILED

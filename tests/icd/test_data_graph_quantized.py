@@ -36,13 +36,15 @@ def _rescale_op(x: int, shape, out="int8", mult=(1 << 30,), shift=(33,), mode=3,
 def test_rescale_words_sign_extended_and_interface_widths():
     x = TensorType("int32", (1, 2, 3))
     mult = (TensorType("int32", (3,)), [1 << 30, 1 << 29, 0x7FFFFFFF])
-    op = _rescale_op(1, (1, 2, 3), mult=(), shift=(33, 34, 40), per_channel=True)
+    op = _rescale_op(1, (1, 2, 3), shift=(33, 34, 40), per_channel=True)
     plan = lowering.plan(_graph([op], {1: x}, 10, {5: mult}))
     (k,) = plan.kernels
     p = k.params
     assert k.shader == "rescale" and p[:4] == [4, 4, 4, 1]              # int32 input words, an int8 output's bytes
-    assert p[4:17] == [6, 3, 1, 1, 0, 32, -128, 127, 0, -5, 8, 0, 3]    # output_zp 0xFB is -5; DOUBLE_ROUND
-    assert p[quantized.MULTIPLIERS_AT:] == [1 << 30, 1 << 29, 0x7FFFFFFF, 33, 34, 40]
+    assert p[4:18] == [6, 3, 1, 1, 0, 32, -128, 127, 0, -5, 8, 0, 3, 0]  # output_zp 0xFB is -5; DOUBLE_ROUND
+    assert p[quantized.MULTIPLIERS_AT:] == [33, 34, 40]                 # literal shifts; multipliers: operand 2
+    assert k.operands == [1, 5, 1] and plan.places[5].kind == "const"
+    assert plan.constants[5] == b"".join(v.to_bytes(4, "little") for v in (1 << 30, 1 << 29, 0x7FFFFFFF))
 
 
 def test_single_round_and_unsigned_output():
@@ -53,9 +55,10 @@ def test_single_round_and_unsigned_output():
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"shift": [1]}, r"RESCALE: multiplier .* shift 1 within 2\.\.62"),
+    ({"shift": [1]}, r"RESCALE: shift 1 must be within 2\.\.62"),
     ({"rounding_mode": 7}, r"rounding_mode 7 is not one of TOSA 1\.0's"),
-    ({"per_channel": True}, r"RESCALE of 1x2x3 int32 \(per_channel True\): 1 multipliers and 1 shifts, not 3"),
+    ({"per_channel": True}, r"RESCALE of 1x2x3 int32 \(per_channel True, scale32 True\): the multiplier is 1 int32, "
+                            r"not 3 int32"),
 ])
 def test_rescale_misuse_is_refused(change, message):
     op = _rescale_op(1, (1, 2, 3))
@@ -67,7 +70,7 @@ def test_rescale_misuse_is_refused(change, message):
 def test_rescale_with_a_multiplier_from_the_graph_is_refused():
     op = _rescale_op(1, (4,))
     g = _graph([op], {1: TensorType("int32", (4,)), 5: TensorType("int32", (1,))}, 10)
-    with pytest.raises(lowering.LoweringError, match="RESCALE whose multiplier is not a constant tensor"):
+    with pytest.raises(lowering.LoweringError, match="RESCALE whose multiplier is computed by the graph"):
         lowering.plan(g)
 
 
@@ -157,3 +160,34 @@ def test_integer_graph_constants_become_int32_words():
         values.ravel().tolist()
     floats = ffi.new("float[]", [0.5, -2.0])
     assert np.frombuffer(constant_data(ffi, floats, (2,), None, "float32"), np.float32).tolist() == [0.5, -2.0]
+
+
+def test_rescale_scales_from_graph_constants_are_checked_when_known():
+    """Multiplier and shift as graph constants (as Arm's emulation layer's own test graph has them): read by the
+    kernel from the constant buffer, checked by check_constants once the pipeline's constants are known; a zero
+    point from a graph constant is refused (its value is needed at creation)."""
+    import struct
+
+    x = TensorType("int8", (1, 5))
+    op = Operator("RESCALE", 10, TensorType("int32", (1, 5)),
+                  {"scale32": True, "rounding_mode": 1, "per_channel": False, "input_unsigned": False,
+                   "output_unsigned": False, "input_zp": [0], "output_zp": [0]},
+                  {"input": 1, "multiplier": 5, "shift": 6})
+    g = _graph([op], {1: x}, 10)
+    g.graph_constants = {5: (TensorType("int32", (1,)), 0), 6: (TensorType("int8", (1,)), 1)}
+    g.types.update({5: TensorType("int32", (1,)), 6: TensorType("int8", (1,))})
+    plan = lowering.plan(g)
+    (k,) = plan.kernels
+    assert k.operands == [1, 5, 6] and k.params[17] == 1 and k.params[:4] == [1, 4, 4, 4]
+    data = bytearray(plan.constant_bytes)
+    struct.pack_into("<i", data, plan.places[5].where, 1 << 30)
+    struct.pack_into("<i", data, plan.places[6].where, 30)
+    quantized.check_constants(plan, bytes(data))
+    struct.pack_into("<i", data, plan.places[6].where, 70)
+    with pytest.raises(lowering.LoweringError, match=r"RESCALE: shift 70 must be within 2\.\.62"):
+        quantized.check_constants(plan, bytes(data))
+    op.inputs["input_zp"] = 7
+    g.graph_constants[7] = (TensorType("int8", (1,)), 2)
+    g.types[7] = TensorType("int8", (1,))
+    with pytest.raises(lowering.LoweringError, match="RESCALE: input_zp from a graph constant .* is not supported"):
+        lowering.plan(g)
