@@ -8,9 +8,9 @@ once) and a modelled time on the profile's GPU (the larger of the ops at the sha
 and the bytes at the timing model's memory bandwidth, icd/timing.py). Pure Python, no Vulkan.
 
 Supported (fp32 tensors; TOSA's accumulator attribute, even FP16 on fp32 tensors, computes in fp32):
-ADD, SUB, MUL (shift 0), MAXIMUM, MINIMUM (with broadcasting), CLAMP, SIGMOID, TANH, ABS, EXP, NEGATE
-(zero points 0), RECIPROCAL, RESHAPE, TRANSPOSE, SLICE, PAD, TILE, REVERSE, CONCAT, REDUCE_SUM / MAX / MIN / PRODUCT,
-MATMUL (zero points 0), CONV2D and DEPTHWISE_CONV2D (any kernel size, padding, stride, dilation; zero points
+ADD, SUB, MUL (shift 0), MAXIMUM, MINIMUM, POW (with broadcasting), CLAMP, SIGMOID, TANH, ABS, EXP, NEGATE
+(zero points 0), RECIPROCAL, FLOOR, CEIL, LOG, RSQRT, SIN, COS, RESHAPE, TRANSPOSE, SLICE, PAD, TILE, REVERSE,
+CONCAT, REDUCE_SUM / MAX / MIN / PRODUCT, MATMUL (zero points 0), CONV2D and DEPTHWISE_CONV2D (any kernel size, padding, stride, dilation; zero points
 0), AVG_POOL2D (zero points 0), MAX_POOL2D. An operator on int8 / int16 / int32 tensors is lowered by
 quantized.py (RESCALE, integer CONV2D / DEPTHWISE_CONV2D / MATMUL / ADD / CLAMP …, TOSA 1.0's exact integer
 rules). Any other operator, element type or attribute value raises LoweringError naming it, so
@@ -27,10 +27,12 @@ ELEMENT_BYTES = 4                  # fp32 (and int32: inside a graph an integer 
 ALIGN = 256                        # offsets of tensors and parameter blocks (≥ minStorageBufferOffsetAlignment)
 MAX_RANK = 6                       # TOSA's maximum rank (the element-wise shader's parameter block holds 6)
 ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 5, "CLAMP": 6, "SIGMOID": 7,
-           "TANH": 8, "ABS": 9, "EXP": 10, "NEGATE": 11, "RECIPROCAL": 12}
-BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"})
+           "TANH": 8, "ABS": 9, "EXP": 10, "NEGATE": 11, "RECIPROCAL": 12, "FLOOR": 13, "CEIL": 14, "LOG": 15,
+           "RSQRT": 16, "SIN": 17, "COS": 18, "POW": 19}
+BINARY = frozenset({"ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM", "POW"})
 # arithmetic ops per element of the element-wise operators (exp-based ones cost more)
-ELTWISE_OPS = {"RESHAPE": 0, "SIGMOID": 4, "TANH": 4, "EXP": 2, "RECIPROCAL": 2}
+ELTWISE_OPS = {"RESHAPE": 0, "SIGMOID": 4, "TANH": 4, "EXP": 2, "RECIPROCAL": 2, "LOG": 2, "RSQRT": 2, "SIN": 4,
+               "COS": 4, "POW": 4}
 REDUCE = {"REDUCE_SUM": 0, "REDUCE_MAX": 1, "REDUCE_MIN": 2, "REDUCE_PRODUCT": 3}
 REARRANGE = ("TRANSPOSE", "SLICE", "PAD", "TILE", "REVERSE")   # and CONCAT: one strided copy per input
 SUPPORTED = tuple(sorted(set(ELTWISE) | set(REDUCE) | set(REARRANGE)

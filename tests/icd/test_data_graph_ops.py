@@ -171,6 +171,14 @@ CASES = {
     "abs": _unary("ABS", np.abs),
     "exp": _unary("EXP", lambda x: np.exp(x.astype(np.float64)).astype(np.float32), 1e-5),
     "reciprocal": _unary("RECIPROCAL", lambda x: (1 / x.astype(np.float64)).astype(np.float32), 1e-6, shape=(7,)),
+    "floor": _unary("FLOOR", np.floor),
+    "ceil": _unary("CEIL", np.ceil),
+    "log": _unary("LOG", lambda x: np.log(x.astype(np.float64)).astype(np.float32), 1e-6, shape=(7,)),
+    "rsqrt": _unary("RSQRT", lambda x: (1 / np.sqrt(x.astype(np.float64))).astype(np.float32), 1e-6, shape=(7,)),
+    "sin": _unary("SIN", lambda x: np.sin(x.astype(np.float64)).astype(np.float32), 1e-5),
+    "cos": _unary("COS", lambda x: np.cos(x.astype(np.float64)).astype(np.float32), 1e-5),
+    "pow": ([(7,), (7,)], lambda g, i: (g.op("POW", (7,), *i), (7,)),
+            lambda i: np.power(i[0].astype(np.float64), i[1]).astype(np.float32), 1e-5),
     "negate": ([(2, 3, 4)], lambda g, i: (g.op("NEGATE", (2, 3, 4), i[0], g.zero_point(), g.zero_point()),
                                           (2, 3, 4)), lambda i: -i[0], 0.0),
     "reshape": ([(2, 3, 4)], lambda g, i: (g.op("RESHAPE", (4, 6), i[0], g.u32s([4, 6])), (4, 6)),
@@ -209,7 +217,7 @@ CASES = {
     "network": _network(),   # last: its pipeline's creation log is read
 }
 # Positive inputs where the operator needs them (reciprocal of 0 is infinite in both, but not a useful test).
-POSITIVE = {"reciprocal"}
+POSITIVE = {"reciprocal", "log", "rsqrt", "pow"}
 
 
 def case_inputs(name: str) -> list[np.ndarray]:
@@ -485,7 +493,7 @@ def _app() -> None:
 
         g = vg.GraphAsm()
         x = g.input((2, 3))
-        g.output(g.op("FLOOR", (2, 3), x), (2, 3))
+        g.output(g.op("ERF", (2, 3), x), (2, 3))
         sl, pl = graph_layout(2)
         out["refused"]["unsupported_operator"] = dg.try_pipeline(g.assemble(), pl, [(0, 0, (2, 3)), (0, 1, (2, 3))])[0]
         refused_pipeline("wrong_resource_shape", "abs", resources=[(0, 0, (2, 3, 4)), (0, 1, (3, 2, 4))])
@@ -691,7 +699,7 @@ def test_pipeline_creation_log_lists_the_operators(ran):
 
 
 @pytest.mark.parametrize("key, message", [
-    ("unsupported_operator", "TOSA operator FLOOR is not supported by the emulated Mali"),
+    ("unsupported_operator", "TOSA operator ERF is not supported by the emulated Mali"),
     ("wrong_resource_shape", "dimensions [3, 2, 4] differ from the graph's output 0 ([2, 3, 4])"),
     ("missing_resource", "the graph's output 0 (set 0, binding 1) has no VkDataGraphPipelineResourceInfoARM"),
     ("missing_constant", "the graph uses constant id 0"),

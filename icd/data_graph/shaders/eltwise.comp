@@ -32,6 +32,13 @@ void main() {
     case 10u: r = exp(x); break;                                 // EXP
     case 11u: r = -x; break;                                     // NEGATE (zero points 0)
     case 12u: r = 1.0 / x; break;                                // RECIPROCAL
+    case 13u: r = floor(x); break;                               // FLOOR
+    case 14u: r = ceil(x); break;                                // CEIL
+    case 15u: r = log(x); break;                                 // LOG
+    case 16u: r = inversesqrt(x); break;                         // RSQRT
+    case 17u: r = sin(x); break;                                 // SIN
+    case 18u: r = cos(x); break;                                 // COS
+    case 19u: r = pow(x, b[ib]); break;                          // POW
     default: r = 0.0; break;
     }
     o[i] = r;
