@@ -125,9 +125,10 @@ def _matmul_model(rng):
         ["MATMUL", "ADD", "RESCALE", "CLAMP"]
 
 
-def _rounding_model(double: bool):
+def _rounding_model(double: bool, inexact: bool = False):
     """An int32 input rescaled by 2^30 / 2^33 (= 1/8) to int8: DOUBLE_ROUND adds 2^30 to the rounding term
-    (floor((v + 5) / 8)), SINGLE_ROUND does not (floor((v + 4) / 8)); then × an int32 input with MUL's shift 3."""
+    (floor((v + 5) / 8)), SINGLE_ROUND does not (floor((v + 4) / 8)); then × an int32 input with MUL's shift 3.
+    INEXACT_ROUND leaves the choice to the implementation: the emulated Mali rounds once, as Arm's layer does."""
     def build(rng):
         v = np.arange(-60, 60, dtype=np.int32).reshape(1, 120)
         m = rng.integers(-1000, 1000, (1, 120)).astype(np.int32)
@@ -142,7 +143,8 @@ def _rounding_model(double: bool):
         q = ref.rescale(v, [1 << 30], [33], 0, 0, out_bits=8, in_bits=32, rounding_mode=mode)
         w = ref.rescale(q, [1 << 30], [30], 0, 0, out_bits=32, in_bits=8, rounding_mode=mode)
         expected = ref.mul(w, m, 3).astype(np.int32)
-        return _module({"v": v, "m": m}, body, "r", (1, 120), np.int32), [v, m], expected, \
+        mlir = _module({"v": v, "m": m}, body, "r", (1, 120), np.int32)
+        return (mlir.replace("SINGLE_ROUND", "INEXACT_ROUND") if inexact else mlir), [v, m], expected, \
             ["RESCALE", "RESCALE", "MUL"]
     return build
 
@@ -295,7 +297,8 @@ def _cast_model(rng):
 
 MODELS = {"qconv3x3_rescale_clamp": _conv_model, "qmatmul_add_rescale_clamp": _matmul_model,
           "rescale_double_round_mul_shift": _rounding_model(True),
-          "rescale_single_round_mul_shift": _rounding_model(False), "rescale_uint8_int8_uint8": _unsigned_model,
+          "rescale_single_round_mul_shift": _rounding_model(False),
+          "rescale_inexact_round_mul_shift": _rounding_model(False, inexact=True), "rescale_uint8_int8_uint8": _unsigned_model,
           "qpool_slice_concat_transpose_pad_reverse_tile_table": _pool_and_move_model,
           "qnet_conv_depthwise_pool_fc": _network_model, "rescale_int16_mul_shift": _int16_model,
           "cast_float_int8_int32_float": _cast_model}
