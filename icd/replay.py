@@ -33,8 +33,8 @@ class _Recording:
 class ShadowProducts:
     """vkapi/replay.Products for the driver: the owner of a command buffer's records is its CommandBuffer."""
 
-    def generation(self, cb: CommandBuffer) -> int:
-        return cb.device.res.generation
+    def resources(self, cb: CommandBuffer):
+        return cb.device.res
 
     def snapshot(self, cb: CommandBuffer, handle, tags: list[int]) -> _Recording | None:
         if (cb.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY or cb.shader_objects

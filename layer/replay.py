@@ -50,8 +50,8 @@ class TrackerProducts:
     def __init__(self, state) -> None:
         self.state = state
 
-    def generation(self, dev) -> int:
-        return dev.res.generation
+    def resources(self, dev):
+        return dev.res
 
     def snapshot(self, dev, handle, tags: list[int]) -> _Recording | None:
         t: CommandBufferTracker = self.state.command_buffer(dev, handle)

@@ -256,7 +256,7 @@ class Recorder:
             self.replays.forget(self._key(handle))
 
     def reuse_recordings(self, products) -> None:
-        """Let whole re-recordings reuse their previous recording's product (vkapi/replay.py)."""
+        """Let whole re-recordings reuse an earlier equal recording's product (vkapi/replay.py)."""
         from .replay import Replays
         replays = Replays(self.ffi, self.lib, products, self.report)
         self.replays = replays if replays.enabled else None
@@ -376,7 +376,7 @@ class Recorder:
 
     def apply(self, owner, handle, ended: bool = False) -> None:
         """Apply the records of `handle` so far, in order, then empty its arena. `ended`: the recording
-        has ended (vkEndCommandBuffer's job): a whole recording may reuse its previous one's product
+        has ended (vkEndCommandBuffer's job): a whole recording may reuse an earlier equal one's product
         (vkapi/replay.py)."""
         lib = self.lib
         pdata, pused, pdropped = self._out_params()

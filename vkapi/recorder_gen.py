@@ -150,6 +150,7 @@ void tessera_cb_reset(void *handle);
 int tessera_cb_whole(void *handle);
 long tessera_records_tags(const uint8_t *a, size_t n, uint64_t *tags, size_t max);
 long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t *tags, size_t max);
+uint64_t tessera_records_hash(const uint8_t *a, size_t n);
 void tessera_cb_set_python(void *handle, int on);
 void tessera_cb_set_python_brackets(void *handle, int on);
 uint64_t tessera_next_tag(void);

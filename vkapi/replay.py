@@ -1,25 +1,29 @@
-"""Re-recordings: a recording equal to the buffer's previous one but for its tags reuses what that one made.
+"""Re-recordings: a recording equal to an earlier one but for its tags reuses what that one made.
 
-Engines record the same commands into the same command buffers every frame; the layer's tags (and
-the driver's t<tag> labels, recorded as numbers: Recorded.tag_labels) are then all that differs. When
-a command buffer's whole recording (every command since vkBeginCommandBuffer recorded in C, none
-applied yet: tessera_cb_whole) is byte for byte its previous whole recording's except in the tag slots
-(tessera_records_same, in C), and nothing the records name has changed since (`Products.generation`:
-vkapi/resources.py counts every handle replaced or destroyed), the shim's `Products` restores that
-recording's product with the new tags instead of applying the records one by one in Python.
+Engines record the same commands every frame (into the same command buffers, or into new ones they
+allocate per frame); the layer's tags (and the driver's t<tag> labels, recorded as numbers:
+Recorded.tag_labels) are then all that differs. When a command buffer's whole recording (every
+command since vkBeginCommandBuffer recorded in C, none applied yet: tessera_cb_whole) is byte for byte
+an earlier whole recording's on the same device except in the tag slots (found by a hash of the
+records but their tags, tessera_records_hash, and compared whole, tessera_records_same, in C), and
+nothing the records name has changed since (`Products.resources(owner).generation`: vkapi/resources.py
+counts every handle replaced or destroyed), the shim's `Products` restores that recording's product
+with the new tags instead of applying the records one by one in Python.
 
 What a product is belongs to each shim (layer/replay.py, icd/replay.py): the fields its appliers set
-on the command buffer's state, with every tag-bearing object rebuilt for the new tags. A product is
-kept only when the shim can say where every tag went (`snapshot` returns None otherwise).
+on the command buffer's state, with every tag-bearing object rebuilt for the new tags; nothing in it
+names the command buffer, so any buffer of the device may take it. A product is kept only when the
+shim can say where every tag went (`snapshot` returns None otherwise).
 
 TESSERA_REPLAY=0 turns reuse off; TESSERA_REPLAY=check applies every recording anyway and reports a
-reused product that differs from the applied one (the tests run the examples so).
+reused product that differs from the applied one (tests/integration/test_replay.py).
 
-Memory: one entry per command buffer (its last whole recording's records and product), dropped with
-the buffer; recordings over MAX_BYTES of records or MAX_TAGS tags are not kept.
+Memory: the most recently used KEEP recordings per shim, MAX_BYTES of records each and KEEP_BYTES in
+all (least recently used first out); recordings over MAX_TAGS tags are not kept.
 """
 from __future__ import annotations
 
+import collections
 import os
 import threading
 from dataclasses import dataclass
@@ -28,14 +32,16 @@ from typing import Any, Protocol
 SWITCH = "TESSERA_REPLAY"
 MAX_TAGS = 4096
 MAX_BYTES = 1 << 20
+KEEP = 512
+KEEP_BYTES = 32 << 20
 
 
 class Products(Protocol):
     """A shim's side: what its appliers make of a recording, and how to make it again."""
 
-    def generation(self, owner) -> int:
-        """Changes whenever something a record may name (a pipeline, a buffer, an image...) is replaced
-        or destroyed."""
+    def resources(self, owner):
+        """The device's vkapi.resources.Resources (its `generation` changes whenever something a record
+        may name, a pipeline, a buffer, an image..., is replaced or destroyed)."""
 
     def snapshot(self, owner, handle, tags: list[int]) -> Any | None:
         """The product of the recording just applied to `handle` (its tags `tags`, in record order),
@@ -51,20 +57,23 @@ class Products(Protocol):
 @dataclass
 class _Entry:
     records: bytes
+    resources: Any         # the device's Resources: held, so no later device's takes its id while kept
     generation: int
     product: Any
-    checked: bool = False     # check mode: the next apply compares with this product
 
 
 class Replays:
-    """One shim's previous recordings, by command buffer address."""
+    """One shim's recent whole recordings, by (device, hash of the records but their tags, size)."""
 
     def __init__(self, ffi, lib, products: Products, report) -> None:
         mode = os.environ.get(SWITCH, "1")
         self.enabled = mode != "0"
         self.check = mode == "check"
         self.ffi, self.lib, self.products, self.report = ffi, lib, products, report
-        self._entries: dict[int, _Entry] = {}
+        self._entries: collections.OrderedDict[tuple, _Entry] = collections.OrderedDict()   # oldest first
+        self._bytes = 0
+        self._checking: dict[int, _Entry] = {}   # check mode: command buffer -> the entry its recording matched
+        self._lock = threading.Lock()            # buffers are applied on several threads at once
         self._local = threading.local()
         self.reused = 0          # recordings restored (TESSERA_LOG=info at vkDestroyDevice)
         self.checked = 0         # check mode: recordings that would have been restored, compared instead
@@ -77,17 +86,21 @@ class Replays:
         return tags
 
     def reuse(self, owner, handle, key: int, base, used: int) -> bool:
-        """A whole recording of `handle` (`used` bytes of records at `base`): True when the previous
-        one's product was restored for it (the records need not be applied)."""
-        entry = self._entries.get(key)
-        if entry is None or len(entry.records) != used or entry.generation != self.products.generation(owner):
-            return False
+        """A whole recording of `handle` (`used` bytes of records at `base`): True when an earlier one equal
+        but for its tags had its product restored for it (the records need not be applied)."""
+        res = self.products.resources(owner)
+        found = (id(res), self.lib.tessera_records_hash(base, used), used)
+        with self._lock:
+            entry = self._entries.get(found)
+            if entry is None or entry.generation != res.generation:
+                return False
+            self._entries.move_to_end(found)
         scratch = self._scratch()
         n = self.lib.tessera_records_same(base, entry.records, used, scratch, MAX_TAGS)
-        if n < 0:
+        if n < 0:   # the same hash, other records
             return False
         if self.check:
-            entry.checked = True
+            self._checking[key] = entry
             return False
         self.products.restore(owner, handle, entry.product, self.ffi.unpack(scratch, n))
         self.reused += 1
@@ -99,25 +112,37 @@ class Replays:
         return bytes(self.ffi.buffer(base, used)) if used <= MAX_BYTES else None
 
     def remember(self, owner, handle, key: int, records: bytes | None) -> None:
-        """After a whole recording of `handle` was applied: keep it (`records`) and its product for the
-        next one."""
-        entry = self._entries.pop(key, None)
+        """After a whole recording of `handle` was applied: keep it (`records`) and its product."""
+        matched = self._checking.pop(key, None)
         if records is None:
             return
         scratch = self._scratch()
-        n = self.lib.tessera_records_tags(self.ffi.from_buffer(records), len(records), scratch, MAX_TAGS)
+        data = self.ffi.from_buffer(records)
+        n = self.lib.tessera_records_tags(data, len(records), scratch, MAX_TAGS)
         if n < 0:
             return
         tags = self.ffi.unpack(scratch, n)
         product = self.products.snapshot(owner, handle, tags)
-        if entry is not None and entry.checked and product is not None:
+        if product is None:
+            return
+        if matched is not None:   # check mode: what reuse would have restored, against what was applied
             self.checked += 1
-            if self.products.fields(entry.product, tags) != self.products.fields(product, tags):
+            if self.products.fields(matched.product, tags) != self.products.fields(product, tags):
                 self.mismatches += 1
                 self.report("TESSERA_REPLAY=check: a re-recording's reused product differs from its applied one")
-        if product is not None:
-            self._entries[key] = _Entry(records, self.products.generation(owner), product)
+            return
+        res = self.products.resources(owner)
+        found = (id(res), self.lib.tessera_records_hash(data, len(records)), len(records))
+        with self._lock:
+            old = self._entries.pop(found, None)
+            if old is not None:
+                self._bytes -= len(old.records)
+            self._entries[found] = _Entry(records, res, res.generation, product)
+            self._bytes += len(records)
+            while len(self._entries) > KEEP or self._bytes > KEEP_BYTES:
+                _, out = self._entries.popitem(last=False)
+                self._bytes -= len(out.records)
 
     def forget(self, key: int) -> None:
         """The command buffer is freed."""
-        self._entries.pop(key, None)
+        self._checking.pop(key, None)

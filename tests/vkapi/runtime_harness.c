@@ -292,12 +292,16 @@ static void replay_matching(void)
     CHECK(tessera_records_tags(da, na, tags, 4) == 3 && tags[0] == 10 && tags[1] == 3 && tags[2] == 15);
     CHECK(tessera_records_tags(da, na, tags, 2) == -1);
     CHECK(tessera_records_same(db, da, nb, tags, 4) == 3 && tags[0] == 90 && tags[1] == 4 && tags[2] == 95);
+    uint64_t hash = tessera_records_hash(da, na);
+    CHECK(hash != 0 && tessera_records_hash(db, nb) == hash);   /* equal but for their tags: one hash */
     write_recording(b, 90, TESSERA_TAG_BIT | 4, 43);          /* a value differs */
     CHECK(tessera_cb_records(b, &db, &nb, &dropped) && tessera_records_same(db, da, nb, tags, 4) == -1);
+    CHECK(tessera_records_hash(db, nb) != hash);
     write_recording(b, 90, 2, 42);                            /* a label recorded as text, not as a tag */
     CHECK(tessera_cb_records(b, &db, &nb, &dropped) && tessera_records_same(db, da, nb, tags, 4) == -1);
     ((uint32_t *)da)[1] = 4;                                  /* a damaged size */
-    CHECK(tessera_records_tags(da, na, tags, 4) == -1 && tessera_records_same(da, da, na, tags, 4) == -1);
+    CHECK(tessera_records_tags(da, na, tags, 4) == -1 && tessera_records_same(da, da, na, tags, 4) == -1
+          && tessera_records_hash(da, na) == 0);
     tessera_cb_clear(a);                                      /* applied: no longer whole until begun again */
     CHECK(!tessera_cb_whole(a));
     tessera_cb_unregister(a);

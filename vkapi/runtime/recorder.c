@@ -316,6 +316,27 @@ long tessera_records_tags(const uint8_t *a, size_t n, uint64_t *tags, size_t max
     return (long)count;
 }
 
+/* Python (vkapi/replay.py): a 64-bit hash (FNV-1a over 8-byte words) of records `a` (`n` bytes) but their
+   tags, so that recordings equal but for their tags hash alike; 0 when a record is damaged. */
+uint64_t tessera_records_hash(const uint8_t *a, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t at = 0; at + 8 <= n;) {
+        uint32_t size = ((const uint32_t *)(a + at))[1];
+        if (size < 8 || at + size > n || size % 8) return 0;
+        uint64_t tag;
+        int slot = tessera_tag_of(a + at, &tag);
+        for (size_t w = 0; w < size; w += 8) {
+            if (slot >= 0 && w == 8 + 8 * (size_t)slot) continue;
+            uint64_t word;
+            memcpy(&word, a + at + w, 8);
+            h = (h ^ word) * 0x100000001b3ull;
+        }
+        at += size;
+    }
+    return h;
+}
+
 /* Python (vkapi/replay.py): whether records `a` equal records `b` (`n` bytes each) but for their tags;
    if so, `a`'s tags into `tags` as tessera_records_tags does and their count, else -1. */
 long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t *tags, size_t max)
