@@ -468,24 +468,24 @@ class Templates:
     def __init__(self) -> None:
         self._made: dict[tuple, tuple] = {}
 
-    def _get(self, key: tuple, keep: tuple, make: Callable[[], _Template]) -> _Template:
+    def _get(self, key: tuple, keep: tuple, make: Callable[[Any], _Template], op) -> _Template:
         hit = self._made.get(key)
         if hit is None:
             if len(self._made) >= self.CACHE:
                 self._made.clear()
-            hit = self._made[key] = (make(), keep)
+            hit = self._made[key] = (make(op), keep)
         return hit[0]
 
     def of_pass(self, run: PassRun, make: Callable[[PassRun], _Template]) -> _Template:
         draws = run.draws
         if any(d.at_completion is not None or d.measured is not None for d in draws):
             return make(run)
-        return self._get((id(run.info), run.parts, *map(id, draws)), (run.info, tuple(draws)), lambda: make(run))
+        return self._get((id(run.info), run.parts, *map(id, draws)), (run.info, tuple(draws)), make, run)
 
     def of_work(self, work: Work, make: Callable[[Work], _Template]) -> _Template:
         if work.at_completion is not None or work.measured is not None:
             return make(work)
-        return self._get((id(work),), (work,), lambda: make(work))
+        return self._get((id(work),), (work,), make, work)
 
 
 def _mean(weighted: list[tuple[float | None, int]]) -> float | None:

@@ -389,13 +389,14 @@ class Recorder:
         replays = self.replays if ended and lib.tessera_cb_whole(handle) else None
         try:
             if replays is not None:
-                if replays.reuse(owner, handle, self._key(handle), base, used):
+                key = self._key(handle)
+                if replays.reuse(owner, handle, key, base, used):
                     return
                 records = replays.records(base, used)
             if used:
                 self._apply(owner, handle, base, used)
             if replays is not None:
-                replays.remember(owner, handle, self._key(handle), records)
+                replays.remember(owner, handle, key, records)
         finally:
             lib.tessera_cb_clear(handle)
         if dropped:

@@ -2,32 +2,19 @@
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 from tessera.icd import timing
-from tessera.icd.counters import CounterModel
 from tessera.icd.profiles import PROFILES
 from tessera.icd.recording import Draw, Work
-from tessera.icd.scheduler import EmulatedGpu, QueueOrder
-from tessera.icd.timeline import PassRun, Templates, _Placer
-from tessera.icd.trace import GpuTrace
-from tessera.schemas.perfetto import read_packets
+from tessera.icd.timeline import PassRun
 from tessera.vkapi.render_passes import PassInfo
+
+from placing import placed_packets
 
 
 def _events(tmp_path, key: str, works=(), passes=()):
     profile = PROFILES[key]
-    trace = GpuTrace(tmp_path, counters=CounterModel.for_profile(profile))
-    tl = SimpleNamespace(profile=profile, trace=trace, _submissions=1, _render_pass_instances=0,
-                         _counters=CounterModel.for_profile(profile), templates=Templates())
-    placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
-    for w in works:
-        placer._emit_work(w, ["t1"], 0xCB)
-    for p in passes:
-        placer._emit_pass(p)
-    trace.flush()
-    trace.close()
-    packets = list(read_packets(trace.path))
+    packets = placed_packets(tmp_path, profile, works, passes)
     events = [(p.gpu_render_stage_event.duration,
                {d.name: float(d.value) for d in p.gpu_render_stage_event.extra_data if d.name.startswith("Mali")})
               for p in packets if p.HasField("gpu_render_stage_event")]

@@ -3,18 +3,15 @@ values replacing the model's in the events written, and what keeps the model (no
 are set as vkGetQueryPoolResults would leave them)."""
 from __future__ import annotations
 
-from types import SimpleNamespace
 
 from tessera.icd import timing
-from tessera.icd.counters import CounterModel
 from tessera.icd.measured_counters import Reading, Stats, pass_stats
 from tessera.icd.profiles import PROFILES
 from tessera.icd.recording import Draw, Work
-from tessera.icd.scheduler import EmulatedGpu, QueueOrder
-from tessera.icd.timeline import PassRun, Templates, _Placer
-from tessera.icd.trace import GpuTrace
-from tessera.schemas.perfetto import read_packets
+from tessera.icd.timeline import PassRun
 from tessera.vkapi.render_passes import PassInfo
+
+from placing import placed_events
 
 
 def _reading(stats: Stats | None) -> Reading:
@@ -42,19 +39,8 @@ def test_parts_sum_and_anything_unmeasured_keeps_the_model():
 
 
 def _events(tmp_path, passes=(), works=()):
-    profile = PROFILES["mali-g720"]
-    trace = GpuTrace(tmp_path, counters=CounterModel.for_profile(profile))
-    tl = SimpleNamespace(profile=profile, trace=trace, _submissions=1, _render_pass_instances=0,
-                         _counters=CounterModel.for_profile(profile), templates=Templates())
-    placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
-    for p in passes:
-        placer._emit_pass(p)
-    for w in works:
-        placer._emit_work(w, ["t1"], 0xCB)
-    trace.flush()
-    trace.close()
-    return [{d.name: d.value for d in p.gpu_render_stage_event.extra_data}
-            for p in read_packets(trace.path) if p.HasField("gpu_render_stage_event")]
+    return [{d.name: d.value for d in e.extra_data}
+            for e in placed_events(tmp_path, PROFILES["mali-g720"], works, passes, passes_first=True)]
 
 
 def test_measured_pass_and_dispatch_replace_the_model(tmp_path):

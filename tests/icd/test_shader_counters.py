@@ -20,15 +20,15 @@ from types import SimpleNamespace
 import pytest
 
 from tessera.icd import shader_costs, timing
-from tessera.icd.counters import CounterModel, StageCost
+from tessera.icd.counters import StageCost
 from tessera.icd.profiles import PROFILES
 from tessera.icd.recording import Draw, Work
-from tessera.icd.scheduler import EmulatedGpu, QueueOrder
-from tessera.icd.timeline import PassRun, Templates, _Placer
-from tessera.icd.trace import GpuTrace
+from tessera.icd.timeline import PassRun
 from tessera.schemas import counters as C
-from tessera.schemas.perfetto import read_packets
 from tessera.vkapi.render_passes import PassInfo
+
+from placing import placed_events
+from shader_sources import FRAG
 
 _LOCAL = Path(sys.executable).parent / "spirv-as"
 SPIRV_AS = str(_LOCAL) if _LOCAL.exists() else shutil.which("spirv-as")
@@ -79,55 +79,9 @@ COMP = """
 """
 COMP_OPS = (5, 1, 1, 2, 0, 0)
 
-# tests/compiler/test_costs.py's fragment shader (its blocks hand-checked there):
+# tests/shader_sources.py FRAG, the fragment shader tests/compiler/test_costs.py hand-checks per block:
 #   b0: FMA 8, CVT 2, V 2, T 1; b1 (taken on the typical path with probability 1/2): FMA 12, SFU 2
 # typical path per thread: FMA 8 + 6 = 14, CVT 2, SFU 1, LS 0, V 2, T 1.
-FRAG = """
-               OpCapability Shader
-          %1 = OpExtInstImport "GLSL.std.450"
-               OpMemoryModel Logical GLSL450
-               OpEntryPoint Fragment %main "main" %uv %out
-               OpExecutionMode %main OriginUpperLeft
-               OpDecorate %uv Location 0
-               OpDecorate %out Location 0
-               OpDecorate %tex DescriptorSet 0
-               OpDecorate %tex Binding 0
-       %void = OpTypeVoid
-         %fn = OpTypeFunction %void
-      %float = OpTypeFloat 32
-         %v2 = OpTypeVector %float 2
-         %v4 = OpTypeVector %float 4
-       %bool = OpTypeBool
-        %img = OpTypeImage %float 2D 0 0 0 1 Unknown
-       %simg = OpTypeSampledImage %img
-     %p_simg = OpTypePointer UniformConstant %simg
-       %p_in = OpTypePointer Input %v2
-      %p_out = OpTypePointer Output %v4
-        %tex = OpVariable %p_simg UniformConstant
-         %uv = OpVariable %p_in Input
-        %out = OpVariable %p_out Output
-       %half = OpConstant %float 0.5
-       %main = OpFunction %void None %fn
-         %b0 = OpLabel
-          %c = OpLoad %v2 %uv
-          %s = OpLoad %simg %tex
-          %t = OpImageSampleImplicitLod %v4 %s %c
-          %m = OpVectorTimesScalar %v4 %t %half
-          %a = OpFAdd %v4 %m %t
-          %x = OpCompositeExtract %float %a 0
-       %cond = OpFOrdGreaterThan %bool %x %half
-               OpSelectionMerge %b2 None
-               OpBranchConditional %cond %b1 %b2
-         %b1 = OpLabel
-          %r = OpExtInst %float %1 InverseSqrt %x
-          %d = OpExtInst %v4 %1 Normalize %a
-          %e = OpVectorTimesScalar %v4 %d %r
-               OpStore %out %e
-               OpBranch %b2
-         %b2 = OpLabel
-               OpReturn
-               OpFunctionEnd
-"""
 FRAG_OPS = (14, 2, 1, 0, 2, 1)
 
 RATES = {"mali-g720": (128, 64, 32, 32, 64, 8), "mali-g78": (32, 32, 8, 16, 32, 4)}
@@ -155,20 +109,8 @@ def _cost(tmp_path: Path, gpu: str, stage: str, text: str) -> StageCost:
 
 
 def _events(tmp_path, key: str, works=(), passes=()):
-    profile = PROFILES[key]
-    trace = GpuTrace(tmp_path, counters=CounterModel.for_profile(profile))
-    tl = SimpleNamespace(profile=profile, trace=trace, _submissions=1, _render_pass_instances=0,
-                         _counters=CounterModel.for_profile(profile), templates=Templates())
-    placer = _Placer(tl, SimpleNamespace(labels=[]), 0, EmulatedGpu(), QueueOrder(), 0)
-    for w in works:
-        placer._emit_work(w, ["t1"], 0xCB)
-    for p in passes:
-        placer._emit_pass(p)
-    trace.flush()
-    trace.close()
-    packets = list(read_packets(trace.path))
-    return [{d.name: float(d.value) for d in p.gpu_render_stage_event.extra_data if d.name.startswith("Mali")}
-            for p in packets if p.HasField("gpu_render_stage_event")]
+    return [{d.name: float(d.value) for d in e.extra_data if d.name.startswith("Mali")}
+            for e in placed_events(tmp_path, PROFILES[key], works, passes)]
 
 
 def test_stage_cost_carries_the_hand_computed_ops(tmp_path):
