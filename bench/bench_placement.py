@@ -3,8 +3,8 @@
 What it measures: a Timeline (icd/timeline.py) of the default GPU profile writing to a temporary session
 folder; F frames, each one batch of one command buffer holding D dispatches, each inside its own t<tag> label
 (as the layer tags them), handed to `Timeline.submit` and settled at once (what a fence wait does); once with
-new Works each frame, once with one frame's Works again (a reused recording's ops, vkapi/replay.py: their
-phases and args come from the timeline's Templates). Printed: µs per frame and per GPU event (the walk, the timing model, the counters, the event's encoding, one write per
+new Works each frame, once with one frame's ops again under new tags (a reused recording's, vkapi/replay.py:
+placed from its plan, icd/placement_plans.py). Printed: µs per frame and per GPU event (the walk, the timing model, the counters, the event's encoding, one write per
 frame), best of R runs. No Vulkan: the op lists are built here, as the driver's recording builds them.
 A benchmark, not a test.
 
@@ -20,22 +20,35 @@ from types import SimpleNamespace
 
 from tessera.icd.profiles import DEFAULT_PROFILE, PROFILES
 from tessera.icd.recording import Work
+from tessera.icd.replay import ReplayedOps
 from tessera.icd.timeline import Timeline, batch
+from tessera.schemas.labels import tag_label
 from tessera.vkapi.ops import LABEL_END, LabelBegin
 
 
 def frames(count: int, dispatches: int, reused: bool) -> list[list]:
-    """The frames' ops: new Works each frame, or (`reused`) one frame's Works again with new tag labels,
-    as a reused recording's (vkapi/replay.py, icd/replay.py) are."""
-    out = []
-    works = [Work("dispatch", "compute", "vkCmdDispatch", {"groups": (1, 1, 1)}, invocations=64)
-             for _ in range(dispatches)]
-    for f in range(count):
+    """The frames' ops: new Works each frame, or (`reused`) one frame's ops again with new tag labels,
+    as a reused recording's are (vkapi/replay.py; icd/replay.py's ReplayedOps, placed from a plan)."""
+    def ops_of(works: list[Work], first_tag: int) -> list:
         ops: list = []
-        for d in range(dispatches):
-            work = works[d] if reused else Work("dispatch", "compute", "vkCmdDispatch", {"groups": (1, 1, 1)},
-                                                invocations=64)
-            ops += [LabelBegin(f"t{f * dispatches + d + 1}"), work, LABEL_END]
+        for d, work in enumerate(works):
+            ops += [LabelBegin(tag_label(first_tag + d)), work, LABEL_END]
+        return ops
+
+    def new_works() -> list[Work]:
+        return [Work("dispatch", "compute", "vkCmdDispatch", {"groups": (1, 1, 1)}, invocations=64)
+                for _ in range(dispatches)]
+
+    if not reused:
+        return [ops_of(new_works(), f * dispatches + 1) for f in range(count)]
+    product_ops = ops_of(new_works(), 1)
+    product = SimpleNamespace(ops=tuple(product_ops),
+                              tag_ops=tuple((3 * d, LabelBegin, d) for d in range(dispatches)))
+    out = []
+    for f in range(count):
+        tags = list(range(f * dispatches + 1, (f + 1) * dispatches + 1))
+        ops = ReplayedOps(ops_of([product_ops[3 * d + 1] for d in range(dispatches)], tags[0]))
+        ops.product, ops.tags = product, tags
         out.append(ops)
     return out
 

@@ -15,9 +15,11 @@ timeline calls it from one thread at a time.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from tessera.schemas.perfetto import PACKET_TAG, varint
+from tessera.schemas.perfetto import ONE_BYTE_VARINTS, PACKET_TAG, varint
 from tessera.schemas.protowire import key
 
 _P, _E, _X = pb.TracePacket, pb.GpuRenderStageEvent, pb.GpuRenderStageEvent.ExtraData
@@ -72,13 +74,18 @@ class EventEncoder:
         self._extras: dict[tuple, bytes] = {}
         self._names: dict[str, bytes] = {}     # an entry's name part, by name (a handful of names)
         self._tails: dict[tuple, bytes] = {}   # the fields after submission_id, by their values
+        self._high = (-1, b"")   # (n >> 21, its varint) of the last timestamp: events of a frame share it
 
     def entry(self, name: str, value: str) -> bytes:
         """extra_entry(name, value), its name part kept: the labels' entries, new text every event."""
         head = self._names.get(name)
         if head is None:
             head = self._names[name] = _delimited(K_NAME, name.encode())
-        return _delimited(K_EXTRA, head + _delimited(K_VALUE, value.encode()))
+        v = value.encode()
+        n = len(v)
+        inner = head + K_VALUE + (ONE_BYTE_VARINTS[n] if n < 0x80 else varint(n)) + v
+        n = len(inner)
+        return K_EXTRA + (ONE_BYTE_VARINTS[n] if n < 0x80 else varint(n)) + inner
 
     def extras(self, items: dict[str, object]) -> bytes:
         """The extra_data entries of `items` (name -> value), in order, cached by content."""
@@ -93,14 +100,10 @@ class EventEncoder:
             cached = self._extras[k] = b"".join(extra_entry(n, arg_text(v)) for n, v in items.items())
         return cached
 
-    def packet(self, *, timestamp: int, event_id: int, duration: int, extra: bytes,
-               render_pass: tuple[int, int] | None, submission: int, gpu: int, command_buffer: int,
-               queue: int, stage: int) -> bytes:
-        """The bytes appending one event's TracePacket to a trace file. `extra`: its extra_data
-        entries (`extra_entry`, `extras`), in the order they are to be read."""
-        body = [K_EVENT_ID, varint(event_id), K_DURATION, varint(duration), self._context, extra]
-        if render_pass is not None:
-            body += (K_RENDER_PASS, varint(render_pass[0]))
+    def shape(self, *, duration: int, args: bytes, render_pass_handle: int | None, gpu: int,
+              command_buffer: int, queue: int, stage: int) -> "EventShape":
+        """The parts of an event's packet that stay the same each time the same workload is placed
+        (`patch` adds what changes: its time, id, labels, submission and render pass instance)."""
         key = (gpu, command_buffer, queue, stage)
         tail = self._tails.get(key)   # a queue and stage per command buffer: a few per frame
         if tail is None:
@@ -108,9 +111,45 @@ class EventEncoder:
                 self._tails.clear()
             tail = self._tails[key] = b"".join((K_GPU, varint(gpu), K_COMMAND_BUFFER, varint(command_buffer),
                                                 K_QUEUE, varint(queue), K_STAGE, varint(stage)))
-        body += (K_SUBMISSION, varint(submission), tail)
-        if render_pass is not None:
-            body += (K_RENDER_PASS_INSTANCE, varint(render_pass[1]))
-        event = b"".join(body)
-        packet = b"".join((K_TIMESTAMP, varint(timestamp), self._head, K_EVENT, varint(len(event)), event))
+        before_labels = K_DURATION + varint(duration) + self._context
+        after_labels = args if render_pass_handle is None else args + K_RENDER_PASS + varint(render_pass_handle)
+        return EventShape(before_labels, after_labels + K_SUBMISSION, tail)
+
+    def patch(self, shape: "EventShape", timestamp: int, event_id: int, labels: bytes, submission: int,
+              render_pass_instance: int | None) -> bytes:
+        """The bytes appending one event's TracePacket to a trace file: `shape`'s parts with the event's
+        own fields, in field-number order. `labels`: its label extra_data entries (read first)."""
+        event = b"".join((K_EVENT_ID, varint(event_id), shape.before_labels, labels, shape.after_labels,
+                          varint(submission), shape.tail))
+        if render_pass_instance is not None:
+            event += K_RENDER_PASS_INSTANCE + varint(render_pass_instance)
+        packet = b"".join((K_TIMESTAMP, self._timestamp(timestamp), self._head, K_EVENT, varint(len(event)), event))
         return PACKET_TAG + varint(len(packet)) + packet
+
+    def _timestamp(self, n: int) -> bytes:
+        """varint(n) for a time in ns: its low three 7-bit groups, then the varint of the rest, which
+        changes every ~2 ms (kept from the last call)."""
+        if n < 1 << 21:
+            return varint(n)
+        high = n >> 21
+        if self._high[0] != high:
+            self._high = (high, varint(high))
+        return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, ((n >> 14) & 0x7F) | 0x80)) + self._high[1]
+
+    def packet(self, *, timestamp: int, event_id: int, duration: int, extra: bytes,
+               render_pass: tuple[int, int] | None, submission: int, gpu: int, command_buffer: int,
+               queue: int, stage: int) -> bytes:
+        """The bytes appending one event's TracePacket to a trace file. `extra`: its extra_data
+        entries (`extra_entry`, `extras`), in the order they are to be read."""
+        shape = self.shape(duration=duration, args=extra, gpu=gpu, command_buffer=command_buffer, queue=queue,
+                           stage=stage, render_pass_handle=None if render_pass is None else render_pass[0])
+        return self.patch(shape, timestamp, event_id, b"", submission,
+                          None if render_pass is None else render_pass[1])
+
+
+class EventShape(NamedTuple):
+    """An event packet's constant parts (EventEncoder.shape): the fields between event_id and the labels,
+    those after the labels up to submission_id's key, and those after submission_id's value."""
+    before_labels: bytes
+    after_labels: bytes
+    tail: bytes

@@ -30,6 +30,12 @@ class _Recording:
     slots: tuple                                # the buffer's slots' (kind, state) at the end
 
 
+class ReplayedOps(list):
+    """A restored recording's op list, saying which product and tags it was made from: the timeline
+    places such a list from that product's placement plan (icd/placement_plans.py) instead of walking it."""
+    __slots__ = ("product", "tags")
+
+
 class ShadowProducts:
     """vkapi/replay.Products for the driver: the owner of a command buffer's records is its CommandBuffer."""
 
@@ -52,7 +58,8 @@ class ShadowProducts:
         return _Recording(tuple(cb.ops), tuple(found), tuple(getattr(cb, f) for f in _BOUND), tuple(cb.slots.items()))
 
     def fields(self, product: _Recording, tags: list[int]) -> dict:
-        ops = list(product.ops)
+        ops = ReplayedOps(product.ops)
+        ops.product, ops.tags = product, tags
         for i, kind, k in product.tag_ops:
             ops[i] = kind(tag_label(tags[k]))
         return {"ops": ops, **dict(zip(_BOUND, product.bound)), "slots": dict(product.slots)}

@@ -108,6 +108,7 @@ class Submits(Feature):
         drv.timeline.settle(block=True)
         drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
         drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
+        drv.hooks.errors.log.info("%s", drv.timeline.plans.counts())
         if dev.fences is not None:
             dev.fences.destroy()
             dev.fences = None

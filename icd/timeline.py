@@ -49,7 +49,9 @@ from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
 from .measured_counters import pass_stats
+from .placement_plans import Plans
 from .recording import Draw, Work
+from .replay import ReplayedOps
 from .scheduler import EmulatedGpu, QueueOrder
 from .trace import GpuTrace, boottime_ns
 
@@ -116,6 +118,7 @@ class Timeline:
         self._submissions = 0
         self._render_pass_instances = 0
         self.templates = Templates()   # the phases and args of passes and works placed again
+        self.plans = Plans()           # how recordings made again (icd/replay.py) are placed
         # Hand-over to the worker: jobs numbered in call order; `_done` is the last one finished.
         self._jobs: collections.deque = collections.deque()   # (ticket, fn, args, completion)
         self._running = threading.Lock()   # held by whoever runs jobs: the worker, or a settling thread
@@ -319,7 +322,14 @@ class _Placer(OpWalker):
         self.end = earliest
 
     def run(self, command_buffers: list[Recording]) -> int:
+        plans = self.tl.plans
         for recording in command_buffers:
+            ops = recording.ops
+            if type(ops) is ReplayedOps and self.current is None and self.suspended is None:
+                plan = plans.of(self, ops.product, tuple(self.labels))
+                if plan is not None:
+                    plan.place(self, recording.address, ops.tags)
+                    continue
             self.walk(recording)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)

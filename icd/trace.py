@@ -123,23 +123,37 @@ class GpuTrace:
               command_buffer: int, labels: list[str], args: bytes, render_pass: tuple[int, int] | None = None) -> int:
         """Append one render-stage event; returns its event_id. `args`: `args(stage, …)`'s, written after
         its labels' (the innermost t<tag> label and the label stack)."""
+        shape = self.shape(duration_ns=duration_ns, queue=queue, stage=stage, gpu_id=gpu_id,
+                           command_buffer=command_buffer, args=args,
+                           render_pass_handle=None if render_pass is None else render_pass[0])
+        return self.emit(shape, start_ns, self.label_entries(labels, innermost_tag(labels)), submission_id,
+                         None if render_pass is None else render_pass[1])
+
+    def shape(self, *, duration_ns: int, queue: str, stage: str, gpu_id: int, command_buffer: int, args: bytes,
+              render_pass_handle: int | None) -> "packets.EventShape":
+        """What an event has that stays the same each time its workload is placed again (`emit`)."""
         if not self._started:
             self._start()
+        return self._encoder.shape(duration=duration_ns, args=args, render_pass_handle=render_pass_handle,
+                                   gpu=gpu_id, command_buffer=command_buffer, queue=QUEUES[queue],
+                                   stage=STAGES[ARM_STAGE.get(stage, stage)][0])
+
+    def label_entries(self, labels: list[str], tag: str | None) -> bytes:
+        """An event's label args: its innermost t<tag> label (`tag`: innermost_tag(labels)) and its label stack."""
+        if not labels:
+            return b""
+        stack = self._encoder.entry(_LABEL_STACK_KEY, " / ".join(labels))
+        return stack if tag is None else self._encoder.entry(_LABELS_KEY, tag) + stack
+
+    def emit(self, shape: "packets.EventShape", start_ns: int, labels: bytes, submission_id: int,
+             render_pass_instance: int | None = None) -> int:
+        """Append one render-stage event of `shape` (`shape`) starting at `start_ns`, with its label
+        entries (`label_entries`); returns its event_id."""
         event_id = self._next_event
         self._next_event += 1
-        entries = []
-        tag = innermost_tag(labels)
-        if tag is not None:
-            entries.append(self._encoder.entry(_LABELS_KEY, tag))
-        if labels:
-            entries.append(self._encoder.entry(_LABEL_STACK_KEY, " / ".join(labels)))
-        entries.append(args)
-        data = self._encoder.packet(
-            timestamp=start_ns, event_id=event_id, duration=duration_ns, extra=b"".join(entries),
-            render_pass=render_pass, submission=submission_id, gpu=gpu_id, command_buffer=command_buffer,
-            queue=QUEUES[queue], stage=STAGES[ARM_STAGE.get(stage, stage)][0])
         if not self._write_failed:   # after a failed write nothing more is appended (flush)
-            self._writer.write_framed(data)
+            self._writer.write_framed(self._encoder.patch(shape, start_ns, event_id, labels, submission_id,
+                                                          render_pass_instance))
         return event_id
 
     def flush(self) -> None:

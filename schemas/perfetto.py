@@ -43,14 +43,14 @@ LABEL_STACK_KEY = LABEL_STACK.label  # the whole label stack, outermost first, j
 PACKET_TAG = b"\x0a"  # Trace.packet: field 1, wire type 2
 
 
-_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
+ONE_BYTE_VARINTS = [bytes((i,)) for i in range(0x80)]   # varint(n) for n < 0x80, by n
 
 
 def varint(n: int) -> bytes:
     """The base-128 varint of 0 <= n < 2**64 (protobuf's encoding of lengths and unsigned
     fields; a negative int64 is `varint(n & (2**64 - 1))`)."""
     if n < 0x80:
-        return _ONE_BYTE[n]
+        return ONE_BYTE_VARINTS[n]
     if n < 0x4000:
         return bytes(((n & 0x7F) | 0x80, n >> 7))
     out = bytearray()

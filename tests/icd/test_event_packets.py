@@ -90,3 +90,16 @@ def test_the_cache_is_bounded():
     for i in range(event_packets.EXTRA_CACHE + 5):
         encoder.extras({"Items": i})
     assert 0 < len(encoder._extras) <= event_packets.EXTRA_CACHE
+
+
+def test_timestamps_equal_their_varint_whatever_came_before():
+    """EventEncoder keeps the high part of the last timestamp's varint: times on both sides of each
+    2**21 boundary, in and out of order, each encode as schemas.perfetto.varint does."""
+    from tessera.schemas.perfetto import varint
+
+    encoder = event_packets.EventEncoder(1, 2, 1)
+    edges = [0, 1, 127, 128, 2 ** 14, 2 ** 21 - 1, 2 ** 21, 2 ** 21 + 1, 2 ** 42 - 1, 2 ** 42, 2 ** 64 - 1]
+    times = [t + d for t in edges + [1_733_000_000_000_000_000 + k * 997_331 for k in range(50)]
+             for d in (0, 1) if t + d < 2 ** 64]
+    for n in times + times[::-1]:
+        assert encoder._timestamp(n) == varint(n), n

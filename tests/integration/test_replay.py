@@ -30,6 +30,7 @@ CASES = [("compute frame", [RECORD_COST, "frame", FRAMES, 1], FRAMES - 1),
          ("replaced buffer", [PYTHON, REPO / "tests" / "integration" / "apps" / "rerecord.py", FRAMES], FRAMES - 2)]
 _COUNTS = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*?; recordings reused: (\d+)"
                      r"(?:; checked instead: (\d+), differing: (\d+))?")
+_PLANNED = re.compile(r"\] icd INFO: recordings placed from a plan: (\d+)")
 
 
 def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, str]:
@@ -40,6 +41,7 @@ def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, s
     result = read_run(session)
     assert result.problems == []
     counts = {m.group(1): tuple(int(g) for g in m.groups()[1:] if g is not None) for m in _COUNTS.finditer(out.stderr)}
+    counts.update({"planned": int(m.group(1)) for m in _PLANNED.finditer(out.stderr)})
     return canonical(result), counts, out.stdout
 
 
@@ -50,9 +52,10 @@ def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp
     checked, check_counts, _ = _run(tmp_path, "check", program, "check")
     if "rerecord.py" in str(program[-2]):   # the case the generation guards: the same handle, another buffer
         assert "the new buffer has the old one's handle" in said
-    assert off_counts == {}, "TESSERA_REPLAY=0 keeps no recordings"
-    assert on_counts == {"layer": (reused,), "icd": (reused,)}
-    assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0)}
+    assert off_counts == {"planned": 0}, "TESSERA_REPLAY=0 keeps no recordings"
+    # every reused recording is placed from its plan (icd/placement_plans.py), not walked
+    assert on_counts == {"layer": (reused,), "icd": (reused,), "planned": reused}
+    assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0), "planned": 0}
     assert off["gpu_events"]
     assert on == off, "\n".join(differences(off, on))
     assert checked == off, "\n".join(differences(off, checked))
