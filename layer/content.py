@@ -52,8 +52,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tessera.schemas.labels import tag_label
 from tessera.vkapi.vkconst import vk
@@ -61,12 +60,15 @@ from tessera.vkapi.vkconst import vk
 from .descriptions import describe
 from .trackers import Capture, Workload
 
+if TYPE_CHECKING:
+    import numpy as np
+
 CACHE_ENTRIES = 32                 # the post-transform cache model's size (see the module docstring)
 MAX_DRAW_INDEX_BYTES = 1 << 18     # a draw's index data copied at most (256 KiB); beyond: no index metrics
 DIGEST_CACHE = 1024                # distinct index ranges whose metrics are kept
 CONTENT_KIND = "content"           # Capture.kind of a pass's draws
 INDEX_BYTES = {vk.VK_INDEX_TYPE_UINT16: 2, vk.VK_INDEX_TYPE_UINT32: 4, vk.VK_INDEX_TYPE_UINT8_KHR: 1}
-DTYPES = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+DTYPES = {1: "<u1", 2: "<u2", 4: "<u4"}   # little-endian index types, as numpy names them
 
 
 def shaded_vertices(indices: np.ndarray, entries: int = CACHE_ENTRIES) -> int:
@@ -86,6 +88,7 @@ def shaded_vertices(indices: np.ndarray, entries: int = CACHE_ENTRIES) -> int:
 
 def index_metrics(indices: np.ndarray, entries: int = CACHE_ENTRIES) -> dict:
     """The content metrics of one instance of an indexed draw (see the module docstring)."""
+    import numpy as np   # here: only --content reads indices, and numpy takes ~35 ms to import at start-up
     n = int(indices.size)
     if n == 0:
         return {"indices": 0, "primitives": 0, "unique_vertices": 0, "shaded_vertices": 0, "index_span": 0,
@@ -109,7 +112,8 @@ def metrics_of(data: bytes, index_bytes: int) -> dict:
         if got is not None:
             _cache.move_to_end(key)
             return got
-    got = index_metrics(np.frombuffer(data, dtype=np.dtype(DTYPES[index_bytes]).newbyteorder("<")))
+    import numpy as np
+    got = index_metrics(np.frombuffer(data, dtype=DTYPES[index_bytes]))
     with _cache_lock:
         _cache[key] = got
         while len(_cache) > DIGEST_CACHE:

@@ -12,10 +12,11 @@ A frame is a little-endian header followed by UTF-8 JSON:
 Putting "has a sequence" in the type byte lets any decoder skip message
 types it does not know (forward compatibility). A stream (socket, the
 daemon's session log, the layer's spool file) is frames concatenated.
-The header is defined once, declaratively, with `construct` (`HEADER`); the
-two precompiled `struct` shapes the encoder and decoder use are derived
-from it at import, because the layer encodes on application threads and
-even compiled construct costs ~50x more per frame (2.4 us vs 0.05 us).
+The header is two precompiled `struct` shapes, one per value of the sequence
+bit (the layer encodes on application threads: even compiled `construct`
+costs ~50x more per frame, and importing it ~11 ms of the layer's start-up);
+tests/schemas/test_frames.py checks them against a declarative `construct`
+description of the layout above.
 
 `FrameDecoder` is sans-IO: bytes in, frames out, with the stream offset of
 each frame so errors can name where they are.
@@ -29,8 +30,6 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-import construct as cs
-
 # 4: FRAME images, WORKLOAD resources reads/storage, ANNEX draws' draw (#28); 3: WORKLOADS; 2: SHADER and
 # INSTRUMENTATION (shader instrumentation); older streams stay valid
 PROTOCOL_VERSION = 4
@@ -43,28 +42,8 @@ DEFAULT_MAX_JSON = 16 << 20
 # unacknowledged ones if the daemon dies.
 ACK = struct.Struct("<Q")
 
-HEADER = cs.Struct(
-    "type" / cs.Int8ul,
-    "sequence" / cs.If(cs.this.type & SEQUENCE_BIT, cs.Int64ul),
-    "tag" / cs.Int64ul,
-    "json_length" / cs.Int32ul,
-)
-
-
-def _shape(sequenced: bool) -> struct.Struct:
-    """The fixed-size struct of HEADER for one value of the sequence bit."""
-    fmt = ""
-    for sub in HEADER.subcons:
-        field = sub.subcon
-        if isinstance(field, cs.IfThenElse):
-            field = field.thensubcon if sequenced else None
-        if field is not None:
-            fmt += field.fmtstr.lstrip("<")
-    return struct.Struct("<" + fmt)
-
-
-_PLAIN = _shape(False)       # type, tag, json_length
-_SEQUENCED = _shape(True)    # type, sequence, tag, json_length
+_PLAIN = struct.Struct("<BQI")        # type, tag, json_length
+_SEQUENCED = struct.Struct("<BQQI")   # type, sequence, tag, json_length
 
 
 class MessageType(enum.IntEnum):
