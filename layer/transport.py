@@ -179,6 +179,12 @@ class _Written(threading.Event):
     Event marker waits for their acknowledgement too (flush)."""
 
 
+# What hand_to_kernel returns when the calling thread wrote every frame itself: set for good (an Event
+# made per call costs more than the write of a frame's metadata).
+_ALL_WRITTEN = _Written()
+_ALL_WRITTEN.set()
+
+
 class Transport:
     """Application threads call `send` (a deque append, atomic under the GIL, and a wake-up
     only when the sender sleeps); one sender thread does all network and spool I/O."""
@@ -263,14 +269,13 @@ class Transport:
         and the caller waits for the Event at most HAND_OVER_S (a stalled daemon costs the sender up
         to STALL_S, then it spools)."""
         self._pull_sources()
-        marker = _Written()
         if self._thread is not None and self._ready() and self._writing.acquire(blocking=False):
             try:
                 if self._drain(helping=True):
-                    marker.set()
-                    return marker
+                    return _ALL_WRITTEN
             finally:
                 self._writing.release()
+        marker = _Written()
         self._queue.append(marker)
         self._kick()
         return marker
