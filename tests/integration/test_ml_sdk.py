@@ -181,8 +181,11 @@ def ml_layers(tmp_path_factory):
     return layers
 
 
-def _scenario(folder: Path, mlir: str, inputs: list[np.ndarray]) -> Path:
-    """model-converter and vgf_dump: the VGF and its scenario, with the inputs as .npy files."""
+def _scenario(folder: Path, mlir: str, inputs: list[np.ndarray], formats: dict | None = None,
+              out_dtype=None) -> Path:
+    """model-converter and vgf_dump: the VGF and its scenario, with the inputs as .npy files. Each input's
+    tensor format must be `formats[its dtype]` (VK_FORMAT_R32_SFLOAT without `formats`) and, with
+    `out_dtype`, the output's `formats[out_dtype]` (test_ml_sdk_quantized.py uses it too)."""
     (folder / "model.mlir").write_text(mlir)
     out = run([TOOLS["model-converter"], "-i", folder / "model.mlir", "-o", folder / "model.vgf"], None)
     assert out.returncode == 0 and (folder / "model.vgf").exists(), out.stdout + out.stderr
@@ -194,10 +197,14 @@ def _scenario(folder: Path, mlir: str, inputs: list[np.ndarray]) -> Path:
     sources = [t for t in tensors if "src" in t]
     assert len(sources) == len(inputs) and sum("dst" in t for t in tensors) == 1, scenario
     for i, (tensor, value) in enumerate(zip(sources, inputs)):
-        assert tensor["dims"] == list(value.shape) and tensor["format"] == "VK_FORMAT_R32_SFLOAT", tensor
+        fmt = formats[value.dtype] if formats is not None else "VK_FORMAT_R32_SFLOAT"
+        assert tensor["dims"] == list(value.shape) and tensor["format"] == fmt, tensor
         np.save(folder / f"in{i}.npy", value)
         tensor["src"] = f"in{i}.npy"
-    next(t for t in tensors if "dst" in t)["dst"] = "out0.npy"
+    (dst,) = [t for t in tensors if "dst" in t]
+    if out_dtype is not None:
+        assert dst["format"] == formats[np.dtype(out_dtype)], dst
+    dst["dst"] = "out0.npy"
     (folder / "scenario.json").write_text(json.dumps(scenario))
     return folder / "scenario.json"
 
@@ -220,6 +227,8 @@ def _reference_env(layers, observer: Path | None = None) -> dict:
 
 
 def _scenario_run(scenario: Path, output: Path, env: dict, prefix: list | None = None):
+    """scenario_runner (after `prefix`, e.g. `tessera run ... --`) writing into `output`: its process and
+    output tensor (test_ml_sdk_quantized.py uses it too)."""
     output.mkdir()
     out = run([*(prefix or []), TOOLS["scenario_runner"], "--scenario", scenario, "--output", output], env,
               cwd=scenario.parent)

@@ -21,8 +21,7 @@ import os
 import numpy as np
 import pytest
 import tosa_int_reference as ref
-from integration_support import run
-from test_ml_sdk import LAYER, TESSERA, TOOLS, _reference_env
+from test_ml_sdk import LAYER, TESSERA, _reference_env, _scenario, _scenario_run
 from test_ml_sdk import ml_layers  # noqa: F401  (a fixture)
 
 from tessera.schemas import perfetto as pf
@@ -304,36 +303,6 @@ MODELS = {"qconv3x3_rescale_clamp": _conv_model, "qmatmul_add_rescale_clamp": _m
           "cast_float_int8_int32_float": _cast_model}
 
 
-def _scenario(folder, mlir: str, inputs: list[np.ndarray], out_dtype) -> object:
-    (folder / "model.mlir").write_text(mlir)
-    out = run([TOOLS["model-converter"], "-i", folder / "model.mlir", "-o", folder / "model.vgf"], None)
-    assert out.returncode == 0 and (folder / "model.vgf").exists(), out.stdout + out.stderr
-    out = run([TOOLS["vgf_dump"], "-i", folder / "model.vgf", "--scenario-template", "-o", folder / "scenario.json"],
-              None)
-    assert out.returncode == 0, out.stdout + out.stderr
-    scenario = json.loads((folder / "scenario.json").read_text())
-    tensors = [r["tensor"] for r in scenario["resources"] if "tensor" in r]
-    sources = [t for t in tensors if "src" in t]
-    assert len(sources) == len(inputs), scenario
-    for i, (tensor, value) in enumerate(zip(sources, inputs)):
-        assert tensor["dims"] == list(value.shape) and tensor["format"] == FORMATS[value.dtype], tensor
-        np.save(folder / f"in{i}.npy", value)
-        tensor["src"] = f"in{i}.npy"
-    (dst,) = [t for t in tensors if "dst" in t]
-    assert dst["format"] == FORMATS[np.dtype(out_dtype)], dst
-    dst["dst"] = "out0.npy"
-    (folder / "scenario.json").write_text(json.dumps(scenario))
-    return folder / "scenario.json"
-
-
-def _run(scenario, output, env, prefix=()) -> tuple[object, np.ndarray]:
-    output.mkdir()
-    out = run([*prefix, TOOLS["scenario_runner"], "--scenario", scenario, "--output", output], env,
-              cwd=scenario.parent)
-    assert out.returncode == 0, out.stdout + out.stderr
-    return out, np.load(output / "out0.npy")
-
-
 def _equal(result: np.ndarray, expected: np.ndarray, what: str) -> None:
     assert result.dtype == expected.dtype and result.shape == expected.shape, (what, result.dtype, result.shape)
     diff = np.flatnonzero(result.reshape(-1) != expected.reshape(-1))
@@ -344,16 +313,16 @@ def _equal(result: np.ndarray, expected: np.ndarray, what: str) -> None:
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_quantized_scenario_natively_equals_the_spec_and_arms_reference(name, ml_layers, shims, tmp_path):  # noqa: F811,E501
     mlir, inputs, expected, operators = MODELS[name](np.random.default_rng(sum(map(ord, name))))
-    scenario = _scenario(tmp_path, mlir, inputs, expected.dtype)
+    scenario = _scenario(tmp_path, mlir, inputs, FORMATS, expected.dtype)
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VK_", "TESSERA_"))}
     env["TESSERA_LOG"] = "info"
     session = tmp_path / "session"
-    ran, result = _run(scenario, tmp_path / "out-native", env, [TESSERA, "run", "--out", session, "--"])
+    ran, result = _scenario_run(scenario, tmp_path / "out-native", env, [TESSERA, "run", "--out", session, "--"])
     assert "Traceback" not in ran.stderr and "VK_ARM_data_graph:" not in ran.stderr, ran.stderr
     _equal(result, expected, "Tessera's own data graph vs the TOSA 1.0 reference in numpy")
 
-    _, reference = _run(scenario, tmp_path / "out-reference", _reference_env(ml_layers))
+    _, reference = _scenario_run(scenario, tmp_path / "out-reference", _reference_env(ml_layers))
     _equal(reference, expected, "lavapipe + Arm's emulation layers vs the TOSA 1.0 reference in numpy")
 
     packets = list(pf.read_packets(session / "merged.perfetto-trace"))
@@ -371,11 +340,11 @@ def test_quantized_scenario_with_arms_graph_layer_above_tessera(name, ml_layers,
     compute shader on int8 / int16 / int32 tensors, which the emulated Mali's VK_ARM_tensors lowers; the output
     equals the TOSA reference, and the trace's workloads are tagged compute dispatches."""
     mlir, inputs, expected, _ = MODELS[name](np.random.default_rng(sum(map(ord, name))))
-    scenario = _scenario(tmp_path, mlir, inputs, expected.dtype)
+    scenario = _scenario(tmp_path, mlir, inputs, FORMATS, expected.dtype)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VK_", "TESSERA_"))}
     env.update(VK_ADD_LAYER_PATH=str(ml_layers.graph_dir), VK_INSTANCE_LAYERS=f"VK_LAYER_ML_Graph_Emulation:{LAYER}")
     session = tmp_path / "session"
-    ran, result = _run(scenario, tmp_path / "out", env, [TESSERA, "run", "--out", session, "--"])
+    ran, result = _scenario_run(scenario, tmp_path / "out", env, [TESSERA, "run", "--out", session, "--"])
     assert "Traceback" not in ran.stderr, ran.stderr
     _equal(result, expected, "Arm's Graph layer above the emulated Mali vs the TOSA 1.0 reference in numpy")
     packets = list(pf.read_packets(session / "merged.perfetto-trace"))
