@@ -162,11 +162,8 @@ class DataGraphs:
             sType=vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, codeSize=len(code), pCode=code), None))
 
         def description(dims, fmt=vk.VK_FORMAT_R32_SFLOAT):
-            dims_c = (i64 * len(dims))(*dims)
-            desc = vt.TensorDescription(sType=vt.ST_TENSOR_DESCRIPTION, tiling=vt.TILING_LINEAR,
-                                        format=fmt, dimensionCount=len(dims),
-                                        pDimensions=ctypes.addressof(dims_c), usage=USAGE_DATA_GRAPH)
-            keep.extend([dims_c, desc])
+            desc, alive = vt.description(fmt, dims, usage=USAGE_DATA_GRAPH)
+            keep.extend(alive)
             return desc.ptr()
 
         infos = (ResourceInfo * max(1, len(resources)))()

@@ -192,6 +192,18 @@ def device_features(non_packed: bool = True, shader: bool = True) -> tuple[Any, 
     return vk.ffi.cast("void *", f.ptr()), [f]
 
 
+def description(fmt: int, dims, strides=None, tiling: int = TILING_LINEAR,
+                usage: int = USAGE_ALL) -> tuple[TensorDescription, list]:
+    """A VkTensorDescriptionARM (`strides` in bytes, None: packed), and what must stay alive with it (itself
+    too). Tensors.create_info and vkgraphs' graph resources and constants describe their tensors with it."""
+    dims_c = (i64 * len(dims))(*dims)
+    strides_c = (i64 * len(strides))(*strides) if strides is not None else None
+    desc = TensorDescription(sType=ST_TENSOR_DESCRIPTION, tiling=tiling, format=fmt, dimensionCount=len(dims),
+                             pDimensions=ctypes.addressof(dims_c),
+                             pStrides=ctypes.addressof(strides_c) if strides_c is not None else None, usage=usage)
+    return desc, [dims_c, strides_c, desc]
+
+
 @dataclass
 class Tensor:
     handle: int
@@ -266,13 +278,9 @@ class Tensors:
     # ---- objects --------------------------------------------------------------------------
     def create_info(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL,
                     pnext: int | None = None, flags: int = 0):
-        dims_c = (i64 * len(dims))(*dims)
-        strides_c = (i64 * len(strides))(*strides) if strides is not None else None
-        desc = TensorDescription(sType=ST_TENSOR_DESCRIPTION, tiling=tiling, format=fmt, dimensionCount=len(dims),
-                                 pDimensions=ctypes.addressof(dims_c),
-                                 pStrides=ctypes.addressof(strides_c) if strides_c is not None else None, usage=usage)
+        desc, keep = description(fmt, dims, strides, tiling, usage)
         info = TensorCreateInfo(sType=ST_TENSOR_CREATE_INFO, pNext=pnext, flags=flags, pDescription=desc.ptr())
-        return info, [dims_c, strides_c, desc]
+        return info, keep
 
     def try_create(self, fmt: int, dims, strides=None, tiling: int = TILING_LINEAR, usage: int = USAGE_ALL,
                    pnext: int | None = None, flags: int = 0) -> tuple[int, int]:
