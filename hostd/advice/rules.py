@@ -469,19 +469,24 @@ def high_overdraw(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
         overdraw = c.overdraw
         if overdraw is None or overdraw <= MAX_OVERDRAW:
             continue
-        beyond = c.fragment_threads - c.covered_pixels
-        per_fragment = max(c.fragment_cycles or 0.0, 1.0 / gpu.pixel_rate)
-        cycles = beyond * per_fragment / gpu.shader_cores
-        draw, named = _heaviest_draw(c)
-        f = _finding(RULES_BY_ID["high-overdraw"], node,
-                     f"{c.fragment_threads} fragment threads over {c.covered_pixels} covered pixels "
-                     f"(overdraw {overdraw:.2f}, over {MAX_OVERDRAW}): {beyond} threads beyond one per "
-                     f"pixel x max({c.fragment_cycles} fragment cycles, 1 / {gpu.pixel_rate} pixels per "
-                     f"cycle) / {gpu.shader_cores} cores{named}", gpu,
-                     ns=gpu.cycles_ns(cycles) if cycles > 0 else 0)
-        f.draw = draw
-        out.append(f)
+        out.append(_overdraw_finding("high-overdraw", node, c, gpu, c.fragment_threads - c.covered_pixels,
+                                     f"{c.fragment_threads} fragment threads over {c.covered_pixels} covered "
+                                     f"pixels (overdraw {overdraw:.2f}, over {MAX_OVERDRAW})"))
     return out
+
+
+def _overdraw_finding(rule_id: str, node, c, gpu: Gpu, beyond: int, found: str) -> Finding:
+    """high-overdraw's and overdraw-hotspot's finding: `found` (the overdraw seen), then its cost: the `beyond`
+    threads beyond one per pixel at the pass's per-fragment cost, max(fragment cycles, 1 / pixel rate), over
+    the shader cores; at the pass's heaviest instrumented draw, if known."""
+    cycles = beyond * max(c.fragment_cycles or 0.0, 1.0 / gpu.pixel_rate) / gpu.shader_cores
+    draw, named = _heaviest_draw(c)
+    f = _finding(RULES_BY_ID[rule_id], node,
+                 f"{found}: {beyond} threads beyond one per pixel x max({c.fragment_cycles} fragment cycles, "
+                 f"1 / {gpu.pixel_rate} pixels per cycle) / {gpu.shader_cores} cores{named}", gpu,
+                 ns=gpu.cycles_ns(cycles) if cycles > 0 else 0)
+    f.draw = draw
+    return f
 
 
 def _heaviest_draw(c) -> tuple[int | None, str]:
@@ -509,20 +514,12 @@ def overdraw_hotspot(graph: RenderGraph, gpu: Gpu) -> list[Finding]:
         hot = c.regions.over(MAX_OVERDRAW)
         if not hot:
             continue
-        beyond = sum(r.threads - r.pixels for r in hot)
         top = c.regions.hottest(1)[0]
-        per_fragment = max(c.fragment_cycles or 0.0, 1.0 / gpu.pixel_rate)
-        cycles = beyond * per_fragment / gpu.shader_cores
-        draw, named = _heaviest_draw(c)
-        f = _finding(RULES_BY_ID["overdraw-hotspot"], node,
-                     f"{len(hot)} of {len(c.regions.regions)} regions of {c.regions.size[0]}x{c.regions.size[1]} "
-                     f"pixels shade each pixel more than {MAX_OVERDRAW} times (the hottest, column {top.column} row "
-                     f"{top.row} layer {top.layer}: {top.threads} fragment threads over {top.pixels} pixels, overdraw "
-                     f"{top.overdraw:.2f}): {beyond} threads beyond one per pixel x max({c.fragment_cycles} fragment "
-                     f"cycles, 1 / {gpu.pixel_rate} pixels per cycle) / {gpu.shader_cores} cores{named}", gpu,
-                     ns=gpu.cycles_ns(cycles) if cycles > 0 else 0)
-        f.draw = draw
-        out.append(f)
+        out.append(_overdraw_finding(
+            "overdraw-hotspot", node, c, gpu, sum(r.threads - r.pixels for r in hot),
+            f"{len(hot)} of {len(c.regions.regions)} regions of {c.regions.size[0]}x{c.regions.size[1]} pixels "
+            f"shade each pixel more than {MAX_OVERDRAW} times (the hottest, column {top.column} row {top.row} layer "
+            f"{top.layer}: {top.threads} fragment threads over {top.pixels} pixels, overdraw {top.overdraw:.2f})"))
     return out
 
 
