@@ -36,7 +36,7 @@ from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
 from ..driver import Driver
-from ..feature import DeviceRequest, Feature
+from ..feature import DeviceRequest, Feature, enable_core_features
 from ..objects import CommandBuffer, Device, EmulatedObject, PhysicalDevice, adopt, release
 from ..recording import Work, add_barrier
 from . import aliasing, external
@@ -673,7 +673,8 @@ _ALSO_IN = {
 
 def enable_backend_features(ffi, info, phys: PhysicalDevice, keep: list) -> None:
     """Turn on, in the create info going to the backend (`info` is the driver's copy), every
-    feature of `_BACKEND_FEATURES` the backend has; the chain is rebuilt from copies first."""
+    feature of `_BACKEND_FEATURES` the backend has; the chain is rebuilt from copies first, and the
+    core features are turned on by icd/feature.py enable_core_features."""
     f11 = ffi.new("VkPhysicalDeviceVulkan11Features *", {"sType": _STYPES["VkPhysicalDeviceVulkan11Features"]})
     f12 = ffi.new("VkPhysicalDeviceVulkan12Features *", {"sType": _STYPES["VkPhysicalDeviceVulkan12Features"],
                                                           "pNext": f11})
@@ -712,18 +713,7 @@ def enable_backend_features(ffi, info, phys: PhysicalDevice, keep: list) -> None
             s = ffi.cast(f"{struct} *", node)
         for f in fields:
             setattr(s, f, vk.VK_TRUE)
-    core = wanted["VkPhysicalDeviceFeatures"]
-    f2node = present.get(vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2)
-    if f2node is not None:
-        target = ffi.cast("VkPhysicalDeviceFeatures2 *", f2node).features
-    else:
-        target = ffi.new("VkPhysicalDeviceFeatures *")
-        keep.append(target)
-        if info.pEnabledFeatures != ffi.NULL:
-            ffi.memmove(target, info.pEnabledFeatures, ffi.sizeof("VkPhysicalDeviceFeatures"))
-        info.pEnabledFeatures = target
-    for f in core:
-        setattr(target, f, vk.VK_TRUE)
+    enable_core_features(ffi, info, keep, *wanted["VkPhysicalDeviceFeatures"])
 # VK_ARM_data_graph's stage and accesses: the driver runs graphs as compute shaders reading and writing
 # storage buffers (icd/data_graph/), so a tensor barrier naming them orders those on the backend.
 _DATA_GRAPH_STAGE = vk.VK_PIPELINE_STAGE_2_DATA_GRAPH_BIT_ARM
