@@ -135,14 +135,17 @@ class Hooks:
 
     @staticmethod
     def graph_pipeline(st: DeviceGraphs, handle, what: str) -> DataGraphPipeline:
-        p = st.pipelines.get(int(handle))
-        if p is None:
-            raise DataGraphError(f"{what} (0x{int(handle):x}) is not a data-graph pipeline of this device")
-        return p
+        return _member(st.pipelines, handle, what, "data-graph pipeline")
 
     @staticmethod
     def session(st: DeviceGraphs, handle, what: str) -> Session:
-        s = st.sessions.get(int(handle))
-        if s is None:
-            raise DataGraphError(f"{what} (0x{int(handle):x}) is not a data-graph pipeline session of this device")
-        return s
+        return _member(st.sessions, handle, what, "data-graph pipeline session")
+
+
+def _member(table: dict, handle, what: str, kind: str):
+    """The object `handle` names in one of the device's tables; a DataGraphError naming the parameter
+    (`what`) when it is not one of them."""
+    found = table.get(int(handle))
+    if found is None:
+        raise DataGraphError(f"{what} (0x{int(handle):x}) is not a {kind} of this device")
+    return found
