@@ -115,9 +115,9 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.commands", "layer.instrument", "layer.regions")},
     "vkBindBufferMemory": {LAYER: In("layer.allocations")},
     "vkBindBufferMemory2": {LAYER: In("layer.allocations")},
+    "vkBindDataGraphPipelineSessionMemoryARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkBindImageMemory": {LAYER: In("layer.allocations")},
     "vkBindImageMemory2": {LAYER: In("layer.allocations")},
-    "vkBindDataGraphPipelineSessionMemoryARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkBindTensorMemoryARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkClearShaderInstrumentationMetricsARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdBeginDebugUtilsLabelEXT": {
@@ -136,12 +136,12 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     # Images read through descriptors (layer/descriptors.py): the layer's rows are handed out under --content
     # only (descriptors.CONTENT_ONLY); the commands recorded into command buffers are only forwarded by C.
     "vkCmdBindDescriptorBuffersEXT": {LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+    "vkCmdBindDescriptorSets": {
+        ICD: In("icd.data_graph.commands", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdBindDescriptorSets2": {LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     # The layer's content mode (layer/content.py) reads the index data each indexed draw uses.
     "vkCmdBindIndexBuffer": {LAYER: In("layer.content", c=CONTENT_FORWARDED)},
     "vkCmdBindIndexBuffer2": {LAYER: In("layer.content", c=CONTENT_FORWARDED)},
-    "vkCmdBindDescriptorSets": {
-        ICD: In("icd.data_graph.commands", c=DATA_GRAPH_ONLY), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdBindPipeline": {
         ICD: In("icd.recording", "icd.regions.hooks", "icd.data_graph.commands", c=DATA_GRAPH_AWARE),
         LAYER: In("layer.workloads", "layer.instrument", "layer.descriptors", c=RECORDED)},
@@ -181,11 +181,11 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
-    "vkCmdDispatchDataGraphARM": {ICD: In("icd.data_graph.commands", emulated=True), LAYER: In("layer.workloads")},
     "vkCmdDispatchBase": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
         LAYER: In("layer.workloads", "layer.instrument", c=TAGGED)},
+    "vkCmdDispatchDataGraphARM": {ICD: In("icd.data_graph.commands", emulated=True), LAYER: In("layer.workloads")},
     "vkCmdDispatchIndirect": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.indirect_sizes", "icd.measured_timing",
                 "icd.measured_counters"),
@@ -356,13 +356,13 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkFreeCommandBuffers": {ICD: In("vkapi.commands", "icd.regions.hooks"), LAYER: In("vkapi.commands")},
     "vkFreeDescriptorSets": {ICD: In("icd.tensors.descriptors"), LAYER: In("layer.descriptors")},
     "vkGetBufferDeviceAddress": {ICD: In("vkapi.accel"), LAYER: In("vkapi.accel")},
-    "vkGetDeviceProcAddr": {ICD: In("icd.device")},
-    "vkGetDeviceQueue": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
-    "vkGetDeviceQueue2": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkGetDataGraphPipelineAvailablePropertiesARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkGetDataGraphPipelinePropertiesARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkGetDataGraphPipelineSessionBindPointRequirementsARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
     "vkGetDataGraphPipelineSessionMemoryRequirementsARM": {ICD: In("icd.data_graph.pipelines", emulated=True)},
+    "vkGetDeviceProcAddr": {ICD: In("icd.device")},
+    "vkGetDeviceQueue": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
+    "vkGetDeviceQueue2": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkGetDeviceTensorMemoryRequirementsARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkGetPhysicalDeviceExternalTensorPropertiesARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkGetPhysicalDeviceFeatures": {ICD: In("icd.instance")},
