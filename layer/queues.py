@@ -14,8 +14,8 @@ VkFrameBoundaryEXT (VK_EXT_frame_boundary, emulated by the layer when the
 driver lacks it) in a submit or present.
 
 Most submits never reach Python when they are made: a command buffer whose
-submits need nothing of the queue's state (`reported_from_c`: no labels, no
-split pass, no capture; decided once, at vkEndCommandBuffer) is submitted by
+submits need nothing of the queue's state (`reported_from_c`: its labels
+balance, no split pass, no capture; decided once, at vkEndCommandBuffer) is submitted by
 the shim's C path (vkapi/submits.py), which numbers the submit and wraps it
 when the buffer was submitted before, as the Python path does, while no queue
 has application labels or a suspended pass open (`python_submits`). `pull`
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from tessera.schemas.labels import submit_label
 from tessera.vkapi import structs, submits
-from tessera.vkapi.ops import OpWalker, PassBegin, PassEnd
+from tessera.vkapi.ops import LabelBegin, LabelEnd, LabelInsert, OpWalker, PassBegin, PassEnd
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -125,19 +125,26 @@ class _Planner(OpWalker):
 
 def reported_from_c(t: CommandBufferTracker) -> bool:
     """Whether a submit of this buffer, with no queue labels and no pass open on its queue, plans to
-    its tags alone: no ANNEX, no capture, nothing that changes the queue's state."""
+    its tags alone: no ANNEX, no capture, nothing that changes the queue's state. Its labels (applied
+    so far) balance and close none opened before it, so each workload's label stack at submit is the
+    one it was described with (its local labels)."""
+    if t.labels or t.pops_below_start:
+        return False
     for op in t.ops:
         kind = type(op)
         if kind is Workload:
-            if op.capture is not None or op.local_labels or op.pops_below_start:
+            if op.capture is not None:
                 return False
         elif kind is PassBegin:
-            part, w = op.info, op.info.workload
-            if w is None or part.suspends or part.captures or w.local_labels or w.pops_below_start:
+            part = op.info
+            if part.workload is None or part.suspends or part.captures:
                 return False
-        elif kind is not PassEnd:   # labels, secondaries
+        elif kind not in _PLANS_TO_TAGS:   # secondaries
             return False
     return True
+
+
+_PLANS_TO_TAGS = frozenset({PassEnd, LabelBegin, LabelEnd, LabelInsert})
 
 
 def _monotonic_raw_ns() -> int:
@@ -209,7 +216,7 @@ class QueueReporter:
         recorded in C: workloads outside any label or pass, which plan to their tags alone."""
         if self.ledger is not None and self.c_submits:
             t = dev.command_buffers[address]
-            self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None and not t.labels
+            self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None
                                         and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
 
     # ---- submits made in Python -------------------------------------------------------------

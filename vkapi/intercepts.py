@@ -59,9 +59,11 @@ LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, tag_labels
 MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, tag_labels=True)
 LABEL_END = Recorded(forward=False)
 # The layer keeps the application's labels (not passed down); their stacks are planned at submit.
-APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, python_submits=True)
-APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, python_submits=True)
-APP_LABEL_END = Recorded(forward=False, python_submits=True)
+APP_LABEL = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False, label_depth=1)
+APP_LABEL_INSERT = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False)
+APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, label_depth=1)
+APP_MARKER_INSERT = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False)
+APP_LABEL_END = Recorded(forward=False, label_depth=-1)
 COUNTED_DRAWS = Recorded(fold=())                    # consecutive draws only count (the layer; mesh tasks)
 # The layer's `tessera run --content` (layer/content.py, descriptors.py): while the shim's switch
 # tessera_layer_content is on (shim_spec.py's C glue), the commands whose parameters content metrics read at
@@ -176,7 +178,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.commands", c=APP_LABEL_END)},
     "vkCmdDebugMarkerInsertEXT": {
         ICD: In("icd.labels", c=MARKER, emulated=True),
-        LAYER: In("layer.commands", c=APP_MARKER)},
+        LAYER: In("layer.commands", c=APP_MARKER_INSERT)},
     "vkCmdDispatch": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.measured_timing", "icd.measured_counters",
                 c=RECORDED),
@@ -252,7 +254,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdFillBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdInsertDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL, emulated=True),
-        LAYER: In("layer.commands", c=APP_LABEL)},
+        LAYER: In("layer.commands", c=APP_LABEL_INSERT)},
     "vkCmdNextSubpass": {ICD: In("icd.regions.hooks")},
     "vkCmdNextSubpass2": {ICD: In("icd.regions.hooks")},
     "vkCmdPipelineBarrier": {

@@ -92,10 +92,11 @@ class Recorded:
     # Consecutive calls fold into one record: a count and these sums (C expressions of the parameters),
     # applied as (owner, command buffer, count, *sums). For draws, whose effect is additive.
     fold: tuple[str, ...] | None = None
-    # A record of it sends the buffer's submits through Python until the buffer is reset: what it
-    # changes is planned at submit in Python, and the C path's readiness is decided at
-    # vkEndCommandBuffer, before the records are applied (the layer's application labels).
-    python_submits: bool = False
+    # The layer's application labels: +1 opens one, -1 closes one. The C path's readiness is decided at
+    # vkEndCommandBuffer, before the records are applied, so C counts them: a buffer whose labels
+    # recorded in C do not balance, or close one opened before the buffer, submits through Python
+    # (what it does to the queue's label stack is planned at submit there).
+    label_depth: int = 0
     # Synchronization2 (vkCmdPipelineBarrier2, vkCmdWaitEvents2): the VkDependencyInfo parameters are
     # reduced to what the driver's timeline orders by (icd.recording.stage_classes, exactly: the
     # union of each barrier's classes): (barriers, OR of srcStageMask, OR of the dstStageMasks

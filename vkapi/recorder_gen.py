@@ -83,7 +83,7 @@ def formats(name: str, spec: Recorded) -> list[str]:
     if cmd.params[0].type != "VkCommandBuffer" or cmd.returnType != "void":
         raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
     if spec.fold is not None:
-        if (spec.tagged or spec.fields or spec.strings or spec.python_submits or spec.dependencies
+        if (spec.tagged or spec.fields or spec.strings or spec.label_depth or spec.dependencies
                 or spec.opens_pass or spec.closes_pass):   # python_if: such a call takes Python, not folded
             raise ValueError(f"{name}: a folded record has only its count and sums")
         return ["F"] + ["Q"] * len(spec.fold)
@@ -93,7 +93,7 @@ def formats(name: str, spec: Recorded) -> list[str]:
             raise ValueError(f"{name}: a dependency record reduces VkDependencyInfo parameters, nothing else")
         return ["D", "Q", "Q"]
     if not spec.record:
-        if not spec.forward or spec.tagged or spec.fields or spec.strings or spec.python_submits \
+        if not spec.forward or spec.tagged or spec.fields or spec.strings or spec.label_depth \
                 or spec.opens_pass or spec.closes_pass:
             raise ValueError(f"{name}: a command C only forwards has nothing else recorded")
         return []
@@ -198,8 +198,10 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
         when += f" && !({c_constants(spec.python_if)})"
     lines = ["    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);",
              f"    if ({when}) {{"]
-    if spec.python_submits:
-        lines.append("        rec->python_submits = 1;")
+    if spec.label_depth > 0:
+        lines.append("        rec->label_depth++;")
+    elif spec.label_depth < 0:   # closing a label opened before the buffer: its submits plan in Python
+        lines.append("        if (--rec->label_depth < 0) rec->python_submits = 1;")
     sizes = _measure(recorded, lines, spec.tag_labels)
     nslots = len(recorded) + (1 if tagged else 0)
     extra = " + ".join(sizes) or "0"

@@ -60,58 +60,60 @@ def runs(shims, tmp_path_factory) -> dict[bool, dict]:
 
 
 def test_each_submit_takes_the_path_the_docs_give(runs):
-    """Layer: A's submits without a queue label (1, 2, 5, 7) in C; L's and those under the queue label
-    through Python. Driver: no buffer holds work timed after execution, so all 7 in C. With
-    TESSERA_C_SUBMITS=0, all through Python."""
-    assert runs[True]["paths"] == {"layer": (4, 3), "icd": (7, 0)}
-    assert runs[False]["paths"] == {"layer": (0, 7), "icd": (0, 7)}
+    """Layer: A's and L's submits without a queue label (1, 2, 3, 5, 6, 7) in C; the one under the queue
+    label and O+E's (a label open across buffers) through Python. Driver: no buffer holds work timed after
+    execution, so all 8 in C. With TESSERA_C_SUBMITS=0, all through Python."""
+    assert runs[True]["paths"] == {"layer": (6, 2), "icd": (8, 0)}
+    assert runs[False]["paths"] == {"layer": (0, 8), "icd": (0, 8)}
 
 
-def test_the_layer_records_application_labels_in_c_and_their_buffer_still_submits_through_python(runs):
-    """L's label is recorded in C (intercepts.APP_LABEL) yet L's submits take Python: a label record
-    marks the buffer (Recorded.python_submits), since the decision comes before the records apply."""
+def test_the_layer_records_application_labels_in_c(runs):
+    """Every label command is recorded in C (intercepts.APP_LABEL, APP_LABEL_END); C counts them
+    (Recorded.label_depth), so L's balanced label keeps its submits in C and O's and E's do not."""
     for run_ in runs.values():
         layer = run_["records"]["layer"]
-        assert layer["vkCmdBeginDebugUtilsLabelEXT"] == layer["vkCmdEndDebugUtilsLabelEXT"] == 1
-        # consumed by the layer: the driver's labels are the t<tag> of the two fills only
-        assert run_["records"]["icd"]["vkCmdBeginDebugUtilsLabelEXT"] == layer["vkCmdFillBuffer"] == 2
+        assert layer["vkCmdBeginDebugUtilsLabelEXT"] == 2 and layer["vkCmdEndDebugUtilsLabelEXT"] == 2
+        # consumed by the layer: the driver's labels are the t<tag> of the three fills only
+        assert run_["records"]["icd"]["vkCmdBeginDebugUtilsLabelEXT"] == layer["vkCmdFillBuffer"] == 3
 
 
-def _tags(run_: dict) -> tuple[int, int]:
-    """The tags of buffers A and L (A fills at offset 0, L inside the label)."""
+def _tags(run_: dict) -> tuple[int, int, int]:
+    """The tags of buffers A, L and O (A fills at offset 0, L inside its label, O inside the open one)."""
     fills = sorted(run_["workloads"])
-    assert len(fills) == 2, run_["workloads"]
-    return fills[0], fills[1]
+    assert len(fills) == 3, run_["workloads"]
+    return fills[0], fills[1], fills[2]
 
 
 @pytest.mark.parametrize("c_submits", [True, False], ids=["C path", "Python path"])
 def test_submits_are_numbered_wrapped_and_tagged_as_documented(runs, c_submits):
     got = runs[c_submits]
-    a, l_ = _tags(got)
+    a, l_, o = _tags(got)
     ids = [sid for sid, _ in got["submits"]]
-    assert ids == list(range(1, 8))   # numbered in call order, whichever path made them
+    assert ids == list(range(1, 9))   # numbered in call order, whichever path made them
     by_id = dict(got["submits"])
-    assert [by_id[i]["tags"] for i in ids] == [[a], [a], [l_], [a], [a], [a, l_], [a]]
+    assert [by_id[i]["tags"] for i in ids] == [[a], [a], [l_], [a], [a], [a, l_], [a], [o]]
     # Wrapped in s<N>: a buffer submitted before, or an ANNEX (the queue label "q" around submit 4).
-    assert [by_id[i]["annexed"] for i in ids] == [False, True, False, True, True, True, True]
+    assert [by_id[i]["annexed"] for i in ids] == [False, True, False, True, True, True, True, False]
     assert got["annexes"] == {4: {a: {"labels": ["q"]}}}
+    # what the merge names each fill's labels with: its WORKLOAD's own (no ANNEX needed)
+    assert [got["workloads"][t].get("labels") for t in (a, l_, o)] == [None, ["labelled"], ["open"]]
 
 
 @pytest.mark.parametrize("c_submits", [True, False], ids=["C path", "Python path"])
 def test_gpu_events_carry_each_submits_labels(runs, c_submits):
     got = runs[c_submits]
-    a, l_ = _tags(got)
+    a, l_, o = _tags(got)
     stacks = [stack for _, _, stack in got["events"]]   # the layer keeps the application's labels (ANNEX)
     assert stacks == [f"t{a}", f"s2 / t{a}", f"t{l_}", f"s4 / t{a}", f"s5 / t{a}",
-                      f"s6 / t{a}", f"s6 / t{l_}", f"s7 / t{a}"]
+                      f"s6 / t{a}", f"s6 / t{l_}", f"s7 / t{a}", f"t{o}"]
     starts = {stack: (start, end) for start, end, stack in got["events"]}
     assert starts[f"s6 / t{l_}"][0] >= starts[f"s6 / t{a}"][1]   # waits for batch 1's semaphore
 
 
 def test_both_paths_report_the_same(runs):
     def shape(run_: dict) -> tuple:
-        a, l_ = _tags(run_)
-        rename = {a: "A", l_: "L"}
+        a, l_, o = _tags(run_)
+        rename = {a: "A", l_: "L", o: "O"}
         submits = [(sid, [rename[t] for t in p["tags"]], p["annexed"], p["frame"], p["queue"])
                    for sid, p in run_["submits"]]
         stacks = [re.sub(r"t\d+", lambda m: rename[int(m.group()[1:])], stack) for _, _, stack in run_["events"]]

@@ -89,9 +89,14 @@ static void map_and_arenas(void)
     cb->python_submits = 1;
     tessera_cb_set_submit_ok(key(7), 1);
     CHECK(cb->submit_ok == 0);
+    cb->python_submits = 0;
+    cb->label_depth = 1;   /* an application label left open: submits plan in Python */
+    tessera_cb_set_submit_ok(key(7), 1);
+    CHECK(cb->submit_ok == 0);
+    cb->python_submits = 1;
     tessera_cb_reset(key(7));
     CHECK(!cb->python_path && !cb->python_brackets && !cb->submit_ok && !cb->submits && !cb->python_submits &&
-          !cb->pass_label);
+          !cb->label_depth && !cb->pass_label);
     tessera_cb_set_python(key(N + 5), 1);   /* unknown handles are ignored */
     tessera_cb_set_python_brackets(key(N + 5), 1);
     tessera_cb_reset(key(N + 5));

@@ -19,7 +19,7 @@ def test_a_forwarded_command_has_no_record_format_and_its_guard_only_forwards():
 
 
 @pytest.mark.parametrize("spec", [Recorded(record=False, forward=False), Recorded(record=False, tagged=True),
-                                  Recorded(record=False, python_submits=True)])
+                                  Recorded(record=False, label_depth=1)])
 def test_forwarding_combined_with_recording_options_is_refused(spec):
     with pytest.raises(ValueError, match="only forwards"):
         formats("vkCmdBindIndexBuffer", spec)

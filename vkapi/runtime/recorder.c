@@ -28,7 +28,8 @@ typedef struct tessera_cb {
     int python_path;             /* set by Python: this buffer's commands take their Python hooks */
     int python_brackets;         /* set by Python: render pass begins and dispatches take their Python hooks */
     int submit_ok;               /* set by Python: a submit of this buffer may take the C path (submits.py) */
-    int python_submits;          /* a record of a Recorded(python_submits=True) command: submits take Python */
+    int python_submits;          /* a label end recorded in C closed one opened before the buffer: submits take Python */
+    int label_depth;             /* application labels opened minus closed in C (Recorded.label_depth) */
     int pass_in_c;               /* the open render pass was begun in C and no Python hook ran since */
     int pass_label;              /* ... and C opened its t<tag> label (the layer) */
     uint64_t submits;            /* times submitted since recorded (submits.py) */
@@ -202,7 +203,8 @@ void tessera_cb_reset(void *handle)
     tessera_cb *cb = tessera_cb_find(handle);
     if (cb) {
         cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
-        cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->pass_in_c = 0; cb->pass_label = 0;
+        cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->label_depth = 0; cb->pass_in_c = 0;
+        cb->pass_label = 0;
         cb->whole = 1;
     }
 }

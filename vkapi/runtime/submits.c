@@ -93,7 +93,7 @@ __attribute__((unused)) static void tessera_ledger_label(VkQueue queue, uint64_t
 void tessera_cb_set_submit_ok(void *handle, int ok)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) cb->submit_ok = ok && !cb->python_submits;
+    if (cb) cb->submit_ok = ok && !cb->python_submits && cb->label_depth == 0;
 }
 
 /* Python (the Python path): count a submit of the buffer, as the C path does. */

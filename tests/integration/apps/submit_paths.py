@@ -2,16 +2,19 @@
 
 Run: .venv/bin/python tests/integration/apps/submit_paths.py  (under `tessera run` or not)
 One queue; buffer A fills 16 bytes (reusable, no labels: its submits may skip Python), buffer L
-fills 16 bytes inside an application label (its submits take the Python path). Submits, in
+fills 16 bytes inside an application label it opens and closes (balanced: its submits may skip
+Python too), buffer O fills 16 bytes inside a label it leaves open and buffer E closes it (their
+submit takes the Python path, which plans what they do to the queue's label stack). Submits, in
 order (submitIDs under the layer):
 
  1  A                      first submit of A: not wrapped
  2  A                      A again: wrapped in s2
- 3  L                      labels: Python path; L's first submit: not wrapped
+ 3  L                      L's first submit: not wrapped
  4  A inside the queue label "q" (Python path while the label is open): wrapped in s4, ANNEX labels
  5  vkQueueSubmit2 of A    wrapped in s5
  6  two batches [A] then [L], the second waiting for a semaphore the first signals
  7  A                      wrapped in s7
+ 8  one batch [O, E]       O's label is open across the two buffers: Python path; not wrapped
 
 Every fill is checked; prints 'submit_paths: OK'.
 """
@@ -36,22 +39,29 @@ def main() -> None:
     submit2 = get("vkQueueSubmit2KHR") if not hasattr(vk, "vkQueueSubmit2") else vk.vkQueueSubmit2
     buf = ctx.buffer(64, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
 
-    def recorded(value: int, offset: int, label: str | None = None):
+    def recorded(value: int | None, offset: int = 0, label: str | None = None, close: bool = True,
+                 closes_earlier: bool = False):
+        """A buffer filling 16 bytes at `offset` with `value` (None: no fill) inside `label` (`close`: and
+        closing it), after closing a label opened before it (`closes_earlier`)."""
         info = vk.VkCommandBufferAllocateInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                               commandPool=ctx.command_pool,
                                               level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1)
         cmd = vk.vkAllocateCommandBuffers(dev, info)[0]
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))
+        if closes_earlier:
+            cmd_end(cmd)
         if label:
             cmd_begin(cmd, vk.VkDebugUtilsLabelEXT(sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, pLabelName=label))
-        vk.vkCmdFillBuffer(cmd, buf.handle, offset, 16, value)
-        if label:
+        if value is not None:
+            vk.vkCmdFillBuffer(cmd, buf.handle, offset, 16, value)
+        if label and close:
             cmd_end(cmd)
         vkapp.host_barrier(cmd)
         vk.vkEndCommandBuffer(cmd)
         return cmd
 
     a, l_ = recorded(0xA, 0), recorded(0x1, 16, "labelled")
+    o, e = recorded(0x2, 32, "open", close=False), recorded(None, closes_earlier=True)
     fence = vk.vkCreateFence(dev, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
 
     def wait() -> None:
@@ -86,11 +96,12 @@ def main() -> None:
                                      None)
     submit([a], [l_], signal=semaphore, wait_on=semaphore)          # 6
     submit([a])                                                     # 7
-    got = buf.array(np.uint32)[:8]
-    vkapp.check_equal("fills", got, np.array([0xA] * 4 + [0x1] * 4, np.uint32))
+    submit([o, e])                                                  # 8
+    got = buf.array(np.uint32)[:12]
+    vkapp.check_equal("fills", got, np.array([0xA] * 4 + [0x1] * 4 + [0x2] * 4, np.uint32))
     vk.vkDestroySemaphore(dev, semaphore, None)
     vk.vkDestroyFence(dev, fence, None)
-    vk.vkFreeCommandBuffers(dev, ctx.command_pool, 2, [a, l_])
+    vk.vkFreeCommandBuffers(dev, ctx.command_pool, 4, [a, l_, o, e])
     ctx.close()
     print("submit_paths: OK")
 
