@@ -128,8 +128,7 @@ def reported_from_c(t: CommandBufferTracker) -> bool:
     its tags alone: no ANNEX, no capture, nothing that changes the queue's state. Its labels (applied
     so far) balance and close none opened before it, so each workload's label stack at submit is the
     one it was described with (its local labels)."""
-    if t.labels or t.pops_below_start:
-        return False
+    depth = 0
     for op in t.ops:
         kind = type(op)
         if kind is Workload:
@@ -139,12 +138,15 @@ def reported_from_c(t: CommandBufferTracker) -> bool:
             part = op.info
             if part.workload is None or part.suspends or part.captures:
                 return False
-        elif kind not in _PLANS_TO_TAGS:   # secondaries
+        elif kind is LabelBegin:
+            depth += 1
+        elif kind is LabelEnd:
+            depth -= 1
+            if depth < 0:
+                return False
+        elif kind is not PassEnd and kind is not LabelInsert:   # secondaries
             return False
-    return True
-
-
-_PLANS_TO_TAGS = frozenset({PassEnd, LabelBegin, LabelEnd, LabelInsert})
+    return depth == 0
 
 
 def _monotonic_raw_ns() -> int:

@@ -210,17 +210,17 @@ def test_note_queue_tells_the_ledger_only_of_changes_and_nothing_without_one():
     assert bare.q.python_submits is False
 
 
-def test_end_recording_lets_only_plain_primaries_take_the_c_path():
+def test_end_recording_lets_only_plain_primaries_with_balanced_labels_take_the_c_path():
     plain = buffer(0x10, work(1), *part(PassPart(Workload(2, (), 0), draws=1)))
     labelled = buffer(0x20, LabelBegin("a"), work(3, labels=("a",)), LABEL_END)
     secondary = buffer(0x30, work(4), level=SECONDARY)
-    open_label = buffer(0x40, work(5))
-    open_label.labels.append("still open")
+    open_label = buffer(0x40, LabelBegin("still open"), work(5, labels=("still open",)))
     captured = buffer(0x50, work(6, capture=Capture(0, 12, "dispatch", 1, tag=7)))
     rig = Rig(plain, labelled, secondary, open_label, captured, ledger=Ledger())
     for t in (plain, labelled, secondary, open_label, captured):
         rig.reporter.end_recording(rig.dev, t.address, t.handle)
-    assert rig.recorder.named("set_submit_ok") == [(0x11, True), (0x21, False), (0x31, False), (0x41, False),
+    # a balanced label keeps the C path: each workload's stack at submit is its own local labels
+    assert rig.recorder.named("set_submit_ok") == [(0x11, True), (0x21, True), (0x31, False), (0x41, False),
                                                    (0x51, False)]
     for ledger, c_submits in ((None, True), (Ledger(), False)):
         off = Rig(plain, ledger=ledger, c_submits=c_submits)
