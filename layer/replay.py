@@ -14,20 +14,20 @@ descriptor sets bound before the recording: layer/entry.py turns reuse off with 
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 
 from tessera.vkapi.ops import PassBegin
 from tessera.vkapi.vkconst import vk
 
-from .trackers import CommandBufferTracker, PassPart, Workload
+from .trackers import CommandBufferTracker, Workload
 
 
 @dataclass(frozen=True)
 class _Recording:
     ops: tuple
     workloads: tuple[tuple[Workload, int], ...]   # (the recording's workload, its tag's index), in order
-    described: tuple                              # (workload, kind, fields, annex), descriptions.describe's
+    op_slots: tuple[tuple[int, int | None], ...]  # (position in ops, index in `workloads`) of each op to remake
+    described: tuple                              # (index in `workloads`, (kind, fields, annex)): describe's
     labels: tuple[str, ...]
     pops_below_start: int
     compute_pipeline: object
@@ -65,23 +65,27 @@ class TrackerProducts:
                 or {id(d[0]) for d in t.described} != {id(w) for w in workloads}
                 or any(type(op) is PassBegin and op.info.captures for op in t.ops)):
             return None
-        return _Recording(tuple(t.ops), tuple((w, index[w.tag]) for w in workloads), tuple(t.described),
+        position = {id(w): i for i, w in enumerate(workloads)}
+        op_slots = []
+        for i, op in enumerate(t.ops):
+            if type(op) is Workload:
+                op_slots.append((i, position[id(op)]))
+            elif type(op) is PassBegin:   # each part is made again (a resuming one holds no workload)
+                op_slots.append((i, None if op.info.workload is None else position[id(op.info.workload)]))
+        return _Recording(tuple(t.ops), tuple((w, index[w.tag]) for w in workloads), tuple(op_slots),
+                          tuple((position[id(w)], tuple(rest)) for w, *rest in t.described),
                           tuple(t.labels), t.pops_below_start, t.compute_pipeline, t.index_binding)
 
     def fields(self, product: _Recording, tags: list[int]) -> dict:
-        new = {id(w): Workload(tags[k], w.local_labels, w.pops_below_start) for w, k in product.workloads}
-        ops = []
-        for op in product.ops:
+        new = [Workload(tags[k], w.local_labels, w.pops_below_start) for w, k in product.workloads]
+        ops = list(product.ops)
+        for i, j in product.op_slots:
+            op = ops[i]
             if type(op) is Workload:
-                op = new[id(op)]
-            elif type(op) is PassBegin:
-                part: PassPart = copy.copy(op.info)
-                if part.workload is not None:
-                    part.workload = new[id(part.workload)]
-                part.captures = []
-                op = PassBegin(part, op.resuming)
-            ops.append(op)
-        return {"ops": ops, "described": [(new[id(w)], *rest) for w, *rest in product.described],
+                ops[i] = new[j]
+            else:
+                ops[i] = PassBegin(op.info.again(None if j is None else new[j]), op.resuming)
+        return {"ops": ops, "described": [(new[j], *rest) for j, rest in product.described],
                 "labels": list(product.labels), "pops_below_start": product.pops_below_start,
                 "compute_pipeline": product.compute_pipeline, "index_binding": product.index_binding}
 

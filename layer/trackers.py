@@ -61,6 +61,14 @@ class PassPart:
     content: Any = None                     # content.ContentPart: its draws (tessera run --content)
     descriptor_reads: Any = None            # descriptors.PassReads: images its draws read (--content)
 
+    def again(self, workload: Workload | None) -> "PassPart":
+        """This part as a recording made again has it (layer/replay.py): `workload`, no captures, the
+        rest shared (a shallow copy, every field included)."""
+        part = object.__new__(PassPart)
+        part.__dict__.update(self.__dict__)
+        part.workload, part.captures = workload, []
+        return part
+
 
 @dataclass
 class CommandBufferTracker:
