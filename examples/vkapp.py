@@ -374,12 +374,16 @@ class Context:
 
     def graphics_pipeline(self, vert: str, frag: str, layout: Any, *, render_pass: Any = None, subpass: int = 0,
                           color_formats: Sequence[int] = (), vec2_input: bool = True, pnext: Any = None,
-                          view_mask: int = 0) -> Any:
+                          view_mask: int = 0, topology: int = vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+                          primitive_restart: bool = False, cull_mode: int = vk.VK_CULL_MODE_NONE,
+                          front_face: int = vk.VK_FRONT_FACE_COUNTER_CLOCKWISE, dynamic: Sequence[int] = ()) -> Any:
         """A triangle-list pipeline with one color attachment, no blending, no culling,
         dynamic viewport and scissor. With `render_pass` None it is for dynamic
         rendering (VkPipelineRenderingCreateInfo with `color_formats`).
         `vec2_input`: one vec2 vertex attribute at location 0 from binding 0; `pnext` extends
-        the create info; `view_mask`: multiview views of dynamic rendering."""
+        the create info; `view_mask`: multiview views of dynamic rendering; `topology`,
+        `primitive_restart`, `cull_mode`, `front_face` and more `dynamic` states, where another
+        pipeline is wanted."""
         vmod, fmod = self.shader(vert), self.shader(frag)
         stages = [
             vk.VkPipelineShaderStageCreateInfo(
@@ -400,15 +404,15 @@ class Context:
         )
         assembly = vk.VkPipelineInputAssemblyStateCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_INPUT_ASSEMBLY_STATE_CREATE_INFO,
-            topology=vk.VK_PRIMITIVE_TOPOLOGY_TRIANGLE_LIST,
+            topology=topology, primitiveRestartEnable=vk.VK_TRUE if primitive_restart else vk.VK_FALSE,
         )
         viewport = vk.VkPipelineViewportStateCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_VIEWPORT_STATE_CREATE_INFO, viewportCount=1, scissorCount=1,
         )
         raster = vk.VkPipelineRasterizationStateCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_RASTERIZATION_STATE_CREATE_INFO,
-            polygonMode=vk.VK_POLYGON_MODE_FILL, cullMode=vk.VK_CULL_MODE_NONE,
-            frontFace=vk.VK_FRONT_FACE_COUNTER_CLOCKWISE, lineWidth=1.0,
+            polygonMode=vk.VK_POLYGON_MODE_FILL, cullMode=cull_mode,
+            frontFace=front_face, lineWidth=1.0,
         )
         multisample = vk.VkPipelineMultisampleStateCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_MULTISAMPLE_STATE_CREATE_INFO,
@@ -423,7 +427,7 @@ class Context:
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_COLOR_BLEND_STATE_CREATE_INFO,
             attachmentCount=1, pAttachments=[blend_attachment],
         )
-        dynamic_states = [vk.VK_DYNAMIC_STATE_VIEWPORT, vk.VK_DYNAMIC_STATE_SCISSOR]
+        dynamic_states = [vk.VK_DYNAMIC_STATE_VIEWPORT, vk.VK_DYNAMIC_STATE_SCISSOR, *dynamic]
         dynamic = vk.VkPipelineDynamicStateCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_PIPELINE_DYNAMIC_STATE_CREATE_INFO,
             dynamicStateCount=len(dynamic_states), pDynamicStates=dynamic_states,

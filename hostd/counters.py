@@ -162,6 +162,9 @@ def aggregate(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float])
                 sums[name] = sums.get(name, 0) + v
     for name, (cycles, ns, counted) in busy.items():
         sums[name] = round(_union_ns(counted) * cycles / ns) if ns else cycles
+    for name, among in C.MEASURED_ONLY.items():    # a partial sum is no value
+        if name in sums and any(among in p.counters and name not in p.counters for p in phases):
+            del sums[name]
     return gpu.derive(sums, config)
 
 
@@ -447,6 +450,12 @@ def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
         if n in present:   # rounded to 1/1000: the sweep's float sums give 63.99999… for 64
             v = np.fromiter((p.counters.get(n, 0.0) for p in phases), np.float64, len(phases))
             base[n] = np.round(swept(v / safe) * width, 3)
+    for n, among in C.MEASURED_ONLY.items():   # no value (no sample) while a phase without it runs
+        if n in base:
+            unknown = np.fromiter((among in p.counters and n not in p.counters for p in phases), np.float64,
+                                  len(phases))
+            if unknown.any():
+                base[n] = np.where(swept(unknown / safe) * width > 0, np.nan, base[n])
     for n in C.BUSY & present:          # busy while any phase counting it runs: the union, in cycles
         cycles = np.fromiter((p.counters.get(n, 0.0) for p in phases), np.float64, len(phases))
         counts = live & np.fromiter((n in p.counters for p in phases), bool, len(phases))
@@ -471,7 +480,7 @@ def samples(gpu: C.GpuCounters, phases: list[Phase], config: dict[str, float]
 # The counters `tessera report` shows (those the GPU has), in this order.
 HEADLINE = ("MaliGPUActiveCy", "MaliBinningQueueUtil", "MaliMainQueueUtil", "MaliCompQueueUtil",
             "MaliNonFragQueueUtil", "MaliFragQueueUtil", "MaliNonFragThread", "MaliFragThread",
-            "MaliGeomTotalPrim", "MaliExtBusRdBy", "MaliExtBusWrBy")
+            "MaliGeomTotalPrim", "MaliGeomVisiblePrim", "MaliExtBusRdBy", "MaliExtBusWrBy")
 
 
 def headline(session_dir: Path) -> dict[str, Any] | None:

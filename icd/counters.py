@@ -131,6 +131,13 @@ class CounterModel:
                                                     "MaliNonFragWarp", "MaliFragThread", "MaliFragWarp") if has(n))
         self.measured_work = ", ".join(n for n in ("MaliNonFragThread", "MaliNonFragWarp") if has(n))
         self.measured_fragments = ", ".join(n for n in ("MaliFragThread", "MaliFragWarp") if has(n))
+        self.measured_visible = ", MaliGeomVisiblePrim" if has("MaliGeomVisiblePrim") else ""
+
+    def measured_names(self, measured, geometry: bool) -> str:
+        """The `Measured` arg of a pass with the backend's statistics `measured` (measured_counters.Stats)."""
+        if not geometry:
+            return self.measured_fragments
+        return self.measured_pass + (self.measured_visible if measured.visible is not None else "")
 
     @classmethod
     def for_profile(cls, profile: GpuProfile) -> "CounterModel | None":
@@ -213,6 +220,8 @@ class CounterModel:
             b["MaliNonFragThread"] = vertices
         if has("MaliNonFragWarp"):
             b["MaliNonFragWarp"] = -(-vertices // self.warp)
+        if measured is not None and geometry and measured.visible is not None and has("MaliGeomVisiblePrim"):
+            b["MaliGeomVisiblePrim"] = measured.visible    # counted from captured positions: never modelled
         self._shader_counts(b, -(-vertices // self.warp), shaders[0])
         m: dict = {}
         self._queue(m, self.main_q, main.duration_ns)

@@ -20,7 +20,7 @@ from tessera.vkapi.vkconst import vk
 from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 
 from . import (command_buffer, core_builtins, counter_memory, device, indirect_sizes, instance, labels,
-               measured_counters, measured_timing, object_names, recording, shader_costs, submit)
+               measured_counters, measured_timing, object_names, recording, shader_costs, submit, visible_prims)
 from .backend import BackendError, default_manifest, negotiate, open_backend
 from .device import EMULATED_COMMANDS
 from .driver import Driver
@@ -67,13 +67,16 @@ def install(ffi, lib) -> None:
     # last, so at destroy they settle (and their fences go) before any feature destroys what the work used.
     for module in (instance, device, command_buffer, labels, object_names, recording, core_builtins, shader_costs,
                    measured_timing, tensors, tensor_descriptors, data_graph, regions, instrumentation, indirect_sizes,
-                   measured_counters, submit):
+                   measured_counters, visible_prims, submit):
         module.register(drv)
     resource_hooks.register(drv.hooks, ffi)
     pipelines.register(drv.hooks, ffi, lambda stages: shader_costs.of_stages(settings.profile.key, stages, log))
     # Without TESSERA_C_ANSWERS=0 the C guards keep the fixed answers (vkapi/answers.py) once Python gave them.
     drv.pointers = drv.hooks.install(ffi, lib, drv.objects.owner, HOOKS, intercepts.owners(intercepts.ICD),
                                      ANSWERED if settings.c_answers else ())
+    if not drv.measured_counters:   # what only the measured visible primitives read: the application calls the backend
+        for name in visible_prims.CAPTURE_ONLY:
+            drv.pointers.pop(name, None)
 
     def negotiate_version(pVersion):
         pVersion[0] = negotiate(ffi, backend, pVersion[0])

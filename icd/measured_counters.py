@@ -10,7 +10,8 @@ measured MaliNonFragThread, MaliFragThread, MaliGeomTotalPrim / MaliGeomTriangle
 warps) instead of its estimates, and the GPU slice says which (`Measured`): docs/counters.md
 "Measured". The clipping statistics are read but not shown: lavapipe's clipping primitives count
 only what its clipper outputs (0 for primitives wholly inside or outside the view volume), so
-visible primitives (MaliGeomVisiblePrim) are not measurable on it.
+visible primitives (MaliGeomVisiblePrim) are counted instead from positions captured by transform
+feedback (visible_prims.py); `pass_stats` adds them to a pass's reading.
 
 The queries are the driver's: its pools (one per device made in `created`, more if a device needs
 more slots at once; all destroyed in `destroyed`), recorded through the device's `next` table, so
@@ -50,7 +51,7 @@ buffer's `_Recording` (its slot, dropped at reset).
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tessera.vkapi.ops import PassBegin
 from tessera.vkapi.vkconst import vk
@@ -60,6 +61,7 @@ from .feature import DeviceRequest, Feature, enable_core_features
 from .indirect_sizes import then
 from .objects import CommandBuffer, Device
 from .recording import Draw, Work
+from .visible_prims import pass_visible
 
 # The statistics counted, in bit order (the order vkGetQueryPoolResults writes them).
 STATISTICS = (
@@ -91,6 +93,8 @@ class Stats:
     clipping_primitives: int
     fragment_invocations: int
     compute_invocations: int
+    # a render pass's visible primitives, counted from its draws' captured positions (visible_prims.py)
+    visible: int | None = None
 
     def __add__(self, other: "Stats") -> "Stats":
         return Stats(*(a + b for a, b in zip(self.values(), other.values())))
@@ -425,7 +429,8 @@ class MeasuredCounters(Feature):
 
 def pass_stats(draws: list) -> Stats | None:
     """The measured statistics of a render pass's draws (timeline.py): the sum of their parts'
-    readings, None unless every draw was bracketed and every reading available."""
+    readings, None unless every draw was bracketed and every reading available; with the visible
+    primitives when every draw's positions were captured and counted (visible_prims.pass_visible)."""
     if not draws:
         return None
     seen: dict[int, Reading] = {}
@@ -439,7 +444,8 @@ def pass_stats(draws: list) -> Stats | None:
         if r.stats is None:
             return None
         total = r.stats if total is None else total + r.stats
-    return total
+    visible = pass_visible(draws)
+    return total if visible is None else replace(total, visible=visible)
 
 
 def register(drv: Driver) -> MeasuredCounters:

@@ -58,6 +58,8 @@ class Draw:
     at_completion: Callable[[], None] | None = None
     # The backend query bracketing its render pass part (measured_counters.Reading), None if not measured
     measured: Any = None
+    # Its positions captured by transform feedback (visible_prims.Capture), None if not captured
+    visible: Any = None
 
 
 @dataclass

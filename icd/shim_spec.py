@@ -27,6 +27,8 @@ CALLS = (
     # icd/measured_counters.py: the driver's pipeline-statistics queries
     "vkCreateQueryPool", "vkDestroyQueryPool", "vkCmdResetQueryPool", "vkCmdBeginQuery", "vkCmdEndQuery",
     "vkGetQueryPoolResults",
+    # icd/visible_prims.py: transform feedback around the draws whose positions are captured
+    "vkCmdBindTransformFeedbackBuffersEXT", "vkCmdBeginTransformFeedbackEXT", "vkCmdEndTransformFeedbackEXT",
 ) + SUBMIT_CALLS
 
 C_GLUE = r"""

@@ -403,7 +403,7 @@ class _Placer(OpWalker):
         # a draw whose size stays unknown (mesh tasks: input assembly counts nothing) leaves the geometry modelled
         geometry = not any(d.estimated for d in run.draws)
         if measured is not None and cm is not None:
-            extra[A.MEASURED.label] = cm.measured_pass if geometry else cm.measured_fragments
+            extra[A.MEASURED.label] = cm.measured_names(measured, geometry)
         b_counters, m_counters = (cm.render_pass(info, draws, vertices, primitives, binning, main, measured, geometry,
                                                  cm.shaders(run.draws))
                                   if cm is not None else (None, None))

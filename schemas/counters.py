@@ -49,6 +49,10 @@ ARM_PROFILE_COUNTERS = (
     ("MaliTexIssueCy", "Texture unit cycles"),
     ("MaliLSIssueCy", "Load/store unit cycles"),
 )
+# Counters that are only measured, never modelled (MaliGeomVisiblePrim: icd/visible_prims.py), each with the
+# counter every phase that could have it has: a sum over phases (a workload, a frame, a counter-track interval)
+# is given only when every phase having the second has the first too; no partial sum stands in.
+MEASURED_ONLY = {"MaliGeomVisiblePrim": "MaliGeomTotalPrim"}
 # Counted while something is queued: a set of phases counts the union of its phases' time (in the GPU's
 # cycles), never a sum, since phases overlap (the GPU's, and each Mali queue's: the emulated transfer
 # queue's work runs on the Mali compute queue beside compute). docs/counters.md.

@@ -40,6 +40,7 @@ WANTED = (
     "MaliNonFragQueueActiveCy", "MaliNonFragQueueUtil", "MaliFragQueueActiveCy", "MaliFragQueueUtil",
     "MaliExtBusRdBt", "MaliExtBusWrBt", "MaliExtBusRdBy", "MaliExtBusWrBy",
     "MaliGeomTotalPrim", "MaliGeomTrianglePrim",
+    "MaliGeomVisiblePrim",   # measured only: transform feedback positions culled on the CPU (icd/visible_prims.py)
     "MaliNonFragWarp", "MaliNonFragThread", "MaliFragWarp", "MaliFragThread",
     # the compiler model's per-shader costs x threads (docs/counters.md "Shader instructions and issue cycles");
     # Arm's MaliEngInstr exists only for Bifrost GPUs (G31-G76): its Valhall / 5th-generation counterpart

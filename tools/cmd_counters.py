@@ -12,8 +12,8 @@ from pathlib import Path
 import click
 
 # The columns the text table shows (all are in --csv and --json): Arm's names, short.
-HEADLINE = ("MaliGPUActiveCy", "MaliNonFragThread", "MaliFragThread", "MaliGeomTotalPrim", "MaliExtBusRdBy",
-            "MaliExtBusWrBy")
+HEADLINE = ("MaliGPUActiveCy", "MaliNonFragThread", "MaliFragThread", "MaliGeomTotalPrim", "MaliGeomVisiblePrim",
+            "MaliExtBusRdBy", "MaliExtBusWrBy")
 
 
 @click.command("counters")
@@ -48,7 +48,9 @@ def counters(session: Path, per: str, csv_dir: Path | None, as_json: bool) -> No
 
 
 def format_table(s, per: str) -> str:
-    cols = [c for c in HEADLINE if s.has(c)]
+    from tessera.schemas.counters import MEASURED_ONLY   # measured, never modelled: a column only when some value is
+
+    cols = [c for c in HEADLINE if s.has(c) and (c not in MEASURED_ONLY or any(c in w.counters for w in s.workloads))]
     head = ["frame", "index", "type"] if per == "workload" else ["frame", "workloads"]
     rows = []
     if per == "workload":
@@ -65,7 +67,8 @@ def format_table(s, per: str) -> str:
     for r in [header] + rows:
         lines.append("  ".join(x.rjust(w) if i < len(r) - 1 else x for i, (x, w) in enumerate(zip(r, widths))).rstrip())
     if per == "workload" and any(w.measured for w in s.workloads):
-        lines.append("* measured by the backend's pipeline-statistics queries (--counters measured); the rest modelled")
+        lines.append("* measured by the backend's pipeline-statistics queries (--counters measured; visible "
+                     "primitives: positions captured by transform feedback, culled as a Mali culls); the rest modelled")
     return "\n".join(lines)
 
 

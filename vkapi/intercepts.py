@@ -99,11 +99,18 @@ TAGGED_TRANSFER = Recorded(fields=("transfer",), tagged=True)
 FIXED = Answered()
 
 
+# The driver's measured visible primitives (icd/visible_prims.py): in a buffer whose brackets flag has bit 2
+# (Recorder.python_brackets(..., draws=True)) the draws and the state that culls take Python; C forwards them
+# everywhere else.
+_CAPTURING = "(rec->python_brackets & 2)"
+CAPTURED_STATE = Recorded(record=False, python_if=_CAPTURING)
+
+
 def folded_draws(count: str) -> Recorded:
     """The driver's draws: consecutive ones fold into a count, their vertices and primitives
-    (recording._primitives: a third of the vertices)."""
+    (recording._primitives: a third of the vertices); in a capturing buffer each takes Python."""
     vertices = f"(uint64_t){count} * instanceCount"
-    return Recorded(fold=(vertices, f"{vertices} / 3"))
+    return Recorded(fold=(vertices, f"{vertices} / 3"), python_if=_CAPTURING)
 
 
 INTERCEPTS: dict[str, dict[str, In]] = {
@@ -113,7 +120,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkAllocateMemory": {LAYER: In("layer.allocations")},
     "vkBeginCommandBuffer": {
         ICD: In("icd.command_buffer", "icd.tensors.push", "icd.instrumentation.hooks", "icd.regions.hooks",
-                "icd.measured_counters"),
+                "icd.measured_counters", "icd.visible_prims"),
         LAYER: In("layer.commands", "layer.instrument", "layer.regions")},
     "vkBindBufferMemory": {LAYER: In("layer.allocations")},
     "vkBindBufferMemory2": {LAYER: In("layer.allocations")},
@@ -194,11 +201,11 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.workloads", "layer.instrument")},
     "vkCmdDraw": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing",
-                c=folded_draws("vertexCount")),
+                "icd.visible_prims", c=folded_draws("vertexCount")),
         LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=CONTENT_DRAWS)},
     "vkCmdDrawIndexed": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing",
-                c=folded_draws("indexCount")),
+                "icd.visible_prims", c=folded_draws("indexCount")),
         LAYER: In("layer.render_passes", "layer.content", "layer.instrument", c=CONTENT_DRAWS)},
     "vkCmdDrawIndexedIndirect": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.indirect_sizes",
@@ -268,6 +275,11 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdPushDescriptorSetWithTemplate2": {
         ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+    "vkCmdSetCullMode": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
+    "vkCmdSetFrontFace": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
+    "vkCmdSetPrimitiveTopology": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
+    "vkCmdSetViewport": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
+    "vkCmdSetViewportWithCount": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
     "vkCmdResolveImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdResolveImage2": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdTraceRaysIndirectKHR": {
@@ -295,7 +307,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCreateDevice": {ICD: In("icd.device"), LAYER: In("layer.chain")},
     "vkCreateFramebuffer": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
     "vkCreateGraphicsPipelines": {
-        ICD: In("vkapi.pipelines", "icd.tensors.descriptors", "icd.instrumentation.hooks", "icd.regions.hooks"),
+        ICD: In("vkapi.pipelines", "icd.tensors.descriptors", "icd.visible_prims", "icd.instrumentation.hooks",
+                "icd.regions.hooks"),
         LAYER: In("vkapi.pipelines", "layer.instrument", "layer.descriptors")},
     "vkCreateImage": {ICD: In("vkapi.resource_hooks", "icd.tensors.aliasing"), LAYER: In("vkapi.resource_hooks")},
     "vkCreateImageView": {ICD: In("vkapi.resource_hooks"), LAYER: In("vkapi.resource_hooks")},
@@ -304,10 +317,10 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCreateQueryPool": {ICD: In("icd.measured_counters")},
     "vkCreateRayTracingPipelinesKHR": {ICD: In("vkapi.pipelines")},
     "vkCreateRenderPass": {
-        ICD: In("vkapi.resource_hooks", "icd.regions.hooks"),
+        ICD: In("vkapi.resource_hooks", "icd.regions.hooks", "icd.visible_prims"),
         LAYER: In("vkapi.resource_hooks", "layer.regions")},
     "vkCreateRenderPass2": {
-        ICD: In("vkapi.resource_hooks", "icd.regions.hooks"),
+        ICD: In("vkapi.resource_hooks", "icd.regions.hooks", "icd.visible_prims"),
         LAYER: In("vkapi.resource_hooks", "layer.regions")},
     "vkCreateShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCreateShaderModule": {

@@ -278,10 +278,11 @@ class Recorder:
         """Route the buffer's recorded commands to their Python hooks (True) or back to C."""
         self.lib.tessera_cb_set_python(handle, 1 if on else 0)
 
-    def python_brackets(self, handle, on: bool) -> None:
+    def python_brackets(self, handle, on: bool, draws: bool = False) -> None:
         """Route the buffer's render pass begins and dispatches (recorder_gen.BRACKETED) to their Python
-        hooks (True), the rest staying in C; reset with the buffer."""
-        self.lib.tessera_cb_set_python_brackets(handle, 1 if on else 0)
+        hooks (True), the rest staying in C; reset with the buffer. `draws`: its draws too, and the
+        commands whose `python_if` reads bit 2 of the flag (icd/visible_prims.py, intercepts.py)."""
+        self.lib.tessera_cb_set_python_brackets(handle, (3 if draws else 1) if on else 0)
 
     # ---- deferred work: vkEndCommandBuffer's application on the worker -------------------------
     def _key(self, handle) -> int:

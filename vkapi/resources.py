@@ -68,6 +68,7 @@ class Pipeline:
     group_size: tuple[int, int, int] | None = None   # compute
     shader_cycles: dict[str, float] = field(default_factory=dict)   # stage -> cycles per invocation, when known
     instrumented: Any = None       # driver: icd.instrumentation.objects.InstrumentedPipeline: its shaders count blocks
+    visible: Any = None            # driver: icd.visible_prims.Plan: its draws' positions are captured and culled
 
 
 class Generation:

@@ -121,7 +121,8 @@ def test_csv_has_the_columns_and_rows_of_arms_service(frame_session, tmp_path):
     # Arm's layout: Index, Workload type, the layer's counters in its order, Label
     # the counters' names as Arm's layer names them (device.cpp addCounter), those the Mali-G720 has
     expected = ["Compute queue active cycles", "Binning phase queue active cycles", "Main phase queue active cycles",
-                "External read bytes", "External write bytes", "Input primitives", "Non-fragment threads",
+                "External read bytes", "External write bytes", "Input primitives", "Visible primitives",
+                "Non-fragment threads",
                 "Fragment threads", "Arithmetic unit FMA instructions", "Arithmetic unit CVT instructions",
                 "Arithmetic unit SFU instructions", "Varying unit cycles", "Texture unit cycles",
                 "Load/store unit cycles"]
@@ -131,6 +132,8 @@ def test_csv_has_the_columns_and_rows_of_arms_service(frame_session, tmp_path):
     assert rows[1][-1] == "frame|shadow pass" and rows[2][-1] == "frame|main pass"
     assert all(v.endswith(".00") or "." in v for r in rows[1:] for v in r[2:-1])
     assert rows[1][rows[0].index("External write bytes")] == f"{TARGET_BYTES:.2f}"
+    # modelled counters have no visible primitives (measured only): the fixed column says 0.00, as Arm's does
+    assert rows[1][rows[0].index("Visible primitives")] == "0.00"
     out = run([TESSERA, "counters", frame_session, "--per", "frame", "--csv", tmp_path / "f"], None)
     assert out.returncode == 0, out.stderr
     frames = list(csv.reader((tmp_path / "f" / "capture.csv").open(newline="")))

@@ -7,7 +7,9 @@ ci_frame.py (tests/integration/apps): a 64x64 target, "shadow pass" 1 full-scree
 target, covering columns 0..31 (inside), 48..63 (the quad's other half is beyond the right edge) and
 nothing (wholly outside): 2048 + 1024 pixels. compute_collatz.py: dispatches of 10 and 10 groups and
 an indirect one of 12, 32 invocations per group; with --own-query the application brackets the pass with
-its own pipeline-statistics query.
+its own pipeline-statistics query; with --culling four more passes whose visible primitives the app's
+docstring counts by hand (back-face culling with the pipeline's and with dynamic cull state, a triangle
+strip, an indexed strip with primitive restart).
 """
 from __future__ import annotations
 
@@ -23,13 +25,17 @@ APPS = REPO / "tests" / "integration" / "apps"
 W = H = 64
 PASS_MEASURED = {"MaliGeomTotalPrim", "MaliGeomTrianglePrim", "MaliNonFragThread", "MaliNonFragWarp", "MaliFragThread",
                  "MaliFragWarp"}
+VISIBLE = PASS_MEASURED | {"MaliGeomVisiblePrim"}   # and the positions captured (icd/visible_prims.py)
+
+
+APP_OPTIONS = ("--own-query", "--culling", "--app-xfb")
 
 
 def _run(tmp_path, name: str, program, *options) -> object:
-    """`options` for `tessera run`, then `--own-query` (an app option) if given."""
+    """`options` for `tessera run`, then the app's options (APP_OPTIONS) if given."""
     session = tmp_path / name
-    app_options = [o for o in options if o == "--own-query"]
-    options = [o for o in options if o != "--own-query"]
+    app_options = [o for o in options if o in APP_OPTIONS]
+    options = [o for o in options if o not in APP_OPTIONS]
     out = run([TESSERA, "run", *options, "--out", session, "--", PYTHON, program, *app_options], None)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "OK" in out.stdout, out.stdout
@@ -59,6 +65,7 @@ def test_full_screen_draws_count_every_pixel_and_primitive(frames):
         c = w.counters
         assert c["MaliFragThread"] == W * H * draws                 # every pixel, once per full-screen draw
         assert c["MaliGeomTotalPrim"] == c["MaliGeomTrianglePrim"] == 2 * draws
+        assert c["MaliGeomVisiblePrim"] == 2 * draws                # full-screen: nothing culled
         assert c["MaliNonFragThread"] == 6 * draws                  # vertex invocations
         assert c["MaliFragWarp"] == -(-W * H * draws // 16)           # the Mali-G720's 16-wide warps
         # the model's estimate, which the measurement replaces: a quarter of the area per draw
@@ -68,11 +75,11 @@ def test_full_screen_draws_count_every_pixel_and_primitive(frames):
     # the slices say which counters were measured; the copy's none
     args = _slice_args(frames[0])
     rp = [a for a in args if a["Workload"] == "render pass"]
-    assert len(rp) == 4 and all(set(a["Measured"].split(", ")) == PASS_MEASURED for a in rp)
+    assert len(rp) == 4 and all(set(a["Measured"].split(", ")) == VISIBLE for a in rp)
     assert all("Measured" not in a for a in args if a["Workload"] == "transfer")
     assert all("Measured" not in a for a in _slice_args(frames[1]))
     # the readers say it too: per workload (hostd/counters.py), and `tessera counters` marks the values
-    assert all(set(w.measured) == PASS_MEASURED for w in passes) and not any(w.measured for w in modelled.workloads)
+    assert all(set(w.measured) == VISIBLE for w in passes) and not any(w.measured for w in modelled.workloads)
     table = run([TESSERA, "counters", frames[0]], None).stdout
     assert f"{W * H:,}*" in table and "* measured by the backend's pipeline-statistics queries" in table
     assert "*" not in run([TESSERA, "counters", frames[1]], None).stdout
@@ -86,9 +93,42 @@ def test_clipped_draw_counts_only_what_is_on_screen(tmp_path, shims):
     assert c["MaliNonFragThread"] == 18
     assert c["MaliFragThread"] == 32 * 64 + 16 * 64           # the covered pixels (the app checks the image)
     assert c["MaliFragThread"] != W * H * timing.DRAW_COVERAGE
-    # lavapipe's clipping primitives count only what its clipper outputs: visible primitives are not
-    # measurable on it, and no value stands in for them (docs/counters.md "Measured")
-    assert "MaliGeomVisiblePrim" not in c
+    # the quads over [-1, 0] and [0.5, 1.5] are visible, the one over [2, 3] lies wholly beyond x = w
+    # (lavapipe's clipping statistics give 6 and 0 here: docs/counters.md "Measured")
+    assert c["MaliGeomVisiblePrim"] == 4
+
+
+# The hand-counted references of clipped_draws.py --culling (its docstring): input, visible primitives.
+CULLING = {"clipped pass": (6, 4), "culled pass": (6, 4), "dynamic cull pass": (8, 4), "strip pass": (6, 4),
+           "indexed pass": (4, 2)}
+
+
+def test_visible_primitives_are_the_ones_culling_keeps(tmp_path, shims):
+    """Positions captured by transform feedback and culled on the CPU: frustum, back faces (the
+    pipeline's cull state and dynamic state), strips (winding kept), an indexed strip with restart."""
+    session = _run(tmp_path, "culling", APPS / "clipped_draws.py", "--counters", "measured", "--culling")
+    passes = {w.labels[-1]: w for w in read_session(session).workloads if w.arm_type == "renderpass"}
+    assert {name: (w.counters["MaliGeomTotalPrim"], w.counters["MaliGeomVisiblePrim"])
+            for name, w in passes.items()} == CULLING
+    assert all("MaliGeomVisiblePrim" in w.measured for w in passes.values())
+    rp = [a for a in _slice_args(session) if a["Workload"] == "render pass"]
+    assert len(rp) == 2 * len(CULLING) and all(a["Measured"].endswith(", MaliGeomVisiblePrim") for a in rp)
+    # Arm's CSV has its "Visible primitives" column (the Mali-G720 has the counter)
+    out = tmp_path / "csv"
+    assert run([TESSERA, "counters", session, "--csv", out], None).returncode == 0
+    header = (out / "frame_00000.csv").read_text().splitlines()[0]
+    assert "Visible primitives" in header.split(",")
+
+
+def test_no_visible_primitives_without_capture(tmp_path, shims, frames):
+    """Modelled counters never show them (no zero stands in); nor does a device whose application enabled
+    transform feedback itself (the driver leaves it to the application), whose other counters stay measured."""
+    modelled = read_session(frames[1])
+    assert not any("MaliGeomVisiblePrim" in w.counters for w in modelled.workloads)
+    own = read_session(_run(tmp_path, "app-xfb", APPS / "clipped_draws.py", "--counters", "measured", "--app-xfb"))
+    [w] = [w for w in own.workloads if w.arm_type == "renderpass"]
+    assert "MaliGeomVisiblePrim" not in w.counters and w.counters["MaliFragThread"] == 32 * 64 + 16 * 64
+    assert set(w.measured) == PASS_MEASURED
 
 
 def test_dispatch_threads_are_the_counted_invocations(tmp_path, shims):

@@ -83,3 +83,17 @@ def test_equation_whitelist():
     for bad in ("__import__('os')", "a.b", "a ** 2", "'x'", "[a]", "a if b else c"):
         with pytest.raises((ValueError, SyntaxError)):
             counters.Equation(bad)
+
+
+def test_visible_primitives_are_arms_hardware_counter():
+    """MaliGeomVisiblePrim (measured: icd/visible_prims.py) as the saved database element gives it, read here
+    without the generator: PRIM_VISIBLE, stable ID 148, in both GPUs' hardware layouts."""
+    [info] = [i for i in ET.parse(SOURCES / "Mali-CounterInfo-03b-Tiler-Primitives.excerpt.xml").getroot()
+              if i.findtext("MachineName") == "MaliGeomVisiblePrim"]
+    want = (int(info.findtext("StableID")), info.findtext("HumanName"), info.findtext("Units"),
+            info.findtext("GroupName"), ("PRIMITIVES",), info.findtext("SourceName"), None)
+    assert want == (148, "Visible primitives", "primitives", "Primitive Culling", ("PRIMITIVES",), "PRIM_VISIBLE", None)
+    for gpu in ("Mali-G720", "Mali-G78"):
+        assert gpu in {g.text for g in info.iter("GPU")}
+        assert 'name="PRIM_VISIBLE"' in (SOURCES / f"{gpu}.xml").read_text(encoding="utf-8")
+        assert COUNTERS[gpu]["MaliGeomVisiblePrim"] == want
