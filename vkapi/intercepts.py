@@ -275,13 +275,13 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdPushDescriptorSetWithTemplate2": {
         ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+    "vkCmdResolveImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
+    "vkCmdResolveImage2": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdSetCullMode": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
     "vkCmdSetFrontFace": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
     "vkCmdSetPrimitiveTopology": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
     "vkCmdSetViewport": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
     "vkCmdSetViewportWithCount": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},
-    "vkCmdResolveImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
-    "vkCmdResolveImage2": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdTraceRaysIndirectKHR": {
         ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.indirect_sizes"),
         LAYER: In("layer.workloads", "layer.instrument")},
