@@ -65,6 +65,7 @@ class Plan:
         free_at, floors, ends = gpu.free_at, order.floors, order.ends
         earliest, submission, end = placer.earliest, tl._submissions, placer.end
         binning_end = 0
+        last_tokens, labels = None, b""
         for step, shape in zip(self.steps, shapes):
             if shape is None:
                 order.barrier(*step) if step else order.barrier()
@@ -86,9 +87,10 @@ class Plan:
                 ends[cls] = stop
             if stop > end:
                 end = stop
-            tag = step.tag
-            labels = trace.label_entries([n if type(n) is str else names[n] for n in step.labels],
-                                         tag if type(tag) is not int else names[tag])
+            if step.labels is not last_tokens:   # a pass's two events share theirs
+                last_tokens, tag = step.labels, step.tag
+                labels = trace.label_entries([n if type(n) is str else names[n] for n in last_tokens],
+                                             tag if type(tag) is not int else names[tag])
             trace.emit(shape, start, labels, submission, instance)
         placer.end = end
         tl.plans.placed += 1
