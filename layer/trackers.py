@@ -62,12 +62,10 @@ class PassPart:
     descriptor_reads: Any = None            # descriptors.PassReads: images its draws read (--content)
 
     def again(self, workload: Workload | None) -> "PassPart":
-        """This part as a recording made again has it (layer/replay.py): `workload`, no captures, the
-        rest shared (a shallow copy, every field included)."""
-        part = object.__new__(PassPart)
-        part.__dict__.update(self.__dict__)
-        part.workload, part.captures = workload, []
-        return part
+        """This part as a recording made again has it (layer/replay.py): `workload`, no captures, every
+        other field shared (tests/layer/test_replay_parts.py checks that none is left out)."""
+        return PassPart(workload, self.meta, self.draws, [], self.suspends, self.resumes, self.content,
+                        self.descriptor_reads)
 
 
 @dataclass
