@@ -47,8 +47,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
@@ -58,6 +57,9 @@ from .feature import DeviceRequest, Feature
 from .indirect_sizes import then
 from .objects import CommandBuffer, Device
 from .recording import Draw
+
+if TYPE_CHECKING:
+    import numpy as np
 
 EXTENSION = "VK_EXT_transform_feedback"
 # The state-setting commands only this module reads: handed out only with measured counters on (entry.py), so
@@ -92,6 +94,7 @@ def count_visible(positions: np.ndarray, per_primitive: int, cull_mode: int, fro
     that survive Mali's culling: the frustum test (wholly outside one clip plane), then for
     triangles the zero-area and facing tests (VkCullModeFlags `cull_mode`, VkFrontFace `front_face`;
     `flip_y`: the viewport's height is negative)."""
+    import numpy as np   # here: only measured counters count, and numpy takes ~35 ms to import at start-up
     n = len(positions) // per_primitive
     p = np.asarray(positions[:n * per_primitive], dtype=np.float64).reshape(n, per_primitive, 4)
     x, y, z, w = p[..., 0], p[..., 1], p[..., 2], p[..., 3]
@@ -243,6 +246,7 @@ class Capture:
             if hit is not None:
                 self.visible = hit
                 return
+        import numpy as np
         positions = np.frombuffer(ffi.buffer(buf.mapped, written), dtype=np.float32).reshape(-1, 4)
         self.visible = count_visible(positions, *state)
         if key is not None:
