@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
+from . import shader_modules
 from .driver import Driver
 from .feature import DeviceRequest, Feature
 from .indirect_sizes import then
@@ -434,15 +435,11 @@ class VisiblePrimitives(Feature):
             self.log.info("visible primitives: a vertex shader is not captured (%s)", e)
             return None
         rewritten = module.to_bytes()
-        words = ffi.new("uint32_t[]", len(rewritten) // 4)
-        ffi.memmove(words, rewritten, len(rewritten))
-        info = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                                      "codeSize": len(rewritten), "pCode": words})
-        out = ffi.new("VkShaderModule *")
-        if dev.next.vkCreateShaderModule(dev.handle, info, ffi.NULL, out) != vk.VK_SUCCESS:
+        result, shader = shader_modules.create(ffi, dev, rewritten)
+        if result != vk.VK_SUCCESS:
             return None
-        dev.res.shaders[int(out[0])] = rewritten
-        return int(out[0])
+        dev.res.shaders[int(shader)] = rewritten
+        return int(shader)
 
     def after_vkCreateGraphicsPipelines(self, dev, result, device, cache, count, pInfos, pAllocator, pPipelines):
         entry = self.pending.pop(int(self.ffi.cast("uintptr_t", pPipelines)), None)

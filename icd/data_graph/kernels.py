@@ -26,7 +26,7 @@ from typing import Any
 from tessera.vkapi import paths
 from tessera.vkapi.vkconst import vk
 
-from .. import layouts
+from .. import layouts, shader_modules
 from ..counter_memory import HOST_COHERENT
 
 SHADER_DIR = paths.BUILD_DIR / "data_graph"
@@ -136,14 +136,9 @@ def _pipeline_for(ffi, dev, k: Kernels, app: tuple | None, shader: str) -> tuple
     if key not in k.pipelines:
         module = k.modules.get((shader, index))
         if module is None:
-            code = with_set_index(shader_code(shader), index)
-            words = ffi.new("uint32_t[]", len(code) // 4)   # held here: the create info only points at it
-            ffi.memmove(words, code, len(code))
-            info = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                                          "codeSize": len(code), "pCode": words})
-            out = ffi.new("VkShaderModule *")
-            _check(dev.next.vkCreateShaderModule(dev.handle, info, ffi.NULL, out), "vkCreateShaderModule")
-            module = k.modules[(shader, index)] = int(out[0])
+            result, created = shader_modules.create(ffi, dev, with_set_index(shader_code(shader), index))
+            _check(result, "vkCreateShaderModule")
+            module = k.modules[(shader, index)] = int(created)
         name = ffi.new("char[]", b"main")
         info = ffi.new("VkComputePipelineCreateInfo *", {
             "sType": vk.VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,

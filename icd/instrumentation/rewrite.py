@@ -26,7 +26,7 @@ from typing import Any, Callable
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from .. import counter_memory
+from .. import counter_memory, shader_modules
 from ..driver import Driver
 from ..objects import Device
 from .objects import REGION_MAX_BYTES, DeviceInstrumentation, InstrumentedPipeline, InstrumentedStage
@@ -168,17 +168,12 @@ class Rewriter:
             raise InstrumentError(f"the {name} stage's SPIR-V is unknown to the driver")
         rewritten, done = self.rewrite_code(name, code, structs.string(ffi, stage.pName), self.code_spec(stage),
                                             set_index, base)
-        words = ffi.new("uint32_t[]", len(rewritten) // 4)
-        ffi.memmove(words, rewritten, len(rewritten))
-        info = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                                      "codeSize": len(rewritten), "pCode": words})
-        out = ffi.new("VkShaderModule *")
-        result = dev.next.vkCreateShaderModule(dev.handle, info, ffi.NULL, out)
+        result, module = shader_modules.create(ffi, dev, rewritten)
         if result != vk.VK_SUCCESS:
             raise InstrumentError(f"vkCreateShaderModule failed ({result})")
-        dev.res.shaders[int(out[0])] = code     # reflection and costs see the application's SPIR-V
-        keep.append(("module", int(out[0])))
-        stage.module = out[0]
+        dev.res.shaders[int(module)] = code     # reflection and costs see the application's SPIR-V
+        keep.append(("module", int(module)))
+        stage.module = module
         return done
 
     def rewrite_code(self, name: str, code: bytes, entry: str, spec, set_index: int, base: int

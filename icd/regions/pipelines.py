@@ -15,7 +15,7 @@ from __future__ import annotations
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
-from .. import counter_memory
+from .. import counter_memory, shader_modules
 from ..objects import Device
 from .props import REGION_SIZE
 from .state import DeviceRegions, RegionsError, Variant
@@ -77,14 +77,9 @@ def make_variant(ffi, dev: Device, state: DeviceRegions, src, profile_key) -> Va
     layout, set_index = extended_layout(ffi, dev, state, int(src.layout))
     module = parse(code)
     add_region_counters(module, entry, set_index, 0, REGION_SIZE, ops, source)
-    rewritten = module.to_bytes()
-    words = ffi.new("uint32_t[]", len(rewritten) // 4)
-    ffi.memmove(words, rewritten, len(rewritten))
-    minfo = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                                   "codeSize": len(rewritten), "pCode": words})
-    shader = ffi.new("VkShaderModule *")
-    check(dev.next.vkCreateShaderModule(dev.handle, minfo, ffi.NULL, shader), "vkCreateShaderModule")
-    stage.module = shader[0]
+    result, shader = shader_modules.create(ffi, dev, module.to_bytes())
+    check(result, "vkCreateShaderModule")
+    stage.module = shader
     if stage.pNext != ffi.NULL:   # an inline VkShaderModuleCreateInfo would override the module
         stage.pNext = structs.rebuild_chain(ffi, [n for n in structs.chain(ffi, stage.pNext)
                                                   if n.sType != vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO],
@@ -97,5 +92,5 @@ def make_variant(ffi, dev: Device, state: DeviceRegions, src, profile_key) -> Va
         check(dev.next.vkCreateGraphicsPipelines(dev.handle, 0, 1, info, ffi.NULL, out),
               "vkCreateGraphicsPipelines")
     finally:
-        dev.next.vkDestroyShaderModule(dev.handle, shader[0], ffi.NULL)
+        dev.next.vkDestroyShaderModule(dev.handle, shader, ffi.NULL)
     return Variant(int(out[0]), layout, set_index)

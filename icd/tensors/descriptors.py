@@ -33,6 +33,7 @@ from typing import Any
 from tessera.vkapi import structs
 from tessera.vkapi.vkconst import vk
 
+from .. import shader_modules
 from ..driver import Driver
 from ..feature import Feature
 from ..objects import Device
@@ -446,17 +447,13 @@ class TensorDescriptors(Feature):
             if lowered is None:
                 refuse(command, f"{where}: no empty stand-in for stage 0x{stage.stage:x}: left as it is")
                 return
-        words = ffi.new("uint32_t[]", len(lowered) // 4)
-        ffi.memmove(words, lowered, len(lowered))
-        minfo = ffi.new("VkShaderModuleCreateInfo *", {"sType": vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
-                                                       "codeSize": len(lowered), "pCode": words})
-        out = ffi.new("VkShaderModule *")
-        if dev.next.vkCreateShaderModule(dev.handle, minfo, ffi.NULL, out) != vk.VK_SUCCESS:
+        result, module = shader_modules.create(ffi, dev, lowered)
+        if result != vk.VK_SUCCESS:
             refuse(command, f"{where}: the backend refused the lowered tensor shader")
             return
-        dev.res.shaders[int(out[0])] = lowered
-        modules.append(int(out[0]))
-        stage.module = out[0]
+        dev.res.shaders[int(module)] = lowered
+        modules.append(int(module))
+        stage.module = module
         nodes = [n for n in structs.chain(ffi, stage.pNext)
                  if n.sType != vk.VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO]
         stage.pNext = structs.rebuild_chain(ffi, nodes, keep)
