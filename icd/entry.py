@@ -26,6 +26,7 @@ from .device import EMULATED_COMMANDS
 from .driver import Driver
 from .instrumentation import hooks as instrumentation
 from .objects import Objects
+from .placement_plans import NativePlacer
 from .regions import hooks as regions
 from .replay import ShadowProducts
 from .settings import IcdSettings
@@ -53,6 +54,7 @@ def install(ffi, lib) -> None:
     recorder.reuse_recordings(ShadowProducts())
     timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report,
                         counters=settings.counters)
+    timeline.native = NativePlacer(ffi, lib)
     drv = Driver(ffi, lib, HookSet(errors, recorder), Objects(ffi), backend, settings.profile, timeline=timeline,
                  c_submits=settings.c_submits, submit_ledger=SubmitLedger(ffi, lib, warn),
                  # measured counters only where counters are shown: a GPU with Arm's counter table

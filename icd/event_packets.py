@@ -100,6 +100,13 @@ class EventEncoder:
             cached = self._extras[k] = b"".join(extra_entry(n, arg_text(v)) for n, v in items.items())
         return cached
 
+    def constant_parts(self, label_name: str, stack_name: str) -> tuple[bytes, ...]:
+        """What a native placement plan patches events with (icd/placement_plans.py, its header's order):
+        the event_id, render pass instance, timestamp, event and packet keys, the packet's sequence head,
+        the extra_data key, the label and label stack entries' name parts and the value key."""
+        return (K_EVENT_ID, K_RENDER_PASS_INSTANCE, K_TIMESTAMP, K_EVENT, PACKET_TAG, self._head, K_EXTRA,
+                _delimited(K_NAME, label_name.encode()), _delimited(K_NAME, stack_name.encode()), K_VALUE)
+
     def shape(self, *, duration: int, args: bytes, render_pass_handle: int | None, gpu: int,
               command_buffer: int, queue: int, stage: int) -> "EventShape":
         """The parts of an event's packet that stay the same each time the same workload is placed

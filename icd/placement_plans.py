@@ -16,13 +16,15 @@ is reused while it lives). Used by the timeline's one placing thread at a time.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
-from tessera.schemas.labels import TAG_LABEL, tag_label
+from tessera.schemas.labels import TAG_LABEL, TAG_PREFIX, tag_label
 from tessera.vkapi.ops import Barrier, Execute, LabelBegin, LabelEnd, PassBegin, PassEnd
 
 from .recording import Draw, Work
+from .scheduler import CLASSES, EmulatedGpu
 
 if TYPE_CHECKING:
     from .timeline import _Placer, _Template
@@ -40,7 +42,7 @@ class _Event:
     stage: str
     args: bytes
     labels: tuple[Token, ...]
-    tag: Token | None                # the innermost t<tag> label of `labels` (schemas/labels.innermost_tag)
+    tag_at: int                      # where in `labels` the innermost t<tag> label is (innermost_tag); -1: none
     render_pass: int | None = None   # a pass's phases: the pass's handle
     follows_binning: bool = False    # a pass's main phase
 
@@ -50,8 +52,18 @@ class Plan:
     steps: list                       # _Event, or a Barrier's scope (a tuple, or None for a full barrier)
     exit_labels: tuple[Token, ...]    # the queue's label stack after the recording
     shapes: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> each event's EventShape
+    native: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> NativePlacer's plan bytes
 
     def place(self, placer: "_Placer", address: int, tags: list[int]) -> None:
+        tl = placer.tl
+        native = tl.native
+        if native is None or not native.place(self, placer, address, tags):
+            self._place(placer, address, tags)
+        tl.plans.placed += 1
+        placer.labels[:] = [n if type(n) is str else tag_label(tags[n]) for n in self.exit_labels]
+
+    def _place(self, placer: "_Placer", address: int, tags: list[int]) -> None:
+        """Place and encode in Python (what NativePlacer does in C)."""
         tl, gpu, order = placer.tl, placer.gpu, placer.order
         trace = tl.trace
         names = [tag_label(t) for t in tags]
@@ -88,13 +100,90 @@ class Plan:
             if stop > end:
                 end = stop
             if step.labels is not last_tokens:   # a pass's two events share theirs
-                last_tokens, tag = step.labels, step.tag
-                labels = trace.label_entries([n if type(n) is str else names[n] for n in last_tokens],
-                                             tag if type(tag) is not int else names[tag])
+                last_tokens = step.labels
+                texts = [n if type(n) is str else names[n] for n in last_tokens]
+                labels = trace.label_entries(texts, texts[step.tag_at] if step.tag_at >= 0 else None)
             trace.emit(shape, start, labels, submission, instance)
         placer.end = end
-        tl.plans.placed += 1
-        placer.labels[:] = [n if type(n) is str else names[n] for n in self.exit_labels]
+
+
+class NativePlacer:
+    """Plan.place in C (vkapi/runtime/event_packets.c `tessera_place_events`): the plan as bytes, made once
+    per plan and command buffer (`_native_plan`), and per placement one call that places every event and
+    appends its packet. What C cannot do (a plan too big for its buffers) Python does. `lib`/`ffi`: the
+    driver shim's."""
+    CLASSES = CLASSES
+    QUEUES = tuple(EmulatedGpu().free_at)
+
+    def __init__(self, ffi, lib) -> None:
+        self.ffi, self.lib = ffi, lib
+        self._state = ffi.new("int64_t[16]")
+
+    def place(self, plan: Plan, placer: "_Placer", address: int, tags: list[int]) -> bool:
+        """True when C placed the plan; False (nothing changed) when Python must."""
+        key = (placer.gpu_id, address)
+        made = plan.native.get(key)
+        if made is None:
+            blob, bound = _native_plan(plan, placer, address)
+            made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), self.ffi.new("uint8_t[]", bound),
+                                       bound)
+        blob, size, out, bound = made
+        tl, gpu, order = placer.tl, placer.gpu, placer.order
+        trace = tl.trace
+        free_at, floors, ends = gpu.free_at, order.floors, order.ends
+        st = self._state
+        st[0:16] = [placer.earliest, placer.end, tl._submissions, trace._next_event, tl._render_pass_instances,
+                    *(free_at[q] for q in self.QUEUES), *(floors[c] for c in CLASSES), *(ends[c] for c in CLASSES)]
+        n = self.lib.tessera_place_events(blob, size, tags, len(tags), st, out, bound)
+        if n < 0:
+            return False
+        events = st[3] - trace._next_event
+        trace.emit_encoded(self.ffi.buffer(out, n)[:], events)
+        placer.end, tl._render_pass_instances = st[1], st[4]
+        for i, q in enumerate(self.QUEUES):
+            free_at[q] = st[5 + i]
+        for i, c in enumerate(CLASSES):
+            floors[c], ends[c] = st[8 + i], st[12 + i]
+        return True
+
+
+_TAG_DIGITS = 20   # the longest decimal u64, for a plan's output bound
+
+
+def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, int]:
+    """`plan`'s bytes for tessera_place_events (the format is in vkapi/runtime/event_packets.c) and the most
+    bytes its events can take."""
+    trace = placer.tl.trace
+    parts = trace.constant_parts()
+    out = [struct.pack("<I", len(plan.steps))]
+    out += [struct.pack("<H", len(b)) + b for b in (*parts, TAG_PREFIX.encode())]
+    bound = 0
+    classes = {c: i for i, c in enumerate(CLASSES)}
+    queues = {q: i for i, q in enumerate(NativePlacer.QUEUES)}
+    for step in plan.steps:
+        if type(step) is not _Event:   # a barrier: its scope's classes as bits (None: every class)
+            src, dst = step if step else (CLASSES, CLASSES)
+            out.append(struct.pack("<BBB", 1, sum(1 << classes[c] for c in src), sum(1 << classes[c] for c in dst)))
+            continue
+        shape = trace.shape(duration_ns=step.duration_ns, queue=step.queue, stage=step.stage, gpu_id=placer.gpu_id,
+                            command_buffer=address, args=step.args, render_pass_handle=step.render_pass)
+        flags = (1 if step.render_pass is not None else 0) | (2 if step.follows_binning else 0)
+        out.append(struct.pack("<BBBBqhH", 0, classes[step.cls], queues[step.queue], flags, step.duration_ns,
+                               step.tag_at, len(step.labels)))
+        text = 0
+        for token in step.labels:
+            if type(token) is int:
+                out.append(struct.pack("<BI", 1, token))
+                text += len(TAG_PREFIX) + _TAG_DIGITS
+            else:
+                data = token.encode()
+                out.append(struct.pack("<BH", 0, len(data)) + data)
+                text += len(data)
+        for part in shape:
+            out.append(struct.pack("<I", len(part)) + part)
+        # the packet: its parts, the labels (text twice at most, with keys and lengths), and 7 varints
+        bound += sum(map(len, shape)) + sum(map(len, parts)) + 2 * text + 3 * len(step.labels) + 128
+    return b"".join(out), bound
 
 
 class Plans:
@@ -123,14 +212,14 @@ def _make(placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
     """What placing `product`'s ops writes, as `_Placer` places them; None if one needs the walk."""
     from .timeline import PassRun   # the timeline imports this module
 
-    tag_at = {i: k for i, _, k in product.tag_ops}
+    tag_of = {i: k for i, _, k in product.tag_ops}   # op position -> its tag's index
     stack: list[Token] = list(entry)
     steps: list = []
     run = None
     for i, op in enumerate(product.ops):
         kind = type(op)
         if kind is LabelBegin:
-            stack.append(tag_at.get(i, op.name))
+            stack.append(tag_of.get(i, op.name))
         elif kind is LabelEnd:
             if stack:
                 stack.pop()
@@ -152,16 +241,16 @@ def _make(placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
             if op.resuming or run is not None:
                 return None
             run = PassRun(op.info, [], 0)
-            labels, tag = tuple(stack), _innermost_tag(stack)
+            labels, tag_at = tuple(stack), _innermost_tag(stack)
         elif kind is PassEnd:
             if op.suspending or run is None:
                 return None
             t: _Template = placer._pass_template(run)
             handle = run.info.handle
             steps.append(_Event("vertex", t.binning.queue, t.binning.duration_ns, t.binning.stage, t.binning_args,
-                                labels, tag, handle))
+                                labels, tag_at, handle))
             steps.append(_Event("fragment", t.main.queue, t.main.duration_ns, t.main.stage, t.main_args,
-                                labels, tag, handle, follows_binning=True))
+                                labels, tag_at, handle, follows_binning=True))
             run = None
         elif kind is Execute:
             return None
@@ -170,6 +259,7 @@ def _make(placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
     return Plan(steps, tuple(stack))
 
 
-def _innermost_tag(stack: list[Token]) -> Token | None:
-    """innermost_tag of a plan's label stack: a tag slot is a t<tag> label."""
-    return next((t for t in reversed(stack) if type(t) is int or TAG_LABEL.match(t)), None)
+def _innermost_tag(stack: list[Token]) -> int:
+    """Where innermost_tag finds a plan's label stack's t<tag> label (a tag slot is one); -1: nowhere."""
+    return next((i for i in range(len(stack) - 1, -1, -1)
+                 if type(stack[i]) is int or TAG_LABEL.match(stack[i])), -1)

@@ -69,6 +69,13 @@ TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance ins
 }
 """
 
+# The timeline's placement plans in C (icd/placement_plans.py NativePlacer).
+PLACEMENT_C = "event_packets.c"   # in vkapi/runtime/
+PLACEMENT_CDEF = """
+long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *tags, size_t ntags,
+                          int64_t *state, uint8_t *out, size_t cap);
+"""
+
 # cffi-only declarations: dlopen of the backend driver (the C side is <dlfcn.h>).
 DLFCN_CDEF = """
 #define RTLD_NOW ...
@@ -87,7 +94,7 @@ PNEXT_TYPES = ("structs:all",)
 
 
 def spec() -> "ShimSpec":
-    from tessera.vkapi.shim import ShimSpec   # the builder: not on the driver's/layer's load path
+    from tessera.vkapi.shim import RUNTIME_DIR, ShimSpec   # the builder: not on the driver's/layer's load path
 
     return ShimSpec(
         module_name="_tessera_mali_icd_shim",
@@ -100,12 +107,12 @@ def spec() -> "ShimSpec":
             PFN_vkVoidFunction tessera_icd_gipa(VkInstance instance, const char* pName);
             PFN_vkVoidFunction tessera_icd_gpdpa(VkInstance instance, const char* pName);
         """,
-        c_glue=C_GLUE,
+        c_glue=C_GLUE + (RUNTIME_DIR / PLACEMENT_C).read_text(),
         init_module="tessera.icd.entry",
         recorded=RECORDED,
         answered=ANSWERED,
         submit_path=SubmitPath(queue_labels=True),   # the driver consumes queue labels (labels.py)
-        extra_cdef=DLFCN_CDEF,
+        extra_cdef=DLFCN_CDEF + PLACEMENT_CDEF,
         manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},
         manifest_dir=paths.ICD_MANIFEST_DIR,
     )

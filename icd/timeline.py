@@ -49,7 +49,7 @@ from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
 from .measured_counters import pass_stats
-from .placement_plans import Plans
+from .placement_plans import NativePlacer, Plans
 from .recording import Draw, Work
 from .replay import ReplayedOps
 from .scheduler import EmulatedGpu, QueueOrder
@@ -119,6 +119,7 @@ class Timeline:
         self._render_pass_instances = 0
         self.templates = Templates()   # the phases and args of passes and works placed again
         self.plans = Plans()           # how recordings made again (icd/replay.py) are placed
+        self.native: NativePlacer | None = None   # placement plans in C (set by the driver; None: in Python)
         # Hand-over to the worker: jobs numbered in call order; `_done` is the last one finished.
         self._jobs: collections.deque = collections.deque()   # (ticket, fn, args, completion)
         self._running = threading.Lock()   # held by whoever runs jobs: the worker, or a settling thread

@@ -145,6 +145,18 @@ class GpuTrace:
         stack = self._encoder.entry(_LABEL_STACK_KEY, " / ".join(labels))
         return stack if tag is None else self._encoder.entry(_LABELS_KEY, tag) + stack
 
+    def constant_parts(self) -> tuple[bytes, ...]:
+        """EventEncoder.constant_parts of this trace's label args (a native placement plan's header)."""
+        if not self._started:
+            self._start()
+        return self._encoder.constant_parts(_LABELS_KEY, _LABEL_STACK_KEY)
+
+    def emit_encoded(self, data: bytes, events: int) -> None:
+        """Append `events` events encoded elsewhere (a native placement plan), their ids the next ones."""
+        self._next_event += events
+        if not self._write_failed:
+            self._writer.write_framed(data)
+
     def emit(self, shape: "packets.EventShape", start_ns: int, labels: bytes, submission_id: int,
              render_pass_instance: int | None = None) -> int:
         """Append one render-stage event of `shape` (`shape`) starting at `start_ns`, with its label

@@ -1,0 +1,107 @@
+"""Placement plans in C (vkapi/runtime/event_packets.c, icd/placement_plans.NativePlacer) write exactly what
+the same plans placed in Python write: every event packet byte for byte (times, ids, labels, render pass
+instances, args), and the same scheduler state after, over frames of labelled passes, dispatches,
+transfers and scoped and full barriers, with the queue's labels open on entry and tags of every length.
+The C function is called in the built driver shim (make shims), loaded here with cffi's ABI mode."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import cffi
+import pytest
+
+from tessera.icd import shim_spec
+from tessera.icd import timeline as timeline_module
+from tessera.icd.placement_plans import NativePlacer
+from tessera.icd.profiles import DEFAULT_PROFILE, PROFILES
+from tessera.icd.recording import Draw, Work
+from tessera.icd.replay import ReplayedOps
+from tessera.icd.timeline import Timeline, batch
+from tessera.schemas.labels import tag_label
+from tessera.schemas.perfetto import read_packets
+from tessera.vkapi import paths
+from tessera.vkapi.ops import FULL_BARRIER, LABEL_END, PASS_END, Barrier, LabelBegin, LabelInsert, PassBegin
+from tessera.vkapi.render_passes import PassInfo
+
+
+@pytest.fixture(scope="module")
+def native(shims):
+    ffi = cffi.FFI()
+    ffi.cdef(shim_spec.PLACEMENT_CDEF)
+    return ffi, ffi.dlopen(str(paths.BUILD_DIR / shim_spec.LIBRARY))
+
+
+def _pass(width: int) -> PassInfo:
+    return PassInfo("vkCmdBeginRendering", 0, width, 64, 1, 1, [], width * 64 * 4, width * 64 * 4, True)
+
+
+def _product() -> SimpleNamespace:
+    """One recording's ops: a frame label around labelled passes (their draws), dispatches, a transfer,
+    barriers and a marker; each workload in its own t<tag> label, as the layer records them."""
+    ops, tag_ops = [LabelBegin("frame ü")], []
+
+    def tagged(*inner) -> None:
+        tag_ops.append((len(ops), LabelBegin, len(tag_ops)))
+        ops.extend([LabelBegin("t0"), *inner, LABEL_END])
+
+    for i in range(3):
+        ops.append(LabelBegin(f"pass {i}"))
+        tagged(PassBegin(_pass(64 + 32 * i)), Draw(3 * (i + 1), i + 1, False, 2.0, 5.5, count=i + 1), PASS_END)
+        ops.append(LABEL_END)
+    ops.append(Barrier((frozenset({"fragment"}), frozenset({"compute"}))))
+    for i in range(2):
+        tagged(Work("dispatch", "compute", "vkCmdDispatch", {"groups": (i + 1, 1, 1)}, invocations=64 * (i + 1)))
+    ops.append(LabelInsert("marker"))
+    ops.append(FULL_BARRIER)
+    tagged(Work("transfer", "fill buffer", "vkCmdFillBuffer", {}, nbytes=4096))
+    ops.append(LabelBegin("t99"))   # an application label that looks like a tag, left open
+    return SimpleNamespace(ops=tuple(ops), tag_ops=tuple(tag_ops))
+
+
+def _frames(product, count: int) -> list[ReplayedOps]:
+    out, n = [], len(product.tag_ops)
+    for f in range(count):
+        tags = [(10 ** (f % 20)) + k for k in range(n)]   # tag texts from 1 to 20 digits long
+        ops = ReplayedOps(product.ops)
+        for i, kind, k in product.tag_ops:
+            ops[i] = kind(tag_label(tags[k]))
+        ops.product, ops.tags = product, tags
+        out.append(ops)
+    return out
+
+
+def _run(tmp_path, native, monkeypatch) -> tuple[list[bytes], tuple]:
+    clock = iter(range(10 ** 15, 2 * 10 ** 15, 7_777_777))   # each submit's host time, the same in both runs
+    monkeypatch.setattr(timeline_module, "boottime_ns", lambda: next(clock))
+    timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
+    if native is not None:
+        timeline.native = NativePlacer(*native)
+    queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=["queue label"])
+    for ops in _frames(_product(), 24):
+        timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
+        timeline.settle(block=True)
+    timeline.trace.flush()
+    events = [p.SerializeToString() for p in read_packets(timeline.trace.path) if p.HasField("gpu_render_stage_event")]
+    (gpu_id, gpu), = timeline._gpus.values()
+    (order,) = timeline._orders.values()
+    assert timeline.plans.placed == 24
+    return events, (dict(gpu.free_at), dict(order.floors), dict(order.ends), timeline._render_pass_instances,
+                    timeline.trace._next_event, tuple(queue.labels))
+
+
+def test_c_places_and_encodes_every_event_as_python_does(tmp_path, native, monkeypatch):
+    in_c, state_c = _run(tmp_path / "c", native, monkeypatch)
+    in_python, state_python = _run(tmp_path / "python", None, monkeypatch)
+    assert len(in_c) == 24 * 9   # 3 passes x 2 phases, 2 dispatches, 1 fill per frame
+    assert in_c == in_python
+    assert state_c == state_python
+    assert state_c[-1][-2:] == ("frame ü", "t99")   # the queue's labels left open, as the walk leaves them
+
+
+def test_a_damaged_plan_is_refused_and_changes_nothing(native):
+    ffi, lib = native
+    state = ffi.new("int64_t[16]", list(range(16)))
+    out = ffi.new("uint8_t[]", 64)
+    for plan in (b"", b"\x01\x00\x00\x00", b"\x01\x00\x00\x00" + b"\x00\x00" * 11 + b"\x07"):
+        assert lib.tessera_place_events(plan, len(plan), [], 0, state, out, 64) == -2
+    assert list(state) == list(range(16))

@@ -1,0 +1,191 @@
+/* The driver's placement plans in C (icd/placement_plans.py): place a reused recording's GPU events on
+ * the emulated timeline and append their TracePacket bytes, as Plan.place does in Python.
+ *
+ * The plan arrives as bytes Python made (placement_plans.native_plan): every protobuf key and constant
+ * part comes from there (icd/event_packets.py is the one layout), so this file knows the shape of the
+ * work, not the trace format. All integers little-endian:
+ *
+ *   header: u32 steps, then 11 byte strings (u16 length + bytes): event_id key, render pass instance key,
+ *           timestamp key, event key, packet key, the packet's sequence head, extra_data key, the label
+ *           entry's name part, the label stack entry's name part, the value key, the tag label prefix
+ *   step:   u8 kind: 0 an event, 1 a barrier
+ *   barrier: u8 source classes, u8 destination classes (bit i: class i of scheduler.CLASSES)
+ *   event:  u8 class, u8 hardware queue, u8 flags (1: a render pass phase, 2: its main phase), u64 duration,
+ *           i16 the token of the innermost t<tag> label (-1: none),
+ *           u16 tokens, each u8 kind (0: text, u16 length + bytes; 1: tag, u32 index into `tags`),
+ *           u32 length + the parts before the labels, u32 + the parts after them, u32 + the tail
+ *
+ * `state` (in/out; written back only on success): [0] earliest, [1] end, [2] submission id, [3] next
+ * event id, [4] render pass instances, [5..7] each hardware queue's free time, [8..11] each class's
+ * floor, [12..15] each class's last end. Returns the bytes written to `out`, -1 if `cap` is too small,
+ * -2 if the plan is damaged (nothing is written back then). */
+
+#define TESSERA_PLAN_STRINGS 11
+#define TESSERA_PLAN_STATE 16
+#define TESSERA_LABEL_MAX 4096
+
+typedef struct { const uint8_t *p; size_t n; } tessera_bytes;
+typedef struct { const uint8_t *at, *end; int bad; } tessera_reader;
+
+static uint64_t tessera_read(tessera_reader *r, size_t n)
+{
+    uint64_t v = 0;
+    if (r->bad || (size_t)(r->end - r->at) < n) { r->bad = 1; return 0; }
+    for (size_t i = 0; i < n; i++) v |= (uint64_t)r->at[i] << (8 * i);
+    r->at += n;
+    return v;
+}
+
+static tessera_bytes tessera_read_bytes(tessera_reader *r, size_t length_size)
+{
+    tessera_bytes b = { NULL, 0 };
+    size_t n = (size_t)tessera_read(r, length_size);
+    if (r->bad || (size_t)(r->end - r->at) < n) { r->bad = 1; return b; }
+    b.p = r->at; b.n = n;
+    r->at += n;
+    return b;
+}
+
+typedef struct { uint8_t *at, *end; int full; } tessera_writer;
+
+static void tessera_put(tessera_writer *w, const void *p, size_t n)
+{
+    if (w->full || (size_t)(w->end - w->at) < n) { w->full = 1; return; }
+    memcpy(w->at, p, n);
+    w->at += n;
+}
+
+static void tessera_varint(tessera_writer *w, uint64_t v)
+{
+    uint8_t b[10];
+    size_t n = 0;
+    while (v >= 0x80) { b[n++] = (uint8_t)(v | 0x80); v >>= 7; }
+    b[n++] = (uint8_t)v;
+    tessera_put(w, b, n);
+}
+
+static size_t tessera_varint_size(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+/* One extra_data entry: key, length, name part, value key, value length, value. */
+static void tessera_entry(tessera_writer *w, tessera_bytes key, tessera_bytes name, tessera_bytes value_key,
+                          const char *value, size_t n)
+{
+    tessera_put(w, key.p, key.n);
+    tessera_varint(w, name.n + value_key.n + tessera_varint_size(n) + n);
+    tessera_put(w, name.p, name.n);
+    tessera_put(w, value_key.p, value_key.n);
+    tessera_varint(w, n);
+    tessera_put(w, value, n);
+}
+
+long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *tags, size_t ntags,
+                          int64_t *state, uint8_t *out, size_t cap)
+{
+    tessera_reader r = { plan, plan + plan_len, 0 };
+    tessera_writer w = { out, out + cap, 0 };
+    int64_t st[TESSERA_PLAN_STATE];
+    memcpy(st, state, sizeof st);
+    uint32_t steps = (uint32_t)tessera_read(&r, 4);
+    tessera_bytes s[TESSERA_PLAN_STRINGS];
+    for (int i = 0; i < TESSERA_PLAN_STRINGS; i++) s[i] = tessera_read_bytes(&r, 2);
+    const tessera_bytes k_event_id = s[0], k_instance = s[1], k_timestamp = s[2], k_event = s[3], k_packet = s[4],
+        head = s[5], k_extra = s[6], label_name = s[7], stack_name = s[8], k_value = s[9], prefix = s[10];
+    if (r.bad || prefix.n > 16) return -2;
+    int64_t binning_end = 0;
+    char stack[TESSERA_LABEL_MAX], tag_text[40];
+    uint8_t event[8192];
+    for (uint32_t i = 0; i < steps; i++) {
+        uint8_t kind = (uint8_t)tessera_read(&r, 1);
+        if (kind == 1) {   /* a barrier: the destination classes wait for the source classes' last ends */
+            uint8_t src = (uint8_t)tessera_read(&r, 1), dst = (uint8_t)tessera_read(&r, 1);
+            int64_t done = 0;
+            for (int c = 0; c < 4; c++) if ((src >> c) & 1 && st[12 + c] > done) done = st[12 + c];
+            for (int c = 0; c < 4; c++) if ((dst >> c) & 1 && done > st[8 + c]) st[8 + c] = done;
+            continue;
+        }
+        uint8_t cls = (uint8_t)tessera_read(&r, 1), queue = (uint8_t)tessera_read(&r, 1);
+        uint8_t flags = (uint8_t)tessera_read(&r, 1);
+        int64_t duration = (int64_t)tessera_read(&r, 8);
+        int16_t innermost = (int16_t)tessera_read(&r, 2);
+        uint16_t ntokens = (uint16_t)tessera_read(&r, 2);
+        if (r.bad || kind != 0 || cls > 3 || queue > 2) return -2;
+        /* the label stack's text, " / " between labels, and where the innermost t<tag> label is in it */
+        size_t len = 0, innermost_at = 0, innermost_len = 0;
+        for (uint16_t t = 0; t < ntokens; t++) {
+            const char *text;
+            size_t n;
+            if (tessera_read(&r, 1) == 0) {
+                tessera_bytes b = tessera_read_bytes(&r, 2);
+                text = (const char *)b.p; n = b.n;
+            } else {
+                uint32_t index = (uint32_t)tessera_read(&r, 4);
+                if (index >= ntags) return -2;
+                memcpy(tag_text, prefix.p, prefix.n);
+                n = prefix.n + (size_t)snprintf(tag_text + prefix.n, sizeof tag_text - prefix.n, "%llu",
+                                                (unsigned long long)tags[index]);
+                text = tag_text;
+            }
+            if (r.bad || len + n + 3 > sizeof stack) return -2;
+            if (t > 0) { memcpy(stack + len, " / ", 3); len += 3; }
+            if (t == innermost) { innermost_at = len; innermost_len = n; }
+            memcpy(stack + len, text, n);
+            len += n;
+        }
+        tessera_bytes before = tessera_read_bytes(&r, 4), after = tessera_read_bytes(&r, 4),
+            tail = tessera_read_bytes(&r, 4);
+        if (r.bad) return -2;
+        /* where it lands: as EmulatedGpu.place and QueueOrder do */
+        int64_t start = st[0];
+        if (st[8 + cls] > start) start = st[8 + cls];
+        if (st[5 + queue] > start) start = st[5 + queue];
+        int64_t instance = -1;
+        if (flags & 1) {
+            if (flags & 2) { if (binning_end > start) start = binning_end; }
+            else st[4]++;
+            instance = st[4];
+        }
+        int64_t stop = start + duration;
+        if ((flags & 1) && !(flags & 2)) binning_end = stop;
+        st[5 + queue] = stop;
+        if (stop > st[12 + cls]) st[12 + cls] = stop;
+        if (stop > st[1]) st[1] = stop;
+        /* the event: event_id, the parts before the labels, the labels, after them, submission, tail */
+        tessera_writer e = { event, event + sizeof event, 0 };
+        tessera_put(&e, k_event_id.p, k_event_id.n);
+        tessera_varint(&e, (uint64_t)st[3]++);
+        tessera_put(&e, before.p, before.n);
+        if (ntokens) {
+            if (innermost >= 0 && innermost < ntokens)
+                tessera_entry(&e, k_extra, label_name, k_value, stack + innermost_at, innermost_len);
+            tessera_entry(&e, k_extra, stack_name, k_value, stack, len);
+        }
+        tessera_put(&e, after.p, after.n);
+        tessera_varint(&e, (uint64_t)st[2]);
+        tessera_put(&e, tail.p, tail.n);
+        if (instance >= 0) {
+            tessera_put(&e, k_instance.p, k_instance.n);
+            tessera_varint(&e, (uint64_t)instance);
+        }
+        if (e.full) return -2;
+        size_t event_len = (size_t)(e.at - event);
+        size_t packet_len = k_timestamp.n + tessera_varint_size((uint64_t)start) + head.n + k_event.n
+            + tessera_varint_size(event_len) + event_len;
+        tessera_put(&w, k_packet.p, k_packet.n);
+        tessera_varint(&w, packet_len);
+        tessera_put(&w, k_timestamp.p, k_timestamp.n);
+        tessera_varint(&w, (uint64_t)start);
+        tessera_put(&w, head.p, head.n);
+        tessera_put(&w, k_event.p, k_event.n);
+        tessera_varint(&w, event_len);
+        tessera_put(&w, event, event_len);
+        if (w.full) return -1;
+    }
+    if (r.bad) return -2;
+    memcpy(state, st, sizeof st);
+    return (long)(w.at - out);
+}
