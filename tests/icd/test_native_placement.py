@@ -105,3 +105,29 @@ def test_a_damaged_plan_is_refused_and_changes_nothing(native):
     for plan in (b"", b"\x01\x00\x00\x00", b"\x01\x00\x00\x00" + b"\x00\x00" * 11 + b"\x07"):
         assert lib.tessera_place_events(plan, len(plan), [], 0, state, out, 64) == -2
     assert list(state) == list(range(16))
+
+
+def test_plans_with_any_byte_changed_are_placed_or_refused_never_overrun(tmp_path, native):
+    """Every byte of a real plan changed in turn (and the plan cut short at every length): C places it or
+    refuses it (-1, -2), writing nothing beyond `out` (a guard after it stays intact)."""
+    from tessera.icd.placement_plans import _native_plan
+
+    ffi, lib = native
+    timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
+    queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
+    (ops,) = _frames(_product(), 1)
+    timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
+    timeline.settle(block=True)
+    (plan,) = [p for p, _ in timeline.plans._made.values()]
+    placer = SimpleNamespace(tl=timeline, gpu_id=0)
+    blob, bound = _native_plan(plan, placer, 0xC0FFEE)
+    guard = b"\xAB" * 64
+    out = ffi.new("uint8_t[]", bound + len(guard))
+    variants = [blob[:n] for n in range(0, len(blob), 7)]
+    variants += [blob[:i] + bytes([blob[i] ^ 0xFF]) + blob[i + 1:] for i in range(0, len(blob), 3)]
+    for plan_bytes in variants:
+        ffi.memmove(out + bound, guard, len(guard))
+        state = ffi.new("int64_t[16]")
+        n = lib.tessera_place_events(plan_bytes, len(plan_bytes), list(range(1, 12)), 11, state, out, bound)
+        assert n in (-1, -2) or 0 <= n <= bound
+        assert ffi.buffer(out + bound, len(guard))[:] == guard
