@@ -85,12 +85,18 @@ class _EntryTexts:
 
 
 _ENTRIES = _EntryTexts()
+_HEADS: dict[tuple[int, int], bytes] = {}   # a WORKLOADS envelope's JSON by (device, command buffer); bounded
 
 
 def workloads(device_address: int, cb_address: int, described: list[tuple[Workload, str, dict, bool]]) -> bytes:
     """One WORKLOADS frame: the (workload, kind, meta, annex) descriptions of one command buffer; the same
     bytes as json_body(batch.envelope(…, [batch.entry(tag, workload_fields(…)), …])) (tests/layer/test_encoder.py)."""
-    head = json_body(batch.envelope(hex_handle(device_address), hex_handle(cb_address), []))
+    head = _HEADS.get((device_address, cb_address))
+    if head is None:
+        if len(_HEADS) >= _EntryTexts.CACHE:
+            _HEADS.clear()
+        head = _HEADS[(device_address, cb_address)] = json_body(
+            batch.envelope(hex_handle(device_address), hex_handle(cb_address), []))
     entries = ",".join(_ENTRIES.entry(*d) for d in described)
     return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 

@@ -59,6 +59,10 @@ class Plan:
 
 
 def plan_submit(submit_id: int, queue: QueueTracker, batches: list[list[CommandBufferTracker]]) -> Plan:
+    if not queue.labels and queue.open_pass is None:
+        plan = _plain_plan(submit_id, batches)
+        if plan is not None:
+            return plan
     plan = Plan(submit_id)
     # the queue's application label stack and suspended pass: updated as buffers run
     planner = _Planner(plan, queue.labels, queue.open_pass)
@@ -72,6 +76,36 @@ def plan_submit(submit_id: int, queue: QueueTracker, batches: list[list[CommandB
     finally:
         queue.open_pass = planner.suspended
     return plan
+
+
+def _plain_plan(submit_id: int, batches: list[list[CommandBufferTracker]]) -> Plan | None:
+    """What the walk plans, without walking, for a submit of buffers that each plan to their tags alone
+    (`plain_tags`) on a queue with no labels and no pass open: their tags in order, nothing else. None
+    when a buffer does not."""
+    for batch in batches:
+        for t in batch:
+            if t.plain_tags is None:
+                t.plain_tags = plain_tags(t)
+            if t.plain_tags is False:
+                return None
+    plan = Plan(submit_id)
+    for batch in batches:
+        for t in batch:
+            t.submits += 1
+            plan.reused |= t.submits > 1
+            plan.primaries.append(t)
+            plan.trackers.append(t)
+            plan.tags += t.plain_tags
+    return plan
+
+
+def plain_tags(t: CommandBufferTracker) -> list[int] | bool:
+    """The tags a submit of `t` plans to when it plans to nothing else (reported_from_c: no ANNEX, no
+    capture, no change to the queue's labels or open pass), in the walk's order; False otherwise."""
+    if not reported_from_c(t):
+        return False
+    return [op.tag if type(op) is Workload else op.info.workload.tag
+            for op in t.ops if type(op) is Workload or type(op) is PassBegin]
 
 
 class _Planner(OpWalker):

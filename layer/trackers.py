@@ -91,9 +91,12 @@ class CommandBufferTracker:
     shader_objects: dict[int, Pipeline] = field(default_factory=dict)
     index_binding: tuple | None = None       # (VkBuffer, offset, VkIndexType) bound (content.py)
     descriptors: Any = None                  # descriptors.BoundSets: the sets bound (--content)
+    # queues.plain_tags of the recording, once a submit asked (None: not yet): kept until the next reset
+    plain_tags: list[int] | bool | None = None
 
     def reset(self) -> None:
         self.ops.clear()
+        self.plain_tags = None
         self.submits = 0
         self.part = None
         self.labels.clear()

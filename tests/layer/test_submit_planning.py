@@ -97,3 +97,33 @@ def test_what_the_c_path_reports_never_needs_the_queues_state():
         q = queue()
         plan = plan_submit(1, q, [[cb]])
         assert (plan.annexes, plan.captures, q.labels, q.open_pass) == ({}, [], [], None)
+
+
+def _planned(plan) -> tuple:
+    return (plan.tags, plan.annexes, plan.captures, plan.reused, [t.address for t in plan.trackers],
+            [t.address for t in plan.primaries])
+
+
+def test_plain_buffers_plan_without_the_walk_exactly_as_the_walk_does():
+    """A submit of buffers that plan to their tags alone (balanced labels, whole passes, no captures) on a
+    queue with no labels takes queues._plain_plan; the same submit walked plans the same, twice over (the
+    second time reused). A buffer leaving a label open is walked."""
+    def buffers() -> list[CommandBufferTracker]:
+        return [buffer(0x10, work(1), LabelBegin("x"), work(2, labels=("x",)),
+                       *part(PassPart(Workload(3, ("x",), 0), draws=2)), LABEL_END),
+                buffer(0x20, *part(PassPart(Workload(4, (), 0), draws=1)), work(5))]
+
+    plain, walked = buffers(), buffers()
+    for t in walked:
+        t.plain_tags = False   # what plan_submit keeps for a buffer that is not plain: it walks
+    q_plain, q_walked = queue(), queue()
+    for submit_id in (1, 2):
+        got = plan_submit(submit_id, q_plain, [plain[:1], plain[1:]])
+        expected = plan_submit(submit_id, q_walked, [walked[:1], walked[1:]])
+        assert _planned(got) == _planned(expected)
+    assert [t.plain_tags for t in plain] == [[1, 2, 3], [4, 5]]
+    assert _planned(got)[0] == [1, 2, 3, 4, 5] and got.reused
+    assert (q_plain.labels, q_plain.open_pass) == ([], None)
+    still_open = buffer(0x30, LabelBegin("y"), work(6, labels=("y",)))
+    plan_submit(3, q_plain, [[still_open]])
+    assert still_open.plain_tags is False and q_plain.labels == ["y"]
