@@ -110,9 +110,8 @@ class Plan:
 class NativePlacer:
     """Plan.place in C (vkapi/runtime/event_packets.c `tessera_place_events`): the plan as bytes, made once
     per plan and command buffer (`_native_plan`), and per placement one call that places every event and
-    appends its packet. What C cannot do (a plan too big for its buffers) Python does. `lib`/`ffi`: the
-    driver shim's."""
-    CLASSES = CLASSES
+    appends its packet. What C refuses (a label stack longer than its 4 KiB, a damaged plan) Python
+    places. `lib`/`ffi`: the driver shim's."""
     QUEUES = tuple(EmulatedGpu().free_at)
 
     def __init__(self, ffi, lib) -> None:

@@ -83,6 +83,12 @@ static void tessera_entry(tessera_writer *w, tessera_bytes key, tessera_bytes na
     tessera_put(w, value, n);
 }
 
+static size_t tessera_entry_size(tessera_bytes key, tessera_bytes name, tessera_bytes value_key, size_t n)
+{
+    size_t inner = name.n + value_key.n + tessera_varint_size(n) + n;
+    return key.n + tessera_varint_size(inner) + inner;
+}
+
 long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *tags, size_t ntags,
                           int64_t *state, uint8_t *out, size_t cap)
 {
@@ -98,7 +104,6 @@ long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *
     if (r.bad || prefix.n > 16) return -2;
     int64_t binning_end = 0;
     char stack[TESSERA_LABEL_MAX], tag_text[40];
-    uint8_t event[8192];
     for (uint32_t i = 0; i < steps; i++) {
         uint8_t kind = (uint8_t)tessera_read(&r, 1);
         if (kind == 1) {   /* a barrier: the destination classes wait for the source classes' last ends */
@@ -154,25 +159,14 @@ long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *
         st[5 + queue] = stop;
         if (stop > st[12 + cls]) st[12 + cls] = stop;
         if (stop > st[1]) st[1] = stop;
-        /* the event: event_id, the parts before the labels, the labels, after them, submission, tail */
-        tessera_writer e = { event, event + sizeof event, 0 };
-        tessera_put(&e, k_event_id.p, k_event_id.n);
-        tessera_varint(&e, (uint64_t)st[3]++);
-        tessera_put(&e, before.p, before.n);
-        if (ntokens) {
-            if (innermost >= 0 && innermost < ntokens)
-                tessera_entry(&e, k_extra, label_name, k_value, stack + innermost_at, innermost_len);
-            tessera_entry(&e, k_extra, stack_name, k_value, stack, len);
-        }
-        tessera_put(&e, after.p, after.n);
-        tessera_varint(&e, (uint64_t)st[2]);
-        tessera_put(&e, tail.p, tail.n);
-        if (instance >= 0) {
-            tessera_put(&e, k_instance.p, k_instance.n);
-            tessera_varint(&e, (uint64_t)instance);
-        }
-        if (e.full) return -2;
-        size_t event_len = (size_t)(e.at - event);
+        /* the event: event_id, the parts before the labels, the labels, after them, submission, tail; its
+           length first (the packet and the event are length-delimited), then its bytes straight to `out` */
+        int tagged = ntokens && innermost >= 0 && innermost < ntokens;
+        size_t event_len = k_event_id.n + tessera_varint_size((uint64_t)st[3]) + before.n + after.n
+            + tessera_varint_size((uint64_t)st[2]) + tail.n
+            + (ntokens ? tessera_entry_size(k_extra, stack_name, k_value, len) : 0)
+            + (tagged ? tessera_entry_size(k_extra, label_name, k_value, innermost_len) : 0)
+            + (instance >= 0 ? k_instance.n + tessera_varint_size((uint64_t)instance) : 0);
         size_t packet_len = k_timestamp.n + tessera_varint_size((uint64_t)start) + head.n + k_event.n
             + tessera_varint_size(event_len) + event_len;
         tessera_put(&w, k_packet.p, k_packet.n);
@@ -182,7 +176,18 @@ long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *
         tessera_put(&w, head.p, head.n);
         tessera_put(&w, k_event.p, k_event.n);
         tessera_varint(&w, event_len);
-        tessera_put(&w, event, event_len);
+        tessera_put(&w, k_event_id.p, k_event_id.n);
+        tessera_varint(&w, (uint64_t)st[3]++);
+        tessera_put(&w, before.p, before.n);
+        if (tagged) tessera_entry(&w, k_extra, label_name, k_value, stack + innermost_at, innermost_len);
+        if (ntokens) tessera_entry(&w, k_extra, stack_name, k_value, stack, len);
+        tessera_put(&w, after.p, after.n);
+        tessera_varint(&w, (uint64_t)st[2]);
+        tessera_put(&w, tail.p, tail.n);
+        if (instance >= 0) {
+            tessera_put(&w, k_instance.p, k_instance.n);
+            tessera_varint(&w, (uint64_t)instance);
+        }
         if (w.full) return -1;
     }
     if (r.bad) return -2;
