@@ -53,7 +53,7 @@ def _product() -> SimpleNamespace:
         tagged(Work("dispatch", "compute", "vkCmdDispatch", {"groups": (i + 1, 1, 1)}, invocations=64 * (i + 1)))
     ops.append(LabelInsert("marker"))
     ops.append(FULL_BARRIER)
-    tagged(Work("transfer", "fill buffer", "vkCmdFillBuffer", {}, nbytes=4096))
+    tagged(Work("transfer", "fill buffer", "vkCmdFillBuffer", {"note": "long " * 4000}, nbytes=4096))   # 20 KB args
     ops.append(LabelBegin("t99"))   # an application label that looks like a tag, left open
     return SimpleNamespace(ops=tuple(ops), tag_ops=tuple(tag_ops))
 
@@ -70,12 +70,21 @@ def _frames(product, count: int) -> list[ReplayedOps]:
     return out
 
 
+class _Counting(NativePlacer):
+    placed = 0
+
+    def place(self, *args) -> bool:
+        done = super().place(*args)
+        self.placed += done
+        return done
+
+
 def _run(tmp_path, native, monkeypatch) -> tuple[list[bytes], tuple]:
     clock = iter(range(10 ** 15, 2 * 10 ** 15, 7_777_777))   # each submit's host time, the same in both runs
     monkeypatch.setattr(timeline_module, "boottime_ns", lambda: next(clock))
     timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
     if native is not None:
-        timeline.native = NativePlacer(*native)
+        timeline.native = _Counting(*native)
     queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=["queue label"])
     for ops in _frames(_product(), 24):
         timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
@@ -85,6 +94,7 @@ def _run(tmp_path, native, monkeypatch) -> tuple[list[bytes], tuple]:
     (gpu_id, gpu), = timeline._gpus.values()
     (order,) = timeline._orders.values()
     assert timeline.plans.placed == 24
+    assert native is None or timeline.native.placed == 24   # every frame in C, none handed back to Python
     return events, (dict(gpu.free_at), dict(order.floors), dict(order.ends), timeline._render_pass_instances,
                     timeline.trace._next_event, tuple(queue.labels))
 
