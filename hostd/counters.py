@@ -490,16 +490,21 @@ def headline(session_dir: Path) -> dict[str, Any] | None:
     if s.gpu is None or not s.workloads:
         return None
     total = aggregate(s.gpu, [p for w in s.workloads for p in w.phases], s.gpu.config(0))
+    shown = [n for n in HEADLINE if n in total]
+    measured = {n for w in s.workloads for n in w.measured}
     return {"gpu": s.gpu.gpu, "frames": len(s.frames), "workloads": len(s.workloads),
-            "counters": {n: total[n] for n in HEADLINE if n in total},
-            "units": {n: s.gpu.counters[n].units for n in HEADLINE if n in total}}
+            "counters": {n: total[n] for n in shown},
+            "units": {n: s.gpu.counters[n].units for n in shown},
+            # measured by the backend in some workload (tessera run --counters measured); the rest modelled
+            "measured": [n for n in shown if n in measured]}
 
 
 def format_headline(h: dict[str, Any]) -> str:
-    lines = [f"Mali counters ({h['gpu']}, modelled: docs/counters.md; `tessera counters` per workload or frame), "
+    how = "measured where marked, modelled otherwise" if h["measured"] else "modelled"
+    lines = [f"Mali counters ({h['gpu']}, {how}: docs/counters.md; `tessera counters` per workload or frame), "
              f"{h['workloads']} workloads in {h['frames']} frame(s):"]
     for name, v in h["counters"].items():
         unit = h["units"][name]
         text = f"{v:.1f} %" if unit == "percent" else f"{v:,.0f} {unit}"
-        lines.append(f"  {name:<26} {text}")
+        lines.append(f"  {name:<26} {text}" + ("   (measured)" if name in h["measured"] else ""))
     return "\n".join(lines)

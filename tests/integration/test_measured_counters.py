@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 from integration_support import PYTHON, REPO, run
 
+from tessera.hostd import counters
 from tessera.hostd.counters import read_session
 from tessera.icd import timing
 from tessera.schemas.perfetto import read_packets
@@ -83,6 +84,12 @@ def test_full_screen_draws_count_every_pixel_and_primitive(frames):
     table = run([TESSERA, "counters", frames[0]], None).stdout
     assert f"{W * H:,}*" in table and "* measured by the backend's pipeline-statistics queries" in table
     assert "*" not in run([TESSERA, "counters", frames[1]], None).stdout
+    # and `tessera report`'s headline marks the measured ones; a modelled session's says modelled
+    report = run([TESSERA, "report", frames[0]], None).stdout
+    marked = {line.split()[0] for line in report.splitlines() if line.startswith("  Mali") and "(measured)" in line}
+    assert marked == VISIBLE & set(counters.HEADLINE) and "measured where marked" in report
+    report = run([TESSERA, "report", frames[1]], None).stdout
+    assert "(measured)" not in report and "Mali counters (Mali-G720, modelled:" in report
 
 
 def test_clipped_draw_counts_only_what_is_on_screen(tmp_path, shims):
