@@ -52,7 +52,8 @@ class Plan:
     steps: list                       # _Event, or a Barrier's scope (a tuple, or None for a full barrier)
     exit_labels: tuple[Token, ...]    # the queue's label stack after the recording
     shapes: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> each event's EventShape
-    native: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> NativePlacer's plan bytes
+    native: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> its bytes for C, their
+                                                 # size and the most bytes its packets take (NativePlacer)
 
     def place(self, placer: "_Placer", address: int, tags: list[int]) -> None:
         tl = placer.tl
@@ -117,6 +118,7 @@ class NativePlacer:
     def __init__(self, ffi, lib) -> None:
         self.ffi, self.lib = ffi, lib
         self._state = ffi.new("int64_t[16]")
+        self._out, self._cap = ffi.NULL, 0   # the packets' buffer, as large as the largest plan's bound
 
     def place(self, plan: Plan, placer: "_Placer", address: int, tags: list[int]) -> bool:
         """True when C placed the plan; False (nothing changed) when Python must."""
@@ -124,9 +126,11 @@ class NativePlacer:
         made = plan.native.get(key)
         if made is None:
             blob, bound = _native_plan(plan, placer, address)
-            made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), self.ffi.new("uint8_t[]", bound),
-                                       bound)
-        blob, size, out, bound = made
+            made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), bound)
+        blob, size, bound = made
+        if bound > self._cap:
+            self._out, self._cap = self.ffi.new("uint8_t[]", bound), bound
+        out = self._out
         tl, gpu, order = placer.tl, placer.gpu, placer.order
         trace = tl.trace
         free_at, floors, ends = gpu.free_at, order.floors, order.ends
