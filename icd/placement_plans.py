@@ -20,16 +20,18 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
-from tessera.schemas.labels import TAG_LABEL, TAG_PREFIX, tag_label
+from tessera.schemas.labels import TAG_LABEL, tag_label
 from tessera.vkapi.ops import Barrier, Execute, LabelBegin, LabelEnd, PassBegin, PassEnd
 
 from .recording import Draw, Work
+from .replay import ReplayedOps
 from .scheduler import CLASSES, EmulatedGpu
 
 if TYPE_CHECKING:
     from .timeline import _Placer, _Template
 
-# A label in a plan's stack: its text, or the index of the tag it carries (in the recording's tags).
+# A label in a plan's stack: its text, or a slot: the index of its text in each placement's `texts` (the
+# queue's labels on entry, then the recording's t<tag> labels when it was made again).
 Token = Union[str, int]
 
 
@@ -55,19 +57,19 @@ class Plan:
     native: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> its bytes for C, their
                                                  # size and the most bytes its packets take (NativePlacer)
 
-    def place(self, placer: "_Placer", address: int, tags: list[int]) -> None:
+    def place(self, placer: "_Placer", address: int, texts: list[str]) -> None:
+        """Place the plan's events for a recording at `address`, its slots' `texts` this time."""
         tl = placer.tl
         native = tl.native
-        if native is None or not native.place(self, placer, address, tags):
-            self._place(placer, address, tags)
+        if native is None or not native.place(self, placer, address, texts):
+            self._place(placer, address, texts)
         tl.plans.placed += 1
-        placer.labels[:] = [n if type(n) is str else tag_label(tags[n]) for n in self.exit_labels]
+        placer.labels[:] = [n if type(n) is str else texts[n] for n in self.exit_labels]
 
-    def _place(self, placer: "_Placer", address: int, tags: list[int]) -> None:
+    def _place(self, placer: "_Placer", address: int, names: list[str]) -> None:
         """Place and encode in Python (what NativePlacer does in C)."""
         tl, gpu, order = placer.tl, placer.gpu, placer.order
         trace = tl.trace
-        names = [tag_label(t) for t in tags]
         shapes = self.shapes.get((placer.gpu_id, address))
         if shapes is None:
             shapes = self.shapes[(placer.gpu_id, address)] = [
@@ -120,14 +122,20 @@ class NativePlacer:
         self._state = ffi.new("int64_t[16]")
         self._out, self._cap = ffi.NULL, 0   # the packets' buffer, as large as the largest plan's bound
 
-    def place(self, plan: Plan, placer: "_Placer", address: int, tags: list[int]) -> bool:
+    def place(self, plan: Plan, placer: "_Placer", address: int, texts: list[str]) -> bool:
         """True when C placed the plan; False (nothing changed) when Python must."""
         key = (placer.gpu_id, address)
         made = plan.native.get(key)
         if made is None:
-            blob, bound = _native_plan(plan, placer, address)
-            made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), bound)
-        blob, size, bound = made
+            blob, fixed, slot_tokens = _native_plan(plan, placer, address)
+            made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), fixed, slot_tokens)
+        blob, size, fixed, slot_tokens = made
+        encoded = [t.encode() for t in texts]
+        if any(len(b) > 0xFFFF for b in encoded):   # a slot's length is a u16
+            return False
+        slots = b"".join(len(b).to_bytes(2, "little") + b for b in encoded)
+        # each slot token's text written twice at most (the label stack and the innermost t<tag> label)
+        bound = fixed + 2 * slot_tokens * max(map(len, encoded), default=0)
         if bound > self._cap:
             self._out, self._cap = self.ffi.new("uint8_t[]", bound), bound
         out = self._out
@@ -137,7 +145,7 @@ class NativePlacer:
         st = self._state
         st[0:16] = [placer.earliest, placer.end, tl._submissions, trace._next_event, tl._render_pass_instances,
                     *(free_at[q] for q in self.QUEUES), *(floors[c] for c in CLASSES), *(ends[c] for c in CLASSES)]
-        n = self.lib.tessera_place_events(blob, size, tags, len(tags), st, out, bound)
+        n = self.lib.tessera_place_events(blob, size, slots, len(slots), st, out, bound)
         if n < 0:
             return False
         events = st[3] - trace._next_event
@@ -150,17 +158,14 @@ class NativePlacer:
         return True
 
 
-_TAG_DIGITS = 20   # the longest decimal u64, for a plan's output bound
-
-
-def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, int]:
-    """`plan`'s bytes for tessera_place_events (the format is in vkapi/runtime/event_packets.c) and the most
-    bytes its events can take."""
+def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, int, int]:
+    """`plan`'s bytes for tessera_place_events (the format is in vkapi/runtime/event_packets.c), the most
+    bytes its events take but their slots' texts, and how many slot tokens its events have."""
     trace = placer.tl.trace
     parts = trace.constant_parts()
     out = [struct.pack("<I", len(plan.steps))]
-    out += [struct.pack("<H", len(b)) + b for b in (*parts, TAG_PREFIX.encode())]
-    bound = 0
+    out += [struct.pack("<H", len(b)) + b for b in parts]
+    bound = slot_tokens = 0
     classes = {c: i for i, c in enumerate(CLASSES)}
     queues = {q: i for i, q in enumerate(NativePlacer.QUEUES)}
     for step in plan.steps:
@@ -177,7 +182,7 @@ def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, in
         for token in step.labels:
             if type(token) is int:
                 out.append(struct.pack("<BI", 1, token))
-                text += len(TAG_PREFIX) + _TAG_DIGITS
+                slot_tokens += 1
             else:
                 data = token.encode()
                 out.append(struct.pack("<BH", 0, len(data)) + data)
@@ -186,40 +191,71 @@ def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, in
             out.append(struct.pack("<I", len(part)) + part)
         # the packet: its parts, the labels (text twice at most, with keys and lengths), and 7 varints
         bound += sum(map(len, shape)) + sum(map(len, parts)) + 2 * text + 3 * len(step.labels) + 128
-    return b"".join(out), bound
+    return b"".join(out), bound, slot_tokens
 
 
 class Plans:
-    """The plans of the products placed so far, by (product identity, label stack on entry)."""
+    """The plans of the recordings placed so far, by the identity of what they were made from and which
+    of the queue's labels on entry are t<tag> labels (their texts are slots): a reused recording's product
+    (icd/replay.py), or an op list placed again unchanged (a command buffer submitted again, as vkcube
+    submits its pre-recorded buffers), planned the second time it is placed. Bounded: CACHE plans and
+    CACHE op lists seen once, each entry holding its key's object (so no identity is reused while it
+    lives)."""
     CACHE = 512
 
     def __init__(self) -> None:
         self._made: dict[tuple, tuple[Plan | None, object]] = {}
+        self._seen: dict[int, list] = {}   # op lists placed once, by identity
         self.placed = 0   # recordings placed from a plan (the driver logs it with its counts)
 
     def counts(self) -> str:
         return f"recordings placed from a plan: {self.placed}"
 
-    def of(self, placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
-        """The plan placing `product` after a label stack `entry`, or None when it needs the walk."""
-        key = (id(product), entry)
+    def of(self, placer: "_Placer", ops: list, entry: list[str]) -> tuple[Plan | None, list[str]]:
+        """The plan placing `ops` after the queue's labels `entry`, and its slots' texts; None when the ops
+        need the walk (or are seen for the first time)."""
+        if type(ops) is ReplayedOps:
+            owner, made_of, tag_ops = ops.product, ops.product.ops, ops.product.tag_ops
+            texts = [*entry, *map(tag_label, ops.tags)]
+        else:
+            if self._seen.get(id(ops)) is not ops:
+                if len(self._seen) >= self.CACHE:
+                    self._seen.clear()
+                self._seen[id(ops)] = ops
+                return None, []
+            owner, made_of, tag_ops, texts = ops, ops, (), list(entry)
+        entry_tags = tuple(bool(TAG_LABEL.match(label)) for label in entry)
+        key = (id(owner), entry_tags)
         hit = self._made.get(key)
         if hit is None:
             if len(self._made) >= self.CACHE:
                 self._made.clear()
-            hit = self._made[key] = (_make(placer, product, entry), product)
-        return hit[0]
+            hit = self._made[key] = (_make(placer, made_of, tag_ops, entry_tags), owner)
+        return hit[0], texts
 
 
-def _make(placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
-    """What placing `product`'s ops writes, as `_Placer` places them; None if one needs the walk."""
+def _make(placer: "_Placer", ops, tag_ops, entry_tags: tuple[bool, ...]) -> Plan | None:
+    """What placing `ops` writes, as `_Placer` places them, after the queue's labels on entry (slots 0 ..,
+    `entry_tags`: which are t<tag> labels), the LabelBegin ops at `tag_ops`' positions being the
+    recording's tags (slots after them); None if the ops need the walk."""
     from .timeline import PassRun   # the timeline imports this module
 
-    tag_of = {i: k for i, _, k in product.tag_ops}   # op position -> its tag's index
-    stack: list[Token] = list(entry)
+    first_tag = len(entry_tags)
+    tag_of = {i: first_tag + k for i, _, k in tag_ops}   # op position -> its tag's slot
+    stack: list[Token] = list(range(first_tag))
     steps: list = []
     run = None
-    for i, op in enumerate(product.ops):
+
+    def is_tag(token: Token) -> bool:
+        if type(token) is int:   # a slot: the entry's own label, or one of the recording's tags
+            return entry_tags[token] if token < first_tag else True
+        return bool(TAG_LABEL.match(token))
+
+    def innermost() -> int:
+        """Where innermost_tag finds the t<tag> label of `stack`; -1: nowhere."""
+        return next((i for i in range(len(stack) - 1, -1, -1) if is_tag(stack[i])), -1)
+
+    for i, op in enumerate(ops):
         kind = type(op)
         if kind is LabelBegin:
             stack.append(tag_of.get(i, op.name))
@@ -232,7 +268,7 @@ def _make(placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
             t = placer._work_template(op)
             cls = "transfer" if op.kind in ("transfer", "acceleration_structure_copy") else "compute"
             steps.append(_Event(cls, t.binning.queue, t.binning.duration_ns, t.binning.stage, t.binning_args,
-                                tuple(stack), _innermost_tag(stack)))
+                                tuple(stack), innermost()))
         elif kind is Draw:
             if op.at_completion is not None or op.measured is not None:
                 return None
@@ -244,7 +280,7 @@ def _make(placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
             if op.resuming or run is not None:
                 return None
             run = PassRun(op.info, [], 0)
-            labels, tag_at = tuple(stack), _innermost_tag(stack)
+            labels, tag_at = tuple(stack), innermost()
         elif kind is PassEnd:
             if op.suspending or run is None:
                 return None
@@ -260,9 +296,3 @@ def _make(placer: "_Placer", product, entry: tuple[str, ...]) -> Plan | None:
     if run is not None:
         return None
     return Plan(steps, tuple(stack))
-
-
-def _innermost_tag(stack: list[Token]) -> int:
-    """Where innermost_tag finds a plan's label stack's t<tag> label (a tag slot is one); -1: nowhere."""
-    return next((i for i in range(len(stack) - 1, -1, -1)
-                 if type(stack[i]) is int or TAG_LABEL.match(stack[i])), -1)

@@ -72,7 +72,7 @@ TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance ins
 # The timeline's placement plans in C (icd/placement_plans.py NativePlacer).
 PLACEMENT_C = "event_packets.c"   # in vkapi/runtime/
 PLACEMENT_CDEF = """
-long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *tags, size_t ntags,
+long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint8_t *texts, size_t texts_len,
                           int64_t *state, uint8_t *out, size_t cap);
 """
 

@@ -51,7 +51,6 @@ from .counters import CounterModel
 from .measured_counters import pass_stats
 from .placement_plans import NativePlacer, Plans
 from .recording import Draw, Work
-from .replay import ReplayedOps
 from .scheduler import EmulatedGpu, QueueOrder
 from .trace import GpuTrace, boottime_ns
 
@@ -325,11 +324,10 @@ class _Placer(OpWalker):
     def run(self, command_buffers: list[Recording]) -> int:
         plans = self.tl.plans
         for recording in command_buffers:
-            ops = recording.ops
-            if type(ops) is ReplayedOps and self.current is None and self.suspended is None:
-                plan = plans.of(self, ops.product, tuple(self.labels))
+            if self.current is None and self.suspended is None:
+                plan, texts = plans.of(self, recording.ops, self.labels)
                 if plan is not None:
-                    plan.place(self, recording.address, ops.tags)
+                    plan.place(self, recording.address, texts)
                     continue
             self.walk(recording)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here

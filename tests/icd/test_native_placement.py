@@ -79,41 +79,62 @@ class _Counting(NativePlacer):
         return done
 
 
-def _run(tmp_path, native, monkeypatch) -> tuple[list[bytes], tuple]:
-    clock = iter(range(10 ** 15, 2 * 10 ** 15, 7_777_777))   # each submit's host time, the same in both runs
+def _run(tmp_path, how: str, native, monkeypatch, frames: list, entries) -> tuple[list[bytes], tuple, tuple]:
+    """Place `frames` (one recording each) after the queue labels entries(f); `how`: "walk" (no plans),
+    "python" (plans placed in Python) or "c"."""
+    clock = iter(range(10 ** 15, 2 * 10 ** 15, 7_777_777))   # each submit's host time, the same in every run
     monkeypatch.setattr(timeline_module, "boottime_ns", lambda: next(clock))
-    timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
-    if native is not None:
+    timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path / how)
+    if how == "c":
         timeline.native = _Counting(*native)
-    queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=["queue label"])
-    for ops in _frames(_product(), 24):
+    if how == "walk":
+        timeline.plans.of = lambda placer, ops, entry: (None, [])
+    queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
+    for f, ops in enumerate(frames):
+        queue.labels[:] = entries(f)
         timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
         timeline.settle(block=True)
     timeline.trace.flush()
     events = [p.SerializeToString() for p in read_packets(timeline.trace.path) if p.HasField("gpu_render_stage_event")]
     (gpu_id, gpu), = timeline._gpus.values()
     (order,) = timeline._orders.values()
-    assert timeline.plans.placed == 24
-    assert native is None or timeline.native.placed == 24   # every frame in C, none handed back to Python
-    return events, (dict(gpu.free_at), dict(order.floors), dict(order.ends), timeline._render_pass_instances,
-                    timeline.trace._next_event, tuple(queue.labels))
+    state = (dict(gpu.free_at), dict(order.floors), dict(order.ends), timeline._render_pass_instances,
+             timeline.trace._next_event, tuple(queue.labels))
+    placed = (timeline.plans.placed, timeline.native.placed if how == "c" else None)
+    return events, state, placed
 
 
-def test_c_places_and_encodes_every_event_as_python_does(tmp_path, native, monkeypatch):
-    in_c, state_c = _run(tmp_path / "c", native, monkeypatch)
-    in_python, state_python = _run(tmp_path / "python", None, monkeypatch)
-    assert len(in_c) == 24 * 9   # 3 passes x 2 phases, 2 dispatches, 1 fill per frame
-    assert in_c == in_python
-    assert state_c == state_python
-    assert state_c[-1][-2:] == ("frame ü", "t99")   # the queue's labels left open, as the walk leaves them
+def _three_ways(tmp_path, native, monkeypatch, frames, entries) -> tuple:
+    runs = {how: _run(tmp_path, how, native, monkeypatch, frames, entries) for how in ("walk", "python", "c")}
+    assert runs["c"][0] == runs["python"][0] == runs["walk"][0]   # every packet, byte for byte
+    assert runs["c"][1] == runs["python"][1] == runs["walk"][1]   # the scheduler and the queue's labels after
+    return runs
+
+
+def test_c_places_and_encodes_every_event_as_python_and_the_walk_do(tmp_path, native, monkeypatch):
+    """A recording made again 24 times with new tags (ReplayedOps), after a constant queue label."""
+    runs = _three_ways(tmp_path, native, monkeypatch, _frames(_product(), 24), lambda f: ["queue label"])
+    events, state, _ = runs["c"]
+    assert len(events) == 24 * 9   # 3 passes x 2 phases, 2 dispatches, 1 fill per frame
+    assert state[-1][-2:] == ("frame ü", "t99")   # the queue's labels left open, as the walk leaves them
+    assert runs["c"][2] == (24, 24) and runs["python"][2] == (24, None) and runs["walk"][2] == (0, None)
+
+
+def test_a_buffer_submitted_again_is_planned_from_its_second_placement(tmp_path, native, monkeypatch):
+    """One op list submitted 24 times unchanged (a pre-recorded buffer), after queue labels that change each
+    time, as the layer's s<submitID> wrapping makes them, some looking like t<tag> labels."""
+    ops = list(_frames(_product(), 1)[0])   # a plain list: the buffer's own recording, not one made again
+    runs = _three_ways(tmp_path, native, monkeypatch, [ops] * 24,
+                       lambda f: [f"s{f + 1}"] + (["t500"] if f % 3 == 0 else []) + (["x"] * (f % 2)))
+    assert runs["c"][2] == (23, 23)   # the first placement walks (seen once), the other 23 from plans
 
 
 def test_a_damaged_plan_is_refused_and_changes_nothing(native):
     ffi, lib = native
     state = ffi.new("int64_t[16]", list(range(16)))
     out = ffi.new("uint8_t[]", 64)
-    for plan in (b"", b"\x01\x00\x00\x00", b"\x01\x00\x00\x00" + b"\x00\x00" * 11 + b"\x07"):
-        assert lib.tessera_place_events(plan, len(plan), [], 0, state, out, 64) == -2
+    for plan in (b"", b"\x01\x00\x00\x00", b"\x01\x00\x00\x00" + b"\x00\x00" * 10 + b"\x07"):
+        assert lib.tessera_place_events(plan, len(plan), b"", 0, state, out, 64) == -2
     assert list(state) == list(range(16))
 
 
@@ -130,14 +151,17 @@ def test_plans_with_any_byte_changed_are_placed_or_refused_never_overrun(tmp_pat
     timeline.settle(block=True)
     (plan,) = [p for p, _ in timeline.plans._made.values()]
     placer = SimpleNamespace(tl=timeline, gpu_id=0)
-    blob, bound = _native_plan(plan, placer, 0xC0FFEE)
+    blob, fixed, slot_tokens = _native_plan(plan, placer, 0xC0FFEE)
+    texts = b"".join(len(t).to_bytes(2, "little") + t for t in (tag_label(k).encode() for k in range(1, 12)))
+    bound = fixed + 2 * slot_tokens * 3
     guard = b"\xAB" * 64
     out = ffi.new("uint8_t[]", bound + len(guard))
-    variants = [blob[:n] for n in range(0, len(blob), 7)]
-    variants += [blob[:i] + bytes([blob[i] ^ 0xFF]) + blob[i + 1:] for i in range(0, len(blob), 3)]
-    for plan_bytes in variants:
+    variants = [(blob[:n], texts) for n in range(0, len(blob), 7)]
+    variants += [(blob[:i] + bytes([blob[i] ^ 0xFF]) + blob[i + 1:], texts) for i in range(0, len(blob), 3)]
+    variants += [(blob, texts[:n]) for n in range(len(texts))]   # slot texts cut short, or missing
+    for plan_bytes, slot_bytes in variants:
         ffi.memmove(out + bound, guard, len(guard))
         state = ffi.new("int64_t[16]")
-        n = lib.tessera_place_events(plan_bytes, len(plan_bytes), list(range(1, 12)), 11, state, out, bound)
+        n = lib.tessera_place_events(plan_bytes, len(plan_bytes), slot_bytes, len(slot_bytes), state, out, bound)
         assert n in (-1, -2) or 0 <= n <= bound
         assert ffi.buffer(out + bound, len(guard))[:] == guard

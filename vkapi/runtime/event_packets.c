@@ -1,26 +1,29 @@
-/* The driver's placement plans in C (icd/placement_plans.py): place a reused recording's GPU events on
- * the emulated timeline and append their TracePacket bytes, as Plan.place does in Python.
+/* The driver's placement plans in C (icd/placement_plans.py): place a recording's GPU events on the
+ * emulated timeline from its plan and append their TracePacket bytes, as Plan.place does in Python.
  *
- * The plan arrives as bytes Python made (placement_plans.native_plan): every protobuf key and constant
+ * The plan arrives as bytes Python made (placement_plans._native_plan): every protobuf key and constant
  * part comes from there (icd/event_packets.py is the one layout), so this file knows the shape of the
  * work, not the trace format. All integers little-endian:
  *
- *   header: u32 steps, then 11 byte strings (u16 length + bytes): event_id key, render pass instance key,
+ *   header: u32 steps, then 10 byte strings (u16 length + bytes): event_id key, render pass instance key,
  *           timestamp key, event key, packet key, the packet's sequence head, extra_data key, the label
- *           entry's name part, the label stack entry's name part, the value key, the tag label prefix
+ *           entry's name part, the label stack entry's name part, the value key
  *   step:   u8 kind: 0 an event, 1 a barrier
  *   barrier: u8 source classes, u8 destination classes (bit i: class i of scheduler.CLASSES)
  *   event:  u8 class, u8 hardware queue, u8 flags (1: a render pass phase, 2: its main phase), u64 duration,
  *           i16 the token of the innermost t<tag> label (-1: none),
- *           u16 tokens, each u8 kind (0: text, u16 length + bytes; 1: tag, u32 index into `tags`),
+ *           u16 tokens, each u8 kind (0: text, u16 length + bytes; 1: a slot, u32 index into `texts`),
  *           u32 length + the parts before the labels, u32 + the parts after them, u32 + the tail
  *
- * `state` (in/out; written back only on success): [0] earliest, [1] end, [2] submission id, [3] next
- * event id, [4] render pass instances, [5..7] each hardware queue's free time, [8..11] each class's
- * floor, [12..15] each class's last end. Returns the bytes written to `out`, -1 if `cap` is too small,
- * -2 if the plan is damaged (nothing is written back then). */
+ * `texts`: this placement's slot texts (the label stack's parts that change between placements), each
+ * u16 length + bytes, at most TESSERA_PLAN_SLOTS. `state` (in/out; written back only on success): [0]
+ * earliest, [1] end, [2] submission id, [3] next event id, [4] render pass instances, [5..7] each hardware
+ * queue's free time, [8..11] each class's floor, [12..15] each class's last end. Returns the bytes written
+ * to `out`, -1 if `cap` is too small, -2 if the plan or the texts are damaged (nothing is written back
+ * then). */
 
-#define TESSERA_PLAN_STRINGS 11
+#define TESSERA_PLAN_STRINGS 10
+#define TESSERA_PLAN_SLOTS 256
 #define TESSERA_PLAN_STATE 16
 #define TESSERA_LABEL_MAX 4096
 
@@ -89,21 +92,29 @@ static size_t tessera_entry_size(tessera_bytes key, tessera_bytes name, tessera_
     return key.n + tessera_varint_size(inner) + inner;
 }
 
-long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *tags, size_t ntags,
+long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint8_t *texts, size_t texts_len,
                           int64_t *state, uint8_t *out, size_t cap)
 {
     tessera_reader r = { plan, plan + plan_len, 0 };
     tessera_writer w = { out, out + cap, 0 };
     int64_t st[TESSERA_PLAN_STATE];
     memcpy(st, state, sizeof st);
+    /* this placement's slot texts: the queue's labels on entry, then the recording's t<tag> labels */
+    tessera_reader tr = { texts, texts + texts_len, 0 };
+    tessera_bytes slot[TESSERA_PLAN_SLOTS];
+    size_t nslots = 0;
+    while (tr.at < tr.end) {
+        if (nslots == TESSERA_PLAN_SLOTS) return -2;
+        slot[nslots++] = tessera_read_bytes(&tr, 2);
+    }
     uint32_t steps = (uint32_t)tessera_read(&r, 4);
     tessera_bytes s[TESSERA_PLAN_STRINGS];
     for (int i = 0; i < TESSERA_PLAN_STRINGS; i++) s[i] = tessera_read_bytes(&r, 2);
     const tessera_bytes k_event_id = s[0], k_instance = s[1], k_timestamp = s[2], k_event = s[3], k_packet = s[4],
-        head = s[5], k_extra = s[6], label_name = s[7], stack_name = s[8], k_value = s[9], prefix = s[10];
-    if (r.bad || prefix.n > 16) return -2;
+        head = s[5], k_extra = s[6], label_name = s[7], stack_name = s[8], k_value = s[9];
+    if (r.bad || tr.bad) return -2;
     int64_t binning_end = 0;
-    char stack[TESSERA_LABEL_MAX], tag_text[40];
+    char stack[TESSERA_LABEL_MAX];
     for (uint32_t i = 0; i < steps; i++) {
         uint8_t kind = (uint8_t)tessera_read(&r, 1);
         if (kind == 1) {   /* a barrier: the destination classes wait for the source classes' last ends */
@@ -129,11 +140,8 @@ long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint64_t *
                 text = (const char *)b.p; n = b.n;
             } else {
                 uint32_t index = (uint32_t)tessera_read(&r, 4);
-                if (index >= ntags) return -2;
-                memcpy(tag_text, prefix.p, prefix.n);
-                n = prefix.n + (size_t)snprintf(tag_text + prefix.n, sizeof tag_text - prefix.n, "%llu",
-                                                (unsigned long long)tags[index]);
-                text = tag_text;
+                if (index >= nslots) return -2;
+                text = (const char *)slot[index].p; n = slot[index].n;
             }
             if (r.bad || len + n + 3 > sizeof stack) return -2;
             if (t > 0) { memcpy(stack + len, " / ", 3); len += 3; }
