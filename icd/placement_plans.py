@@ -1,18 +1,22 @@
-"""Placement plans: a reused recording's events placed without walking its ops.
+"""Placement plans: a recording's GPU events placed without walking its ops.
 
-A recording the shim made again from an earlier one (vkapi/replay.py; its op list is an
-icd/replay.ReplayedOps) has that recording's ops but its tag labels. What placing it writes is then
-known ahead but for where the events land and a few numbers: each event's phase, args, stage and
-label stack (with the tags as slots) come from the product, once; each placement only runs the
-scheduler over the plan's steps and patches each event's start, id, tag labels, submission and
-render pass instance into its pre-encoded packet (icd/event_packets.py EventShape). The events and
-the queue's label stack come out as `_Placer.walk` would leave them (tests/integration/test_replay.py
-compares the merged traces of the same program with reuse off and on).
+Two kinds of recording come back to the timeline unchanged but for a few labels: one the shim made
+again from an earlier one (vkapi/replay.py; its op list is an icd/replay.ReplayedOps: that recording's
+ops, new t<tag> labels), and one submitted again as it is (a pre-recorded command buffer; the layer
+wraps each submit of it in a new s<submitID> queue label). What placing either writes is known ahead
+but for where the events land and those labels: each event's phase, args, stage and label stack come
+from the ops once, with the labels that change as slots (the queue's labels on entry, then the
+recording's tags); each placement runs the scheduler over the plan's steps and patches each event's
+start, id, slot labels, submission and render pass instance into its pre-encoded packet
+(icd/event_packets.py EventShape), in C where the driver shim is loaded (NativePlacer). The events and
+the queue's label stack come out as `_Placer.walk` would leave them (tests/icd/test_native_placement.py
+compares the bytes of the walk, the plans in Python and in C; tests/integration/test_replay.py the merged
+traces of the same program with reuse off and on).
 
 A plan is made only for what it can place alone: no pass suspended or resumed, no secondaries, no
-workload whose facts are read after execution or measured; the queue's label stack on entry is part
-of its key. Anything else is walked. Bounded: CACHE plans, each holding its product (so no identity
-is reused while it lives). Used by the timeline's one placing thread at a time.
+workload whose facts are read after execution or measured; which of the queue's labels on entry are
+t<tag> labels is part of its key. Anything else is walked, and so is an op list placed for the first time.
+Bounded (Plans.CACHE). Used by the timeline's one placing thread at a time.
 """
 from __future__ import annotations
 
