@@ -94,6 +94,9 @@ def test_a_full_disk_costs_the_events_not_written_and_nothing_else(c_app, small_
     assert len(said) == 1 and said[0].startswith("tessera: "), out.stderr
     assert "Traceback" not in out.stderr, out.stderr
     problems = []
-    events = sum(p.HasField("gpu_render_stage_event")
-                 for p in pf.read_packets(session / "gpu.perfetto-trace", problem=lambda *a: problems.append(a)))
-    assert 0 < events < 2 * 20_000 and len(problems) <= 1, problems
+    packets = list(pf.read_packets(session / "gpu.perfetto-trace", problem=lambda *a: problems.append(a)))
+    events = sum(p.HasField("gpu_render_stage_event") for p in packets)
+    # How many events were written before the disk filled depends on who filled it: the daemon's session
+    # log and the driver's trace share the folder, and which writes first is a matter of timing. What was
+    # written reads whole, but for at most one packet cut short by the full disk.
+    assert events < 2 * 20_000 and len(problems) <= 1, problems
