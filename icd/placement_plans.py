@@ -121,9 +121,12 @@ class NativePlacer:
     places. `lib`/`ffi`: the driver shim's."""
     QUEUES = tuple(EmulatedGpu().free_at)
 
+    _STATE = struct.Struct("<16q")   # tessera_place_events' `state`, in its order
+
     def __init__(self, ffi, lib) -> None:
         self.ffi, self.lib = ffi, lib
-        self._state = ffi.new("int64_t[16]")
+        self._state = bytearray(self._STATE.size)
+        self._state_c = ffi.from_buffer("int64_t[]", self._state)
         self._out, self._cap = ffi.NULL, 0   # the packets' buffer, as large as the largest plan's bound
 
     def place(self, plan: Plan, placer: "_Placer", address: int, texts: list[str]) -> bool:
@@ -146,19 +149,18 @@ class NativePlacer:
         tl, gpu, order = placer.tl, placer.gpu, placer.order
         trace = tl.trace
         free_at, floors, ends = gpu.free_at, order.floors, order.ends
-        st = self._state
-        st[0:16] = [placer.earliest, placer.end, tl._submissions, trace._next_event, tl._render_pass_instances,
-                    *(free_at[q] for q in self.QUEUES), *(floors[c] for c in CLASSES), *(ends[c] for c in CLASSES)]
-        n = self.lib.tessera_place_events(blob, size, slots, len(slots), st, out, bound)
+        q0, q1, q2 = self.QUEUES
+        c0, c1, c2, c3 = CLASSES
+        self._STATE.pack_into(self._state, 0, placer.earliest, placer.end, tl._submissions, trace._next_event,
+                              tl._render_pass_instances, free_at[q0], free_at[q1], free_at[q2],
+                              floors[c0], floors[c1], floors[c2], floors[c3], ends[c0], ends[c1], ends[c2], ends[c3])
+        n = self.lib.tessera_place_events(blob, size, slots, len(slots), self._state_c, out, bound)
         if n < 0:
             return False
-        events = st[3] - trace._next_event
-        trace.emit_encoded(self.ffi.buffer(out, n)[:], events)
-        placer.end, tl._render_pass_instances = st[1], st[4]
-        for i, q in enumerate(self.QUEUES):
-            free_at[q] = st[5 + i]
-        for i, c in enumerate(CLASSES):
-            floors[c], ends[c] = st[8 + i], st[12 + i]
+        (_, placer.end, _, next_event, tl._render_pass_instances, free_at[q0], free_at[q1], free_at[q2],
+         floors[c0], floors[c1], floors[c2], floors[c3], ends[c0], ends[c1], ends[c2], ends[c3]) = \
+            self._STATE.unpack_from(self._state)
+        trace.emit_encoded(self.ffi.buffer(out, n)[:], next_event - trace._next_event)
         return True
 
 
