@@ -8,7 +8,10 @@ field-number order as protobuf serialises them, so the bytes equal
 `TracePacket.SerializeToString()` of the same event (tests/icd/test_event_packets.py compares
 them over many events). The extra_data entries that come from the workload's facts (not its
 labels, which carry a new tag each recording) repeat from frame to frame: their encoding is
-kept, up to EXTRA_CACHE entries.
+kept, up to EXTRA_CACHE entries. An event is its `shape` (what stays the same each time its
+workload is placed) `patch`ed with its time, id, labels, submission and render pass instance;
+the timeline's placement plans in C patch the same parts (`constant_parts`,
+vkapi/runtime/event_packets.c).
 
 Imported with the first GpuTrace (the protos take ~35 ms to load). Not thread-safe: the
 timeline calls it from one thread at a time.
@@ -142,16 +145,6 @@ class EventEncoder:
         if self._high[0] != high:
             self._high = (high, varint(high))
         return bytes(((n & 0x7F) | 0x80, ((n >> 7) & 0x7F) | 0x80, ((n >> 14) & 0x7F) | 0x80)) + self._high[1]
-
-    def packet(self, *, timestamp: int, event_id: int, duration: int, extra: bytes,
-               render_pass: tuple[int, int] | None, submission: int, gpu: int, command_buffer: int,
-               queue: int, stage: int) -> bytes:
-        """The bytes appending one event's TracePacket to a trace file. `extra`: its extra_data
-        entries (`extra_entry`, `extras`), in the order they are to be read."""
-        shape = self.shape(duration=duration, args=extra, gpu=gpu, command_buffer=command_buffer, queue=queue,
-                           stage=stage, render_pass_handle=None if render_pass is None else render_pass[0])
-        return self.patch(shape, timestamp, event_id, b"", submission,
-                          None if render_pass is None else render_pass[1])
 
 
 class EventShape(NamedTuple):

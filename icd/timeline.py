@@ -117,7 +117,7 @@ class Timeline:
         self._submissions = 0
         self._render_pass_instances = 0
         self.templates = Templates()   # the phases and args of passes and works placed again
-        self.plans = Plans()           # how recordings made again (icd/replay.py) are placed
+        self.plans = Plans()           # how recordings made again or submitted again are placed
         self.native: NativePlacer | None = None   # placement plans in C (set by the driver; None: in Python)
         # Hand-over to the worker: jobs numbered in call order; `_done` is the last one finished.
         self._jobs: collections.deque = collections.deque()   # (ticket, fn, args, completion)
