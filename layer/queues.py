@@ -248,8 +248,9 @@ class QueueReporter:
 
     def end_recording(self, dev, address: int, handle) -> None:
         """At vkEndCommandBuffer, on the application's thread, before the worker applies the
-        recording: whether the C path may submit the buffer. The commands still to apply were
-        recorded in C: workloads outside any label or pass, which plan to their tags alone."""
+        recording: whether the C path may submit the buffer, as far as what was applied so far says.
+        The commands still to apply were recorded in C: workloads, whole passes and application labels,
+        whose balance C checks itself (Recorded.label_depth)."""
         if self.ledger is not None and self.c_submits:
             t = dev.command_buffers[address]
             self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None
