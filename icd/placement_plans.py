@@ -29,7 +29,7 @@ from tessera.vkapi.ops import Barrier, Execute, LabelBegin, LabelEnd, PassBegin,
 
 from .recording import Draw, Work
 from .replay import ReplayedOps
-from .scheduler import CLASSES, EmulatedGpu
+from .scheduler import CLASSES, EmulatedGpu, work_class
 
 if TYPE_CHECKING:
     from .timeline import _Placer, _Template
@@ -272,7 +272,7 @@ def _make(placer: "_Placer", ops, tag_ops, entry_tags: tuple[bool, ...]) -> Plan
             if op.at_completion is not None or op.measured is not None:
                 return None
             t = placer._work_template(op)
-            cls = "transfer" if op.kind in ("transfer", "acceleration_structure_copy") else "compute"
+            cls = work_class(op.kind)
             steps.append(_Event(cls, t.binning.queue, t.binning.duration_ns, t.binning.stage, t.binning_args,
                                 tuple(stack), innermost()))
         elif kind is Draw:

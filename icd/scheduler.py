@@ -23,6 +23,13 @@ from .timing import Phase
 
 CLASSES = ("vertex", "fragment", "compute", "transfer")
 ALL = frozenset(CLASSES)
+# The kinds of Work (icd/recording.py) that run as transfers; the others as compute.
+TRANSFER_KINDS = frozenset({"transfer", "acceleration_structure_copy"})
+
+
+def work_class(kind: str) -> str:
+    """The class a Work of `kind` is ordered and placed in."""
+    return "transfer" if kind in TRANSFER_KINDS else "compute"
 
 
 @dataclass

@@ -51,7 +51,7 @@ from .counters import CounterModel
 from .measured_counters import pass_stats
 from .placement_plans import NativePlacer, Plans
 from .recording import Draw, Work
-from .scheduler import EmulatedGpu, QueueOrder
+from .scheduler import EmulatedGpu, QueueOrder, work_class
 from .trace import GpuTrace, boottime_ns
 
 
@@ -413,7 +413,7 @@ class _Placer(OpWalker):
     def _emit_work(self, work: Work, labels: list[str], handle: int) -> None:
         t = self.tl.templates.of_work(work, self._work_template)
         phase = t.binning
-        cls = "transfer" if work.kind in ("transfer", "acceleration_structure_copy") else "compute"
+        cls = work_class(work.kind)
         start = self.gpu.place(phase, self._start_floor(cls))
         self.tl.trace.event(start_ns=start, duration_ns=phase.duration_ns, queue=phase.queue, stage=phase.stage,
                             gpu_id=self.gpu_id, submission_id=self.tl._submissions, command_buffer=handle,

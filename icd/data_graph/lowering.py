@@ -142,15 +142,21 @@ def _eltwise(op: Operator, types: dict[int, TensorType]) -> Kernel:
                   bytes=sum(t.count for t in ins) * ELEMENT_BYTES + n * ELEMENT_BYTES, shape=op.type.shape)
 
 
-def _matmul(op: Operator, types: dict[int, TensorType]) -> Kernel:
-    _zero(op, "A_zp", "B_zp")
-    a, b = types[op.inputs["A"]], types[op.inputs["B"]]
+def matmul_shape(op: Operator, a: TensorType, b: TensorType) -> tuple[int, int, int, int]:
+    """MATMUL's N, H, C, W: its operands [N,H,C] and [N,C,W] make its result [N,H,W] (fp32 and quantized)."""
     if len(a.shape) != 3 or len(b.shape) != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise LoweringError(f"MATMUL of {a} and {b}: shapes must be [N,H,C] and [N,C,W]")
     n, h, c = a.shape
     w = b.shape[2]
     if op.type.shape != (n, h, w):
         raise LoweringError(f"MATMUL of {a} and {b} gives {n}x{h}x{w}, not {op.type}")
+    return n, h, c, w
+
+
+def _matmul(op: Operator, types: dict[int, TensorType]) -> Kernel:
+    _zero(op, "A_zp", "B_zp")
+    a, b = types[op.inputs["A"]], types[op.inputs["B"]]
+    n, h, c, w = matmul_shape(op, a, b)
     return Kernel("MATMUL", "matmul", [n, h, c, w], n * h * w, [op.inputs["A"], op.inputs["B"], op.inputs["A"]],
                   op.result, ops=2 * n * h * w * c, bytes=(a.count + b.count + n * h * w) * ELEMENT_BYTES,
                   shape=op.type.shape)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import struct
 
 from .graph import Operator, TensorType
-from .lowering import MAX_RANK, Kernel, LoweringError, _strides
+from .lowering import MAX_RANK, Kernel, LoweringError, _strides, matmul_shape
 
 BITS = {"int8": 8, "int16": 16, "int32": 32}
 ELTWISE = {"RESHAPE": 0, "ADD": 1, "SUB": 2, "MUL": 3, "MAXIMUM": 4, "MINIMUM": 5, "CLAMP": 6, "ABS": 9,
@@ -165,12 +165,7 @@ def _matmul(op: Operator, types: dict[int, TensorType]) -> Kernel:
     if op.type.element != "int32":
         raise LoweringError(f"MATMUL of {a} and {b} to {op.type}: integer MATMUL gives int32 (int48 is not "
                             "supported)")
-    if len(a.shape) != 3 or len(b.shape) != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
-        raise LoweringError(f"MATMUL of {a} and {b}: shapes must be [N,H,C] and [N,C,W]")
-    n, h, c = a.shape
-    w = b.shape[2]
-    if op.type.shape != (n, h, w):
-        raise LoweringError(f"MATMUL of {a} and {b} gives {n}x{h}x{w}, not {op.type}")
+    n, h, c, w = matmul_shape(op, a, b)
     params = [*_head(), n, h, c, w, _scalar(op, "A_zp", a_bits), _scalar(op, "B_zp", b_bits)]
     return Kernel("MATMUL", "imatmul", params, n * h * w, [op.inputs["A"], op.inputs["B"], op.inputs["A"]],
                   op.result, ops=2 * n * h * w * c,
