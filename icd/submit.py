@@ -13,6 +13,7 @@ settles first, so what the application knows has run is in the trace.
 from __future__ import annotations
 
 from tessera.vkapi import submits
+from tessera.vkapi.guards import thread_counts
 from tessera.vkapi.fences import Fences
 from tessera.vkapi.submits import QueueLabel
 from tessera.vkapi.vkconst import vk
@@ -109,6 +110,7 @@ class Submits(Feature):
         drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
         drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
         drv.hooks.errors.log.info("%s", drv.timeline.plans.counts())
+        drv.hooks.errors.log.info("%s", thread_counts(drv.ffi, drv.lib))
         if dev.fences is not None:
             dev.fences.destroy()
             dev.fences = None

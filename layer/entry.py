@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
 from tessera.vkapi.dispatch import HookSet, guarded
+from tessera.vkapi.guards import thread_counts
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.recorder import Recorder
 from tessera.vkapi.submits import SubmitLedger
@@ -73,6 +74,7 @@ def install(ffi, lib) -> None:
         reporter.pull()
         log.info("%s", ledger.counts())
         log.info("%s", recorder.counts())
+        log.info("%s", thread_counts(ffi, lib))
         for q in dev.queues.values():   # its queues no longer keep submits on the Python path
             if q.python_submits:
                 q.python_submits = False

@@ -46,7 +46,16 @@ int tessera_guard_count(void);
 const char* tessera_guard_name(int index);
 PFN_vkVoidFunction tessera_guard_address(int index);
 void tessera_note_next(int index, PFN_vkVoidFunction fn);
+void tessera_thread_counts(uint64_t *counts);
 """
+
+
+def thread_counts(ffi, lib) -> str:
+    """What the shim did for threads Python does not know (runtime/python_runner.c), for TESSERA_LOG=info."""
+    counts = ffi.new("uint64_t[3]")
+    lib.tessera_thread_counts(counts)
+    return (f"Python thread states kept for threads that called Vulkan: {counts[0]} "
+            f"({counts[1]} deleted at their thread's exit); hooks run on the runner thread: {counts[2]}")
 
 
 def _off_thread(name: str, cmd, ret: str, seen: str) -> tuple[str, str]:
@@ -120,6 +129,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] 
             + fast +
             f"    if (__builtin_expect(tessera_python_usable(), 1)) {{\n"
             + (off_thread and off_thread[1]) +
+            f"        tessera_keep_thread_state();\n"
             f"        {seen}{call_hook}\n    }}\n"
             + ("forward:;\n" if off_thread else "") +
             f"    PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"

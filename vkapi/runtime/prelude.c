@@ -23,6 +23,8 @@
 
 static int tessera_refuse;
 static int tessera_in_app_python;   /* the shims run in the application's own interpreter */
+/* In `sys` when a shim started the interpreter (a C program): then it is not the application's. */
+#define TESSERA_SHIMS_INTERPRETER "_tessera_shims_interpreter"
 
 /* Where this library is (for messages). */
 static const char *tessera_self_path(void)
@@ -153,6 +155,9 @@ static int tessera_start_own_python(void)
 #if PY_VERSION_HEX < 0x030C0000
     PyType_Modified(&PyCapsule_Type);   /* see tessera_python_enter */
 #endif
+    /* The other shim, loaded later into this process, finds Python running: this tells it the
+       interpreter is the shims' and not the application's (no application code holds its GIL). */
+    if (PySys_SetObject(TESSERA_SHIMS_INTERPRETER, Py_True) < 0) PyErr_Clear();
     int ok = tessera_cffi_start();   /* with the GIL held: cffi sees Python initialised */
     PyEval_SaveThread();
     if (ok) {
@@ -184,8 +189,8 @@ static int tessera_python_enter(void)
             if (TESSERA_PY_FINALIZING()) {
                 ok = 0;
             } else {
-                tessera_in_app_python = 1;
                 PyGILState_STATE gil = PyGILState_Ensure();
+                tessera_in_app_python = PySys_GetObject(TESSERA_SHIMS_INTERPRETER) == NULL;
 #if PY_VERSION_HEX < 0x030C0000
                 PyType_Modified(&PyCapsule_Type);
 #endif

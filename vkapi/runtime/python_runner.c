@@ -58,6 +58,61 @@ static int tessera_off_python_thread(void)
     return tessera_in_app_python && PyGILState_GetThisThreadState() == NULL;
 }
 
+/* A thread Python does not know that may call hooks (an engine's recording threads in a C program,
+   the runner below): Python would make it a thread state on every call and delete it on return (for
+   a hook, cffi's PyGILState_Ensure/Release), mapping and unmapping a fresh frame stack each time
+   (~10 us per call, measured: docs/benchmarks.md). Its first hook makes one that the thread keeps,
+   without the GIL, until the thread exits (a pthread key's destructor deletes it then). Both shims may
+   keep one for a thread; the second finds the first's. */
+static pthread_key_t tessera_kept_key;
+static int tessera_kept_key_ok;
+static pthread_once_t tessera_kept_once = PTHREAD_ONCE_INIT;
+static __thread int tessera_kept_checked;
+static uint64_t tessera_kept_made, tessera_kept_deleted, tessera_runner_ran;   /* tessera_thread_counts */
+
+/* At the thread's exit. Not PyGILState_Release: glibc has already emptied Python's own key of this
+   thread (keys are emptied in creation order, and Python's is older). */
+static void tessera_release_kept(void *tstate)
+{
+    if (!tessera_python_usable()) return;   /* finalised, or finalising: Python deletes it */
+    PyEval_RestoreThread((PyThreadState *)tstate);
+    PyThreadState_Clear((PyThreadState *)tstate);
+    PyThreadState_DeleteCurrent();   /* and drops the GIL */
+    __atomic_add_fetch(&tessera_kept_deleted, 1, __ATOMIC_RELAXED);
+}
+
+static void tessera_kept_init(void)
+{
+    tessera_kept_key_ok = pthread_key_create(&tessera_kept_key, tessera_release_kept) == 0;
+}
+
+/* (Python usable) Before a hook runs on this thread. */
+static inline void tessera_keep_thread_state(void)
+{
+    if (__builtin_expect(tessera_kept_checked, 1)) return;
+    tessera_kept_checked = 1;
+    if (PyGILState_GetThisThreadState() != NULL) return;   /* Python's own, or kept by the other shim */
+    pthread_once(&tessera_kept_once, tessera_kept_init);
+    if (!tessera_kept_key_ok) return;
+    PyGILState_Ensure();
+    PyThreadState *tstate = PyEval_SaveThread();
+    if (pthread_setspecific(tessera_kept_key, tstate) != 0) {   /* cannot delete it later: do it now */
+        PyEval_RestoreThread(tstate);
+        PyGILState_Release(PyGILState_UNLOCKED);
+        return;
+    }
+    __atomic_add_fetch(&tessera_kept_made, 1, __ATOMIC_RELAXED);
+}
+
+/* For TESSERA_LOG=info (vkapi/guards.py thread_counts): thread states kept and deleted at their
+   thread's exit, hooks run on the runner thread. */
+void tessera_thread_counts(uint64_t *counts)
+{
+    counts[0] = __atomic_load_n(&tessera_kept_made, __ATOMIC_RELAXED);
+    counts[1] = __atomic_load_n(&tessera_kept_deleted, __ATOMIC_RELAXED);
+    counts[2] = __atomic_load_n(&tessera_runner_ran, __ATOMIC_RELAXED);
+}
+
 static void tessera_runner_unlink(struct tessera_call *call)
 {
     struct tessera_call **link = &tessera_runner_head, *prev = NULL;
@@ -73,6 +128,7 @@ static void tessera_runner_unlink(struct tessera_call *call)
 static void *tessera_runner_main(void *unused)
 {
     (void)unused;
+    if (tessera_python_usable()) tessera_keep_thread_state();
     for (;;) {
         pthread_mutex_lock(&tessera_runner_lock);
         while (!tessera_runner_head)
@@ -90,6 +146,7 @@ static void *tessera_runner_main(void *unused)
         }
         pthread_mutex_unlock(&tessera_runner_lock);
         if (call) {
+            __atomic_add_fetch(&tessera_runner_ran, 1, __ATOMIC_RELAXED);
             call->run(call->args);
             pthread_mutex_lock(&tessera_runner_lock);
             call->state = TESSERA_CALL_DONE;
