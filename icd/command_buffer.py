@@ -25,7 +25,8 @@ class CommandBufferLifecycle:
         recorder = self.hooks.recorder
         if dev.recording_table is None:   # the backend's functions, for the commands recorded in C
             dev.recording_table = recorder.device_table(dev.next)
-        recorder.register(handle, dev.recording_table)
+            recorder.defer_lifecycle(dev.recording_table, dev, dev.res)
+        recorder.register(handle, dev.recording_table, level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
 
     def gone(self, dev: Device, address: int) -> None:
         self.drv.timeline.pull()   # the submits made in C of this buffer reach the timeline first

@@ -95,7 +95,8 @@ class Devices:
             return result
         handle = pDevice[0]
         table = self.hooks.dispatch_table(ffi, phys.instance.next.vkGetDeviceProcAddr, handle, DEVICE_COMMANDS)
-        dev = objects.add(Device(handle, table, phys, frozenset(names), emulated))
+        dev = objects.add(Device(handle, table, phys, frozenset(names), emulated,
+                                 defers_begin=all(feature.defers_begin for feature in on)))
         created: list[Feature] = []
         for feature in on:
             if not self.set_up(dev, table, pAllocator, feature, request, created):

@@ -69,6 +69,10 @@ class Feature:
     """The lifecycle steps a feature may define (each does nothing unless overridden)."""
 
     label = "a driver feature"     # names the feature in the error when `created` fails
+    # Whether, on a device it is on for, its begin and end hooks of a primary buffer may run after the calls
+    # (vkapi/lifecycle.py: C makes them for re-recordings). False for a feature that inserts commands there or
+    # sends the buffer's commands to Python from its begin.
+    defers_begin = True
 
     def wants(self, request: DeviceRequest) -> bool:
         """Whether the feature is on for the device being created."""

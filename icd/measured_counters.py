@@ -268,6 +268,7 @@ class MeasuredCounters(Feature):
     counter table) whose backend has pipelineStatisticsQuery."""
 
     label = "measured counters (pipeline-statistics queries)"
+    defers_begin = False   # its begin hook routes the buffer's commands to Python
 
     def __init__(self, drv: Driver) -> None:
         self.drv, self.ffi, self.hooks = drv, drv.ffi, drv.hooks

@@ -95,6 +95,7 @@ class Device(IcdObject):
     emulated: dict[int, EmulatedObject] = field(default_factory=dict)   # this driver's own objects, by handle
     res: "Resources" = field(default_factory=lambda: Resources())
     recording_table: Any = None                # tessera_device of the C recorder, made with the first buffer
+    defers_begin: bool = True                  # every feature on for it lets C begin and end buffers (feature.py)
     instrumentation: Any = None                # instrumentation.objects.DeviceInstrumentation when the feature is on
     # application pipeline layout -> (set layouts, push-constant ranges), counter_memory.track_pipeline_layouts
     pipeline_layouts: dict = field(default_factory=dict)

@@ -42,6 +42,12 @@ class ShadowProducts:
     def resources(self, cb: CommandBuffer):
         return cb.device.res
 
+    def table(self, cb: CommandBuffer):
+        return cb.device.recording_table
+
+    def deferrable(self, dev) -> bool:
+        return dev.defers_begin
+
     def snapshot(self, cb: CommandBuffer, handle, tags: list[int]) -> _Recording | None:
         if (cb.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY or cb.shader_objects
                 or cb.needs_completion or cb.instrumentation is not None):

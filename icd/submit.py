@@ -46,11 +46,12 @@ class Submits(Feature):
                 out.append(LabelMade(queue, s.name))
                 continue
             recorder = self.recorder
-            for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
+            for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker or begun in C
                 for address in cbs:
-                    recorder.wait(address)
+                    recorder.wait(address, reading=True)
             batches = [batch([by_address[a] for a in cbs], waits, signals) for cbs, waits, signals in s.batches]
             out.append(SubmitMade(queue, batches, s.boottime_ns))
+        self.ledger.read()
         return out
 
     def hand_over(self, queue: Queue, batches) -> None:
@@ -73,10 +74,13 @@ class Submits(Feature):
     def _after_submit(self, name: str, queue, result, count, pSubmits) -> None:
         if result != vk.VK_SUCCESS:
             return
-        get = self.objects.get
+        get, wait = self.objects.get, self.recorder.wait
+        submitted = list(submits.batches(name, count, pSubmits))
+        for buffers, _, _ in submitted:   # a buffer begun and ended in C runs its hooks first (vkapi/lifecycle.py)
+            for h in buffers:
+                wait(h)
         self.hand_over(queue, [([get(h, CommandBuffer) for h in buffers], [int(w) for w in waits],
-                                [int(s) for s in signals])
-                               for buffers, waits, signals in submits.batches(name, count, pSubmits)])
+                                [int(s) for s in signals]) for buffers, waits, signals in submitted])
 
     def after_vkQueueSubmit(self, queue, result, vkqueue, count, pSubmits, fence):
         self._after_submit("vkQueueSubmit", queue, result, count, pSubmits)

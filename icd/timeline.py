@@ -45,6 +45,7 @@ from . import timing
 from .objects import CommandBuffer, Queue
 from tessera.vkapi.ops import Barrier, OpWalker, PassBegin, Recording
 from tessera.vkapi.render_passes import PassInfo
+from tessera.vkapi.submits import LedgerLock
 from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
@@ -132,7 +133,7 @@ class Timeline:
         self._progress = threading.Condition()
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._order = threading.Lock()   # pulling C submits and handing over, as one step
+        self._order = LedgerLock()   # pulling C submits and handing over, as one step
         self._source: Callable[[], list[SubmitMade | LabelMade]] | None = None
 
     @property
@@ -147,7 +148,10 @@ class Timeline:
         self._source = source
 
     def pull(self) -> None:
-        """Hand over the submits made in C so far (before a command buffer they hold is reset)."""
+        """Hand over the submits made in C so far (before a command buffer they hold is reset; a thread
+        handing them over already does not)."""
+        if self._order.nested:
+            return
         with self._order:
             self._pull()
 

@@ -282,6 +282,7 @@ class VisiblePrimitives(Feature):
     """The captures and their counts, one method per command (HookSet.bind)."""
 
     label = "measured visible primitives (transform feedback)"
+    defers_begin = False   # its begin hook routes the buffer's commands to Python
 
     def __init__(self, drv: Driver) -> None:
         self.drv, self.ffi, self.hooks = drv, drv.ffi, drv.hooks

@@ -38,7 +38,8 @@ class Commands:
         dev.command_buffers[address] = CommandBufferTracker(handle, address, level, pool)
         if dev.recording_table is None:   # the driver's functions, and its label commands for t<tag>
             dev.recording_table = recorder.device_table(dev.next, label_source=dev.next)
-        recorder.register(handle, dev.recording_table)
+            recorder.defer_lifecycle(dev.recording_table, dev, dev.res)
+        recorder.register(handle, dev.recording_table, level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
 
     def pull(self) -> None:
         """Submits made in C are reported before their buffers or queues change (queues.py)."""

@@ -69,6 +69,7 @@ def install(ffi, lib) -> None:
     reporter = queues.QueueReporter(state.session, transport.send_soon, queues.queue_owner(state, ffi), labeller, capturer,
                                     errors, instrumenter, ledger, recorder, c_submits=settings.c_submits)
     transport.before_flush.append(reporter.pull)   # submits made in C are reported before a flush
+    recorder.submits_reader(reporter.pull)   # where the hooks of a submitted buffer's C-made begin and end run
 
     def on_destroy_device(dev) -> None:
         reporter.pull()

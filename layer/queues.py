@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from tessera.schemas.labels import submit_label
 from tessera.vkapi import structs, submits
 from tessera.vkapi.ops import LabelBegin, LabelEnd, LabelInsert, OpWalker, PassBegin, PassEnd
+from tessera.vkapi.submits import LedgerLock
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -215,12 +216,12 @@ class QueueReporter:
         self.recorder = recorder
         self.c_submits = c_submits
         self.clock = clock
-        self.order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
+        self.order = LedgerLock()   # reporting submits made in C, and planning one in Python: one at a time
 
     # ---- submits made in C ------------------------------------------------------------------
     def pull(self) -> None:
-        """Report the submits made in C so far, in order."""
-        if self.ledger is None:
+        """Report the submits made in C so far, in order (a thread reporting them already does not)."""
+        if self.ledger is None or self.order.nested:
             return
         with self.order:
             self._pull()
@@ -230,14 +231,15 @@ class QueueReporter:
             try:
                 dev, queue = self.queue_at(s.queue)
                 q = dev.queues[s.queue]
-                for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker
+                for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker or begun in C
                     for address in cbs:
-                        self.recorder.wait(address)
+                        self.recorder.wait(address, reading=True)
                 batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
                 plan = plan_submit(s.submit_id, q, batches)
                 self.report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
             except Exception:
                 self.errors.report("vkQueueSubmit", "reporting a submit made in C")
+        self.ledger.read()
 
     def note_queue(self, q: QueueTracker) -> None:
         """Submits take the Python path while a queue has labels or a suspended pass open."""
@@ -422,6 +424,10 @@ class Queues:
         called_ns = self.reporter.clock()   # the submit's host time: when it was called
         dev = self.state.owner_of(queue)
         q = dev.queues[address(queue)]
+        wait = self.reporter.recorder.wait
+        for buffers, _, _ in submits.batches(name, count, pSubmits):   # begun and ended in C: hooks first
+            for h in buffers:
+                wait(h)
         keep: list = []
         return self.reporter.submit(
             dev, q, queue, called_ns,

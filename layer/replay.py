@@ -53,6 +53,14 @@ class TrackerProducts:
     def resources(self, dev):
         return dev.res
 
+    def table(self, dev):
+        return dev.recording_table
+
+    def deferrable(self, dev) -> bool:
+        """Always, where reuse is on: the layer's begin hooks that act at once (instrumentation, region
+        counters) turn reuse off (entry.py)."""
+        return True
+
     def snapshot(self, dev, handle, tags: list[int]) -> _Recording | None:
         t: CommandBufferTracker = self.state.command_buffer(dev, handle)
         if (t.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY or t.part is not None or t.label_pushed

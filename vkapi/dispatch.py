@@ -32,6 +32,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from . import lifecycle
 from .log import HookErrors
 from .recorder import Recorder, guard_indices
 from .vkconst import vk
@@ -243,6 +244,8 @@ class HookSet:
         pointers: dict[str, Any] = {}
         self._resolver = resolver
         self._answered = frozenset(answered)
+        self._chains: dict[str, tuple] = {}   # command -> (record-time hooks, before, after): _run_deferred
+        self._ffi = ffi
         declared = list(declared)
         missing = set(declared) - self.names()
         if missing:
@@ -267,9 +270,14 @@ class HookSet:
             else:
                 row = owners.get(name) if owners is not None else None
                 b, a = self._chained(name, row)
-                fn = self._observer(name, resolver, b, a, _in_row_order(self.record_time[name], row), lib)
+                record_time = _in_row_order(self.record_time[name], row)
+                self._chains[name] = (record_time, b, a)
+                fn = self._observer(name, resolver, b, a, record_time, lib)
             ffi.def_extern(name=f"hook_{name}")(fn)
             pointers[name] = lib.tessera_guard_address(guards[name])
+
+        if self.recorder is not None:
+            self.recorder.deferred_hooks(self._run_deferred)
 
         def note_next(name: str, fn) -> None:
             index = guards.get(name)
@@ -289,6 +297,49 @@ class HookSet:
             self.recorder.apply(owner if owner is not None else self._resolver(command_buffer), command_buffer)
         except Exception:
             self.errors.report(name, "applying the command buffer's recorded commands")
+
+    def _run_deferred(self, handle, bits: int, flags: int, end_result: int) -> None:
+        """Run the hooks of the begin (and end) C made of `handle` (vkapi/lifecycle.py), as the calls
+        would have: the begin's with its flags, then the end's record-time hooks, its records applied
+        (the kept product restored: replay.py) and its end hooks."""
+        errors, recorder = self.errors, self.recorder
+        try:
+            owner = self._resolver(handle)
+        except Exception:
+            errors.report("vkBeginCommandBuffer", "unknown handle: its hooks did not run")
+            return
+        if bits & lifecycle.BEGUN:
+            info = self._ffi.new("VkCommandBufferBeginInfo *",
+                                 {"sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, "flags": flags})
+            record_time, before, after = self._chains["vkBeginCommandBuffer"]
+            with recorder.late_begin(handle):
+                self._late_hooks("vkBeginCommandBuffer", record_time, before, after, owner, (handle, info),
+                                 vk.VK_SUCCESS)
+        if bits & lifecycle.ENDED:
+            record_time, before, after = self._chains["vkEndCommandBuffer"]
+            self._late_hooks("vkEndCommandBuffer", record_time, None, None, owner, (handle,), end_result)
+            try:
+                recorder.apply(owner, handle, ended=True)
+            except Exception:
+                errors.report("vkEndCommandBuffer", "applying the command buffer's recorded commands")
+            self._late_hooks("vkEndCommandBuffer", (), before, after, owner, (handle,), end_result)
+
+    def _late_hooks(self, name: str, record_time, before, after, owner, args: tuple, result) -> None:
+        for fn in record_time:
+            try:
+                fn(owner, *args)
+            except Exception:
+                self.errors.report(name, "in a record-time hook of a call made in C")
+        if before is not None:
+            try:
+                before(owner, *args)
+            except Exception:
+                self.errors.report(name, "in a before-hook of a call made in C")
+        if after is not None:
+            try:
+                after(owner, result, *args)
+            except Exception:
+                self.errors.report(name, "in an after-hook of a call made in C")
 
     def _end_later(self, owner, args, call, before, after):
         """vkEndCommandBuffer: forward now; apply the recording and run the end hooks on the worker."""

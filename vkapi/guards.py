@@ -17,7 +17,7 @@ only; the static C around it is read as it is from vkapi/runtime/, never formatt
     #define TESSERA_GUARD_COUNT, ...     the values the runtime files need (recorder_gen, submits)
     runtime/guards.c                     tessera_note_next(index, fn): the next element's function
     runtime/python_runner.c              the runner thread of hooks called off Python's threads
-    tessera_record_formats[], runtime/recorder.c, runtime/submits.c, runtime/answers.c
+    tessera_record_formats[], runtime/recorder.c, runtime/submits.c, runtime/lifecycle.c, runtime/answers.c
     static RET hook_X(...);              cffi's extern "Python" callback
     static RET guard_X(...)              the entry point handed to the loader
     tessera_guard_names[], _pointers[]   the table, then runtime/guard_table.c:
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import answers, recorder_gen, registry, submits
+from . import answers, lifecycle, recorder_gen, registry, submits
 from .dispatch import RETURN_FAILURE
 
 # What a command returns when it can be neither run nor forwarded, as C: dispatch.RETURN_FAILURE's values.
@@ -112,6 +112,8 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] 
         if name in answered:
             call_hook = answers.call_hook(name, index, answered[name])
         fast = recorder_gen.fast_path(name, index, recorded[name]) if name in recorded else ""
+        if recorded and name in lifecycle.COMMANDS:   # a shim recording in C also begins and ends in C
+            fast = lifecycle.fast_path(name, index)
         if submit_path is not None and name in submits.COMMANDS:
             fast = submits.fast_path(name, index, submit_path)
         if submit_path is not None and submit_path.queue_labels and name in submits.LABEL_COMMANDS:
@@ -144,6 +146,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] 
             + recorder_gen.formats_table(names, recorded)
             + recorder_gen.support_c()
             + submits.support_c()
+            + lifecycle.support_c()
             + answers.support_c()
             + "".join(out)
             + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"

@@ -60,6 +60,7 @@ and read without locks. The worker is one daemon thread per shim, started with t
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import struct
 import threading
@@ -68,6 +69,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tessera.schemas.labels import tag_label
+
+from . import lifecycle
 
 
 SWITCH = "TESSERA_C_RECORDING"   # "0": nothing is recorded in C (Recorder.enabled)
@@ -173,6 +176,8 @@ class Recorder:
         self._out = threading.local()
         self.guards = guard_names
         self.replays = None   # vkapi/replay.Replays, when the shim's products can be made again (reuse_recordings)
+        self._run_deferred: Callable | None = None   # deferred_hooks
+        self._read_submits: Callable[[], None] = lambda: None
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
         # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
@@ -216,7 +221,7 @@ class Recorder:
             text += f"; recordings reused: {self.replays.reused}"
             if self.replays.check:
                 text += f"; checked instead: {self.replays.checked}, differing: {self.replays.mismatches}"
-        return text
+        return text + "; " + lifecycle.counts(self.ffi, self.lib)
 
     def recorded(self, name: str) -> bool:
         index = self.guards.get(name)
@@ -247,9 +252,54 @@ class Recorder:
                     setattr(dev, field_name, ffi.cast("PFN_vkVoidFunction", fn))
         return dev
 
-    def register(self, handle, device_table) -> None:
-        if self.enabled and not self.lib.tessera_cb_register(handle, device_table):
+    def register(self, handle, device_table, primary: bool) -> None:
+        if self.enabled and not self.lib.tessera_cb_register(handle, device_table, 1 if primary else 0):
             self.report("out of memory registering a command buffer: its commands take the Python path")
+
+    # ---- begins and ends made in C (vkapi/lifecycle.py) ----------------------------------------
+    def defer_lifecycle(self, device_table, device, resources) -> None:
+        """Let the buffers of `device` (its C table `device_table`) begin and end in C when the shim's
+        `Products.deferrable(device)` says so and recordings are reused unchecked; C compares their
+        recordings with the kept ones while `resources` (the device's) keeps the generation they were
+        kept under."""
+        replays = self.replays
+        on = replays is not None and not replays.check and replays.products.deferrable(device)
+        device_table.deferrable = 1 if on else 0
+        if on:
+            resources.on_generation(lambda value: setattr(device_table, "generation", value))
+
+    def deferred_hooks(self, run: Callable) -> None:
+        """`run(handle, bits, flags, end_result)` runs the hooks of the begin and end C made (HookSet.install)."""
+        self._run_deferred = run
+
+    def submits_reader(self, read: Callable[[], None]) -> None:
+        """`read()` reads the shim's ledger of submits made in C (where a thread may be running the hooks
+        of a buffer's begin and end made in C: the shim's entry)."""
+        self._read_submits = read
+
+    def _catch_up(self, handle, reading: bool) -> None:
+        """Run what C made of the buffer that Python has yet to run (lifecycle.py), once."""
+        if type(handle) is int:   # an address read from a ledger
+            handle = self.ffi.cast("void *", handle)
+        deferred = self.lib.tessera_cb_deferred(handle)
+        if not deferred or self._run_deferred is None:
+            return
+        if deferred & lifecycle.UNREAD and not reading:   # the thread reading that ledger runs them
+            self._read_submits()
+        out = self._out_params()
+        bits = self.lib.tessera_cb_take_deferred(handle, out[3], out[4])
+        if bits:
+            self._run_deferred(handle, bits, out[3][0], out[4][0])
+
+    @contextlib.contextmanager
+    def late_begin(self, handle):
+        """While the hooks of a begin C made run: their reset of the buffer keeps the records made since."""
+        local = self._out
+        local.late_begin = self._key(handle)
+        try:
+            yield
+        finally:
+            local.late_begin = None
 
     def unregister(self, handle) -> None:
         self.lib.tessera_cb_unregister(handle)
@@ -263,7 +313,10 @@ class Recorder:
         self.replays = replays if replays.enabled else None
 
     def reset(self, handle) -> None:
-        """The buffer was reset or begun again: its records, Python path and submit state go."""
+        """The buffer was reset or begun again: its records, Python path and submit state go (but not
+        during `late_begin`: C reset the buffer at that begin, and the records since are the recording's)."""
+        if getattr(self._out, "late_begin", None) is not None and self._out.late_begin == self._key(handle):
+            return
         self.lib.tessera_cb_reset(handle)
 
     def set_submit_ok(self, handle, ok: bool) -> None:
@@ -342,25 +395,29 @@ class Recorder:
             self._backlog = 0
 
     def _out_params(self) -> tuple:
-        """tessera_cb_records' out-parameters, per thread (buffers are applied on several threads at
-        once; every Python hook of a command buffer reads them, so they are not allocated per call)."""
+        """tessera_cb_records' out-parameters, then tessera_cb_take_deferred's, per thread (buffers are
+        applied on several threads at once; every Python hook of a command buffer reads them, so they are
+        not allocated per call)."""
         out = getattr(self._out, "params", None)
         if out is None:
             ffi = self.ffi
-            out = self._out.params = (ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *"))
+            out = self._out.params = (ffi.new("uint8_t **"), ffi.new("size_t *"), ffi.new("uint64_t *"),
+                                      ffi.new("uint32_t *"), ffi.new("int32_t *"))
         return out
 
     def _pending_bytes(self, handle) -> int:
         out = self._out_params()
-        return out[1][0] if self.lib.tessera_cb_records(handle, *out) else 0
+        return out[1][0] if self.lib.tessera_cb_records(handle, *out[:3]) else 0
 
-    def wait(self, handle) -> None:
+    def wait(self, handle, reading: bool = False) -> None:
         """Return once the job queued for `handle`, if any, has run (running it, and those queued
-        before it, on this thread when the worker is not running one)."""
+        before it, on this thread when the worker is not running one), and the hooks of a begin and end
+        C made of it (lifecycle.py). `reading`: called while reading the shim's ledger."""
         done = self._pending.get(self._key(handle))
         if done is not None:
             self._help(done)
             done.wait()
+        self._catch_up(handle, reading)
 
     def settle(self) -> None:
         """Return once every job queued so far has run."""
@@ -381,7 +438,7 @@ class Recorder:
         has ended (vkEndCommandBuffer's job): a whole recording may reuse an earlier equal one's product
         (vkapi/replay.py)."""
         lib = self.lib
-        pdata, pused, pdropped = self._out_params()
+        pdata, pused, pdropped = self._out_params()[:3]
         if not lib.tessera_cb_records(handle, pdata, pused, pdropped):
             return
         used, dropped = pused[0], pdropped[0]

@@ -53,6 +53,14 @@ class Products(Protocol):
     def restore(self, owner, handle, product, tags: list[int]) -> None:
         """Set `handle`'s state as applying the records would have (fields(product, tags))."""
 
+    def table(self, owner):
+        """The device's C table (vkapi/recorder.py `device_table`), under which C compares the
+        recordings it ends itself with the kept ones (vkapi/lifecycle.py)."""
+
+    def deferrable(self, device) -> bool:
+        """Whether every begin and end hook of the shim may run later for the device's primary
+        buffers (vkapi/lifecycle.py): none inserts commands or routes the buffer's commands at once."""
+
 
 @dataclass
 class _Entry:
@@ -60,6 +68,8 @@ class _Entry:
     resources: Any         # the device's Resources: held, so no later device's takes its id while kept
     generation: int
     product: Any
+    table: Any             # the device's C table, under which C keeps a copy of `records` (held: its address too)
+    hash: int
 
 
 class Replays:
@@ -132,16 +142,22 @@ class Replays:
                 self.report("TESSERA_REPLAY=check: a re-recording's reused product differs from its applied one")
             return
         res = self.products.resources(owner)
-        found = (id(res), self.lib.tessera_records_hash(data, len(records)), len(records))
+        table = self.products.table(owner)
+        digest = self.lib.tessera_records_hash(data, len(records))
+        found = (id(res), digest, len(records))
         with self._lock:
             old = self._entries.pop(found, None)
             if old is not None:
                 self._bytes -= len(old.records)
-            self._entries[found] = _Entry(records, res, res.generation, product)
+            self._entries[found] = entry = _Entry(records, res, res.generation, product, table, digest)
             self._bytes += len(records)
+            if table is not None and table.deferrable:   # C may end an equal recording itself (lifecycle.py)
+                self.lib.tessera_product_keep(handle, data, len(records), digest, entry.generation)
             while len(self._entries) > KEEP or self._bytes > KEEP_BYTES:
                 _, out = self._entries.popitem(last=False)
                 self._bytes -= len(out.records)
+                if out.table is not None:
+                    self.lib.tessera_product_drop(out.table, out.hash, len(out.records))
 
     def forget(self, key: int) -> None:
         """The command buffer is freed."""

@@ -78,10 +78,19 @@ class Generation:
     def __init__(self) -> None:
         self.value = 0
         self._lock = threading.Lock()
+        self._watchers: list = []
 
     def move_on(self) -> None:
         with self._lock:
             self.value += 1
+            for watch in self._watchers:   # in order, under the lock: a watcher never sees it go back
+                watch(self.value)
+
+    def watch(self, watch) -> None:
+        """Call `watch(value)` now and whenever the value moves on."""
+        with self._lock:
+            self._watchers.append(watch)
+            watch(self.value)
 
 
 class Versioned(dict):
@@ -143,6 +152,11 @@ class Resources:
     def generation(self) -> int:
         """How many entries of any table were replaced or removed so far."""
         return self._generation.value
+
+    def on_generation(self, watch) -> None:
+        """Call `watch(generation)` now and whenever the generation moves on (the C copy of it:
+        vkapi/lifecycle.py)."""
+        self._generation.watch(watch)
 
 
 def texel_bytes(fmt: int) -> float:

@@ -36,10 +36,10 @@ import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import answers, cdecl, guards, paths, recorder_gen, submits
+from . import answers, cdecl, guards, lifecycle, paths, recorder_gen, submits
 
-GENERATOR_FILES = ("shim.py", "guards.py", "recorder_gen.py", "recorder.py", "submits.py", "answers.py", "cdecl.py",
-                   "cdecl_manual.py", "registry.py", "constants_gen.py", "../schemas/labels.py")
+GENERATOR_FILES = ("shim.py", "guards.py", "recorder_gen.py", "recorder.py", "submits.py", "lifecycle.py", "answers.py",
+                   "cdecl.py", "cdecl_manual.py", "registry.py", "constants_gen.py", "../schemas/labels.py")
 
 
 @dataclass(frozen=True)
@@ -201,6 +201,7 @@ def build(spec: ShimSpec, force: bool = False) -> Path:
     ffi.cdef(guards.CDEF)
     ffi.cdef(recorder_gen.CDEF % len(decls.hooks))
     ffi.cdef(submits.CDEF)
+    ffi.cdef(lifecycle.CDEF)
     ffi.cdef(answers.CDEF)
     if spec.extra_cdef:
         ffi.cdef(spec.extra_cdef)

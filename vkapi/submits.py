@@ -37,6 +37,7 @@ belongs to the taker until it gives it back.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,9 +81,10 @@ class Submission:
 RUNTIME_C = Path(__file__).with_name("runtime") / "submits.c"   # the static C of the ledger
 
 CDEF = """
-typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; } tessera_ledger;
+typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; uint64_t serial; } tessera_ledger;
 tessera_ledger *tessera_ledger_take(void);
 void tessera_ledger_give_back(tessera_ledger *l);
+void tessera_ledger_read(uint64_t serial);
 uint64_t tessera_next_submit(void);
 void tessera_set_frame(uint64_t frame);
 void tessera_python_reason(int64_t delta);
@@ -185,6 +187,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "            if (wrapped) ((PFN_vkQueueEndDebugUtilsLabelEXT)first->dev->queue_label_end)(queue);",
         "            if (result != 0) return result;",
         "            pthread_mutex_lock(&tessera_ledger_lock);",
+        "            uint64_t serial = tessera_ledger_active->serial;",
         "            uint64_t *r = tessera_ledger_record(slots);",
         "            if (r) {",
         f"                r[0] = (uint64_t)(slots * 8) | ((uint64_t){count} << 32);   /* kind SUBMIT */",
@@ -205,7 +208,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         f"            for (uint32_t i = 0; i < {count}; i++)",
         f"                for (uint32_t {j} = 0; {j} < {submits}[i].{ncb}; {j}++) {{",
         f"                    tessera_cb *c = tessera_cb_find((void *){submits}[i].{cb % j});",
-        "                    if (c) c->submits++;",
+        "                    if (c) { c->submits++; __atomic_store_n(&c->in_ledger, serial, __ATOMIC_RELEASE); }",
         "                }",
         "            return result;",
         "        }",
@@ -224,6 +227,28 @@ def label_fast_path(name: str) -> str:
     return (f"    if (__atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)) {{ {record} return; }}\n")
 
 
+class LedgerLock:
+    """The lock a shim reads its ledger (and hands over its Python submits) under. The hooks of a buffer's
+    begin made in C (vkapi/lifecycle.py) run while their thread reads the ledger under it, and they read the
+    ledger first, as every begin hook does: `nested` says the thread is reading it already."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._here = threading.local()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._here.on = True
+
+    def __exit__(self, *exc) -> None:
+        self._here.on = False
+        self._lock.release()
+
+    @property
+    def nested(self) -> bool:
+        return getattr(self._here, "on", False)
+
+
 class SubmitLedger:
     """The Python side: takes the records the C path wrote, in order."""
 
@@ -232,6 +257,7 @@ class SubmitLedger:
         self.ffi, self.lib, self.report = ffi, lib, report
         self.made_in_c = 0       # submits read from the ledger so far
         self.made_in_python = 0  # submits the shim's Python path made (counted by the shim)
+        self._serial = 0         # the serial of the ledger taken last (runtime/submits.c)
 
     def counts(self) -> str:
         return f"submits so far: {self.made_in_c} made in C, {self.made_in_python} through Python"
@@ -240,12 +266,18 @@ class SubmitLedger:
         """A reason for every submit to take the Python path begins (True) or ends (False)."""
         self.lib.tessera_python_reason(1 if on else -1)
 
+    def read(self) -> None:
+        """Every submit `take` returned last is read: C may begin its buffers again (vkapi/lifecycle.py)."""
+        if self._serial:
+            self.lib.tessera_ledger_read(self._serial)
+
     def take(self) -> list[Submission | QueueLabel]:
         """Every submit (and queue label) recorded in C since the last call, in call order (an empty
         list costs one C call)."""
         ledger = self.lib.tessera_ledger_take()
         if ledger == self.ffi.NULL:
             return []
+        self._serial = ledger.serial
         try:
             if ledger.dropped:
                 self.report(f"{ledger.dropped} submit(s) made in C were not recorded (out of memory); "

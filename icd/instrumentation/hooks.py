@@ -77,6 +77,7 @@ class Instrumentation(Feature):
 
     # ---- device lifecycle (icd/feature.py) ------------------------------------------------------
     label = "shader instrumentation"
+    defers_begin = False   # its begin hook routes the buffer's commands to Python
 
     def wants(self, request: DeviceRequest) -> bool:
         return metrics.wants_instrumentation(self.ffi, request.create_info.pNext)

@@ -85,6 +85,7 @@ class Regions(Feature):
 
     # ---- device lifecycle (icd/feature.py) ------------------------------------------------------
     label = "per-region counters"
+    defers_begin = False   # its begin hook gives back the buffer's capture memory, which the recording reuses
 
     def wants(self, request: DeviceRequest) -> bool:
         return wants_regions(self.ffi, request.create_info.pNext)

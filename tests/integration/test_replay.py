@@ -31,6 +31,9 @@ CASES = [("compute frame", [RECORD_COST, "frame", FRAMES, 1], FRAMES - 1),
 _COUNTS = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*?; recordings reused: (\d+)"
                      r"(?:; checked instead: (\d+), differing: (\d+))?")
 _PLANNED = re.compile(r"\] icd INFO: recordings placed from a plan: (\d+)")
+# vkapi/lifecycle.py: buffers begun and ended in C (their hooks run when something looks at them)
+_IN_C = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*; command buffers begun in C: (\d+), "
+                   r"ended in C: (\d+)")
 
 
 def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, str]:
@@ -42,6 +45,8 @@ def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, s
     assert result.problems == []
     counts = {m.group(1): tuple(int(g) for g in m.groups()[1:] if g is not None) for m in _COUNTS.finditer(out.stderr)}
     counts.update({"planned": int(m.group(1)) for m in _PLANNED.finditer(out.stderr)})
+    counts.update({f"{m.group(1)} in C": (int(m.group(2)), int(m.group(3))) for m in _IN_C.finditer(out.stderr)})
+    assert "exception" not in out.stderr.lower(), out.stderr
     return canonical(result), counts, out.stdout
 
 
@@ -52,10 +57,34 @@ def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp
     checked, check_counts, _ = _run(tmp_path, "check", program, "check")
     if "rerecord.py" in str(program[-2]):   # the case the generation guards: the same handle, another buffer
         assert "the new buffer has the old one's handle" in said
-    assert off_counts == {"planned": 0}, "TESSERA_REPLAY=0 keeps no recordings"
-    # every reused recording is placed from its plan (icd/placement_plans.py), not walked
-    assert on_counts == {"layer": (reused,), "icd": (reused,), "planned": reused}
-    assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0), "planned": 0}
+    nothing_in_c = {"layer in C": (0, 0), "icd in C": (0, 0)}
+    assert off_counts == {"planned": 0, **nothing_in_c}, "TESSERA_REPLAY=0 keeps no recordings"
+    # every reused recording is placed from its plan (icd/placement_plans.py), not walked; every begin is
+    # made in C, and every end of a recording equal to a kept one (vkapi/lifecycle.py)
+    in_c = (FRAMES, reused)
+    assert on_counts == {"layer": (reused,), "icd": (reused,), "planned": reused, "layer in C": in_c, "icd in C": in_c}
+    assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0), "planned": 0, **nothing_in_c}
+    assert off["gpu_events"]
+    assert on == off, "\n".join(differences(off, on))
+    assert checked == off, "\n".join(differences(off, checked))
+
+
+def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp_path) -> None:
+    """tests/integration/apps/lifecycle_paths.py: recordings begun (and ended) in C, with what may happen before
+    Python runs their hooks: a recording begun again before anything submitted it, a reset, a secondary executed
+    (a Python hook in the middle of a recording), a submit the layer makes in Python (inside a queue label), two
+    buffers in one submit, a buffer freed, a pool reset. The merged trace is the one every hook run at once makes."""
+    program = [PYTHON, REPO / "tests" / "integration" / "apps" / "lifecycle_paths.py", 16]
+    off, off_counts, _ = _run(tmp_path, "off", program, "0")
+    on, on_counts, said = _run(tmp_path, "on", program, "1")
+    checked, _, _ = _run(tmp_path, "check", program, "check")
+    assert "lifecycle_paths: OK 16 frames" in said
+    assert off_counts["layer in C"] == off_counts["icd in C"] == (0, 0)
+    # begun in C: P and Q each frame, the P never submitted and the Q freed (the secondary never: not primary);
+    # ended in C: those but the first P and Q (nothing kept yet) and the P that executes the secondary (a hook
+    # in Python in between); reused: those ended in C but the two nothing submitted, whose hooks never ran.
+    assert on_counts["layer in C"] == on_counts["icd in C"] == (34, 31), on_counts
+    assert on_counts["layer"] == on_counts["icd"] == (29,), on_counts
     assert off["gpu_events"]
     assert on == off, "\n".join(differences(off, on))
     assert checked == off, "\n".join(differences(off, checked))

@@ -46,8 +46,8 @@ class Calls:
         if name.startswith("__"):
             raise AttributeError(name)
 
-        def call(*args):
-            self.calls.append((name, *args))
+        def call(*args, **keywords):
+            self.calls.append((name, *args, *keywords.values()))
             answer = self.answers.get(name)
             return answer(*args) if callable(answer) else answer
         return call
@@ -61,10 +61,14 @@ class Ledger:
         self.pending: list = []
         self.reasons: list[bool] = []
         self.made_in_python = 0
+        self.reads = 0
 
     def take(self) -> list:
         taken, self.pending = self.pending, []
         return taken
+
+    def read(self) -> None:   # every submit taken is read (vkapi/lifecycle.py)
+        self.reads += 1
 
     def python_reason(self, on: bool) -> None:
         self.reasons.append(on)
@@ -244,7 +248,8 @@ def test_submits_made_in_c_are_reported_in_order_before_a_python_submit():
     assert rig.messages() == [submit_payload(5, [0x10], [1], frame=2, time_ns=100, duration_ns=30),
                               submit_payload(6, [0x10], [1], frame=2, annexed=True, time_ns=200, duration_ns=60),
                               submit_payload(7, [0x20], [2], frame=3, time_ns=1500, duration_ns=500)]
-    assert rig.recorder.named("wait") == [(0x10,), (0x10,)]
+    assert rig.recorder.named("wait") == [(0x10, True), (0x10, True)]   # reading the ledger (vkapi/lifecycle.py)
+    assert ledger.reads == 1
     assert plain.submits == 2 and labelled.submits == 1
     assert ledger.pending == [] and ledger.made_in_python == 1
 

@@ -1,5 +1,6 @@
 /* A harness for the shims' static C (vkapi/runtime/) that runs without Vulkan and without Python:
-   the command-buffer map and arenas (recorder.c), the submit ledger (submits.c), kept answers
+   the command-buffer map and arenas (recorder.c), the submit ledger (submits.c), begins and ends made in C
+   (lifecycle.c), kept answers
    (answers.c) and the guards' next functions (guards.c). tests/vkapi/test_runtime_c.py compiles it
    after a shim's Vulkan declarations, the generator's #defines and those files, under
    AddressSanitizer and UBSan, and runs it. Prints "ok" and returns 0, or names the failed check. */
@@ -46,7 +47,7 @@ static void map_and_arenas(void)
     static tessera_device dev;
     enum { N = 3000 };
     CHECK(tessera_cb_find(key(1)) == NULL);
-    for (size_t i = 0; i < N; i++) CHECK(tessera_cb_register(key(i), &dev));
+    for (size_t i = 0; i < N; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
     for (size_t i = 0; i < N; i++) {
         tessera_cb *cb = tessera_cb_find(key(i));
         CHECK(cb && cb->handle == key(i) && cb->dev == &dev && cb->last_index == UINT32_MAX);
@@ -107,11 +108,11 @@ static void map_and_arenas(void)
     for (size_t i = 0; i < N; i += 2) tessera_cb_unregister(key(i));
     tessera_cb_unregister(key(N + 5));
     for (size_t i = 0; i < N; i++) CHECK((tessera_cb_find(key(i)) != NULL) == (i % 2 == 1));
-    for (size_t i = N; i < 2 * N; i++) CHECK(tessera_cb_register(key(i), &dev));
+    for (size_t i = N; i < 2 * N; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
     /* A handle registered again without being freed (the backend reused it): replaced. */
     tessera_cb *old = tessera_cb_find(key(9));
     CHECK(tessera_record(old, 1, 1, 0));
-    CHECK(tessera_cb_register(key(9), &dev));
+    CHECK(tessera_cb_register(key(9), &dev, 1));
     CHECK(tessera_cb_find(key(9)) != NULL && tessera_cb_records(key(9), &data, &used, &dropped) && used == 0);
     for (size_t i = 1; i < 2 * N; i++) tessera_cb_unregister(key(i));
     for (size_t i = 0; i < 2 * N; i++) CHECK(tessera_cb_find(key(i)) == NULL);
@@ -126,14 +127,14 @@ static void *register_many(void *arg)
 {
     static tessera_device dev;
     (void)arg;
-    for (size_t i = 10000; i < 14000; i++) CHECK(tessera_cb_register(key(i), &dev));
+    for (size_t i = 10000; i < 14000; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
     return NULL;
 }
 
 static void concurrent_readers(void)
 {
     static tessera_device dev;
-    for (size_t i = 0; i < 16; i++) CHECK(tessera_cb_register(key(i), &dev));
+    for (size_t i = 0; i < 16; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
     pthread_t writer;
     CHECK(pthread_create(&writer, NULL, register_many, NULL) == 0);
     for (int round = 0; round < 2000; round++)
@@ -285,7 +286,7 @@ static void replay_matching(void)
     CHECK(tessera_tag_label("t") == 0 && tessera_tag_label("t1x") == 0 && tessera_tag_label("s1") == 0
           && tessera_tag_label("t-1") == 0 && tessera_tag_label("") == 0);
     void *a = key(5001), *b = key(5002);
-    CHECK(tessera_cb_register(a, &dev) && tessera_cb_register(b, &dev));
+    CHECK(tessera_cb_register(a, &dev, 1) && tessera_cb_register(b, &dev, 1));
     CHECK(!tessera_cb_whole(a));   /* registered, never begun */
     write_recording(a, 10, TESSERA_TAG_BIT | 3, 42);
     write_recording(b, 90, TESSERA_TAG_BIT | 4, 42);
@@ -313,6 +314,105 @@ static void replay_matching(void)
     tessera_cb_unregister(b);
 }
 
+/* Begins and ends made in C (lifecycle.c): which begins C makes, an end C makes only for a recording equal
+   to a kept one under the same generation, what Python takes, and the ledger's serials. */
+static int begins, ends;
+static VkResult fake_begin(VkCommandBuffer commandBuffer, const VkCommandBufferBeginInfo *info)
+{
+    (void)commandBuffer; (void)info; begins++; return 0;
+}
+static VkResult fake_end(VkCommandBuffer commandBuffer) { (void)commandBuffer; ends++; return 0; }
+
+static void record_two(void *handle, uint64_t tag)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    uint64_t *slot = tessera_record(cb, 1, 2, 0);
+    slot[0] = tag; slot[1] = 11;
+    slot = tessera_record(cb, 0, 1, 0);
+    slot[0] = 7;
+}
+
+static void begun_and_ended_in_c(void)
+{
+    static tessera_device dev;
+    dev.next[0] = (PFN_vkVoidFunction)fake_begin;
+    dev.next[1] = (PFN_vkVoidFunction)fake_end;
+    void *a = key(6001), *secondary = key(6002);
+    CHECK(tessera_cb_register(a, &dev, 1) && tessera_cb_register(secondary, &dev, 0));
+    VkCommandBufferBeginInfo info = {0};
+    info.flags = 5;
+    VkResult result = -1;
+    CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));   /* the device does not defer */
+    dev.deferrable = 1;
+    CHECK(!tessera_begin_in_c((VkCommandBuffer)secondary, &info, 0, &result));
+    info.pNext = &info;
+    CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));   /* a chained structure */
+    info.pNext = NULL;
+    CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result) && result == 0 && begins == 1);
+    CHECK(tessera_cb_deferred(a) == TESSERA_BEGUN_IN_C && tessera_cb_whole(a));
+    record_two(a, 10);
+    CHECK(!tessera_end_in_c((VkCommandBuffer)a, 1, &result) && ends == 0);   /* nothing kept */
+    CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));   /* records left for Python */
+
+    uint8_t *data;
+    size_t used;
+    uint64_t dropped;
+    CHECK(tessera_cb_records(a, &data, &used, &dropped));
+    tessera_cb_find(a)->submit_ok = 1;
+    uint64_t hash = tessera_records_hash(data, used);
+    CHECK(tessera_product_keep(a, data, used, hash, 0));
+    CHECK(!tessera_product_keep(key(6099), data, used, hash, 0));   /* not a registered buffer */
+    CHECK(tessera_product_keep(a, data, used, hash, 0));            /* kept again: replaced */
+    uint32_t flags;
+    int32_t end_result;
+    CHECK(tessera_cb_take_deferred(a, &flags, &end_result) == TESSERA_BEGUN_IN_C && flags == 5);
+    CHECK(tessera_cb_deferred(a) == 0 && tessera_cb_take_deferred(a, &flags, &end_result) == 0);
+    tessera_cb_clear(a);                                  /* Python applied the records */
+
+    CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result) && begins == 2);
+    record_two(a, 20);                                    /* equal but for its tag */
+    CHECK(tessera_end_in_c((VkCommandBuffer)a, 1, &result) && result == 0 && ends == 1);
+    CHECK(tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C) && tessera_cb_find(a)->submit_ok);
+    CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result) && begins == 3);   /* unsubmitted: dropped */
+    CHECK(tessera_cb_deferred(a) == TESSERA_BEGUN_IN_C && tessera_cb_find(a)->used == 0);
+    record_two(a, 30);
+    dev.generation = 1;                                   /* something it names was replaced */
+    CHECK(!tessera_end_in_c((VkCommandBuffer)a, 1, &result));
+    dev.generation = 0;
+    tessera_cb_find(a)->python_path = 1;                  /* a Python hook routed the buffer */
+    CHECK(!tessera_end_in_c((VkCommandBuffer)a, 1, &result));
+    tessera_cb_find(a)->python_path = 0;
+    CHECK(tessera_end_in_c((VkCommandBuffer)a, 1, &result) && ends == 2);
+
+    /* A submit of it in a ledger Python has yet to read: not begun in C until it is read. */
+    uint64_t serial = tessera_ledger_active->serial;
+    tessera_cb_find(a)->in_ledger = serial;
+    CHECK(tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C | 4));
+    CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));
+    pthread_mutex_lock(&tessera_ledger_lock);
+    CHECK(tessera_ledger_record(1));
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    tessera_ledger *l = tessera_ledger_take();
+    CHECK(l && l->serial == serial && tessera_ledger_active->serial == serial + 1);
+    tessera_ledger_give_back(l);
+    CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));   /* taken, not yet read */
+    tessera_ledger_read(serial);
+    tessera_ledger_read(serial - 1);                      /* never goes back */
+    CHECK(tessera_ledger_read_up_to == serial && tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C));
+    CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result) && begins == 4);
+
+    tessera_product_drop(&dev, hash, used);
+    record_two(a, 40);
+    CHECK(!tessera_end_in_c((VkCommandBuffer)a, 1, &result));   /* no longer kept */
+    tessera_cb_reset(a);                                  /* Python's reset: nothing left deferred */
+    CHECK(tessera_cb_deferred(a) == 0 && tessera_cb_find(a)->used == 0);
+    uint64_t counts[2];
+    tessera_lifecycle_counts(counts);
+    CHECK(counts[0] == 4 && counts[1] == 2);
+    tessera_cb_unregister(a);
+    tessera_cb_unregister(secondary);
+}
+
 int main(void)
 {
     map_and_arenas();
@@ -320,6 +420,7 @@ int main(void)
     concurrent_readers();
     tags();
     ledger();
+    begun_and_ended_in_c();
     answers();
     next_functions();
     puts("ok");

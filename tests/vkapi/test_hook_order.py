@@ -150,7 +150,7 @@ def test_the_appliers_of_a_command_reach_the_recorder_composed_in_row_order():
     """Several modules may apply one record made in C (the layer's instrumenter numbers the draws
     render_passes.py counted): none replaces another; the recorder gets them as one, in the row's order."""
     given: dict = {}
-    recorder = SimpleNamespace(guards={NAME: 0}, bind_appliers=given.update)
+    recorder = SimpleNamespace(guards={NAME: 0}, bind_appliers=given.update, deferred_hooks=lambda run: None)
     hooks, log = HookSet(HookErrors(logging.getLogger("test_hook_order")), recorder), []
     hooks.before(NAME)(_from(A, lambda owner, *args: None))
     for module, tag in ((B, "b"), (A, "a")):     # registered in another order than the row's

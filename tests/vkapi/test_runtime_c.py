@@ -84,7 +84,7 @@ def test_runtime_runs_clean_under_address_and_undefined_sanitizers(shims, tmp_pa
                 '{ "R,Q", "T,Q", "R,SVkDebugUtilsLabelEXT.pLabelName", "" };\n'
               + "static const signed char tessera_tag_slots[] = { -1, 0, 0, -1 };\n"
               + (runtime / "recorder.c").read_text() + (runtime / "submits.c").read_text()
-              + (runtime / "answers.c").read_text() + HARNESS.read_text())
+              + (runtime / "lifecycle.c").read_text() + (runtime / "answers.c").read_text() + HARNESS.read_text())
     path = tmp_path / "runtime_harness.c"
     path.write_text(source)
     binary = tmp_path / "runtime_harness"

@@ -17,6 +17,8 @@ typedef struct tessera_device {
     PFN_vkCmdDebugMarkerEndEXT marker_end;
     PFN_vkVoidFunction queue_label_begin;            /* s<submitID> queue labels (layer, submits.py) */
     PFN_vkVoidFunction queue_label_end;
+    int deferrable;                                  /* set by Python: buffers may begin and end in C (lifecycle.c) */
+    uint64_t generation;                             /* set by Python: the device's Resources generation */
 } tessera_device;
 
 typedef struct tessera_cb {
@@ -36,12 +38,21 @@ typedef struct tessera_cb {
     size_t last;                 /* offset of the last record, for folding */
     uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
     int whole;                   /* the arena holds every record since vkBeginCommandBuffer (none applied yet) */
+    int primary;                 /* a primary command buffer (set at registration) */
+    int deferred;                /* begin and end made in C that Python has yet to run (lifecycle.c) */
+    uint32_t begin_flags;        /* ... the deferred begin's VkCommandBufferUsageFlags */
+    int32_t end_result;          /* ... the deferred end's VkResult */
+    uint64_t in_ledger;          /* the serial of the last ledger a submit of the buffer went into (submits.c) */
 } tessera_cb;
 
 typedef struct { void *key; tessera_cb *cb; } tessera_slot;
 typedef struct { size_t mask; tessera_slot slots[]; } tessera_table;
 
 #define TESSERA_TOMBSTONE ((void *)(uintptr_t)1)
+/* tessera_cb.deferred (lifecycle.c): a begin C made whose Python hooks have yet to run; the end that
+   followed it, made in C too. */
+#define TESSERA_BEGUN_IN_C 1
+#define TESSERA_ENDED_IN_C 2
 /* An info struct's pointer to a copy in the record (the I code): set by Python before anything reads it. */
 #define TESSERA_COPIED 8
 static tessera_table *tessera_cbs;          /* read lock-free; replaced (never freed) when it grows */
@@ -82,12 +93,13 @@ static void tessera_table_put(tessera_table *t, void *key, tessera_cb *cb)
 }
 
 /* Python: the command buffer `handle` of a device records in C from now on. 0 on failure. */
-int tessera_cb_register(void *handle, tessera_device *dev)
+int tessera_cb_register(void *handle, tessera_device *dev, int primary)
 {
     tessera_cb *cb = calloc(1, sizeof(tessera_cb));
     if (!cb) return 0;
     cb->handle = handle;
     cb->dev = dev;
+    cb->primary = primary;
     cb->last_index = UINT32_MAX;
     pthread_mutex_lock(&tessera_cb_lock);
     tessera_table *t = tessera_cbs;
@@ -197,16 +209,22 @@ int tessera_cb_whole(void *handle)
     return cb && cb->whole && !cb->dropped;
 }
 
-/* Python: the buffer was reset (or begun again): no records, Python path off, nothing submitted. */
+static void tessera_cb_begin(tessera_cb *cb)
+{
+    cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
+    cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->label_depth = 0; cb->pass_in_c = 0;
+    cb->pass_label = 0;
+    cb->whole = 1;
+}
+
+/* Python: the buffer was reset (or begun again): no records, Python path off, nothing submitted, and
+   nothing made in C left for Python to run (lifecycle.c). */
 void tessera_cb_reset(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) {
-        cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
-        cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->label_depth = 0; cb->pass_in_c = 0;
-        cb->pass_label = 0;
-        cb->whole = 1;
-    }
+    if (!cb) return;
+    tessera_cb_begin(cb);
+    __atomic_store_n(&cb->deferred, 0, __ATOMIC_RELEASE);
 }
 
 /* Before any Python hook of a command-buffer command (guards.py): a render pass begun in C
@@ -340,7 +358,8 @@ uint64_t tessera_records_hash(const uint8_t *a, size_t n)
 }
 
 /* Python (vkapi/replay.py): whether records `a` equal records `b` (`n` bytes each) but for their tags;
-   if so, `a`'s tags into `tags` as tessera_records_tags does and their count, else -1. */
+   if so, `a`'s tags into `tags` as tessera_records_tags does and their count, else -1. `tags` NULL: the
+   count only (lifecycle.c). */
 long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t *tags, size_t max)
 {
     size_t count = 0;
@@ -351,10 +370,11 @@ long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t
         int slot = tessera_tag_of(a + at, &tag);
         if (slot >= 0) {
             size_t split = 8 + 8 * (size_t)slot;
-            if (tessera_tag_of(b + at, &other) != slot || count == max
+            if (tessera_tag_of(b + at, &other) != slot || (tags && count == max)
                     || memcmp(a + at + 8, b + at + 8, split - 8) != 0
                     || memcmp(a + at + split + 8, b + at + split + 8, size - split - 8) != 0) return -1;
-            tags[count++] = tag;
+            if (tags) tags[count] = tag;
+            count++;
         } else if (memcmp(a + at, b + at, size) != 0) {
             return -1;
         }

@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; } tessera_ledger;
-static tessera_ledger tessera_ledger_a, tessera_ledger_b;
+typedef struct { uint8_t *data; size_t used, cap; uint64_t dropped; uint64_t serial; } tessera_ledger;
+static tessera_ledger tessera_ledger_a = {.serial = 1}, tessera_ledger_b;
+/* Ledgers taken so far, and the serial of the last one Python has finished reading (tessera_ledger_read):
+   a command buffer with a submit in a ledger after it is not begun in C (lifecycle.c). */
+static uint64_t tessera_ledgers_taken, tessera_ledger_read_up_to;
 static tessera_ledger *tessera_ledger_active = &tessera_ledger_a, *tessera_ledger_spare = &tessera_ledger_b;
 static pthread_mutex_t tessera_ledger_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t tessera_submit_id;     /* submitIDs, shared with Python (tessera_next_submit) */
@@ -55,8 +58,18 @@ tessera_ledger *tessera_ledger_take(void)
     }
     tessera_ledger_active = tessera_ledger_spare;
     tessera_ledger_spare = NULL;
+    tessera_ledgers_taken++;
+    tessera_ledger_active->serial = tessera_ledgers_taken + 1;
     pthread_mutex_unlock(&tessera_ledger_lock);
     return l;
+}
+
+/* Python: every submit of the ledger with this serial is read (and its buffers' deferred hooks run). */
+void tessera_ledger_read(uint64_t serial)
+{
+    uint64_t read = __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_RELAXED);
+    while (serial > read && !__atomic_compare_exchange_n(&tessera_ledger_read_up_to, &read, serial, 0,
+                                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {}
 }
 
 void tessera_ledger_give_back(tessera_ledger *l)

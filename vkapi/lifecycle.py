@@ -1,0 +1,74 @@
+"""Recordings begun and ended in C: an engine re-recording the same commands costs no Python per recording.
+
+The recorder (recorder.py) records each command in C; vkBeginCommandBuffer and vkEndCommandBuffer still
+ran every Python begin and end hook of both shims, and the end applied the records (or restored the
+product of an equal earlier recording: replay.py). Here C makes the two calls itself when Python need
+not act at once, and Python runs their hooks only when something looks at the buffer:
+
+- Begin (`tessera_begin_in_c`, runtime/lifecycle.c): a primary buffer of a device whose every begin hook
+  may run later (`Products.deferrable`: nothing of the shim inserts commands or routes the buffer's
+  commands to Python at its begin; re-recordings are on and not checked), a begin with no chained
+  structure, no records left for Python to apply (but those of a recording ended in C that nobody
+  submitted, which are dropped) and no submit of the buffer in a ledger Python has yet to read
+  (submits.py: the serials of `tessera_ledger_read`). C forwards the call and resets the buffer's
+  records; the begin is deferred.
+- End (`tessera_end_in_c`): a buffer begun in C whose whole recording C made (any Python hook in between
+  runs the deferred begin first, which ends C's hold) and equals, but for its tags, a recording whose
+  product Python keeps on that device (the copy `Replays.remember` hands to `tessera_product_keep`,
+  with the Resources generation it was made under and the submit decision its end hooks took). C
+  forwards the call and sets that decision; the end is deferred too, its records kept.
+- Python runs what was deferred (`Recorder.wait`, which every Python hook of a buffer and every reading of
+  a submit calls first): the begin hooks, with the begin's flags, then, for a deferred end, the end's
+  record-time hooks, the records applied (which restores the kept product: replay.py) and the end hooks,
+  in the order the calls would have run them. A buffer with a submit in a ledger another thread is
+  reading waits for that reading, which runs them.
+- A recording ended in C and begun again, reset or freed before anything looked at it never runs its
+  hooks: nothing submitted it, so no GPU work and no trace event comes of it. The layer then sends no
+  description of its workloads (their tags appear nowhere else).
+
+Threads: the owner thread (Vulkan's external synchronisation) makes the calls; Python runs the deferred
+hooks once (`tessera_cb_take_deferred` exchanges them atomically) on the owner thread or on a thread
+reading a ledger that holds the buffer's submit, which the owner never begins again in C before that
+reading ends.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+RUNTIME_C = Path(__file__).with_name("runtime") / "lifecycle.c"
+
+BEGUN, ENDED, UNREAD = 1, 2, 4   # tessera_cb_deferred's bits (runtime/recorder.c, lifecycle.c)
+
+CDEF = """
+int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_t hash, uint64_t generation);
+void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size);
+int tessera_cb_deferred(void *handle);
+int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result);
+void tessera_lifecycle_counts(uint64_t *counts);
+"""
+
+
+def support_c() -> str:
+    """The static C (runtime/lifecycle.c), after recorder.c and submits.c."""
+    return RUNTIME_C.read_text()
+
+
+def fast_path(name: str, index: int) -> str:
+    """C statements making `name` (vkBeginCommandBuffer or vkEndCommandBuffer) in C when they can; they return then."""
+    if name == "vkBeginCommandBuffer":
+        call = f"tessera_begin_in_c(commandBuffer, pBeginInfo, {index}, &made)"
+    elif name == "vkEndCommandBuffer":
+        call = f"tessera_end_in_c(commandBuffer, {index}, &made)"
+    else:
+        raise ValueError(f"{name} is not begun or ended in C")
+    return f"    {{\n        VkResult made;\n        if ({call}) return made;\n    }}\n"
+
+
+COMMANDS = ("vkBeginCommandBuffer", "vkEndCommandBuffer")
+
+
+def counts(ffi, lib) -> str:
+    """For TESSERA_LOG=info."""
+    out = ffi.new("uint64_t[2]")
+    lib.tessera_lifecycle_counts(out)
+    return f"command buffers begun in C: {out[0]}, ended in C: {out[1]}"

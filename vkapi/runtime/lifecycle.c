@@ -1,0 +1,170 @@
+/* ---- recordings begun and ended in C (tessera.vkapi.lifecycle: the design is its docstring) ----
+   Static C, after recorder.c and submits.c: the products Python keeps (a copy of each whole recording
+   whose product vkapi/replay.py can restore), vkBeginCommandBuffer and vkEndCommandBuffer made without
+   Python, and what Python reads of them. The generated guards of the two commands call
+   tessera_begin_in_c and tessera_end_in_c first (vkapi/lifecycle.py). */
+
+/* One kept recording: the records as C made them, on one device, while its Resources generation holds. */
+typedef struct tessera_product {
+    struct tessera_product *next;      /* in its bucket */
+    const tessera_device *dev;
+    uint64_t hash, generation;
+    size_t size;
+    uint64_t submit_ok;                /* what Python decided for its submits at its end (submits.py) */
+    uint8_t data[];                    /* 8-byte aligned, as the records' slots are read */
+} tessera_product;
+_Static_assert(offsetof(tessera_product, data) % 8 == 0, "records are read as 8-byte slots");
+
+#define TESSERA_PRODUCT_BUCKETS 1024   /* a power of two */
+static tessera_product *tessera_products[TESSERA_PRODUCT_BUCKETS];
+static pthread_mutex_t tessera_product_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t tessera_begun_in_c, tessera_ended_in_c;   /* counts, for TESSERA_LOG=info */
+
+static tessera_product **tessera_product_bucket(const tessera_device *dev, uint64_t hash, size_t size)
+{
+    uint64_t key = hash ^ ((uint64_t)(uintptr_t)dev * 0x9E3779B97F4A7C15ull) ^ size;
+    return &tessera_products[(key >> 20) & (TESSERA_PRODUCT_BUCKETS - 1)];
+}
+
+/* Python (vkapi/replay.py): keep the records `data` (`size` bytes, hashed `hash`) of the whole recording
+   just applied to the buffer `handle`, whose product Python keeps, until tessera_product_drop; with the
+   buffer's device and its submit decision. 0 when not kept (out of memory). */
+int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_t hash, uint64_t generation)
+{
+    const tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return 0;
+    const tessera_device *dev = cb->dev;
+    tessera_product *p = malloc(sizeof(tessera_product) + size);
+    if (!p) return 0;
+    p->dev = dev;
+    p->hash = hash;
+    p->generation = generation;
+    p->size = size;
+    p->submit_ok = cb->submit_ok;
+    memcpy(p->data, data, size);
+    pthread_mutex_lock(&tessera_product_lock);
+    tessera_product **bucket = tessera_product_bucket(dev, hash, size);
+    for (tessera_product **link = bucket; *link; link = &(*link)->next)
+        if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
+            tessera_product *old = *link;   /* the same key kept again: replaced */
+            *link = old->next;
+            free(old);
+            break;
+        }
+    p->next = *bucket;
+    *bucket = p;
+    pthread_mutex_unlock(&tessera_product_lock);
+    return 1;
+}
+
+/* Python: Python no longer keeps the product of the recording kept under this key. */
+void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
+{
+    pthread_mutex_lock(&tessera_product_lock);
+    for (tessera_product **link = tessera_product_bucket(dev, hash, size); *link; link = &(*link)->next)
+        if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
+            tessera_product *p = *link;
+            *link = p->next;
+            free(p);
+            break;
+        }
+    pthread_mutex_unlock(&tessera_product_lock);
+}
+
+/* The submit decision of the kept recording equal to `cb`'s whole recording but for its tags, made on
+   the same device while nothing it names changed; -1 when none is kept. */
+static int tessera_product_match(const tessera_cb *cb)
+{
+    uint64_t hash = tessera_records_hash(cb->data, cb->used);
+    if (!hash) return -1;
+    uint64_t generation = __atomic_load_n(&cb->dev->generation, __ATOMIC_ACQUIRE);
+    int found = -1;
+    pthread_mutex_lock(&tessera_product_lock);
+    for (const tessera_product *p = *tessera_product_bucket(cb->dev, hash, cb->used); p; p = p->next)
+        if (p->dev == cb->dev && p->hash == hash && p->size == cb->used && p->generation == generation
+                && tessera_records_same(cb->data, p->data, cb->used, NULL, 0) >= 0) {
+            found = p->submit_ok != 0;
+            break;
+        }
+    pthread_mutex_unlock(&tessera_product_lock);
+    return found;
+}
+
+/* The guard of vkBeginCommandBuffer: 1 when C made the call (its result in `*result`), 0 when Python
+   must. C makes it for a primary buffer of a device whose begin hooks may run later (`deferrable`),
+   with no chained structure, no records left for Python to apply (but those of a recording ended in
+   C, which nobody submitted: dropped) and no submit in a ledger Python has yet to read. */
+static int tessera_begin_in_c(VkCommandBuffer commandBuffer, const VkCommandBufferBeginInfo *info, int index,
+                              VkResult *result)
+{
+    tessera_cb *cb = tessera_cb_find((void *)commandBuffer);
+    if (!cb || !cb->primary || !cb->dev->deferrable || !info || info->pNext) return 0;
+    int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
+    if ((cb->used || cb->dropped) && !(deferred & TESSERA_ENDED_IN_C)) return 0;
+    if (__atomic_load_n(&cb->in_ledger, __ATOMIC_ACQUIRE) > __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_ACQUIRE))
+        return 0;
+    PFN_vkBeginCommandBuffer next = (PFN_vkBeginCommandBuffer)cb->dev->next[index];
+    if (!next) return 0;
+    *result = next(commandBuffer, info);
+    if (*result == 0) {   /* VK_SUCCESS */
+        tessera_cb_begin(cb);
+        cb->begin_flags = info->flags;
+        __atomic_store_n(&cb->deferred, TESSERA_BEGUN_IN_C, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&tessera_begun_in_c, 1, __ATOMIC_RELAXED);
+    }
+    return 1;
+}
+
+/* The guard of vkEndCommandBuffer: 1 when C made the call, 0 when Python must. C makes it for a buffer C
+   began whose whole recording C made (no Python hook ran since the begin) and equals one whose product
+   Python keeps: Python then finds that product when it runs the hooks (vkapi/replay.py). */
+static int tessera_end_in_c(VkCommandBuffer commandBuffer, int index, VkResult *result)
+{
+    tessera_cb *cb = tessera_cb_find((void *)commandBuffer);
+    if (!cb || __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) != TESSERA_BEGUN_IN_C || !cb->whole
+            || cb->dropped || cb->python_path || cb->pass_in_c)
+        return 0;
+    int submit_ok = tessera_product_match(cb);
+    if (submit_ok < 0) return 0;
+    PFN_vkEndCommandBuffer next = (PFN_vkEndCommandBuffer)cb->dev->next[index];
+    if (!next) return 0;
+    *result = next(commandBuffer);
+    cb->end_result = *result;
+    if (*result == 0)   /* VK_SUCCESS */
+        cb->submit_ok = submit_ok && !cb->python_submits && cb->label_depth == 0;
+    __atomic_store_n(&cb->deferred, TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&tessera_ended_in_c, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* Python, before any hook looks at the buffer: what C made that Python has yet to run (TESSERA_BEGUN_IN_C,
+   TESSERA_ENDED_IN_C), with 4 added when a submit of the buffer is in a ledger Python has yet to read. */
+int tessera_cb_deferred(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return 0;
+    int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
+    if (deferred && __atomic_load_n(&cb->in_ledger, __ATOMIC_ACQUIRE)
+            > __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_ACQUIRE))
+        deferred |= 4;
+    return deferred;
+}
+
+/* Python: take what C made that Python has yet to run (the caller runs the hooks: once); the begin's
+   flags and the end's result into `flags` and `end_result`. */
+int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return 0;
+    int deferred = __atomic_exchange_n(&cb->deferred, 0, __ATOMIC_ACQ_REL);
+    *flags = cb->begin_flags;
+    *end_result = cb->end_result;
+    return deferred;
+}
+
+/* Python (TESSERA_LOG=info): begins and ends made in C so far. */
+void tessera_lifecycle_counts(uint64_t *counts)
+{
+    counts[0] = __atomic_load_n(&tessera_begun_in_c, __ATOMIC_RELAXED);
+    counts[1] = __atomic_load_n(&tessera_ended_in_c, __ATOMIC_RELAXED);
+}
