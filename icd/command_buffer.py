@@ -26,7 +26,7 @@ class CommandBufferLifecycle:
         if dev.recording_table is None:   # the backend's functions, for the commands recorded in C
             dev.recording_table = recorder.device_table(dev.next)
             recorder.defer_lifecycle(dev.recording_table, dev, dev.res)
-        recorder.register(handle, dev.recording_table, level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
+        recorder.register(handle, dev.recording_table, level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, pool)
 
     def gone(self, dev: Device, address: int) -> None:
         self.drv.timeline.pull()   # the submits made in C of this buffer reach the timeline first
@@ -34,6 +34,11 @@ class CommandBufferLifecycle:
             cb = self.objects.by_address.pop(address, None)
         if isinstance(cb, CommandBuffer):
             self.hooks.recorder.unregister(cb.handle)
+
+    def reset_later(self, handle) -> None:
+        """A pool reset C made (vkapi/lifecycle.py), for one of its buffers, when something looks at it."""
+        cb = self.objects.get(handle, CommandBuffer)
+        self.reset(cb.device, cb.address)
 
     def reset(self, dev: Device, address: int) -> None:
         cb = self.objects.by_address.get(address)
@@ -70,3 +75,4 @@ class CommandBufferLifecycle:
 def register(drv: Driver) -> None:
     buffers = drv.hooks.bind(CommandBufferLifecycle(drv))
     track_command_buffers(drv.hooks, drv.ffi, buffers.pools_of, buffers.added, buffers.gone, buffers.reset)
+    drv.hooks.recorder.reset_later(buffers.reset_later)

@@ -39,7 +39,7 @@ class Commands:
         if dev.recording_table is None:   # the driver's functions, and its label commands for t<tag>
             dev.recording_table = recorder.device_table(dev.next, label_source=dev.next)
             recorder.defer_lifecycle(dev.recording_table, dev, dev.res)
-        recorder.register(handle, dev.recording_table, level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
+        recorder.register(handle, dev.recording_table, level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, pool)
 
     def pull(self) -> None:
         """Submits made in C are reported before their buffers or queues change (queues.py)."""
@@ -174,6 +174,8 @@ def register(hooks, state: LayerState, ffi, release_captures, reporter) -> None:
     `reporter`: the queues.QueueReporter entry.py made."""
     commands = hooks.bind(Commands(hooks, state, ffi, release_captures, reporter))
     track_command_buffers(hooks, ffi, lambda dev: dev.pools, commands.added, commands.gone, commands.pool_reset)
+    # a pool reset C made (vkapi/lifecycle.py): each of its buffers is reset when something looks at it
+    hooks.recorder.reset_later(lambda handle: commands.pool_reset(state.owner_of(handle), state.address(handle)))
     track_device_queues(hooks, commands.track_queue)
 
 

@@ -312,7 +312,7 @@ class HookSet:
             info = self._ffi.new("VkCommandBufferBeginInfo *",
                                  {"sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, "flags": flags})
             record_time, before, after = self._chains["vkBeginCommandBuffer"]
-            with recorder.late_begin(handle):
+            with recorder.keeping_records(handle):
                 self._late_hooks("vkBeginCommandBuffer", record_time, before, after, owner, (handle, info),
                                  vk.VK_SUCCESS)
         if bits & lifecycle.ENDED:

@@ -17,13 +17,18 @@ not act at once, and Python runs their hooks only when something looks at the bu
   product Python keeps on that device (the copy `Replays.remember` hands to `tessera_product_keep`,
   with the Resources generation it was made under and the submit decision its end hooks took). C
   forwards the call and sets that decision; the end is deferred too, its records kept.
+- Pool reset (`tessera_pool_reset_in_c`): when C may reset every buffer of the pool it knows (as it may
+  begin one: a primary buffer of such a device, no records left for Python, no submit unread), C forwards
+  the call, drops their records and defers the pool's reset of each (Python's per-buffer reset:
+  `Recorder.reset_later`).
 - Python runs what was deferred (`Recorder.wait`, which every Python hook of a buffer and every reading of
-  a submit calls first): the begin hooks, with the begin's flags, then, for a deferred end, the end's
-  record-time hooks, the records applied (which restores the kept product: replay.py) and the end hooks,
-  in the order the calls would have run them. A buffer with a submit in a ledger another thread is
-  reading waits for that reading, which runs them.
+  a submit calls first): the pool's reset of the buffer, the begin hooks with the begin's flags, then, for
+  a deferred end, the end's record-time hooks, the records applied (which restores the kept product:
+  replay.py) and the end hooks, in the order the calls would have run them; their resets of the buffer
+  keep the records made since (`Recorder.keeping_records`). A buffer with a submit in a ledger another
+  thread is reading waits for that reading, which runs them.
 - A recording ended in C and begun again, reset or freed before anything looked at it never runs its
-  hooks: nothing submitted it, so no GPU work and no trace event comes of it. The layer then sends no
+  hooks (a buffer's deferred pool reset and begin run once, whatever came before them): nothing submitted it, so no GPU work and no trace event comes of it. The layer then sends no
   description of its workloads (their tags appear nowhere else).
 
 Threads: the owner thread (Vulkan's external synchronisation) makes the calls; Python runs the deferred
@@ -37,7 +42,7 @@ from pathlib import Path
 
 RUNTIME_C = Path(__file__).with_name("runtime") / "lifecycle.c"
 
-BEGUN, ENDED, UNREAD = 1, 2, 4   # tessera_cb_deferred's bits (runtime/recorder.c, lifecycle.c)
+BEGUN, ENDED, RESET, UNREAD = 1, 2, 4, 8   # tessera_cb_deferred's bits (runtime/recorder.c, lifecycle.c)
 
 CDEF = """
 int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_t hash, uint64_t generation);
@@ -59,16 +64,18 @@ def fast_path(name: str, index: int) -> str:
         call = f"tessera_begin_in_c(commandBuffer, pBeginInfo, {index}, &made)"
     elif name == "vkEndCommandBuffer":
         call = f"tessera_end_in_c(commandBuffer, {index}, &made)"
+    elif name == "vkResetCommandPool":
+        call = f"tessera_pool_reset_in_c(device, commandPool, flags, {index}, &made)"
     else:
-        raise ValueError(f"{name} is not begun or ended in C")
+        raise ValueError(f"{name} is not made in C")
     return f"    {{\n        VkResult made;\n        if ({call}) return made;\n    }}\n"
 
 
-COMMANDS = ("vkBeginCommandBuffer", "vkEndCommandBuffer")
+COMMANDS = ("vkBeginCommandBuffer", "vkEndCommandBuffer", "vkResetCommandPool")
 
 
 def counts(ffi, lib) -> str:
     """For TESSERA_LOG=info."""
-    out = ffi.new("uint64_t[2]")
+    out = ffi.new("uint64_t[3]")
     lib.tessera_lifecycle_counts(out)
-    return f"command buffers begun in C: {out[0]}, ended in C: {out[1]}"
+    return f"command buffers begun in C: {out[0]}, ended in C: {out[1]}; command pools reset in C: {out[2]}"

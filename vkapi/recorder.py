@@ -177,6 +177,7 @@ class Recorder:
         self.guards = guard_names
         self.replays = None   # vkapi/replay.Replays, when the shim's products can be made again (reuse_recordings)
         self._run_deferred: Callable | None = None   # deferred_hooks
+        self._reset_buffer: Callable | None = None   # reset_later
         self._read_submits: Callable[[], None] = lambda: None
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
@@ -252,8 +253,8 @@ class Recorder:
                     setattr(dev, field_name, ffi.cast("PFN_vkVoidFunction", fn))
         return dev
 
-    def register(self, handle, device_table, primary: bool) -> None:
-        if self.enabled and not self.lib.tessera_cb_register(handle, device_table, 1 if primary else 0):
+    def register(self, handle, device_table, primary: bool, pool: int) -> None:
+        if self.enabled and not self.lib.tessera_cb_register(handle, device_table, 1 if primary else 0, pool):
             self.report("out of memory registering a command buffer: its commands take the Python path")
 
     # ---- begins and ends made in C (vkapi/lifecycle.py) ----------------------------------------
@@ -272,6 +273,11 @@ class Recorder:
         """`run(handle, bits, flags, end_result)` runs the hooks of the begin and end C made (HookSet.install)."""
         self._run_deferred = run
 
+    def reset_later(self, reset: Callable) -> None:
+        """`reset(handle)`: the shim's reset of one buffer of a pool reset (what its vkResetCommandPool hooks do
+        for each buffer), run for a pool reset C made (lifecycle.py)."""
+        self._reset_buffer = reset
+
     def submits_reader(self, read: Callable[[], None]) -> None:
         """`read()` reads the shim's ledger of submits made in C (where a thread may be running the hooks
         of a buffer's begin and end made in C: the shim's entry)."""
@@ -288,18 +294,25 @@ class Recorder:
             self._read_submits()
         out = self._out_params()
         bits = self.lib.tessera_cb_take_deferred(handle, out[3], out[4])
-        if bits:
+        if bits & lifecycle.RESET and self._reset_buffer is not None:
+            with self.keeping_records(handle, bits & lifecycle.BEGUN):
+                try:
+                    self._reset_buffer(handle)
+                except Exception:
+                    self.failed("vkResetCommandPool", "resetting a buffer of a pool reset made in C")
+        if bits & (lifecycle.BEGUN | lifecycle.ENDED):
             self._run_deferred(handle, bits, out[3][0], out[4][0])
 
     @contextlib.contextmanager
-    def late_begin(self, handle):
-        """While the hooks of a begin C made run: their reset of the buffer keeps the records made since."""
+    def keeping_records(self, handle, keep=True):
+        """While the hooks of calls C made run (a begin, or a pool reset before one): their resets of the
+        buffer keep the records made since."""
         local = self._out
-        local.late_begin = self._key(handle)
+        local.keeping = self._key(handle) if keep else None
         try:
             yield
         finally:
-            local.late_begin = None
+            local.keeping = None
 
     def unregister(self, handle) -> None:
         self.lib.tessera_cb_unregister(handle)
@@ -314,8 +327,8 @@ class Recorder:
 
     def reset(self, handle) -> None:
         """The buffer was reset or begun again: its records, Python path and submit state go (but not
-        during `late_begin`: C reset the buffer at that begin, and the records since are the recording's)."""
-        if getattr(self._out, "late_begin", None) is not None and self._out.late_begin == self._key(handle):
+        in `keeping_records`: C reset the buffer at its begin, and the records since are the recording's)."""
+        if getattr(self._out, "keeping", None) is not None and self._out.keeping == self._key(handle):
             return
         self.lib.tessera_cb_reset(handle)
 

@@ -172,7 +172,7 @@ def test_allocated_buffers_are_tracked_and_registered_with_the_devices_table_mad
     feature.added(dev, 0xC2, 0xC2, vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY, 7)
     # the table once, told whether the device's buffers may begin and end in C; each buffer with its level
     assert drv.hooks.recorder.calls == [("device_table", "next"), ("defer_lifecycle", "table", dev, "resources"),
-                                        ("register", 0xC1, "table", True), ("register", 0xC2, "table", False)]
+                                        ("register", 0xC1, "table", True, 7), ("register", 0xC2, "table", False, 7)]
     cb = drv.objects.get(0xC2, CommandBuffer)
     assert (cb.pool, cb.level, cb.device) == (7, vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY, dev)
     assert feature.pools_of(dev) is drv.objects.pools
@@ -191,7 +191,7 @@ def test_a_freed_buffer_goes_after_the_timeline_pulled_and_a_reset_one_starts_ov
     feature.reset(dev, 0xC1)                             # unknown: nothing
     assert 0xC1 not in drv.objects.by_address
     assert drv.timeline.calls == ["pull"] * 3
-    assert drv.hooks.recorder.calls == [("register", 0xC1, "table", True), ("reset", 0xC1), ("unregister", 0xC1)]
+    assert drv.hooks.recorder.calls == [("register", 0xC1, "table", True, 7), ("reset", 0xC1), ("unregister", 0xC1)]
 
 
 def test_begin_end_and_reset_move_the_state_and_begin_drops_the_last_recording(ffi):

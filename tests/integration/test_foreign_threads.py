@@ -60,8 +60,10 @@ def test_a_c_programs_threads_run_their_hooks_themselves(tessera_env):
     hooks on their own thread: the interpreter is the shims', so the driver, which finds it running
     when it loads after the layer, does not hand them to its runner (it did: two thread switches per
     hook). Each thread keeps one Python thread state across its hooks, made by the layer's guard (the
-    first it calls; the driver's finds it), and deleted when the thread exits."""
-    out = run([RECORD_COST, "threads", 50, 3, 2], dict(tessera_env, TESSERA_LOG="info"), timeout=120)
+    first it calls; the driver's finds it), and deleted when the thread exits. Reuse off, so that every
+    recording runs hooks (re-recordings otherwise begin and end in C: vkapi/lifecycle.py)."""
+    out = run([RECORD_COST, "threads", 50, 3, 2], dict(tessera_env, TESSERA_LOG="info", TESSERA_REPLAY="0"),
+              timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     counts = _thread_counts(out.stderr)
     assert counts == {"layer": (6, 6, 0), "icd": (0, 0, 0)}, out.stderr

@@ -33,7 +33,7 @@ _COUNTS = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*?; recor
 _PLANNED = re.compile(r"\] icd INFO: recordings placed from a plan: (\d+)")
 # vkapi/lifecycle.py: buffers begun and ended in C (their hooks run when something looks at them)
 _IN_C = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*; command buffers begun in C: (\d+), "
-                   r"ended in C: (\d+)")
+                   r"ended in C: (\d+); command pools reset in C: (\d+)")
 
 
 def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, str]:
@@ -45,7 +45,7 @@ def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, s
     assert result.problems == []
     counts = {m.group(1): tuple(int(g) for g in m.groups()[1:] if g is not None) for m in _COUNTS.finditer(out.stderr)}
     counts.update({"planned": int(m.group(1)) for m in _PLANNED.finditer(out.stderr)})
-    counts.update({f"{m.group(1)} in C": (int(m.group(2)), int(m.group(3))) for m in _IN_C.finditer(out.stderr)})
+    counts.update({f"{m.group(1)} in C": tuple(int(g) for g in m.groups()[1:]) for m in _IN_C.finditer(out.stderr)})
     assert "exception" not in out.stderr.lower(), out.stderr
     return canonical(result), counts, out.stdout
 
@@ -57,11 +57,11 @@ def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp
     checked, check_counts, _ = _run(tmp_path, "check", program, "check")
     if "rerecord.py" in str(program[-2]):   # the case the generation guards: the same handle, another buffer
         assert "the new buffer has the old one's handle" in said
-    nothing_in_c = {"layer in C": (0, 0), "icd in C": (0, 0)}
+    nothing_in_c = {"layer in C": (0, 0, 0), "icd in C": (0, 0, 0)}
     assert off_counts == {"planned": 0, **nothing_in_c}, "TESSERA_REPLAY=0 keeps no recordings"
     # every reused recording is placed from its plan (icd/placement_plans.py), not walked; every begin is
     # made in C, and every end of a recording equal to a kept one (vkapi/lifecycle.py)
-    in_c = (FRAMES, reused)
+    in_c = (FRAMES, reused, 0)
     assert on_counts == {"layer": (reused,), "icd": (reused,), "planned": reused, "layer in C": in_c, "icd in C": in_c}
     assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0), "planned": 0, **nothing_in_c}
     assert off["gpu_events"]
@@ -79,12 +79,23 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
     on, on_counts, said = _run(tmp_path, "on", program, "1")
     checked, _, _ = _run(tmp_path, "check", program, "check")
     assert "lifecycle_paths: OK 16 frames" in said
-    assert off_counts["layer in C"] == off_counts["icd in C"] == (0, 0)
+    assert off_counts["layer in C"] == off_counts["icd in C"] == (0, 0, 0)
     # begun in C: P and Q each frame, the P never submitted and the Q freed (the secondary never: not primary);
     # ended in C: those but the first P and Q (nothing kept yet) and the P that executes the secondary (a hook
     # in Python in between); reused: those ended in C but the two nothing submitted, whose hooks never ran.
-    assert on_counts["layer in C"] == on_counts["icd in C"] == (34, 31), on_counts
+    # pools reset in C: none (the pool holds the secondary, whose Python state is not deferred)
+    assert on_counts["layer in C"] == on_counts["icd in C"] == (34, 31, 0), on_counts
     assert on_counts["layer"] == on_counts["icd"] == (29,), on_counts
     assert off["gpu_events"]
     assert on == off, "\n".join(differences(off, on))
     assert checked == off, "\n".join(differences(off, checked))
+
+
+def test_a_loop_that_resets_and_re_records_without_submitting_runs_no_python(shims, tmp_path) -> None:
+    """bench/record_cost.c's threads mode, one thread (which of two threads' equal first recordings is kept
+    first is a matter of timing), 3 times: its buffer re-recorded 50 times (reset pool, begin, bind, 8
+    dispatches, end), never submitted. Every pool reset and begin is made in C, and every end but the first
+    (nothing kept yet); the hooks of the recordings nothing submitted never run."""
+    _, counts, _ = _run(tmp_path, "threads", [RECORD_COST, "threads", 50, 3, 1], "1")
+    assert counts["layer in C"] == counts["icd in C"] == (150, 149, 150), counts
+    assert counts["layer"] == counts["icd"] == (0,), counts   # nothing restored: nothing looked at them

@@ -47,7 +47,7 @@ static void map_and_arenas(void)
     static tessera_device dev;
     enum { N = 3000 };
     CHECK(tessera_cb_find(key(1)) == NULL);
-    for (size_t i = 0; i < N; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
+    for (size_t i = 0; i < N; i++) CHECK(tessera_cb_register(key(i), &dev, 1, 0));
     for (size_t i = 0; i < N; i++) {
         tessera_cb *cb = tessera_cb_find(key(i));
         CHECK(cb && cb->handle == key(i) && cb->dev == &dev && cb->last_index == UINT32_MAX);
@@ -108,11 +108,11 @@ static void map_and_arenas(void)
     for (size_t i = 0; i < N; i += 2) tessera_cb_unregister(key(i));
     tessera_cb_unregister(key(N + 5));
     for (size_t i = 0; i < N; i++) CHECK((tessera_cb_find(key(i)) != NULL) == (i % 2 == 1));
-    for (size_t i = N; i < 2 * N; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
+    for (size_t i = N; i < 2 * N; i++) CHECK(tessera_cb_register(key(i), &dev, 1, 0));
     /* A handle registered again without being freed (the backend reused it): replaced. */
     tessera_cb *old = tessera_cb_find(key(9));
     CHECK(tessera_record(old, 1, 1, 0));
-    CHECK(tessera_cb_register(key(9), &dev, 1));
+    CHECK(tessera_cb_register(key(9), &dev, 1, 0));
     CHECK(tessera_cb_find(key(9)) != NULL && tessera_cb_records(key(9), &data, &used, &dropped) && used == 0);
     for (size_t i = 1; i < 2 * N; i++) tessera_cb_unregister(key(i));
     for (size_t i = 0; i < 2 * N; i++) CHECK(tessera_cb_find(key(i)) == NULL);
@@ -127,14 +127,14 @@ static void *register_many(void *arg)
 {
     static tessera_device dev;
     (void)arg;
-    for (size_t i = 10000; i < 14000; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
+    for (size_t i = 10000; i < 14000; i++) CHECK(tessera_cb_register(key(i), &dev, 1, 0));
     return NULL;
 }
 
 static void concurrent_readers(void)
 {
     static tessera_device dev;
-    for (size_t i = 0; i < 16; i++) CHECK(tessera_cb_register(key(i), &dev, 1));
+    for (size_t i = 0; i < 16; i++) CHECK(tessera_cb_register(key(i), &dev, 1, 0));
     pthread_t writer;
     CHECK(pthread_create(&writer, NULL, register_many, NULL) == 0);
     for (int round = 0; round < 2000; round++)
@@ -286,7 +286,7 @@ static void replay_matching(void)
     CHECK(tessera_tag_label("t") == 0 && tessera_tag_label("t1x") == 0 && tessera_tag_label("s1") == 0
           && tessera_tag_label("t-1") == 0 && tessera_tag_label("") == 0);
     void *a = key(5001), *b = key(5002);
-    CHECK(tessera_cb_register(a, &dev, 1) && tessera_cb_register(b, &dev, 1));
+    CHECK(tessera_cb_register(a, &dev, 1, 0) && tessera_cb_register(b, &dev, 1, 0));
     CHECK(!tessera_cb_whole(a));   /* registered, never begun */
     write_recording(a, 10, TESSERA_TAG_BIT | 3, 42);
     write_recording(b, 90, TESSERA_TAG_BIT | 4, 42);
@@ -322,6 +322,11 @@ static VkResult fake_begin(VkCommandBuffer commandBuffer, const VkCommandBufferB
     (void)commandBuffer; (void)info; begins++; return 0;
 }
 static VkResult fake_end(VkCommandBuffer commandBuffer) { (void)commandBuffer; ends++; return 0; }
+static int pool_resets;
+static VkResult fake_pool_reset(VkDevice device, VkCommandPool pool, VkCommandPoolResetFlags flags)
+{
+    (void)device; (void)pool; (void)flags; pool_resets++; return 0;
+}
 
 static void record_two(void *handle, uint64_t tag)
 {
@@ -338,7 +343,7 @@ static void begun_and_ended_in_c(void)
     dev.next[0] = (PFN_vkVoidFunction)fake_begin;
     dev.next[1] = (PFN_vkVoidFunction)fake_end;
     void *a = key(6001), *secondary = key(6002);
-    CHECK(tessera_cb_register(a, &dev, 1) && tessera_cb_register(secondary, &dev, 0));
+    CHECK(tessera_cb_register(a, &dev, 1, 0x500) && tessera_cb_register(secondary, &dev, 0, 0x600));
     VkCommandBufferBeginInfo info = {0};
     info.flags = 5;
     VkResult result = -1;
@@ -387,7 +392,7 @@ static void begun_and_ended_in_c(void)
     /* A submit of it in a ledger Python has yet to read: not begun in C until it is read. */
     uint64_t serial = tessera_ledger_active->serial;
     tessera_cb_find(a)->in_ledger = serial;
-    CHECK(tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C | 4));
+    CHECK(tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C | 8));   /* unread */
     CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));
     pthread_mutex_lock(&tessera_ledger_lock);
     CHECK(tessera_ledger_record(1));
@@ -401,14 +406,38 @@ static void begun_and_ended_in_c(void)
     CHECK(tessera_ledger_read_up_to == serial && tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C));
     CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result) && begins == 4);
 
+    /* Pool resets: a pool with a secondary takes Python; a known pool of one primary, C (cached per thread
+       until a buffer is registered or unregistered). */
+    CHECK(!tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x600, 0, 2, &result));
+    CHECK(!tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x700, 0, 2, &result));   /* no buffer */
+    CHECK(!tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x500, 0, 2, &result));   /* no next */
+    dev.next[2] = (PFN_vkVoidFunction)fake_pool_reset;
+    record_two(a, 50);
+    CHECK(tessera_cb_find(a)->used && !tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x500, 0, 2, &result));
+    CHECK(tessera_end_in_c((VkCommandBuffer)a, 1, &result));   /* ended in C, never submitted: may go */
+    CHECK(tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x500, 0, 2, &result) && pool_resets == 1);
+    CHECK(tessera_cb_deferred(a) == TESSERA_RESET_IN_C && tessera_cb_find(a)->used == 0 && !tessera_cb_whole(a));
+    CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));   /* the reset stays deferred with it */
+    CHECK(tessera_cb_deferred(a) == (TESSERA_RESET_IN_C | TESSERA_BEGUN_IN_C));
+    record_two(a, 60);
+    CHECK(tessera_end_in_c((VkCommandBuffer)a, 1, &result));
+    CHECK(tessera_cb_take_deferred(a, &flags, &end_result) == (TESSERA_RESET_IN_C | TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C));
+    void *other = key(6003);
+    CHECK(tessera_cb_register(other, &dev, 1, 0x500));            /* the cache is stale: looked up again */
+    CHECK(!tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x500, 0, 2, &result));   /* a's records */
+    tessera_cb_clear(a);
+    CHECK(tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x500, 0, 2, &result) && pool_resets == 2);
+    CHECK(tessera_cb_deferred(a) == TESSERA_RESET_IN_C && tessera_cb_deferred(other) == TESSERA_RESET_IN_C);
+    tessera_cb_unregister(other);
+
     tessera_product_drop(&dev, hash, used);
     record_two(a, 40);
     CHECK(!tessera_end_in_c((VkCommandBuffer)a, 1, &result));   /* no longer kept */
     tessera_cb_reset(a);                                  /* Python's reset: nothing left deferred */
     CHECK(tessera_cb_deferred(a) == 0 && tessera_cb_find(a)->used == 0);
-    uint64_t counts[2];
+    uint64_t counts[3];
     tessera_lifecycle_counts(counts);
-    CHECK(counts[0] == 4 && counts[1] == 2);
+    CHECK(counts[0] == 5 && counts[1] == 4 && counts[2] == 2);
     tessera_cb_unregister(a);
     tessera_cb_unregister(secondary);
 }

@@ -17,8 +17,8 @@ _Static_assert(offsetof(tessera_product, data) % 8 == 0, "records are read as 8-
 
 #define TESSERA_PRODUCT_BUCKETS 1024   /* a power of two */
 static tessera_product *tessera_products[TESSERA_PRODUCT_BUCKETS];
-static pthread_mutex_t tessera_product_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t tessera_begun_in_c, tessera_ended_in_c;   /* counts, for TESSERA_LOG=info */
+static pthread_rwlock_t tessera_product_lock = PTHREAD_RWLOCK_INITIALIZER;   /* ends read, Python writes */
+static uint64_t tessera_begun_in_c, tessera_ended_in_c, tessera_pools_reset_in_c;   /* for TESSERA_LOG=info */
 
 static tessera_product **tessera_product_bucket(const tessera_device *dev, uint64_t hash, size_t size)
 {
@@ -42,7 +42,7 @@ int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_
     p->size = size;
     p->submit_ok = cb->submit_ok;
     memcpy(p->data, data, size);
-    pthread_mutex_lock(&tessera_product_lock);
+    pthread_rwlock_wrlock(&tessera_product_lock);
     tessera_product **bucket = tessera_product_bucket(dev, hash, size);
     for (tessera_product **link = bucket; *link; link = &(*link)->next)
         if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
@@ -53,14 +53,14 @@ int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_
         }
     p->next = *bucket;
     *bucket = p;
-    pthread_mutex_unlock(&tessera_product_lock);
+    pthread_rwlock_unlock(&tessera_product_lock);
     return 1;
 }
 
 /* Python: Python no longer keeps the product of the recording kept under this key. */
 void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
 {
-    pthread_mutex_lock(&tessera_product_lock);
+    pthread_rwlock_wrlock(&tessera_product_lock);
     for (tessera_product **link = tessera_product_bucket(dev, hash, size); *link; link = &(*link)->next)
         if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
             tessera_product *p = *link;
@@ -68,7 +68,7 @@ void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
             free(p);
             break;
         }
-    pthread_mutex_unlock(&tessera_product_lock);
+    pthread_rwlock_unlock(&tessera_product_lock);
 }
 
 /* The submit decision of the kept recording equal to `cb`'s whole recording but for its tags, made on
@@ -79,37 +79,44 @@ static int tessera_product_match(const tessera_cb *cb)
     if (!hash) return -1;
     uint64_t generation = __atomic_load_n(&cb->dev->generation, __ATOMIC_ACQUIRE);
     int found = -1;
-    pthread_mutex_lock(&tessera_product_lock);
+    pthread_rwlock_rdlock(&tessera_product_lock);
     for (const tessera_product *p = *tessera_product_bucket(cb->dev, hash, cb->used); p; p = p->next)
         if (p->dev == cb->dev && p->hash == hash && p->size == cb->used && p->generation == generation
                 && tessera_records_same(cb->data, p->data, cb->used, NULL, 0) >= 0) {
             found = p->submit_ok != 0;
             break;
         }
-    pthread_mutex_unlock(&tessera_product_lock);
+    pthread_rwlock_unlock(&tessera_product_lock);
     return found;
 }
 
+/* Whether C may reset the buffer (`deferred` its deferred bits): a primary buffer of a device whose hooks
+   may run later (`deferrable`), with no records left for Python to apply (but those of a recording ended
+   in C, which nobody submitted: dropped) and no submit in a ledger Python has yet to read. */
+static int tessera_resettable_in_c(const tessera_cb *cb, int deferred)
+{
+    if (!cb->primary || !cb->dev->deferrable) return 0;
+    if ((cb->used || cb->dropped) && !(deferred & TESSERA_ENDED_IN_C)) return 0;
+    return __atomic_load_n(&cb->in_ledger, __ATOMIC_ACQUIRE)
+           <= __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_ACQUIRE);
+}
+
 /* The guard of vkBeginCommandBuffer: 1 when C made the call (its result in `*result`), 0 when Python
-   must. C makes it for a primary buffer of a device whose begin hooks may run later (`deferrable`),
-   with no chained structure, no records left for Python to apply (but those of a recording ended in
-   C, which nobody submitted: dropped) and no submit in a ledger Python has yet to read. */
+   must. C makes it for a buffer C may reset, with no chained structure. */
 static int tessera_begin_in_c(VkCommandBuffer commandBuffer, const VkCommandBufferBeginInfo *info, int index,
                               VkResult *result)
 {
     tessera_cb *cb = tessera_cb_find((void *)commandBuffer);
-    if (!cb || !cb->primary || !cb->dev->deferrable || !info || info->pNext) return 0;
+    if (!cb || !info || info->pNext) return 0;
     int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
-    if ((cb->used || cb->dropped) && !(deferred & TESSERA_ENDED_IN_C)) return 0;
-    if (__atomic_load_n(&cb->in_ledger, __ATOMIC_ACQUIRE) > __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_ACQUIRE))
-        return 0;
+    if (!tessera_resettable_in_c(cb, deferred)) return 0;
     PFN_vkBeginCommandBuffer next = (PFN_vkBeginCommandBuffer)cb->dev->next[index];
     if (!next) return 0;
     *result = next(commandBuffer, info);
     if (*result == 0) {   /* VK_SUCCESS */
         tessera_cb_begin(cb);
         cb->begin_flags = info->flags;
-        __atomic_store_n(&cb->deferred, TESSERA_BEGUN_IN_C, __ATOMIC_RELEASE);
+        __atomic_store_n(&cb->deferred, (deferred & TESSERA_RESET_IN_C) | TESSERA_BEGUN_IN_C, __ATOMIC_RELEASE);
         __atomic_add_fetch(&tessera_begun_in_c, 1, __ATOMIC_RELAXED);
     }
     return 1;
@@ -121,8 +128,8 @@ static int tessera_begin_in_c(VkCommandBuffer commandBuffer, const VkCommandBuff
 static int tessera_end_in_c(VkCommandBuffer commandBuffer, int index, VkResult *result)
 {
     tessera_cb *cb = tessera_cb_find((void *)commandBuffer);
-    if (!cb || __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) != TESSERA_BEGUN_IN_C || !cb->whole
-            || cb->dropped || cb->python_path || cb->pass_in_c)
+    if (!cb || (__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C))
+            != TESSERA_BEGUN_IN_C || !cb->whole || cb->dropped || cb->python_path || cb->pass_in_c)
         return 0;
     int submit_ok = tessera_product_match(cb);
     if (submit_ok < 0) return 0;
@@ -132,13 +139,71 @@ static int tessera_end_in_c(VkCommandBuffer commandBuffer, int index, VkResult *
     cb->end_result = *result;
     if (*result == 0)   /* VK_SUCCESS */
         cb->submit_ok = submit_ok && !cb->python_submits && cb->label_depth == 0;
-    __atomic_store_n(&cb->deferred, TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C, __ATOMIC_RELEASE);
+    __atomic_or_fetch(&cb->deferred, TESSERA_ENDED_IN_C, __ATOMIC_RELEASE);
     __atomic_add_fetch(&tessera_ended_in_c, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
+/* The buffers of the pool a thread reset last, while no buffer was registered or unregistered since
+   (`tessera_cb_version`): engines reset the same pools frame after frame, each from its own thread. */
+#define TESSERA_POOL_CACHE 64
+static __thread struct {
+    uint64_t pool, version;
+    size_t count;
+    tessera_cb *cbs[TESSERA_POOL_CACHE];
+} tessera_pool_cache;
+
+/* The buffers of `pool` into the thread's cache; 0 when it has none or more than TESSERA_POOL_CACHE. */
+static int tessera_pool_members(uint64_t pool)
+{
+    uint64_t version = __atomic_load_n(&tessera_cb_version, __ATOMIC_ACQUIRE);
+    if (tessera_pool_cache.pool == pool && tessera_pool_cache.version == version && tessera_pool_cache.count)
+        return 1;
+    size_t count = 0;
+    pthread_mutex_lock(&tessera_cb_lock);   /* no buffer of another pool is freed while it is looked at */
+    tessera_table *t = tessera_cbs;
+    for (size_t i = 0; t && i <= t->mask && count <= TESSERA_POOL_CACHE; i++) {
+        void *k = t->slots[i].key;
+        if (k == NULL || k == TESSERA_TOMBSTONE || t->slots[i].cb->pool != pool) continue;
+        if (count < TESSERA_POOL_CACHE) tessera_pool_cache.cbs[count] = t->slots[i].cb;
+        count++;
+    }
+    version = tessera_cb_version;
+    pthread_mutex_unlock(&tessera_cb_lock);
+    int ok = count > 0 && count <= TESSERA_POOL_CACHE;
+    tessera_pool_cache.pool = pool;
+    tessera_pool_cache.version = version;
+    tessera_pool_cache.count = ok ? count : 0;
+    return ok;
+}
+
+/* The guard of vkResetCommandPool: 1 when C made the call, 0 when Python must. C makes it when C may reset
+   every buffer of the pool (Vulkan synchronises them with the pool: none is being recorded or used now),
+   and the pool has one to TESSERA_POOL_CACHE: each gets its records dropped and the pool's reset deferred. */
+static int tessera_pool_reset_in_c(VkDevice device, VkCommandPool commandPool, VkCommandPoolResetFlags flags,
+                                   int index, VkResult *result)
+{
+    if (!tessera_pool_members((uint64_t)(uintptr_t)commandPool)) return 0;
+    tessera_cb *const *cbs = tessera_pool_cache.cbs;
+    size_t count = tessera_pool_cache.count;
+    for (size_t i = 0; i < count; i++)
+        if (!tessera_resettable_in_c(cbs[i], __atomic_load_n(&cbs[i]->deferred, __ATOMIC_ACQUIRE))) return 0;
+    PFN_vkResetCommandPool next = (PFN_vkResetCommandPool)cbs[0]->dev->next[index];
+    if (!next) return 0;
+    *result = next(device, commandPool, flags);
+    if (*result == 0)   /* VK_SUCCESS */
+        for (size_t i = 0; i < count; i++) {
+            tessera_cb_begin(cbs[i]);
+            cbs[i]->whole = 0;   /* no recording begun */
+            __atomic_store_n(&cbs[i]->deferred, TESSERA_RESET_IN_C, __ATOMIC_RELEASE);
+        }
+    __atomic_add_fetch(&tessera_pools_reset_in_c, 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
 /* Python, before any hook looks at the buffer: what C made that Python has yet to run (TESSERA_BEGUN_IN_C,
-   TESSERA_ENDED_IN_C), with 4 added when a submit of the buffer is in a ledger Python has yet to read. */
+   TESSERA_ENDED_IN_C, TESSERA_RESET_IN_C), with 8 added when a submit of the buffer is in a ledger Python has
+   yet to read. */
 int tessera_cb_deferred(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
@@ -146,7 +211,7 @@ int tessera_cb_deferred(void *handle)
     int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
     if (deferred && __atomic_load_n(&cb->in_ledger, __ATOMIC_ACQUIRE)
             > __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_ACQUIRE))
-        deferred |= 4;
+        deferred |= 8;
     return deferred;
 }
 
@@ -162,9 +227,10 @@ int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result)
     return deferred;
 }
 
-/* Python (TESSERA_LOG=info): begins and ends made in C so far. */
+/* Python (TESSERA_LOG=info): begins, ends and pool resets made in C so far. */
 void tessera_lifecycle_counts(uint64_t *counts)
 {
     counts[0] = __atomic_load_n(&tessera_begun_in_c, __ATOMIC_RELAXED);
     counts[1] = __atomic_load_n(&tessera_ended_in_c, __ATOMIC_RELAXED);
+    counts[2] = __atomic_load_n(&tessera_pools_reset_in_c, __ATOMIC_RELAXED);
 }

@@ -39,6 +39,7 @@ typedef struct tessera_cb {
     uint32_t last_index;         /* its command index; UINT32_MAX when the arena is empty */
     int whole;                   /* the arena holds every record since vkBeginCommandBuffer (none applied yet) */
     int primary;                 /* a primary command buffer (set at registration) */
+    uint64_t pool;               /* its VkCommandPool (set at registration) */
     int deferred;                /* begin and end made in C that Python has yet to run (lifecycle.c) */
     uint32_t begin_flags;        /* ... the deferred begin's VkCommandBufferUsageFlags */
     int32_t end_result;          /* ... the deferred end's VkResult */
@@ -50,13 +51,15 @@ typedef struct { size_t mask; tessera_slot slots[]; } tessera_table;
 
 #define TESSERA_TOMBSTONE ((void *)(uintptr_t)1)
 /* tessera_cb.deferred (lifecycle.c): a begin C made whose Python hooks have yet to run; the end that
-   followed it, made in C too. */
+   followed it, made in C too; a reset of the buffer's pool made in C before them. */
 #define TESSERA_BEGUN_IN_C 1
 #define TESSERA_ENDED_IN_C 2
+#define TESSERA_RESET_IN_C 4
 /* An info struct's pointer to a copy in the record (the I code): set by Python before anything reads it. */
 #define TESSERA_COPIED 8
 static tessera_table *tessera_cbs;          /* read lock-free; replaced (never freed) when it grows */
 static size_t tessera_cb_used;              /* live + tombstones, under tessera_cb_lock */
+static uint64_t tessera_cb_version;         /* moved on by every registration and unregistration (lifecycle.c) */
 static pthread_mutex_t tessera_cb_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t tessera_tag;
 
@@ -93,13 +96,14 @@ static void tessera_table_put(tessera_table *t, void *key, tessera_cb *cb)
 }
 
 /* Python: the command buffer `handle` of a device records in C from now on. 0 on failure. */
-int tessera_cb_register(void *handle, tessera_device *dev, int primary)
+int tessera_cb_register(void *handle, tessera_device *dev, int primary, uint64_t pool)
 {
     tessera_cb *cb = calloc(1, sizeof(tessera_cb));
     if (!cb) return 0;
     cb->handle = handle;
     cb->dev = dev;
     cb->primary = primary;
+    cb->pool = pool;
     cb->last_index = UINT32_MAX;
     pthread_mutex_lock(&tessera_cb_lock);
     tessera_table *t = tessera_cbs;
@@ -129,6 +133,7 @@ int tessera_cb_register(void *handle, tessera_device *dev, int primary)
         tessera_table_put(t, handle, cb);
         tessera_cb_used++;
     }
+    __atomic_add_fetch(&tessera_cb_version, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&tessera_cb_lock);
     return 1;
 }
@@ -147,6 +152,7 @@ void tessera_cb_unregister(void *handle)
             /* Only the (externally synchronised) owner of `handle` ever reads its cb. */
             free(cb->data);
             free(cb);
+            __atomic_add_fetch(&tessera_cb_version, 1, __ATOMIC_RELEASE);
             break;
         }
     }
