@@ -101,13 +101,24 @@ def workloads(device_address: int, cb_address: int, described: list[tuple[Worklo
     return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 
+_QUEUE_NAMES: dict[str, str] = {}   # a queue's name as JSON; bounded
+
+
 def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[int], tags: list[int],
            frame: int, annexed: bool, time_ns: int, duration_ns: int) -> bytes:
-    """`time_ns`: CLOCK_MONOTONIC_RAW when the application called the submit; `duration_ns`: how long it took."""
-    return encode(MessageType.SUBMIT, {
-        "device": hex_handle(device_address), "queue": queue, "time_ns": time_ns, "duration_ns": duration_ns,
-        "command_buffers": [hex_handle(a) for a in cb_addresses], "tags": tags, "frame": frame,
-        "annexed": annexed}, sequence=submit_id)
+    """`time_ns`: CLOCK_MONOTONIC_RAW when the application called the submit; `duration_ns`: how long it took.
+    Written as one format (a frame's submit is reported every frame), the same bytes as json_body of the
+    payload (tests/layer/test_encoder.py)."""
+    name = _QUEUE_NAMES.get(queue)
+    if name is None:
+        if len(_QUEUE_NAMES) >= _EntryTexts.CACHE:
+            _QUEUE_NAMES.clear()
+        name = _QUEUE_NAMES[queue] = json_body(queue).decode()
+    buffers = '"' + '","'.join(map(hex, cb_addresses)) + '"' if cb_addresses else ""
+    body = (f'{{"device":"{hex(device_address)}","queue":{name},"time_ns":{time_ns},"duration_ns":{duration_ns},'
+            f'"command_buffers":[{buffers}],"tags":[{",".join(map(str, tags))}],"frame":{frame},'
+            f'"annexed":{"true" if annexed else "false"}}}')
+    return encode(MessageType.SUBMIT, body.encode(), sequence=submit_id)
 
 
 def annex(submit_id: int, tag: int, fields: dict) -> bytes:

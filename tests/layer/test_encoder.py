@@ -1,5 +1,6 @@
 """WORKLOADS frames joined from kept entry text (layer/encoder.py `workloads`) are byte for byte the frames
-json_body writes of the batch's envelope, entries and fields, on hits and misses of the kept text."""
+json_body writes of the batch's envelope, entries and fields, on hits and misses of the kept text; SUBMIT
+frames written as one format (`submit`) are those json_body writes of the payload."""
 from __future__ import annotations
 
 from tessera.layer import encoder
@@ -36,3 +37,16 @@ def test_the_kept_text_is_bounded():
     for i in range(encoder._EntryTexts.CACHE + 3):
         encoder.workloads(1, 2, [(Workload(i, (), 0), "dispatch", {"items": i}, False)])
     assert 0 < len(encoder._ENTRIES._texts) <= encoder._EntryTexts.CACHE
+
+
+def test_submits_equal_the_reference():
+    cases = [(5, 0xD0, "queue 0.0", [0x10], [1], 2, False, 100, 30),
+             (6, 0xD0, "queue 0.0", [0x10, 0xFFFFFFFFFFFFFFFF], [1, 2, 2**63], 0, True, 0, 0),
+             (7, 1, "queue 1.2", [], [], 9, False, -5, 123456789012345),
+             (8, 1, 'Ünïcode "queue"\n', [0xAB], [3], 1, True, 1, 1)]
+    for submit_id, device, queue, cbs, tags, frame, annexed, time_ns, duration_ns in cases:
+        reference = encode(MessageType.SUBMIT, json_body({
+            "device": encoder.hex_handle(device), "queue": queue, "time_ns": time_ns, "duration_ns": duration_ns,
+            "command_buffers": [encoder.hex_handle(a) for a in cbs], "tags": tags, "frame": frame,
+            "annexed": annexed}), sequence=submit_id)
+        assert encoder.submit(submit_id, device, queue, cbs, tags, frame, annexed, time_ns, duration_ns) == reference
