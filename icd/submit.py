@@ -38,7 +38,10 @@ class Submits(Feature):
         """The submits and queue labels the C path recorded, as the timeline takes them."""
         out = []
         by_address = self.objects.by_address
-        for s in self.ledger.take():
+        taken = self.ledger.take()
+        if not taken:
+            return out
+        for s in taken:
             queue = by_address.get(s.queue)
             if not isinstance(queue, Queue):   # cannot happen: the queue's device is alive
                 continue

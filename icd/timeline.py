@@ -45,7 +45,6 @@ from . import timing
 from .objects import CommandBuffer, Queue
 from tessera.vkapi.ops import Barrier, OpWalker, PassBegin, Recording
 from tessera.vkapi.render_passes import PassInfo
-from tessera.vkapi.submits import LedgerLock
 from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
@@ -133,7 +132,10 @@ class Timeline:
         self._progress = threading.Condition()
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
-        self._order = LedgerLock()   # pulling C submits and handing over, as one step
+        self._order = threading.Lock()   # pulling C submits and handing over, as one step
+        # The thread pulling: the hooks of a buffer's begin made in C run then (vkapi/lifecycle.py), and they
+        # pull first, as every begin hook does: that thread is pulling already.
+        self._pulling = threading.local()
         self._source: Callable[[], list[SubmitMade | LabelMade]] | None = None
 
     @property
@@ -150,14 +152,22 @@ class Timeline:
     def pull(self) -> None:
         """Hand over the submits made in C so far (before a command buffer they hold is reset; a thread
         handing them over already does not)."""
-        if self._order.nested:
+        if getattr(self._pulling, "on", False):
             return
         with self._order:
             self._pull()
 
     def _pull(self) -> None:
+        """(`_order` held) Take the source's submits: while it reads them it runs deferred begin hooks,
+        whose own pull is skipped."""
         if self._source is not None:
-            for made in self._source():
+            pulling = self._pulling
+            pulling.on = True
+            try:
+                made_in_c = self._source()
+            finally:
+                pulling.on = False
+            for made in made_in_c:
                 if isinstance(made, LabelMade):
                     self._put(_queue_label, (made.queue, made.name))
                 else:

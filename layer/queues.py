@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from tessera.schemas.labels import submit_label
 from tessera.vkapi import structs, submits
 from tessera.vkapi.ops import LabelBegin, LabelEnd, LabelInsert, OpWalker, PassBegin, PassEnd
-from tessera.vkapi.submits import LedgerLock
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -216,18 +215,29 @@ class QueueReporter:
         self.recorder = recorder
         self.c_submits = c_submits
         self.clock = clock
-        self.order = LedgerLock()   # reporting submits made in C, and planning one in Python: one at a time
+        self.order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
+        # The thread reporting them: the hooks of a buffer's begin made in C run then (vkapi/lifecycle.py), and
+        # they pull first, as every begin hook does: that thread is pulling already.
+        self._pulling = threading.local()
 
     # ---- submits made in C ------------------------------------------------------------------
     def pull(self) -> None:
         """Report the submits made in C so far, in order (a thread reporting them already does not)."""
-        if self.ledger is None or self.order.nested:
+        pulling = self._pulling
+        if self.ledger is None or getattr(pulling, "on", False):
             return
         with self.order:
-            self._pull()
+            pulling.on = True
+            try:
+                self._pull()
+            finally:
+                pulling.on = False
 
     def _pull(self) -> None:
-        for s in self.ledger.take():
+        taken = self.ledger.take()
+        if not taken:
+            return
+        for s in taken:
             try:
                 dev, queue = self.queue_at(s.queue)
                 q = dev.queues[s.queue]

@@ -37,7 +37,6 @@ belongs to the taker until it gives it back.
 from __future__ import annotations
 
 import struct
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,28 +224,6 @@ def label_fast_path(name: str) -> str:
     else:
         record = f"tessera_ledger_label(queue, {LABEL_END}, NULL);"
     return (f"    if (__atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)) {{ {record} return; }}\n")
-
-
-class LedgerLock:
-    """The lock a shim reads its ledger (and hands over its Python submits) under. The hooks of a buffer's
-    begin made in C (vkapi/lifecycle.py) run while their thread reads the ledger under it, and they read the
-    ledger first, as every begin hook does: `nested` says the thread is reading it already."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._here = threading.local()
-
-    def __enter__(self) -> None:
-        self._lock.acquire()
-        self._here.on = True
-
-    def __exit__(self, *exc) -> None:
-        self._here.on = False
-        self._lock.release()
-
-    @property
-    def nested(self) -> bool:
-        return getattr(self._here, "on", False)
 
 
 class SubmitLedger:
