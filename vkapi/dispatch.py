@@ -344,7 +344,10 @@ class HookSet:
     def _end_later(self, owner, args, call, before, after):
         """vkEndCommandBuffer: forward now; apply the recording and run the end hooks on the worker."""
         recorder, errors = self.recorder, self.errors
-        recorder.wait(args[0])
+        try:
+            recorder.wait(args[0])
+        except Exception:
+            errors.report("vkEndCommandBuffer", "applying the command buffer's earlier records")
         result = call(*args)
 
         def job() -> None:
@@ -358,7 +361,10 @@ class HookSet:
                         hook(*hook_args)
                     except Exception:
                         errors.report("vkEndCommandBuffer", "in an end hook, on the recorder's worker")
-        recorder.defer(args[0], job)
+        try:
+            recorder.defer(args[0], job)
+        except Exception:
+            errors.report("vkEndCommandBuffer", "queueing the recording's records to apply")
         return result
 
     def _replacement(self, name: str, hook: Callable, lib) -> Callable:

@@ -159,3 +159,25 @@ def test_the_appliers_of_a_command_reach_the_recorder_composed_in_row_order():
     given[NAME]("owner", "cb", 7, tag=3)
     assert log == [("a", (7,), {"tag": 3}), ("b", (7,), {"tag": 3})]
     assert hooks.recorder is recorder
+
+
+def test_an_end_whose_recorder_fails_is_still_forwarded_and_raises_nothing_into_c():
+    """vkEndCommandBuffer's trampoline: the recorder failing to run what came before (the hooks of a begin
+    made in C: vkapi/lifecycle.py) or to queue the recording is reported, and the call still returns the next
+    element's result; no exception reaches the C caller."""
+    end = "vkEndCommandBuffer"
+
+    def fail(*args):
+        raise RuntimeError("recorder broken")
+    recorder = SimpleNamespace(guards={end: 0}, bind_appliers=lambda appliers: None, deferred_hooks=lambda run: None,
+                               wait=fail, defer=fail)
+    errors = HookErrors(logging.getLogger("test_hook_order"))
+    hooks = HookSet(errors, recorder)
+    hooks.after(end)(lambda owner, result, cb: None)
+    calls: list = []
+    owner = SimpleNamespace(next=SimpleNamespace(**{end: lambda *args: calls.append(args) or -3}))
+    ffi = _Ffi()
+    hooks.install(ffi, _Lib([end]), lambda handle: owner, [end])
+    assert ffi.externs[f"hook_{end}"]("cb") == -3
+    assert calls == [("cb",)]
+    assert errors.counts == {end: 2}   # both failures reported (HookErrors logs a command's first)
