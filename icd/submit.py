@@ -77,13 +77,10 @@ class Submits(Feature):
     def _after_submit(self, name: str, queue, result, count, pSubmits) -> None:
         if result != vk.VK_SUCCESS:
             return
-        get, wait = self.objects.get, self.recorder.wait
-        submitted = list(submits.batches(name, count, pSubmits))
-        for buffers, _, _ in submitted:   # a buffer begun and ended in C runs its hooks first (vkapi/lifecycle.py)
-            for h in buffers:
-                wait(h)
+        get = self.objects.get
         self.hand_over(queue, [([get(h, CommandBuffer) for h in buffers], [int(w) for w in waits],
-                                [int(s) for s in signals]) for buffers, waits, signals in submitted])
+                                [int(s) for s in signals])
+                               for buffers, waits, signals in submits.batches(name, count, pSubmits)])
 
     def after_vkQueueSubmit(self, queue, result, vkqueue, count, pSubmits, fence):
         self._after_submit("vkQueueSubmit", queue, result, count, pSubmits)

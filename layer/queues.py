@@ -434,10 +434,6 @@ class Queues:
         called_ns = self.reporter.clock()   # the submit's host time: when it was called
         dev = self.state.owner_of(queue)
         q = dev.queues[address(queue)]
-        wait = self.reporter.recorder.wait
-        for buffers, _, _ in submits.batches(name, count, pSubmits):   # begun and ended in C: hooks first
-            for h in buffers:
-                wait(h)
         keep: list = []
         return self.reporter.submit(
             dev, q, queue, called_ns,

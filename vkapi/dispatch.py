@@ -32,7 +32,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import lifecycle
+from . import lifecycle, submits
 from .log import HookErrors
 from .recorder import Recorder, guard_indices
 from .vkconst import vk
@@ -298,6 +298,18 @@ class HookSet:
         except Exception:
             self.errors.report(name, "applying the command buffer's recorded commands")
 
+    def _settle(self, name: str, args: tuple) -> None:
+        """Before a hook that needs every recording finished (SETTLE_ALL): the recorder's queued jobs, and
+        for a submit, the hooks of a begin and end C made of each buffer it submits (vkapi/lifecycle.py)."""
+        recorder = self.recorder
+        try:
+            recorder.settle()
+            if name in submits.COMMANDS:
+                for handle in submits.command_buffers(name, args[1], args[2]):
+                    recorder.wait(handle)
+        except Exception:
+            self.errors.report(name, "finishing the recordings it needs")
+
     def _run_deferred(self, handle, bits: int, flags: int, end_result: int) -> None:
         """Run the hooks of the begin (and end) C made of `handle` (vkapi/lifecycle.py), as the calls
         would have: the begin's with its flags, then the end's record-time hooks, its records applied
@@ -379,7 +391,7 @@ class HookSet:
                 if on_command_buffer:
                     self._apply_records(name, args[0])
                 elif settles:
-                    self.recorder.settle()
+                    self._settle(name, args)
                 result = hook(*args)
                 if final is not None:
                     final()
@@ -411,7 +423,7 @@ class HookSet:
             if on_command_buffer and not ends_recording:
                 self._apply_records(name, args[0], owner)
             elif settles:
-                self.recorder.settle()
+                self._settle(name, args)
             clean = True   # every hook ran without an exception
             for fn in record_time:   # after the records before this command are applied
                 try:

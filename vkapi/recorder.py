@@ -176,6 +176,7 @@ class Recorder:
         self._out = threading.local()
         self.guards = guard_names
         self.replays = None   # vkapi/replay.Replays, when the shim's products can be made again (reuse_recordings)
+        self._deferring = False   # a device's buffers may begin and end in C (defer_lifecycle)
         self._run_deferred: Callable | None = None   # deferred_hooks
         self._reset_buffer: Callable | None = None   # reset_later
         self._read_submits: Callable[[], None] = lambda: None
@@ -267,6 +268,7 @@ class Recorder:
         on = replays is not None and not replays.check and replays.products.deferrable(device)
         device_table.deferrable = 1 if on else 0
         if on:
+            self._deferring = True
             resources.on_generation(lambda value: setattr(device_table, "generation", value))
 
     def deferred_hooks(self, run: Callable) -> None:
@@ -285,6 +287,8 @@ class Recorder:
 
     def _catch_up(self, handle, reading: bool) -> None:
         """Run what C made of the buffer that Python has yet to run (lifecycle.py), once."""
+        if not self._deferring:   # no device's buffers begin in C: nothing to ask C on every hook
+            return
         if type(handle) is int:   # an address read from a ledger
             handle = self.ffi.cast("void *", handle)
         deferred = self.lib.tessera_cb_deferred(handle)
