@@ -307,8 +307,9 @@ class Timeline:
                 self._awaited, self._stalled = None, False
             fences.give_back(fence, signaled)
         self._submissions += 1
-        gpu_id, gpu = self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
-        order = self._orders.setdefault(id(queue), QueueOrder())
+        gpu_id, gpu = self._gpus.get(id(queue.device.physical)) or \
+            self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
+        order = self._orders.get(id(queue)) or self._orders.setdefault(id(queue), QueueOrder())
         for b in batches:
             earliest = max([host, *(self._semaphores.get(s, 0) for s in b.waits)])
             end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(b.command_buffers)

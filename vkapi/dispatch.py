@@ -245,6 +245,7 @@ class HookSet:
         self._resolver = resolver
         self._answered = frozenset(answered)
         self._chains: dict[str, tuple] = {}   # command -> (record-time hooks, before, after): _run_deferred
+        self._begin_infos: dict[int, Any] = {}   # flags -> the VkCommandBufferBeginInfo _run_deferred hands on
         self._ffi = ffi
         declared = list(declared)
         missing = set(declared) - self.names()
@@ -321,8 +322,7 @@ class HookSet:
             errors.report("vkBeginCommandBuffer", "unknown handle: its hooks did not run")
             return
         if bits & lifecycle.BEGUN:
-            info = self._ffi.new("VkCommandBufferBeginInfo *",
-                                 {"sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, "flags": flags})
+            info = self._begin_info(flags)
             record_time, before, after = self._chains["vkBeginCommandBuffer"]
             with recorder.keeping_records(handle):
                 self._late_hooks("vkBeginCommandBuffer", record_time, before, after, owner, (handle, info),
@@ -335,6 +335,16 @@ class HookSet:
             except Exception:
                 errors.report("vkEndCommandBuffer", "applying the command buffer's recorded commands")
             self._late_hooks("vkEndCommandBuffer", (), before, after, owner, (handle,), end_result)
+
+    def _begin_info(self, flags: int):
+        """The begin info of a begin C made: its flags alone (C begins only a begin without pNext or
+        inheritance). One per flags value (at most the few VkCommandBufferUsageFlags combinations), kept:
+        no hook changes the info it is handed."""
+        info = self._begin_infos.get(flags)
+        if info is None:
+            info = self._begin_infos[flags] = self._ffi.new(
+                "VkCommandBufferBeginInfo *", {"sType": vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, "flags": flags})
+        return info
 
     def _late_hooks(self, name: str, record_time, before, after, owner, args: tuple, result) -> None:
         for fn in record_time:

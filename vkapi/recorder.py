@@ -60,7 +60,6 @@ and read without locks. The worker is one daemon thread per shim, started with t
 from __future__ import annotations
 
 import collections
-import contextlib
 import os
 import struct
 import threading
@@ -307,16 +306,10 @@ class Recorder:
         if bits & (lifecycle.BEGUN | lifecycle.ENDED):
             self._run_deferred(handle, bits, out[3][0], out[4][0])
 
-    @contextlib.contextmanager
-    def keeping_records(self, handle, keep=True):
+    def keeping_records(self, handle, keep=True) -> "_Keeping":
         """While the hooks of calls C made run (a begin, or a pool reset before one): their resets of the
-        buffer keep the records made since."""
-        local = self._out
-        local.keeping = self._key(handle) if keep else None
-        try:
-            yield
-        finally:
-            local.keeping = None
+        buffer keep the records made since (a context manager)."""
+        return _Keeping(self._out, self._key(handle) if keep else None)
 
     def unregister(self, handle) -> None:
         self.lib.tessera_cb_unregister(handle)
@@ -552,3 +545,18 @@ class Recorder:
                 self.appliers[index](owner, handle, *values)
         except Exception:   # one bad record costs that record only
             self.failed(layout.name, "applying its record made in C; the call was forwarded")
+
+
+class _Keeping:
+    """Recorder.keeping_records: a plain class, as it is entered at every begin C made (a generator's
+    context manager costs more)."""
+    __slots__ = ("local", "key")
+
+    def __init__(self, local: threading.local, key: int | None) -> None:
+        self.local, self.key = local, key
+
+    def __enter__(self) -> None:
+        self.local.keeping = self.key
+
+    def __exit__(self, *exc) -> None:
+        self.local.keeping = None

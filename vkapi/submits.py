@@ -37,7 +37,7 @@ belongs to the taker until it gives it back.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,13 +59,13 @@ class SubmitPath:
     queue_labels: bool = False      # queue label begin/end recorded in the ledger, not forwarded (driver)
 
 
-@dataclass
+@dataclass(slots=True)
 class QueueLabel:
     queue: int
     name: str | None   # None: the end of the innermost label
 
 
-@dataclass
+@dataclass(slots=True)
 class Submission:
     queue: int
     called_ns: int
@@ -259,36 +259,44 @@ class SubmitLedger:
             if ledger.dropped:
                 self.report(f"{ledger.dropped} submit(s) made in C were not recorded (out of memory); "
                             "their metadata and GPU events are missing")
-            taken = list(_decode(bytes(self.ffi.buffer(ledger.data, ledger.used))))
-            self.made_in_c += sum(1 for t in taken if isinstance(t, Submission))
+            taken = _decode(self.ffi.buffer(ledger.data, ledger.used)[:])
+            self.made_in_c += sum(type(t) is Submission for t in taken)
             return taken
         finally:
             self.lib.tessera_ledger_give_back(ledger)
 
 
-def _decode(data: bytes) -> Iterator[Submission | QueueLabel]:
-    unpack = struct.unpack_from
+_HEADER = struct.Struct(f"<{len(HEADER)}Q")
+_U64 = struct.Struct("<Q")
+_LABEL = struct.Struct("<QQ")
+
+
+def _decode(data: bytes) -> list[Submission | QueueLabel]:
+    """The records of a ledger's bytes, in order (a frame's ledger holds one submit or a few: read
+    with precompiled layouts, into a list)."""
+    out = []
+    u64 = _U64.unpack_from
     mask = (1 << COUNT_BITS) - 1
     offset = 0
-    n = len(HEADER)
     while offset + 8 <= len(data):
-        (first,) = unpack("<Q", data, offset)
+        (first,) = u64(data, offset)
         size, kind = first & 0xFFFFFFFF, first >> 48
         if kind != SUBMIT:
-            queue, length = unpack("<QQ", data, offset + 8)
+            queue, length = _LABEL.unpack_from(data, offset + 8)
             name = data[offset + 24:offset + 24 + length].decode("utf-8", "replace")
-            yield QueueLabel(queue, name if kind == LABEL_BEGIN else None)
+            out.append(QueueLabel(queue, name if kind == LABEL_BEGIN else None))
             offset += size
             continue
-        _, queue, called, returned, boottime, submit_id, frame, flags = unpack(f"<{n}Q", data, offset)
+        _, queue, called, returned, boottime, submit_id, frame, flags = _HEADER.unpack_from(data, offset)
         nbatches = (first >> 32) & 0xFFFF
-        pos = offset + n * 8
+        pos = offset + _HEADER.size
         batches = []
         for _ in range(nbatches):
-            (counts,) = unpack("<Q", data, pos)
+            (counts,) = u64(data, pos)
             ncb, nwait, nsignal = counts & mask, (counts >> COUNT_BITS) & mask, counts >> (2 * COUNT_BITS)
-            handles = unpack(f"<{ncb + nwait + nsignal}Q", data, pos + 8)
+            handles = struct.unpack_from(f"<{ncb + nwait + nsignal}Q", data, pos + 8)
             batches.append((list(handles[:ncb]), list(handles[ncb:ncb + nwait]), list(handles[ncb + nwait:])))
             pos += 8 * (1 + ncb + nwait + nsignal)
-        yield Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches)
+        out.append(Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches))
         offset += size
+    return out
