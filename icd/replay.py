@@ -63,15 +63,24 @@ class ShadowProducts:
             return None
         return _Recording(tuple(cb.ops), tuple(found), tuple(getattr(cb, f) for f in _BOUND), tuple(cb.slots.items()))
 
-    def fields(self, product: _Recording, tags: list[int]) -> dict:
+    @staticmethod
+    def ops(product: _Recording, tags: list[int]) -> ReplayedOps:
+        """The op list `product` makes for `tags` (what the timeline places: a submit read without running
+        the recording's hooks takes it alone, icd/submit.py)."""
         ops = ReplayedOps(product.ops)
         ops.product, ops.tags = product, tags
         for i, kind, k in product.tag_ops:
             ops[i] = kind(tag_label(tags[k]))
-        return {"ops": ops, **dict(zip(_BOUND, product.bound)), "slots": dict(product.slots)}
+        return ops
+
+    def fields(self, product: _Recording, tags: list[int]) -> dict:
+        return {"ops": self.ops(product, tags), **dict(zip(_BOUND, product.bound)), "slots": dict(product.slots)}
 
     def restore(self, cb: CommandBuffer, handle, product: _Recording, tags: list[int]) -> None:
         fields = self.fields(product, tags)
         cb.slots.update(fields.pop("slots"))   # empty since the buffer was begun
         for name, value in fields.items():
             setattr(cb, name, value)
+
+    def was_read(self, cb: CommandBuffer, handle, submits: int) -> None:
+        """Nothing to leave: the timeline took the reads' op lists, and the buffer keeps no count of its submits."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from tessera.vkapi import submits
 from tessera.vkapi.guards import thread_counts
+from tessera.vkapi.ops import Recording
 from tessera.vkapi.fences import Fences
 from tessera.vkapi.submits import QueueLabel
 from tessera.vkapi.vkconst import vk
@@ -21,7 +22,8 @@ from tessera.vkapi.vkconst import vk
 from .driver import Driver
 from .feature import Feature
 from .objects import CommandBuffer, Device, Queue
-from .timeline import LabelMade, SubmitMade, batch
+from .replay import ShadowProducts
+from .timeline import Batch, LabelMade, SubmitMade, batch
 
 
 class Submits(Feature):
@@ -48,14 +50,24 @@ class Submits(Feature):
             if isinstance(s, QueueLabel):
                 out.append(LabelMade(queue, s.name))
                 continue
-            recorder = self.recorder
-            for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker or begun in C
-                for address in cbs:
-                    recorder.wait(address, reading=True)
-            batches = [batch([by_address[a] for a in cbs], waits, signals) for cbs, waits, signals in s.batches]
+            batches = [Batch([self._recording(by_address[a]) for a in cbs], waits, signals)
+                       for cbs, waits, signals in s.batches]
             out.append(SubmitMade(queue, batches, s.boottime_ns))
         self.ledger.read()
         return out
+
+    def _recording(self, cb: CommandBuffer) -> Recording:
+        """A submitted buffer's recording as the timeline takes it (timeline.batch). One begun and ended in C
+        that equals a kept one is read from that one's product, its hooks not run (vkapi/lifecycle.py); any
+        other has its recording applied by the recorder's worker, or the hooks of its begin and end made in C
+        run, first."""
+        recorder = self.recorder
+        read = recorder.reading(cb, cb.address)
+        if read is not None:
+            recorder.read(cb.address, read)
+            return Recording(cb.address, ShadowProducts.ops(read.product, read.tags))
+        recorder.wait(cb.address, reading=True)
+        return Recording(cb.address, cb.ops)
 
     def hand_over(self, queue: Queue, batches) -> None:
         """A submit made in Python: to the timeline, behind the driver's completion fence when a buffer

@@ -71,8 +71,9 @@ class _EntryTexts:
     def __init__(self) -> None:
         self._texts: dict[int, tuple] = {}
 
-    def entry(self, w: Workload, kind: str, meta: dict, annex: bool) -> str:
-        """batch.entry(w.tag, workload_fields(…)) as json_body writes it."""
+    def entry(self, w: Workload, kind: str, meta: dict, annex: bool, tag: int | None = None) -> str:
+        """batch.entry(w.tag, workload_fields(…)) as json_body writes it; `tag`: another tag for the same
+        description (a recording made again, reported from its product: layer/replay.py)."""
         labels = w.local_labels if w.local_labels and not w.pops_below_start else ()
         hit = self._texts.get(id(meta))
         if hit is None or hit[0] is not meta or hit[1] != kind or hit[2] != labels or hit[3] != annex:
@@ -81,7 +82,7 @@ class _EntryTexts:
             rest = json_body(workload_fields(w, kind, meta, annex)).decode()[1:]   # after its "{"
             hit = self._texts[id(meta)] = (meta, kind, labels, annex, rest)
         rest = hit[4]
-        return f'{{"{batch.TAG}":{w.tag}{"," if rest != "}" else ""}{rest}'
+        return f'{{"{batch.TAG}":{w.tag if tag is None else tag}{"," if rest != "}" else ""}{rest}'
 
 
 _ENTRIES = _EntryTexts()
@@ -91,13 +92,26 @@ _HEADS: dict[tuple[int, int], bytes] = {}   # a WORKLOADS envelope's JSON by (de
 def workloads(device_address: int, cb_address: int, described: list[tuple[Workload, str, dict, bool]]) -> bytes:
     """One WORKLOADS frame: the (workload, kind, meta, annex) descriptions of one command buffer; the same
     bytes as json_body(batch.envelope(…, [batch.entry(tag, workload_fields(…)), …])) (tests/layer/test_encoder.py)."""
+    entries = ",".join(_ENTRIES.entry(*d) for d in described)
+    return _workloads_frame(device_address, cb_address, entries)
+
+
+def workloads_again(device_address: int, cb_address: int, rows: tuple, tags: list[int]) -> bytes:
+    """The WORKLOADS frame of a recording made again from a kept one (layer/replay.py): `rows` its product's
+    (tag index, workload, kind, meta, annex), `tags` the recording's own; the same bytes as `workloads` of the
+    restored descriptions."""
+    entry = _ENTRIES.entry
+    entries = ",".join(entry(w, kind, meta, annex, tags[k]) for k, w, kind, meta, annex in rows)
+    return _workloads_frame(device_address, cb_address, entries)
+
+
+def _workloads_frame(device_address: int, cb_address: int, entries: str) -> bytes:
     head = _HEADS.get((device_address, cb_address))
     if head is None:
         if len(_HEADS) >= _EntryTexts.CACHE:
             _HEADS.clear()
         head = _HEADS[(device_address, cb_address)] = json_body(
             batch.envelope(hex_handle(device_address), hex_handle(cb_address), []))
-    entries = ",".join(_ENTRIES.entry(*d) for d in described)
     return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 

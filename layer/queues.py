@@ -241,15 +241,45 @@ class QueueReporter:
             try:
                 dev, queue = self.queue_at(s.queue)
                 q = dev.queues[s.queue]
-                for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker or begun in C
-                    for address in cbs:
-                        self.recorder.wait(address, reading=True)
-                batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
-                plan = plan_submit(s.submit_id, q, batches)
+                plan = self._read_without_hooks(dev, q, s)
+                if plan is None:
+                    for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker or begun in C
+                        for address in cbs:
+                            self.recorder.wait(address, reading=True)
+                    batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
+                    plan = plan_submit(s.submit_id, q, batches)
                 self.report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
             except Exception:
                 self.errors.report("vkQueueSubmit", "reporting a submit made in C")
         self.ledger.read()
+
+    def _read_without_hooks(self, dev, q: QueueTracker, s) -> Plan | None:
+        """The plan of a submit made in C whose every buffer holds a recording begun and ended in C that equals a
+        kept one planning to its tags alone (layer/replay.py `plain`), on a queue with no labels and no pass open:
+        made from those products, the recordings' hooks not run (vkapi/lifecycle.py); the WORKLOADS of each
+        recording read for the first time sent first, as its end hook would have. None: run the hooks and plan."""
+        if q.labels or q.open_pass is not None:
+            return None
+        recorder = self.recorder
+        reads = {}
+        for cbs, _, _ in s.batches:
+            for address in cbs:
+                if address not in reads:
+                    read = recorder.reading(dev, address)
+                    if read is None or read.product.plain is None:
+                        return None
+                    reads[address] = read
+        plan = Plan(s.submit_id)
+        for cbs, _, _ in s.batches:
+            for address in cbs:
+                read = reads[address]
+                if recorder.read(address, read) and read.product.described_rows:
+                    self.send(encoder.workloads_again, dev.address, address, read.product.described_rows,
+                              read.tags)
+                plan.primaries.append(dev.command_buffers[address])
+                tags = read.tags
+                plan.tags += [tags[k] for k in read.product.plain]
+        return plan
 
     def note_queue(self, q: QueueTracker) -> None:
         """Submits take the Python path while a queue has labels or a suspended pass open."""

@@ -6,6 +6,10 @@ its `Workload`s' (each tagged record made one); a restored recording gets new Wo
 new PassParts holding them) with the new tags, and shares everything else, which nothing changes
 once the recording has ended: the descriptions' fields, the labels, the ops without tags.
 
+A submit of a recording begun and ended in C (vkapi/lifecycle.py) may be reported straight from its product,
+its hooks not run (QueueReporter._read_without_hooks): a product says the tags such a submit plans to
+(`plain`, when it plans to nothing else) and the rows of its WORKLOADS message (`described_rows`).
+
 Not made again: a recording with a capture (indirect parameters are copied per recording), a render
 pass left open, a workload whose description went out during the recording (BATCH reached), or
 shader objects bound (kept across resets). The layer's shader instrumentation and per-region
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from tessera.vkapi.ops import PassBegin
 from tessera.vkapi.vkconst import vk
 
+from .queues import reported_from_c
 from .trackers import CommandBufferTracker, Workload
 
 
@@ -32,6 +37,9 @@ class _Recording:
     pops_below_start: int
     compute_pipeline: object
     index_binding: tuple | None
+    plain: tuple[int, ...] | None   # the index of each tag a submit plans to when it plans to nothing else
+                                    # (queues.plain_tags, in its order); None when it plans to more
+    described_rows: tuple           # (tag index, workload, kind, fields, annex) of each description, in order
 
 
 def _workloads(ops) -> list[Workload]:
@@ -80,9 +88,12 @@ class TrackerProducts:
                 op_slots.append((i, position[id(op)]))
             elif type(op) is PassBegin:   # each part is made again (a resuming one holds no workload)
                 op_slots.append((i, None if op.info.workload is None else position[id(op.info.workload)]))
+        # reported_from_c: every pass part holds a workload, so the plain tags are the workloads' in op order
+        plain = tuple(index[w.tag] for w in workloads) if reported_from_c(t) else None
         return _Recording(tuple(t.ops), tuple((w, index[w.tag]) for w in workloads), tuple(op_slots),
                           tuple((position[id(w)], tuple(rest)) for w, *rest in t.described),
-                          tuple(t.labels), t.pops_below_start, t.compute_pipeline, t.index_binding)
+                          tuple(t.labels), t.pops_below_start, t.compute_pipeline, t.index_binding, plain,
+                          tuple((index[w.tag], w, *rest) for w, *rest in t.described))
 
     def fields(self, product: _Recording, tags: list[int]) -> dict:
         new = [Workload(tags[k], w.local_labels, w.pops_below_start) for w, k in product.workloads]
@@ -101,3 +112,9 @@ class TrackerProducts:
         t = self.state.command_buffer(dev, handle)
         for name, value in self.fields(product, tags).items():
             setattr(t, name, value)
+
+    def was_read(self, dev, handle, submits: int) -> None:
+        """Its WORKLOADS went out when its first submit was read; its submits were counted then."""
+        t = self.state.command_buffer(dev, handle)
+        t.described = []
+        t.submits = submits

@@ -311,10 +311,11 @@ class HookSet:
         except Exception:
             self.errors.report(name, "finishing the recordings it needs")
 
-    def _run_deferred(self, handle, bits: int, flags: int, end_result: int) -> None:
+    def _run_deferred(self, handle, bits: int, flags: int, end_result: int, read=None) -> None:
         """Run the hooks of the begin (and end) C made of `handle` (vkapi/lifecycle.py), as the calls
         would have: the begin's with its flags, then the end's record-time hooks, its records applied
-        (the kept product restored: replay.py) and its end hooks."""
+        (the kept product restored: replay.py; `read`: a ledger reader reported its submits from that
+        product already, Recorder.restore_read) and its end hooks."""
         errors, recorder = self.errors, self.recorder
         try:
             owner = self._resolver(handle)
@@ -331,7 +332,10 @@ class HookSet:
             record_time, before, after = self._chains["vkEndCommandBuffer"]
             self._late_hooks("vkEndCommandBuffer", record_time, None, None, owner, (handle,), end_result)
             try:
-                recorder.apply(owner, handle, ended=True)
+                if read is None:
+                    recorder.apply(owner, handle, ended=True)
+                else:
+                    recorder.restore_read(owner, handle, read)
             except Exception:
                 errors.report("vkEndCommandBuffer", "applying the command buffer's recorded commands")
             self._late_hooks("vkEndCommandBuffer", (), before, after, owner, (handle,), end_result)

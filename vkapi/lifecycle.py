@@ -27,6 +27,15 @@ not act at once, and Python runs their hooks only when something looks at the bu
   replay.py) and the end hooks, in the order the calls would have run them; their resets of the buffer
   keep the records made since (`Recorder.keeping_records`). A buffer with a submit in a ledger another
   thread is reading waits for that reading, which runs them.
+- Submits read without the hooks: a ledger reader (either shim) reading a submit of a buffer whose recording C
+  began and ended (successfully) reports it from the kept product that recording equals, with the recording's own
+  tags (`Recorder.reading`, `Recorder.read`; `tessera_cb_read_in_python` marks the recording read): the driver's
+  timeline places the product's ops (icd/submit.py), the layer sends the product's descriptions with those tags
+  the first time and plans the product's tags, when the product plans to its tags alone on a queue with no
+  labels and no pass open (layer/queues.py `_read_without_hooks`; otherwise the hooks run as above). The hooks
+  run only if something looks at the buffer before C begins it again: the product is restored as the reads saw
+  it (`Recorder.restore_read`) and the shim told what they did (`Products.was_read`: the layer's descriptions
+  are not sent again). A steady frame loop never runs them.
 - A recording ended in C and begun again, reset or freed before anything looked at it never runs its
   hooks (a buffer's deferred pool reset and begin run once, whatever came before them): nothing submitted it, so no GPU work and no trace event comes of it. The layer then sends no
   description of its workloads (their tags appear nowhere else).
@@ -42,13 +51,14 @@ from pathlib import Path
 
 RUNTIME_C = Path(__file__).with_name("runtime") / "lifecycle.c"
 
-BEGUN, ENDED, RESET, UNREAD = 1, 2, 4, 8   # tessera_cb_deferred's bits (runtime/recorder.c, lifecycle.c)
+BEGUN, ENDED, RESET, UNREAD, READ = 1, 2, 4, 8, 16   # tessera_cb_deferred's bits (runtime/recorder.c, lifecycle.c)
 
 CDEF = """
 int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_t hash, uint64_t generation);
 void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size);
 int tessera_cb_deferred(void *handle);
 int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result);
+int tessera_cb_read_in_python(void *handle, int mark);
 void tessera_lifecycle_counts(uint64_t *counts);
 """
 

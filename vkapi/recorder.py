@@ -179,6 +179,9 @@ class Recorder:
         self._run_deferred: Callable | None = None   # deferred_hooks
         self._reset_buffer: Callable | None = None   # reset_later
         self._read_submits: Callable[[], None] = lambda: None
+        self._reads: dict[int, Read] = {}   # address -> the recording a ledger reader read without its hooks
+        self.reads = 0                      # recordings so read (TESSERA_LOG=info)
+        self.reads_run = 0                  # ... whose hooks ran later all the same (something looked)
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
         # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
@@ -219,9 +222,11 @@ class Recorder:
         made = sorted((name, self.applied[index]) for name, index in self.guards.items() if self.applied[index])
         text = "records made in C so far: " + (", ".join(f"{name} {n}" for name, n in made) or "none")
         if self.replays is not None:
-            text += f"; recordings reused: {self.replays.reused}"
+            text += f"; recordings reused: {self.replays.reused + self.reads}"
             if self.replays.check:
                 text += f"; checked instead: {self.replays.checked}, differing: {self.replays.mismatches}"
+            text += (f"; of them submitted and read without their hooks: {self.reads} "
+                     f"(their hooks run later: {self.reads_run})")
         return text + "; " + lifecycle.counts(self.ffi, self.lib)
 
     def recorded(self, name: str) -> bool:
@@ -297,6 +302,7 @@ class Recorder:
             self._read_submits()
         out = self._out_params()
         bits = self.lib.tessera_cb_take_deferred(handle, out[3], out[4])
+        read = self._reads.pop(self._key(handle), None) if bits & lifecycle.READ else None
         if bits & lifecycle.RESET and self._reset_buffer is not None:
             with self.keeping_records(handle, bits & lifecycle.BEGUN):
                 try:
@@ -304,7 +310,7 @@ class Recorder:
                 except Exception:
                     self.failed("vkResetCommandPool", "resetting a buffer of a pool reset made in C")
         if bits & (lifecycle.BEGUN | lifecycle.ENDED):
-            self._run_deferred(handle, bits, out[3][0], out[4][0])
+            self._run_deferred(handle, bits, out[3][0], out[4][0], read)
 
     def keeping_records(self, handle, keep=True) -> "_Keeping":
         """While the hooks of calls C made run (a begin, or a pool reset before one): their resets of the
@@ -313,8 +319,56 @@ class Recorder:
 
     def unregister(self, handle) -> None:
         self.lib.tessera_cb_unregister(handle)
+        self._reads.pop(self._key(handle), None)
         if self.replays is not None:
             self.replays.forget(self._key(handle))
+
+    # ---- submits read without running the hooks of their recordings (lifecycle.py) -------------
+    def reading(self, owner, address: int) -> "Read | None":
+        """While reading the shim's ledger: what a submit of the buffer at `address` (`owner` its records'
+        owner) may be reported from without running its recording's deferred hooks: the kept recording that
+        one equals, begun and ended in C (`Read`); None when the hooks must run first (`wait`). Changes
+        nothing (`read` takes it); a buffer read again before C begins it anew gives the same Read."""
+        replays = self.replays
+        if not self._deferring or replays is None:
+            return None
+        handle = self.ffi.cast("void *", address)
+        bits = self.lib.tessera_cb_deferred(handle)
+        if not bits & lifecycle.ENDED:
+            return None
+        if bits & lifecycle.READ:
+            return self._reads.get(address)
+        if not self.lib.tessera_cb_read_in_python(handle, 0):   # its end failed: the hooks say so
+            return None
+        pdata, pused, pdropped = self._out_params()[:3]
+        if not self.lib.tessera_cb_records(handle, pdata, pused, pdropped) or pdropped[0] or not pused[0]:
+            return None
+        found = replays.match(owner, pdata[0], pused[0])
+        return None if found is None else Read(found[0].product, found[1])
+
+    def read(self, address: int, read: "Read") -> bool:
+        """A submit of the buffer at `address` was reported from `read` (what `reading` gave for it, on the
+        same thread, while reading the same ledger): its hooks run only if something looks at the buffer
+        before C begins it again (`_catch_up`). True the first time the recording is read."""
+        read.submits += 1
+        if read.submits > 1:
+            return False
+        self.lib.tessera_cb_read_in_python(self.ffi.cast("void *", address), 1)
+        self._reads[address] = read
+        self.reads += 1
+        return True
+
+    def restore_read(self, owner, handle, read: "Read") -> None:
+        """The deferred end of a recording read without its hooks, now run: its state is the kept product
+        with its tags (as `apply` would restore it), and what its reading did is said to the shim
+        (`Products.was_read`)."""
+        products = self.replays.products
+        self.reads_run += 1
+        try:
+            products.restore(owner, handle, read.product, read.tags)
+            products.was_read(owner, handle, read.submits)
+        finally:
+            self.lib.tessera_cb_clear(handle)
 
     def reuse_recordings(self, products) -> None:
         """Let whole re-recordings reuse an earlier equal recording's product (vkapi/replay.py)."""
@@ -560,3 +614,12 @@ class _Keeping:
 
     def __exit__(self, *exc) -> None:
         self.local.keeping = None
+
+
+@dataclass(slots=True)
+class Read:
+    """A recording begun and ended in C whose submits a ledger reader reported without running its hooks
+    (Recorder.reading): the kept product it equals and its own tags."""
+    product: Any
+    tags: list[int]
+    submits: int = 0   # its submits read so far

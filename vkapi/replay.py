@@ -61,6 +61,11 @@ class Products(Protocol):
         """Whether every begin and end hook of the shim may run later for the device's primary
         buffers (vkapi/lifecycle.py): none inserts commands or routes the buffer's commands at once."""
 
+    def was_read(self, owner, handle, submits: int) -> None:
+        """After `restore`, for a recording whose `submits` submits a ledger reader reported from the
+        product without running its hooks (Recorder.reading): leave the state as those reports would have
+        (what they sent is not sent again)."""
+
 
 @dataclass
 class _Entry:
@@ -95,24 +100,33 @@ class Replays:
             tags = self._local.tags = self.ffi.new("uint64_t[]", MAX_TAGS)
         return tags
 
-    def reuse(self, owner, handle, key: int, base, used: int) -> bool:
-        """A whole recording of `handle` (`used` bytes of records at `base`): True when an earlier one equal
-        but for its tags had its product restored for it (the records need not be applied)."""
+    def match(self, owner, base, used: int) -> tuple[_Entry, list[int]] | None:
+        """The kept recording equal but for its tags to a whole recording (`used` bytes of records at `base`)
+        on `owner`'s device, with the recording's own tags; None when none is kept."""
         res = self.products.resources(owner)
         found = (id(res), self.lib.tessera_records_hash(base, used), used)
         with self._lock:
             entry = self._entries.get(found)
             if entry is None or entry.generation != res.generation:
-                return False
+                return None
             self._entries.move_to_end(found)
         scratch = self._scratch()
         n = self.lib.tessera_records_same(base, entry.records, used, scratch, MAX_TAGS)
         if n < 0:   # the same hash, other records
+            return None
+        return entry, self.ffi.unpack(scratch, n)
+
+    def reuse(self, owner, handle, key: int, base, used: int) -> bool:
+        """A whole recording of `handle` (`used` bytes of records at `base`): True when an earlier one equal
+        but for its tags had its product restored for it (the records need not be applied)."""
+        found = self.match(owner, base, used)
+        if found is None:
             return False
+        entry, tags = found
         if self.check:
             self._checking[key] = entry
             return False
-        self.products.restore(owner, handle, entry.product, self.ffi.unpack(scratch, n))
+        self.products.restore(owner, handle, entry.product, tags)
         self.reused += 1
         return True
 

@@ -12,6 +12,8 @@ must be equal, and the shims' counts (TESSERA_LOG=info) say how many recordings 
 """
 from __future__ import annotations
 
+import collections
+import json
 import os
 import re
 
@@ -19,6 +21,9 @@ import pytest
 from integration_support import PYTHON, REPO, run
 
 from tessera.hostd.ci.runs import canonical, differences, read_run
+from tessera.schemas.frames import MessageType
+from tessera.schemas.logfile import read_frames
+from tessera.schemas.workloads import TAG
 
 TESSERA = REPO / ".venv" / "bin" / "tessera"
 RECORD_COST = REPO / "build" / "bench" / "record_cost"
@@ -34,6 +39,19 @@ _PLANNED = re.compile(r"\] icd INFO: recordings placed from a plan: (\d+)")
 # vkapi/lifecycle.py: buffers begun and ended in C (their hooks run when something looks at them)
 _IN_C = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*; command buffers begun in C: (\d+), "
                    r"ended in C: (\d+); command pools reset in C: (\d+)")
+# vkapi/lifecycle.py: submits of recordings ended in C reported from the kept product, their hooks not run
+_READ = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*; of them submitted and read without their "
+                   r"hooks: (\d+) \(their hooks run later: (\d+)\)")
+
+
+def _descriptions(session) -> collections.Counter:
+    """How many times the layer described each tag (its WORKLOADS entries, in the session's logs)."""
+    described = collections.Counter()
+    for log in session.rglob("*.tessera-log"):
+        for frame in read_frames(log):
+            if frame.type == MessageType.WORKLOADS:
+                described.update(e[TAG] for e in json.loads(frame.body)["workloads"])
+    return described
 
 
 def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, str]:
@@ -46,7 +64,10 @@ def _run(tmp_path, name: str, program: list, replay: str) -> tuple[dict, dict, s
     counts = {m.group(1): tuple(int(g) for g in m.groups()[1:] if g is not None) for m in _COUNTS.finditer(out.stderr)}
     counts.update({"planned": int(m.group(1)) for m in _PLANNED.finditer(out.stderr)})
     counts.update({f"{m.group(1)} in C": tuple(int(g) for g in m.groups()[1:]) for m in _IN_C.finditer(out.stderr)})
+    counts.update({f"{m.group(1)} read": tuple(int(g) for g in m.groups()[1:]) for m in _READ.finditer(out.stderr)})
     assert "exception" not in out.stderr.lower(), out.stderr
+    described = _descriptions(session)
+    assert described and max(described.values()) == 1, "a tag described more than once"
     return canonical(result), counts, out.stdout
 
 
@@ -61,9 +82,12 @@ def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp
     assert off_counts == {"planned": 0, **nothing_in_c}, "TESSERA_REPLAY=0 keeps no recordings"
     # every reused recording is placed from its plan (icd/placement_plans.py), not walked; every begin is
     # made in C, and every end of a recording equal to a kept one (vkapi/lifecycle.py)
+    # and every one of them is submitted and reported from its kept product, its hooks never run
     in_c = (FRAMES, reused, 0)
-    assert on_counts == {"layer": (reused,), "icd": (reused,), "planned": reused, "layer in C": in_c, "icd in C": in_c}
-    assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0), "planned": 0, **nothing_in_c}
+    assert on_counts == {"layer": (reused,), "icd": (reused,), "planned": reused, "layer in C": in_c, "icd in C": in_c,
+                         "layer read": (reused, 0), "icd read": (reused, 0)}
+    assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0), "planned": 0, **nothing_in_c,
+                            "layer read": (0, 0), "icd read": (0, 0)}
     assert off["gpu_events"]
     assert on == off, "\n".join(differences(off, on))
     assert checked == off, "\n".join(differences(off, checked))
@@ -73,7 +97,8 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
     """tests/integration/apps/lifecycle_paths.py: recordings begun (and ended) in C, with what may happen before
     Python runs their hooks: a recording begun again before anything submitted it, a reset, a secondary executed
     (a Python hook in the middle of a recording), a submit the layer makes in Python (inside a queue label), two
-    buffers in one submit, a buffer freed, a pool reset. The merged trace is the one every hook run at once makes."""
+    buffers in one submit, a buffer freed, a pool reset, a buffer submitted again. The merged trace is the one every
+    hook run at once makes, and no tag is described twice."""
     program = [PYTHON, REPO / "tests" / "integration" / "apps" / "lifecycle_paths.py", 16]
     off, off_counts, _ = _run(tmp_path, "off", program, "0")
     on, on_counts, said = _run(tmp_path, "on", program, "1")
@@ -86,6 +111,11 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
     # pools reset in C: none (the pool holds the secondary, whose Python state is not deferred)
     assert on_counts["layer in C"] == on_counts["icd in C"] == (34, 31, 0), on_counts
     assert on_counts["layer"] == on_counts["icd"] == (29,), on_counts
+    # read without their hooks: every reused recording the driver reads, and all but the three the layer submits in
+    # Python (their hooks run at that submit, as before); their hooks ran later for P reset with vkResetCommandBuffer
+    # (both shims) and for P submitted again (the layer, which submits it in Python; the driver reads that submit
+    # from its product again)
+    assert on_counts["layer read"] == (26, 2) and on_counts["icd read"] == (29, 1), on_counts
     assert off["gpu_events"]
     assert on == off, "\n".join(differences(off, on))
     assert checked == off, "\n".join(differences(off, checked))

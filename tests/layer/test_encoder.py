@@ -1,5 +1,6 @@
-"""WORKLOADS frames joined from kept entry text (layer/encoder.py `workloads`) are byte for byte the frames
-json_body writes of the batch's envelope, entries and fields, on hits and misses of the kept text; SUBMIT
+"""WORKLOADS frames joined from kept entry text (layer/encoder.py `workloads`, and `workloads_again` from a
+product's rows) are byte for byte the frames json_body writes of the batch's envelope, entries and fields, on
+hits and misses of the kept text; SUBMIT
 frames written as one format (`submit`) are those json_body writes of the payload."""
 from __future__ import annotations
 
@@ -31,6 +32,19 @@ def test_batches_equal_the_reference_on_hits_and_misses():
     frames.append([])
     for i, described in enumerate(frames):
         assert encoder.workloads(0xD0, 0xCB00 + i, described) == _reference(0xD0, 0xCB00 + i, described), i
+
+
+def test_a_batch_made_again_from_a_product_equals_the_reference():
+    """`workloads_again` (a recording reported from a kept product, layer/replay.py): the product's rows with the
+    recording's own tags make the frame the restored descriptions would."""
+    dispatch = {"command": "vkCmdDispatch", "groups": [1, 1, 1], "group_size": [1, 1, 1], "items": 1, "indirect": False}
+    rendering = {"command": "vkCmdBeginRendering", "area": "8x8", "draw_call_count": 1, "name": "100% \"pass\""}
+    kept = [Workload(11, ("frame",), 0), Workload(12, (), 0)]
+    rows = ((1, kept[1], "render_pass", rendering, True), (0, kept[0], "dispatch", dispatch, False))
+    for tags in ([11, 12], [905, 906], [7, 123456789]):   # the kept recording's, then new ones
+        restored = [(Workload(tags[k], w.local_labels, w.pops_below_start), kind, meta, annex)
+                    for k, w, kind, meta, annex in rows]
+        assert encoder.workloads_again(0xD0, 0xCB, rows, tags) == _reference(0xD0, 0xCB, restored), tags
 
 
 def test_the_kept_text_is_bounded():

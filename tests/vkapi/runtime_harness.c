@@ -404,7 +404,19 @@ static void begun_and_ended_in_c(void)
     tessera_ledger_read(serial);
     tessera_ledger_read(serial - 1);                      /* never goes back */
     CHECK(tessera_ledger_read_up_to == serial && tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C));
+
+    /* Its submit read in Python without running its hooks: asked first (nothing changes), then marked, until C
+       begins the buffer again; a failed end is never read so. */
+    const int made = TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C;
+    CHECK(tessera_cb_read_in_python(a, 0) && tessera_cb_deferred(a) == made);
+    tessera_cb_find(a)->end_result = -3;   /* VK_ERROR_OUT_OF_DEVICE_MEMORY */
+    CHECK(!tessera_cb_read_in_python(a, 0) && !tessera_cb_read_in_python(a, 1) && tessera_cb_deferred(a) == made);
+    tessera_cb_find(a)->end_result = 0;
+    CHECK(tessera_cb_read_in_python(a, 1) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
+    CHECK(tessera_cb_read_in_python(a, 1) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
+    CHECK(!tessera_cb_read_in_python(key(6099), 1));   /* not a registered buffer */
     CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result) && begins == 4);
+    CHECK(tessera_cb_deferred(a) == TESSERA_BEGUN_IN_C && !tessera_cb_read_in_python(a, 1));   /* not ended */
 
     /* Pool resets: a pool with a secondary takes Python; a known pool of one primary, C (cached per thread
        until a buffer is registered or unregistered). */

@@ -227,6 +227,22 @@ int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result)
     return deferred;
 }
 
+/* Python, reading a submit of the buffer: 1 when its recording has a deferred end that succeeded, so that the
+   submit may be reported without running the recording's hooks (vkapi/lifecycle.py); with `mark`, the recording
+   is marked so read (TESSERA_READ_IN_PYTHON). 0 otherwise (nothing changes). */
+int tessera_cb_read_in_python(void *handle, int mark)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb || cb->end_result != 0) return 0;
+    int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
+    do {
+        if (!(deferred & TESSERA_ENDED_IN_C)) return 0;
+        if (!mark) return 1;
+    } while (!__atomic_compare_exchange_n(&cb->deferred, &deferred, deferred | TESSERA_READ_IN_PYTHON, 0,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    return 1;
+}
+
 /* Python (TESSERA_LOG=info): begins, ends and pool resets made in C so far. */
 void tessera_lifecycle_counts(uint64_t *counts)
 {

@@ -55,6 +55,9 @@ typedef struct { size_t mask; tessera_slot slots[]; } tessera_table;
 #define TESSERA_BEGUN_IN_C 1
 #define TESSERA_ENDED_IN_C 2
 #define TESSERA_RESET_IN_C 4
+/* A submit of the recording C ended was read in Python without running its hooks (vkapi/lifecycle.py): they
+   run only if something looks at the buffer before C begins it again. */
+#define TESSERA_READ_IN_PYTHON 16
 /* An info struct's pointer to a copy in the record (the I code): set by Python before anything reads it. */
 #define TESSERA_COPIED 8
 static tessera_table *tessera_cbs;          /* read lock-free; replaced (never freed) when it grows */

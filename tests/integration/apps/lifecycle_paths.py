@@ -1,6 +1,7 @@
 """Re-records two command buffers every frame, with what may come between a begin and end made in C and
 their hooks (vkapi/lifecycle.py): recordings never submitted, resets, a secondary executed, a submit the
-layer makes in Python, two buffers in one submit, a buffer freed and one allocated, a pool reset.
+layer makes in Python, two buffers in one submit, a buffer freed and one allocated, a pool reset, a buffer
+submitted again.
 
 Run: .venv/bin/python tests/integration/apps/lifecycle_paths.py [FRAMES]
 Each frame, buffer P: a debug label around a fill of `src` and a copy of it into `out`; buffer Q: a fill
@@ -25,6 +26,8 @@ FRAME_SECONDARY = 7       # P executes a secondary buffer (a hook in Python in t
 FRAME_QUEUE_LABEL = 9     # the submit is inside a queue label (the layer submits in Python then)
 FRAME_FREE = 11           # Q, recorded but not submitted, is freed and a new Q allocated
 FRAME_POOL_RESET = 13     # the pool is reset before the frame's recordings
+FRAME_SUBMIT_AGAIN = 15   # after the frame, P alone is submitted again inside a queue label (the layer submits
+                          # in Python a recording whose first submit it reported without running its hooks)
 
 
 def allocate(ctx, pool, level: int):
@@ -110,6 +113,16 @@ def main() -> None:
             raise SystemExit(f"frame {frame}: wrong bytes")
         if (extra.array(np.uint32) == SECONDARY_VALUE).all() != (frame == FRAME_SECONDARY):
             raise SystemExit(f"frame {frame}: the secondary's fill ran {'not ' if frame == FRAME_SECONDARY else ''}as recorded")
+        if frame == FRAME_SUBMIT_AGAIN:
+            out.mapped[0:SIZE] = bytes(SIZE)
+            proc["vkQueueBeginDebugUtilsLabelEXT"](ctx.queue, queue_label)
+            vk.vkQueueSubmit(ctx.queue, 1, [vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
+                                                            pCommandBuffers=[p])], fence)
+            proc["vkQueueEndDebugUtilsLabelEXT"](ctx.queue)
+            vk.vkWaitForFences(ctx.device, 1, [fence], vk.VK_TRUE, 10 * 1000**3)
+            vk.vkResetFences(ctx.device, 1, [fence])
+            if not (out.array(np.uint32) == value).all():
+                raise SystemExit(f"frame {frame}: wrong bytes after submitting P again")
     vk.vkDestroyFence(ctx.device, fence, None)
     ctx.close()
     print(f"lifecycle_paths: OK {frames} frames")
