@@ -28,7 +28,7 @@ from tessera.schemas.labels import TAG_LABEL, tag_label
 from tessera.vkapi.ops import Barrier, Execute, LabelBegin, LabelEnd, PassBegin, PassEnd
 
 from .recording import Draw, Work
-from .replay import ReplayedOps
+from .replay import ProductOps, ReplayedOps
 from .scheduler import CLASSES, EmulatedGpu, work_class
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ class Plans:
     def of(self, placer: "_Placer", ops: list, entry: list[str]) -> tuple[Plan | None, list[str]]:
         """The plan placing `ops` after the queue's labels `entry`, and its slots' texts; None when the ops
         need the walk (or are seen for the first time)."""
-        if type(ops) is ReplayedOps:
+        if type(ops) is ReplayedOps or type(ops) is ProductOps:
             owner, made_of, tag_ops = ops.product, ops.product.ops, ops.product.tag_ops
             texts = [*entry, *map(tag_label, ops.tags)]
         else:

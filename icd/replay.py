@@ -36,6 +36,19 @@ class ReplayedOps(list):
     __slots__ = ("product", "tags")
 
 
+class ProductOps:
+    """The op list of a recording read from its kept product without running its hooks (icd/submit.py), not
+    made yet: the timeline places it from the product's plan, which needs only the product and the tags
+    (icd/placement_plans.py), and makes the list (`made`) only to walk it."""
+    __slots__ = ("product", "tags")
+
+    def __init__(self, product: _Recording, tags: list[int]) -> None:
+        self.product, self.tags = product, tags
+
+    def made(self) -> ReplayedOps:
+        return ShadowProducts.ops(self.product, self.tags)
+
+
 class ShadowProducts:
     """vkapi/replay.Products for the driver: the owner of a command buffer's records is its CommandBuffer."""
 

@@ -22,7 +22,7 @@ from tessera.vkapi.vkconst import vk
 from .driver import Driver
 from .feature import Feature
 from .objects import CommandBuffer, Device, Queue
-from .replay import ShadowProducts
+from .replay import ProductOps
 from .timeline import Batch, LabelMade, SubmitMade, batch
 
 
@@ -65,7 +65,7 @@ class Submits(Feature):
         read = recorder.reading(cb, cb.address)
         if read is not None:
             recorder.read(cb.address, read)
-            return Recording(cb.address, ShadowProducts.ops(read.product, read.tags))
+            return Recording(cb.address, ProductOps(read.product, read.tags))
         recorder.wait(cb.address, reading=True)
         return Recording(cb.address, cb.ops)
 

@@ -50,6 +50,7 @@ from tessera.schemas import slice_args as A
 from .counters import CounterModel
 from .measured_counters import pass_stats
 from .placement_plans import NativePlacer, Plans
+from .replay import ProductOps
 from .recording import Draw, Work
 from .scheduler import EmulatedGpu, QueueOrder, work_class
 from .trace import GpuTrace, boottime_ns
@@ -67,7 +68,7 @@ _RENDER_PASS = A.WORKLOAD_CLASSES["render_pass"]
 
 @dataclass
 class Batch:
-    command_buffers: list[Recording]   # (handle address, op list at submit), in order
+    command_buffers: list[Recording]   # (handle address, op list at submit, or a ProductOps), in order
     waits: list[int]
     signals: list[int]
 
@@ -344,6 +345,8 @@ class _Placer(OpWalker):
                 if plan is not None:
                     plan.place(self, recording.address, texts)
                     continue
+            if type(recording.ops) is ProductOps:   # read without its hooks (icd/submit.py): its list made now
+                recording = Recording(recording.address, recording.ops.made())
             self.walk(recording)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)

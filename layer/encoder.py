@@ -71,18 +71,20 @@ class _EntryTexts:
     def __init__(self) -> None:
         self._texts: dict[int, tuple] = {}
 
-    def entry(self, w: Workload, kind: str, meta: dict, annex: bool, tag: int | None = None) -> str:
-        """batch.entry(w.tag, workload_fields(…)) as json_body writes it; `tag`: another tag for the same
-        description (a recording made again, reported from its product: layer/replay.py)."""
+    def entry(self, w: Workload, kind: str, meta: dict, annex: bool) -> str:
+        """batch.entry(w.tag, workload_fields(…)) as json_body writes it."""
+        return f'{{"{batch.TAG}":{w.tag}{self.after_tag(w, kind, meta, annex)}'
+
+    def after_tag(self, w: Workload, kind: str, meta: dict, annex: bool) -> str:
+        """The entry's text after its tag."""
         labels = w.local_labels if w.local_labels and not w.pops_below_start else ()
         hit = self._texts.get(id(meta))
         if hit is None or hit[0] is not meta or hit[1] != kind or hit[2] != labels or hit[3] != annex:
             if len(self._texts) >= self.CACHE:
                 self._texts.clear()
             rest = json_body(workload_fields(w, kind, meta, annex)).decode()[1:]   # after its "{"
-            hit = self._texts[id(meta)] = (meta, kind, labels, annex, rest)
-        rest = hit[4]
-        return f'{{"{batch.TAG}":{w.tag if tag is None else tag}{"," if rest != "}" else ""}{rest}'
+            hit = self._texts[id(meta)] = (meta, kind, labels, annex, ("," if rest != "}" else "") + rest)
+        return hit[4]
 
 
 _ENTRIES = _EntryTexts()
@@ -96,13 +98,23 @@ def workloads(device_address: int, cb_address: int, described: list[tuple[Worklo
     return _workloads_frame(device_address, cb_address, entries)
 
 
+_AGAIN: dict[int, tuple] = {}   # id(rows) -> (rows, their entries as one %-format, the tag index of each %d); bounded
+
+
 def workloads_again(device_address: int, cb_address: int, rows: tuple, tags: list[int]) -> bytes:
     """The WORKLOADS frame of a recording made again from a kept one (layer/replay.py): `rows` its product's
     (tag index, workload, kind, meta, annex), `tags` the recording's own; the same bytes as `workloads` of the
-    restored descriptions."""
-    entry = _ENTRIES.entry
-    entries = ",".join(entry(w, kind, meta, annex, tags[k]) for k, w, kind, meta, annex in rows)
-    return _workloads_frame(device_address, cb_address, entries)
+    restored descriptions. The rows' entries are kept as one format with a %d per tag (a product is reported
+    every frame), held with the rows so that no identity is reused while kept."""
+    hit = _AGAIN.get(id(rows))
+    if hit is None or hit[0] is not rows:
+        if len(_AGAIN) >= _EntryTexts.CACHE:
+            _AGAIN.clear()
+        after_tag = _ENTRIES.after_tag
+        template = ",".join(f'{{"{batch.TAG}":%d' + after_tag(w, kind, meta, annex).replace("%", "%%")
+                            for _, w, kind, meta, annex in rows)
+        hit = _AGAIN[id(rows)] = (rows, template, tuple(k for k, *_ in rows))
+    return _workloads_frame(device_address, cb_address, hit[1] % tuple(map(tags.__getitem__, hit[2])))
 
 
 def _workloads_frame(device_address: int, cb_address: int, entries: str) -> bytes:

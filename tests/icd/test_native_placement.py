@@ -15,7 +15,7 @@ from tessera.icd import timeline as timeline_module
 from tessera.icd.placement_plans import NativePlacer
 from tessera.icd.profiles import DEFAULT_PROFILE, PROFILES
 from tessera.icd.recording import Draw, Work
-from tessera.icd.replay import ReplayedOps
+from tessera.icd.replay import ProductOps, ReplayedOps
 from tessera.icd.timeline import Timeline, batch
 from tessera.schemas.labels import tag_label
 from tessera.schemas.perfetto import read_packets
@@ -118,6 +118,20 @@ def test_c_places_and_encodes_every_event_as_python_and_the_walk_do(tmp_path, na
     assert len(events) == 24 * 9   # 3 passes x 2 phases, 2 dispatches, 1 fill per frame
     assert state[-1][-2:] == ("frame ü", "t99")   # the queue's labels left open, as the walk leaves them
     assert runs["c"][2] == (24, 24) and runs["python"][2] == (24, None) and runs["walk"][2] == (0, None)
+
+
+def test_a_recording_read_without_its_hooks_places_as_one_made_again(tmp_path, native, monkeypatch):
+    """ProductOps (icd/submit.py: a submit read from the kept product, its op list not made) place the events
+    the ReplayedOps of the same product and tags place: from the plan, and walked (its list made then)."""
+    product = _product()
+    made = _frames(product, 12)
+    lazy = [ProductOps(product, ops.tags) for ops in made]
+    for how in ("walk", "c"):
+        (tmp_path / "lazy").mkdir(exist_ok=True)
+        (tmp_path / "made").mkdir(exist_ok=True)
+        read = _run(tmp_path / "lazy", how, native, monkeypatch, lazy, lambda f: ["queue label"])
+        again = _run(tmp_path / "made", how, native, monkeypatch, made, lambda f: ["queue label"])
+        assert read[0] and read == again, how
 
 
 def test_a_buffer_submitted_again_is_planned_from_its_second_placement(tmp_path, native, monkeypatch):

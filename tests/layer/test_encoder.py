@@ -45,6 +45,9 @@ def test_a_batch_made_again_from_a_product_equals_the_reference():
         restored = [(Workload(tags[k], w.local_labels, w.pops_below_start), kind, meta, annex)
                     for k, w, kind, meta, annex in rows]
         assert encoder.workloads_again(0xD0, 0xCB, rows, tags) == _reference(0xD0, 0xCB, restored), tags
+    for i in range(encoder._EntryTexts.CACHE + 3):   # the kept formats are bounded
+        encoder.workloads_again(1, 2, ((0, kept[0], "dispatch", {"items": i}, False),), [i])
+    assert 0 < len(encoder._AGAIN) <= encoder._EntryTexts.CACHE
 
 
 def test_the_kept_text_is_bounded():
