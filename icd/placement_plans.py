@@ -24,7 +24,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
-from tessera.schemas.labels import TAG_LABEL, tag_label
+from tessera.schemas.labels import TAG_LABEL, tag_labels
 from tessera.vkapi.ops import Barrier, Execute, LabelBegin, LabelEnd, PassBegin, PassEnd
 
 from .recording import Draw, Work
@@ -138,11 +138,12 @@ class NativePlacer:
             made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), fixed, slot_tokens)
         blob, size, fixed, slot_tokens = made
         encoded = [t.encode() for t in texts]
-        if any(len(b) > 0xFFFF for b in encoded):   # a slot's length is a u16
+        longest = max(map(len, encoded), default=0)
+        if longest > 0xFFFF:   # a slot's length is a u16
             return False
-        slots = b"".join(len(b).to_bytes(2, "little") + b for b in encoded)
+        slots = b"".join([len(b).to_bytes(2, "little") + b for b in encoded])
         # each slot token's text written twice at most (the label stack and the innermost t<tag> label)
-        bound = fixed + 2 * slot_tokens * max(map(len, encoded), default=0)
+        bound = fixed + 2 * slot_tokens * longest
         if bound > self._cap:
             self._out, self._cap = self.ffi.new("uint8_t[]", bound), bound
         out = self._out
@@ -222,7 +223,7 @@ class Plans:
         need the walk (or are seen for the first time)."""
         if type(ops) is ReplayedOps or type(ops) is ProductOps:
             owner, made_of, tag_ops = ops.product, ops.product.ops, ops.product.tag_ops
-            texts = [*entry, *map(tag_label, ops.tags)]
+            texts = [*entry, *tag_labels(ops.tags)]
         else:
             if self._seen.get(id(ops)) is not ops:
                 if len(self._seen) >= self.CACHE:

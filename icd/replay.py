@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tessera.schemas.labels import tag_label
+from tessera.schemas.labels import tag_labels
 from tessera.vkapi.ops import LabelBegin, LabelInsert
 from tessera.vkapi.vkconst import vk
 
@@ -65,7 +65,7 @@ class ShadowProducts:
         if (cb.level != vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY or cb.shader_objects
                 or cb.needs_completion or cb.instrumentation is not None):
             return None
-        names = [tag_label(t) for t in tags]
+        names = tag_labels(tags)
         found = []
         for i, op in enumerate(cb.ops):
             kind = type(op)
@@ -82,8 +82,9 @@ class ShadowProducts:
         the recording's hooks takes it alone, icd/submit.py)."""
         ops = ReplayedOps(product.ops)
         ops.product, ops.tags = product, tags
+        names = tag_labels(tags)
         for i, kind, k in product.tag_ops:
-            ops[i] = kind(tag_label(tags[k]))
+            ops[i] = kind(names[k])
         return ops
 
     def fields(self, product: _Recording, tags: list[int]) -> dict:

@@ -23,6 +23,15 @@ def tag_label(tag: int) -> str:
     return f"{TAG_PREFIX}{tag}"
 
 
+_TAG_FORMAT = TAG_PREFIX + "{}"
+
+
+def tag_labels(tags) -> list[str]:
+    """tag_label of each tag, in order (without a Python call per tag: a recording's tags are labelled
+    every time it is placed)."""
+    return list(map(_TAG_FORMAT.format, tags))
+
+
 def submit_label(submit_id: int) -> str:
     return f"{SUBMIT_PREFIX}{submit_id}"
 

@@ -260,7 +260,7 @@ class SubmitLedger:
                 self.report(f"{ledger.dropped} submit(s) made in C were not recorded (out of memory); "
                             "their metadata and GPU events are missing")
             taken = _decode(self.ffi.buffer(ledger.data, ledger.used)[:])
-            self.made_in_c += sum(type(t) is Submission for t in taken)
+            self.made_in_c += sum([type(t) is Submission for t in taken])
             return taken
         finally:
             self.lib.tessera_ledger_give_back(ledger)

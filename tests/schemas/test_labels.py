@@ -3,12 +3,14 @@ formats write the same text."""
 from __future__ import annotations
 
 from tessera.schemas.labels import (C_SUBMIT_FORMAT, C_TAG_FORMAT, SUBMIT_LABEL, TAG_LABEL, innermost_tag,
-                                    is_layer_label, submit_label, tag_label)
+                                    is_layer_label, submit_label, tag_label, tag_labels)
 
 
 def test_labels_round_trip():
     assert tag_label(42) == "t42" and TAG_LABEL.match(tag_label(42)).group(1) == "42"
     assert submit_label(7) == "s7" and SUBMIT_LABEL.match(submit_label(7)).group(1) == "7"
+    tags = [0, 42, 18446744073709551615]
+    assert tag_labels(tags) == [tag_label(t) for t in tags] and tag_labels([]) == []
 
 
 def test_the_c_formats_write_what_python_writes():
