@@ -182,6 +182,7 @@ class Recorder:
         self._reads: dict[int, Read] = {}   # address -> the recording a ledger reader read without its hooks
         self.reads = 0                      # recordings so read (TESSERA_LOG=info)
         self.reads_run = 0                  # ... whose hooks ran later all the same (something looked)
+        self._read_key = ffi.new("uint64_t[2]")   # tessera_cb_read_product's out-parameter: one ledger reader at a time
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
         # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
@@ -332,19 +333,12 @@ class Recorder:
         replays = self.replays
         if not self._deferring or replays is None:
             return None
-        handle = self.ffi.cast("void *", address)
-        bits = self.lib.tessera_cb_deferred(handle)
-        if not bits & lifecycle.ENDED:
-            return None
-        if bits & lifecycle.READ:
-            return self._reads.get(address)
-        if not self.lib.tessera_cb_read_in_python(handle, 0):   # its end failed: the hooks say so
-            return None
-        pdata, pused, pdropped = self._out_params()[:3]
-        if not self.lib.tessera_cb_records(handle, pdata, pused, pdropped) or pdropped[0] or not pused[0]:
-            return None
-        found = replays.match(owner, pdata[0], pused[0])
-        return None if found is None else Read(found[0].product, found[1])
+        key, tags = self._read_key, replays.tags()
+        n = self.lib.tessera_cb_read_product(self.ffi.cast("void *", address), key, tags, len(tags))
+        if n < 0:
+            return self._reads.get(address) if n == -2 else None
+        product = replays.kept(owner, key[0], key[1])
+        return None if product is None else Read(product, self.ffi.unpack(tags, n))
 
     def read(self, address: int, read: "Read") -> bool:
         """A submit of the buffer at `address` was reported from `read` (what `reading` gave for it, on the
@@ -353,7 +347,7 @@ class Recorder:
         read.submits += 1
         if read.submits > 1:
             return False
-        self.lib.tessera_cb_read_in_python(self.ffi.cast("void *", address), 1)
+        self.lib.tessera_cb_read_in_python(self.ffi.cast("void *", address))
         self._reads[address] = read
         self.reads += 1
         return True

@@ -116,6 +116,22 @@ class Replays:
             return None
         return entry, self.ffi.unpack(scratch, n)
 
+    def kept(self, owner, hash_: int, size: int):
+        """The product of the recording kept under (`owner`'s device, `hash_`, `size`) while nothing it names
+        changed; None when none is."""
+        res = self.products.resources(owner)
+        found = (id(res), hash_, size)
+        with self._lock:
+            entry = self._entries.get(found)
+            if entry is None or entry.generation != res.generation:
+                return None
+            self._entries.move_to_end(found)
+        return entry.product
+
+    def tags(self):
+        """This thread's buffer for MAX_TAGS tags (C writes a recording's tags into it)."""
+        return self._scratch()
+
     def reuse(self, owner, handle, key: int, base, used: int) -> bool:
         """A whole recording of `handle` (`used` bytes of records at `base`): True when an earlier one equal
         but for its tags had its product restored for it (the records need not be applied)."""

@@ -405,18 +405,27 @@ static void begun_and_ended_in_c(void)
     tessera_ledger_read(serial - 1);                      /* never goes back */
     CHECK(tessera_ledger_read_up_to == serial && tessera_cb_deferred(a) == (TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C));
 
-    /* Its submit read in Python without running its hooks: asked first (nothing changes), then marked, until C
-       begins the buffer again; a failed end is never read so. */
+    /* Its submit read in Python without running its hooks: C finds the kept recording it equals (its key, the
+       recording's tags) and changes nothing; then the recording is marked read, until C begins the buffer again.
+       Never for a failed end, a kept recording of another generation, or more tags than asked for. */
     const int made = TESSERA_BEGUN_IN_C | TESSERA_ENDED_IN_C;
-    CHECK(tessera_cb_read_in_python(a, 0) && tessera_cb_deferred(a) == made);
+    uint64_t read_key[2] = {0, 0}, read_tags[2] = {0, 0};
+    CHECK(tessera_cb_read_product(a, read_key, read_tags, 2) == 1 && read_key[0] == hash && read_key[1] == used
+          && read_tags[0] == 30 && tessera_cb_deferred(a) == made);
+    CHECK(tessera_cb_read_product(a, read_key, read_tags, 0) == -1);   /* no room for its tag */
     tessera_cb_find(a)->end_result = -3;   /* VK_ERROR_OUT_OF_DEVICE_MEMORY */
-    CHECK(!tessera_cb_read_in_python(a, 0) && !tessera_cb_read_in_python(a, 1) && tessera_cb_deferred(a) == made);
+    CHECK(tessera_cb_read_product(a, read_key, read_tags, 2) == -1);
     tessera_cb_find(a)->end_result = 0;
-    CHECK(tessera_cb_read_in_python(a, 1) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
-    CHECK(tessera_cb_read_in_python(a, 1) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
-    CHECK(!tessera_cb_read_in_python(key(6099), 1));   /* not a registered buffer */
+    dev.generation = 2;
+    CHECK(tessera_cb_read_product(a, read_key, read_tags, 2) == -1);
+    dev.generation = 0;
+    CHECK(tessera_cb_read_in_python(a) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
+    CHECK(tessera_cb_read_product(a, read_key, read_tags, 2) == -2);   /* read already */
+    CHECK(tessera_cb_read_in_python(a) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
+    CHECK(!tessera_cb_read_in_python(key(6099)) && tessera_cb_read_product(key(6099), read_key, read_tags, 2) == -1);
     CHECK(tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result) && begins == 4);
-    CHECK(tessera_cb_deferred(a) == TESSERA_BEGUN_IN_C && !tessera_cb_read_in_python(a, 1));   /* not ended */
+    CHECK(tessera_cb_deferred(a) == TESSERA_BEGUN_IN_C && !tessera_cb_read_in_python(a)   /* not ended */
+          && tessera_cb_read_product(a, read_key, read_tags, 2) == -1);
 
     /* Pool resets: a pool with a secondary takes Python; a known pool of one primary, C (cached per thread
        until a buffer is registered or unregistered). */

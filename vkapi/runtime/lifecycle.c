@@ -227,17 +227,43 @@ int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result)
     return deferred;
 }
 
-/* Python, reading a submit of the buffer: 1 when its recording has a deferred end that succeeded, so that the
-   submit may be reported without running the recording's hooks (vkapi/lifecycle.py); with `mark`, the recording
-   is marked so read (TESSERA_READ_IN_PYTHON). 0 otherwise (nothing changes). */
-int tessera_cb_read_in_python(void *handle, int mark)
+/* Python, reading a submit of the buffer (vkapi/lifecycle.py, "Submits read without the hooks"): for a recording
+   C began and ended successfully, not read so yet, that equals a kept one (on the same device, under the same
+   generation): the kept one's hash and size into `key` and the recording's tags into `tags` (at most `max`); the
+   number of tags. -2: the recording was read so already; -1: Python must run its hooks first. Changes nothing. */
+long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t max)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (!cb || cb->end_result != 0) return 0;
+    if (!cb) return -1;
+    int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
+    if (!(deferred & TESSERA_ENDED_IN_C) || cb->end_result != 0 || cb->dropped) return -1;
+    if (deferred & TESSERA_READ_IN_PYTHON) return -2;
+    uint64_t hash = tessera_records_hash(cb->data, cb->used);
+    if (!hash) return -1;
+    uint64_t generation = __atomic_load_n(&cb->dev->generation, __ATOMIC_ACQUIRE);
+    long n = -1;
+    pthread_rwlock_rdlock(&tessera_product_lock);
+    for (const tessera_product *p = *tessera_product_bucket(cb->dev, hash, cb->used); p && n < 0; p = p->next)
+        if (p->dev == cb->dev && p->hash == hash && p->size == cb->used && p->generation == generation)
+            n = tessera_records_same(cb->data, p->data, cb->used, tags, max);
+    pthread_rwlock_unlock(&tessera_product_lock);
+    if (n >= 0) {
+        key[0] = hash;
+        key[1] = cb->used;
+    }
+    return n;
+}
+
+/* Python: a submit of the buffer was reported from the kept recording its recording equals
+   (tessera_cb_read_product), its hooks not run: marked so until C begins the buffer again. 0 when the buffer
+   has no deferred end (nothing changes). */
+int tessera_cb_read_in_python(void *handle)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return 0;
     int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
     do {
         if (!(deferred & TESSERA_ENDED_IN_C)) return 0;
-        if (!mark) return 1;
     } while (!__atomic_compare_exchange_n(&cb->deferred, &deferred, deferred | TESSERA_READ_IN_PYTHON, 0,
                                           __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     return 1;
