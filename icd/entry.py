@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tessera.vkapi import call_counts
 from tessera.vkapi.dispatch import HookSet, canonical, guarded, is_device_command
 from tessera.vkapi.log import HookErrors, configure
 from tessera.vkapi.recorder import Recorder
@@ -37,6 +38,7 @@ from .timeline import Timeline
 
 
 def install(ffi, lib) -> None:
+    call_counts.install_from_environ()
     try:
         settings = IcdSettings.from_environ()
         backend = open_backend(ffi, lib, settings.backend_manifest or default_manifest())

@@ -6,7 +6,7 @@ Called by the shim's init code as `install(ffi, lib)`.
 """
 from __future__ import annotations
 
-from tessera.vkapi import intercepts, interpreter, pipelines, resource_hooks
+from tessera.vkapi import call_counts, intercepts, interpreter, pipelines, resource_hooks
 from tessera.vkapi.dispatch import HookSet, guarded
 from tessera.vkapi.guards import thread_counts
 from tessera.vkapi.log import HookErrors, configure
@@ -32,6 +32,7 @@ class InjectedFault(RuntimeError):
 
 
 def install(ffi, lib) -> None:
+    call_counts.install_from_environ()
     settings = LayerSettings.from_environ()
     log = configure("layer", settings.log)
     errors = HookErrors(log)
