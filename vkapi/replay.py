@@ -94,7 +94,8 @@ class Replays:
         self.checked = 0         # check mode: recordings that would have been restored, compared instead
         self.mismatches = 0      # ... and found to differ from the applied ones
 
-    def _scratch(self):
+    def tags(self):
+        """This thread's buffer for MAX_TAGS tags (C writes a recording's tags into it)."""
         tags = getattr(self._local, "tags", None)
         if tags is None:
             tags = self._local.tags = self.ffi.new("uint64_t[]", MAX_TAGS)
@@ -103,14 +104,10 @@ class Replays:
     def match(self, owner, base, used: int) -> tuple[_Entry, list[int]] | None:
         """The kept recording equal but for its tags to a whole recording (`used` bytes of records at `base`)
         on `owner`'s device, with the recording's own tags; None when none is kept."""
-        res = self.products.resources(owner)
-        found = (id(res), self.lib.tessera_records_hash(base, used), used)
-        with self._lock:
-            entry = self._entries.get(found)
-            if entry is None or entry.generation != res.generation:
-                return None
-            self._entries.move_to_end(found)
-        scratch = self._scratch()
+        entry = self._kept_entry(owner, self.lib.tessera_records_hash(base, used), used)
+        if entry is None:
+            return None
+        scratch = self.tags()
         n = self.lib.tessera_records_same(base, entry.records, used, scratch, MAX_TAGS)
         if n < 0:   # the same hash, other records
             return None
@@ -119,6 +116,10 @@ class Replays:
     def kept(self, owner, hash_: int, size: int):
         """The product of the recording kept under (`owner`'s device, `hash_`, `size`) while nothing it names
         changed; None when none is."""
+        entry = self._kept_entry(owner, hash_, size)
+        return None if entry is None else entry.product
+
+    def _kept_entry(self, owner, hash_: int, size: int) -> _Entry | None:
         res = self.products.resources(owner)
         found = (id(res), hash_, size)
         with self._lock:
@@ -126,11 +127,7 @@ class Replays:
             if entry is None or entry.generation != res.generation:
                 return None
             self._entries.move_to_end(found)
-        return entry.product
-
-    def tags(self):
-        """This thread's buffer for MAX_TAGS tags (C writes a recording's tags into it)."""
-        return self._scratch()
+        return entry
 
     def reuse(self, owner, handle, key: int, base, used: int) -> bool:
         """A whole recording of `handle` (`used` bytes of records at `base`): True when an earlier one equal
@@ -156,7 +153,7 @@ class Replays:
         matched = self._checking.pop(key, None)
         if records is None:
             return
-        scratch = self._scratch()
+        scratch = self.tags()
         data = self.ffi.from_buffer(records)
         n = self.lib.tessera_records_tags(data, len(records), scratch, MAX_TAGS)
         if n < 0:
