@@ -25,6 +25,10 @@
  *   passframe N render-pass-heavy frames: a "frame" debug label around 8 labelled dynamic-rendering passes
  *             of 4 vkCmdDraw each (the draw mode's image and pipeline) and 2 vkCmdDispatch, submitted with a
  *             fence and waited for; wall and process CPU per frame, as frame.
+ *   buffers   N frames of FRAME_BUFFERS command buffers each, as engines record a frame in several: their pool
+ *             reset (vkResetCommandPool), then each buffer re-recorded (vkBeginCommandBuffer, vkCmdBindPipeline
+ *             with the empty compute pipeline, 2 vkCmdDispatch(1,1,1), vkEndCommandBuffer), all submitted in
+ *             one vkQueueSubmit with a fence and waited for; wall and process CPU per frame, as frame.
  *   threads   THREADS threads (4th argument, default 2) at once, each re-recording its own command
  *             buffer N times (vkResetCommandPool of its own pool, vkBeginCommandBuffer, vkCmdBindPipeline,
  *             8 vkCmdDispatch, vkEndCommandBuffer); wall and process CPU per recorded command buffer
@@ -44,7 +48,8 @@
  * vkQueueWaitIdle after it (the backend running the N commands, and anything a driver or layer finishes
  * before the wait returns, such as the GPU events of the trace); one sample each.
  * Timing is CLOCK_MONOTONIC; each of REPS repetitions times N calls and the best is reported.
- * Defaults: N = 200000 (dispatch, draw, pass, copy, copy2), 20000 (submit, groups), REPS = 5.
+ * Defaults: N = 200000 (dispatch, draw, pass, copy, copy2), 20000 (submit, groups, buffer, threads), 300 (frame,
+ * passframe, buffers), REPS = 5.
  * Output: one line of JSON, {"mode":M,"threads":T,"calls":N,"ns_per_call":X,"end_ns_per_call":E,"repetitions":REPS}:
  * X is the recording loop alone; E is the vkEndCommandBuffer that follows it (and vkCmdEndRendering for
  * draws) divided by N, i.e. what a layer or driver that defers work to the end of the recording costs
@@ -76,9 +81,9 @@
     } while (0)
 
 enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2, MODE_PASS, MODE_BUFFER,
-            MODE_FRAME, MODE_THREADS, MODE_PASSFRAME };
+            MODE_FRAME, MODE_THREADS, MODE_PASSFRAME, MODE_BUFFERS };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
-                                          "buffer", "frame", "threads", "passframe"};
+                                          "buffer", "frame", "threads", "passframe", "buffers"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
 
 #define RING 64            /* submit mode: command buffers (and fences) in flight at most */
@@ -86,6 +91,7 @@ static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups",
 #define MAX_THREADS 16     /* threads mode */
 #define FRAME_PASSES 8     /* passframe mode: labelled dynamic-rendering passes per frame */
 #define PASS_DRAWS 4       /* passframe mode: draws per pass */
+#define FRAME_BUFFERS 16   /* buffers mode: command buffers recorded and submitted per frame */
 #define FILL_BYTES 16      /* submit mode: bytes each command buffer fills */
 #define COPY_BYTES 4096   /* copy modes: size of the source and destination buffers */
 #define EXTENT 64          /* draw mode: color image width and height */
@@ -612,6 +618,54 @@ static double bench_threads(struct ctx *c, long calls, long reps, long threads, 
     return best / (double)threads;
 }
 
+/* buffers mode: FRAME_BUFFERS command buffers of their own pool, the pool reset and each buffer re-recorded
+   every frame, submitted together with a fence and waited for. */
+static double bench_buffers(struct ctx *c, long calls, long reps, double *best_cpu)
+{
+    struct compute_pipeline cp = empty_compute_pipeline(c);
+    VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                         .queueFamilyIndex = c->family};
+    VkCommandPool pool;
+    VK_CHECK(vkCreateCommandPool(c->device, &pool_info, NULL, &pool));
+    VkCommandBuffer cmds[FRAME_BUFFERS];
+    VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                         .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                         .commandBufferCount = FRAME_BUFFERS};
+    VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
+    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = FRAME_BUFFERS,
+                           .pCommandBuffers = cmds};
+
+    double best = -1.0;
+    for (long rep = 0; rep < reps; rep++) {
+        double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        for (long i = 0; i < calls; i++) {
+            VK_CHECK(vkResetCommandPool(c->device, pool, 0));
+            for (int b = 0; b < FRAME_BUFFERS; b++) {
+                begin(cmds[b], VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+                vkCmdBindPipeline(cmds[b], VK_PIPELINE_BIND_POINT_COMPUTE, cp.pipeline);
+                vkCmdDispatch(cmds[b], 1, 1, 1);
+                vkCmdDispatch(cmds[b], 1, 1, 1);
+                VK_CHECK(vkEndCommandBuffer(cmds[b]));
+            }
+            VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
+            VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
+            VK_CHECK(vkResetFences(c->device, 1, &fence));
+        }
+        double elapsed = now_ns() - t0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+        if (best < 0.0 || elapsed < best)
+            *best_cpu = cpu;
+        keep_best(&best, elapsed);
+    }
+
+    vkDestroyFence(c->device, fence, NULL);
+    vkDestroyCommandPool(c->device, pool, NULL);
+    destroy_compute_pipeline(c, &cp);
+    return best;
+}
+
 /* passframe mode: what a frame draws with, and its labels' entry points. */
 struct pass_frame {
     struct draw_target t;
@@ -783,11 +837,11 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (!known) {
-        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|frame|passframe [N] [REPS]\n"
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|frame|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n");
         return 1;
     }
-    const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME ? 300
+    const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
                                  : mode == MODE_SUBMIT || mode == MODE_GROUPS || mode == MODE_BUFFER
                                    || mode == MODE_THREADS ? 20000 : 200000);
     const long reps = parse_arg(argc, argv, 3, 5);
@@ -806,6 +860,7 @@ int main(int argc, char **argv)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
                   : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
+                  : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)

@@ -231,7 +231,7 @@ class Plans:
                 self._seen[id(ops)] = ops
                 return None, []
             owner, made_of, tag_ops, texts = ops, ops, (), list(entry)
-        entry_tags = tuple(bool(TAG_LABEL.match(label)) for label in entry)
+        entry_tags = tuple([bool(TAG_LABEL.match(label)) for label in entry]) if entry else ()
         key = (id(owner), entry_tags)
         hit = self._made.get(key)
         if hit is None:

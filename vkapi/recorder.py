@@ -69,7 +69,7 @@ from typing import Any
 
 from tessera.schemas.labels import tag_label
 
-from . import lifecycle
+from . import lifecycle, replay
 
 
 SWITCH = "TESSERA_C_RECORDING"   # "0": nothing is recorded in C (Recorder.enabled)
@@ -182,7 +182,8 @@ class Recorder:
         self._reads: dict[int, Read] = {}   # address -> the recording a ledger reader read without its hooks
         self.reads = 0                      # recordings so read (TESSERA_LOG=info)
         self.reads_run = 0                  # ... whose hooks ran later all the same (something looked)
-        self._read_key = ffi.new("uint64_t[2]")   # tessera_cb_read_product's out-parameter: one ledger reader at a time
+        # tessera_cb_read_product's out-parameters (one ledger reader at a time): a kept recording's key, the tags
+        self._read_key, self._read_tags = ffi.new("uint64_t[2]"), ffi.new("uint64_t[]", replay.MAX_TAGS)
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
         # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
@@ -333,12 +334,12 @@ class Recorder:
         replays = self.replays
         if not self._deferring or replays is None:
             return None
-        key, tags = self._read_key, replays.tags()
+        key, tags = self._read_key, self._read_tags
         n = self.lib.tessera_cb_read_product(self.ffi.cast("void *", address), key, tags, len(tags))
         if n < 0:
             return self._reads.get(address) if n == -2 else None
-        product = replays.kept(owner, key[0], key[1])
-        return None if product is None else Read(product, self.ffi.unpack(tags, n))
+        kept = replays.kept(owner, key[0], key[1])
+        return None if kept is None else Read(kept.product, self.ffi.unpack(tags, n))
 
     def read(self, address: int, read: "Read") -> bool:
         """A submit of the buffer at `address` was reported from `read` (what `reading` gave for it, on the
@@ -366,8 +367,7 @@ class Recorder:
 
     def reuse_recordings(self, products) -> None:
         """Let whole re-recordings reuse an earlier equal recording's product (vkapi/replay.py)."""
-        from .replay import Replays
-        replays = Replays(self.ffi, self.lib, products, self.report)
+        replays = replay.Replays(self.ffi, self.lib, products, self.report)
         self.replays = replays if replays.enabled else None
 
     def reset(self, handle) -> None:

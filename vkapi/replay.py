@@ -104,7 +104,7 @@ class Replays:
     def match(self, owner, base, used: int) -> tuple[_Entry, list[int]] | None:
         """The kept recording equal but for its tags to a whole recording (`used` bytes of records at `base`)
         on `owner`'s device, with the recording's own tags; None when none is kept."""
-        entry = self._kept_entry(owner, self.lib.tessera_records_hash(base, used), used)
+        entry = self.kept(owner, self.lib.tessera_records_hash(base, used), used)
         if entry is None:
             return None
         scratch = self.tags()
@@ -113,13 +113,9 @@ class Replays:
             return None
         return entry, self.ffi.unpack(scratch, n)
 
-    def kept(self, owner, hash_: int, size: int):
-        """The product of the recording kept under (`owner`'s device, `hash_`, `size`) while nothing it names
-        changed; None when none is."""
-        entry = self._kept_entry(owner, hash_, size)
-        return None if entry is None else entry.product
-
-    def _kept_entry(self, owner, hash_: int, size: int) -> _Entry | None:
+    def kept(self, owner, hash_: int, size: int) -> _Entry | None:
+        """The recording kept under (`owner`'s device, `hash_`, `size`) while nothing it names changed (its
+        `product`); None when none is."""
         res = self.products.resources(owner)
         found = (id(res), hash_, size)
         with self._lock:
