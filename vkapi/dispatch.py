@@ -341,9 +341,9 @@ class HookSet:
             self._late_hooks("vkEndCommandBuffer", (), before, after, owner, (handle,), end_result)
 
     def _begin_info(self, flags: int):
-        """The begin info of a begin C made: its flags alone (C begins only a begin without pNext or
-        inheritance). One per flags value (at most the few VkCommandBufferUsageFlags combinations), kept:
-        no hook changes the info it is handed."""
+        """The begin info of a begin C made: its flags alone (C begins only primary buffers, without pNext:
+        nothing else of the info matters). One per flags value (at most the few VkCommandBufferUsageFlags
+        combinations), kept: no hook changes the info it is handed."""
         info = self._begin_infos.get(flags)
         if info is None:
             info = self._begin_infos[flags] = self._ffi.new(

@@ -94,7 +94,7 @@ class Replays:
         self.checked = 0         # check mode: recordings that would have been restored, compared instead
         self.mismatches = 0      # ... and found to differ from the applied ones
 
-    def tags(self):
+    def _tags(self):
         """This thread's buffer for MAX_TAGS tags (C writes a recording's tags into it)."""
         tags = getattr(self._local, "tags", None)
         if tags is None:
@@ -107,7 +107,7 @@ class Replays:
         entry = self.kept(owner, self.lib.tessera_records_hash(base, used), used)
         if entry is None:
             return None
-        scratch = self.tags()
+        scratch = self._tags()
         n = self.lib.tessera_records_same(base, entry.records, used, scratch, MAX_TAGS)
         if n < 0:   # the same hash, other records
             return None
@@ -149,7 +149,7 @@ class Replays:
         matched = self._checking.pop(key, None)
         if records is None:
             return
-        scratch = self.tags()
+        scratch = self._tags()
         data = self.ffi.from_buffer(records)
         n = self.lib.tessera_records_tags(data, len(records), scratch, MAX_TAGS)
         if n < 0:
