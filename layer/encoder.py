@@ -127,7 +127,16 @@ def _workloads_frame(device_address: int, cb_address: int, entries: str) -> byte
     return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 
-_QUEUE_NAMES: dict[str, str] = {}   # a queue's name as JSON; bounded
+_JSON_TEXTS: dict[str, str] = {}   # a queue's name or a frame's source as JSON; bounded
+
+
+def _json_text(text: str) -> str:
+    found = _JSON_TEXTS.get(text)
+    if found is None:
+        if len(_JSON_TEXTS) >= _EntryTexts.CACHE:
+            _JSON_TEXTS.clear()
+        found = _JSON_TEXTS[text] = json_body(text).decode()
+    return found
 
 
 def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[int], tags: list[int],
@@ -135,13 +144,9 @@ def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[i
     """`time_ns`: CLOCK_MONOTONIC_RAW when the application called the submit; `duration_ns`: how long it took.
     Written as one format (a frame's submit is reported every frame), the same bytes as json_body of the
     payload (tests/layer/test_encoder.py)."""
-    name = _QUEUE_NAMES.get(queue)
-    if name is None:
-        if len(_QUEUE_NAMES) >= _EntryTexts.CACHE:
-            _QUEUE_NAMES.clear()
-        name = _QUEUE_NAMES[queue] = json_body(queue).decode()
     buffers = '"' + '","'.join(map(hex, cb_addresses)) + '"' if cb_addresses else ""
-    body = (f'{{"device":"{hex(device_address)}","queue":{name},"time_ns":{time_ns},"duration_ns":{duration_ns},'
+    body = (f'{{"device":"{hex(device_address)}","queue":{_json_text(queue)},"time_ns":{time_ns},'
+            f'"duration_ns":{duration_ns},'
             f'"command_buffers":[{buffers}],"tags":[{",".join(map(str, tags))}],"frame":{frame},'
             f'"annexed":{"true" if annexed else "false"}}}')
     return encode(MessageType.SUBMIT, body.encode(), sequence=submit_id)
@@ -154,12 +159,13 @@ def annex(submit_id: int, tag: int, fields: dict) -> bytes:
 def frame(number: int, device_address: int, queue: str, source: str, time_ns: int,
           images: tuple[int, ...] | None = None) -> bytes:
     """`time_ns`: CLOCK_MONOTONIC_RAW when the frame ended; `images`: the frame's output images (what a
-    present showed, a VkFrameBoundaryEXT's pImages; 0: an image the layer does not know; None: none named)."""
-    payload = {"frame": number, "time_ns": time_ns, "device": hex_handle(device_address), "queue": queue,
-               "source": source}
-    if images is not None:
-        payload["images"] = [hex_handle(i) for i in images]
-    return encode(MessageType.FRAME, payload)
+    present showed, a VkFrameBoundaryEXT's pImages; 0: an image the layer does not know; None: none named).
+    Written as one format (every present sends one), the same bytes as json_body of the payload
+    (tests/layer/test_encoder.py)."""
+    shown = "" if images is None else ',"images":[' + ",".join([f'"{hex(i)}"' for i in images]) + "]"
+    body = (f'{{"frame":{number},"time_ns":{time_ns},"device":"{hex(device_address)}","queue":{_json_text(queue)},'
+            f'"source":{_json_text(source)}{shown}}}')
+    return encode(MessageType.FRAME, body.encode())
 
 
 def instrumentation(submit_id: int, tag: int, device_address: int, actions: list[dict]) -> bytes:

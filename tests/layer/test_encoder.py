@@ -1,7 +1,7 @@
 """WORKLOADS frames joined from kept entry text (layer/encoder.py `workloads`, and `workloads_again` from a
 product's rows) are byte for byte the frames json_body writes of the batch's envelope, entries and fields, on
-hits and misses of the kept text; SUBMIT
-frames written as one format (`submit`) are those json_body writes of the payload."""
+hits and misses of the kept text; SUBMIT and FRAME frames written as one format (`submit`, `frame`) are those
+json_body writes of the payload."""
 from __future__ import annotations
 
 from tessera.layer import encoder
@@ -54,6 +54,18 @@ def test_the_kept_text_is_bounded():
     for i in range(encoder._EntryTexts.CACHE + 3):
         encoder.workloads(1, 2, [(Workload(i, (), 0), "dispatch", {"items": i}, False)])
     assert 0 < len(encoder._ENTRIES._texts) <= encoder._EntryTexts.CACHE
+
+
+def test_frames_equal_the_reference():
+    cases = [(0, 0xD0, "queue 0.0", "present", 100, None), (7, 1, 'Ünïcode "queue"\n', "frame_boundary", 0, ()),
+             (2**40, 0xFFFFFFFFFFFFFFFF, "queue 1.2", "present", 123456789012345, (0x55, 0, 0xFFFFFFFFFFFFFFFF))]
+    for number, device, queue, source, time_ns, images in cases:
+        payload = {"frame": number, "time_ns": time_ns, "device": encoder.hex_handle(device), "queue": queue,
+                   "source": source}
+        if images is not None:
+            payload["images"] = [encoder.hex_handle(i) for i in images]
+        reference = encode(MessageType.FRAME, json_body(payload))
+        assert encoder.frame(number, device, queue, source, time_ns, images) == reference
 
 
 def test_submits_equal_the_reference():
