@@ -31,9 +31,10 @@ not act at once, and Python runs their hooks only when something looks at the bu
   began and ended (successfully) reports it from the kept product that recording equals, with the recording's own
   tags (`Recorder.reading`, `Recorder.read`; `tessera_cb_read_product` finds it in C,
   `tessera_cb_read_in_python` marks the recording read): the driver's
-  timeline places the product's ops (icd/submit.py), the layer sends the product's descriptions with those tags
-  the first time and plans the product's tags, when the product plans to its tags alone on a queue with no
-  labels and no pass open (layer/queues.py `_read_without_hooks`; otherwise the hooks run as above). The hooks
+  timeline places the product's plan (icd/submit.py), the layer sends the product's descriptions with those tags
+  the first time and plans the product's tags, when every buffer of the submit reads so and plans to its tags
+  alone, on a queue with no labels and no pass open (layer/queues.py `_read_without_hooks`; otherwise the hooks
+  run as above). The hooks
   run only if something looks at the buffer before C begins it again: the product is restored as the reads saw
   it (`Recorder.restore_read`) and the shim told what they did (`Products.was_read`: the layer's descriptions
   are not sent again). A steady frame loop never runs them.
