@@ -366,25 +366,30 @@ static double bench_buffer(struct ctx *c, long calls, long reps)
 /* What a frame records into `cmd` (between its begin and end); `arg`: the mode's objects. */
 typedef void (*record_frame_fn)(VkCommandBuffer cmd, const void *arg);
 
-/* Best of `reps` wall times of `calls` frames of a loop that re-records its work: vkBeginCommandBuffer,
-   `record`, vkEndCommandBuffer, vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; `best_cpu`:
-   the process CPU time of that repetition. */
-static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg, long calls, long reps,
-                         double *best_cpu)
+/* Best of `reps` wall times of `calls` frames of a loop that re-records its work: `pool` reset (unless
+   VK_NULL_HANDLE), then each of the `count` buffers `cmds` begun, `record`ed and ended, all of them submitted
+   in one vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; `best_cpu`: the process CPU time of that
+   repetition. */
+static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds, uint32_t count,
+                        record_frame_fn record, const void *arg, long calls, long reps, double *best_cpu)
 {
-    VkCommandBuffer cmd = command_buffer(c);
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
     VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
-    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd};
+    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = count,
+                           .pCommandBuffers = cmds};
 
     double best = -1.0;
     for (long rep = 0; rep < reps; rep++) {
         double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
         for (long i = 0; i < calls; i++) {
-            begin(cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
-            record(cmd, arg);
-            VK_CHECK(vkEndCommandBuffer(cmd));
+            if (pool != VK_NULL_HANDLE)
+                VK_CHECK(vkResetCommandPool(c->device, pool, 0));
+            for (uint32_t b = 0; b < count; b++) {
+                begin(cmds[b], VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+                record(cmds[b], arg);
+                VK_CHECK(vkEndCommandBuffer(cmds[b]));
+            }
             VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
             VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
             VK_CHECK(vkResetFences(c->device, 1, &fence));
@@ -396,6 +401,15 @@ static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg,
     }
 
     vkDestroyFence(c->device, fence, NULL);
+    return best;
+}
+
+/* frames_of one command buffer of the shared pool, which is not reset. */
+static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg, long calls, long reps,
+                         double *best_cpu)
+{
+    VkCommandBuffer cmd = command_buffer(c);
+    double best = frames_of(c, VK_NULL_HANDLE, &cmd, 1, record, arg, calls, reps, best_cpu);
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
     return best;
 }
@@ -618,6 +632,15 @@ static double bench_threads(struct ctx *c, long calls, long reps, long threads, 
     return best / (double)threads;
 }
 
+/* buffers mode: what each buffer records, the empty compute pipeline bound and 2 vkCmdDispatch(1,1,1). */
+static void record_buffer_of_frame(VkCommandBuffer cmd, const void *arg)
+{
+    const struct compute_pipeline *cp = arg;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp->pipeline);
+    vkCmdDispatch(cmd, 1, 1, 1);
+    vkCmdDispatch(cmd, 1, 1, 1);
+}
+
 /* buffers mode: FRAME_BUFFERS command buffers of their own pool, the pool reset and each buffer re-recorded
    every frame, submitted together with a fence and waited for. */
 static double bench_buffers(struct ctx *c, long calls, long reps, double *best_cpu)
@@ -632,35 +655,7 @@ static double bench_buffers(struct ctx *c, long calls, long reps, double *best_c
                                          .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                          .commandBufferCount = FRAME_BUFFERS};
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
-    VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkFence fence;
-    VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
-    VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = FRAME_BUFFERS,
-                           .pCommandBuffers = cmds};
-
-    double best = -1.0;
-    for (long rep = 0; rep < reps; rep++) {
-        double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-        for (long i = 0; i < calls; i++) {
-            VK_CHECK(vkResetCommandPool(c->device, pool, 0));
-            for (int b = 0; b < FRAME_BUFFERS; b++) {
-                begin(cmds[b], VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
-                vkCmdBindPipeline(cmds[b], VK_PIPELINE_BIND_POINT_COMPUTE, cp.pipeline);
-                vkCmdDispatch(cmds[b], 1, 1, 1);
-                vkCmdDispatch(cmds[b], 1, 1, 1);
-                VK_CHECK(vkEndCommandBuffer(cmds[b]));
-            }
-            VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
-            VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
-            VK_CHECK(vkResetFences(c->device, 1, &fence));
-        }
-        double elapsed = now_ns() - t0, cpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-        if (best < 0.0 || elapsed < best)
-            *best_cpu = cpu;
-        keep_best(&best, elapsed);
-    }
-
-    vkDestroyFence(c->device, fence, NULL);
+    double best = frames_of(c, pool, cmds, FRAME_BUFFERS, record_buffer_of_frame, &cp, calls, reps, best_cpu);
     vkDestroyCommandPool(c->device, pool, NULL);
     destroy_compute_pipeline(c, &cp);
     return best;

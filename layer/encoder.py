@@ -131,11 +131,10 @@ _JSON_TEXTS: dict[str, str] = {}   # a queue's name or a frame's source as JSON;
 
 
 def _json_text(text: str) -> str:
-    found = _JSON_TEXTS.get(text)
-    if found is None:
-        if len(_JSON_TEXTS) >= _EntryTexts.CACHE:
-            _JSON_TEXTS.clear()
-        found = _JSON_TEXTS[text] = json_body(text).decode()
+    """`text` as JSON, kept (callers look in _JSON_TEXTS first: a frame's submit and present are hot)."""
+    if len(_JSON_TEXTS) >= _EntryTexts.CACHE:
+        _JSON_TEXTS.clear()
+    found = _JSON_TEXTS[text] = json_body(text).decode()
     return found
 
 
@@ -145,7 +144,8 @@ def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[i
     Written as one format (a frame's submit is reported every frame), the same bytes as json_body of the
     payload (tests/layer/test_encoder.py)."""
     buffers = '"' + '","'.join(map(hex, cb_addresses)) + '"' if cb_addresses else ""
-    body = (f'{{"device":"{hex(device_address)}","queue":{_json_text(queue)},"time_ns":{time_ns},'
+    name = _JSON_TEXTS.get(queue) or _json_text(queue)
+    body = (f'{{"device":"{hex(device_address)}","queue":{name},"time_ns":{time_ns},'
             f'"duration_ns":{duration_ns},'
             f'"command_buffers":[{buffers}],"tags":[{",".join(map(str, tags))}],"frame":{frame},'
             f'"annexed":{"true" if annexed else "false"}}}')
@@ -163,8 +163,9 @@ def frame(number: int, device_address: int, queue: str, source: str, time_ns: in
     Written as one format (every present sends one), the same bytes as json_body of the payload
     (tests/layer/test_encoder.py)."""
     shown = "" if images is None else ',"images":[' + ",".join([f'"{hex(i)}"' for i in images]) + "]"
-    body = (f'{{"frame":{number},"time_ns":{time_ns},"device":"{hex(device_address)}","queue":{_json_text(queue)},'
-            f'"source":{_json_text(source)}{shown}}}')
+    name, said = _JSON_TEXTS.get(queue) or _json_text(queue), _JSON_TEXTS.get(source) or _json_text(source)
+    body = (f'{{"frame":{number},"time_ns":{time_ns},"device":"{hex(device_address)}","queue":{name},'
+            f'"source":{said}{shown}}}')
     return encode(MessageType.FRAME, body.encode())
 
 

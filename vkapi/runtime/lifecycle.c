@@ -71,21 +71,30 @@ void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
     pthread_rwlock_unlock(&tessera_product_lock);
 }
 
-/* The submit decision of the kept recording equal to `cb`'s whole recording but for its tags, made on
-   the same device while nothing it names changed; -1 when none is kept. */
+/* (tessera_product_lock held for reading) The kept recording equal to `cb`'s whole recording (hashed `hash`)
+   but for its tags, made on the same device while nothing it names changed; NULL when none is kept. The
+   recording's tags into `tags` (at most `max`; NULL: not wanted), their number into `*count`. */
+static const tessera_product *tessera_product_equal(const tessera_cb *cb, uint64_t hash, uint64_t *tags, size_t max,
+                                                    long *count)
+{
+    uint64_t generation = __atomic_load_n(&cb->dev->generation, __ATOMIC_ACQUIRE);
+    for (const tessera_product *p = *tessera_product_bucket(cb->dev, hash, cb->used); p; p = p->next)
+        if (p->dev == cb->dev && p->hash == hash && p->size == cb->used && p->generation == generation
+                && (*count = tessera_records_same(cb->data, p->data, cb->used, tags, max)) >= 0)
+            return p;
+    return NULL;
+}
+
+/* The submit decision of the kept recording equal to `cb`'s whole recording but for its tags
+   (tessera_product_equal); -1 when none is kept. */
 static int tessera_product_match(const tessera_cb *cb)
 {
     uint64_t hash = tessera_records_hash(cb->data, cb->used);
     if (!hash) return -1;
-    uint64_t generation = __atomic_load_n(&cb->dev->generation, __ATOMIC_ACQUIRE);
-    int found = -1;
+    long count;
     pthread_rwlock_rdlock(&tessera_product_lock);
-    for (const tessera_product *p = *tessera_product_bucket(cb->dev, hash, cb->used); p; p = p->next)
-        if (p->dev == cb->dev && p->hash == hash && p->size == cb->used && p->generation == generation
-                && tessera_records_same(cb->data, p->data, cb->used, NULL, 0) >= 0) {
-            found = p->submit_ok != 0;
-            break;
-        }
+    const tessera_product *p = tessera_product_equal(cb, hash, NULL, 0, &count);
+    int found = p ? p->submit_ok != 0 : -1;
     pthread_rwlock_unlock(&tessera_product_lock);
     return found;
 }
@@ -240,17 +249,13 @@ long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t
     if (deferred & TESSERA_READ_IN_PYTHON) return -2;
     uint64_t hash = tessera_records_hash(cb->data, cb->used);
     if (!hash) return -1;
-    uint64_t generation = __atomic_load_n(&cb->dev->generation, __ATOMIC_ACQUIRE);
     long n = -1;
     pthread_rwlock_rdlock(&tessera_product_lock);
-    for (const tessera_product *p = *tessera_product_bucket(cb->dev, hash, cb->used); p && n < 0; p = p->next)
-        if (p->dev == cb->dev && p->hash == hash && p->size == cb->used && p->generation == generation)
-            n = tessera_records_same(cb->data, p->data, cb->used, tags, max);
+    const tessera_product *p = tessera_product_equal(cb, hash, tags, max, &n);
     pthread_rwlock_unlock(&tessera_product_lock);
-    if (n >= 0) {
-        key[0] = hash;
-        key[1] = cb->used;
-    }
+    if (!p) return -1;
+    key[0] = hash;
+    key[1] = cb->used;
     return n;
 }
 
