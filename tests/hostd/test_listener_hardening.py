@@ -83,7 +83,10 @@ def test_connections_beyond_the_cap_are_closed_at_accept(tmp_path, caplog):
             s.sendall(hello())
             acked(s, len(hello()))               # both registered
         third = connect(daemon)
-        third.sendall(hello())
+        try:
+            third.sendall(hello())
+        except (BrokenPipeError, ConnectionResetError):
+            pass                                 # the daemon closed it before the HELLO went out
         assert closed_by_daemon(third)
         for s in (first, second, third):
             s.close()
