@@ -61,17 +61,13 @@ class Plan:
     native: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> its bytes for C, their
                                                  # size and the most bytes its packets take (NativePlacer)
 
-    def place(self, placer: "_Placer", address: int, texts: list[str]) -> None:
-        """Place the plan's events for a recording at `address`, its slots' `texts` this time."""
-        tl = placer.tl
-        native = tl.native
-        if native is None or not native.place(self, placer, address, texts):
-            self._place(placer, address, texts)
-        tl.plans.placed += 1
-        placer.labels[:] = [n if type(n) is str else texts[n] for n in self.exit_labels]
+    def labels_after(self, texts: list[str]) -> list[str]:
+        """The queue's label stack after the recording, its slots' `texts` this time."""
+        return [n if type(n) is str else texts[n] for n in self.exit_labels]
 
-    def _place(self, placer: "_Placer", address: int, names: list[str]) -> None:
-        """Place and encode in Python (what NativePlacer does in C)."""
+    def place(self, placer: "_Placer", address: int, names: list[str]) -> None:
+        """Place the plan's events for a recording at `address`, its slots' `names` this time, and encode them
+        in Python (what NativePlacer does in C)."""
         tl, gpu, order = placer.tl, placer.gpu, placer.order
         trace = tl.trace
         shapes = self.shapes.get((placer.gpu_id, address))
@@ -115,10 +111,10 @@ class Plan:
 
 
 class NativePlacer:
-    """Plan.place in C (vkapi/runtime/event_packets.c `tessera_place_events`): the plan as bytes, made once
-    per plan and command buffer (`_native_plan`), and per placement one call that places every event and
-    appends its packet. What C refuses (a label stack longer than its 4 KiB, a damaged plan) Python
-    places. `lib`/`ffi`: the driver shim's."""
+    """Plan.place in C (vkapi/runtime/event_packets.c `tessera_place_all`): the plan as bytes, made once per
+    plan and command buffer (`_native_plan`), and per stretch of planned recordings in a batch one call that
+    places every event of them and appends their packets. What C refuses (a label stack longer than its
+    4 KiB, a damaged plan) Python places. `lib`/`ffi`: the driver shim's."""
     QUEUES = tuple(EmulatedGpu().free_at)
 
     _STATE = struct.Struct("<16q")   # tessera_place_events' `state`, in its order
@@ -127,23 +123,43 @@ class NativePlacer:
         self.ffi, self.lib = ffi, lib
         self._state = bytearray(self._STATE.size)
         self._state_c = ffi.from_buffer("int64_t[]", self._state)
-        self._out, self._cap = ffi.NULL, 0   # the packets' buffer, as large as the largest plan's bound
+        self._placed = ffi.new("size_t *")
+        self._out, self._cap = ffi.NULL, 0   # the packets' buffer, as large as the largest stretch's bound
 
-    def place(self, plan: Plan, placer: "_Placer", address: int, texts: list[str]) -> bool:
-        """True when C placed the plan; False (nothing changed) when Python must."""
-        key = (placer.gpu_id, address)
-        made = plan.native.get(key)
-        if made is None:
-            blob, fixed, slot_tokens = _native_plan(plan, placer, address)
-            made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), fixed, slot_tokens)
-        blob, size, fixed, slot_tokens = made
-        encoded = [t.encode() for t in texts]
-        longest = max(map(len, encoded), default=0)
-        if longest > 0xFFFF:   # a slot's length is a u16
-            return False
-        slots = b"".join([len(b).to_bytes(2, "little") + b for b in encoded])
-        # each slot token's text written twice at most (the label stack and the innermost t<tag> label)
-        bound = fixed + 2 * slot_tokens * longest
+    def place_all(self, placer: "_Placer", planned: list[tuple[Plan, int, list[str]]]) -> int:
+        """Place each (plan, command buffer address, its slots' texts) of `planned`, in order: in C, one call
+        for each stretch C takes, and in Python one that C refuses or cannot take (a slot's text longer than
+        a u16 says). Returns how many C placed."""
+        in_c = start = 0
+        while start < len(planned):
+            blobs, sizes, texts, bound = [], [], [], 0   # tessera_place_all's arguments for the stretch
+            for plan, address, names in planned[start:]:
+                key = (placer.gpu_id, address)
+                made = plan.native.get(key)
+                if made is None:
+                    blob, fixed, slot_tokens = _native_plan(plan, placer, address)
+                    made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), fixed, slot_tokens)
+                encoded = [t.encode() for t in names]
+                longest = max(map(len, encoded), default=0)
+                if longest > 0xFFFF:   # a slot's length is a u16
+                    break
+                slots = b"".join([len(b).to_bytes(2, "little") + b for b in encoded])
+                blobs.append(made[0])
+                sizes.append(made[1])
+                texts.append(len(slots).to_bytes(4, "little") + slots)
+                # each slot token's text written twice at most (the label stack and the innermost t<tag> label)
+                bound += made[2] + 2 * made[3] * longest
+            placed = self._call(placer, blobs, sizes, b"".join(texts), bound) if blobs else 0
+            in_c += placed
+            start += placed
+            if start < len(planned):
+                plan, address, names = planned[start]
+                plan.place(placer, address, names)
+                start += 1
+        return in_c
+
+    def _call(self, placer: "_Placer", blobs: list, sizes: list[int], texts: bytes, bound: int) -> int:
+        """Place a stretch in one call of C (tessera_place_all), as far as it takes it; how many it placed."""
         if bound > self._cap:
             self._out, self._cap = self.ffi.new("uint8_t[]", bound), bound
         out = self._out
@@ -155,14 +171,15 @@ class NativePlacer:
         self._STATE.pack_into(self._state, 0, placer.earliest, placer.end, tl._submissions, trace._next_event,
                               tl._render_pass_instances, free_at[q0], free_at[q1], free_at[q2],
                               floors[c0], floors[c1], floors[c2], floors[c3], ends[c0], ends[c1], ends[c2], ends[c3])
-        n = self.lib.tessera_place_events(blob, size, slots, len(slots), self._state_c, out, bound)
-        if n < 0:
-            return False
-        (_, placer.end, _, next_event, tl._render_pass_instances, free_at[q0], free_at[q1], free_at[q2],
-         floors[c0], floors[c1], floors[c2], floors[c3], ends[c0], ends[c1], ends[c2], ends[c3]) = \
-            self._STATE.unpack_from(self._state)
-        trace.emit_encoded(self.ffi.buffer(out, n)[:], next_event - trace._next_event)
-        return True
+        n = self.lib.tessera_place_all(blobs, sizes, len(blobs), texts, len(texts), self._state_c, out, bound,
+                                       self._placed)
+        placed = self._placed[0]
+        if placed:
+            (_, placer.end, _, next_event, tl._render_pass_instances, free_at[q0], free_at[q1], free_at[q2],
+             floors[c0], floors[c1], floors[c2], floors[c3], ends[c0], ends[c1], ends[c2], ends[c3]) = \
+                self._STATE.unpack_from(self._state)
+            trace.emit_encoded(self.ffi.buffer(out, n)[:], next_event - trace._next_event)
+        return placed
 
 
 def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, int, int]:

@@ -74,6 +74,8 @@ PLACEMENT_C = "event_packets.c"   # in vkapi/runtime/
 PLACEMENT_CDEF = """
 long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint8_t *texts, size_t texts_len,
                           int64_t *state, uint8_t *out, size_t cap);
+long tessera_place_all(const uint8_t *const *plans, const size_t *plan_lens, size_t count, const uint8_t *texts,
+                       size_t texts_len, int64_t *state, uint8_t *out, size_t cap, size_t *placed);
 """
 
 # cffi-only declarations: dlopen of the backend driver (the C side is <dlfcn.h>).

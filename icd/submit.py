@@ -50,24 +50,34 @@ class Submits(Feature):
             if isinstance(s, QueueLabel):
                 out.append(LabelMade(queue, s.name))
                 continue
-            batches = [Batch([self._recording(by_address[a]) for a in cbs], waits, signals)
-                       for cbs, waits, signals in s.batches]
+            recordings = self._recordings([by_address[a] for cbs, _, _ in s.batches for a in cbs])
+            batches, at = [], 0
+            for cbs, waits, signals in s.batches:
+                batches.append(Batch(recordings[at:at + len(cbs)], waits, signals))
+                at += len(cbs)
             out.append(SubmitMade(queue, batches, s.boottime_ns))
         self.ledger.read()
         return out
 
-    def _recording(self, cb: CommandBuffer) -> Recording:
-        """A submitted buffer's recording as the timeline takes it (timeline.batch). One begun and ended in C
+    def _recordings(self, cbs: list[CommandBuffer]) -> list[Recording]:
+        """A submit's buffers' recordings, as the timeline takes them (timeline.batch). One begun and ended in C
         that equals a kept one is read from that one's product, its hooks not run (vkapi/lifecycle.py); any
         other has its recording applied by the recorder's worker, or the hooks of its begin and end made in C
         run, first."""
         recorder = self.recorder
-        read = recorder.reading(cb, cb.address)
-        if read is not None:
-            recorder.read(cb.address, read)
-            return Recording(cb.address, ProductOps(read.product, read.tags))
-        recorder.wait(cb.address, reading=True)
-        return Recording(cb.address, cb.ops)
+        if not cbs:
+            return []
+        addresses = [cb.address for cb in cbs]
+        reads = recorder.reading_all(cbs[0], addresses)
+        recorder.read_all(addresses, reads)
+        out = []
+        for cb, read in zip(cbs, reads):
+            if read is not None:
+                out.append(Recording(cb.address, ProductOps(read.product, read.tags)))
+            else:
+                recorder.wait(cb.address, reading=True)
+                out.append(Recording(cb.address, cb.ops))
+        return out
 
     def hand_over(self, queue: Queue, batches) -> None:
         """A submit made in Python: to the timeline, behind the driver's completion fence when a buffer

@@ -339,19 +339,37 @@ class _Placer(OpWalker):
 
     def run(self, command_buffers: list[Recording]) -> int:
         plans = self.tl.plans
+        planned = []   # a stretch of recordings placed from their plans, together
         for recording in command_buffers:
             if self.current is None and self.suspended is None:
                 plan, texts = plans.of(self, recording.ops, self.labels)
                 if plan is not None:
-                    plan.place(self, recording.address, texts)
+                    planned.append((plan, recording.address, texts))
+                    self.labels[:] = plan.labels_after(texts)
                     continue
+            if planned:
+                self._place(planned)
+                planned = []
             if type(recording.ops) is ProductOps:   # read without its hooks (icd/submit.py): its list made now
                 recording = Recording(recording.address, recording.ops.made())
             self.walk(recording)
+        if planned:
+            self._place(planned)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)
             self.suspended = None
         return self.end
+
+    def _place(self, planned: list) -> None:
+        """Place recordings from their plans ((plan, address, slot texts), in order): in C where the driver
+        shim is loaded (NativePlacer), else in Python."""
+        native = self.tl.native
+        if native is not None:
+            native.place_all(self, planned)
+        else:
+            for plan, address, texts in planned:
+                plan.place(self, address, texts)
+        self.tl.plans.placed += len(planned)
 
     def opened(self, op: PassBegin, recording: Recording) -> PassRun:
         return PassRun(op.info, list(self.labels), recording.address)

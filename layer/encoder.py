@@ -117,6 +117,12 @@ def workloads_again(device_address: int, cb_address: int, rows: tuple, tags: lis
     return _workloads_frame(device_address, cb_address, hit[1] % tuple(map(tags.__getitem__, hit[2])))
 
 
+def workloads_again_all(device_address: int, recordings: list[tuple[int, tuple, list[int]]]) -> bytes:
+    """`workloads_again` of each (command buffer address, rows, tags) of `recordings`, one frame after the other
+    (a submit's buffers read without their hooks, sent together)."""
+    return b"".join([workloads_again(device_address, *r) for r in recordings])
+
+
 def _workloads_frame(device_address: int, cb_address: int, entries: str) -> bytes:
     head = _HEADS.get((device_address, cb_address))
     if head is None:

@@ -261,24 +261,23 @@ class QueueReporter:
         if q.labels or q.open_pass is not None:
             return None
         recorder = self.recorder
-        reads = {}
-        for cbs, _, _ in s.batches:
-            for address in cbs:
-                if address not in reads:
-                    read = recorder.reading(dev, address)
-                    if read is None or read.product.plain is None:
-                        return None
-                    reads[address] = read
+        addresses = [a for cbs, _, _ in s.batches for a in cbs]
+        reads = recorder.reading_all(dev, addresses)
+        for read in reads:
+            if read is None or read.product.plain is None:
+                return None
         plan = Plan(s.submit_id)
-        for cbs, _, _ in s.batches:
-            for address in cbs:
-                read = reads[address]
-                if recorder.read(address, read) and read.product.described_rows:
-                    self.send(encoder.workloads_again, dev.address, address, read.product.described_rows,
-                              read.tags)
-                plan.primaries.append(dev.command_buffers[address])
-                tags = read.tags
-                plan.tags += [tags[k] for k in read.product.plain]
+        command_buffers, tags = dev.command_buffers, plan.tags
+        described = []
+        for address, read, first in zip(addresses, reads, recorder.read_all(addresses, reads)):
+            product = read.product
+            if first and product.described_rows:
+                described.append((address, product.described_rows, read.tags))
+            plan.primaries.append(command_buffers[address])
+            read_tags = read.tags
+            tags += [read_tags[k] for k in product.plain]
+        if described:
+            self.send(encoder.workloads_again_all, dev.address, described)
         return plan
 
     def note_queue(self, q: QueueTracker) -> None:

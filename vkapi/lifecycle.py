@@ -62,6 +62,9 @@ int tessera_cb_deferred(void *handle);
 int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result);
 long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t max);
 int tessera_cb_read_in_python(void *handle);
+size_t tessera_cb_read_products(const uint64_t *handles, size_t count, uint64_t *keys, uint64_t *tags, size_t max,
+                                long *counts, size_t *used);
+void tessera_cb_read_in_python_all(const uint64_t *handles, size_t count);
 void tessera_lifecycle_counts(uint64_t *counts);
 """
 

@@ -182,8 +182,10 @@ class Recorder:
         self._reads: dict[int, Read] = {}   # address -> the recording a ledger reader read without its hooks
         self.reads = 0                      # recordings so read (TESSERA_LOG=info)
         self.reads_run = 0                  # ... whose hooks ran later all the same (something looked)
-        # tessera_cb_read_product's out-parameters (one ledger reader at a time): a kept recording's key, the tags
-        self._read_key, self._read_tags = ffi.new("uint64_t[2]"), ffi.new("uint64_t[]", replay.MAX_TAGS)
+        # tessera_cb_read_products' out-parameters (one ledger reader at a time): room for _read_room buffers'
+        # keys and results, and their tags
+        self._read_room, self._read_keys, self._read_counts = 0, ffi.NULL, ffi.NULL
+        self._read_tags, self._read_used = ffi.new("uint64_t[]", replay.MAX_TAGS), ffi.new("size_t *")
         self.layouts: dict[int, _Layout] = {}
         self.appliers: dict[int, Applier] = {}
         # I codes -> (struct pointer type, array member, element pointer type, offset of the elements)
@@ -326,32 +328,60 @@ class Recorder:
             self.replays.forget(self._key(handle))
 
     # ---- submits read without running the hooks of their recordings (lifecycle.py) -------------
-    def reading(self, owner, address: int) -> "Read | None":
-        """While reading the shim's ledger: what a submit of the buffer at `address` (`owner` its records'
-        owner) may be reported from without running its recording's deferred hooks: the kept recording that
-        one equals, begun and ended in C (`Read`); None when the hooks must run first (`wait`). Changes
-        nothing (`read` takes it); a buffer read again before C begins it anew gives the same Read."""
+    def reading_all(self, owner, addresses: list[int]) -> list["Read | None"]:
+        """While reading the shim's ledger: for each buffer of one submit (at `addresses`; `owner` their records'
+        owner), what a submit of it may be reported from without running its recording's deferred hooks: the
+        kept recording that one equals, begun and ended in C (`Read`); None when the hooks must run first
+        (`wait`). One call of C for them all as far as their tags fit. Changes nothing (`read_all` takes
+        them); a buffer read again before C begins it anew gives the same Read, and so does a buffer the
+        submit names twice."""
         replays = self.replays
         if not self._deferring or replays is None:
-            return None
-        key, tags = self._read_key, self._read_tags
-        n = self.lib.tessera_cb_read_product(self.ffi.cast("void *", address), key, tags, len(tags))
-        if n < 0:
-            return self._reads.get(address) if n == -2 else None
-        kept = replays.kept(owner, key[0], key[1])
-        return None if kept is None else Read(kept.product, self.ffi.unpack(tags, n))
+            return [None] * len(addresses)
+        lib, ffi = self.lib, self.ffi
+        out: list = []
+        while len(out) < len(addresses):
+            rest = addresses[len(out):]
+            if len(rest) > self._read_room:
+                self._read_room = len(rest)
+                self._read_keys, self._read_counts = ffi.new("uint64_t[]", 2 * len(rest)), ffi.new("long[]", len(rest))
+            keys, counts, used = self._read_keys, self._read_counts, self._read_used
+            done = lib.tessera_cb_read_products(rest, len(rest), keys, self._read_tags, replay.MAX_TAGS, counts, used)
+            tags = ffi.unpack(self._read_tags, used[0])
+            kept = replays.kept_all(owner, [(keys[2 * i], keys[2 * i + 1]) if counts[i] >= 0 else None
+                                            for i in range(done)])
+            at = 0
+            for i in range(done):
+                n, entry = counts[i], kept[i]
+                if n == -2:
+                    out.append(self._reads.get(rest[i]))
+                    continue
+                if n >= 0:
+                    at += n
+                out.append(None if entry is None else Read(entry.product, tags[at - n:at]))
+        if len(set(addresses)) < len(addresses):   # a buffer named twice: one Read for it
+            first: dict = {}
+            out = [first.setdefault(a, r) if r is not None else None for a, r in zip(addresses, out)]
+        return out
 
-    def read(self, address: int, read: "Read") -> bool:
-        """A submit of the buffer at `address` was reported from `read` (what `reading` gave for it, on the
-        same thread, while reading the same ledger): its hooks run only if something looks at the buffer
-        before C begins it again (`_catch_up`). True the first time the recording is read."""
-        read.submits += 1
-        if read.submits > 1:
-            return False
-        self.lib.tessera_cb_read_in_python(self.ffi.cast("void *", address))
-        self._reads[address] = read
-        self.reads += 1
-        return True
+    def read_all(self, addresses: list[int], reads: list["Read | None"]) -> list[bool]:
+        """Submits of the buffers at `addresses` were reported from their `reads` (`reading_all`'s, on the same
+        thread, while reading the same ledger; None: not read so): their hooks run only if something looks at
+        a buffer before C begins it again (`_catch_up`). For each: True the first time its recording is read."""
+        first, fresh = [], []
+        for address, read in zip(addresses, reads):
+            if read is None:
+                first.append(False)
+                continue
+            read.submits += 1
+            if read.submits == 1:
+                fresh.append(address)
+                self._reads[address] = read
+            first.append(read.submits == 1)
+        if fresh:
+            self.lib.tessera_cb_read_in_python_all(fresh, len(fresh))
+            self.reads += len(fresh)
+        return first
 
     def restore_read(self, owner, handle, read: "Read") -> None:
         """The deferred end of a recording read without its hooks, now run: its state is the kept product

@@ -125,6 +125,21 @@ class Replays:
             self._entries.move_to_end(found)
         return entry
 
+    def kept_all(self, owner, found: list[tuple[int, int] | None]) -> list[_Entry | None]:
+        """`kept` for each (hash, size) of `found` (None: none looked for), all on `owner`'s device."""
+        res = self.products.resources(owner)
+        rid, generation, entries = id(res), res.generation, self._entries
+        out = []
+        with self._lock:
+            for key in found:
+                entry = None if key is None else entries.get((rid, *key))
+                if entry is not None and entry.generation == generation:
+                    entries.move_to_end((rid, *key))
+                    out.append(entry)
+                else:
+                    out.append(None)
+        return out
+
     def reuse(self, owner, handle, key: int, base, used: int) -> bool:
         """A whole recording of `handle` (`used` bytes of records at `base`): True when an earlier one equal
         but for its tags had its product restored for it (the records need not be applied)."""

@@ -73,15 +73,17 @@ def _frames(product, count: int) -> list[ReplayedOps]:
 class _Counting(NativePlacer):
     placed = 0
 
-    def place(self, *args) -> bool:
-        done = super().place(*args)
+    def place_all(self, *args) -> int:
+        done = super().place_all(*args)
         self.placed += done
         return done
 
 
-def _run(tmp_path, how: str, native, monkeypatch, frames: list, entries) -> tuple[list[bytes], tuple, tuple]:
+def _run(tmp_path, how: str, native, monkeypatch, frames: list, entries,
+         one_batch: bool = False) -> tuple[list[bytes], tuple, tuple]:
     """Place `frames` (one recording each) after the queue labels entries(f); `how`: "walk" (no plans),
-    "python" (plans placed in Python) or "c"."""
+    "python" (plans placed in Python) or "c". `one_batch`: every frame's recording in one batch of one submit
+    (each its own command buffer), after entries(0)."""
     clock = iter(range(10 ** 15, 2 * 10 ** 15, 7_777_777))   # each submit's host time, the same in every run
     monkeypatch.setattr(timeline_module, "boottime_ns", lambda: next(clock))
     timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path / how)
@@ -90,7 +92,12 @@ def _run(tmp_path, how: str, native, monkeypatch, frames: list, entries) -> tupl
     if how == "walk":
         timeline.plans.of = lambda placer, ops, entry: (None, [])
     queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
-    for f, ops in enumerate(frames):
+    if one_batch:
+        queue.labels[:] = entries(0)
+        timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE + f) for f, ops in enumerate(frames)],
+                                      [], [])])
+        timeline.settle(block=True)
+    for f, ops in enumerate([] if one_batch else frames):
         queue.labels[:] = entries(f)
         timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
         timeline.settle(block=True)
@@ -104,8 +111,9 @@ def _run(tmp_path, how: str, native, monkeypatch, frames: list, entries) -> tupl
     return events, state, placed
 
 
-def _three_ways(tmp_path, native, monkeypatch, frames, entries) -> tuple:
-    runs = {how: _run(tmp_path, how, native, monkeypatch, frames, entries) for how in ("walk", "python", "c")}
+def _three_ways(tmp_path, native, monkeypatch, frames, entries, one_batch: bool = False) -> tuple:
+    runs = {how: _run(tmp_path, how, native, monkeypatch, frames, entries, one_batch)
+            for how in ("walk", "python", "c")}
     assert runs["c"][0] == runs["python"][0] == runs["walk"][0]   # every packet, byte for byte
     assert runs["c"][1] == runs["python"][1] == runs["walk"][1]   # the scheduler and the queue's labels after
     return runs
@@ -118,6 +126,22 @@ def test_c_places_and_encodes_every_event_as_python_and_the_walk_do(tmp_path, na
     assert len(events) == 24 * 9   # 3 passes x 2 phases, 2 dispatches, 1 fill per frame
     assert state[-1][-2:] == ("frame ü", "t99")   # the queue's labels left open, as the walk leaves them
     assert runs["c"][2] == (24, 24) and runs["python"][2] == (24, None) and runs["walk"][2] == (0, None)
+
+
+def test_a_batch_of_recordings_is_placed_in_one_call_and_what_c_refuses_in_python(tmp_path, native, monkeypatch):
+    """ProductOps of 14 recordings in one batch (as a frame of many command buffers submits them): one stretch
+    for C (tessera_place_all). Each leaves two labels open, so the label stack grows; after a queue label of
+    3,900 bytes the later ones pass C's 4 KiB stack and C refuses them, one by one, in the middle of the
+    stretch: Python places those, and everything comes out as the walk writes it."""
+    product = _product()
+    lazy = [ProductOps(product, ops.tags) for ops in _frames(product, 14)]
+    runs = _three_ways(tmp_path, native, monkeypatch, lazy, lambda f: ["q" * 3900], one_batch=True)
+    events, state, (planned, in_c) = runs["c"]
+    assert len(events) == 14 * 9 and len(state[-1]) == 1 + 14 * 2
+    assert planned == 14 and 0 < in_c < 14   # some placed in C, the rest refused there and placed in Python
+    (tmp_path / "short").mkdir()
+    short = _three_ways(tmp_path / "short", native, monkeypatch, lazy, lambda f: ["queue label"], one_batch=True)
+    assert short["c"][2] == (14, 14)
 
 
 def test_a_recording_read_without_its_hooks_places_as_one_made_again(tmp_path, native, monkeypatch):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from tessera.layer import encoder
 from tessera.layer.trackers import Workload
 from tessera.schemas import workloads as batch
-from tessera.schemas.frames import MessageType, encode, json_body
+from tessera.schemas.frames import FrameDecoder, MessageType, encode, json_body
 
 
 def _reference(device: int, cb: int, described) -> bytes:
@@ -45,6 +45,13 @@ def test_a_batch_made_again_from_a_product_equals_the_reference():
         restored = [(Workload(tags[k], w.local_labels, w.pops_below_start), kind, meta, annex)
                     for k, w, kind, meta, annex in rows]
         assert encoder.workloads_again(0xD0, 0xCB, rows, tags) == _reference(0xD0, 0xCB, restored), tags
+    # a submit's buffers sent together: each one's frame, in order, read back as frames
+    together = encoder.workloads_again_all(0xD0, [(0xCB, rows, [905, 906]), (0xCC, rows[1:], [7])])
+    decoder = FrameDecoder()
+    assert [(f.type, f.payload()["command_buffer"]) for f in decoder.feed(together)] == \
+        [(MessageType.WORKLOADS, "0xcb"), (MessageType.WORKLOADS, "0xcc")] and decoder.pending == 0
+    assert together == encoder.workloads_again(0xD0, 0xCB, rows, [905, 906]) + encoder.workloads_again(
+        0xD0, 0xCC, rows[1:], [7])
     for i in range(encoder._EntryTexts.CACHE + 3):   # the kept formats are bounded
         encoder.workloads_again(1, 2, ((0, kept[0], "dispatch", {"items": i}, False),), [i])
     assert 0 < len(encoder._AGAIN) <= encoder._EntryTexts.CACHE

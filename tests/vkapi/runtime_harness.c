@@ -419,6 +419,25 @@ static void begun_and_ended_in_c(void)
     dev.generation = 2;
     CHECK(tessera_cb_read_product(a, read_key, read_tags, 2) == -1);
     dev.generation = 0;
+    /* A submit's buffers read in one call: each one's result, key and tags after the ones before; it stops
+       before a buffer found unequal once tags were written (perhaps for want of room), which is read first
+       in the next call. */
+    uint64_t handles[3] = { (uint64_t)(uintptr_t)a, (uint64_t)(uintptr_t)key(6099), (uint64_t)(uintptr_t)a };
+    uint64_t keys[6] = {0}, many_tags[2] = {0, 0};
+    long results[3] = {0, 0, 0};
+    size_t tags_used = 9;
+    CHECK(tessera_cb_read_products(handles, 3, keys, many_tags, 2, results, &tags_used) == 1 && tags_used == 1
+          && results[0] == 1 && keys[0] == hash && keys[1] == used && many_tags[0] == 30);
+    CHECK(tessera_cb_read_products(handles + 1, 2, keys, many_tags, 2, results, &tags_used) == 2 && tags_used == 1
+          && results[0] == -1 && results[1] == 1 && keys[2] == hash && keys[3] == used && many_tags[0] == 30);
+    handles[1] = handles[0];
+    CHECK(tessera_cb_read_products(handles, 3, keys, many_tags, 1, results, &tags_used) == 1 && tags_used == 1);
+    CHECK(tessera_cb_read_products(handles, 3, keys, many_tags, 0, results, &tags_used) == 3 && tags_used == 0
+          && results[0] == -1 && results[2] == -1 && tessera_cb_deferred(a) == made);   /* no room, nothing read */
+    tessera_cb_read_in_python_all(handles, 1);
+    CHECK(tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
+    CHECK(tessera_cb_read_products(handles, 2, keys, many_tags, 2, results, &tags_used) == 2 && tags_used == 0
+          && results[0] == -2 && results[1] == -2);
     CHECK(tessera_cb_read_in_python(a) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));
     CHECK(tessera_cb_read_product(a, read_key, read_tags, 2) == -2);   /* read already */
     CHECK(tessera_cb_read_in_python(a) && tessera_cb_deferred(a) == (made | TESSERA_READ_IN_PYTHON));

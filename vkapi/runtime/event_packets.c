@@ -202,3 +202,26 @@ long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint8_t *t
     memcpy(state, st, sizeof st);
     return (long)(w.at - out);
 }
+
+/* Place `count` recordings one after another, as `count` calls of tessera_place_events on one `state`
+ * would: recording i's plan is plans[i] (plan_lens[i] bytes), its slot texts the i-th of `texts` (each a
+ * u32 length + the texts as tessera_place_events takes them). One call for a batch's run of planned
+ * recordings (icd/placement_plans.NativePlacer.place_all). Stops at the first recording refused (its
+ * texts damaged, or what tessera_place_events refuses): `*placed` says how many were placed, their bytes
+ * in `out` and their effect in `state`; the return value is those bytes' length. */
+long tessera_place_all(const uint8_t *const *plans, const size_t *plan_lens, size_t count, const uint8_t *texts,
+                       size_t texts_len, int64_t *state, uint8_t *out, size_t cap, size_t *placed)
+{
+    tessera_reader tr = { texts, texts + texts_len, 0 };
+    size_t written = 0;
+    *placed = 0;
+    for (size_t i = 0; i < count; i++) {
+        tessera_bytes t = tessera_read_bytes(&tr, 4);
+        if (tr.bad) break;
+        long n = tessera_place_events(plans[i], plan_lens[i], t.p, t.n, state, out + written, cap - written);
+        if (n < 0) break;
+        written += (size_t)n;
+        *placed = i + 1;
+    }
+    return (long)written;
+}

@@ -274,6 +274,31 @@ int tessera_cb_read_in_python(void *handle)
     return 1;
 }
 
+/* tessera_cb_read_product for the buffers of one submit at once (Recorder.reading_all; `handles` their
+   addresses): buffer i's result in counts[i], its key in keys[2i] and keys[2i + 1], its tags after those of
+   the buffers before it in `tags` (room for `max`; the total in `*used`). Stops before a buffer found unequal
+   once another's tags were written (it may have lacked room: Python reads it again, from the start of `tags`);
+   returns how many buffers it read. Changes nothing. */
+size_t tessera_cb_read_products(const uint64_t *handles, size_t count, uint64_t *keys, uint64_t *tags, size_t max,
+                                long *counts, size_t *used)
+{
+    size_t at = 0, i = 0;
+    for (; i < count; i++) {
+        long n = tessera_cb_read_product((void *)(uintptr_t)handles[i], keys + 2 * i, tags + at, max - at);
+        if (n == -1 && at > 0) break;
+        counts[i] = n;
+        if (n > 0) at += (size_t)n;
+    }
+    *used = at;
+    return i;
+}
+
+/* tessera_cb_read_in_python for each of `count` buffers (`handles` their addresses; Recorder.read_all). */
+void tessera_cb_read_in_python_all(const uint64_t *handles, size_t count)
+{
+    for (size_t i = 0; i < count; i++) tessera_cb_read_in_python((void *)(uintptr_t)handles[i]);
+}
+
 /* Python (TESSERA_LOG=info): begins, ends and pool resets made in C so far. */
 void tessera_lifecycle_counts(uint64_t *counts)
 {
