@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMPS := .stamps
 APT_PACKAGES := libvulkan1 libvulkan-dev mesa-vulkan-drivers vulkan-tools glslang-tools xvfb \
-                vulkan-validationlayers spirv-tools gcc vkbasalt mangohud chromium
+                vulkan-validationlayers spirv-tools gcc vkbasalt mangohud chromium valgrind
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup apt venv backend shims graph-shaders examples test demo bench clean doctor

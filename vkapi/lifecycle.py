@@ -29,8 +29,8 @@ not act at once, and Python runs their hooks only when something looks at the bu
   thread is reading waits for that reading, which runs them.
 - Submits read without the hooks: a ledger reader (either shim) reading a submit of a buffer whose recording C
   began and ended (successfully) reports it from the kept product that recording equals, with the recording's own
-  tags (`Recorder.reading`, `Recorder.read`; `tessera_cb_read_product` finds it in C,
-  `tessera_cb_read_in_python` marks the recording read): the driver's
+  tags (`Recorder.reading_all`, `Recorder.read_all`, for all of a submit's buffers at once;
+  `tessera_cb_read_products` finds them in C, `tessera_cb_read_in_python_all` marks the recordings read): the driver's
   timeline places the product's plan (icd/submit.py), the layer sends the product's descriptions with those tags
   the first time and plans the product's tags, when every buffer of the submit reads so and plans to its tags
   alone, on a queue with no labels and no pass open (layer/queues.py `_read_without_hooks`; otherwise the hooks
@@ -60,8 +60,6 @@ int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_
 void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size);
 int tessera_cb_deferred(void *handle);
 int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result);
-long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t max);
-int tessera_cb_read_in_python(void *handle);
 size_t tessera_cb_read_products(const uint64_t *handles, size_t count, uint64_t *keys, uint64_t *tags, size_t max,
                                 long *counts, size_t *used);
 void tessera_cb_read_in_python_all(const uint64_t *handles, size_t count);

@@ -643,7 +643,7 @@ class _Keeping:
 @dataclass(slots=True)
 class Read:
     """A recording begun and ended in C whose submits a ledger reader reported without running its hooks
-    (Recorder.reading): the kept product it equals and its own tags."""
+    (Recorder.reading_all): the kept product it equals and its own tags."""
     product: Any
     tags: list[int]
     submits: int = 0   # its submits read so far

@@ -63,7 +63,7 @@ class Products(Protocol):
 
     def was_read(self, owner, handle, submits: int) -> None:
         """After `restore`, for a recording whose `submits` submits a ledger reader reported from the
-        product without running its hooks (Recorder.reading): leave the state as those reports would have
+        product without running its hooks (Recorder.reading_all): leave the state as those reports would have
         (what they sent is not sent again)."""
 
 
