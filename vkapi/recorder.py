@@ -338,30 +338,33 @@ class Recorder:
         replays = self.replays
         if not self._deferring or replays is None:
             return [None] * len(addresses)
-        lib, ffi = self.lib, self.ffi
-        out: list = []
+        out = self._read_some(owner, addresses)
         while len(out) < len(addresses):
-            rest = addresses[len(out):]
-            if len(rest) > self._read_room:
-                self._read_room = len(rest)
-                self._read_keys, self._read_counts = ffi.new("uint64_t[]", 2 * len(rest)), ffi.new("long[]", len(rest))
-            keys, counts, used = self._read_keys, self._read_counts, self._read_used
-            done = lib.tessera_cb_read_products(rest, len(rest), keys, self._read_tags, replay.MAX_TAGS, counts, used)
-            tags = ffi.unpack(self._read_tags, used[0])
-            kept = replays.kept_all(owner, [(keys[2 * i], keys[2 * i + 1]) if counts[i] >= 0 else None
-                                            for i in range(done)])
-            at = 0
-            for i in range(done):
-                n, entry = counts[i], kept[i]
-                if n == -2:
-                    out.append(self._reads.get(rest[i]))
-                    continue
-                if n >= 0:
-                    at += n
-                out.append(None if entry is None else Read(entry.product, tags[at - n:at]))
+            out += self._read_some(owner, addresses[len(out):])
         if len(set(addresses)) < len(addresses):   # a buffer named twice: one Read for it
             first: dict = {}
             out = [first.setdefault(a, r) if r is not None else None for a, r in zip(addresses, out)]
+        return out
+
+    def _read_some(self, owner, addresses: list[int]) -> list["Read | None"]:
+        """`reading_all` of `addresses`, or of as many of the first of them as one call of C reads."""
+        ffi, count = self.ffi, len(addresses)
+        if count > self._read_room:
+            self._read_room = count
+            self._read_keys, self._read_counts = ffi.new("uint64_t[]", 2 * count), ffi.new("long[]", count)
+        done = self.lib.tessera_cb_read_products(addresses, count, self._read_keys, self._read_tags, replay.MAX_TAGS,
+                                                 self._read_counts, self._read_used)
+        results = ffi.unpack(self._read_counts, done)
+        kept = self.replays.kept_all(owner, ffi.unpack(self._read_keys, 2 * done), results)
+        tags = ffi.unpack(self._read_tags, self._read_used[0])
+        out, at, reads = [], 0, self._reads
+        for i, n in enumerate(results):
+            if n >= 0:
+                entry = kept[i]
+                out.append(None if entry is None else Read(entry.product, tags[at:at + n]))
+                at += n
+            else:
+                out.append(reads.get(addresses[i]) if n == -2 else None)
         return out
 
     def read_all(self, addresses: list[int], reads: list["Read | None"]) -> list[bool]:

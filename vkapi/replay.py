@@ -125,19 +125,24 @@ class Replays:
             self._entries.move_to_end(found)
         return entry
 
-    def kept_all(self, owner, found: list[tuple[int, int] | None]) -> list[_Entry | None]:
-        """`kept` for each (hash, size) of `found` (None: none looked for), all on `owner`'s device."""
+    def kept_all(self, owner, keys: list[int], results: list[int]) -> list[_Entry | None]:
+        """`kept` on `owner`'s device of the i-th (hash, size), keys[2i] and keys[2i + 1], where results[i] >= 0
+        (tessera_cb_read_products' out-parameters); None for the others."""
         res = self.products.resources(owner)
         rid, generation, entries = id(res), res.generation, self._entries
+        get, touch = entries.get, entries.move_to_end
         out = []
         with self._lock:
-            for key in found:
-                entry = None if key is None else entries.get((rid, *key))
-                if entry is not None and entry.generation == generation:
-                    entries.move_to_end((rid, *key))
-                    out.append(entry)
-                else:
-                    out.append(None)
+            for i, n in enumerate(results):
+                entry = None
+                if n >= 0:
+                    found = (rid, keys[2 * i], keys[2 * i + 1])
+                    entry = get(found)
+                    if entry is not None and entry.generation == generation:
+                        touch(found)
+                    else:
+                        entry = None
+                out.append(entry)
         return out
 
     def reuse(self, owner, handle, key: int, base, used: int) -> bool:
