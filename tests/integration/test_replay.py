@@ -97,7 +97,8 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
     """tests/integration/apps/lifecycle_paths.py: recordings begun (and ended) in C, with what may happen before
     Python runs their hooks: a recording begun again before anything submitted it, a reset, a secondary executed
     (a Python hook in the middle of a recording), a submit the layer makes in Python (inside a queue label), two
-    buffers in one submit, a buffer freed, a pool reset, a buffer submitted again. The merged trace is the one every
+    buffers in one submit, a buffer freed, one submit naming a buffer twice (read once: the same Read for both), a
+    pool reset, a buffer submitted again. The merged trace is the one every
     hook run at once makes, and no tag is described twice."""
     program = [PYTHON, REPO / "tests" / "integration" / "apps" / "lifecycle_paths.py", 16]
     off, off_counts, _ = _run(tmp_path, "off", program, "0")

@@ -1,7 +1,7 @@
 """Re-records two command buffers every frame, with what may come between a begin and end made in C and
 their hooks (vkapi/lifecycle.py): recordings never submitted, resets, a secondary executed, a submit the
-layer makes in Python, two buffers in one submit, a buffer freed and one allocated, a pool reset, a buffer
-submitted again.
+layer makes in Python, two buffers in one submit, a buffer freed and one allocated, one submit naming a buffer
+twice, a pool reset, a buffer submitted again.
 
 Run: .venv/bin/python tests/integration/apps/lifecycle_paths.py [FRAMES]
 Each frame, buffer P: a debug label around a fill of `src` and a copy of it into `out`; buffer Q: a fill
@@ -25,6 +25,8 @@ FRAME_RESET = 5           # P is reset with vkResetCommandBuffer after the frame
 FRAME_SECONDARY = 7       # P executes a secondary buffer (a hook in Python in the middle of the recording)
 FRAME_QUEUE_LABEL = 9     # the submit is inside a queue label (the layer submits in Python then)
 FRAME_FREE = 11           # Q, recorded but not submitted, is freed and a new Q allocated
+FRAME_TWICE = 12          # P is named twice in the frame's submit: batches [P, Q] and [P] (P is recorded for
+                          # simultaneous use every frame)
 FRAME_POOL_RESET = 13     # the pool is reset before the frame's recordings
 FRAME_SUBMIT_AGAIN = 15   # after the frame, P alone is submitted again inside a queue label (the layer submits
                           # in Python a recording whose first submit it reported without running its hooks)
@@ -36,9 +38,9 @@ def allocate(ctx, pool, level: int):
         commandBufferCount=1))[0]
 
 
-def begin(cmd, inheritance=None) -> None:
+def begin(cmd, inheritance=None, flags: int = 0) -> None:
     vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
-        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, pInheritanceInfo=inheritance))
+        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, flags=flags, pInheritanceInfo=inheritance))
 
 
 def main() -> None:
@@ -63,7 +65,7 @@ def main() -> None:
         "vkQueueEndDebugUtilsLabelEXT")}
 
     def record_p(value: int, with_secondary: bool = False) -> None:
-        begin(p)
+        begin(p, flags=vk.VK_COMMAND_BUFFER_USAGE_SIMULTANEOUS_USE_BIT)
         proc["vkCmdBeginDebugUtilsLabelEXT"](p, label)
         vk.vkCmdFillBuffer(p, src.handle, 0, SIZE, value)
         vkapp.transfer_barrier(p)
@@ -100,8 +102,11 @@ def main() -> None:
         record_q(value ^ 0xFFFFFFFF)
         if frame == FRAME_QUEUE_LABEL:
             proc["vkQueueBeginDebugUtilsLabelEXT"](ctx.queue, queue_label)
-        vk.vkQueueSubmit(ctx.queue, 1, [vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=2,
-                                                        pCommandBuffers=[p, q])], fence)
+        batches = [vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=2, pCommandBuffers=[p, q])]
+        if frame == FRAME_TWICE:
+            batches.append(vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
+                                           pCommandBuffers=[p]))
+        vk.vkQueueSubmit(ctx.queue, len(batches), batches, fence)
         if frame == FRAME_QUEUE_LABEL:
             proc["vkQueueEndDebugUtilsLabelEXT"](ctx.queue)
         vk.vkWaitForFences(ctx.device, 1, [fence], vk.VK_TRUE, 10 * 1000**3)
