@@ -24,7 +24,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Union
 
-from tessera.schemas.labels import TAG_LABEL, tag_labels
+from tessera.schemas.labels import TAG_LABEL, tag_label, tag_labels
 from tessera.vkapi.ops import Barrier, Execute, LabelBegin, LabelEnd, PassBegin, PassEnd
 
 from .recording import Draw, Work
@@ -57,17 +57,23 @@ class _Event:
 class Plan:
     steps: list                       # _Event, or a Barrier's scope (a tuple, or None for a full barrier)
     exit_labels: tuple[Token, ...]    # the queue's label stack after the recording
+    keeps_entry: bool                 # ... is the one on entry (every label the recording opens, it closes)
     shapes: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> each event's EventShape
     native: dict = field(default_factory=dict)   # (gpu id, command buffer address) -> its bytes for C, their
                                                  # size and the most bytes its packets take (NativePlacer)
 
-    def labels_after(self, texts: list[str]) -> list[str]:
-        """The queue's label stack after the recording, its slots' `texts` this time."""
-        return [n if type(n) is str else texts[n] for n in self.exit_labels]
+    def labels_after(self, entry: tuple[str, ...], tags) -> tuple[str, ...]:
+        """The queue's label stack after a recording with `tags` placed after the labels `entry` (`entry`
+        itself when the recording keeps it)."""
+        if self.keeps_entry:
+            return entry
+        texts = [*entry, *tag_labels(tags)]
+        return tuple([n if type(n) is str else texts[n] for n in self.exit_labels])
 
-    def place(self, placer: "_Placer", address: int, names: list[str]) -> None:
-        """Place the plan's events for a recording at `address`, its slots' `names` this time, and encode them
-        in Python (what NativePlacer does in C)."""
+    def place(self, placer: "_Placer", address: int, entry: tuple[str, ...], tags) -> None:
+        """Place the plan's events for a recording at `address` with `tags` after the queue's labels `entry`,
+        and encode them in Python (what NativePlacer does in C)."""
+        names = [*entry, *tag_labels(tags)]   # the slots' texts
         tl, gpu, order = placer.tl, placer.gpu, placer.order
         trace = tl.trace
         shapes = self.shapes.get((placer.gpu_id, address))
@@ -126,35 +132,41 @@ class NativePlacer:
         self._placed = ffi.new("size_t *")
         self._out, self._cap = ffi.NULL, 0   # the packets' buffer, as large as the largest stretch's bound
 
-    def place_all(self, placer: "_Placer", planned: list[tuple[Plan, int, list[str]]]) -> int:
-        """Place each (plan, command buffer address, its slots' texts) of `planned`, in order: in C, one call
-        for each stretch C takes, and in Python one that C refuses or cannot take (a slot's text longer than
-        a u16 says). Returns how many C placed."""
+    def place_all(self, placer: "_Placer", planned: list[tuple[Plan, int, tuple[str, ...], list[int]]]) -> int:
+        """Place each (plan, command buffer address, the queue's labels on entry, the recording's tags) of
+        `planned`, in order: in C, one call for each stretch C takes, and in Python one that C refuses or
+        cannot take (a label longer than a u16 says). Returns how many C placed."""
         in_c = start = 0
         while start < len(planned):
             blobs, sizes, texts, bound = [], [], [], 0   # tessera_place_all's arguments for the stretch
-            for plan, address, names in planned[start:]:
+            entry_of, entry_bytes, longest = None, b"", 0
+            for plan, address, entry, tags in planned[start:]:
+                if entry is not entry_of:
+                    encoded = [t.encode() for t in entry]
+                    longest = max(map(len, encoded), default=0)
+                    if longest > 0xFFFF:   # a slot's length is a u16
+                        break
+                    entry_of = entry
+                    slots = b"".join([len(b).to_bytes(2, "little") + b for b in encoded])
+                    entry_bytes = len(slots).to_bytes(4, "little") + slots
+                    longest = max(longest, _TAG_LABEL_MAX)
                 key = (placer.gpu_id, address)
                 made = plan.native.get(key)
                 if made is None:
                     blob, fixed, slot_tokens = _native_plan(plan, placer, address)
                     made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), fixed, slot_tokens)
-                encoded = [t.encode() for t in names]
-                longest = max(map(len, encoded), default=0)
-                if longest > 0xFFFF:   # a slot's length is a u16
-                    break
-                slots = b"".join([len(b).to_bytes(2, "little") + b for b in encoded])
                 blobs.append(made[0])
                 sizes.append(made[1])
-                texts.append(len(slots).to_bytes(4, "little") + slots)
+                texts.append(entry_bytes)
+                texts.append(_tags_bytes(tags))
                 # each slot token's text written twice at most (the label stack and the innermost t<tag> label)
                 bound += made[2] + 2 * made[3] * longest
             placed = self._call(placer, blobs, sizes, b"".join(texts), bound) if blobs else 0
             in_c += placed
             start += placed
             if start < len(planned):
-                plan, address, names = planned[start]
-                plan.place(placer, address, names)
+                plan, address, entry, tags = planned[start]
+                plan.place(placer, address, entry, tags)
                 start += 1
         return in_c
 
@@ -180,6 +192,20 @@ class NativePlacer:
                 self._STATE.unpack_from(self._state)
             trace.emit_encoded(self.ffi.buffer(out, n)[:], next_event - trace._next_event)
         return placed
+
+
+_TAG_LABEL_MAX = len(tag_label(2 ** 64 - 1))   # the longest t<tag> label C writes (a u64 tag)
+_TAGS: dict[int, struct.Struct] = {}           # tag count -> its layout for tessera_place_all
+
+
+def _tags_bytes(tags) -> bytes:
+    """A recording's tags as tessera_place_all takes them: a u32 count and each tag as a u64."""
+    layout = _TAGS.get(len(tags))
+    if layout is None:
+        if len(_TAGS) >= Plans.CACHE:
+            _TAGS.clear()
+        layout = _TAGS[len(tags)] = struct.Struct(f"<I{len(tags)}Q")
+    return layout.pack(len(tags), *tags)
 
 
 def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, int, int]:
@@ -231,31 +257,36 @@ class Plans:
         self._made: dict[tuple, tuple[Plan | None, object]] = {}
         self._seen: dict[int, list] = {}   # op lists placed once, by identity
         self.placed = 0   # recordings placed from a plan (the driver logs it with its counts)
+        self._entry_of: tuple[str, ...] | None = None   # the labels on entry `of` saw last, and which are tags
+        self._entry_tags: tuple[bool, ...] = ()
 
     def counts(self) -> str:
         return f"recordings placed from a plan: {self.placed}"
 
-    def of(self, placer: "_Placer", ops: list, entry: list[str]) -> tuple[Plan | None, list[str]]:
-        """The plan placing `ops` after the queue's labels `entry`, and its slots' texts; None when the ops
-        need the walk (or are seen for the first time)."""
+    def of(self, placer: "_Placer", ops: list, entry: tuple[str, ...]) -> tuple[Plan | None, list[int]]:
+        """The plan placing `ops` after the queue's labels `entry`, and the recording's tags (its slots after
+        the entry's: none for an op list placed again); None when the ops need the walk (or are seen for the
+        first time)."""
         if type(ops) is ReplayedOps or type(ops) is ProductOps:
-            owner, made_of, tag_ops = ops.product, ops.product.ops, ops.product.tag_ops
-            texts = [*entry, *tag_labels(ops.tags)]
+            owner, made_of, tag_ops, tags = ops.product, ops.product.ops, ops.product.tag_ops, ops.tags
         else:
             if self._seen.get(id(ops)) is not ops:
                 if len(self._seen) >= self.CACHE:
                     self._seen.clear()
                 self._seen[id(ops)] = ops
                 return None, []
-            owner, made_of, tag_ops, texts = ops, ops, (), list(entry)
-        entry_tags = tuple([bool(TAG_LABEL.match(label)) for label in entry]) if entry else ()
+            owner, made_of, tag_ops, tags = ops, ops, (), []
+        if entry is not self._entry_of:   # a batch's recordings mostly share the labels on entry
+            self._entry_of = entry
+            self._entry_tags = tuple([bool(TAG_LABEL.match(label)) for label in entry]) if entry else ()
+        entry_tags = self._entry_tags
         key = (id(owner), entry_tags)
         hit = self._made.get(key)
         if hit is None:
             if len(self._made) >= self.CACHE:
                 self._made.clear()
             hit = self._made[key] = (_make(placer, made_of, tag_ops, entry_tags), owner)
-        return hit[0], texts
+        return hit[0], tags
 
 
 def _make(placer: "_Placer", ops, tag_ops, entry_tags: tuple[bool, ...]) -> Plan | None:
@@ -319,4 +350,4 @@ def _make(placer: "_Placer", ops, tag_ops, entry_tags: tuple[bool, ...]) -> Plan
             return None
     if run is not None:
         return None
-    return Plan(steps, tuple(stack))
+    return Plan(steps, tuple(stack), tuple(stack) == tuple(range(first_tag)))

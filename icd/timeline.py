@@ -340,13 +340,19 @@ class _Placer(OpWalker):
     def run(self, command_buffers: list[Recording]) -> int:
         plans = self.tl.plans
         planned = []   # a stretch of recordings placed from their plans, together
+        entry = None   # the queue's labels as the stretch's next recording finds them
         for recording in command_buffers:
             if self.current is None and self.suspended is None:
-                plan, texts = plans.of(self, recording.ops, self.labels)
+                if entry is None:
+                    entry = tuple(self.labels)
+                plan, tags = plans.of(self, recording.ops, entry)
                 if plan is not None:
-                    planned.append((plan, recording.address, texts))
-                    self.labels[:] = plan.labels_after(texts)
+                    planned.append((plan, recording.address, entry, tags))
+                    after = plan.labels_after(entry, tags)
+                    if after is not entry:
+                        self.labels[:] = entry = after
                     continue
+            entry = None
             if planned:
                 self._place(planned)
                 planned = []
@@ -361,14 +367,14 @@ class _Placer(OpWalker):
         return self.end
 
     def _place(self, planned: list) -> None:
-        """Place recordings from their plans ((plan, address, slot texts), in order): in C where the driver
-        shim is loaded (NativePlacer), else in Python."""
+        """Place recordings from their plans ((plan, address, the queue's labels on entry, the recording's
+        tags), in order): in C where the driver shim is loaded (NativePlacer), else in Python."""
         native = self.tl.native
         if native is not None:
             native.place_all(self, planned)
         else:
-            for plan, address, texts in planned:
-                plan.place(self, address, texts)
+            for plan, address, entry, tags in planned:
+                plan.place(self, address, entry, tags)
         self.tl.plans.placed += len(planned)
 
     def opened(self, op: PassBegin, recording: Recording) -> PassRun:

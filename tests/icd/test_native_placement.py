@@ -142,6 +142,9 @@ def test_a_batch_of_recordings_is_placed_in_one_call_and_what_c_refuses_in_pytho
     (tmp_path / "short").mkdir()
     short = _three_ways(tmp_path / "short", native, monkeypatch, lazy, lambda f: ["queue label"], one_batch=True)
     assert short["c"][2] == (14, 14)
+    (tmp_path / "long").mkdir()   # slots beyond C's 8 KiB scratch (allocated), a stack beyond its 4 KiB: Python
+    long = _three_ways(tmp_path / "long", native, monkeypatch, lazy, lambda f: ["q" * 9000], one_batch=True)
+    assert long["c"][2] == (14, 0)
 
 
 def test_a_recording_read_without_its_hooks_places_as_one_made_again(tmp_path, native, monkeypatch):
@@ -203,3 +206,41 @@ def test_plans_with_any_byte_changed_are_placed_or_refused_never_overrun(tmp_pat
         n = lib.tessera_place_events(plan_bytes, len(plan_bytes), slot_bytes, len(slot_bytes), state, out, bound)
         assert n in (-1, -2) or 0 <= n <= bound
         assert ffi.buffer(out + bound, len(guard))[:] == guard
+
+
+def test_tessera_place_all_places_until_a_damaged_part_and_never_overruns(tmp_path, native):
+    """tessera_place_all's texts (each recording's labels on entry, then its tags, which C labels) cut short at
+    every length, or with a tag count over the slots' limit: C places the recordings before the damage (`placed`
+    and the bytes returned agree with placing them one by one) and writes nothing beyond `out`."""
+    from tessera.icd.placement_plans import _native_plan, _tags_bytes
+
+    ffi, lib = native
+    timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
+    queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
+    (ops,) = _frames(_product(), 1)
+    timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
+    timeline.settle(block=True)
+    (plan,) = [p for p, _ in timeline.plans._made.values()]
+    blob, fixed, slot_tokens = _native_plan(plan, SimpleNamespace(tl=timeline, gpu_id=0), 0xC0FFEE)
+    n_tags = len(_product().tag_ops)
+    part = (0).to_bytes(4, "little") + _tags_bytes([2 ** 64 - 1 - k for k in range(n_tags)])   # the longest labels
+    bound = 3 * (fixed + 2 * slot_tokens * 21)
+    guard = b"\xAB" * 64
+    out = ffi.new("uint8_t[]", bound + len(guard))
+    plans = [ffi.from_buffer("uint8_t[]", blob)] * 3
+    placed = ffi.new("size_t *")
+
+    def place_all(texts: bytes) -> tuple[int, int]:
+        ffi.memmove(out + bound, guard, len(guard))
+        n = lib.tessera_place_all(plans, [len(blob)] * 3, 3, texts, len(texts), ffi.new("int64_t[16]"), out, bound,
+                                  placed)
+        assert ffi.buffer(out + bound, len(guard))[:] == guard
+        return n, placed[0]
+
+    whole = [place_all(part * k)[0] for k in range(4)]   # 0 to 3 recordings' parts whole
+    assert whole[0] == 0 < whole[1] < whole[2] < whole[3]
+    for cut in range(len(part) * 3):
+        n, done = place_all((part * 3)[:cut])
+        assert done == cut // len(part) and n == whole[done], cut
+    too_many = (0).to_bytes(4, "little") + (257).to_bytes(4, "little") + bytes(8 * 257)
+    assert place_all(part + too_many + part) == (whole[1], 1)
