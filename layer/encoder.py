@@ -98,38 +98,50 @@ def workloads(device_address: int, cb_address: int, described: list[tuple[Worklo
     return _workloads_frame(device_address, cb_address, entries)
 
 
-_AGAIN: dict[int, tuple] = {}   # id(rows) -> (rows, their entries as one %-format, the tag index of each %d); bounded
+_AGAIN: dict[tuple, tuple] = {}   # (id(rows), device, command buffer) -> (rows, the frame's JSON as one %-format,
+                                   # the tag index of each %d); bounded
 
 
-def workloads_again(device_address: int, cb_address: int, rows: tuple, tags: list[int]) -> bytes:
-    """The WORKLOADS frame of a recording made again from a kept one (layer/replay.py): `rows` its product's
-    (tag index, workload, kind, meta, annex), `tags` the recording's own; the same bytes as `workloads` of the
-    restored descriptions. The rows' entries are kept as one format with a %d per tag (a product is reported
-    every frame), held with the rows so that no identity is reused while kept."""
-    hit = _AGAIN.get(id(rows))
-    if hit is None or hit[0] is not rows:
-        if len(_AGAIN) >= _EntryTexts.CACHE:
-            _AGAIN.clear()
-        after_tag = _ENTRIES.after_tag
-        template = ",".join(f'{{"{batch.TAG}":%d' + after_tag(w, kind, meta, annex).replace("%", "%%")
-                            for _, w, kind, meta, annex in rows)
-        hit = _AGAIN[id(rows)] = (rows, template, tuple(k for k, *_ in rows))
-    return _workloads_frame(device_address, cb_address, hit[1] % tuple(map(tags.__getitem__, hit[2])))
+def workloads_again(device_address: int, recordings: list[tuple[int, tuple, list[int]]]) -> bytes:
+    """The WORKLOADS frames, one after the other, of recordings made again from kept ones (layer/replay.py; a
+    submit's buffers read without their hooks, sent together): each (command buffer address, `rows` its
+    product's (tag index, workload, kind, meta, annex), `tags` the recording's own); the same bytes as
+    `workloads` of the restored descriptions. Each frame's JSON is kept as one format with a %d per tag (a
+    product is reported every frame), held with the rows so that no identity is reused while kept."""
+    out = []
+    for cb_address, rows, tags in recordings:
+        hit = _AGAIN.get((id(rows), device_address, cb_address))
+        if hit is None or hit[0] is not rows:
+            hit = _again_format(device_address, cb_address, rows)
+        out.append(encode(MessageType.WORKLOADS, (hit[1] % tuple(map(tags.__getitem__, hit[2]))).encode()))
+    return b"".join(out)
 
 
-def workloads_again_all(device_address: int, recordings: list[tuple[int, tuple, list[int]]]) -> bytes:
-    """`workloads_again` of each (command buffer address, rows, tags) of `recordings`, one frame after the other
-    (a submit's buffers read without their hooks, sent together)."""
-    return b"".join([workloads_again(device_address, *r) for r in recordings])
+def _again_format(device_address: int, cb_address: int, rows: tuple) -> tuple:
+    if len(_AGAIN) >= _EntryTexts.CACHE:
+        _AGAIN.clear()
+    after_tag = _ENTRIES.after_tag
+    entries = ",".join(f'{{"{batch.TAG}":%d' + after_tag(w, kind, meta, annex).replace("%", "%%")
+                       for _, w, kind, meta, annex in rows)
+    head = _head(device_address, cb_address).decode().replace("%", "%%")
+    found = _AGAIN[(id(rows), device_address, cb_address)] = (rows, head[:-2] + entries + head[-2:],
+                                                              tuple(k for k, *_ in rows))
+    return found
 
 
-def _workloads_frame(device_address: int, cb_address: int, entries: str) -> bytes:
+def _head(device_address: int, cb_address: int) -> bytes:
+    """A WORKLOADS envelope's JSON with no entries, kept."""
     head = _HEADS.get((device_address, cb_address))
     if head is None:
         if len(_HEADS) >= _EntryTexts.CACHE:
             _HEADS.clear()
         head = _HEADS[(device_address, cb_address)] = json_body(
             batch.envelope(hex_handle(device_address), hex_handle(cb_address), []))
+    return head
+
+
+def _workloads_frame(device_address: int, cb_address: int, entries: str) -> bytes:
+    head = _head(device_address, cb_address)
     return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 

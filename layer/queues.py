@@ -277,7 +277,7 @@ class QueueReporter:
             read_tags = read.tags
             tags += [read_tags[k] for k in product.plain]
         if described:
-            self.send(encoder.workloads_again_all, dev.address, described)
+            self.send(encoder.workloads_again, dev.address, described)
         return plan
 
     def note_queue(self, q: QueueTracker) -> None:

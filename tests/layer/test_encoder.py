@@ -35,25 +35,29 @@ def test_batches_equal_the_reference_on_hits_and_misses():
 
 
 def test_a_batch_made_again_from_a_product_equals_the_reference():
-    """`workloads_again` (a recording reported from a kept product, layer/replay.py): the product's rows with the
-    recording's own tags make the frame the restored descriptions would."""
+    """`workloads_again` (recordings reported from a kept product, layer/replay.py): the product's rows with each
+    recording's own tags make the frames the restored descriptions would, one after the other."""
     dispatch = {"command": "vkCmdDispatch", "groups": [1, 1, 1], "group_size": [1, 1, 1], "items": 1, "indirect": False}
     rendering = {"command": "vkCmdBeginRendering", "area": "8x8", "draw_call_count": 1, "name": "100% \"pass\""}
     kept = [Workload(11, ("frame",), 0), Workload(12, (), 0)]
     rows = ((1, kept[1], "render_pass", rendering, True), (0, kept[0], "dispatch", dispatch, False))
+
+    def restored(tags):
+        return [(Workload(tags[k], w.local_labels, w.pops_below_start), kind, meta, annex)
+                for k, w, kind, meta, annex in rows]
+
     for tags in ([11, 12], [905, 906], [7, 123456789]):   # the kept recording's, then new ones
-        restored = [(Workload(tags[k], w.local_labels, w.pops_below_start), kind, meta, annex)
-                    for k, w, kind, meta, annex in rows]
-        assert encoder.workloads_again(0xD0, 0xCB, rows, tags) == _reference(0xD0, 0xCB, restored), tags
-    # a submit's buffers sent together: each one's frame, in order, read back as frames
-    together = encoder.workloads_again_all(0xD0, [(0xCB, rows, [905, 906]), (0xCC, rows[1:], [7])])
+        assert encoder.workloads_again(0xD0, [(0xCB, rows, tags)]) == _reference(0xD0, 0xCB, restored(tags)), tags
+    # a submit's buffers sent together (the same product in two buffers, another's): each one's frame, in order
+    together = encoder.workloads_again(0xD0, [(0xCB, rows, [905, 906]), (0xCC, rows, [1, 2]), (0xCD, rows[1:], [7])])
     decoder = FrameDecoder()
     assert [(f.type, f.payload()["command_buffer"]) for f in decoder.feed(together)] == \
-        [(MessageType.WORKLOADS, "0xcb"), (MessageType.WORKLOADS, "0xcc")] and decoder.pending == 0
-    assert together == encoder.workloads_again(0xD0, 0xCB, rows, [905, 906]) + encoder.workloads_again(
-        0xD0, 0xCC, rows[1:], [7])
+        [(MessageType.WORKLOADS, "0xcb"), (MessageType.WORKLOADS, "0xcc"), (MessageType.WORKLOADS, "0xcd")] \
+        and decoder.pending == 0
+    assert together == _reference(0xD0, 0xCB, restored([905, 906])) + _reference(0xD0, 0xCC, restored([1, 2])) + \
+        _reference(0xD0, 0xCD, restored([7, 7])[1:])
     for i in range(encoder._EntryTexts.CACHE + 3):   # the kept formats are bounded
-        encoder.workloads_again(1, 2, ((0, kept[0], "dispatch", {"items": i}, False),), [i])
+        encoder.workloads_again(1, [(2, ((0, kept[0], "dispatch", {"items": i}, False),), [i])])
     assert 0 < len(encoder._AGAIN) <= encoder._EntryTexts.CACHE
 
 
