@@ -158,7 +158,7 @@ class NativePlacer:
                 blobs.append(made[0])
                 sizes.append(made[1])
                 texts.append(entry_bytes)
-                texts.append(_tags_bytes(tags))
+                texts.append(_TAG_LAYOUTS[len(tags)].pack(len(tags), *tags))
                 # each slot token's text written twice at most (the label stack and the innermost t<tag> label)
                 bound += made[2] + 2 * made[3] * longest
             placed = self._call(placer, blobs, sizes, b"".join(texts), bound) if blobs else 0
@@ -195,17 +195,20 @@ class NativePlacer:
 
 
 _TAG_LABEL_MAX = len(tag_label(2 ** 64 - 1))   # the longest t<tag> label C writes (a u64 tag)
-_TAGS: dict[int, struct.Struct] = {}           # tag count -> its layout for tessera_place_all
 
 
-def _tags_bytes(tags) -> bytes:
-    """A recording's tags as tessera_place_all takes them: a u32 count and each tag as a u64."""
-    layout = _TAGS.get(len(tags))
-    if layout is None:
-        if len(_TAGS) >= Plans.CACHE:
-            _TAGS.clear()
-        layout = _TAGS[len(tags)] = struct.Struct(f"<I{len(tags)}Q")
-    return layout.pack(len(tags), *tags)
+class _TagLayouts(dict):
+    """Tag count n -> the layout of a recording's n tags as tessera_place_all takes them: a u32 count and
+    each tag as a u64 (`_TAG_LAYOUTS[n].pack(n, *tags)`). Bounded."""
+
+    def __missing__(self, n: int) -> struct.Struct:
+        if len(self) >= Plans.CACHE:
+            self.clear()
+        layout = self[n] = struct.Struct(f"<I{n}Q")
+        return layout
+
+
+_TAG_LAYOUTS = _TagLayouts()
 
 
 def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, int, int]:

@@ -348,9 +348,8 @@ class _Placer(OpWalker):
                 plan, tags = plans.of(self, recording.ops, entry)
                 if plan is not None:
                     planned.append((plan, recording.address, entry, tags))
-                    after = plan.labels_after(entry, tags)
-                    if after is not entry:
-                        self.labels[:] = entry = after
+                    if not plan.keeps_entry:
+                        self.labels[:] = entry = plan.labels_after(entry, tags)
                     continue
             entry = None
             if planned:

@@ -274,8 +274,7 @@ class QueueReporter:
             if first and product.described_rows:
                 described.append((address, product.described_rows, read.tags))
             plan.primaries.append(command_buffers[address])
-            read_tags = read.tags
-            tags += [read_tags[k] for k in product.plain]
+            tags += map(read.tags.__getitem__, product.plain)
         if described:
             self.send(encoder.workloads_again, dev.address, described)
         return plan

@@ -212,7 +212,7 @@ def test_tessera_place_all_places_until_a_damaged_part_and_never_overruns(tmp_pa
     """tessera_place_all's texts (each recording's labels on entry, then its tags, which C labels) cut short at
     every length, or with a tag count over the slots' limit: C places the recordings before the damage (`placed`
     and the bytes returned agree with placing them one by one) and writes nothing beyond `out`."""
-    from tessera.icd.placement_plans import _native_plan, _tags_bytes
+    from tessera.icd.placement_plans import _TAG_LAYOUTS, _native_plan
 
     ffi, lib = native
     timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
@@ -223,7 +223,7 @@ def test_tessera_place_all_places_until_a_damaged_part_and_never_overruns(tmp_pa
     (plan,) = [p for p, _ in timeline.plans._made.values()]
     blob, fixed, slot_tokens = _native_plan(plan, SimpleNamespace(tl=timeline, gpu_id=0), 0xC0FFEE)
     n_tags = len(_product().tag_ops)
-    part = (0).to_bytes(4, "little") + _tags_bytes([2 ** 64 - 1 - k for k in range(n_tags)])   # the longest labels
+    part = (0).to_bytes(4, "little") + _TAG_LAYOUTS[n_tags].pack(n_tags, *[2 ** 64 - 1 - k for k in range(n_tags)])
     bound = 3 * (fixed + 2 * slot_tokens * 21)
     guard = b"\xAB" * 64
     out = ffi.new("uint8_t[]", bound + len(guard))
