@@ -36,7 +36,6 @@ belongs to the taker until it gives it back.
 """
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,44 +258,42 @@ class SubmitLedger:
             if ledger.dropped:
                 self.report(f"{ledger.dropped} submit(s) made in C were not recorded (out of memory); "
                             "their metadata and GPU events are missing")
-            taken = _decode(self.ffi.buffer(ledger.data, ledger.used)[:])
-            self.made_in_c += sum([type(t) is Submission for t in taken])
+            taken, submits = _decode(self.ffi.buffer(ledger.data, ledger.used)[:])
+            self.made_in_c += submits
             return taken
         finally:
             self.lib.tessera_ledger_give_back(ledger)
 
 
-_HEADER = struct.Struct(f"<{len(HEADER)}Q")
-_U64 = struct.Struct("<Q")
-_LABEL = struct.Struct("<QQ")
-
-
-def _decode(data: bytes) -> list[Submission | QueueLabel]:
-    """The records of a ledger's bytes, in order (a frame's ledger holds one submit or a few: read
-    with precompiled layouts, into a list)."""
+def _decode(data: bytes) -> tuple[list[Submission | QueueLabel], int]:
+    """The records of a ledger's bytes, in order, and how many are submits. Every record is whole u64 words
+    in the machine's order, as runtime/submits.c writes them: read as such (a frame's ledger holds one
+    submit or a few)."""
+    words = memoryview(data).cast("Q")
     out = []
-    u64 = _U64.unpack_from
     mask = (1 << COUNT_BITS) - 1
-    offset = 0
-    while offset + 8 <= len(data):
-        (first,) = u64(data, offset)
-        size, kind = first & 0xFFFFFFFF, first >> 48
+    header = len(HEADER)
+    at, submits = 0, 0
+    while at < len(words):
+        first = words[at]
+        size, kind = (first & 0xFFFFFFFF) // 8, first >> 48
         if kind != SUBMIT:
-            queue, length = _LABEL.unpack_from(data, offset + 8)
-            name = data[offset + 24:offset + 24 + length].decode("utf-8", "replace")
-            out.append(QueueLabel(queue, name if kind == LABEL_BEGIN else None))
-            offset += size
+            start = 8 * (at + 3)
+            name = data[start:start + words[at + 2]].decode("utf-8", "replace")
+            out.append(QueueLabel(words[at + 1], name if kind == LABEL_BEGIN else None))
+            at += size
             continue
-        _, queue, called, returned, boottime, submit_id, frame, flags = _HEADER.unpack_from(data, offset)
-        nbatches = (first >> 32) & 0xFFFF
-        pos = offset + _HEADER.size
+        _, queue, called, returned, boottime, submit_id, frame, flags = words[at:at + header]
+        pos = at + header
         batches = []
-        for _ in range(nbatches):
-            (counts,) = u64(data, pos)
-            ncb, nwait, nsignal = counts & mask, (counts >> COUNT_BITS) & mask, counts >> (2 * COUNT_BITS)
-            handles = struct.unpack_from(f"<{ncb + nwait + nsignal}Q", data, pos + 8)
-            batches.append((list(handles[:ncb]), list(handles[ncb:ncb + nwait]), list(handles[ncb + nwait:])))
-            pos += 8 * (1 + ncb + nwait + nsignal)
+        for _ in range((first >> 32) & 0xFFFF):
+            counts = words[pos]
+            cbs = pos + 1
+            waits = cbs + (counts & mask)
+            signals = waits + ((counts >> COUNT_BITS) & mask)
+            pos = signals + (counts >> (2 * COUNT_BITS))
+            batches.append((words[cbs:waits].tolist(), words[waits:signals].tolist(), words[signals:pos].tolist()))
         out.append(Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches))
-        offset += size
-    return out
+        submits += 1
+        at += size
+    return out, submits
