@@ -261,7 +261,8 @@ class QueueReporter:
         if q.labels or q.open_pass is not None:
             return None
         recorder = self.recorder
-        addresses = [a for cbs, _, _ in s.batches for a in cbs]
+        batches = s.batches
+        addresses = batches[0][0] if len(batches) == 1 else [a for cbs, _, _ in batches for a in cbs]
         reads = recorder.reading_all(dev, addresses)
         for read in reads:
             if read is None or read.product.plain is None:

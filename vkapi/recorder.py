@@ -355,6 +355,9 @@ class Recorder:
         done = self.lib.tessera_cb_read_products(addresses, count, self._read_keys, self._read_tags, replay.MAX_TAGS,
                                                  self._read_counts, self._read_used)
         results = ffi.unpack(self._read_counts, done)
+        if max(results) < 0:   # none equals a kept recording (a buffer recorded once and submitted again)
+            reads = self._reads
+            return [reads.get(a) if n == -2 else None for a, n in zip(addresses, results)]
         kept = self.replays.kept_all(owner, ffi.unpack(self._read_keys, 2 * done), results)
         tags = ffi.unpack(self._read_tags, self._read_used[0])
         out, at, reads = [], 0, self._reads
@@ -643,7 +646,7 @@ class _Keeping:
         self.local.keeping = None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)   # a record of one recording's reads: compared by identity
 class Read:
     """A recording begun and ended in C whose submits a ledger reader reported without running its hooks
     (Recorder.reading_all): the kept product it equals and its own tags."""
