@@ -338,36 +338,33 @@ class Recorder:
         replays = self.replays
         if not self._deferring or replays is None:
             return [None] * len(addresses)
-        out = self._read_some(owner, addresses)
-        while len(out) < len(addresses):
-            out += self._read_some(owner, addresses[len(out):])
+        ffi, reads = self.ffi, self._reads
+        out: list = []
+        while len(out) < len(addresses):   # one call of C reads as many as their tags fit
+            rest = addresses[len(out):] if out else addresses
+            count = len(rest)
+            if count > self._read_room:
+                self._read_room = count
+                self._read_keys, self._read_counts = ffi.new("uint64_t[]", 2 * count), ffi.new("long[]", count)
+            done = self.lib.tessera_cb_read_products(rest, count, self._read_keys, self._read_tags, replay.MAX_TAGS,
+                                                     self._read_counts, self._read_used)
+            results = ffi.unpack(self._read_counts, done)
+            if max(results) < 0:   # none equals a kept recording (a buffer recorded once and submitted again)
+                out += [reads.get(a) if n == -2 else None for a, n in zip(rest, results)] if -2 in results \
+                    else [None] * done
+                continue
+            kept = replays.kept_all(owner, ffi.unpack(self._read_keys, 2 * done), results)
+            tags, at = ffi.unpack(self._read_tags, self._read_used[0]), 0
+            for i, n in enumerate(results):
+                if n >= 0:
+                    entry = kept[i]
+                    out.append(None if entry is None else Read(entry.product, tags[at:at + n]))
+                    at += n
+                else:
+                    out.append(reads.get(rest[i]) if n == -2 else None)
         if len(set(addresses)) < len(addresses):   # a buffer named twice: one Read for it
             first: dict = {}
             out = [first.setdefault(a, r) if r is not None else None for a, r in zip(addresses, out)]
-        return out
-
-    def _read_some(self, owner, addresses: list[int]) -> list["Read | None"]:
-        """`reading_all` of `addresses`, or of as many of the first of them as one call of C reads."""
-        ffi, count = self.ffi, len(addresses)
-        if count > self._read_room:
-            self._read_room = count
-            self._read_keys, self._read_counts = ffi.new("uint64_t[]", 2 * count), ffi.new("long[]", count)
-        done = self.lib.tessera_cb_read_products(addresses, count, self._read_keys, self._read_tags, replay.MAX_TAGS,
-                                                 self._read_counts, self._read_used)
-        results = ffi.unpack(self._read_counts, done)
-        if max(results) < 0:   # none equals a kept recording (a buffer recorded once and submitted again)
-            reads = self._reads
-            return [reads.get(a) if n == -2 else None for a, n in zip(addresses, results)]
-        kept = self.replays.kept_all(owner, ffi.unpack(self._read_keys, 2 * done), results)
-        tags = ffi.unpack(self._read_tags, self._read_used[0])
-        out, at, reads = [], 0, self._reads
-        for i, n in enumerate(results):
-            if n >= 0:
-                entry = kept[i]
-                out.append(None if entry is None else Read(entry.product, tags[at:at + n]))
-                at += n
-            else:
-                out.append(reads.get(addresses[i]) if n == -2 else None)
         return out
 
     def read_all(self, addresses: list[int], reads: list["Read | None"]) -> list[bool]:
