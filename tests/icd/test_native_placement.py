@@ -179,20 +179,24 @@ def test_a_damaged_plan_is_refused_and_changes_nothing(native):
     assert list(state) == list(range(16))
 
 
-def test_plans_with_any_byte_changed_are_placed_or_refused_never_overrun(tmp_path, native):
-    """Every byte of a real plan changed in turn (and the plan cut short at every length): C places it or
-    refuses it (-1, -2), writing nothing beyond `out` (a guard after it stays intact)."""
+def _a_native_plan(tmp_path) -> tuple[bytes, int, int]:
+    """_native_plan of _product's recording, planned the first time it is placed (as the timeline makes it)."""
     from tessera.icd.placement_plans import _native_plan
 
-    ffi, lib = native
     timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
     queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
     (ops,) = _frames(_product(), 1)
     timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
     timeline.settle(block=True)
     (plan,) = [p for p, _ in timeline.plans._made.values()]
-    placer = SimpleNamespace(tl=timeline, gpu_id=0)
-    blob, fixed, slot_tokens = _native_plan(plan, placer, 0xC0FFEE)
+    return _native_plan(plan, SimpleNamespace(tl=timeline, gpu_id=0), 0xC0FFEE)
+
+
+def test_plans_with_any_byte_changed_are_placed_or_refused_never_overrun(tmp_path, native):
+    """Every byte of a real plan changed in turn (and the plan cut short at every length): C places it or
+    refuses it (-1, -2), writing nothing beyond `out` (a guard after it stays intact)."""
+    ffi, lib = native
+    blob, fixed, slot_tokens = _a_native_plan(tmp_path)
     texts = b"".join(len(t).to_bytes(2, "little") + t for t in (tag_label(k).encode() for k in range(1, 12)))
     bound = fixed + 2 * slot_tokens * 3
     guard = b"\xAB" * 64
@@ -212,16 +216,10 @@ def test_tessera_place_all_places_until_a_damaged_part_and_never_overruns(tmp_pa
     """tessera_place_all's texts (each recording's labels on entry, then its tags, which C labels) cut short at
     every length, or with a tag count over the slots' limit: C places the recordings before the damage (`placed`
     and the bytes returned agree with placing them one by one) and writes nothing beyond `out`."""
-    from tessera.icd.placement_plans import _TAG_LAYOUTS, _native_plan
+    from tessera.icd.placement_plans import _TAG_LAYOUTS
 
     ffi, lib = native
-    timeline = Timeline(PROFILES[DEFAULT_PROFILE], tmp_path)
-    queue = SimpleNamespace(device=SimpleNamespace(physical=object()), labels=[])
-    (ops,) = _frames(_product(), 1)
-    timeline.submit(queue, [batch([SimpleNamespace(ops=ops, address=0xC0FFEE)], [], [])])
-    timeline.settle(block=True)
-    (plan,) = [p for p, _ in timeline.plans._made.values()]
-    blob, fixed, slot_tokens = _native_plan(plan, SimpleNamespace(tl=timeline, gpu_id=0), 0xC0FFEE)
+    blob, fixed, slot_tokens = _a_native_plan(tmp_path)
     n_tags = len(_product().tag_ops)
     part = (0).to_bytes(4, "little") + _TAG_LAYOUTS[n_tags].pack(n_tags, *[2 ** 64 - 1 - k for k in range(n_tags)])
     bound = 3 * (fixed + 2 * slot_tokens * 21)
