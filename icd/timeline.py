@@ -45,6 +45,7 @@ from . import timing
 from .objects import CommandBuffer, Queue
 from tessera.vkapi.ops import Barrier, OpWalker, PassBegin, Recording
 from tessera.vkapi.render_passes import PassInfo
+from tessera.vkapi.submits import ReadingLedger
 from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
@@ -134,9 +135,7 @@ class Timeline:
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._order = threading.Lock()   # pulling C submits and handing over, as one step
-        # The thread pulling: the hooks of a buffer's begin made in C run then (vkapi/lifecycle.py), and they
-        # pull first, as every begin hook does: that thread is pulling already.
-        self._pulling = threading.local()
+        self._pulling = ReadingLedger()
         self._source: Callable[[], list[SubmitMade | LabelMade]] | None = None
 
     @property
@@ -153,7 +152,7 @@ class Timeline:
     def pull(self) -> None:
         """Hand over the submits made in C so far (before a command buffer they hold is reset; a thread
         handing them over already does not)."""
-        if getattr(self._pulling, "on", False):
+        if self._pulling.on:
             return
         with self._order:
             self._pull()

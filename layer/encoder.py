@@ -94,8 +94,9 @@ _HEADS: dict[tuple[int, int], bytes] = {}   # a WORKLOADS envelope's JSON by (de
 def workloads(device_address: int, cb_address: int, described: list[tuple[Workload, str, dict, bool]]) -> bytes:
     """One WORKLOADS frame: the (workload, kind, meta, annex) descriptions of one command buffer; the same
     bytes as json_body(batch.envelope(…, [batch.entry(tag, workload_fields(…)), …])) (tests/layer/test_encoder.py)."""
+    head = _head(device_address, cb_address)
     entries = ",".join(_ENTRIES.entry(*d) for d in described)
-    return _workloads_frame(device_address, cb_address, entries)
+    return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 
 _AGAIN: dict[tuple, tuple] = {}   # (id(rows), device, command buffer) -> (rows, the frame's JSON as one %-format,
@@ -138,11 +139,6 @@ def _head(device_address: int, cb_address: int) -> bytes:
         head = _HEADS[(device_address, cb_address)] = json_body(
             batch.envelope(hex_handle(device_address), hex_handle(cb_address), []))
     return head
-
-
-def _workloads_frame(device_address: int, cb_address: int, entries: str) -> bytes:
-    head = _head(device_address, cb_address)
-    return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 
 _JSON_TEXTS: dict[str, str] = {}   # a queue's name or a frame's source as JSON; bounded

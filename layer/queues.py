@@ -216,15 +216,13 @@ class QueueReporter:
         self.c_submits = c_submits
         self.clock = clock
         self.order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
-        # The thread reporting them: the hooks of a buffer's begin made in C run then (vkapi/lifecycle.py), and
-        # they pull first, as every begin hook does: that thread is pulling already.
-        self._pulling = threading.local()
+        self._pulling = submits.ReadingLedger()
 
     # ---- submits made in C ------------------------------------------------------------------
     def pull(self) -> None:
         """Report the submits made in C so far, in order (a thread reporting them already does not)."""
         pulling = self._pulling
-        if self.ledger is None or getattr(pulling, "on", False):
+        if self.ledger is None or pulling.on:
             return
         with self.order:
             pulling.on = True

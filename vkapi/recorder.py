@@ -349,11 +349,9 @@ class Recorder:
             done = self.lib.tessera_cb_read_products(rest, count, self._read_keys, self._read_tags, replay.MAX_TAGS,
                                                      self._read_counts, self._read_used)
             results = ffi.unpack(self._read_counts, done)
-            if max(results) < 0:   # none equals a kept recording (a buffer recorded once and submitted again)
-                out += [reads.get(a) if n == -2 else None for a, n in zip(rest, results)] if -2 in results \
-                    else [None] * done
-                continue
-            kept = replays.kept_all(owner, ffi.unpack(self._read_keys, 2 * done), results)
+            # none equal to a kept one (a buffer recorded once and submitted again): no lookup
+            kept = replays.kept_all(owner, ffi.unpack(self._read_keys, 2 * done), results) if max(results) >= 0 \
+                else ()
             tags, at = ffi.unpack(self._read_tags, self._read_used[0]), 0
             for i, n in enumerate(results):
                 if n >= 0:

@@ -116,14 +116,7 @@ class Replays:
     def kept(self, owner, hash_: int, size: int) -> _Entry | None:
         """The recording kept under (`owner`'s device, `hash_`, `size`) while nothing it names changed (its
         `product`); None when none is."""
-        res = self.products.resources(owner)
-        found = (id(res), hash_, size)
-        with self._lock:
-            entry = self._entries.get(found)
-            if entry is None or entry.generation != res.generation:
-                return None
-            self._entries.move_to_end(found)
-        return entry
+        return self.kept_all(owner, [hash_, size], [0])[0]
 
     def kept_all(self, owner, keys: list[int], results: list[int]) -> list[_Entry | None]:
         """`kept` on `owner`'s device of the i-th (hash, size), keys[2i] and keys[2i + 1], where results[i] >= 0

@@ -36,6 +36,7 @@ belongs to the taker until it gives it back.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,6 +224,12 @@ def label_fast_path(name: str) -> str:
     else:
         record = f"tessera_ledger_label(queue, {LABEL_END}, NULL);"
     return (f"    if (__atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)) {{ {record} return; }}\n")
+
+
+class ReadingLedger(threading.local):
+    """`on` while this thread reads a shim's ledger. The hooks of a buffer's begin made in C (vkapi/lifecycle.py)
+    run then, and they read the ledger first, as every begin hook does: the thread reading it already skips that."""
+    on = False
 
 
 class SubmitLedger:
