@@ -14,7 +14,8 @@ from tessera.vkapi.vkconst import vk
 
 class Labeller:
     """`next_tag`: the process-wide tag counter, shared with the commands the shim records in C
-    (vkapi/recorder.py's tessera_next_tag, an atomic counter starting at 1)."""
+    (vkapi/runtime/recorder.c's tessera_next_tag: one counter starting at 1, handed to each thread in
+    blocks of 64, so a thread's tags increase and no two are equal)."""
 
     def __init__(self, ffi, next_tag: Callable[[], int]) -> None:
         self.ffi = ffi

@@ -482,6 +482,103 @@ static void begun_and_ended_in_c(void)
     tessera_cb_unregister(secondary);
 }
 
+/* Threads recording at once: tags from per-thread blocks of the one counter, kept products read while
+   Python keeps and drops them, lifecycle counts summed over the threads' stripes. */
+#define TAG_THREADS 4
+#define TAGS_EACH 1000   /* several blocks each */
+static uint64_t thread_tags[TAG_THREADS][TAGS_EACH];
+
+static void *take_tags(void *arg)
+{
+    uint64_t *mine = arg;
+    for (int i = 0; i < TAGS_EACH; i++) mine[i] = tessera_next_tag();
+    return NULL;
+}
+
+static int compare_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static VkResult quiet_begin(VkCommandBuffer commandBuffer, const VkCommandBufferBeginInfo *info)
+{
+    (void)commandBuffer; (void)info; return 0;
+}
+
+static tessera_device shared_dev;
+static void *kept_key;
+static uint64_t kept_hash;
+static size_t kept_size;
+#define READS_EACH 20000
+
+static void *read_products(void *arg)
+{
+    void *handle = arg;
+    tessera_cb *cb = tessera_cb_find(handle);
+    VkCommandBufferBeginInfo info = {0};
+    VkResult result;
+    long found = 0, i = 0;
+    for (; i < READS_EACH || !found; i++) {   /* Python keeps the product at the end: found at last */
+        CHECK(tessera_begin_in_c((VkCommandBuffer)handle, &info, 0, &result) && result == 0);
+        record_two(handle, 1000 + (uint64_t)i);   /* equal to the kept recording but for its tag */
+        int match = tessera_product_match(cb);
+        CHECK(match == -1 || match == 1);
+        found += match == 1;
+        tessera_cb_clear(handle);
+    }
+    return (void *)i;
+}
+
+static void threads_at_once(void)
+{
+    pthread_t threads[TAG_THREADS];
+    for (int k = 0; k < TAG_THREADS; k++)
+        CHECK(pthread_create(&threads[k], NULL, take_tags, thread_tags[k]) == 0);
+    for (int k = 0; k < TAG_THREADS; k++) CHECK(pthread_join(threads[k], NULL) == 0);
+    static uint64_t all[TAG_THREADS * TAGS_EACH];
+    for (int k = 0; k < TAG_THREADS; k++)
+        for (int i = 0; i < TAGS_EACH; i++) {
+            CHECK(thread_tags[k][i] >= 1);
+            if (i) CHECK(thread_tags[k][i] > thread_tags[k][i - 1]);   /* a thread's tags increase */
+            all[k * TAGS_EACH + i] = thread_tags[k][i];
+        }
+    qsort(all, TAG_THREADS * TAGS_EACH, sizeof all[0], compare_u64);
+    for (int i = 1; i < TAG_THREADS * TAGS_EACH; i++) CHECK(all[i] != all[i - 1]);   /* unique */
+    /* at most one part-used block per thread (and this thread's, from tags()) between them */
+    CHECK(all[TAG_THREADS * TAGS_EACH - 1] <= (uint64_t)(TAG_THREADS * TAGS_EACH + (TAG_THREADS + 1) * 64));
+
+    uint64_t before[3], after[3];
+    tessera_lifecycle_counts(before);
+    shared_dev.deferrable = 1;
+    shared_dev.next[0] = (PFN_vkVoidFunction)quiet_begin;
+    kept_key = key(7000);
+    CHECK(tessera_cb_register(kept_key, &shared_dev, 1, 0x900));
+    record_two(kept_key, 1);
+    uint8_t *data;
+    uint64_t dropped;
+    CHECK(tessera_cb_records(kept_key, &data, &kept_size, &dropped));
+    tessera_cb_find(kept_key)->submit_ok = 1;
+    kept_hash = tessera_records_hash(data, kept_size);
+    for (int k = 0; k < TAG_THREADS; k++) CHECK(tessera_cb_register(key(7001 + (size_t)k), &shared_dev, 1, 0x901 + (uint64_t)k));
+    for (int k = 0; k < TAG_THREADS; k++)
+        CHECK(pthread_create(&threads[k], NULL, read_products, key(7001 + (size_t)k)) == 0);
+    for (int i = 0; i < 2000; i++) {   /* Python keeps and drops the product while the threads read it */
+        CHECK(tessera_product_keep(kept_key, data, kept_size, kept_hash, 0));
+        if (i % 2 == 0) tessera_product_drop(&shared_dev, kept_hash, kept_size);
+    }
+    long begun = 0;
+    for (int k = 0; k < TAG_THREADS; k++) {
+        void *n;
+        CHECK(pthread_join(threads[k], &n) == 0);
+        begun += (long)n;
+    }
+    tessera_lifecycle_counts(after);
+    CHECK(after[0] - before[0] == (uint64_t)begun && begun >= TAG_THREADS * READS_EACH && after[1] == before[1]);
+    tessera_product_drop(&shared_dev, kept_hash, kept_size);
+    for (int k = 0; k <= TAG_THREADS; k++) tessera_cb_unregister(key(7000 + (size_t)k));
+}
+
 int main(void)
 {
     map_and_arenas();
@@ -492,6 +589,7 @@ int main(void)
     begun_and_ended_in_c();
     answers();
     next_functions();
+    threads_at_once();
     puts("ok");
     return 0;
 }

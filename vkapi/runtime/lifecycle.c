@@ -17,8 +17,37 @@ _Static_assert(offsetof(tessera_product, data) % 8 == 0, "records are read as 8-
 
 #define TESSERA_PRODUCT_BUCKETS 1024   /* a power of two */
 static tessera_product *tessera_products[TESSERA_PRODUCT_BUCKETS];
-static pthread_rwlock_t tessera_product_lock = PTHREAD_RWLOCK_INITIALIZER;   /* ends read, Python writes */
-static uint64_t tessera_begun_in_c, tessera_ended_in_c, tessera_pools_reset_in_c;   /* for TESSERA_LOG=info */
+
+/* What recording threads write, striped: each thread takes one stripe (a cache line) so that threads
+   recording at once share no line. A thread reading the kept products locks its stripe's mutex; Python,
+   changing them, locks every stripe. The counts (for TESSERA_LOG=info) are the stripes' sums. */
+#define TESSERA_STRIPES 16
+typedef struct {
+    pthread_mutex_t products;
+    uint64_t begun_in_c, ended_in_c, pools_reset_in_c;
+} __attribute__((aligned(64))) tessera_stripe;
+static tessera_stripe tessera_stripes[TESSERA_STRIPES] = {
+    [0 ... TESSERA_STRIPES - 1] = {.products = PTHREAD_MUTEX_INITIALIZER}};
+static unsigned tessera_stripes_taken;
+static __thread tessera_stripe *tessera_my_stripe_cache;
+
+static tessera_stripe *tessera_my_stripe(void)
+{
+    if (!tessera_my_stripe_cache)
+        tessera_my_stripe_cache =
+            &tessera_stripes[__atomic_fetch_add(&tessera_stripes_taken, 1, __ATOMIC_RELAXED) % TESSERA_STRIPES];
+    return tessera_my_stripe_cache;
+}
+
+static void tessera_products_lock_all(void)
+{
+    for (int i = 0; i < TESSERA_STRIPES; i++) pthread_mutex_lock(&tessera_stripes[i].products);
+}
+
+static void tessera_products_unlock_all(void)
+{
+    for (int i = TESSERA_STRIPES - 1; i >= 0; i--) pthread_mutex_unlock(&tessera_stripes[i].products);
+}
 
 static tessera_product **tessera_product_bucket(const tessera_device *dev, uint64_t hash, size_t size)
 {
@@ -42,7 +71,7 @@ int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_
     p->size = size;
     p->submit_ok = cb->submit_ok;
     memcpy(p->data, data, size);
-    pthread_rwlock_wrlock(&tessera_product_lock);
+    tessera_products_lock_all();
     tessera_product **bucket = tessera_product_bucket(dev, hash, size);
     for (tessera_product **link = bucket; *link; link = &(*link)->next)
         if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
@@ -53,14 +82,14 @@ int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_
         }
     p->next = *bucket;
     *bucket = p;
-    pthread_rwlock_unlock(&tessera_product_lock);
+    tessera_products_unlock_all();
     return 1;
 }
 
 /* Python: Python no longer keeps the product of the recording kept under this key. */
 void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
 {
-    pthread_rwlock_wrlock(&tessera_product_lock);
+    tessera_products_lock_all();
     for (tessera_product **link = tessera_product_bucket(dev, hash, size); *link; link = &(*link)->next)
         if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
             tessera_product *p = *link;
@@ -68,10 +97,10 @@ void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
             free(p);
             break;
         }
-    pthread_rwlock_unlock(&tessera_product_lock);
+    tessera_products_unlock_all();
 }
 
-/* (tessera_product_lock held for reading) The kept recording equal to `cb`'s whole recording (hashed `hash`)
+/* (the thread's stripe locked) The kept recording equal to `cb`'s whole recording (hashed `hash`)
    but for its tags, made on the same device while nothing it names changed; NULL when none is kept. The
    recording's tags into `tags` (at most `max`; NULL: not wanted), their number into `*count`. */
 static const tessera_product *tessera_product_equal(const tessera_cb *cb, uint64_t hash, uint64_t *tags, size_t max,
@@ -92,10 +121,11 @@ static int tessera_product_match(const tessera_cb *cb)
     uint64_t hash = tessera_records_hash(cb->data, cb->used);
     if (!hash) return -1;
     long count;
-    pthread_rwlock_rdlock(&tessera_product_lock);
+    pthread_mutex_t *lock = &tessera_my_stripe()->products;
+    pthread_mutex_lock(lock);
     const tessera_product *p = tessera_product_equal(cb, hash, NULL, 0, &count);
     int found = p ? p->submit_ok != 0 : -1;
-    pthread_rwlock_unlock(&tessera_product_lock);
+    pthread_mutex_unlock(lock);
     return found;
 }
 
@@ -126,7 +156,7 @@ static int tessera_begin_in_c(VkCommandBuffer commandBuffer, const VkCommandBuff
         tessera_cb_begin(cb);
         cb->begin_flags = info->flags;
         __atomic_store_n(&cb->deferred, (deferred & TESSERA_RESET_IN_C) | TESSERA_BEGUN_IN_C, __ATOMIC_RELEASE);
-        __atomic_add_fetch(&tessera_begun_in_c, 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&tessera_my_stripe()->begun_in_c, 1, __ATOMIC_RELAXED);
     }
     return 1;
 }
@@ -149,7 +179,7 @@ static int tessera_end_in_c(VkCommandBuffer commandBuffer, int index, VkResult *
     if (*result == 0)   /* VK_SUCCESS */
         cb->submit_ok = submit_ok && !cb->python_submits && cb->label_depth == 0;
     __atomic_or_fetch(&cb->deferred, TESSERA_ENDED_IN_C, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&tessera_ended_in_c, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&tessera_my_stripe()->ended_in_c, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -206,7 +236,7 @@ static int tessera_pool_reset_in_c(VkDevice device, VkCommandPool commandPool, V
             cbs[i]->whole = 0;   /* no recording begun */
             __atomic_store_n(&cbs[i]->deferred, TESSERA_RESET_IN_C, __ATOMIC_RELEASE);
         }
-    __atomic_add_fetch(&tessera_pools_reset_in_c, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&tessera_my_stripe()->pools_reset_in_c, 1, __ATOMIC_RELAXED);
     return 1;
 }
 
@@ -250,9 +280,10 @@ long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t
     uint64_t hash = tessera_records_hash(cb->data, cb->used);
     if (!hash) return -1;
     long n = -1;
-    pthread_rwlock_rdlock(&tessera_product_lock);
+    pthread_mutex_t *lock = &tessera_my_stripe()->products;
+    pthread_mutex_lock(lock);
     const tessera_product *p = tessera_product_equal(cb, hash, tags, max, &n);
-    pthread_rwlock_unlock(&tessera_product_lock);
+    pthread_mutex_unlock(lock);
     if (!p) return -1;
     key[0] = hash;
     key[1] = cb->used;
@@ -302,7 +333,10 @@ void tessera_cb_read_in_python_all(const uint64_t *handles, size_t count)
 /* Python (TESSERA_LOG=info): begins, ends and pool resets made in C so far. */
 void tessera_lifecycle_counts(uint64_t *counts)
 {
-    counts[0] = __atomic_load_n(&tessera_begun_in_c, __ATOMIC_RELAXED);
-    counts[1] = __atomic_load_n(&tessera_ended_in_c, __ATOMIC_RELAXED);
-    counts[2] = __atomic_load_n(&tessera_pools_reset_in_c, __ATOMIC_RELAXED);
+    counts[0] = counts[1] = counts[2] = 0;
+    for (int i = 0; i < TESSERA_STRIPES; i++) {
+        counts[0] += __atomic_load_n(&tessera_stripes[i].begun_in_c, __ATOMIC_RELAXED);
+        counts[1] += __atomic_load_n(&tessera_stripes[i].ended_in_c, __ATOMIC_RELAXED);
+        counts[2] += __atomic_load_n(&tessera_stripes[i].pools_reset_in_c, __ATOMIC_RELAXED);
+    }
 }

@@ -64,7 +64,7 @@ static tessera_table *tessera_cbs;          /* read lock-free; replaced (never f
 static size_t tessera_cb_used;              /* live + tombstones, under tessera_cb_lock */
 static uint64_t tessera_cb_version;         /* moved on by every registration and unregistration (lifecycle.c) */
 static pthread_mutex_t tessera_cb_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t tessera_tag;
+static uint64_t tessera_tag;                /* the last tag of the last block handed to a thread */
 
 static inline size_t tessera_hash(void *key, size_t mask)
 {
@@ -101,8 +101,10 @@ static void tessera_table_put(tessera_table *t, void *key, tessera_cb *cb)
 /* Python: the command buffer `handle` of a device records in C from now on. 0 on failure. */
 int tessera_cb_register(void *handle, tessera_device *dev, int primary, uint64_t pool)
 {
-    tessera_cb *cb = calloc(1, sizeof(tessera_cb));
+    /* on cache lines of its own: buffers recorded on different threads at once share none */
+    tessera_cb *cb = aligned_alloc(64, (sizeof(tessera_cb) + 63) & ~(size_t)63);
     if (!cb) return 0;
+    memset(cb, 0, sizeof(tessera_cb));
     cb->handle = handle;
     cb->dev = dev;
     cb->primary = primary;
@@ -261,9 +263,19 @@ void tessera_cb_set_python_brackets(void *handle, int on)
     if (cb) cb->python_brackets = on;
 }
 
+/* Tags come from one process-wide counter starting at 1, handed to each thread in blocks: threads
+   recording at once would otherwise write the counter's cache line once per workload. A thread's tags
+   increase; in a program with one recording thread they are 1, 2, 3, ... */
+#define TESSERA_TAG_BLOCK 64
+static __thread uint64_t tessera_tag_next, tessera_tag_end;   /* the thread's block: [next, end) */
+
 uint64_t tessera_next_tag(void)
 {
-    return __atomic_add_fetch(&tessera_tag, 1, __ATOMIC_RELAXED);
+    if (tessera_tag_next == tessera_tag_end) {
+        tessera_tag_next = __atomic_fetch_add(&tessera_tag, TESSERA_TAG_BLOCK, __ATOMIC_RELAXED) + 1;
+        tessera_tag_end = tessera_tag_next + TESSERA_TAG_BLOCK;
+    }
+    return tessera_tag_next++;
 }
 
 /* The layer's t<tag> label around a workload recorded in C (tagging.py's Labeller in C). */
