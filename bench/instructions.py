@@ -13,7 +13,7 @@ DIR, the same in that checkout's loader environment too (its own interpreter and
 checkout's record_cost), side by side. A benchmark, not a test.
 
 Run: .venv/bin/python bench/instructions.py [--modes buffers,frame] [--frames 10,40]
-         [--configs "lavapipe,mali icd + layer"] [--before DIR]
+         [--configs "lavapipe,mali icd + layer"] [--before DIR] [--dispatches 8,136]
 """
 from __future__ import annotations
 
@@ -38,12 +38,12 @@ with tempfile.TemporaryDirectory(dir=sys.argv[1] + "/build") as d:
 """
 
 
-def instructions(checkout: Path, config: str, mode: str, frames: int) -> int:
-    """Instructions of every thread of `record_cost MODE FRAMES 1` in `checkout`'s `config`."""
+def instructions(checkout: Path, config: str, mode: str, frames: int, *more: str) -> int:
+    """Instructions of every thread of `record_cost MODE FRAMES 1 [MORE]` in `checkout`'s `config`."""
     with tempfile.TemporaryDirectory() as d:
         out = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", _CHILD, str(checkout), config,
                               "valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/callgrind.%p",
-                              str(BUILD_BENCH / "record_cost"), mode, str(frames), "1"],
+                              str(BUILD_BENCH / "record_cost"), mode, str(frames), "1", *more],
                              capture_output=True, text=True, check=True).stdout
     found = re.findall(r"Collected : (\d+)", out)
     if not found:
@@ -51,25 +51,41 @@ def instructions(checkout: Path, config: str, mode: str, frames: int) -> int:
     return int(found[-1])
 
 
+def per_frame(checkout: Path, config: str, mode: str, n1: int, n2: int, *more: str) -> float:
+    """Instructions per frame: the difference of N2 and N1 frames (after a warm-up run of N1)."""
+    instructions(checkout, config, mode, n1, *more)   # lavapipe's shader cache warm
+    a, b = instructions(checkout, config, mode, n1, *more), instructions(checkout, config, mode, n2, *more)
+    return (b - a) / (n2 - n1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--modes", default="buffers,frame")
+    ap.add_argument("--modes", default="buffers,frame", help="record_cost modes (none: \"\")")
     ap.add_argument("--frames", default="10,40", help="N1,N2")
     ap.add_argument("--configs", default=f"{LAVAPIPE_ENV},{LAYER_ENV}")
     ap.add_argument("--before", type=Path, help="another checkout, set up, counted the same way")
+    ap.add_argument("--dispatches", help="D1,D2: also the frame mode with D1 and D2 dispatches per frame, and "
+                                         "what one more workload costs, (at D2 - at D1) / (D2 - D1)")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (make apt installs it)")
     n1, n2 = (int(n) for n in args.frames.split(","))
     build()
     checkouts = ([args.before.resolve()] if args.before else []) + [REPO]
-    for mode in args.modes.split(","):
+    for mode in filter(None, args.modes.split(",")):
         print(f"record_cost {mode}: instructions per frame, all threads ({n1} and {n2} frames, valgrind)")
         for config in args.configs.split(","):
             for checkout in checkouts if config != LAVAPIPE_ENV else [REPO]:
-                instructions(checkout, config, mode, n1)   # lavapipe's shader cache warm
-                a, b = instructions(checkout, config, mode, n1), instructions(checkout, config, mode, n2)
-                print(f"  {config:18s} {str(checkout):32s} {(b - a) / (n2 - n1) / 1e3:10.1f} k")
+                print(f"  {config:18s} {str(checkout):32s} {per_frame(checkout, config, mode, n1, n2) / 1e3:10.1f} k")
+    if args.dispatches:
+        d1, d2 = (int(d) for d in args.dispatches.split(","))
+        print(f"record_cost frame with {d1} and {d2} dispatches: instructions per frame, and per further dispatch "
+              f"({n1} and {n2} frames, valgrind)")
+        for config in args.configs.split(","):
+            for checkout in checkouts if config != LAVAPIPE_ENV else [REPO]:
+                at1, at2 = (per_frame(checkout, config, "frame", n1, n2, str(d)) for d in (d1, d2))
+                print(f"  {config:18s} {str(checkout):32s} {at1 / 1e3:10.1f} k {at2 / 1e3:10.1f} k   "
+                      f"{(at2 - at1) / (d2 - d1) / 1e3:8.2f} k per dispatch")
 
 
 if __name__ == "__main__":

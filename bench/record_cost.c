@@ -18,7 +18,8 @@
  *   buffer    one command buffer recorded N times over (vkBeginCommandBuffer, vkCmdBindPipeline with
  *             the empty compute pipeline, vkCmdDispatch, vkEndCommandBuffer), the wall time per recording.
  *   frame     N frames of a frame loop that re-records its work: vkBeginCommandBuffer, vkCmdBindPipeline
- *             (the empty compute pipeline), FRAME_DISPATCHES vkCmdDispatch(1,1,1), vkEndCommandBuffer,
+ *             (the empty compute pipeline), D vkCmdDispatch(1,1,1) (4th argument, default FRAME_DISPATCHES:
+ *             two values of D tell what one more workload costs), vkEndCommandBuffer,
  *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; the wall time per frame, and
  *             "cpu_ns_per_call" the process CPU time (every thread: the application's, the backend's, a
  *             layer's and a driver's workers) per frame.
@@ -88,6 +89,7 @@ static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups",
 
 #define RING 64            /* submit mode: command buffers (and fences) in flight at most */
 #define FRAME_DISPATCHES 8 /* frame and threads modes: dispatches recorded per frame / command buffer */
+#define MAX_FRAME_DISPATCHES 4096   /* frame mode's 4th argument */
 #define MAX_THREADS 16     /* threads mode */
 #define FRAME_PASSES 8     /* passframe mode: labelled dynamic-rendering passes per frame */
 #define PASS_DRAWS 4       /* passframe mode: draws per pass */
@@ -414,20 +416,25 @@ static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg,
     return best;
 }
 
-/* frame mode: the empty compute pipeline bound, FRAME_DISPATCHES vkCmdDispatch(1,1,1). */
+/* frame mode: the empty compute pipeline bound, `dispatches` vkCmdDispatch(1,1,1). */
+struct dispatch_frame {
+    struct compute_pipeline cp;
+    long dispatches;
+};
+
 static void record_dispatch_frame(VkCommandBuffer cmd, const void *arg)
 {
-    const struct compute_pipeline *cp = arg;
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp->pipeline);
-    for (int d = 0; d < FRAME_DISPATCHES; d++)
+    const struct dispatch_frame *f = arg;
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->cp.pipeline);
+    for (long d = 0; d < f->dispatches; d++)
         vkCmdDispatch(cmd, 1, 1, 1);
 }
 
-static double bench_frame(struct ctx *c, long calls, long reps, double *best_cpu)
+static double bench_frame(struct ctx *c, long calls, long reps, long dispatches, double *best_cpu)
 {
-    struct compute_pipeline cp = empty_compute_pipeline(c);
-    double best = frame_loop(c, record_dispatch_frame, &cp, calls, reps, best_cpu);
-    destroy_compute_pipeline(c, &cp);
+    struct dispatch_frame f = {empty_compute_pipeline(c), dispatches};
+    double best = frame_loop(c, record_dispatch_frame, &f, calls, reps, best_cpu);
+    destroy_compute_pipeline(c, &f.cp);
     return best;
 }
 
@@ -832,8 +839,9 @@ int main(int argc, char **argv)
             known = 1;
         }
     if (!known) {
-        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|frame|passframe|buffers [N] [REPS]\n"
-                        "       record_cost threads [N] [REPS] [THREADS]\n");
+        fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
+                        "       record_cost threads [N] [REPS] [THREADS]\n"
+                        "       record_cost frame [N] [REPS] [DISPATCHES]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -843,6 +851,9 @@ int main(int argc, char **argv)
     const long threads = mode == MODE_THREADS ? parse_arg(argc, argv, 4, 2) : 1;
     if (threads > MAX_THREADS)
         fail("at most 16 threads");
+    const long dispatches = mode == MODE_FRAME ? parse_arg(argc, argv, 4, FRAME_DISPATCHES) : FRAME_DISPATCHES;
+    if (dispatches > MAX_FRAME_DISPATCHES)
+        fail("at most 4096 dispatches per frame");
 
     struct ctx c;
     init(&c, mode);
@@ -853,7 +864,7 @@ int main(int argc, char **argv)
                   : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
-                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, &best_cpu)
+                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)

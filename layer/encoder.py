@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from itertools import chain
 
 from tessera.schemas import workloads as batch
 from tessera.schemas.frames import PROTOCOL_VERSION, MessageType, encode, json_body
@@ -99,34 +100,41 @@ def workloads(device_address: int, cb_address: int, described: list[tuple[Worklo
     return encode(MessageType.WORKLOADS, head[:-2] + entries.encode() + head[-2:])
 
 
-_AGAIN: dict[tuple, tuple] = {}   # (id(rows), device, command buffer) -> (rows, the frame's JSON as one %-format,
-                                   # the tag index of each %d); bounded
+_AGAIN: dict[tuple, tuple] = {}   # (id(rows), device, command buffer) -> (rows, the frame's JSON in pieces,
+                                   # the tag index of each piece after the first); bounded
+_DECIMAL = b"%d".__mod__
 
 
 def workloads_again(device_address: int, recordings: list[tuple[int, tuple, list[int]]]) -> bytes:
     """The WORKLOADS frames, one after the other, of recordings made again from kept ones (layer/replay.py; a
     submit's buffers read without their hooks, sent together): each (command buffer address, `rows` its
     product's (tag index, workload, kind, meta, annex), `tags` the recording's own); the same bytes as
-    `workloads` of the restored descriptions. Each frame's JSON is kept as one format with a %d per tag (a
-    product is reported every frame), held with the rows so that no identity is reused while kept."""
+    `workloads` of the restored descriptions. Each frame's JSON is kept as the bytes between its tags, joined
+    with the recording's tags in decimal (a product is reported every frame: a %-format would scan every
+    byte of its descriptions each time), held with the rows so that no identity is reused while kept."""
     out = []
     for cb_address, rows, tags in recordings:
         hit = _AGAIN.get((id(rows), device_address, cb_address))
         if hit is None or hit[0] is not rows:
-            hit = _again_format(device_address, cb_address, rows)
-        out.append(encode(MessageType.WORKLOADS, (hit[1] % tuple(map(tags.__getitem__, hit[2]))).encode()))
+            hit = _again_pieces(device_address, cb_address, rows)
+        pieces = hit[1]
+        digits = map(_DECIMAL, map(tags.__getitem__, hit[2]))
+        out.append(encode(MessageType.WORKLOADS, b"".join(chain.from_iterable(zip(pieces, chain(digits, (b"",)))))))
     return b"".join(out)
 
 
-def _again_format(device_address: int, cb_address: int, rows: tuple) -> tuple:
+def _again_pieces(device_address: int, cb_address: int, rows: tuple) -> tuple:
     if len(_AGAIN) >= _EntryTexts.CACHE:
         _AGAIN.clear()
     after_tag = _ENTRIES.after_tag
-    entries = ",".join(f'{{"{batch.TAG}":%d' + after_tag(w, kind, meta, annex).replace("%", "%%")
-                       for _, w, kind, meta, annex in rows)
-    head = _head(device_address, cb_address).decode().replace("%", "%%")
-    found = _AGAIN[(id(rows), device_address, cb_address)] = (rows, head[:-2] + entries + head[-2:],
-                                                              tuple(k for k, *_ in rows))
+    head = _head(device_address, cb_address)
+    opening = f'{{"{batch.TAG}":'.encode()
+    pieces, before = [], head[:-2]   # the envelope's text up to its entries' "]}"
+    for i, (_, w, kind, meta, annex) in enumerate(rows):
+        pieces.append(before + (b"," if i else b"") + opening)
+        before = after_tag(w, kind, meta, annex).encode()
+    pieces.append(before + head[-2:])
+    found = _AGAIN[(id(rows), device_address, cb_address)] = (rows, tuple(pieces), tuple(k for k, *_ in rows))
     return found
 
 

@@ -3,8 +3,8 @@
 `t<tagID>` wraps each workload the layer tags; `s<submitID>` wraps a submit whose tags need
 telling apart (a command buffer submitted again, or one with an ANNEX): the driver's events
 then carry `s<submitID> / … / t<tagID>`, and `submitID.tagID` names one running workload
-(docs/formats.md). Python formats and parses them here; the shims' C formats them with
-`C_TAG_FORMAT` / `C_SUBMIT_FORMAT`, generated from the same prefixes. Changing a prefix is a
+(docs/formats.md). Python formats and parses them here; the shims' C writes them from the same
+prefixes (`tessera_tag_text` after TAG_PREFIX, snprintf with `C_SUBMIT_FORMAT`). Changing a prefix is a
 protocol change (PROTOCOL_VERSION in schemas/frames.py).
 """
 from __future__ import annotations
@@ -15,8 +15,7 @@ TAG_PREFIX = "t"
 SUBMIT_PREFIX = "s"
 TAG_LABEL = re.compile(rf"^{TAG_PREFIX}(\d+)$")
 SUBMIT_LABEL = re.compile(rf"^{SUBMIT_PREFIX}(\d+)$")
-C_TAG_FORMAT = TAG_PREFIX + "%llu"         # printf format of a tag label (unsigned long long)
-C_SUBMIT_FORMAT = SUBMIT_PREFIX + "%llu"
+C_SUBMIT_FORMAT = SUBMIT_PREFIX + "%llu"   # printf format of a submit label (unsigned long long)
 
 
 def tag_label(tag: int) -> str:

@@ -122,10 +122,9 @@ def formats(name: str, spec: Recorded) -> list[str]:
 
 
 def c_defines() -> str:
-    """The #defines vkapi/runtime/recorder.c needs: the t<tag> label format (tessera.schemas.labels)."""
-    from tessera.schemas.labels import C_TAG_FORMAT, TAG_PREFIX
-    return (f'#define TESSERA_TAG_FORMAT "{C_TAG_FORMAT}"        /* tessera.schemas.labels */\n'
-            f'#define TESSERA_TAG_PREFIX "{TAG_PREFIX}"\n')
+    """The #defines vkapi/runtime/recorder.c needs: the t<tag> label's prefix (tessera.schemas.labels)."""
+    from tessera.schemas.labels import TAG_PREFIX
+    return f'#define TESSERA_TAG_PREFIX "{TAG_PREFIX}"        /* tessera.schemas.labels */\n'
 
 
 def support_c() -> str:

@@ -156,6 +156,15 @@ static void tags(void)
     dev.marker_end = fake_marker_end;
     uint64_t first = tessera_next_tag(), second = tessera_next_tag();
     CHECK(second == first + 1);
+    char text[TESSERA_TAG_TEXT];
+    CHECK(tessera_tag_text(text, 0) == 2 && strcmp(text, "t0") == 0);
+    CHECK(tessera_tag_text(text, 9) == 2 && strcmp(text, "t9") == 0);
+    CHECK(tessera_tag_text(text, 10) == 3 && strcmp(text, "t10") == 0);
+    CHECK(tessera_tag_text(text, 1234567890) == 11 && strcmp(text, "t1234567890") == 0);
+    CHECK(tessera_tag_text(text, 18446744073709551615ull) == 21 && strcmp(text, "t18446744073709551615") == 0);
+    CHECK(tessera_tag_label(text) == 0);   /* at or above 2^63: recorded as text */
+    tessera_tag_text(text, 9223372036854775807ull);
+    CHECK(tessera_tag_label(text) == (TESSERA_TAG_BIT | 9223372036854775807ull));
     CHECK(tessera_push_tag(commandBuffer, &dev, 18446744073709551615ull) && label_depth == 1);
     CHECK(strcmp(last_label, "t18446744073709551615") == 0);
     tessera_pop_tag(commandBuffer, &dev);

@@ -206,7 +206,7 @@ long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint8_t *t
 /* Place `count` recordings one after another, as `count` calls of tessera_place_events on one `state`
  * would: recording i's plan is plans[i] (plan_lens[i] bytes), its slot texts made from the i-th part of
  * `texts`: a u32 length and the queue's labels on entry as tessera_place_events takes texts, then a u32
- * count and the recording's tags (u64 each), whose t<tag> labels (TESSERA_TAG_FORMAT) are the slots after
+ * count and the recording's tags (u64 each), whose t<tag> labels (tessera_tag_text) are the slots after
  * them. One call for a batch's stretch of planned recordings (icd/placement_plans.NativePlacer.place_all).
  * Stops at the first recording refused (its part damaged, or what tessera_place_events refuses): `*placed`
  * says how many were placed, their bytes in `out` and their effect in `state`; the return value is those
@@ -222,14 +222,14 @@ long tessera_place_all(const uint8_t *const *plans, const size_t *plan_lens, siz
         tessera_bytes entry = tessera_read_bytes(&tr, 4);
         uint64_t ntags = tessera_read(&tr, 4);
         if (tr.bad || ntags > TESSERA_PLAN_SLOTS || (size_t)(tr.end - tr.at) < 8 * ntags) break;
-        /* each tag's slot: a u16 length and at most 1 + 20 digits of t<tag> */
-        size_t need = entry.n + ntags * (2 + 32);
+        /* each tag's slot: a u16 length and its t<tag> label */
+        size_t need = entry.n + ntags * (2 + TESSERA_TAG_TEXT);
         uint8_t *slots = need <= sizeof scratch ? scratch : malloc(need);
         if (!slots) break;
         memcpy(slots, entry.p, entry.n);
         size_t at = entry.n;
         for (uint64_t k = 0; k < ntags; k++) {
-            int n = snprintf((char *)slots + at + 2, 32, TESSERA_TAG_FORMAT, (unsigned long long)tessera_read(&tr, 8));
+            size_t n = tessera_tag_text((char *)slots + at + 2, tessera_read(&tr, 8));
             slots[at] = (uint8_t)n;
             slots[at + 1] = 0;
             at += 2 + (size_t)n;

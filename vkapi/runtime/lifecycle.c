@@ -115,10 +115,11 @@ static const tessera_product *tessera_product_equal(const tessera_cb *cb, uint64
 }
 
 /* The submit decision of the kept recording equal to `cb`'s whole recording but for its tags
-   (tessera_product_equal); -1 when none is kept. */
-static int tessera_product_match(const tessera_cb *cb)
+   (tessera_product_equal); -1 when none is kept. The recording's hash kept in `cb->end_hash`: its submits
+   are read by it (tessera_cb_read_product) and nothing changes the records before C begins the buffer again. */
+static int tessera_product_match(tessera_cb *cb)
 {
-    uint64_t hash = tessera_records_hash(cb->data, cb->used);
+    uint64_t hash = cb->end_hash = tessera_records_hash(cb->data, cb->used);
     if (!hash) return -1;
     long count;
     pthread_mutex_t *lock = &tessera_my_stripe()->products;
@@ -277,8 +278,7 @@ long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t
     int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
     if (!(deferred & TESSERA_ENDED_IN_C) || cb->end_result != 0 || cb->dropped) return -1;
     if (deferred & TESSERA_READ_IN_PYTHON) return -2;
-    uint64_t hash = tessera_records_hash(cb->data, cb->used);
-    if (!hash) return -1;
+    uint64_t hash = cb->end_hash;   /* ended in C: tessera_product_match found it kept */
     long n = -1;
     pthread_mutex_t *lock = &tessera_my_stripe()->products;
     pthread_mutex_lock(lock);

@@ -1,7 +1,7 @@
 /* ---- command-buffer arenas (tessera.vkapi.recorder; the record layout is its docstring) ----
    Static C: a lock-free hash map from command buffer to its arena and device table, the arenas, and
    the layer's t<tag> labels. The generated recording fast paths (vkapi/recorder_gen.py) call it. The
-   generator #defines TESSERA_GUARD_COUNT, TESSERA_TAG_FORMAT and TESSERA_TAG_PREFIX (tessera.schemas.labels)
+   generator #defines TESSERA_GUARD_COUNT and TESSERA_TAG_PREFIX (tessera.schemas.labels)
    before it and emits tessera_record_formats[] and tessera_tag_slots[]. Helpers that only one shim calls
    are marked unused (tests/vkapi/test_runtime_c.py compiles both shims with -Wall -Wextra -Werror). */
 #include <pthread.h>
@@ -44,6 +44,7 @@ typedef struct tessera_cb {
     uint32_t begin_flags;        /* ... the deferred begin's VkCommandBufferUsageFlags */
     int32_t end_result;          /* ... the deferred end's VkResult */
     uint64_t in_ledger;          /* the serial of the last ledger a submit of the buffer went into (submits.c) */
+    uint64_t end_hash;           /* the hash of the recording an end made in C found kept (lifecycle.c) */
 } tessera_cb;
 
 typedef struct { void *key; tessera_cb *cb; } tessera_slot;
@@ -278,11 +279,29 @@ uint64_t tessera_next_tag(void)
     return tessera_tag_next++;
 }
 
+/* A tag's t<tag> label (tessera.schemas.labels.tag_label: the prefix, then the number in decimal) into `out`,
+   which has room for TESSERA_TAG_TEXT bytes; its length, the NUL not counted. Written out by hand: snprintf
+   cost ~750 instructions per label, and each workload gets one label in each shim. */
+#define TESSERA_TAG_TEXT (sizeof TESSERA_TAG_PREFIX + 20)
+static inline size_t tessera_tag_text(char *out, uint64_t tag)
+{
+    char digits[20];
+    size_t n = 0, prefix = sizeof TESSERA_TAG_PREFIX - 1;
+    do {
+        digits[n++] = (char)('0' + tag % 10);
+        tag /= 10;
+    } while (tag);
+    memcpy(out, TESSERA_TAG_PREFIX, prefix);
+    for (size_t i = 0; i < n; i++) out[prefix + i] = digits[n - 1 - i];
+    out[prefix + n] = '\0';
+    return prefix + n;
+}
+
 /* The layer's t<tag> label around a workload recorded in C (tagging.py's Labeller in C). */
 __attribute__((unused)) static int tessera_push_tag(VkCommandBuffer commandBuffer, tessera_device *dev, uint64_t tag)
 {
-    char name[24];
-    snprintf(name, sizeof name, TESSERA_TAG_FORMAT, (unsigned long long)tag);
+    char name[TESSERA_TAG_TEXT];
+    tessera_tag_text(name, tag);
     if (dev->label_begin) {
         VkDebugUtilsLabelEXT label = {0};
         label.sType = 1000128002;   /* VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT */
@@ -307,7 +326,7 @@ static void tessera_pop_tag(VkCommandBuffer commandBuffer, tessera_device *dev)
 }
 
 /* A string recorded as a tag (Recorded.tag_labels): TESSERA_TAG_BIT | its number when `s` is a
-   t<tag> label exactly as TESSERA_TAG_FORMAT writes it (no sign, no leading zero, below 2^63),
+   t<tag> label exactly as tessera_tag_text writes it (no sign, no leading zero, below 2^63),
    else 0 (recorded as text). */
 #define TESSERA_TAG_BIT (1ull << 63)
 __attribute__((unused)) static uint64_t tessera_tag_label(const char *s)
