@@ -8,7 +8,7 @@ R runs of wall and process-CPU time per call. Each checkout must be set up (`mak
 A benchmark, not a test.
 
 Run: .venv/bin/python bench/compare_checkouts.py BEFORE_DIR [AFTER_DIR] --mode frame [--calls N] [--runs R]
-         [--config "mali icd + layer"] [--threads T]
+         [--config "mali icd + layer"] [--threads T] [--workloads D] [--kind dispatch|fill]
 """
 from __future__ import annotations
 
@@ -50,8 +50,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--config", default="mali icd + layer")
     ap.add_argument("--threads", type=int, default=1, help="threads mode: recording threads")
+    ap.add_argument("--workloads", type=int, default=8, help="frame mode: workloads per frame")
+    ap.add_argument("--kind", choices=("dispatch", "fill"), default="dispatch", help="frame mode: the workloads")
     args = ap.parse_args()
-    argv = [str(RECORD_COST), args.mode, str(args.calls), "1"] + ([str(args.threads)] if args.mode == "threads" else [])
+    argv = [str(RECORD_COST), args.mode, str(args.calls), "1"]
+    if args.mode == "threads":
+        argv.append(str(args.threads))
+    elif args.mode == "frame":
+        argv += [str(args.workloads), args.kind]
     results: dict[Path, list[dict]] = {args.before: [], args.after: []}
     for _ in range(args.runs):
         for checkout in results:

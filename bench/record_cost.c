@@ -19,7 +19,8 @@
  *             the empty compute pipeline, vkCmdDispatch, vkEndCommandBuffer), the wall time per recording.
  *   frame     N frames of a frame loop that re-records its work: vkBeginCommandBuffer, vkCmdBindPipeline
  *             (the empty compute pipeline), D vkCmdDispatch(1,1,1) (4th argument, default FRAME_DISPATCHES:
- *             two values of D tell what one more workload costs), vkEndCommandBuffer,
+ *             two values of D tell what one more workload costs; 5th argument "fill": D vkCmdFillBuffer of
+ *             16 bytes instead, which lavapipe runs at a memset's cost), vkEndCommandBuffer,
  *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; the wall time per frame, and
  *             "cpu_ns_per_call" the process CPU time (every thread: the application's, the backend's, a
  *             layer's and a driver's workers) per frame.
@@ -416,24 +417,46 @@ static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg,
     return best;
 }
 
-/* frame mode: the empty compute pipeline bound, `dispatches` vkCmdDispatch(1,1,1). */
-struct dispatch_frame {
+/* frame mode: the empty compute pipeline bound, `count` vkCmdDispatch(1,1,1); or (`fills`) `count`
+   vkCmdFillBuffer of FILL_BYTES each into a buffer of COPY_BYTES, workloads lavapipe runs at a memset's cost. */
+struct workload_frame {
     struct compute_pipeline cp;
-    long dispatches;
+    long count;
+    VkBuffer buffer;
 };
 
-static void record_dispatch_frame(VkCommandBuffer cmd, const void *arg)
+static void record_workload_frame(VkCommandBuffer cmd, const void *arg)
 {
-    const struct dispatch_frame *f = arg;
+    const struct workload_frame *f = arg;
+    if (f->buffer != VK_NULL_HANDLE) {
+        for (long d = 0; d < f->count; d++)
+            vkCmdFillBuffer(cmd, f->buffer, (VkDeviceSize)(d % (COPY_BYTES / FILL_BYTES)) * FILL_BYTES, FILL_BYTES,
+                            (uint32_t)d);
+        return;
+    }
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->cp.pipeline);
-    for (long d = 0; d < f->dispatches; d++)
+    for (long d = 0; d < f->count; d++)
         vkCmdDispatch(cmd, 1, 1, 1);
 }
 
-static double bench_frame(struct ctx *c, long calls, long reps, long dispatches, double *best_cpu)
+static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, double *best_cpu)
 {
-    struct dispatch_frame f = {empty_compute_pipeline(c), dispatches};
-    double best = frame_loop(c, record_dispatch_frame, &f, calls, reps, best_cpu);
+    struct workload_frame f = {empty_compute_pipeline(c), count, VK_NULL_HANDLE};
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    if (fills) {
+        VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = COPY_BYTES,
+                                   .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+        VK_CHECK(vkCreateBuffer(c->device, &info, NULL, &f.buffer));
+        VkMemoryRequirements reqs;
+        vkGetBufferMemoryRequirements(c->device, f.buffer, &reqs);
+        memory = allocate(c, reqs);
+        VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
+    }
+    double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu);
+    if (fills) {
+        vkDestroyBuffer(c->device, f.buffer, NULL);
+        vkFreeMemory(c->device, memory, NULL);
+    }
     destroy_compute_pipeline(c, &f.cp);
     return best;
 }
@@ -841,7 +864,7 @@ int main(int argc, char **argv)
     if (!known) {
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
-                        "       record_cost frame [N] [REPS] [DISPATCHES]\n");
+                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -853,7 +876,10 @@ int main(int argc, char **argv)
         fail("at most 16 threads");
     const long dispatches = mode == MODE_FRAME ? parse_arg(argc, argv, 4, FRAME_DISPATCHES) : FRAME_DISPATCHES;
     if (dispatches > MAX_FRAME_DISPATCHES)
-        fail("at most 4096 dispatches per frame");
+        fail("at most 4096 workloads per frame");
+    const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
+    if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
+        fail("the frame mode's 5th argument is dispatch or fill");
 
     struct ctx c;
     init(&c, mode);
@@ -864,7 +890,7 @@ int main(int argc, char **argv)
                   : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
-                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, &best_cpu)
+                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
