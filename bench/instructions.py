@@ -13,13 +13,15 @@ DIR, the same in that checkout's loader environment too (its own interpreter and
 checkout's record_cost), side by side. A benchmark, not a test.
 
 Run: .venv/bin/python bench/instructions.py [--modes buffers,frame] [--frames 10,40]
-         [--configs "lavapipe,mali icd + layer"] [--before DIR] [--dispatches 8,136]
+         [--configs "lavapipe,mali icd + layer"] [--before DIR] [--workloads 8,136] [--kind fill|dispatch]
 
-With --dispatches (default 8,136), the frame mode is counted with D1 and D2 dispatches per frame too: the
-difference per further dispatch is what one more workload costs, lavapipe's own included (its row). Each count
-is given for every thread and for the application's alone: the shims' workers also poll on a timer (the
-layer's sender, the driver's timeline), and under valgrind a frame lasts ~50x longer, so every-thread counts
-hold more of that polling per frame than a real run does; the application's thread holds none of it.
+With --workloads (default 8,136), the frame mode is counted with D1 and D2 workloads per frame too (fills by
+default, which lavapipe runs at a memset's cost; --kind dispatch for dispatches): the difference per further
+workload is what one more costs, lavapipe's own included (its row). The shims' workers also poll on a
+timer (the layer's sender, the driver's timeline), and under valgrind a frame lasts ~50x longer, so these
+counts hold more of that polling per frame than a real run does (least with fills, whose frames are short).
+Counting the application's thread alone does not remove it reliably: start-up work lands on whichever thread
+first needs it, which moves a run's count on one thread by hundreds of millions.
 """
 from __future__ import annotations
 
@@ -44,30 +46,24 @@ with tempfile.TemporaryDirectory(dir=sys.argv[1] + "/build") as d:
 """
 
 
-def instructions(checkout: Path, config: str, mode: str, frames: int, *more: str) -> tuple[int, int]:
-    """Instructions of `record_cost MODE FRAMES 1 [MORE]` in `checkout`'s `config`: (every thread's, the
-    application thread's). Counted per thread (--separate-threads): the file of thread 1 is the application's."""
+def instructions(checkout: Path, config: str, mode: str, frames: int, *more: str) -> int:
+    """Instructions of every thread of `record_cost MODE FRAMES 1 [MORE]` in `checkout`'s `config`."""
     with tempfile.TemporaryDirectory() as d:
-        subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", _CHILD, str(checkout), config,
-                        "valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={d}/cg",
-                        str(BUILD_BENCH / "record_cost"), mode, str(frames), "1", *more],
-                       capture_output=True, text=True, check=True)
-        counts = {}
-        for f in Path(d).glob("cg-*"):
-            found = re.search(r"^(?:summary|totals): (\d+)", f.read_text(errors="replace"), re.M)
-            if found:
-                counts[int(f.name.rsplit("-", 1)[1])] = int(found.group(1))
-    if 1 not in counts:
-        raise SystemExit(f"valgrind wrote no count of the application thread in {config}")
-    return sum(counts.values()), counts[1]
+        out = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", _CHILD, str(checkout), config,
+                              "valgrind", "--tool=callgrind", f"--callgrind-out-file={d}/callgrind.%p",
+                              str(BUILD_BENCH / "record_cost"), mode, str(frames), "1", *more],
+                             capture_output=True, text=True, check=True).stdout
+    found = re.findall(r"Collected : (\d+)", out)
+    if not found:
+        raise SystemExit(f"valgrind printed no count:\n{out}")
+    return int(found[-1])
 
 
-def per_frame(checkout: Path, config: str, mode: str, n1: int, n2: int, *more: str) -> tuple[float, float]:
-    """Instructions per frame (every thread's, the application thread's): the difference of N2 and N1 frames
-    (after a warm-up run of N1)."""
+def per_frame(checkout: Path, config: str, mode: str, n1: int, n2: int, *more: str) -> float:
+    """Instructions per frame: the difference of N2 and N1 frames (after a warm-up run of N1)."""
     instructions(checkout, config, mode, n1, *more)   # lavapipe's shader cache warm
     a, b = instructions(checkout, config, mode, n1, *more), instructions(checkout, config, mode, n2, *more)
-    return (b[0] - a[0]) / (n2 - n1), (b[1] - a[1]) / (n2 - n1)
+    return (b - a) / (n2 - n1)
 
 
 def main() -> None:
@@ -76,9 +72,10 @@ def main() -> None:
     ap.add_argument("--frames", default="10,40", help="N1,N2")
     ap.add_argument("--configs", default=f"{LAVAPIPE_ENV},{LAYER_ENV}")
     ap.add_argument("--before", type=Path, help="another checkout, set up, counted the same way")
-    ap.add_argument("--dispatches", default="8,136",
-                    help="D1,D2: also the frame mode with D1 and D2 dispatches per frame, and what one more workload "
+    ap.add_argument("--workloads", default="8,136",
+                    help="D1,D2: also the frame mode with D1 and D2 workloads per frame, and what one more workload "
                          "costs, (at D2 - at D1) / (D2 - D1) (none: \"\")")
+    ap.add_argument("--kind", choices=("fill", "dispatch"), default="fill", help="the frame mode's workloads")
     args = ap.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (make apt installs it)")
@@ -86,21 +83,18 @@ def main() -> None:
     build()
     checkouts = ([args.before.resolve()] if args.before else []) + [REPO]
     for mode in filter(None, args.modes.split(",")):
-        print(f"record_cost {mode}: instructions per frame, all threads / the application's ({n1} and {n2} "
-              "frames, valgrind)")
+        print(f"record_cost {mode}: instructions per frame, all threads ({n1} and {n2} frames, valgrind)")
         for config in args.configs.split(","):
             for checkout in checkouts if config != LAVAPIPE_ENV else [REPO]:
-                every, app = per_frame(checkout, config, mode, n1, n2)
-                print(f"  {config:18s} {str(checkout):32s} {every / 1e3:10.1f} k {app / 1e3:10.1f} k")
-    if args.dispatches:
-        d1, d2 = (int(d) for d in args.dispatches.split(","))
-        print(f"record_cost frame with {d1} and {d2} dispatches: instructions per further dispatch, all threads / the "
-              f"application's ({n1} and {n2} frames, valgrind)")
+                print(f"  {config:18s} {str(checkout):32s} {per_frame(checkout, config, mode, n1, n2) / 1e3:10.1f} k")
+    if args.workloads:
+        d1, d2 = (int(d) for d in args.workloads.split(","))
+        print(f"record_cost frame with {d1} and {d2} {args.kind}s: instructions per further {args.kind}, all threads "
+              f"({n1} and {n2} frames, valgrind)")
         for config in args.configs.split(","):
             for checkout in checkouts if config != LAVAPIPE_ENV else [REPO]:
-                at1, at2 = (per_frame(checkout, config, "frame", n1, n2, str(d)) for d in (d1, d2))
-                print(f"  {config:18s} {str(checkout):32s} {(at2[0] - at1[0]) / (d2 - d1) / 1e3:8.2f} k "
-                      f"{(at2[1] - at1[1]) / (d2 - d1) / 1e3:8.2f} k")
+                at1, at2 = (per_frame(checkout, config, "frame", n1, n2, str(d), args.kind) for d in (d1, d2))
+                print(f"  {config:18s} {str(checkout):32s} {(at2 - at1) / (d2 - d1) / 1e3:8.2f} k")
 
 
 if __name__ == "__main__":

@@ -38,11 +38,13 @@ with tempfile.TemporaryDirectory(dir=sys.argv[1] + "/build") as d:
 
 
 def counts(checkout: Path, mode: str, frames: int) -> collections.Counter:
-    """Every Python call of `record_cost MODE FRAMES 1` in `checkout`'s "mali icd + layer", by function."""
+    """Every Python call of `record_cost MODE FRAMES 1 [MORE]` in `checkout`'s "mali icd + layer", by function;
+    `mode` is MODE or MODE:MORE, record_cost's further arguments after colons (frame:8:fill)."""
+    mode, *more = mode.split(":")
     with tempfile.TemporaryDirectory(dir=REPO / "build") as d:
         prefix = Path(d) / "calls"
         subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", _CHILD, str(checkout), call_counts.SWITCH,
-                        str(prefix), str(BUILD_BENCH / "record_cost"), mode, str(frames), "1"], check=True)
+                        str(prefix), str(BUILD_BENCH / "record_cost"), mode, str(frames), "1", *more], check=True)
         total: collections.Counter = collections.Counter()
         for path in Path(d).glob("calls.*"):
             total.update(call_counts.read(path))
@@ -51,7 +53,8 @@ def counts(checkout: Path, mode: str, frames: int) -> collections.Counter:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--modes", default="frame,passframe")
+    ap.add_argument("--modes", default="frame,passframe", help="record_cost modes, each MODE or MODE:MORE (its further "
+                                                               "arguments after colons: frame:136:fill)")
     ap.add_argument("--frames", default="200,1200", help="N1,N2")
     ap.add_argument("--top", type=int, default=15)
     ap.add_argument("--before", type=Path, help="another checkout, set up, counted the same way")
