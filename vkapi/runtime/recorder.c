@@ -266,7 +266,7 @@ void tessera_cb_set_python_brackets(void *handle, int on)
 
 /* Tags come from one process-wide counter starting at 1, handed to each thread in blocks: threads
    recording at once would otherwise write the counter's cache line once per workload. A thread's tags
-   increase; in a program with one recording thread they are 1, 2, 3, ... */
+   increase; in a program whose workloads are all tagged on one thread they are 1, 2, 3, ... */
 #define TESSERA_TAG_BLOCK 64
 static __thread uint64_t tessera_tag_next, tessera_tag_end;   /* the thread's block: [next, end) */
 
