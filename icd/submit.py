@@ -43,21 +43,31 @@ class Submits(Feature):
         taken = self.ledger.take()
         if not taken:
             return out
-        for s in taken:
+        i = 0
+        while i < len(taken):
+            s = taken[i]
+            i += 1
             queue = by_address.get(s.queue)
             if not isinstance(queue, Queue):   # cannot happen: the queue's device is alive
                 continue
             if isinstance(s, QueueLabel):
-                out.append(LabelMade(queue, s.name))
+                if s.name is not None and _wrapped_submit(taken, i, s.queue):   # begin, submit, end: one job
+                    out.append(self._made(queue, taken[i], s.name))
+                    i += 2
+                else:
+                    out.append(LabelMade(queue, s.name))
                 continue
-            recordings = self._recordings([by_address[a] for cbs, _, _ in s.batches for a in cbs])
-            batches, at = [], 0
-            for cbs, waits, signals in s.batches:
-                batches.append(Batch(recordings[at:at + len(cbs)], waits, signals))
-                at += len(cbs)
-            out.append(SubmitMade(queue, batches, s.boottime_ns))
+            out.append(self._made(queue, s, None))
         self.ledger.read()
         return out
+
+    def _made(self, queue: Queue, s, label: str | None) -> SubmitMade:
+        recordings = self._recordings([self.objects.by_address[a] for cbs, _, _ in s.batches for a in cbs])
+        batches, at = [], 0
+        for cbs, waits, signals in s.batches:
+            batches.append(Batch(recordings[at:at + len(cbs)], waits, signals))
+            at += len(cbs)
+        return SubmitMade(queue, batches, s.boottime_ns, label)
 
     def _recordings(self, cbs: list[CommandBuffer]) -> list[Recording]:
         """A submit's buffers' recordings, as the timeline takes them (timeline.batch). One begun and ended in C
@@ -150,3 +160,9 @@ def register(drv: Driver) -> Submits:
 
 
 CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences", "vkGetFenceStatus")   # vkapi/fences.py
+
+
+def _wrapped_submit(taken: list, at: int, queue: int) -> bool:
+    """Whether taken[at] is a submit on `queue` and taken[at + 1] the end of the queue label begun just before it."""
+    return (at + 1 < len(taken) and not isinstance(taken[at], QueueLabel) and taken[at].queue == queue
+            and isinstance(taken[at + 1], QueueLabel) and taken[at + 1].name is None and taken[at + 1].queue == queue)

@@ -80,6 +80,7 @@ class SubmitMade:
     queue: Queue
     batches: list[Batch]
     host: int           # CLOCK_BOOTTIME when the submit was called
+    label: str | None = None   # a queue label begun just before it and ended just after (the layer's s<submitID>)
 
 
 @dataclass
@@ -170,6 +171,8 @@ class Timeline:
             for made in made_in_c:
                 if isinstance(made, LabelMade):
                     self._put(_queue_label, (made.queue, made.name))
+                elif made.label is not None:
+                    self._put(self._place_labelled, (made.queue, made.label, made.batches, made.host))
                 else:
                     self._put(self._place_submit, (made.queue, made.batches, made.host, None))
 
@@ -316,6 +319,16 @@ class Timeline:
             for s in b.signals:
                 self._semaphores[s] = max(end, earliest)
         self.trace.flush()
+
+
+    def _place_labelled(self, queue: Queue, label: str, batches: list[Batch], host: int) -> None:
+        """A submit made in C inside a queue label of its own: the label's begin, the submit and the label's end
+        as one job (a buffer submitted again gets the layer's s<submitID> around it every frame)."""
+        queue.labels.append(label)
+        try:
+            self._place_submit(queue, batches, host, None)
+        finally:
+            _queue_label(queue, None)
 
 
 def _queue_label(queue: Queue, name: str | None) -> None:

@@ -241,6 +241,39 @@ def test_queue_labels_apply_in_call_order_with_submits(emu):
     assert got[("t2", "copy buffer")][3] == "t2"
 
 
+def test_a_submit_made_in_c_inside_its_own_queue_label_is_placed_as_the_three_calls(emu):
+    """icd/submit.py reads a queue label's begin, a submit and the label's end from the ledger as one SubmitMade
+    with `label` (the layer's s<submitID> around a buffer submitted again): the same events as the three jobs,
+    and the label closed after it."""
+    q = emu.queues[0]
+    made = [[tl.LabelMade(q, "s1"), tl.SubmitMade(q, [batch([cb(dispatch("t1"))], [], [])], T), tl.LabelMade(q, None)],
+            [tl.SubmitMade(q, [batch([cb(dispatch("t2"))], [], [])], T, "s2")],
+            [tl.SubmitMade(q, [batch([cb(copy("t3"))], [], [])], T)]]
+    emu.timeline.take_submits_from(lambda: made.pop(0) if made else [])
+    for _ in range(3):
+        emu.timeline.pull()
+    got = emu.events()
+    assert got[("t1", "compute")][3] == "s1 / t1" and got[("t2", "compute")][3] == "s2 / t2"
+    assert got[("t1", "compute")][1] == got[("t2", "compute")][0]   # one after the other on the queue
+    assert got[("t3", "copy buffer")][3] == "t3" and q.labels == []
+
+
+def test_the_ledger_reader_folds_a_label_only_around_one_submit_on_its_queue():
+    from tessera.icd.submit import _wrapped_submit
+    from tessera.vkapi.submits import QueueLabel, Submission
+
+    def submit(queue: int) -> Submission:
+        return Submission(queue, 0, 0, T, 1, 0, True, [([0x10], [], [])])
+
+    begin, end = QueueLabel(0xA, "s1"), QueueLabel(0xA, None)
+    assert _wrapped_submit([begin, submit(0xA), end], 1, 0xA)
+    assert not _wrapped_submit([begin, submit(0xB), QueueLabel(0xB, None)], 1, 0xA)   # another queue's submit
+    assert not _wrapped_submit([begin, submit(0xA), QueueLabel(0xB, None)], 1, 0xA)   # another queue's end
+    assert not _wrapped_submit([begin, submit(0xA), QueueLabel(0xA, "inner")], 1, 0xA)   # a begin, not an end
+    assert not _wrapped_submit([begin, QueueLabel(0xA, "x"), end], 1, 0xA)   # no submit between
+    assert not _wrapped_submit([begin, submit(0xA)], 1, 0xA)                  # the end not read yet
+
+
 def test_work_known_only_after_execution_is_timed_with_what_completion_gives(emu):
     work = Work("dispatch", "compute", "vkCmdDispatchIndirect", {}, invocations=64 * 64, estimated=True)
 
