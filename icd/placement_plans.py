@@ -131,30 +131,29 @@ class NativePlacer:
         self._state_c = ffi.from_buffer("int64_t[]", self._state)
         self._placed = ffi.new("size_t *")
         self._out, self._cap = ffi.NULL, 0   # the packets' buffer, as large as the largest stretch's bound
+        self._entry_of: tuple[str, ...] | None = None   # the labels on entry encoded last (_entry_bytes)
+        self._entry_encoded: tuple[bytes | None, int] = (None, 0)
 
     def place_all(self, placer: "_Placer", planned: list[tuple[Plan, int, tuple[str, ...], list[int]]]) -> int:
         """Place each (plan, command buffer address, the queue's labels on entry, the recording's tags) of
         `planned`, in order: in C, one call for each stretch C takes, and in Python one that C refuses or
         cannot take (a label longer than a u16 says). Returns how many C placed."""
         in_c = start = 0
+        gpu_id, native_plan, ffi = placer.gpu_id, _native_plan, self.ffi
         while start < len(planned):
             blobs, sizes, texts, bound = [], [], [], 0   # tessera_place_all's arguments for the stretch
-            entry_of, entry_bytes, longest = None, b"", 0
-            for plan, address, entry, tags in planned[start:]:
+            entry_of = None
+            for plan, address, entry, tags in (planned[start:] if start else planned):
                 if entry is not entry_of:
-                    encoded = [t.encode() for t in entry]
-                    longest = max(map(len, encoded), default=0)
-                    if longest > 0xFFFF:   # a slot's length is a u16
+                    entry_bytes, longest = self._entry_bytes(entry)
+                    if entry_bytes is None:   # a slot's length is a u16
                         break
                     entry_of = entry
-                    slots = b"".join([len(b).to_bytes(2, "little") + b for b in encoded])
-                    entry_bytes = len(slots).to_bytes(4, "little") + slots
-                    longest = max(longest, _TAG_LABEL_MAX)
-                key = (placer.gpu_id, address)
-                made = plan.native.get(key)
+                made = plan.native.get((gpu_id, address))
                 if made is None:
-                    blob, fixed, slot_tokens = _native_plan(plan, placer, address)
-                    made = plan.native[key] = (self.ffi.from_buffer("uint8_t[]", blob), len(blob), fixed, slot_tokens)
+                    blob, fixed, slot_tokens = native_plan(plan, placer, address)
+                    made = plan.native[(gpu_id, address)] = (ffi.from_buffer("uint8_t[]", blob), len(blob), fixed,
+                                                             slot_tokens)
                 blobs.append(made[0])
                 sizes.append(made[1])
                 texts.append(entry_bytes)
@@ -170,6 +169,21 @@ class NativePlacer:
                 start += 1
         return in_c
 
+    def _entry_bytes(self, entry: tuple[str, ...]) -> tuple[bytes | None, int]:
+        """The queue's labels on entry as tessera_place_all takes them (a u32 size, then each label's u16
+        length and bytes), and the longest slot text it may write; None when a label is too long for a u16.
+        The last one is kept: a batch's recordings, and a frame's, mostly find the same labels."""
+        if entry == self._entry_of:
+            return self._entry_encoded
+        encoded = [t.encode() for t in entry]
+        longest = max(map(len, encoded), default=0)
+        if longest > 0xFFFF:
+            return None, 0
+        slots = b"".join([len(b).to_bytes(2, "little") + b for b in encoded])
+        self._entry_of, self._entry_encoded = entry, (len(slots).to_bytes(4, "little") + slots,
+                                                      max(longest, _TAG_LABEL_MAX))
+        return self._entry_encoded
+
     def _call(self, placer: "_Placer", blobs: list, sizes: list[int], texts: bytes, bound: int) -> int:
         """Place a stretch in one call of C (tessera_place_all), as far as it takes it; how many it placed."""
         if bound > self._cap:
@@ -177,19 +191,19 @@ class NativePlacer:
         out = self._out
         tl, gpu, order = placer.tl, placer.gpu, placer.order
         trace = tl.trace
+        # the dicts' values in QUEUES' and CLASSES' order: the order they were made in (scheduler.py)
         free_at, floors, ends = gpu.free_at, order.floors, order.ends
-        q0, q1, q2 = self.QUEUES
-        c0, c1, c2, c3 = CLASSES
         self._STATE.pack_into(self._state, 0, placer.earliest, placer.end, tl._submissions, trace._next_event,
-                              tl._render_pass_instances, free_at[q0], free_at[q1], free_at[q2],
-                              floors[c0], floors[c1], floors[c2], floors[c3], ends[c0], ends[c1], ends[c2], ends[c3])
+                              tl._render_pass_instances, *free_at.values(), *floors.values(), *ends.values())
         n = self.lib.tessera_place_all(blobs, sizes, len(blobs), texts, len(texts), self._state_c, out, bound,
                                        self._placed)
         placed = self._placed[0]
         if placed:
-            (_, placer.end, _, next_event, tl._render_pass_instances, free_at[q0], free_at[q1], free_at[q2],
-             floors[c0], floors[c1], floors[c2], floors[c3], ends[c0], ends[c1], ends[c2], ends[c3]) = \
-                self._STATE.unpack_from(self._state)
+            state = self._STATE.unpack_from(self._state)
+            placer.end, next_event, tl._render_pass_instances = state[1], state[3], state[4]
+            free_at.update(zip(self.QUEUES, state[5:8]))
+            floors.update(zip(CLASSES, state[8:12]))
+            ends.update(zip(CLASSES, state[12:16]))
             trace.emit_encoded(self.ffi.buffer(out, n)[:], next_event - trace._next_event)
         return placed
 

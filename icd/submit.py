@@ -125,6 +125,18 @@ class Submits(Feature):
         self.drv.timeline.forget_semaphore(int(semaphore))
 
     # The application observes completion: what it knows has run is in the trace when the call returns.
+    # The submits are placed before the backend's wait too, while the backend runs their work (placing
+    # one needs no GPU result, unless it waits for its completion fence, which the settle leaves to the
+    # worker): the wait then mostly finds its work done, and the settle after it only checks.
+    def before_vkWaitForFences(self, dev, device, count, pFences, waitAll, timeout):
+        self.drv.timeline.settle()
+
+    def before_vkQueueWaitIdle(self, queue, vkqueue):
+        self.drv.timeline.settle()
+
+    def before_vkDeviceWaitIdle(self, dev, device):
+        self.drv.timeline.settle()
+
     def after_vkWaitForFences(self, dev, result, device, count, pFences, waitAll, timeout):
         if result == vk.VK_SUCCESS:
             self.drv.timeline.settle()

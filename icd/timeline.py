@@ -133,6 +133,7 @@ class Timeline:
         self._stalled = False       # the worker is waiting for GPU work that has not completed
         self._awaited: tuple[Any, Any] | None = None   # (Fences, fence) the worker waits for
         self._progress = threading.Condition()
+        self._waiters = 0           # threads waiting on `_progress` in settle (changed with it held)
         self._worker: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._order = threading.Lock()   # pulling C submits and handing over, as one step
@@ -178,14 +179,14 @@ class Timeline:
 
     def submit(self, queue: Queue, batches: list[Batch], completion: tuple[Any, Any] | None = None) -> None:
         """`completion`: (vkapi.fences.Fences, fence) signalled once the batches' GPU work completed."""
-        self._hand_over(self._place_submit, queue, batches, boottime_ns(), completion)
+        self._hand_over(self._place_submit, (queue, batches, boottime_ns(), completion), completion)
 
     def queue_label(self, queue: Queue, name: str | None) -> None:
         """vkQueueBeginDebugUtilsLabelEXT (`name`) or vkQueueEndDebugUtilsLabelEXT (None)."""
-        self._hand_over(_queue_label, queue, name)
+        self._hand_over(_queue_label, (queue, name))
 
     def forget_semaphore(self, semaphore: int) -> None:
-        self._hand_over(self._semaphores.pop, semaphore, None)
+        self._hand_over(self._semaphores.pop, (semaphore, None))
 
     def settle(self, block: bool = False, timeout_s: float | None = None) -> bool:
         """Return once every job handed over so far has run; or (unless `block`) once the worker
@@ -208,13 +209,17 @@ class Timeline:
             self._wake.set()   # what is left waits for GPU work: the worker takes it
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._progress:
-            while self._done < target:
-                if not block and self._stalled and not self._awaited_completed():
-                    return False
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._progress.wait(left)
+            self._waiters += 1   # before `_done` is read: a job finished after that read notifies
+            try:
+                while self._done < target:
+                    if not block and self._stalled and not self._awaited_completed():
+                        return False
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self._progress.wait(left)
+            finally:
+                self._waiters -= 1
         return True
 
     def _awaited_completed(self) -> bool:
@@ -231,16 +236,16 @@ class Timeline:
             sys.stderr.write(f"tessera: GPU work not completed {EXIT_WAIT_S:g} s after the program's exit: its "
                              "submit and the later ones are not in the GPU trace\n")
 
-    def _hand_over(self, fn: Callable, *args) -> None:
+    def _hand_over(self, fn: Callable, args: tuple, completion: tuple[Any, Any] | None = None) -> None:
         with self._order:
             self._pull()
-            self._put(fn, args)
+            self._put(fn, args, completion)
 
-    def _put(self, fn: Callable, args: tuple) -> None:
+    def _put(self, fn: Callable, args: tuple, completion: tuple[Any, Any] | None = None) -> None:
+        """Queue job `fn(*args)`; `completion`: the (Fences, fence) a settling thread does not wait for."""
         if self._worker is None:
             self.start()
         ticket = next(self._tickets)
-        completion = args[3] if fn == self._place_submit else None
         self._jobs.append((ticket, fn, args, completion))
         self._queued = ticket
 
@@ -288,9 +293,10 @@ class Timeline:
                 fn(*args)
             except Exception:   # one bad job costs that job's events only
                 self._report("vkQueueSubmit", "placing a submit on the emulated timeline")
-            with self._progress:
-                self._done, self._stalled = ticket, False
-                self._progress.notify_all()
+            self._done, self._stalled = ticket, False
+            if self._waiters:   # a thread runs its own settle's jobs mostly: nobody to wake
+                with self._progress:
+                    self._progress.notify_all()
         return ran
 
     def _waiting_for_gpu(self) -> None:
@@ -313,8 +319,11 @@ class Timeline:
         gpu_id, gpu = self._gpus.get(id(queue.device.physical)) or \
             self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
         order = self._orders.get(id(queue)) or self._orders.setdefault(id(queue), QueueOrder())
+        semaphores = self._semaphores
         for b in batches:
-            earliest = max([host, *(self._semaphores.get(s, 0) for s in b.waits)])
+            earliest = host
+            for s in b.waits:
+                earliest = max(earliest, semaphores.get(s, 0))
             end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(b.command_buffers)
             for s in b.signals:
                 self._semaphores[s] = max(end, earliest)
