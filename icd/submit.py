@@ -125,17 +125,17 @@ class Submits(Feature):
         self.drv.timeline.forget_semaphore(int(semaphore))
 
     # The application observes completion: what it knows has run is in the trace when the call returns.
-    # The submits are placed before the backend's wait too, while the backend runs their work (placing
-    # one needs no GPU result, unless it waits for its completion fence, which the settle leaves to the
-    # worker): the wait then mostly finds its work done, and the settle after it only checks.
+    # Before the backend's wait, what needs no GPU result is placed while the backend runs it, never
+    # waiting (a poll with timeout 0 is not held up by GPU work still running); the settle after the
+    # wait then mostly finds nothing left, and a frame loop's wait finds its work done, not sleeping.
     def before_vkWaitForFences(self, dev, device, count, pFences, waitAll, timeout):
-        self.drv.timeline.settle()
+        self.drv.timeline.place_ready()
 
     def before_vkQueueWaitIdle(self, queue, vkqueue):
-        self.drv.timeline.settle()
+        self.drv.timeline.place_ready()
 
     def before_vkDeviceWaitIdle(self, dev, device):
-        self.drv.timeline.settle()
+        self.drv.timeline.place_ready()
 
     def after_vkWaitForFences(self, dev, result, device, count, pFences, waitAll, timeout):
         if result == vk.VK_SUCCESS:

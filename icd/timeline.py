@@ -188,6 +188,18 @@ class Timeline:
     def forget_semaphore(self, semaphore: int) -> None:
         self._hand_over(self._semaphores.pop, (semaphore, None))
 
+    def place_ready(self) -> None:
+        """Run the jobs handed over so far on this thread, up to the first that waits for its GPU work to
+        complete, unless another thread is running jobs; never waits. Before the backend's fence and idle
+        waits: the submits are placed while the backend runs them, and the settle after the wait finds
+        little left to do."""
+        self.pull()
+        if self._done < self._queued and self._running.acquire(blocking=False):
+            try:
+                self._drain(self._queued, helping=True)
+            finally:
+                self._running.release()
+
     def settle(self, block: bool = False, timeout_s: float | None = None) -> bool:
         """Return once every job handed over so far has run; or (unless `block`) once the worker
         waits for GPU work that has not completed (the application may be about to unblock it); or
