@@ -7,7 +7,7 @@ the shim's C path (vkapi/submits.py) forwards and records them, and the
 timeline pulls the records; a buffer may take that path once its recording
 is applied and it holds nothing timed only after execution. A submit that
 does is followed by the driver's completion fence (vkapi/fences.py). Where the
-application observes completion (fence and idle waits), the timeline
+application observes completion (fence, semaphore and idle waits), the timeline
 settles first, so what the application knows has run is in the trace.
 """
 from __future__ import annotations
@@ -131,6 +131,9 @@ class Submits(Feature):
     def before_vkWaitForFences(self, dev, device, count, pFences, waitAll, timeout):
         self.drv.timeline.place_ready()
 
+    def before_vkWaitSemaphores(self, dev, device, pWaitInfo, timeout):
+        self.drv.timeline.place_ready()
+
     def before_vkQueueWaitIdle(self, queue, vkqueue):
         self.drv.timeline.place_ready()
 
@@ -138,6 +141,10 @@ class Submits(Feature):
         self.drv.timeline.place_ready()
 
     def after_vkWaitForFences(self, dev, result, device, count, pFences, waitAll, timeout):
+        if result == vk.VK_SUCCESS:
+            self.drv.timeline.settle()
+
+    def after_vkWaitSemaphores(self, dev, result, device, pWaitInfo, timeout):
         if result == vk.VK_SUCCESS:
             self.drv.timeline.settle()
 

@@ -520,6 +520,12 @@ class Queues:
     def after_vkWaitForFences(self, dev, result, device, fenceCount, pFences, waitAll, timeout):
         self._waited(dev)
 
+    def before_vkWaitSemaphores(self, dev, device, pWaitInfo, timeout):
+        self._waiting()
+
+    def after_vkWaitSemaphores(self, dev, result, device, pWaitInfo, timeout):
+        self._waited(dev)
+
 
 def queue_owner(state, ffi):
     """`queue_at(queue_address)` for a QueueReporter: the owner of the queue at that address (a queue

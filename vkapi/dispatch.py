@@ -474,7 +474,7 @@ class HookSet:
 # first-parameter one (submits, frees, pool resets, secondaries, the device going away).
 SETTLE_ALL = frozenset({"vkQueueSubmit", "vkQueueSubmit2", "vkFreeCommandBuffers", "vkDestroyCommandPool",
                         "vkResetCommandPool", "vkCmdExecuteCommands", "vkDestroyDevice", "vkQueueWaitIdle",
-                        "vkDeviceWaitIdle", "vkWaitForFences"})
+                        "vkDeviceWaitIdle", "vkWaitForFences", "vkWaitSemaphores"})
 
 
 def _composed(fns: list[Callable]) -> Callable:

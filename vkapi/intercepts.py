@@ -417,6 +417,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkUpdateDescriptorSets": {
         ICD: In("icd.data_graph.pipelines", "icd.tensors.descriptors"), LAYER: In("layer.descriptors")},
     "vkWaitForFences": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
+    "vkWaitSemaphores": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
 }
 
 

@@ -1,11 +1,14 @@
 """submit_loop.py in lockstep with its caller: one iteration per line on stdin.
 
-Run: .venv/bin/python tests/integration/apps/submit_stepped.py
+Run: .venv/bin/python tests/integration/apps/submit_stepped.py [fence|timeline]
 Each iteration submits one small transfer (a fill of the buffer with N),
-checks it, prints 'iteration N' and reads a line: 'next' runs another,
-anything else (or end of input) closes the device and exits. The caller
-decides when things happen (kill the daemon, restart it, kill the app) from
-what it has seen, so no test has to guess how fast anything runs.
+waits for it, checks it, prints 'iteration N' and reads a line: 'next' runs
+another, anything else (or end of input) closes the device and exits. The
+caller decides when things happen (kill the daemon, restart it, kill the app)
+from what it has seen, so no test has to guess how fast anything runs.
+`fence` (the default) waits with vkWaitForFences; `timeline` signals a timeline
+semaphore to N and waits for it with vkWaitSemaphores, as engines that pace
+frames with timeline semaphores do.
 """
 import sys
 from pathlib import Path
@@ -17,8 +20,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 import vkapp  # noqa: E402
 
 
+def timeline_submit(ctx: vkapp.Context, semaphore, cmd, value: int) -> None:
+    """`cmd` submitted signalling `semaphore` to `value`, then the host waits for that value."""
+    vk.vkEndCommandBuffer(cmd)
+    values = vk.VkTimelineSemaphoreSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                              signalSemaphoreValueCount=1, pSignalSemaphoreValues=[value])
+    submit = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, pNext=values, commandBufferCount=1,
+                             pCommandBuffers=[cmd], signalSemaphoreCount=1, pSignalSemaphores=[semaphore])
+    vk.vkQueueSubmit(ctx.queue, 1, [submit], None)
+    wait = vk.VkSemaphoreWaitInfo(sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, semaphoreCount=1,
+                                  pSemaphores=[semaphore], pValues=[value])
+    vk.vkWaitSemaphores(ctx.device, wait, 10 * 1000**3)   # raises unless VK_SUCCESS
+    vk.vkFreeCommandBuffers(ctx.device, ctx.command_pool, 1, [cmd])
+
+
 def main() -> None:
-    ctx = vkapp.Context(vkapp.Settings.from_env(), "submit_stepped")
+    mode = sys.argv[1] if len(sys.argv) > 1 else "fence"
+    features = None
+    if mode == "timeline":
+        features = vk.VkPhysicalDeviceTimelineSemaphoreFeatures(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES, timelineSemaphore=vk.VK_TRUE)
+    ctx = vkapp.Context(vkapp.Settings.from_env(), "submit_stepped", device_features=features)
+    semaphore = None
+    if mode == "timeline":
+        kind = vk.VkSemaphoreTypeCreateInfo(sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                            semaphoreType=vk.VK_SEMAPHORE_TYPE_TIMELINE, initialValue=0)
+        semaphore = vk.vkCreateSemaphore(
+            ctx.device, vk.VkSemaphoreCreateInfo(sType=vk.VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, pNext=kind), None)
     buf = ctx.buffer(256, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
     i = 0
     while True:
@@ -26,12 +54,17 @@ def main() -> None:
         cmd = ctx.command_buffer()
         vk.vkCmdFillBuffer(cmd, buf.handle, 0, 256, i)
         vkapp.host_barrier(cmd)
-        ctx.submit([cmd])
+        if semaphore is None:
+            ctx.submit([cmd])
+        else:
+            timeline_submit(ctx, semaphore, cmd, i)
         if not (buf.array(np.uint32) == i).all():
             raise SystemExit(f"iteration {i}: wrong buffer contents")
         print(f"iteration {i}", flush=True)
         if sys.stdin.readline().strip() != "next":
             break
+    if semaphore is not None:
+        vk.vkDestroySemaphore(ctx.device, semaphore, None)
     ctx.close()
 
 
