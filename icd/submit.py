@@ -12,7 +12,7 @@ settles first, so what the application knows has run is in the trace.
 """
 from __future__ import annotations
 
-from tessera.vkapi import submits
+from tessera.vkapi import structs, submits
 from tessera.vkapi.guards import thread_counts
 from tessera.vkapi.ops import Recording
 from tessera.vkapi.fences import Fences
@@ -111,15 +111,23 @@ class Submits(Feature):
         if result != vk.VK_SUCCESS:
             return
         get = self.objects.get
-        self.hand_over(queue, [([get(h, CommandBuffer) for h in buffers], [int(w) for w in waits],
-                                [int(s) for s in signals])
-                               for buffers, waits, signals in submits.batches(name, count, pSubmits)])
+        self.hand_over(queue, [([get(h, CommandBuffer) for h in buffers], [(int(h), v) for h, v in waits],
+                                [(int(h), v) for h, v in signals])
+                               for buffers, waits, signals in submits.batches(name, count, pSubmits, self.ffi)])
 
     def after_vkQueueSubmit(self, queue, result, vkqueue, count, pSubmits, fence):
         self._after_submit("vkQueueSubmit", queue, result, count, pSubmits)
 
     def after_vkQueueSubmit2(self, queue, result, vkqueue, count, pSubmits, fence):
         self._after_submit("vkQueueSubmit2", queue, result, count, pSubmits)
+
+    def after_vkCreateSemaphore(self, dev, result, device, pCreateInfo, pAllocator, pSemaphore):
+        if result != vk.VK_SUCCESS:
+            return
+        kind = structs.find(self.ffi, pCreateInfo.pNext, vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                            "VkSemaphoreTypeCreateInfo *")
+        if kind is not None and kind.semaphoreType == vk.VK_SEMAPHORE_TYPE_TIMELINE:
+            self.drv.timeline.timeline_semaphore(int(self.ffi.cast("uint64_t", pSemaphore[0])))
 
     def before_vkDestroySemaphore(self, dev, device, semaphore, pAllocator):
         self.drv.timeline.forget_semaphore(int(semaphore))

@@ -61,6 +61,8 @@ from .trace import GpuTrace, boottime_ns
 # come, doubling up to the longest while none do.
 PULL_MIN_S = 0.002
 PULL_MAX_S = 0.05
+# A timeline semaphore's signals kept for the waits that follow (a frame's wait names a recent value).
+SIGNALS_KEPT = 64
 # At the program's exit, the longest wait for GPU work whose facts the driver reads back after execution.
 EXIT_WAIT_S = 5.0
 # The Workload arg of a render pass (arg names and values: schemas/slice_args.py).
@@ -70,8 +72,8 @@ _RENDER_PASS = A.WORKLOAD_CLASSES["render_pass"]
 @dataclass
 class Batch:
     command_buffers: list[Recording]   # (handle address, op list at submit, or a ProductOps), in order
-    waits: list[int]
-    signals: list[int]
+    waits: list[tuple[int, int]]     # (semaphore, value: a timeline semaphore's, else ignored)
+    signals: list[tuple[int, int]]
 
 
 @dataclass
@@ -116,7 +118,9 @@ class Timeline:
         self._report = report or (lambda command, what: None)
         self._gpus: dict[int, tuple[int, EmulatedGpu]] = {}   # id(physical device) -> (gpu_id, gpu)
         self._orders: dict[int, QueueOrder] = {}               # id(queue) -> ordering
-        self._semaphores: dict[int, int] = {}                  # semaphore -> time of its signal
+        self._semaphores: dict[int, int] = {}                  # binary semaphore -> time of its last signal
+        self._timelines: dict[int, list[tuple[int, int]]] = {}  # timeline semaphore -> its last signals'
+                                                                # (value, time), at most SIGNALS_KEPT
         self._submissions = 0
         self._render_pass_instances = 0
         self.templates = Templates()   # the phases and args of passes and works placed again
@@ -185,8 +189,12 @@ class Timeline:
         """vkQueueBeginDebugUtilsLabelEXT (`name`) or vkQueueEndDebugUtilsLabelEXT (None)."""
         self._hand_over(_queue_label, (queue, name))
 
+    def timeline_semaphore(self, semaphore: int) -> None:
+        """vkCreateSemaphore made a timeline semaphore: a wait for a value waits for the signal that reached it."""
+        self._hand_over(self._timelines.__setitem__, (semaphore, []))
+
     def forget_semaphore(self, semaphore: int) -> None:
-        self._hand_over(self._semaphores.pop, (semaphore, None))
+        self._hand_over(_forget, (self, semaphore))
 
     def place_ready(self) -> None:
         """Run the jobs handed over so far on this thread, up to the first that waits for its GPU work to
@@ -331,16 +339,34 @@ class Timeline:
         gpu_id, gpu = self._gpus.get(id(queue.device.physical)) or \
             self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
         order = self._orders.get(id(queue)) or self._orders.setdefault(id(queue), QueueOrder())
-        semaphores = self._semaphores
         for b in batches:
             earliest = host
-            for s in b.waits:
-                earliest = max(earliest, semaphores.get(s, 0))
+            for s, value in b.waits:
+                earliest = max(earliest, self._signalled_at(s, value))
             end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(b.command_buffers)
-            for s in b.signals:
-                self._semaphores[s] = max(end, earliest)
+            for s, value in b.signals:
+                self._signal(s, value, max(end, earliest))
         self.trace.flush()
 
+
+    def _signalled_at(self, semaphore: int, value: int) -> int:
+        """When a wait for `semaphore` (`value`, for a timeline semaphore) is satisfied on the emulated GPU: the
+        end of the last signal of a binary semaphore; for a timeline semaphore, the earliest end among the signals
+        placed so far that reach `value` (spec: it waits until the value is at least `value`), or 0 when none
+        does (a host signal, or a signal submitted later: nothing placed delays it)."""
+        signals = self._timelines.get(semaphore)
+        if signals is None:
+            return self._semaphores.get(semaphore, 0)
+        return min([t for v, t in signals if v >= value], default=0)
+
+    def _signal(self, semaphore: int, value: int, time_ns: int) -> None:
+        signals = self._timelines.get(semaphore)
+        if signals is None:
+            self._semaphores[semaphore] = time_ns
+            return
+        signals.append((value, time_ns))
+        if len(signals) > SIGNALS_KEPT:
+            del signals[0]
 
     def _place_labelled(self, queue: Queue, label: str, batches: list[Batch], host: int) -> None:
         """A submit made in C inside a queue label of its own: the label's begin, the submit and the label's end
@@ -350,6 +376,12 @@ class Timeline:
             self._place_submit(queue, batches, host, None)
         finally:
             _queue_label(queue, None)
+
+
+def _forget(tl: Timeline, semaphore: int) -> None:
+    """vkDestroySemaphore: its handle may name another semaphore from now on."""
+    tl._semaphores.pop(semaphore, None)
+    tl._timelines.pop(semaphore, None)
 
 
 def _queue_label(queue: Queue, name: str | None) -> None:

@@ -322,6 +322,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCreateRenderPass2": {
         ICD: In("vkapi.resource_hooks", "icd.regions.hooks", "icd.visible_prims"),
         LAYER: In("vkapi.resource_hooks", "layer.regions")},
+    "vkCreateSemaphore": {ICD: In("icd.submit")},
     "vkCreateShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCreateShaderModule": {
         ICD: In("icd.core_builtins", "icd.shader_costs", "vkapi.pipelines", "icd.data_graph.pipelines"),

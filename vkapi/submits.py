@@ -25,7 +25,9 @@ Record layout (u64 slots, little-endian):
         queue | CLOCK_MONOTONIC_RAW at the call | ... at the return | CLOCK_BOOTTIME at the call
         submitID (0 unless the shim numbers submits) | frame | flags (bit 0: wrapped)
         per batch: counts (command buffers | waits << 21 | signals << 42), then the handles of
-        the command buffers, wait semaphores and signal semaphores.
+        the command buffers, the wait semaphores, their values, the signal semaphores and their
+        values (a timeline semaphore's: VkTimelineSemaphoreSubmitInfo's, or VkSemaphoreSubmitInfo's
+        `value`; 0 where the submit gives none).
     a queue label: queue | name length in bytes (0 for an end), then the name, padded to 8.
 
 `tessera_set_c_submits(0)` (TESSERA_C_SUBMITS=0, read by each shim at load) turns both C paths
@@ -42,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import registry
+from . import registry, structs
+from .vkconst import vk
 
 HEADER = ("size_kind", "queue", "called_ns", "returned_ns", "boottime_ns", "submit_id", "frame", "flags")
 SUBMIT, LABEL_BEGIN, LABEL_END = 0, 1, 2   # record kinds
@@ -100,6 +103,14 @@ _SHAPES = {
                        "waitSemaphoreInfoCount", "pWaitSemaphoreInfos[%s].semaphore",
                        "signalSemaphoreInfoCount", "pSignalSemaphoreInfos[%s].semaphore"),
 }
+# Per command: the j-th wait and signal semaphore's value of a submit info `s`, in C.
+_C_VALUES = {
+    "vkQueueSubmit": ("tessera_semaphore_value(tv ? tv->pWaitSemaphoreValues : NULL, "
+                      "tv ? tv->waitSemaphoreValueCount : 0, %s)",
+                      "tessera_semaphore_value(tv ? tv->pSignalSemaphoreValues : NULL, "
+                      "tv ? tv->signalSemaphoreValueCount : 0, %s)"),
+    "vkQueueSubmit2": ("s->pWaitSemaphoreInfos[%s].value", "s->pSignalSemaphoreInfos[%s].value"),
+}
 COMMANDS = tuple(_SHAPES)
 LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT")
 
@@ -120,11 +131,35 @@ def _items(count: str, item: str) -> Callable[[Any], list]:
 _READERS = {name: tuple(_items(shape[k], shape[k + 1]) for k in (1, 3, 5)) for name, shape in _SHAPES.items()}
 
 
-def batches(name: str, count: int, pSubmits) -> list[tuple[list, list, list]]:
+def batches(name: str, count: int, pSubmits, ffi) -> list[tuple[list, list, list]]:
     """vkQueueSubmit / vkQueueSubmit2's batches: per submit info, its command-buffer handles and its
-    wait and signal semaphore handles."""
+    wait and signal semaphores as (handle, value) pairs (the value as the C path records it)."""
     buffers, waits, signals = _READERS[name]
-    return [(buffers(s), waits(s), signals(s)) for s in (pSubmits[i] for i in range(count))]
+    out = []
+    for s in (pSubmits[i] for i in range(count)):
+        wait_values, signal_values = _values(ffi, name, s)
+        out.append((buffers(s), list(zip(waits(s), wait_values)), list(zip(signals(s), signal_values))))
+    return out
+
+
+def _values(ffi, name: str, s) -> tuple[list[int], list[int]]:
+    """A submit info's wait and signal semaphore values: VkSemaphoreSubmitInfo's `value` (vkQueueSubmit2), or
+    VkTimelineSemaphoreSubmitInfo's arrays in its chain (vkQueueSubmit), 0 where there is none."""
+    if name == "vkQueueSubmit2":
+        return ([s.pWaitSemaphoreInfos[j].value for j in range(s.waitSemaphoreInfoCount)],
+                [s.pSignalSemaphoreInfos[j].value for j in range(s.signalSemaphoreInfoCount)])
+    tv = structs.find(ffi, s.pNext, vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                      "VkTimelineSemaphoreSubmitInfo *")
+    if tv is None:
+        return [0] * s.waitSemaphoreCount, [0] * s.signalSemaphoreCount
+    return (_given(ffi, tv.pWaitSemaphoreValues, tv.waitSemaphoreValueCount, s.waitSemaphoreCount),
+            _given(ffi, tv.pSignalSemaphoreValues, tv.signalSemaphoreValueCount, s.signalSemaphoreCount))
+
+
+def _given(ffi, values, count: int, total: int) -> list[int]:
+    """`total` values: the j-th of `values` (`count` of them, may be NULL), 0 past them."""
+    n = count if values != ffi.NULL else 0
+    return [values[j] if j < n else 0 for j in range(total)]
 
 
 def command_buffers(name: str, count: int, pSubmits) -> list:
@@ -140,7 +175,9 @@ def c_defines() -> str:
 
     from .vkconst import vk
     return (f'#define TESSERA_SUBMIT_FORMAT "{C_SUBMIT_FORMAT}"\n'
-            f"#define TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT {vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT}\n")
+            f"#define TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT {vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT}\n"
+            "#define TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO "
+            f"{vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO}\n")
 
 
 def support_c() -> str:
@@ -174,7 +211,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "                if (!first) first = c;",
         "                reused |= c->submits != 0;",
         "            }",
-        f"            slots += 1 + s->{ncb} + s->{nwait} + s->{nsignal};",
+        f"            slots += 1 + s->{ncb} + 2 * (size_t)s->{nwait} + 2 * (size_t)s->{nsignal};",
         "        }",
         "        if (ok && first) {",
         "            uint64_t boottime = tessera_clock(CLOCK_BOOTTIME), called = tessera_clock(CLOCK_MONOTONIC_RAW);",
@@ -196,11 +233,19 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         f"                uint64_t *p = r + {len(HEADER)};",
         f"                for (uint32_t i = 0; i < {count}; i++) {{",
         f"                    const {info} *s = &{submits}[i];",
+    ]
+    if name == "vkQueueSubmit":
+        lines.append("                    const VkTimelineSemaphoreSubmitInfo *tv = tessera_chain_find(s->pNext, "
+                     "TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);")
+    wait_value, signal_value = _C_VALUES[name]
+    lines += [
         f"                    *p++ = (uint64_t)s->{ncb} | ((uint64_t)s->{nwait} << {COUNT_BITS})"
         f" | ((uint64_t)s->{nsignal} << {2 * COUNT_BITS});",
         f"                    for (uint32_t {j} = 0; {j} < s->{ncb}; {j}++) *p++ = (uint64_t)(uintptr_t)s->{cb % j};",
         f"                    for (uint32_t {j} = 0; {j} < s->{nwait}; {j}++) *p++ = (uint64_t)s->{wait % j};",
+        f"                    for (uint32_t {j} = 0; {j} < s->{nwait}; {j}++) *p++ = {wait_value % j};",
         f"                    for (uint32_t {j} = 0; {j} < s->{nsignal}; {j}++) *p++ = (uint64_t)s->{signal % j};",
+        f"                    for (uint32_t {j} = 0; {j} < s->{nsignal}; {j}++) *p++ = {signal_value % j};",
         "                }",
         "            }",
         "            pthread_mutex_unlock(&tessera_ledger_lock);",
@@ -297,10 +342,18 @@ def _decode(data: bytes) -> tuple[list[Submission | QueueLabel], int]:
             counts = words[pos]
             cbs = pos + 1
             waits = cbs + (counts & mask)
-            signals = waits + ((counts >> COUNT_BITS) & mask)
-            pos = signals + (counts >> (2 * COUNT_BITS))
-            batches.append((words[cbs:waits].tolist(), words[waits:signals].tolist(), words[signals:pos].tolist()))
+            signals = waits + 2 * ((counts >> COUNT_BITS) & mask)
+            pos = signals + 2 * (counts >> (2 * COUNT_BITS))
+            batches.append((words[cbs:waits].tolist(), _pairs(words[waits:signals]), _pairs(words[signals:pos])))
         out.append(Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches))
         submits += 1
         at += size
     return out, submits
+
+
+def _pairs(words) -> list[tuple[int, int]]:
+    """Semaphores as a ledger lists them (the handles, then their values): (handle, value) pairs."""
+    if not words:
+        return []
+    n = len(words) // 2
+    return list(zip(words[:n].tolist(), words[n:].tolist()))

@@ -174,13 +174,44 @@ def test_compute_shares_the_non_fragment_queue_and_transfers_run_alongside(emu):
 
 
 def test_semaphore_wait_starts_after_the_signal(emu):
-    emu.timeline.submit(emu.queues[0], [batch([cb(dispatch("t1"))], [], [77])])
-    emu.timeline.submit(emu.queues[1], [batch([cb(copy("t2"))], [77], [])])
+    emu.timeline.submit(emu.queues[0], [batch([cb(dispatch("t1"))], [], [(77, 0)])])
+    emu.timeline.submit(emu.queues[1], [batch([cb(copy("t2"))], [(77, 0)], [])])
     emu.timeline.submit(emu.queues[1], [batch([cb(copy("t3"))], [], [])])
     got = spans(emu.events())
     assert got[("t1", "compute")] == (0, DISPATCH)
     assert got[("t2", "copy buffer")] == (DISPATCH, DISPATCH + COPY)
     assert got[("t3", "copy buffer")] == (DISPATCH + COPY, DISPATCH + 2 * COPY)   # transfer queue busy
+
+
+def test_a_timeline_semaphore_wait_waits_for_the_signal_that_reaches_its_value(emu):
+    """A binary semaphore's wait follows its last signal; a timeline semaphore's, the first signal placed that
+    reaches the value waited for (not a later one with a higher value), and nothing when none has yet (a host
+    signal, or one submitted later)."""
+    tl_, (q0, q1) = emu.timeline, emu.queues
+    tl_.timeline_semaphore(88)
+    tl_.submit(q0, [batch([cb(dispatch("t1"))], [], [(88, 1)])])                   # 0 .. DISPATCH
+    tl_.submit(q0, [batch([cb(dispatch("t2", invocations=1600))], [], [(88, 2)])])  # after it, on the same pipe
+    tl_.submit(q1, [batch([cb(copy("t3"))], [(88, 1)], [])])                       # value 1: t1's end
+    tl_.submit(q1, [batch([cb(copy("t4"))], [(88, 2)], [])])                       # value 2: t2's end
+    tl_.submit(q1, [batch([cb(copy("t5"))], [(88, 3)], [])])                       # value 3: not signalled yet
+    got = spans(emu.events())
+    t2_end = got[("t2", "compute")][1]
+    assert got[("t1", "compute")] == (0, DISPATCH) and t2_end > DISPATCH + COPY
+    assert got[("t3", "copy buffer")] == (DISPATCH, DISPATCH + COPY)
+    assert got[("t4", "copy buffer")] == (t2_end, t2_end + COPY)
+    assert got[("t5", "copy buffer")] == (t2_end + COPY, t2_end + 2 * COPY)   # only the transfer queue delays it
+
+
+def test_a_destroyed_timeline_semaphores_handle_may_name_a_binary_one(emu):
+    tl_, (q0, q1) = emu.timeline, emu.queues
+    tl_.timeline_semaphore(99)
+    tl_.forget_semaphore(99)
+    tl_.submit(q0, [batch([cb(dispatch("t1"))], [], [(99, 5)])])   # binary now: values are ignored
+    tl_.submit(q0, [batch([cb(dispatch("t2", invocations=1600))], [], [(99, 6)])])
+    tl_.submit(q1, [batch([cb(copy("t3"))], [(99, 0)], [])])        # its last signal, not the first reaching 0
+    got = spans(emu.events())
+    t2_end = got[("t2", "compute")][1]
+    assert got[("t3", "copy buffer")] == (t2_end, t2_end + COPY)
 
 
 def test_nothing_starts_before_the_host_time_of_its_submit(emu, monkeypatch):

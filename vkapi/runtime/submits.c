@@ -118,11 +118,24 @@ void tessera_cb_count_submit(void *handle)
 
 typedef struct tessera_chain_node { int32_t sType; const struct tessera_chain_node *pNext; } tessera_chain_node;
 
-__attribute__((unused)) static int tessera_has_frame_boundary(const void *chain)
+/* The first struct of `chain` with this sType, or NULL. */
+static const void *tessera_chain_find(const void *chain, int32_t stype)
 {
     for (const tessera_chain_node *s = chain; s; s = s->pNext)
-        if (s->sType == TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT) return 1;
-    return 0;
+        if (s->sType == stype) return s;
+    return NULL;
+}
+
+__attribute__((unused)) static int tessera_has_frame_boundary(const void *chain)
+{
+    return tessera_chain_find(chain, TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT) != NULL;
+}
+
+/* A vkQueueSubmit batch's semaphore value (VkTimelineSemaphoreSubmitInfo in its chain, `values` its wait or
+   signal array of `count`): the j-th, or 0 where the chain gives none (a binary semaphore's is ignored). */
+__attribute__((unused)) static uint64_t tessera_semaphore_value(const uint64_t *values, uint32_t count, uint32_t j)
+{
+    return values && j < count ? values[j] : 0;
 }
 
 /* The s<submitID> queue label of a wrapped submit, through the device's next functions. */
