@@ -319,20 +319,22 @@ class SubmitLedger:
 
 def _decode(data: bytes) -> tuple[list[Submission | QueueLabel], int]:
     """The records of a ledger's bytes, in order, and how many are submits. Every record is whole u64 words
-    in the machine's order, as runtime/submits.c writes them: read as such (a frame's ledger holds one
-    submit or a few)."""
-    words = memoryview(data).cast("Q")
+    in the machine's order, as runtime/submits.c writes them: read as such, into one list (a frame's ledger
+    holds one submit or a few, read by index and slice)."""
+    words = memoryview(data).cast("Q").tolist()
     out = []
     mask = (1 << COUNT_BITS) - 1
     header = len(HEADER)
-    at, submits = 0, 0
-    while at < len(words):
+    at, submits, end = 0, 0, len(words)
+    while at < end:
         first = words[at]
-        size, kind = (first & 0xFFFFFFFF) // 8, first >> 48
+        size, kind = (first & 0xFFFFFFFF) >> 3, first >> 48
         if kind != SUBMIT:
-            start = 8 * (at + 3)
-            name = data[start:start + words[at + 2]].decode("utf-8", "replace")
-            out.append(QueueLabel(words[at + 1], name if kind == LABEL_BEGIN else None))
+            name = None
+            if kind == LABEL_BEGIN:
+                start = 8 * (at + 3)
+                name = data[start:start + words[at + 2]].decode("utf-8", "replace")
+            out.append(QueueLabel(words[at + 1], name))
             at += size
             continue
         _, queue, called, returned, boottime, submit_id, frame, flags = words[at:at + header]
@@ -342,18 +344,14 @@ def _decode(data: bytes) -> tuple[list[Submission | QueueLabel], int]:
             counts = words[pos]
             cbs = pos + 1
             waits = cbs + (counts & mask)
-            signals = waits + 2 * ((counts >> COUNT_BITS) & mask)
-            pos = signals + 2 * (counts >> (2 * COUNT_BITS))
-            batches.append((words[cbs:waits].tolist(), _pairs(words[waits:signals]), _pairs(words[signals:pos])))
+            nwait, nsignal = (counts >> COUNT_BITS) & mask, counts >> (2 * COUNT_BITS)
+            signals = waits + 2 * nwait
+            pos = signals + 2 * nsignal
+            batches.append((words[cbs:waits],
+                            list(zip(words[waits:waits + nwait], words[waits + nwait:signals])) if nwait else [],
+                            list(zip(words[signals:signals + nsignal], words[signals + nsignal:pos])) if nsignal
+                            else []))
         out.append(Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches))
         submits += 1
         at += size
     return out, submits
-
-
-def _pairs(words) -> list[tuple[int, int]]:
-    """Semaphores as a ledger lists them (the handles, then their values): (handle, value) pairs."""
-    if not words:
-        return []
-    n = len(words) // 2
-    return list(zip(words[:n].tolist(), words[n:].tolist()))
