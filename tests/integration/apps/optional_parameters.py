@@ -142,6 +142,9 @@ def main() -> None:
     query_pool = call("vkCreateQueryPool", vk.vkCreateQueryPool, device, vk.VkQueryPoolCreateInfo(
         queryType=vk.VK_QUERY_TYPE_OCCLUSION, queryCount=1), None)
 
+    # A semaphore with no pNext (binary: the driver looks in its chain for a timeline type), no allocator.
+    semaphore = call("vkCreateSemaphore", vk.vkCreateSemaphore, device, vk.VkSemaphoreCreateInfo(), None)
+
     pool_cb = vk.vkCreateCommandPool(device, vk.VkCommandPoolCreateInfo(queueFamilyIndex=family), None)
     cbs = call("vkAllocateCommandBuffers", vk.vkAllocateCommandBuffers, device, vk.VkCommandBufferAllocateInfo(
         commandPool=pool_cb, level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))
@@ -174,6 +177,7 @@ def main() -> None:
     vk.vkFreeCommandBuffers(device, pool_cb, 1, cbs)
     vk.vkDestroyCommandPool(device, pool_cb, None)
     call("vkDestroyQueryPool", vk.vkDestroyQueryPool, device, query_pool, None)
+    call("vkDestroySemaphore", vk.vkDestroySemaphore, device, semaphore, None)
     vk.vkDestroyPipeline(device, pipelines[0], None)
     vk.vkDestroyPipeline(device, graphics[0], None)
     vk.vkDestroyDescriptorUpdateTemplate(device, template, None)
