@@ -30,6 +30,25 @@ def records_made_in_c(stderr: str) -> dict[str, dict[str, int]]:
             for m in _MADE_IN_C.finditer(stderr)}
 
 
+_SUBMIT_PATHS = re.compile(r"\] (layer|icd) INFO: submits so far: (\d+) made in C, (\d+) through Python")
+
+
+def run_submit_path(session: Path, app: Path, ok: str, c_submits: bool) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run the Python `app` under the layer and the driver into `session` (spooled; TESSERA_LOG=info), its submits
+    through the shims' C path or, unless `c_submits`, all through Python (TESSERA_C_SUBMITS=0); check that it
+    printed `ok`. Returns the process and, per shim, (submits made in C, through Python) as it says at
+    vkDestroyDevice."""
+    from tessera.tools.launch import LaunchConfig, environment
+
+    env = dict(environment(LaunchConfig(session)), TESSERA_LOG="info")
+    env.pop("TESSERA_HOSTD", None)
+    if not c_submits:
+        env["TESSERA_C_SUBMITS"] = "0"
+    proc = run([PYTHON, app], env)
+    assert proc.returncode == 0 and ok in proc.stdout, proc.stdout + proc.stderr
+    return proc, {m.group(1): (int(m.group(2)), int(m.group(3))) for m in _SUBMIT_PATHS.finditer(proc.stderr)}
+
+
 def run_recorded(session: Path, argv: list, ok: str, c_recording: bool = True,
                  gpu: str | None = None) -> tuple[dict, list]:
     """Run `argv` under the layer and the driver into `session` (spooled; TESSERA_LOG=info; with

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from integration_support import PYTHON, REPO, records_made_in_c, run
+from integration_support import PYTHON, REPO, records_made_in_c, run, run_submit_path
 
 from tessera.schemas import perfetto as pf
 from tessera.schemas.frames import MessageType, iter_file
@@ -21,18 +21,8 @@ APP = REPO / "tests" / "integration" / "apps" / "submit_paths.py"
 
 
 def _session(tmp_path_factory, c_submits: bool) -> dict:
-    from tessera.tools.launch import LaunchConfig, environment
-
     d = tmp_path_factory.mktemp("c" if c_submits else "python") / "session"
-    env = environment(LaunchConfig(d))
-    env.pop("TESSERA_HOSTD", None)
-    env["TESSERA_LOG"] = "info"   # each shim says at vkDestroyDevice how its submits were made
-    if not c_submits:
-        env["TESSERA_C_SUBMITS"] = "0"
-    proc = run([PYTHON, APP], env)
-    assert proc.returncode == 0 and "submit_paths: OK" in proc.stdout, proc.stdout + proc.stderr
-    paths = {m.group(1): (int(m.group(2)), int(m.group(3))) for m in re.finditer(
-        r"\] (layer|icd) INFO: submits so far: (\d+) made in C, (\d+) through Python", proc.stderr)}
+    proc, paths = run_submit_path(d, APP, "submit_paths: OK", c_submits)
     records = records_made_in_c(proc.stderr)
     (spool,) = d.glob("layer-*.spool")
     submits, annexes = [], {}

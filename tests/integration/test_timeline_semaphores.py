@@ -9,10 +9,8 @@ VkTimelineSemaphoreSubmitInfo through the C path's submit ledger (default) and t
 """
 from __future__ import annotations
 
-import re
-
 import pytest
-from integration_support import PYTHON, REPO, run
+from integration_support import REPO, run_submit_path
 
 from tessera.schemas import perfetto as pf
 
@@ -21,18 +19,9 @@ APP = REPO / "tests" / "integration" / "apps" / "timeline_waits.py"
 
 @pytest.mark.parametrize("c_submits", [True, False])
 def test_a_wait_follows_the_signal_that_reaches_its_value(shims, tmp_path, c_submits):
-    from tessera.tools.launch import LaunchConfig, environment
-
     session = tmp_path / "session"
-    env = environment(LaunchConfig(session))
-    env.pop("TESSERA_HOSTD", None)
-    env["TESSERA_LOG"] = "info"   # the driver says at vkDestroyDevice how its submits were made
-    if not c_submits:
-        env["TESSERA_C_SUBMITS"] = "0"
-    proc = run([PYTHON, APP], env)
-    assert proc.returncode == 0 and "timeline_waits: OK" in proc.stdout, proc.stdout + proc.stderr
-    made = re.search(r"\] icd INFO: submits so far: (\d+) made in C, (\d+) through Python", proc.stderr)
-    assert made is not None and (int(made.group(1)), int(made.group(2))) == ((2, 0) if c_submits else (0, 2))
+    _, paths = run_submit_path(session, APP, "timeline_waits: OK", c_submits)
+    assert paths["icd"] == ((2, 0) if c_submits else (0, 2))
 
     packets = list(pf.read_packets(session / "gpu.perfetto-trace"))
     check = pf.check_render_stages(packets)
