@@ -10,7 +10,6 @@ Durations (a Mali-G720-class profile with 8 cores, 1 cycle = 1 ns, see test_timi
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -306,7 +305,7 @@ def test_the_ledger_reader_folds_a_label_only_around_one_submit_on_its_queue():
     assert not _wrapped_submit([begin, submit(0xA)], 1, 0xA)                  # the end not read yet
 
 
-def test_placing_before_a_wait_stops_at_gpu_work_still_running_and_never_waits(emu, tmp_path):
+def test_placing_before_a_wait_stops_at_gpu_work_still_running_and_never_waits(emu, tmp_path, monkeypatch):
     """icd/submit.py places what it can before the backend's fence and idle waits (`place_ready`): the submits
     handed over before one that waits for its completion fence, not that one nor those after it, and returns
     without waiting for the GPU (no worker here: the calling thread does it all or nothing)."""
@@ -315,7 +314,7 @@ def test_placing_before_a_wait_stops_at_gpu_work_still_running_and_never_waits(e
             return False
 
     timeline, q = emu.timeline, emu.queues[0]
-    timeline._worker = threading.current_thread()   # as if started: jobs wait for a thread that places them
+    monkeypatch.setattr(timeline, "start", lambda: None)   # no worker: only the calling thread places
     timeline.submit(q, [batch([cb(dispatch("t1"))], [], [])])
     timeline.submit(q, [batch([cb(copy("t2"))], [], [])], completion=(Running(), 1))
     timeline.submit(q, [batch([cb(dispatch("t3"))], [], [])])
