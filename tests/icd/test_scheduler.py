@@ -201,6 +201,19 @@ def test_a_timeline_semaphore_wait_waits_for_the_signal_that_reaches_its_value(e
     assert got[("t5", "copy buffer")] == (t2_end + COPY, t2_end + 2 * COPY)   # only the transfer queue delays it
 
 
+def test_a_timeline_semaphore_keeps_its_last_signals_only(emu):
+    """Bounded: a semaphore signalled every frame of a long run keeps SIGNALS_KEPT signals; a wait for a value
+    older than those follows the oldest kept (later than the real one: never earlier)."""
+    tl_, q = emu.timeline, emu.queues[0]
+    tl_.timeline_semaphore(66)
+    for value in range(1, 3 * tl.SIGNALS_KEPT + 1):
+        tl_.submit(q, [batch([cb(copy(f"t{value}"))], [], [(66, value)])])
+    got = spans(emu.events())
+    kept = tl_._timelines[66]
+    assert len(kept) == tl.SIGNALS_KEPT and kept[0][0] == 2 * tl.SIGNALS_KEPT + 1
+    assert tl_._signalled_at(66, 1) - T == got[(f"t{2 * tl.SIGNALS_KEPT + 1}", "copy buffer")][1]
+
+
 def test_a_destroyed_timeline_semaphores_handle_may_name_a_binary_one(emu):
     tl_, (q0, q1) = emu.timeline, emu.queues
     tl_.timeline_semaphore(99)
