@@ -127,7 +127,7 @@ class Submits(Feature):
         kind = structs.find(self.ffi, pCreateInfo.pNext, vk.VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                             "VkSemaphoreTypeCreateInfo *")
         if kind is not None and kind.semaphoreType == vk.VK_SEMAPHORE_TYPE_TIMELINE:
-            self.drv.timeline.timeline_semaphore(int(self.ffi.cast("uint64_t", pSemaphore[0])))
+            self.drv.timeline.timeline_semaphore(int(self.ffi.cast("uint64_t", pSemaphore[0])), kind.initialValue)
 
     def before_vkDestroySemaphore(self, dev, device, semaphore, pAllocator):
         self.drv.timeline.forget_semaphore(int(semaphore))

@@ -189,9 +189,10 @@ class Timeline:
         """vkQueueBeginDebugUtilsLabelEXT (`name`) or vkQueueEndDebugUtilsLabelEXT (None)."""
         self._hand_over(_queue_label, (queue, name))
 
-    def timeline_semaphore(self, semaphore: int) -> None:
-        """vkCreateSemaphore made a timeline semaphore: a wait for a value waits for the signal that reached it."""
-        self._hand_over(self._timelines.__setitem__, (semaphore, []))
+    def timeline_semaphore(self, semaphore: int, initial_value: int = 0) -> None:
+        """vkCreateSemaphore made a timeline semaphore: a wait for a value waits for the signal that reached it
+        (its initial value counts as signalled before anything ran)."""
+        self._hand_over(self._timelines.__setitem__, (semaphore, [(initial_value, 0)]))
 
     def forget_semaphore(self, semaphore: int) -> None:
         self._hand_over(_forget, (self, semaphore))

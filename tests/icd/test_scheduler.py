@@ -184,18 +184,20 @@ def test_semaphore_wait_starts_after_the_signal(emu):
 
 def test_a_timeline_semaphore_wait_waits_for_the_signal_that_reaches_its_value(emu):
     """A binary semaphore's wait follows its last signal; a timeline semaphore's, the first signal placed that
-    reaches the value waited for (not a later one with a higher value), and nothing when none has yet (a host
-    signal, or one submitted later)."""
+    reaches the value waited for (not a later one with a higher value; its initial value reached before anything
+    ran), and nothing when none has yet (a host signal, or one submitted later)."""
     tl_, (q0, q1) = emu.timeline, emu.queues
-    tl_.timeline_semaphore(88)
-    tl_.submit(q0, [batch([cb(dispatch("t1"))], [], [(88, 1)])])                   # 0 .. DISPATCH
-    tl_.submit(q0, [batch([cb(dispatch("t2", invocations=1600))], [], [(88, 2)])])  # after it, on the same pipe
-    tl_.submit(q1, [batch([cb(copy("t3"))], [(88, 1)], [])])                       # value 1: t1's end
-    tl_.submit(q1, [batch([cb(copy("t4"))], [(88, 2)], [])])                       # value 2: t2's end
-    tl_.submit(q1, [batch([cb(copy("t5"))], [(88, 3)], [])])                       # value 3: not signalled yet
+    tl_.timeline_semaphore(88, initial_value=1)
+    tl_.submit(q0, [batch([cb(dispatch("t1"))], [], [(88, 2)])])                   # 0 .. DISPATCH
+    tl_.submit(q0, [batch([cb(dispatch("t2", invocations=1600))], [], [(88, 3)])])  # after it, on the same pipe
+    tl_.submit(q1, [batch([cb(copy("t0"))], [(88, 1)], [])])                       # value 1: the initial value
+    tl_.submit(q1, [batch([cb(copy("t3"))], [(88, 2)], [])])                       # value 2: t1's end
+    tl_.submit(q1, [batch([cb(copy("t4"))], [(88, 3)], [])])                       # value 3: t2's end
+    tl_.submit(q1, [batch([cb(copy("t5"))], [(88, 4)], [])])                       # value 4: not signalled yet
     got = spans(emu.events())
     t2_end = got[("t2", "compute")][1]
     assert got[("t1", "compute")] == (0, DISPATCH) and t2_end > DISPATCH + COPY
+    assert got[("t0", "copy buffer")] == (0, COPY)
     assert got[("t3", "copy buffer")] == (DISPATCH, DISPATCH + COPY)
     assert got[("t4", "copy buffer")] == (t2_end, t2_end + COPY)
     assert got[("t5", "copy buffer")] == (t2_end + COPY, t2_end + 2 * COPY)   # only the transfer queue delays it
