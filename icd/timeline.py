@@ -199,9 +199,9 @@ class Timeline:
 
     def place_ready(self) -> None:
         """Run the jobs handed over so far on this thread, up to the first that waits for its GPU work to
-        complete, unless another thread is running jobs; never waits. Before the backend's fence and idle
-        waits: the submits are placed while the backend runs them, and the settle after the wait finds
-        little left to do."""
+        complete, unless another thread is running jobs; never waits. Before the backend's fence, semaphore
+        and idle waits: the submits are placed while the backend runs them, and the settle after the wait
+        finds little left to do."""
         self.pull()
         if self._done < self._queued and self._running.acquire(blocking=False):
             try:

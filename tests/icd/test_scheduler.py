@@ -321,9 +321,9 @@ def test_the_ledger_reader_folds_a_label_only_around_one_submit_on_its_queue():
 
 
 def test_placing_before_a_wait_stops_at_gpu_work_still_running_and_never_waits(emu, tmp_path, monkeypatch):
-    """icd/submit.py places what it can before the backend's fence and idle waits (`place_ready`): the submits
-    handed over before one that waits for its completion fence, not that one nor those after it, and returns
-    without waiting for the GPU (no worker here: the calling thread does it all or nothing)."""
+    """icd/submit.py places what it can before the backend's fence, semaphore and idle waits (`place_ready`):
+    the submits handed over before one that waits for its completion fence, not that one nor those after it,
+    and returns without waiting for the GPU (no worker here: the calling thread does it all or nothing)."""
     class Running:   # a completion fence the GPU has not signalled yet
         def signaled(self, fence) -> bool:
             return False
