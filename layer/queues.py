@@ -464,7 +464,7 @@ class Queues:
         keep: list = []
         return self.reporter.submit(
             dev, q, queue, called_ns,
-            lambda: [[address(h) for h in buffers] for buffers, _, _ in submits.batches(name, count, pSubmits, ffi)],
+            lambda: [[address(h) for h in buffers] for buffers in submits.batch_buffers(name, count, pSubmits)],
             lambda: [f for i in range(count) for f in frame_boundaries(ffi, pSubmits[i].pNext)],
             lambda: call_down(queue, count, for_driver(ffi, self.errors, dev, ctype, count, pSubmits, keep), fence))
 

@@ -103,13 +103,16 @@ _SHAPES = {
                        "waitSemaphoreInfoCount", "pWaitSemaphoreInfos[%s].semaphore",
                        "signalSemaphoreInfoCount", "pSignalSemaphoreInfos[%s].semaphore"),
 }
-# Per command: the j-th wait and signal semaphore's value of a submit info `s`, in C.
+# vkQueueSubmit2: each wait and signal semaphore's value, a member of its VkSemaphoreSubmitInfo (vkQueueSubmit's
+# come from a VkTimelineSemaphoreSubmitInfo in the submit info's chain instead).
+_VALUE_ITEMS = {"vkQueueSubmit2": ("pWaitSemaphoreInfos[%s].value", "pSignalSemaphoreInfos[%s].value")}
+# Per command: the j-th wait and signal semaphore's value of a submit info `s` (`tv` its chain's values), in C.
 _C_VALUES = {
     "vkQueueSubmit": ("tessera_semaphore_value(tv ? tv->pWaitSemaphoreValues : NULL, "
                       "tv ? tv->waitSemaphoreValueCount : 0, %s)",
                       "tessera_semaphore_value(tv ? tv->pSignalSemaphoreValues : NULL, "
                       "tv ? tv->signalSemaphoreValueCount : 0, %s)"),
-    "vkQueueSubmit2": ("s->pWaitSemaphoreInfos[%s].value", "s->pSignalSemaphoreInfos[%s].value"),
+    **{name: tuple(f"s->{item}" for item in items) for name, items in _VALUE_ITEMS.items()},
 }
 COMMANDS = tuple(_SHAPES)
 LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT")
@@ -129,6 +132,9 @@ def _items(count: str, item: str) -> Callable[[Any], list]:
 # Per command: (command buffers, wait semaphores, signal semaphores) of one submit info, read in Python
 # from the same shapes the C path is generated from.
 _READERS = {name: tuple(_items(shape[k], shape[k + 1]) for k in (1, 3, 5)) for name, shape in _SHAPES.items()}
+# Per command with values in its submit info: readers of its wait and signal semaphore values.
+_VALUE_READERS = {name: (_items(_SHAPES[name][3], waits), _items(_SHAPES[name][5], signals))
+                  for name, (waits, signals) in _VALUE_ITEMS.items()}
 
 
 def batches(name: str, count: int, pSubmits, ffi) -> list[tuple[list, list, list]]:
@@ -145,9 +151,9 @@ def batches(name: str, count: int, pSubmits, ffi) -> list[tuple[list, list, list
 def _values(ffi, name: str, s) -> tuple[list[int], list[int]]:
     """A submit info's wait and signal semaphore values: VkSemaphoreSubmitInfo's `value` (vkQueueSubmit2), or
     VkTimelineSemaphoreSubmitInfo's arrays in its chain (vkQueueSubmit), 0 where there is none."""
-    if name == "vkQueueSubmit2":
-        return ([s.pWaitSemaphoreInfos[j].value for j in range(s.waitSemaphoreInfoCount)],
-                [s.pSignalSemaphoreInfos[j].value for j in range(s.signalSemaphoreInfoCount)])
+    readers = _VALUE_READERS.get(name)
+    if readers is not None:
+        return readers[0](s), readers[1](s)
     tv = structs.find(ffi, s.pNext, vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
                       "VkTimelineSemaphoreSubmitInfo *")
     if tv is None:
@@ -162,10 +168,15 @@ def _given(ffi, values, count: int, total: int) -> list[int]:
     return [values[j] if j < n else 0 for j in range(total)]
 
 
+def batch_buffers(name: str, count: int, pSubmits) -> list[list]:
+    """Per submit info of a vkQueueSubmit / vkQueueSubmit2, its command-buffer handles."""
+    buffers = _READERS[name][0]
+    return [buffers(pSubmits[i]) for i in range(count)]
+
+
 def command_buffers(name: str, count: int, pSubmits) -> list:
     """Every command-buffer handle a vkQueueSubmit / vkQueueSubmit2 submits, in order."""
-    buffers = _READERS[name][0]
-    return [h for i in range(count) for h in buffers(pSubmits[i])]
+    return [h for buffers in batch_buffers(name, count, pSubmits) for h in buffers]
 
 
 def c_defines() -> str:
@@ -347,6 +358,7 @@ def _decode(data: bytes) -> tuple[list[Submission | QueueLabel], int]:
             nwait, nsignal = (counts >> COUNT_BITS) & mask, counts >> (2 * COUNT_BITS)
             signals = waits + 2 * nwait
             pos = signals + 2 * nsignal
+            # most batches have no semaphores: no zip for them (a third of a record's decoding)
             batches.append((words[cbs:waits],
                             list(zip(words[waits:waits + nwait], words[waits + nwait:signals])) if nwait else [],
                             list(zip(words[signals:signals + nsignal], words[signals + nsignal:pos])) if nsignal
