@@ -27,6 +27,7 @@ from .device import EMULATED_COMMANDS
 from .driver import Driver
 from .instrumentation import hooks as instrumentation
 from .objects import Objects
+from .placed_submits import PlacedSubmits
 from .placement_plans import NativePlacer
 from .regions import hooks as regions
 from .replay import ShadowProducts
@@ -57,6 +58,7 @@ def install(ffi, lib) -> None:
     timeline = Timeline(settings.profile, settings.session_dir or _temporary_session(), errors.report,
                         counters=settings.counters)
     timeline.native = NativePlacer(ffi, lib)
+    timeline.placed = PlacedSubmits(ffi, lib)
     recorder.submits_reader(timeline.pull)   # where the hooks of a submitted buffer's C-made begin and end run
     drv = Driver(ffi, lib, HookSet(errors, recorder), Objects(ffi), backend, settings.profile, timeline=timeline,
                  c_submits=settings.c_submits, submit_ledger=SubmitLedger(ffi, lib, warn),

@@ -39,11 +39,12 @@ class ReplayedOps(list):
 class ProductOps:
     """The op list of a recording read from its kept product without running its hooks (icd/submit.py), not
     made yet: the timeline places it from the product's plan, which needs only the product and the tags
-    (icd/placement_plans.py), and makes the list (`made`) only to walk it."""
-    __slots__ = ("product", "tags")
+    (icd/placement_plans.py), and makes the list (`made`) only to walk it. `kept`: the vkapi/replay entry keeping
+    the product in C, where a native plan of it may be attached (icd/placed_submits.py); None: not kept there."""
+    __slots__ = ("product", "tags", "kept")
 
-    def __init__(self, product: _Recording, tags: list[int]) -> None:
-        self.product, self.tags = product, tags
+    def __init__(self, product: _Recording, tags: list[int], kept=None) -> None:
+        self.product, self.tags, self.kept = product, tags, kept
 
     def made(self) -> ReplayedOps:
         return ShadowProducts.ops(self.product, self.tags)

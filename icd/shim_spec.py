@@ -69,13 +69,16 @@ TESSERA_EXPORT PFN_vkVoidFunction vk_icdGetPhysicalDeviceProcAddr(VkInstance ins
 }
 """
 
-# The timeline's placement plans in C (icd/placement_plans.py NativePlacer).
-PLACEMENT_C = "event_packets.c"   # in vkapi/runtime/
+# The timeline's placement plans in C (icd/placement_plans.py NativePlacer), and submits placed in C with them
+# (icd/placed_submits.py): the C is vkapi/submits.PLACEMENT_C, compiled with the submit path (SubmitPath.place).
 PLACEMENT_CDEF = """
 long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint8_t *texts, size_t texts_len,
                           int64_t *state, uint8_t *out, size_t cap);
 long tessera_place_all(const uint8_t *const *plans, const size_t *plan_lens, size_t count, const uint8_t *texts,
                        size_t texts_len, int64_t *state, uint8_t *out, size_t cap, size_t *placed);
+int tessera_placement_grant(int fd, const int64_t *state, size_t words);
+long tessera_placement_revoke(int64_t *state, size_t words, int *write_error);
+void tessera_placement_counts(uint64_t *counts);
 """
 
 # cffi-only declarations: dlopen of the backend driver (the C side is <dlfcn.h>).
@@ -96,7 +99,7 @@ PNEXT_TYPES = ("structs:all",)
 
 
 def spec() -> "ShimSpec":
-    from tessera.vkapi.shim import RUNTIME_DIR, ShimSpec   # the builder: not on the driver's/layer's load path
+    from tessera.vkapi.shim import ShimSpec   # the builder: not on the driver's/layer's load path
 
     return ShimSpec(
         module_name="_tessera_mali_icd_shim",
@@ -109,11 +112,12 @@ def spec() -> "ShimSpec":
             PFN_vkVoidFunction tessera_icd_gipa(VkInstance instance, const char* pName);
             PFN_vkVoidFunction tessera_icd_gpdpa(VkInstance instance, const char* pName);
         """,
-        c_glue=C_GLUE + (RUNTIME_DIR / PLACEMENT_C).read_text(),
+        c_glue=C_GLUE,
         init_module="tessera.icd.entry",
         recorded=RECORDED,
         answered=ANSWERED,
-        submit_path=SubmitPath(queue_labels=True),   # the driver consumes queue labels (labels.py)
+        # the driver consumes queue labels (labels.py) and places submits in C (placed_submits.py)
+        submit_path=SubmitPath(queue_labels=True, place=True),
         extra_cdef=DLFCN_CDEF + PLACEMENT_CDEF,
         manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},
         manifest_dir=paths.ICD_MANIFEST_DIR,

@@ -84,7 +84,7 @@ class Submits(Feature):
         out = []
         for cb, read in zip(cbs, reads):
             if read is not None:
-                out.append(Recording(cb.address, ProductOps(read.product, read.tags)))
+                out.append(Recording(cb.address, ProductOps(read.product, read.tags, read.kept)))
             else:
                 recorder.wait(cb.address, reading=True)
                 out.append(Recording(cb.address, cb.ops))
@@ -170,8 +170,11 @@ class Submits(Feature):
         """Every submit placed (all work has completed: spec 5.2.1, vkDestroyDevice), then the fences go;
         before any other feature destroys what the work used."""
         drv = self.drv
+        drv.timeline.forget_queues(dev)   # after the device's submits: C places on none of its queues again
         drv.timeline.settle(block=True)
         drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
+        if drv.timeline.placed is not None:
+            drv.hooks.errors.log.info("%s", drv.timeline.placed.counts())
         drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
         drv.hooks.errors.log.info("%s", drv.timeline.plans.counts())
         drv.hooks.errors.log.info("%s", thread_counts(drv.ffi, drv.lib))

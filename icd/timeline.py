@@ -50,6 +50,7 @@ from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
 from .measured_counters import pass_stats
+from .placed_submits import PlacedSubmits
 from .placement_plans import NativePlacer, Plans
 from .replay import ProductOps
 from .recording import Draw, Work
@@ -126,6 +127,8 @@ class Timeline:
         self.templates = Templates()   # the phases and args of passes and works placed again
         self.plans = Plans()           # how recordings made again or submitted again are placed
         self.native: NativePlacer | None = None   # placement plans in C (set by the driver; None: in Python)
+        self.placed: PlacedSubmits | None = None  # submits placed in C while nothing is queued (set by the driver)
+        self._queues: dict[int, Queue] = {}       # id(queue) -> the queue of each of `_orders` (held: ids stay)
         # Hand-over to the worker: jobs numbered in call order; `_done` is the last one finished.
         self._jobs: collections.deque = collections.deque()   # (ticket, fn, args, completion)
         self._running = threading.Lock()   # held by whoever runs jobs: the worker, or a settling thread
@@ -197,6 +200,10 @@ class Timeline:
     def forget_semaphore(self, semaphore: int) -> None:
         self._hand_over(_forget, (self, semaphore))
 
+    def forget_queues(self, device) -> None:
+        """vkDestroyDevice: its queues' handles may name other queues from now on."""
+        self._hand_over(_forget_queues, (self, device))
+
     def place_ready(self) -> None:
         """Run the jobs handed over so far on this thread, up to the first that waits for its GPU work to
         complete, unless another thread is running jobs; never waits. Before the backend's fence, semaphore
@@ -208,6 +215,7 @@ class Timeline:
                 self._drain(self._queued, helping=True)
             finally:
                 self._running.release()
+        self._license()
 
     def settle(self, block: bool = False, timeout_s: float | None = None) -> bool:
         """Return once every job handed over so far has run; or (unless `block`) once the worker
@@ -219,6 +227,7 @@ class Timeline:
         self.pull()
         target = self._queued
         if self._done >= target:
+            self._license()
             return True
         if self._running.acquire(blocking=False):
             try:
@@ -226,6 +235,7 @@ class Timeline:
             finally:
                 self._running.release()
             if self._done >= target:
+                self._license()
                 return True
             self._wake.set()   # what is left waits for GPU work: the worker takes it
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -263,7 +273,10 @@ class Timeline:
             self._put(fn, args, completion)
 
     def _put(self, fn: Callable, args: tuple, completion: tuple[Any, Any] | None = None) -> None:
-        """Queue job `fn(*args)`; `completion`: the (Fences, fence) a settling thread does not wait for."""
+        """(`_order` held) Queue job `fn(*args)`; `completion`: the (Fences, fence) a settling thread does not
+        wait for. What C placed under a licence is taken back first."""
+        if self.placed is not None and self.placed.granted:
+            self.placed.revoke(self)
         if self._worker is None:
             self.start()
         ticket = next(self._tickets)
@@ -296,7 +309,18 @@ class Timeline:
             if self._jobs:
                 with self._running:
                     ran = self._drain(None, helping=False)
+                self._license()
             idle_s = PULL_MIN_S if ran else min(idle_s * 2, PULL_MAX_S)
+
+    def _license(self) -> None:
+        """Once every job handed over has run: let the driver's C place submits until the next job
+        (icd/placed_submits.py)."""
+        placed = self.placed
+        if placed is None or placed.granted or not placed.enabled or self._done < self._queued:
+            return
+        with self._order:
+            if self._done == self._queued and not placed.granted:
+                placed.grant(self)
 
     def _drain(self, target: int | None, helping: bool) -> bool:
         """(`_running` held) Run the queued jobs in order, up to `target`; a settling thread stops
@@ -339,7 +363,10 @@ class Timeline:
         self._submissions += 1
         gpu_id, gpu = self._gpus.get(id(queue.device.physical)) or \
             self._gpus.setdefault(id(queue.device.physical), (len(self._gpus), EmulatedGpu()))
-        order = self._orders.get(id(queue)) or self._orders.setdefault(id(queue), QueueOrder())
+        order = self._orders.get(id(queue))
+        if order is None:
+            order = self._orders[id(queue)] = QueueOrder()
+            self._queues[id(queue)] = queue
         for b in batches:
             earliest = host
             for s, value in b.waits:
@@ -385,6 +412,11 @@ def _forget(tl: Timeline, semaphore: int) -> None:
     tl._timelines.pop(semaphore, None)
 
 
+def _forget_queues(tl: Timeline, device) -> None:
+    for key in [key for key, queue in tl._queues.items() if queue.device is device]:
+        del tl._queues[key], tl._orders[key]
+
+
 def _queue_label(queue: Queue, name: str | None) -> None:
     if name is not None:
         queue.labels.append(name)
@@ -407,6 +439,7 @@ class _Placer(OpWalker):
         plans = self.tl.plans
         planned = []   # a stretch of recordings placed from their plans, together
         entry = None   # the queue's labels as the stretch's next recording finds them
+        kept = []      # (plan, address, kept entry) of products kept in C, placed after no labels (attach)
         for recording in command_buffers:
             if self.current is None and self.suspended is None:
                 if entry is None:
@@ -414,6 +447,8 @@ class _Placer(OpWalker):
                 plan, tags = plans.of(self, recording.ops, entry)
                 if plan is not None:
                     planned.append((plan, recording.address, entry, tags))
+                    if not entry and type(recording.ops) is ProductOps and recording.ops.kept is not None:
+                        kept.append((plan, recording.address, recording.ops.kept))
                     if not plan.keeps_entry:
                         self.labels[:] = entry = plan.labels_after(entry, tags)
                     continue
@@ -426,6 +461,10 @@ class _Placer(OpWalker):
             self.walk(recording)
         if planned:
             self._place(planned)
+        placed = self.tl.placed
+        if kept and placed is not None:
+            for plan, address, entry in kept:
+                placed.attach(plan, self.gpu_id, address, entry)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)
             self.suspended = None

@@ -175,10 +175,23 @@ class GpuTrace:
         try:
             self._writer.flush()
         except OSError as e:
-            if not self._write_failed:
-                self._write_failed = True
-                sys.stderr.write(f"tessera: cannot write {self.path}: {e.strerror or e}; the GPU events from "
-                                 "here on are lost (what was written is kept)\n")
+            self.write_failed(e)
+
+    def write_failed(self, e: OSError) -> None:
+        """A write of the trace failed (here, or where events are appended in C: `appending_fd`): nothing more
+        is appended; said once."""
+        if not self._write_failed:
+            self._write_failed = True
+            sys.stderr.write(f"tessera: cannot write {self.path}: {e.strerror or e}; the GPU events from "
+                             "here on are lost (what was written is kept)\n")
+
+    def appending_fd(self) -> int | None:
+        """The file's descriptor, for appending whole packets elsewhere (icd/placed_submits.py) until this trace
+        writes again: flushed first; None before the trace began or after a failed write."""
+        if not self._started:
+            return None
+        self.flush()
+        return None if self._write_failed else self._writer.fileno()
 
     def close(self) -> None:
         self._writer.close()

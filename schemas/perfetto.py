@@ -95,6 +95,10 @@ class PacketWriter:
                 n = os.write(self._fd, view)
                 view = view[n:]
 
+    def fileno(self) -> int:
+        """The descriptor (O_APPEND): whole packets may be appended through it while nothing is pending here."""
+        return self._fd
+
     def close(self) -> None:
         self.flush()
         os.close(self._fd)

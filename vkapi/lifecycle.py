@@ -58,6 +58,8 @@ BEGUN, ENDED, RESET, UNREAD, READ = 1, 2, 4, 8, 16   # tessera_cb_deferred's bit
 CDEF = """
 int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_t hash, uint64_t generation);
 void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size);
+int tessera_product_attach(const tessera_device *dev, uint64_t hash, size_t size, uint64_t generation,
+                           uint64_t key0, uint64_t key1, const uint8_t *data, size_t n);
 int tessera_cb_deferred(void *handle);
 int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result);
 size_t tessera_cb_read_products(const uint64_t *handles, size_t count, uint64_t *keys, uint64_t *tags, size_t max,

@@ -356,7 +356,7 @@ class Recorder:
             for i, n in enumerate(results):
                 if n >= 0:
                     entry = kept[i]
-                    out.append(None if entry is None else Read(entry.product, tags[at:at + n]))
+                    out.append(None if entry is None else Read(entry.product, tags[at:at + n], entry))
                     at += n
                 else:
                     out.append(reads.get(rest[i]) if n == -2 else None)
@@ -647,4 +647,5 @@ class Read:
     (Recorder.reading_all): the kept product it equals and its own tags."""
     product: Any
     tags: list[int]
+    kept: Any = None   # the vkapi/replay entry keeping the product, in C too (replay.attach)
     submits: int = 0   # its submits read so far

@@ -77,6 +77,13 @@ class _Entry:
     hash: int
 
 
+def attach(lib, kept: _Entry, key: tuple[int, int], data: bytes) -> bool:
+    """Attach `data` under `key` (two u64 of the shim's choosing) to the copy C keeps of `kept`'s records
+    (runtime/lifecycle.c tessera_product_attach): it goes with them. False when C keeps none now."""
+    return kept.table is not None and bool(lib.tessera_product_attach(
+        kept.table, kept.hash, len(kept.records), kept.generation, key[0], key[1], data, len(data)))
+
+
 class Replays:
     """One shim's recent whole recordings, by (device, hash of the records but their tags, size)."""
 

@@ -60,6 +60,9 @@ class SubmitPath:
     wrap: bool = False              # a buffer submitted before: wrap the submit in an s<submitID> queue label
     frame_boundary: bool = False    # a VkFrameBoundaryEXT in a submit's chain takes the Python path
     queue_labels: bool = False      # queue label begin/end recorded in the ledger, not forwarded (driver)
+    # The driver: a submit C may place on the emulated timeline itself is placed, not recorded (runtime/
+    # placed_submits.c), and the waits skip Python while its timeline holds nothing (icd/placed_submits.py).
+    place: bool = False
 
 
 @dataclass(slots=True)
@@ -116,6 +119,10 @@ _C_VALUES = {
 }
 COMMANDS = tuple(_SHAPES)
 LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT")
+# Where the application observes completion: with SubmitPath.place, forwarded in C while the licence to place
+# holds (nothing handed over waits to be placed: the Python hooks would find nothing to do).
+WAIT_COMMANDS = ("vkDeviceWaitIdle", "vkQueueWaitIdle", "vkWaitForFences", "vkWaitSemaphores")
+PLACEMENT_C = ("event_packets.c", "placed_submits.c")   # in runtime/, after submits.c and lifecycle.c
 
 
 def _items(count: str, item: str) -> Callable[[Any], list]:
@@ -196,6 +203,21 @@ def support_c() -> str:
     return RUNTIME_C.read_text()
 
 
+def placement_c() -> str:
+    """The C that places submits (SubmitPath.place): the native placement plans and the licence, as they are."""
+    return "".join((RUNTIME_C.parent / name).read_text() for name in PLACEMENT_C)
+
+
+def wait_fast_path(name: str, index: int) -> str:
+    """C statements forwarding a wait without Python while the driver's licence to place holds."""
+    cmd = registry.load().commands[name]
+    args = ", ".join(p.name for p in cmd.params)
+    return (f"    if (__atomic_load_n(&tessera_placing, __ATOMIC_ACQUIRE)) {{\n"
+            f"        PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"
+            f"        return next ? next({args}) : VK_ERROR_INITIALIZATION_FAILED;\n"
+            "    }\n")
+
+
 def fast_path(name: str, index: int, spec: SubmitPath) -> str:
     """C statements submitting `name` without Python when they can; they return when they do."""
     cmd = registry.load().commands[name]
@@ -207,6 +229,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         f"    if ({count} > 0 && {count} < 65536 && {submits} && __atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)"
         f" && !__atomic_load_n(&tessera_python_reasons, __ATOMIC_RELAXED)) {{",
         "        tessera_cb *first = NULL;",
+        *(["        tessera_cb *placing[TESSERA_PLACE_MAX];"] if spec.place else []),
         "        int ok = 1, reused = 0;",
         f"        size_t slots = {len(HEADER)};",
         f"        for (uint32_t i = 0; ok && i < {count}; i++) {{",
@@ -221,6 +244,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "                if (!c || !c->submit_ok) { ok = 0; break; }",
         "                if (!first) first = c;",
         "                reused |= c->submits != 0;",
+        *(["                if (i == 0 && j < TESSERA_PLACE_MAX) placing[j] = c;"] if spec.place else []),
         "            }",
         f"            slots += 1 + s->{ncb} + 2 * (size_t)s->{nwait} + 2 * (size_t)s->{nsignal};",
         "        }",
@@ -234,6 +258,17 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "            if (wrapped) ((PFN_vkQueueEndDebugUtilsLabelEXT)first->dev->queue_label_end)(queue);",
         "            if (result != 0) return result;",
         "            pthread_mutex_lock(&tessera_ledger_lock);",
+    ]
+    if spec.place:
+        lines += [
+            f"            if ({count} == 1 && !{submits}[0].{nwait} && !{submits}[0].{nsignal}"
+            f" && tessera_place_submit(queue, boottime, placing, {submits}[0].{ncb})) {{",
+            "                pthread_mutex_unlock(&tessera_ledger_lock);",
+            f"                for (uint32_t {j} = 0; {j} < {submits}[0].{ncb}; {j}++) placing[{j}]->submits++;",
+            "                return result;",
+            "            }",
+        ]
+    lines += [
         "            uint64_t serial = tessera_ledger_active->serial;",
         "            uint64_t *r = tessera_ledger_record(slots);",
         "            if (r) {",

@@ -4,6 +4,15 @@
    Python, and what Python reads of them. The generated guards of the two commands call
    tessera_begin_in_c and tessera_end_in_c first (vkapi/lifecycle.py). */
 
+/* Bytes a shim attaches to a kept product under a key of its own (the driver: a native placement plan per
+   command buffer and GPU, placed_submits.c); they go with the product. */
+typedef struct tessera_attachment {
+    struct tessera_attachment *next;
+    uint64_t key[2];
+    size_t size;
+    uint8_t data[];                    /* 8-byte aligned */
+} tessera_attachment;
+#define TESSERA_ATTACHMENTS 16         /* per product: the newest kept */
 /* One kept recording: the records as C made them, on one device, while its Resources generation holds. */
 typedef struct tessera_product {
     struct tessera_product *next;      /* in its bucket */
@@ -11,8 +20,10 @@ typedef struct tessera_product {
     uint64_t hash, generation;
     size_t size;
     uint64_t submit_ok;                /* what Python decided for its submits at its end (submits.py) */
+    tessera_attachment *attached;      /* newest first, at most TESSERA_ATTACHMENTS */
     uint8_t data[];                    /* 8-byte aligned, as the records' slots are read */
 } tessera_product;
+_Static_assert(offsetof(tessera_attachment, data) % 8 == 0, "attachments are read as 8-byte words");
 _Static_assert(offsetof(tessera_product, data) % 8 == 0, "records are read as 8-byte slots");
 
 #define TESSERA_PRODUCT_BUCKETS 1024   /* a power of two */
@@ -54,6 +65,14 @@ static tessera_product **tessera_product_bucket(const tessera_device *dev, uint6
     uint64_t key = hash ^ ((uint64_t)(uintptr_t)dev * 0x9E3779B97F4A7C15ull) ^ size;
     return &tessera_products[(key >> 20) & (TESSERA_PRODUCT_BUCKETS - 1)];
 }
+static void tessera_product_free(tessera_product *p)
+{
+    for (tessera_attachment *a = p->attached, *next; a; a = next) {
+        next = a->next;
+        free(a);
+    }
+    free(p);
+}
 
 /* Python (vkapi/replay.py): keep the records `data` (`size` bytes, hashed `hash`) of the whole recording
    just applied to the buffer `handle`, whose product Python keeps, until tessera_product_drop; with the
@@ -70,6 +89,7 @@ int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_
     p->generation = generation;
     p->size = size;
     p->submit_ok = cb->submit_ok;
+    p->attached = NULL;
     memcpy(p->data, data, size);
     tessera_products_lock_all();
     tessera_product **bucket = tessera_product_bucket(dev, hash, size);
@@ -77,7 +97,7 @@ int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_
         if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
             tessera_product *old = *link;   /* the same key kept again: replaced */
             *link = old->next;
-            free(old);
+            tessera_product_free(old);
             break;
         }
     p->next = *bucket;
@@ -94,10 +114,54 @@ void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
         if ((*link)->dev == dev && (*link)->hash == hash && (*link)->size == size) {
             tessera_product *p = *link;
             *link = p->next;
-            free(p);
+            tessera_product_free(p);
             break;
         }
     tessera_products_unlock_all();
+}
+/* Python: attach `size` bytes under (key0, key1) to the product kept under this key and `generation` (one
+   attached under the same key before is replaced; past TESSERA_ATTACHMENTS the oldest goes). 0 when no such
+   product is kept (Python dropped it, or kept another since) or memory ran out. */
+int tessera_product_attach(const tessera_device *dev, uint64_t hash, size_t size, uint64_t generation,
+                           uint64_t key0, uint64_t key1, const uint8_t *data, size_t n)
+{
+    tessera_attachment *a = malloc(sizeof(tessera_attachment) + n);
+    if (!a) return 0;
+    a->key[0] = key0;
+    a->key[1] = key1;
+    a->size = n;
+    memcpy(a->data, data, n);
+    int kept = 0;
+    tessera_products_lock_all();
+    for (tessera_product *p = *tessera_product_bucket(dev, hash, size); p; p = p->next) {
+        if (p->dev != dev || p->hash != hash || p->size != size || p->generation != generation) continue;
+        a->next = p->attached;
+        p->attached = a;
+        kept = 1;
+        size_t count = 1;
+        for (tessera_attachment **link = &a->next; *link;) {
+            tessera_attachment *old = *link;
+            if ((old->key[0] == key0 && old->key[1] == key1) || count == TESSERA_ATTACHMENTS) {
+                *link = old->next;
+                free(old);
+            } else {
+                link = &old->next;
+                count++;
+            }
+        }
+        break;
+    }
+    tessera_products_unlock_all();
+    if (!kept) free(a);
+    return kept;
+}
+/* (the thread's stripe locked) What is attached to `p` under (key0, key1), or NULL. */
+__attribute__((unused)) static const tessera_attachment *tessera_attachment_find(const tessera_product *p,
+                                                                                 uint64_t key0, uint64_t key1)
+{
+    for (const tessera_attachment *a = p->attached; a; a = a->next)
+        if (a->key[0] == key0 && a->key[1] == key1) return a;
+    return NULL;
 }
 
 /* (the thread's stripe locked) The kept recording equal to `cb`'s whole recording (hashed `hash`)

@@ -21,6 +21,10 @@ static uint64_t tessera_submit_id;     /* submitIDs, shared with Python (tessera
 static uint64_t tessera_frame;         /* the frame a submit belongs to, set by Python */
 static int64_t tessera_python_reasons; /* > 0: every submit takes the Python path */
 static int tessera_c_submits = 1;      /* 0 (TESSERA_C_SUBMITS=0): submits and queue labels take Python */
+/* The driver's licence to place submits in C (placed_submits.c): granted by Python while its timeline has no
+   job queued or running and the ledger is empty, given up by any record appended here (Python has a job
+   then). Written under the ledger lock; read without it by the wait guards. */
+static int tessera_placing;
 
 static inline uint64_t tessera_clock(clockid_t clock)
 {
@@ -32,6 +36,7 @@ static inline uint64_t tessera_clock(clockid_t clock)
 /* Append one record of `slots` u64; NULL (and counted) when memory ran out. Under the lock. */
 static uint64_t *tessera_ledger_record(size_t slots)
 {
+    __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);   /* Python has a job: the licence ends */
     tessera_ledger *l = tessera_ledger_active;
     size_t size = slots * 8;
     if (l->used + size > l->cap) {

@@ -1,0 +1,131 @@
+"""Submits placed in C: a re-recording frame loop's submit and wait cost the driver no Python.
+
+The timeline places every submit in a job, in call order (timeline.py). A submit whose every command
+buffer holds a recording C ended (vkapi/lifecycle.py) equal to a kept one that the timeline has placed
+from a native plan before needs nothing of Python's to be placed again: its events come from that plan
+(icd/placement_plans.py), attached to the kept product in C once it was made (`attach`: per command
+buffer and GPU), and where they land from a few numbers. So while the timeline has no job queued or
+running, it grants the driver shim's C a licence (`grant`) with those numbers: each queue's class floors
+and ends, each emulated GPU's hardware queues' free times, the submission, event and render-pass-instance
+counters, and the trace file. The submit's guard (vkapi/runtime/placed_submits.c) then places such a
+submit at once, under the ledger lock, and appends its packets to the trace before the submit returns;
+the wait guards (vkQueueWaitIdle, vkDeviceWaitIdle, vkWaitForFences, vkWaitSemaphores) forward without
+Python while the licence holds, since their hooks would find nothing to place. Any record the C submit
+path appends to its ledger ends the licence (a job follows), and before every job the timeline queues
+it takes the numbers back (`revoke`), so Python and C never place at once and each sees the other's
+events in order.
+
+Taken by the timeline's jobs as before: a submit of more than one batch, with semaphores, of more than 16
+command buffers, on a queue with labels open (the layer's s<submitID> around a buffer submitted again), a
+buffer whose recording was applied in Python or has no native plan on that GPU yet, a damaged plan.
+A grant that placed nothing before it ended is not repeated for a while (`_skip`: a frame loop that
+never qualifies pays no grant per frame).
+
+TESSERA_C_PLACEMENT=0: no licence is granted (every submit is placed by the timeline's jobs).
+"""
+from __future__ import annotations
+
+import os
+import struct
+
+from tessera.vkapi import replay
+
+SWITCH = "TESSERA_C_PLACEMENT"
+# runtime/placed_submits.c's state words: a head, then per GPU and per queue (its layout comment)
+HEAD, GPU_WORDS, QUEUE_WORDS = 5, 3, 10
+MAX_GPUS, MAX_QUEUES = 8, 64
+SKIP_MAX = 64   # jobs without a grant, at most, after grants that placed nothing
+
+
+class PlacedSubmits:
+    """The licence's Python side: one per driver, used by the timeline under its `_order` lock."""
+
+    def __init__(self, ffi, lib) -> None:
+        self.ffi, self.lib = ffi, lib
+        self.enabled = os.environ.get(SWITCH) != "0"
+        self.granted = False     # granted, and not taken back yet (C may have placed since)
+        self._exported: list = []   # the EmulatedGpus, then the QueueOrders, in the granted state's order
+        self._gpus = 0
+        self._layout: struct.Struct | None = None
+        self._state = None       # the granted state's words, in C's memory
+        self._write_error = ffi.new("int *")
+        self._attached: set[tuple[int, int, int]] = set()   # (id(plan), gpu id, address) attached once
+        self._skip = 0           # grants not attempted before the next
+        self._unproductive = 0   # grants that placed nothing, in a row
+
+    def counts(self) -> str:
+        counts = self.ffi.new("uint64_t[2]")
+        self.lib.tessera_placement_counts(counts)
+        return f"submits placed in C: {counts[0]} (command buffers: {counts[1]})"
+
+    def attach(self, plan, gpu_id: int, address: int, kept) -> None:
+        """After `plan` was placed natively for the buffer at `address` on GPU `gpu_id` (its bytes in
+        `plan.native`), from a product C keeps (`kept`, vkapi/replay's entry), with no labels on entry:
+        let C place it again (once per plan, GPU and buffer)."""
+        made = plan.native.get((gpu_id, address))
+        if made is None or not plan.keeps_entry:
+            return
+        key = (id(plan), gpu_id, address)
+        if key in self._attached:
+            return
+        if len(self._attached) >= 4 * MAX_QUEUES * MAX_GPUS:   # bounded: a later attach finds them attached
+            self._attached.clear()
+        self._attached.add(key)
+        blob, size, fixed, slot_tokens = made
+        replay.attach(self.lib, kept, (address, gpu_id), struct.pack("<QQ", fixed, slot_tokens)
+                      + self.ffi.buffer(blob, size)[:])
+
+    def grant(self, tl) -> None:
+        """(the timeline's `_order` held, every job handed over done) Grant the licence with `tl`'s numbers."""
+        if self._skip:
+            self._skip -= 1
+            return
+        trace = tl._trace
+        fd = trace.appending_fd() if trace is not None else None
+        gpus = list(tl._gpus.values())   # (gpu id, EmulatedGpu), in gpu id order
+        if fd is None or not gpus or len(gpus) > MAX_GPUS:
+            return
+        words = [tl._submissions, trace._next_event, tl._render_pass_instances, len(gpus), 0]
+        exported = []
+        for _, gpu in gpus:
+            words += gpu.free_at.values()
+            exported.append(gpu)
+        cast = self.ffi.cast
+        for key, order in tl._orders.items():
+            queue = tl._queues.get(key)
+            if queue is None or queue.labels or words[4] == MAX_QUEUES:
+                continue
+            words += (int(cast("uintptr_t", queue.handle)), tl._gpus[id(queue.device.physical)][0],
+                      *order.floors.values(), *order.ends.values())
+            exported.append(order)
+            words[4] += 1
+        if self._layout is None or self._layout.size != 8 * len(words):
+            self._layout = struct.Struct(f"<{len(words)}q")
+            self._state = self.ffi.new("int64_t[]", len(words))
+        self._layout.pack_into(self.ffi.buffer(self._state), 0, *words)
+        if self.lib.tessera_placement_grant(fd, self._state, len(words)):
+            self.granted, self._exported, self._gpus = True, exported, len(gpus)
+
+    def revoke(self, tl) -> None:
+        """(the timeline's `_order` held, before its next job) End the licence; what C placed since is taken
+        into `tl`'s numbers."""
+        self.granted = False
+        placed = self.lib.tessera_placement_revoke(self._state, self._layout.size // 8, self._write_error)
+        if self._write_error[0]:
+            tl.trace.write_failed(OSError(self._write_error[0], os.strerror(self._write_error[0])))
+        if not placed:
+            self._unproductive += 1
+            self._skip = min(2 ** min(self._unproductive, 6), SKIP_MAX)
+            return
+        self._unproductive = 0
+        state = self._layout.unpack_from(self.ffi.buffer(self._state))
+        tl._submissions, tl.trace._next_event, tl._render_pass_instances = state[0], state[1], state[2]
+        at = HEAD
+        for i, target in enumerate(self._exported):
+            if i < self._gpus:
+                target.free_at.update(zip(target.free_at, state[at:at + GPU_WORDS]))
+                at += GPU_WORDS
+            else:
+                target.floors.update(zip(target.floors, state[at + 2:at + 6]))
+                target.ends.update(zip(target.ends, state[at + 6:at + 10]))
+                at += QUEUE_WORDS

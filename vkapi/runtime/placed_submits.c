@@ -1,0 +1,205 @@
+/* ---- submits placed in C (the driver; tessera.icd.placed_submits: the design is its docstring) ----
+   Static C, after submits.c, lifecycle.c and event_packets.c. A submit whose every command buffer holds a
+   recording C ended that equals a kept one carrying a native placement plan for that buffer on the queue's
+   GPU (tessera_product_attach) is placed at the submit, in the submit's guard, as the timeline's job would
+   place it, while Python holds nothing back: its timeline has granted the licence (tessera_placing, submits.c)
+   with a copy of what placing reads and changes (each queue's class floors and ends, each GPU's hardware queue
+   free times, the submission, event and render-pass-instance counters), and takes that copy back when it
+   revokes the licence before its next job. The events' packets go to the trace file at once. */
+#include <errno.h>
+#include <unistd.h>
+
+#define TESSERA_PLACE_MAX 16        /* command buffers of one submit */
+#define TESSERA_PLACE_TAGS 256      /* their tags, together */
+#define TESSERA_PLACED_QUEUES 64
+#define TESSERA_PLACED_GPUS 8
+/* The licence's state, as int64 words (Python: icd/placed_submits.py): submissions, next event id, render pass
+   instances, the GPU count G, the queue count Q; each GPU's three hardware queues' free times; each queue's
+   address, its GPU's index, its four class floors and four class ends. */
+#define TESSERA_PLACED_HEAD 5
+#define TESSERA_PLACED_GPU_WORDS 3
+#define TESSERA_PLACED_QUEUE_WORDS 10
+
+typedef struct { uint64_t queue; int64_t gpu; int64_t floors[4], ends[4]; } tessera_placed_queue;
+static struct {
+    int fd;                     /* the trace file's */
+    uint64_t placed, total;     /* submits placed since the grant, and in all */
+    uint64_t buffers;           /* their command buffers, in all */
+    int write_error;            /* errno of a write of the trace that failed (0: none); the licence ends */
+    int64_t submissions, next_event, pass_instances;
+    size_t gpus, queues;
+    int64_t free_at[TESSERA_PLACED_GPUS][TESSERA_PLACED_GPU_WORDS];
+    tessera_placed_queue queue[TESSERA_PLACED_QUEUES];
+    uint8_t *out;               /* the packets' buffer, grown to the largest submit's bound */
+    size_t cap;
+} tessera_placement;
+
+/* Python: grant the licence with the state in `state` (`words` int64 words, the layout above) and the trace
+   file's descriptor. 0 when refused: the ledger holds a record (Python has a job), or the state is damaged. */
+int tessera_placement_grant(int fd, const int64_t *state, size_t words)
+{
+    if (words < TESSERA_PLACED_HEAD) return 0;
+    int64_t gpus = state[3], queues = state[4];
+    if (gpus < 0 || gpus > TESSERA_PLACED_GPUS || queues < 0 || queues > TESSERA_PLACED_QUEUES
+            || words != TESSERA_PLACED_HEAD + (size_t)gpus * TESSERA_PLACED_GPU_WORDS
+                        + (size_t)queues * TESSERA_PLACED_QUEUE_WORDS)
+        return 0;
+    const int64_t *q = state + TESSERA_PLACED_HEAD + gpus * TESSERA_PLACED_GPU_WORDS;
+    for (int64_t i = 0; i < queues; i++)
+        if (q[i * TESSERA_PLACED_QUEUE_WORDS + 1] < 0 || q[i * TESSERA_PLACED_QUEUE_WORDS + 1] >= gpus) return 0;
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_ledger *l = tessera_ledger_active;
+    int granted = l->used == 0 && l->dropped == 0;
+    if (granted) {
+        tessera_placement.fd = fd;
+        tessera_placement.placed = 0;
+        tessera_placement.write_error = 0;
+        tessera_placement.submissions = state[0];
+        tessera_placement.next_event = state[1];
+        tessera_placement.pass_instances = state[2];
+        tessera_placement.gpus = (size_t)gpus;
+        tessera_placement.queues = (size_t)queues;
+        memcpy(tessera_placement.free_at, state + TESSERA_PLACED_HEAD, (size_t)gpus * sizeof tessera_placement.free_at[0]);
+        for (int64_t i = 0; i < queues; i++) {
+            const int64_t *w = q + i * TESSERA_PLACED_QUEUE_WORDS;
+            tessera_placed_queue *pq = &tessera_placement.queue[i];
+            pq->queue = (uint64_t)w[0];
+            pq->gpu = w[1];
+            memcpy(pq->floors, w + 2, sizeof pq->floors);
+            memcpy(pq->ends, w + 6, sizeof pq->ends);
+        }
+        __atomic_store_n(&tessera_placing, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return granted;
+}
+
+/* Python, before its timeline's next job: end the licence; the state as C left it into `state` (room for
+   `words`, the size granted) when C placed a submit since the grant. Returns how many it placed, and the
+   errno of a write of the trace that failed into `*write_error` (0: none). */
+long tessera_placement_revoke(int64_t *state, size_t words, int *write_error)
+{
+    pthread_mutex_lock(&tessera_ledger_lock);
+    __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
+    uint64_t placed = tessera_placement.placed;
+    size_t need = TESSERA_PLACED_HEAD + tessera_placement.gpus * TESSERA_PLACED_GPU_WORDS
+                  + tessera_placement.queues * TESSERA_PLACED_QUEUE_WORDS;
+    if (placed && words >= need) {
+        state[0] = tessera_placement.submissions;
+        state[1] = tessera_placement.next_event;
+        state[2] = tessera_placement.pass_instances;
+        state[3] = (int64_t)tessera_placement.gpus;
+        state[4] = (int64_t)tessera_placement.queues;
+        memcpy(state + TESSERA_PLACED_HEAD, tessera_placement.free_at,
+               tessera_placement.gpus * sizeof tessera_placement.free_at[0]);
+        int64_t *q = state + TESSERA_PLACED_HEAD + tessera_placement.gpus * TESSERA_PLACED_GPU_WORDS;
+        for (size_t i = 0; i < tessera_placement.queues; i++) {
+            int64_t *w = q + i * TESSERA_PLACED_QUEUE_WORDS;
+            const tessera_placed_queue *pq = &tessera_placement.queue[i];
+            w[0] = (int64_t)pq->queue;
+            w[1] = pq->gpu;
+            memcpy(w + 2, pq->floors, sizeof pq->floors);
+            memcpy(w + 6, pq->ends, sizeof pq->ends);
+        }
+    }
+    tessera_placement.placed = 0;
+    *write_error = tessera_placement.write_error;
+    tessera_placement.write_error = 0;
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return (long)placed;
+}
+
+/* Python (TESSERA_LOG=info): submits placed in C so far, and their command buffers. */
+void tessera_placement_counts(uint64_t *counts)
+{
+    counts[0] = __atomic_load_n(&tessera_placement.total, __ATOMIC_RELAXED);
+    counts[1] = __atomic_load_n(&tessera_placement.buffers, __ATOMIC_RELAXED);
+}
+
+/* The whole of `n` bytes to the trace file; an errno when a write fails. */
+static int tessera_write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The submit's guard, the ledger locked, after the backend accepted the submit (one batch, no semaphores, the
+   `n` command buffers `cbs` on `queue`, called at CLOCK_BOOTTIME `host`): 1 when C placed it (no ledger
+   record then), 0 when Python must (nothing changed). */
+static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const *cbs, uint32_t n)
+{
+    if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_PLACE_MAX) return 0;
+    tessera_placed_queue *q = NULL;
+    for (size_t i = 0; i < tessera_placement.queues; i++)
+        if (tessera_placement.queue[i].queue == (uint64_t)(uintptr_t)queue) { q = &tessera_placement.queue[i]; break; }
+    if (!q) return 0;
+    /* each buffer's slot texts as tessera_place_all takes them: no labels on entry (a u32 0), its tags */
+    uint64_t texts[TESSERA_PLACE_MAX + TESSERA_PLACE_TAGS];
+    const uint8_t *plans[TESSERA_PLACE_MAX];
+    size_t lens[TESSERA_PLACE_MAX], words = 0, bound = 0;
+    int placed = 0;
+    pthread_mutex_t *lock = &tessera_my_stripe()->products;   /* the kept products and their plans stay */
+    pthread_mutex_lock(lock);
+    uint32_t i = 0;
+    for (; i < n; i++) {
+        const tessera_cb *cb = cbs[i];
+        if (!(__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C) || cb->end_result != 0
+                || cb->dropped)
+            break;
+        long tags = -1;
+        const tessera_product *p = tessera_product_equal(cb, cb->end_hash, texts + words + 1,
+                                                         TESSERA_PLACE_TAGS - (words - i), &tags);
+        if (!p || tags < 0) break;
+        const tessera_attachment *a = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle, (uint64_t)q->gpu);
+        if (!a || a->size < 16) break;
+        const uint64_t *head = (const uint64_t *)a->data;   /* the most bytes its packets take but the slots', and
+                                                               its slot tokens (each written twice at most) */
+        texts[words] = (uint64_t)tags << 32;                /* u32 0 (the entry), u32 the tag count */
+        words += 1 + (size_t)tags;
+        plans[i] = a->data + 16;
+        lens[i] = a->size - 16;
+        bound += head[0] + 2 * head[1] * TESSERA_TAG_TEXT;
+    }
+    if (i == n) {
+        if (bound > tessera_placement.cap) {
+            uint8_t *out = realloc(tessera_placement.out, bound);
+            if (out) { tessera_placement.out = out; tessera_placement.cap = bound; }
+        }
+        if (bound <= tessera_placement.cap) {
+            int64_t *free_at = tessera_placement.free_at[q->gpu];
+            int64_t st[TESSERA_PLAN_STATE] = {(int64_t)host, (int64_t)host, tessera_placement.submissions + 1,
+                                              tessera_placement.next_event, tessera_placement.pass_instances,
+                                              free_at[0], free_at[1], free_at[2]};
+            memcpy(st + 8, q->floors, sizeof q->floors);
+            memcpy(st + 12, q->ends, sizeof q->ends);
+            size_t done = 0;
+            long bytes = tessera_place_all(plans, lens, n, (const uint8_t *)texts, 8 * words, st,
+                                           tessera_placement.out, tessera_placement.cap, &done);
+            if (done == n && bytes >= 0) {
+                int error = tessera_write_all(tessera_placement.fd, tessera_placement.out, (size_t)bytes);
+                if (error) {   /* as the trace's own failed write: the events from here on are lost */
+                    tessera_placement.write_error = error;
+                    __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
+                }
+                tessera_placement.submissions = st[2];
+                tessera_placement.next_event = st[3];
+                tessera_placement.pass_instances = st[4];
+                memcpy(free_at, st + 5, 3 * sizeof free_at[0]);
+                memcpy(q->floors, st + 8, sizeof q->floors);
+                memcpy(q->ends, st + 12, sizeof q->ends);
+                tessera_placement.placed++;
+                __atomic_add_fetch(&tessera_placement.total, 1, __ATOMIC_RELAXED);
+                __atomic_add_fetch(&tessera_placement.buffers, n, __ATOMIC_RELAXED);
+                placed = 1;
+            }
+        }
+    }
+    pthread_mutex_unlock(lock);
+    return placed;
+}
