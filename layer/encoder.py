@@ -8,6 +8,7 @@ sender thread; so every time in a message is taken by the caller.
 from __future__ import annotations
 
 import os
+import struct
 import sys
 import time
 from itertools import chain
@@ -123,6 +124,24 @@ def workloads_again(device_address: int, recordings: list[tuple[int, tuple, list
     return b"".join(out)
 
 
+def report_template(device_address: int, cb_address: int, rows: tuple, plain: tuple[int, ...]) -> bytes:
+    """What C needs to report a submit of a recording made again from a kept product (layer/reported_submits.py,
+    vkapi/runtime/reported_submits.c), the product's WORKLOADS `rows` and `plain` its tag indices a SUBMIT lists:
+    u32 the plain count and each index; u32 the WORKLOADS frame's JSON pieces (0: no frame), the tag index
+    written between each two, and each piece (u32 length, bytes) as `workloads_again` joins them."""
+    out = [struct.pack(f"<I{len(plain)}I", len(plain), *plain)]
+    if not rows:
+        out.append(struct.pack("<I", 0))
+    else:
+        hit = _AGAIN.get((id(rows), device_address, cb_address))
+        if hit is None or hit[0] is not rows:
+            hit = _again_pieces(device_address, cb_address, rows)
+        _, pieces, gaps = hit
+        out.append(struct.pack(f"<I{len(gaps)}I", len(pieces), *gaps))
+        out += [struct.pack("<I", len(piece)) + piece for piece in pieces]
+    return b"".join(out)
+
+
 def _again_pieces(device_address: int, cb_address: int, rows: tuple) -> tuple:
     if len(_AGAIN) >= _EntryTexts.CACHE:
         _AGAIN.clear()
@@ -167,11 +186,17 @@ def submit(submit_id: int, device_address: int, queue: str, cb_addresses: list[i
     payload (tests/layer/test_encoder.py)."""
     buffers = '"' + '","'.join(map(hex, cb_addresses)) + '"' if cb_addresses else ""
     name = _JSON_TEXTS.get(queue) or _json_text(queue)
-    body = (f'{{"device":"{hex(device_address)}","queue":{name},"time_ns":{time_ns},'
+    body = (f'{{"device":"{hex(device_address)}","queue":{name},"time_ns":{time_ns},'   # submit_prefix, then
             f'"duration_ns":{duration_ns},'
             f'"command_buffers":[{buffers}],"tags":[{",".join(map(str, tags))}],"frame":{frame},'
             f'"annexed":{"true" if annexed else "false"}}}')
     return encode(MessageType.SUBMIT, body.encode(), sequence=submit_id)
+
+
+def submit_prefix(device_address: int, queue: str) -> bytes:
+    """A SUBMIT's JSON up to its time, as `submit` writes it (C writes the rest: vkapi/runtime/reported_submits.c)."""
+    name = _JSON_TEXTS.get(queue) or _json_text(queue)
+    return f'{{"device":"{hex(device_address)}","queue":{name},"time_ns":'.encode()
 
 
 def annex(submit_id: int, tag: int, fields: dict) -> bytes:

@@ -20,6 +20,7 @@ from .forwarding import Forwarding
 from .instrument import Instrumenter
 from .regions import Extensions, Regions
 from .replay import TrackerProducts
+from .reported_submits import ReportedSubmits
 from .settings import LayerSettings
 from .shim_spec import HOOKS
 from .state import LayerState, Session
@@ -70,11 +71,18 @@ def install(ffi, lib) -> None:
     reporter = queues.QueueReporter(state.session, transport.send_soon, queues.queue_owner(state, ffi), labeller, capturer,
                                     errors, instrumenter, ledger, recorder, c_submits=settings.c_submits)
     transport.before_flush.append(reporter.pull)   # submits made in C are reported before a flush
+    # Submits reported whole in C (reported_submits.py): of recordings made again from kept products, whose
+    # submits the C path makes
+    reported = None
+    if settings.c_submits and recorder.replays is not None:
+        reported = transport.reported = reporter.reported = ReportedSubmits(ffi, lib, transport, state, capturer, log)
     recorder.submits_reader(reporter.pull)   # where the hooks of a submitted buffer's C-made begin and end run
 
     def on_destroy_device(dev) -> None:
         reporter.pull()
         log.info("%s", ledger.counts())
+        if reported is not None:
+            log.info("%s", reported.counts())
         log.info("%s", recorder.counts())
         log.info("%s", thread_counts(ffi, lib))
         for q in dev.queues.values():   # its queues no longer keep submits on the Python path

@@ -217,6 +217,7 @@ class QueueReporter:
         self.clock = clock
         self.order = threading.Lock()   # reporting submits made in C, and planning one in Python: one at a time
         self._pulling = submits.ReadingLedger()
+        self.reported = None   # reported_submits.ReportedSubmits: C reports submits like those read here (entry.py)
 
     # ---- submits made in C ------------------------------------------------------------------
     def pull(self) -> None:
@@ -268,10 +269,13 @@ class QueueReporter:
         plan = Plan(s.submit_id)
         command_buffers, tags = dev.command_buffers, plan.tags
         described = []
+        reported = self.reported
         for address, read, first in zip(addresses, reads, recorder.read_all(addresses, reads)):
             product = read.product
             if first and product.described_rows:
                 described.append((address, product.described_rows, read.tags))
+            if first and reported is not None and not s.wrapped:
+                reported.attach(dev.address, address, read)
             plan.primaries.append(command_buffers[address])
             tags += map(read.tags.__getitem__, product.plain)
         if described:
@@ -500,7 +504,8 @@ class Queues:
         done, self.writing.done = getattr(self.writing, "done", None), None
         if read_back or done is None:
             done = self.session.transport.hand_to_kernel()
-        done.wait(HAND_OVER_S)
+        if done.wait(HAND_OVER_S) and self.reporter.reported is not None:
+            self.reporter.reported.grant()   # until something else is sent, C reports submits like these
 
     def before_vkQueueWaitIdle(self, dev, queue):
         self._waiting()

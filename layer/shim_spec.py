@@ -98,6 +98,15 @@ TESSERA_EXPORT VkResult vkNegotiateLoaderLayerInterfaceVersion(VkNegotiateLayerI
 LAYER_DEVICE_EXTENSIONS = {"VK_EXT_frame_boundary": 1}
 
 
+# Submits reported in C (layer/reported_submits.py; the C is vkapi/submits.REPORT_C, with the submit path).
+REPORT_CDEF = """
+int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len);
+long tessera_report_revoke(const uint8_t **written, size_t *written_len, const uint8_t **unsent, size_t *unsent_len,
+                           int *error);
+void tessera_report_counts(uint64_t *counts);
+"""
+
+
 def spec() -> "ShimSpec":
     from tessera.vkapi.shim import ShimSpec   # the builder: not on the driver's/layer's load path
 
@@ -112,11 +121,12 @@ def spec() -> "ShimSpec":
             PFN_vkVoidFunction tessera_layer_gdpa(VkDevice device, const char* pName);
         """,
         c_glue=C_GLUE,
-        extra_cdef="int tessera_layer_content;",
+        extra_cdef="int tessera_layer_content;" + REPORT_CDEF,
         init_module="tessera.layer.entry",
         recorded=RECORDED,
-        # Submits of buffers that need nothing of the queue's state skip Python (queues.py).
-        submit_path=SubmitPath(number=True, wrap=True, frame_boundary=True),
+        # Submits of buffers that need nothing of the queue's state skip Python (queues.py), and so does their
+        # report while nothing else waits to be sent (reported_submits.py).
+        submit_path=SubmitPath(number=True, wrap=True, frame_boundary=True, report=True),
         manifest={
             "file_format_version": "1.2.0",
             "layer": {

@@ -209,6 +209,9 @@ class Transport:
         # Called before each flush and by the sender at least every PULL_S: the layer reports the
         # submits its C path made (queues.py), whose messages are not queued yet.
         self.before_flush: list[Callable[[], None]] = []
+        # layer/reported_submits.py: while it holds a licence, C writes frames to the destination itself; it is
+        # revoked before anything is queued or written here (`adopt` then takes what C wrote)
+        self.reported = None
         atexit.register(self.flush, 2.0)   # Python apps; C apps flush at device/instance destruction
 
     def send(self, frame: bytes | Callable[..., bytes], *args) -> None:
@@ -229,6 +232,8 @@ class Transport:
 
     def _queued(self, frame, args) -> bool:
         """Append to the queue; False when the disk took the frame instead."""
+        if self.reported is not None:
+            self.reported.revoke()
         if len(self._queue) >= MAX_QUEUED_FRAMES:
             # The sender is behind (a slow daemon): the disk takes it now.
             self._spool_write(frame if isinstance(frame, bytes) else frame(*args))
@@ -292,7 +297,35 @@ class Transport:
         if conn is not None:
             conn.sock.close()
 
+    def destination(self) -> tuple[int, bool] | None:
+        """(`_writing` held) Where frames may be written outside this class while nothing is queued: the daemon's
+        socket (True) or the spool file (False), as a descriptor; None when nothing may (frames wait, or the
+        next write must try the daemon first)."""
+        if self._queue or not self._ready():
+            return None
+        if self._conn is not None:
+            return self._conn.sock.fileno(), True
+        try:
+            with self._spool_lock:
+                self._spool_write_locked(b"")   # opened (with its HELLO) if it was not
+                return self._spool.fileno(), False
+        except OSError:   # the next frame's write says why
+            return None
+
+    def adopt(self, written: bytes, unsent: bytes) -> None:
+        """Whole frames written outside this class to the destination it gave (`destination`): `written`, on the
+        daemon's socket, are kept until acknowledged like the frames sent here; `unsent`, not written, go first."""
+        conn = self._conn
+        if written and conn is not None:
+            conn.sent += len(written)
+            conn.unacked.append((conn.sent, written))
+        if unsent:
+            self._queue.appendleft(unsent)
+            self._kick()
+
     def _pull_sources(self) -> None:
+        if self.reported is not None:
+            self.reported.revoke()
         for pull in self.before_flush:
             try:
                 pull()

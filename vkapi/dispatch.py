@@ -332,6 +332,8 @@ class HookSet:
             record_time, before, after = self._chains["vkEndCommandBuffer"]
             self._late_hooks("vkEndCommandBuffer", record_time, None, None, owner, (handle,), end_result)
             try:
+                if read is None and bits & lifecycle.REPORTED:   # its submits reported in C
+                    read = recorder.reported_read(owner, handle)
                 if read is None:
                     recorder.apply(owner, handle, ended=True)
                 else:

@@ -18,7 +18,8 @@ only; the static C around it is read as it is from vkapi/runtime/, never formatt
     runtime/guards.c                     tessera_note_next(index, fn): the next element's function
     runtime/python_runner.c              the runner thread of hooks called off Python's threads
     tessera_record_formats[], runtime/recorder.c, runtime/submits.c, runtime/lifecycle.c,
-    runtime/event_packets.c and runtime/placed_submits.c (SubmitPath.place), runtime/answers.c
+    runtime/reader.c, event_packets.c and placed_submits.c (SubmitPath.place) or reported_submits.c
+    (SubmitPath.report), runtime/answers.c
     static RET hook_X(...);              cffi's extern "Python" callback
     static RET guard_X(...)              the entry point handed to the loader
     tessera_guard_names[], _pointers[]   the table, then runtime/guard_table.c:
@@ -119,7 +120,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] 
             fast = submits.fast_path(name, index, submit_path)
         if submit_path is not None and submit_path.queue_labels and name in submits.LABEL_COMMANDS:
             fast = submits.label_fast_path(name)
-        if submit_path is not None and submit_path.place and name in submits.WAIT_COMMANDS:
+        if submit_path is not None and submit_path.in_c and name in submits.WAIT_COMMANDS:
             fast = submits.wait_fast_path(name, index)
         # A Python hook of a command buffer ends C's hold on its open render pass (runtime/recorder.c).
         seen = ("tessera_cb_python_seen((void *)commandBuffer); "
@@ -150,7 +151,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] 
             + recorder_gen.support_c()
             + submits.support_c()
             + lifecycle.support_c()
-            + (submits.placement_c() if submit_path is not None and submit_path.place else "")
+            + (submits.in_c_support(submit_path) if submit_path is not None else "")
             + answers.support_c()
             + "".join(out)
             + f"static const char* const tessera_guard_names[] = {{\n    {table_names}\n}};\n"

@@ -53,7 +53,8 @@ from pathlib import Path
 
 RUNTIME_C = Path(__file__).with_name("runtime") / "lifecycle.c"
 
-BEGUN, ENDED, RESET, UNREAD, READ = 1, 2, 4, 8, 16   # tessera_cb_deferred's bits (runtime/recorder.c, lifecycle.c)
+# tessera_cb_deferred's bits (runtime/recorder.c, lifecycle.c)
+BEGUN, ENDED, RESET, UNREAD, READ, REPORTED = 1, 2, 4, 8, 16, 32
 
 CDEF = """
 int tessera_product_keep(void *handle, const uint8_t *data, size_t size, uint64_t hash, uint64_t generation);
@@ -65,6 +66,7 @@ int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result)
 size_t tessera_cb_read_products(const uint64_t *handles, size_t count, uint64_t *keys, uint64_t *tags, size_t max,
                                 long *counts, size_t *used);
 void tessera_cb_read_in_python_all(const uint64_t *handles, size_t count);
+long tessera_cb_reported_product(void *handle, uint64_t *key, uint64_t *tags, size_t max, uint64_t *reported);
 void tessera_lifecycle_counts(uint64_t *counts);
 """
 

@@ -306,7 +306,9 @@ class Recorder:
             self._read_submits()
         out = self._out_params()
         bits = self.lib.tessera_cb_take_deferred(handle, out[3], out[4])
-        read = self._reads.pop(self._key(handle), None) if bits & lifecycle.READ else None
+        read = self._reads.pop(self._key(handle), None)   # one kept from an earlier recording is stale
+        if not bits & lifecycle.READ:
+            read = None
         if bits & lifecycle.RESET and self._reset_buffer is not None:
             with self.keeping_records(handle, bits & lifecycle.BEGUN):
                 try:
@@ -383,6 +385,18 @@ class Recorder:
             self.lib.tessera_cb_read_in_python_all(fresh, len(fresh))
             self.reads += len(fresh)
         return first
+
+    def reported_read(self, owner, handle) -> "Read | None":
+        """The Read of a recording whose submits the shim's C reported itself (layer/reported_submits.py: REPORTED,
+        no Read of Python's), made now that its hooks run; None when its product is no longer kept (its
+        records are applied then)."""
+        if self.replays is None:
+            return None
+        ffi = self.ffi
+        key, tags, reported = ffi.new("uint64_t[2]"), ffi.new("uint64_t[]", replay.MAX_TAGS), ffi.new("uint64_t *")
+        n = self.lib.tessera_cb_reported_product(handle, key, tags, replay.MAX_TAGS, reported)
+        entry = self.replays.kept_all(owner, [key[0], key[1]], [n])[0] if n >= 0 else None
+        return None if entry is None else Read(entry.product, ffi.unpack(tags, n), entry, reported[0])
 
     def restore_read(self, owner, handle, read: "Read") -> None:
         """The deferred end of a recording read without its hooks, now run: its state is the kept product

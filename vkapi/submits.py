@@ -51,6 +51,7 @@ HEADER = ("size_kind", "queue", "called_ns", "returned_ns", "boottime_ns", "subm
 SUBMIT, LABEL_BEGIN, LABEL_END = 0, 1, 2   # record kinds
 WRAPPED = 1
 COUNT_BITS = 21   # per batch, each count below 2**21 (more takes the Python path)
+IN_C_MAX = 16     # command buffers of a submit handled whole in C, at most (SubmitPath.in_c)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,14 @@ class SubmitPath:
     # The driver: a submit C may place on the emulated timeline itself is placed, not recorded (runtime/
     # placed_submits.c), and the waits skip Python while its timeline holds nothing (icd/placed_submits.py).
     place: bool = False
+    # The layer: a submit C may report itself is reported, not recorded (runtime/reported_submits.c), and the
+    # waits skip Python while nothing waits to be sent (layer/reported_submits.py).
+    report: bool = False
+
+    @property
+    def in_c(self) -> bool:
+        """A submit may be handled whole in C under a licence Python grants (tessera_placing, runtime/submits.c)."""
+        return self.place or self.report
 
 
 @dataclass(slots=True)
@@ -122,7 +131,9 @@ LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEX
 # Where the application observes completion: with SubmitPath.place, forwarded in C while the licence to place
 # holds (nothing handed over waits to be placed: the Python hooks would find nothing to do).
 WAIT_COMMANDS = ("vkDeviceWaitIdle", "vkQueueWaitIdle", "vkWaitForFences", "vkWaitSemaphores")
-PLACEMENT_C = ("event_packets.c", "placed_submits.c")   # in runtime/, after submits.c and lifecycle.c
+# in runtime/, after submits.c and lifecycle.c: SubmitPath.place's C, and SubmitPath.report's
+PLACEMENT_C = ("reader.c", "event_packets.c", "placed_submits.c")
+REPORT_C = ("reader.c", "reported_submits.c")
 
 
 def _items(count: str, item: str) -> Callable[[Any], list]:
@@ -187,15 +198,20 @@ def command_buffers(name: str, count: int, pSubmits) -> list:
 
 
 def c_defines() -> str:
-    """The #defines vkapi/runtime/submits.c needs: the s<submitID> label format (tessera.schemas.labels)
-    and VkFrameBoundaryEXT's sType."""
+    """The #defines vkapi/runtime/submits.c and what follows it need: the s<submitID> label format
+    (tessera.schemas.labels), the sTypes it looks for, the most command buffers of a submit handled whole in C
+    (SubmitPath.in_c) and the message types reported_submits.c writes (tessera.schemas.frames)."""
+    from tessera.schemas.frames import MessageType
     from tessera.schemas.labels import C_SUBMIT_FORMAT
 
     from .vkconst import vk
     return (f'#define TESSERA_SUBMIT_FORMAT "{C_SUBMIT_FORMAT}"\n'
             f"#define TESSERA_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT {vk.VK_STRUCTURE_TYPE_FRAME_BOUNDARY_EXT}\n"
             "#define TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO "
-            f"{vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO}\n")
+            f"{vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO}\n"
+            f"#define TESSERA_IN_C_MAX {IN_C_MAX}\n"
+            f"#define TESSERA_FRAME_WORKLOADS {int(MessageType.WORKLOADS)}\n"
+            f"#define TESSERA_FRAME_SUBMIT {int(MessageType.SUBMIT)}\n")
 
 
 def support_c() -> str:
@@ -203,13 +219,14 @@ def support_c() -> str:
     return RUNTIME_C.read_text()
 
 
-def placement_c() -> str:
-    """The C that places submits (SubmitPath.place): the native placement plans and the licence, as they are."""
-    return "".join((RUNTIME_C.parent / name).read_text() for name in PLACEMENT_C)
+def in_c_support(spec: SubmitPath) -> str:
+    """The C that handles submits whole under a licence (SubmitPath.place, .report), as it is."""
+    names = PLACEMENT_C if spec.place else REPORT_C if spec.report else ()
+    return "".join((RUNTIME_C.parent / name).read_text() for name in names)
 
 
 def wait_fast_path(name: str, index: int) -> str:
-    """C statements forwarding a wait without Python while the driver's licence to place holds."""
+    """C statements forwarding a wait without Python while the shim's licence holds (SubmitPath.in_c)."""
     cmd = registry.load().commands[name]
     args = ", ".join(p.name for p in cmd.params)
     return (f"    if (__atomic_load_n(&tessera_placing, __ATOMIC_ACQUIRE)) {{\n"
@@ -229,7 +246,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         f"    if ({count} > 0 && {count} < 65536 && {submits} && __atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)"
         f" && !__atomic_load_n(&tessera_python_reasons, __ATOMIC_RELAXED)) {{",
         "        tessera_cb *first = NULL;",
-        *(["        tessera_cb *placing[TESSERA_PLACE_MAX];"] if spec.place else []),
+        *(["        tessera_cb *placing[TESSERA_IN_C_MAX];"] if spec.in_c else []),
         "        int ok = 1, reused = 0;",
         f"        size_t slots = {len(HEADER)};",
         f"        for (uint32_t i = 0; ok && i < {count}; i++) {{",
@@ -244,7 +261,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "                if (!c || !c->submit_ok) { ok = 0; break; }",
         "                if (!first) first = c;",
         "                reused |= c->submits != 0;",
-        *(["                if (i == 0 && j < TESSERA_PLACE_MAX) placing[j] = c;"] if spec.place else []),
+        *(["                if (i == 0 && j < TESSERA_IN_C_MAX) placing[j] = c;"] if spec.in_c else []),
         "            }",
         f"            slots += 1 + s->{ncb} + 2 * (size_t)s->{nwait} + 2 * (size_t)s->{nsignal};",
         "        }",
@@ -259,10 +276,14 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "            if (result != 0) return result;",
         "            pthread_mutex_lock(&tessera_ledger_lock);",
     ]
-    if spec.place:
+    if spec.in_c:
+        # the driver places one batch without semaphores; the layer reports one batch not wrapped
+        handled = (f"!{submits}[0].{nwait} && !{submits}[0].{nsignal}"
+                   f" && tessera_place_submit(queue, boottime, placing, {submits}[0].{ncb})" if spec.place else
+                   f"!wrapped && tessera_report_submit(queue, submit_id, __atomic_load_n(&tessera_frame, "
+                   f"__ATOMIC_RELAXED), called, returned, placing, {submits}[0].{ncb})")
         lines += [
-            f"            if ({count} == 1 && !{submits}[0].{nwait} && !{submits}[0].{nsignal}"
-            f" && tessera_place_submit(queue, boottime, placing, {submits}[0].{ncb})) {{",
+            f"            if ({count} == 1 && {handled}) {{",
             "                pthread_mutex_unlock(&tessera_ledger_lock);",
             f"                for (uint32_t {j} = 0; {j} < {submits}[0].{ncb}; {j}++) placing[{j}]->submits++;",
             "                return result;",

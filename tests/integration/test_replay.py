@@ -36,8 +36,10 @@ CASES = [("compute frame", [RECORD_COST, "frame", FRAMES, 1], FRAMES - 1),
 _COUNTS = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*?; recordings reused: (\d+)"
                      r"(?:; checked instead: (\d+), differing: (\d+))?")
 _PLANNED = re.compile(r"\] icd INFO: recordings placed from a plan: (\d+)")
-# icd/placed_submits.py: the command buffers of submits the driver's C placed at the submit (never read in Python)
+# icd/placed_submits.py, layer/reported_submits.py: the command buffers of submits the driver's C placed and the
+# layer's C reported at the submit (never read in Python)
 _PLACED = re.compile(r"\] icd INFO: submits placed in C: \d+ \(command buffers: (\d+)\)")
+_REPORTED = re.compile(r"\] layer INFO: submits reported in C: \d+ \(command buffers: (\d+)\)")
 # vkapi/lifecycle.py: buffers begun and ended in C (their hooks run when something looks at them)
 _IN_C = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*; command buffers begun in C: (\d+), "
                    r"ended in C: (\d+); command pools reset in C: (\d+)")
@@ -56,9 +58,11 @@ def _descriptions(session) -> collections.Counter:
     return described
 
 
-def _run(tmp_path, name: str, program: list, replay: str, placement: str = "1") -> tuple[dict, dict, str]:
+def _run(tmp_path, name: str, program: list, replay: str, in_c: str = "1") -> tuple[dict, dict, str]:
+    """`in_c` "0": no submit is placed or reported whole in C (TESSERA_C_PLACEMENT, TESSERA_C_REPORTS)."""
     session = tmp_path / name
-    env = {**os.environ, "TESSERA_REPLAY": replay, "TESSERA_LOG": "info", "TESSERA_C_PLACEMENT": placement}
+    env = {**os.environ, "TESSERA_REPLAY": replay, "TESSERA_LOG": "info", "TESSERA_C_PLACEMENT": in_c,
+           "TESSERA_C_REPORTS": in_c}
     out = run([TESSERA, "run", "--out", session, "--", *program], env)
     assert out.returncode == 0, out.stdout + out.stderr
     result = read_run(session)
@@ -66,6 +70,8 @@ def _run(tmp_path, name: str, program: list, replay: str, placement: str = "1") 
     counts = {m.group(1): tuple(int(g) for g in m.groups()[1:] if g is not None) for m in _COUNTS.finditer(out.stderr)}
     counts.update({"planned": int(m.group(1)) for m in _PLANNED.finditer(out.stderr)})
     counts.update({"placed in C": int(m.group(1)) for m in _PLACED.finditer(out.stderr)})
+    reported = _REPORTED.search(out.stderr)
+    counts["reported in C"] = int(reported.group(1)) if reported else None
     counts.update({f"{m.group(1)} in C": tuple(int(g) for g in m.groups()[1:]) for m in _IN_C.finditer(out.stderr)})
     counts.update({f"{m.group(1)} read": tuple(int(g) for g in m.groups()[1:]) for m in _READ.finditer(out.stderr)})
     assert "exception" not in out.stderr.lower(), out.stderr
@@ -78,26 +84,29 @@ def _run(tmp_path, name: str, program: list, replay: str, placement: str = "1") 
 def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp_path) -> None:
     off, off_counts, _ = _run(tmp_path, "off", program, "0")
     on, on_counts, said = _run(tmp_path, "on", program, "1")
-    in_python, python_counts, _ = _run(tmp_path, "placed in Python", program, "1", placement="0")
+    in_python, python_counts, _ = _run(tmp_path, "placed in Python", program, "1", in_c="0")
     checked, check_counts, _ = _run(tmp_path, "check", program, "check")
     if "rerecord.py" in str(program[-2]):   # the case the generation guards: the same handle, another buffer
         assert "the new buffer has the old one's handle" in said
-    nothing_in_c = {"layer in C": (0, 0, 0), "icd in C": (0, 0, 0), "placed in C": 0}
-    assert off_counts == {"planned": 0, **nothing_in_c}, "TESSERA_REPLAY=0 keeps no recordings"
+    nothing_in_c = {"layer in C": (0, 0, 0), "icd in C": (0, 0, 0), "placed in C": 0, "reported in C": 0}
+    # (and the layer reports nothing in C without kept products: no count)
+    assert off_counts == {"planned": 0, **nothing_in_c, "reported in C": None}, "TESSERA_REPLAY=0 keeps no recordings"
     # every reused recording is placed from its plan (icd/placement_plans.py), not walked; every begin is
     # made in C, and every end of a recording equal to a kept one (vkapi/lifecycle.py)
     # and every one of them is submitted and reported from its kept product, its hooks never run
     in_c = (FRAMES, reused, 0)
     assert python_counts == {"layer": (reused,), "icd": (reused,), "planned": reused, "layer in C": in_c,
-                             "icd in C": in_c, "layer read": (reused, 0), "icd read": (reused, 0), "placed in C": 0}
-    # ... and the driver's C places the submits of all but the first few of them itself (icd/placed_submits.py:
-    # once a plan placed natively is attached to the kept product, and the timeline granted the licence): only
-    # the others reach Python
-    placed = on_counts["placed in C"]
-    assert placed >= reused - 4, on_counts
-    read = reused - placed
-    assert on_counts == {"layer": (reused,), "icd": (read,), "planned": read, "layer in C": in_c,
-                         "icd in C": in_c, "layer read": (reused, 0), "icd read": (read, 0), "placed in C": placed}
+                             "icd in C": in_c, "layer read": (reused, 0), "icd read": (reused, 0), "placed in C": 0,
+                             "reported in C": 0}
+    # ... and the driver's C places, and the layer's C reports, the submits of all but the first few of them itself
+    # (icd/placed_submits.py, layer/reported_submits.py: once one was handled in Python and the licence granted):
+    # only the others reach Python
+    placed, reported = on_counts["placed in C"], on_counts["reported in C"]
+    assert placed >= reused - 4 and reported >= reused - 4, on_counts
+    read, layer_read = reused - placed, reused - reported
+    assert on_counts == {"layer": (layer_read,), "icd": (read,), "planned": read, "layer in C": in_c,
+                         "icd in C": in_c, "layer read": (layer_read, 0), "icd read": (read, 0), "placed in C": placed,
+                         "reported in C": reported}
     assert check_counts == {"layer": (0, reused, 0), "icd": (0, reused, 0), "planned": 0, **nothing_in_c,
                             "layer read": (0, 0), "icd read": (0, 0)}
     assert off["gpu_events"]
@@ -116,6 +125,7 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
     program = [PYTHON, REPO / "tests" / "integration" / "apps" / "lifecycle_paths.py", 16]
     off, off_counts, _ = _run(tmp_path, "off", program, "0")
     on, on_counts, said = _run(tmp_path, "on", program, "1")
+    in_python, python_counts, _ = _run(tmp_path, "in Python", program, "1", in_c="0")
     checked, _, _ = _run(tmp_path, "check", program, "check")
     assert "lifecycle_paths: OK 16 frames" in said
     assert off_counts["layer in C"] == off_counts["icd in C"] == (0, 0, 0)
@@ -124,19 +134,19 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
     # in Python in between); reused: those ended in C but the two nothing submitted, whose hooks never ran.
     # pools reset in C: none (the pool holds the secondary, whose Python state is not deferred)
     assert on_counts["layer in C"] == on_counts["icd in C"] == (34, 31, 0), on_counts
-    # the driver's C placed submits of some of them (icd/placed_submits.py; a buffer named twice counts twice):
-    # those it never reads
-    placed = on_counts["placed in C"]
-    assert placed > 0, on_counts
-    assert on_counts["layer"] == (29,) and on_counts["icd"][0] < 29, on_counts
-    # read without their hooks: every reused recording the driver reads, and all but the three the layer submits in
-    # Python (their hooks run at that submit, as before); their hooks ran later for P reset with vkResetCommandBuffer
-    # (both shims) and for P submitted again (the layer, which submits it in Python; the driver reads that submit
-    # from its product again)
-    # (the driver's, unless C placed that buffer's submit: read never, its hooks run as a recording's not read)
-    assert on_counts["layer read"] == (26, 2) and on_counts["icd read"][0] <= on_counts["icd"][0], on_counts
+    # the driver's C placed, and the layer's C reported, submits of some of them (icd/placed_submits.py,
+    # layer/reported_submits.py; a buffer named twice counts twice): those neither reads in Python
+    assert on_counts["placed in C"] > 0 and on_counts["reported in C"] > 0, on_counts
+    assert on_counts["layer"][0] < 29 and on_counts["icd"][0] < 29, on_counts
+    # with neither (TESSERA_C_PLACEMENT=0, TESSERA_C_REPORTS=0): read without their hooks: every reused recording the
+    # driver reads, and all but the three the layer submits in Python (their hooks run at that submit, as before);
+    # their hooks ran later for P reset with vkResetCommandBuffer (both shims) and for P submitted again (the
+    # layer, which submits it in Python; the driver reads that submit from its product again)
+    assert python_counts["layer"] == python_counts["icd"] == (29,), python_counts
+    assert python_counts["layer read"] == (26, 2) and python_counts["icd read"] == (29, 1), python_counts
     assert off["gpu_events"]
     assert on == off, "\n".join(differences(off, on))
+    assert in_python == off, "\n".join(differences(off, in_python))
     assert checked == off, "\n".join(differences(off, checked))
 
 

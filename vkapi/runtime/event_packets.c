@@ -27,28 +27,6 @@
 #define TESSERA_PLAN_STATE 16
 #define TESSERA_LABEL_MAX 4096
 
-typedef struct { const uint8_t *p; size_t n; } tessera_bytes;
-typedef struct { const uint8_t *at, *end; int bad; } tessera_reader;
-
-static uint64_t tessera_read(tessera_reader *r, size_t n)
-{
-    uint64_t v = 0;
-    if (r->bad || (size_t)(r->end - r->at) < n) { r->bad = 1; return 0; }
-    for (size_t i = 0; i < n; i++) v |= (uint64_t)r->at[i] << (8 * i);
-    r->at += n;
-    return v;
-}
-
-static tessera_bytes tessera_read_bytes(tessera_reader *r, size_t length_size)
-{
-    tessera_bytes b = { NULL, 0 };
-    size_t n = (size_t)tessera_read(r, length_size);
-    if (r->bad || (size_t)(r->end - r->at) < n) { r->bad = 1; return b; }
-    b.p = r->at; b.n = n;
-    r->at += n;
-    return b;
-}
-
 typedef struct { uint8_t *at, *end; int full; } tessera_writer;
 
 static void tessera_put(tessera_writer *w, const void *p, size_t n)

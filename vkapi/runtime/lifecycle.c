@@ -335,6 +335,7 @@ int tessera_cb_take_deferred(void *handle, uint32_t *flags, int32_t *end_result)
    C began and ended successfully, not read so yet, that equals a kept one (on the same device, under the same
    generation): the kept one's hash and size into `key` and the recording's tags into `tags` (at most `max`); the
    number of tags. -2: the recording was read so already; -1: Python must run its hooks first. Changes nothing. */
+static long tessera_cb_product(tessera_cb *cb, uint64_t *key, uint64_t *tags, size_t max);
 long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t max)
 {
     tessera_cb *cb = tessera_cb_find(handle);
@@ -342,6 +343,21 @@ long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t
     int deferred = __atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE);
     if (!(deferred & TESSERA_ENDED_IN_C) || cb->end_result != 0 || cb->dropped) return -1;
     if (deferred & TESSERA_READ_IN_PYTHON) return -2;
+    if (deferred & TESSERA_REPORTED_IN_C) return -1;   /* its hooks make its Read (tessera_cb_reported_product) */
+    return tessera_cb_product(cb, key, tags, max);
+}
+/* Python, running the hooks of a recording whose submits C reported (the layer, reported_submits.c: no Read of
+   Python's): as tessera_cb_read_product would have answered before the first report; the submits C reported
+   into `*reported`. */
+long tessera_cb_reported_product(void *handle, uint64_t *key, uint64_t *tags, size_t max, uint64_t *reported)
+{
+    tessera_cb *cb = tessera_cb_find(handle);   /* its deferred bits taken already (tessera_cb_take_deferred) */
+    if (!cb || cb->end_result != 0 || cb->dropped || !cb->reported) return -1;
+    *reported = cb->reported;
+    return tessera_cb_product(cb, key, tags, max);
+}
+static long tessera_cb_product(tessera_cb *cb, uint64_t *key, uint64_t *tags, size_t max)
+{
     uint64_t hash = cb->end_hash;   /* ended in C: tessera_product_match found it kept */
     long n = -1;
     pthread_mutex_t *lock = &tessera_my_stripe()->products;

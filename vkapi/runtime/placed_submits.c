@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <unistd.h>
 
-#define TESSERA_PLACE_MAX 16        /* command buffers of one submit */
 #define TESSERA_PLACE_TAGS 256      /* their tags, together */
 #define TESSERA_PLACED_QUEUES 64
 #define TESSERA_PLACED_GPUS 8
@@ -134,15 +133,15 @@ static int tessera_write_all(int fd, const uint8_t *p, size_t n)
    record then), 0 when Python must (nothing changed). */
 static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const *cbs, uint32_t n)
 {
-    if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_PLACE_MAX) return 0;
+    if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX) return 0;
     tessera_placed_queue *q = NULL;
     for (size_t i = 0; i < tessera_placement.queues; i++)
         if (tessera_placement.queue[i].queue == (uint64_t)(uintptr_t)queue) { q = &tessera_placement.queue[i]; break; }
     if (!q) return 0;
     /* each buffer's slot texts as tessera_place_all takes them: no labels on entry (a u32 0), its tags */
-    uint64_t texts[TESSERA_PLACE_MAX + TESSERA_PLACE_TAGS];
-    const uint8_t *plans[TESSERA_PLACE_MAX];
-    size_t lens[TESSERA_PLACE_MAX], words = 0, bound = 0;
+    uint64_t texts[TESSERA_IN_C_MAX + TESSERA_PLACE_TAGS];
+    const uint8_t *plans[TESSERA_IN_C_MAX];
+    size_t lens[TESSERA_IN_C_MAX], words = 0, bound = 0;
     int placed = 0;
     pthread_mutex_t *lock = &tessera_my_stripe()->products;   /* the kept products and their plans stay */
     pthread_mutex_lock(lock);

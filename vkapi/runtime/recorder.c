@@ -45,6 +45,7 @@ typedef struct tessera_cb {
     int32_t end_result;          /* ... the deferred end's VkResult */
     uint64_t in_ledger;          /* the serial of the last ledger a submit of the buffer went into (submits.c) */
     uint64_t end_hash;           /* the hash of the recording an end made in C found kept (lifecycle.c) */
+    uint64_t reported;           /* submits of the recording reported in C (the layer: reported_submits.c) */
 } tessera_cb;
 
 typedef struct { void *key; tessera_cb *cb; } tessera_slot;
@@ -59,6 +60,9 @@ typedef struct { size_t mask; tessera_slot slots[]; } tessera_table;
 /* A submit of the recording C ended was read in Python without running its hooks (vkapi/lifecycle.py): they
    run only if something looks at the buffer before C begins it again. */
 #define TESSERA_READ_IN_PYTHON 16
+/* ... reported in C (the layer, reported_submits.c): Python keeps no Read of it; its hooks make one (Python's
+   Recorder.reported_read). */
+#define TESSERA_REPORTED_IN_C 32
 /* An info struct's pointer to a copy in the record (the I code): set by Python before anything reads it. */
 #define TESSERA_COPIED 8
 static tessera_table *tessera_cbs;          /* read lock-free; replaced (never freed) when it grows */
@@ -225,7 +229,7 @@ static void tessera_cb_begin(tessera_cb *cb)
 {
     cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
     cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->label_depth = 0; cb->pass_in_c = 0;
-    cb->pass_label = 0;
+    cb->pass_label = 0; cb->reported = 0;
     cb->whole = 1;
 }
 

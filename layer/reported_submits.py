@@ -1,0 +1,123 @@
+"""Submits reported in C: a re-recording frame loop's submit and wait cost the layer no Python.
+
+The layer reports each submit the C path made when it reads the ledger (queues.py): for a buffer whose
+recording C ended equal to a kept one (vkapi/lifecycle.py), the WORKLOADS of the recording made again
+(its product's descriptions with the recording's own tags) and the SUBMIT listing its plain tags. Both
+are known ahead but for those tags, the submitID, the frame and two times, so once Python has reported
+such a submit, the product gets the text between those numbers attached in C (`attach`: per command
+buffer; layer/encoder.report_template). While nothing waits to be sent (the transport's queue is
+empty, no capture waits to be read back, the ledger is empty), the layer grants the shim's C a licence
+(`grant`) with each queue's SUBMIT text up to its time and where the transport writes (the daemon's
+socket, or the spool file): the submit's guard (vkapi/runtime/reported_submits.c) then writes the
+frames of such a submit there before the submit returns, marks its buffers read, and the wait guards
+forward without Python (the frames are already with the kernel: what the application learns has run
+keeps its metadata, as `Transport.hand_to_kernel` promises).
+
+The licence ends with any record the C path appends to its ledger, and before anything Python sends or
+the transport's sender writes (`revoke`, which the transport calls): what C sent on the socket joins the
+frames the daemon has yet to acknowledge (kept for the spool should it go away), and what it could not
+send (a full socket, a failed write) is sent first, by Python. The sender's look for work every PULL_S
+ends it too, so that acknowledgements are read; the next wait grants it again.
+
+Taken by Python as before: a submit of more than one batch or 16 command buffers, wrapped (a buffer
+submitted again), of a buffer without a template, on a queue not granted; anything the C path never
+took (labels open, frame boundaries, instrumentation). A recording whose submit C reported runs its
+hooks only if something looks at the buffer before C begins it again, as one whose submit Python read
+without them (Recorder.reported_read gives them the Read C kept no object of).
+
+TESSERA_C_REPORTS=0: no licence is granted.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+
+from tessera.vkapi import replay
+
+from . import encoder
+
+SWITCH = "TESSERA_C_REPORTS"
+MAX_QUEUES = 64          # runtime/reported_submits.c TESSERA_REPORT_QUEUES
+MAX_PREFIX = 512         # ... TESSERA_REPORT_PREFIX
+TEMPLATE_KEY = 1         # ... TESSERA_REPORT_KEY: the attachment's second key word
+
+
+class ReportedSubmits:
+    """The licence's Python side. `transport`: the layer's Transport (its `reported` is this); `state`: the
+    LayerState (its devices' queues); `capturer`: indirect.Capturer (captures waiting to be read back)."""
+
+    def __init__(self, ffi, lib, transport, state, capturer, log) -> None:
+        self.ffi, self.lib, self.transport, self.state, self.capturer, self.log = \
+            ffi, lib, transport, state, capturer, log
+        self.enabled = os.environ.get(SWITCH) != "0"
+        self.granted = False
+        self._lock = threading.Lock()   # granting and revoking, and taking what C wrote, one thread at a time
+        self._out = ffi.new("const uint8_t *[2]")
+        self._lens = ffi.new("size_t[2]")
+        self._error = ffi.new("int *")
+        self._attached: set[tuple[int, int]] = set()   # (id(product), command buffer address) attached once
+
+    def counts(self) -> str:
+        counts = self.ffi.new("uint64_t[2]")
+        self.lib.tessera_report_counts(counts)
+        return f"submits reported in C: {counts[0]} (command buffers: {counts[1]})"
+
+    def attach(self, device_address: int, address: int, read) -> None:
+        """A submit of the buffer at `address` was reported from `read` (Recorder.reading_all's, its product plain):
+        let C report the next submit of a recording equal to it (once per product and buffer)."""
+        product = read.product
+        key = (id(product), address)
+        if read.kept is None or key in self._attached:
+            return
+        if len(self._attached) >= 4096:   # bounded: a later attach finds its template attached already
+            self._attached.clear()
+        self._attached.add(key)
+        replay.attach(self.lib, read.kept, (address, TEMPLATE_KEY),
+                      encoder.report_template(device_address, address, product.described_rows, product.plain))
+
+    def grant(self) -> None:
+        """After a wait: let C report submits while nothing else waits to be sent."""
+        if not self.enabled or self.granted or any(self.capturer.pending.values()):
+            return
+        transport = self.transport
+        with self._lock:
+            if self.granted or not transport._writing.acquire(blocking=False):
+                return
+            try:
+                destination = transport.destination()
+                if destination is None:
+                    return
+                queues = self._queues()
+                self.granted = bool(queues) and bool(self.lib.tessera_report_grant(
+                    destination[0], 1 if destination[1] else 0, queues, len(queues)))
+            finally:
+                transport._writing.release()
+
+    def _queues(self) -> bytes:
+        """Each queue's address and its SUBMIT text up to its time, as tessera_report_grant takes them."""
+        out = []
+        with self.state.lock:
+            devices = list(self.state.devices.values())
+        for dev in devices:
+            for address, q in list(dev.queues.items()):
+                prefix = encoder.submit_prefix(dev.address, q.name)
+                if len(out) < MAX_QUEUES and len(prefix) <= MAX_PREFIX:
+                    out.append(struct.pack("<QH", address, len(prefix)) + prefix)
+        return b"".join(out)
+
+    def revoke(self) -> None:
+        """Before Python sends or writes: end the licence, and hand what C wrote and could not write to the
+        transport."""
+        with self._lock:   # held while the transport takes them: nothing it sends may overtake them
+            if not self.granted:
+                return
+            self.granted = False
+            out, lens, error = self._out, self._lens, self._error
+            self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error)
+            written = self.ffi.buffer(out[0], lens[0])[:] if lens[0] else b""
+            unsent = self.ffi.buffer(out[1], lens[1])[:] if lens[1] else b""
+            if error[0]:
+                self.log.warning("submits reported in C: writing their frames failed (%s); the transport sends "
+                                 "what was not written", os.strerror(error[0]))
+            self.transport.adopt(written, unsent)

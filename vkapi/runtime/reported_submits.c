@@ -1,0 +1,290 @@
+/* ---- submits reported in C (the layer; tessera.layer.reported_submits: the design is its docstring) ----
+   Static C, after submits.c and lifecycle.c. A submit whose every command buffer holds a recording C ended,
+   submitted for the first time, equal to a kept one carrying a report template (tessera_product_attach: the
+   WORKLOADS text between its tags, and which tags a submit lists) is reported at the submit, in the submit's
+   guard, while Python holds nothing back: the layer granted the licence (tessera_placing, submits.c) with each
+   queue's SUBMIT text up to its time and the transport's destination (the daemon's socket or the spool
+   file). The WORKLOADS frame of each buffer, then the SUBMIT frame, are written there before the submit
+   returns; what a socket did not take waits for Python (`unsent`), and what it took is kept until Python
+   takes it (`written`: the transport keeps frames until the daemon acknowledges them). */
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define TESSERA_REPORT_TAGS 1024         /* their tags, together */
+#define TESSERA_REPORT_QUEUES 64
+#define TESSERA_REPORT_PREFIX 512        /* a queue's SUBMIT text up to its time */
+#define TESSERA_REPORT_WRITTEN_MAX (4u << 20)   /* bytes sent that Python has yet to take: past it, no licence */
+#define TESSERA_REPORT_KEY 1             /* the attachment's second key word (the first: the buffer's address) */
+
+typedef struct { uint64_t queue; size_t n; char prefix[TESSERA_REPORT_PREFIX]; } tessera_report_queue;
+typedef struct { uint8_t *p; size_t n, cap; } tessera_buffer;
+static struct {
+    int fd, socket;              /* the destination, and whether it is the daemon's socket (else the spool) */
+    size_t queues;
+    tessera_report_queue queue[TESSERA_REPORT_QUEUES];
+    tessera_buffer out;          /* this submit's frames */
+    tessera_buffer written;      /* sent on the socket since the grant */
+    tessera_buffer unsent;       /* not written (the socket was full, or the write failed) */
+    int error;                   /* errno of a failed write (0: none) */
+    uint64_t reported, total, buffers;   /* submits reported since the grant, in all, and their buffers */
+} tessera_report;
+
+static int tessera_buffer_put(tessera_buffer *b, const void *p, size_t n)
+{
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        uint8_t *grown = realloc(b->p, cap);
+        if (!grown) return 0;
+        b->p = grown;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, p, n);
+    b->n += n;
+    return 1;
+}
+
+/* Python: grant the licence: write to `fd` (`socket`: the daemon's non-blocking socket, else the spool file);
+   `queues` (`len` bytes): per queue its address (u64) and its SUBMIT text up to its time (u16 length, bytes).
+   0 when refused: the ledger holds a record, or `queues` is damaged. */
+int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len)
+{
+    tessera_reader r = { queues, queues + len, 0 };
+    tessera_report_queue parsed[TESSERA_REPORT_QUEUES];
+    size_t n = 0;
+    while (r.at < r.end) {
+        if (n == TESSERA_REPORT_QUEUES) return 0;
+        parsed[n].queue = tessera_read(&r, 8);
+        tessera_bytes prefix = tessera_read_bytes(&r, 2);
+        if (r.bad || prefix.n > TESSERA_REPORT_PREFIX) return 0;
+        memcpy(parsed[n].prefix, prefix.p, prefix.n);
+        parsed[n++].n = prefix.n;
+    }
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_ledger *l = tessera_ledger_active;
+    int granted = l->used == 0 && l->dropped == 0;
+    if (granted) {
+        tessera_report.fd = fd;
+        tessera_report.socket = socket;
+        tessera_report.queues = n;
+        memcpy(tessera_report.queue, parsed, n * sizeof parsed[0]);
+        tessera_report.written.n = tessera_report.unsent.n = 0;
+        tessera_report.error = 0;
+        tessera_report.reported = 0;
+        __atomic_store_n(&tessera_placing, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return granted;
+}
+
+/* Python, before it sends anything: end the licence. The bytes sent on the socket since the grant into
+   `*written` and those not written into `*unsent` (valid until the next grant), a failed write's errno into
+   `*error`; returns how many submits C reported since the grant. */
+long tessera_report_revoke(const uint8_t **written, size_t *written_len, const uint8_t **unsent, size_t *unsent_len,
+                           int *error)
+{
+    pthread_mutex_lock(&tessera_ledger_lock);
+    __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
+    *written = tessera_report.written.p;
+    *written_len = tessera_report.written.n;
+    *unsent = tessera_report.unsent.p;
+    *unsent_len = tessera_report.unsent.n;
+    *error = tessera_report.error;
+    long reported = (long)tessera_report.reported;
+    tessera_report.written.n = tessera_report.unsent.n = 0;
+    tessera_report.reported = 0;
+    tessera_report.error = 0;
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return reported;
+}
+
+/* The wait guards: nothing of Python's to write (the licence holds, and C wrote every frame it made). */
+static inline int tessera_report_idle(void)
+{
+    return __atomic_load_n(&tessera_placing, __ATOMIC_ACQUIRE);
+}
+
+/* Python (TESSERA_LOG=info): submits reported in C so far, and their command buffers. */
+void tessera_report_counts(uint64_t *counts)
+{
+    counts[0] = __atomic_load_n(&tessera_report.total, __ATOMIC_RELAXED);
+    counts[1] = __atomic_load_n(&tessera_report.buffers, __ATOMIC_RELAXED);
+}
+
+static size_t tessera_decimal(char *out, uint64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+    do { digits[n++] = (char)('0' + v % 10); v /= 10; } while (v);
+    for (size_t i = 0; i < n; i++) out[i] = digits[n - 1 - i];
+    return n;
+}
+
+static size_t tessera_hex(char *out, uint64_t v)   /* as Python's hex(): 0x, lowercase, no padding */
+{
+    char digits[16];
+    size_t n = 0;
+    do { digits[n++] = "0123456789abcdef"[v & 15]; v >>= 4; } while (v);
+    out[0] = '0'; out[1] = 'x';
+    for (size_t i = 0; i < n; i++) out[2 + i] = digits[n - 1 - i];
+    return 2 + n;
+}
+
+/* A frame's header (schemas/frames.py encode): u8 type, u64 sequence (sequenced types), u64 tag 0, u32 length. */
+static int tessera_frame_head(tessera_buffer *b, uint8_t type, uint64_t sequence, int sequenced, uint32_t length)
+{
+    uint8_t head[21];
+    size_t n = 0;
+    head[n++] = type;
+    if (sequenced) { memcpy(head + n, &sequence, 8); n += 8; }
+    memset(head + n, 0, 8); n += 8;
+    memcpy(head + n, &length, 4); n += 4;
+    return tessera_buffer_put(b, head, n);
+}
+
+/* One buffer's WORKLOADS frame from its template (`t`, after the plain tags; layer/encoder.report_template): the
+   pieces joined with the recording's tags in decimal; none when the template has no pieces. 0 when the template
+   is damaged or memory ran out. */
+static int tessera_report_workloads(tessera_buffer *b, tessera_reader *t, const uint64_t *tags, long ntags)
+{
+    uint32_t pieces = (uint32_t)tessera_read(t, 4);
+    if (t->bad || pieces > TESSERA_REPORT_TAGS + 1) return 0;
+    if (pieces == 0) return 1;
+    uint32_t gaps = pieces - 1;
+    uint32_t index[TESSERA_REPORT_TAGS];
+    for (uint32_t g = 0; g < gaps; g++) {
+        index[g] = (uint32_t)tessera_read(t, 4);
+        if (index[g] >= (uint64_t)ntags) return 0;
+    }
+    size_t head = b->n;
+    if (!tessera_frame_head(b, TESSERA_FRAME_WORKLOADS, 0, 0, 0)) return 0;
+    size_t body = b->n;
+    for (uint32_t g = 0; g <= gaps; g++) {
+        tessera_bytes piece = tessera_read_bytes(t, 4);
+        if (t->bad || !tessera_buffer_put(b, piece.p, piece.n)) return 0;
+        if (g < gaps) {
+            char digits[20];
+            if (!tessera_buffer_put(b, digits, tessera_decimal(digits, tags[index[g]]))) return 0;
+        }
+    }
+    uint32_t length = (uint32_t)(b->n - body);
+    memcpy(b->p + head + 1 + 8, &length, 4);
+    return 1;
+}
+
+/* Write the frames built; what is not written waits in `unsent` and ends the licence. */
+static void tessera_report_write(const uint8_t *p, size_t n)
+{
+    while (n) {
+        ssize_t w = tessera_report.socket ? send(tessera_report.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                          : write(tessera_report.fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) tessera_report.error = errno;
+            break;
+        }
+        if (tessera_report.socket && !tessera_buffer_put(&tessera_report.written, p, (size_t)w)) {
+            tessera_report.error = ENOMEM;   /* sent, but Python cannot keep it until acknowledged */
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    if (n) tessera_buffer_put(&tessera_report.unsent, p, n);
+    if (n || tessera_report.error || tessera_report.written.n > TESSERA_REPORT_WRITTEN_MAX)
+        __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
+}
+
+/* The submit's guard, the ledger locked, after the next element accepted the submit (one batch: the `n`
+   command buffers `cbs` on `queue`; its submitID, the frame, MONOTONIC_RAW at the call and the return): 1 when
+   C reported it (no ledger record then), 0 when Python must (nothing changed). */
+static int tessera_report_submit(VkQueue queue, uint64_t submit_id, uint64_t frame, uint64_t called,
+                                 uint64_t returned, tessera_cb *const *cbs, uint32_t n)
+{
+    if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX) return 0;
+    const tessera_report_queue *q = NULL;
+    for (size_t i = 0; i < tessera_report.queues; i++)
+        if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) { q = &tessera_report.queue[i]; break; }
+    if (!q) return 0;
+    uint64_t tags[TESSERA_REPORT_TAGS];
+    const tessera_attachment *templates[TESSERA_IN_C_MAX];
+    size_t tag_at[TESSERA_IN_C_MAX + 1];
+    long count[TESSERA_IN_C_MAX];
+    tessera_buffer *b = &tessera_report.out;
+    b->n = 0;
+    int reported = 0;
+    pthread_mutex_t *lock = &tessera_my_stripe()->products;   /* the kept products and their templates stay */
+    pthread_mutex_lock(lock);
+    uint32_t i = 0;
+    tag_at[0] = 0;
+    for (; i < n; i++) {
+        const tessera_cb *cb = cbs[i];
+        if (!(__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C) || cb->end_result != 0
+                || cb->dropped || cb->submits != 0)
+            break;
+        count[i] = -1;
+        const tessera_product *p = tessera_product_equal(cb, cb->end_hash, tags + tag_at[i],
+                                                         TESSERA_REPORT_TAGS - tag_at[i], &count[i]);
+        if (!p || count[i] < 0) break;
+        templates[i] = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle, TESSERA_REPORT_KEY);
+        if (!templates[i]) break;
+        tag_at[i + 1] = tag_at[i] + (size_t)count[i];
+    }
+    if (i == n) {
+        /* each buffer's WORKLOADS, then the SUBMIT listing the plain tags of each */
+        int ok = 1;
+        char text[64];
+        for (i = 0; ok && i < n; i++) {   /* a template: the plain tags, then the WORKLOADS text */
+            tessera_reader t = { templates[i]->data, templates[i]->data + templates[i]->size, 0 };
+            uint32_t plain = (uint32_t)tessera_read(&t, 4);
+            t.at += 4 * (size_t)plain;
+            ok = plain <= TESSERA_REPORT_TAGS && t.at <= t.end
+                 && tessera_report_workloads(b, &t, tags + tag_at[i], count[i]);
+        }
+        size_t head = b->n;
+        ok = ok && tessera_frame_head(b, TESSERA_FRAME_SUBMIT, submit_id, 1, 0);
+        size_t body = b->n;
+        ok = ok && tessera_buffer_put(b, q->prefix, q->n)
+             && tessera_buffer_put(b, text, tessera_decimal(text, called))
+             && tessera_buffer_put(b, ",\"duration_ns\":", 15)
+             && tessera_buffer_put(b, text, tessera_decimal(text, returned - called))
+             && tessera_buffer_put(b, ",\"command_buffers\":[", 20);
+        for (i = 0; ok && i < n; i++) {
+            text[0] = '"';
+            size_t k = 1 + tessera_hex(text + 1, (uint64_t)(uintptr_t)cbs[i]->handle);
+            text[k++] = '"';
+            ok = (i == 0 || tessera_buffer_put(b, ",", 1)) && tessera_buffer_put(b, text, k);
+        }
+        ok = ok && tessera_buffer_put(b, "],\"tags\":[", 10);
+        int first = 1;
+        for (i = 0; ok && i < n; i++) {
+            tessera_reader t = { templates[i]->data, templates[i]->data + templates[i]->size, 0 };
+            uint32_t plain = (uint32_t)tessera_read(&t, 4);
+            for (uint32_t k = 0; ok && k < plain; k++) {
+                uint32_t index = (uint32_t)tessera_read(&t, 4);
+                if (t.bad || index >= (uint64_t)count[i]) { ok = 0; break; }
+                ok = (first || tessera_buffer_put(b, ",", 1))
+                     && tessera_buffer_put(b, text, tessera_decimal(text, tags[tag_at[i] + index]));
+                first = 0;
+            }
+        }
+        ok = ok && tessera_buffer_put(b, "],\"frame\":", 10)
+             && tessera_buffer_put(b, text, tessera_decimal(text, frame))
+             && tessera_buffer_put(b, ",\"annexed\":false}", 17);
+        if (ok) {
+            uint32_t length = (uint32_t)(b->n - body);
+            memcpy(b->p + head + 1 + 8 + 8, &length, 4);
+            tessera_report_write(b->p, b->n);
+            for (i = 0; i < n; i++) {   /* its hooks run only if something looks at it (lifecycle.c) */
+                __atomic_or_fetch(&cbs[i]->deferred, TESSERA_REPORTED_IN_C, __ATOMIC_ACQ_REL);
+                cbs[i]->reported++;
+            }
+            tessera_report.reported++;
+            __atomic_add_fetch(&tessera_report.total, 1, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&tessera_report.buffers, n, __ATOMIC_RELAXED);
+            reported = 1;
+        }
+    }
+    pthread_mutex_unlock(lock);
+    return reported;
+}
