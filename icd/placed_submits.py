@@ -115,7 +115,7 @@ class PlacedSubmits:
             tl.trace.write_failed(OSError(self._write_error[0], os.strerror(self._write_error[0])))
         if not placed:
             self._unproductive += 1
-            self._skip = min(2 ** min(self._unproductive, 6), SKIP_MAX)
+            self._skip = min(2 ** min(self._unproductive, 7) // 2, SKIP_MAX)   # 1, 2, 4 ... after 1, 2, 3 ...
             return
         self._unproductive = 0
         state = self._layout.unpack_from(self.ffi.buffer(self._state))

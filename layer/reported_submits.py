@@ -11,7 +11,8 @@ empty, no capture waits to be read back, the ledger is empty), the layer grants 
 socket, or the spool file): the submit's guard (vkapi/runtime/reported_submits.c) then writes the
 frames of such a submit there before the submit returns, marks its buffers read, and the wait guards
 forward without Python (the frames are already with the kernel: what the application learns has run
-keeps its metadata, as `Transport.hand_to_kernel` promises).
+keeps its metadata, as `Transport.hand_to_kernel` promises). A grant that reported nothing before it ended
+is not repeated for a while (`_skip`: a loop whose submits C cannot report pays no grant per frame).
 
 The licence ends with any record the C path appends to its ledger, and before anything Python sends or
 the transport's sender writes (`revoke`, which the transport calls): what C sent on the socket joins the
@@ -41,6 +42,7 @@ SWITCH = "TESSERA_C_REPORTS"
 MAX_QUEUES = 64          # runtime/reported_submits.c TESSERA_REPORT_QUEUES
 MAX_PREFIX = 512         # ... TESSERA_REPORT_PREFIX
 TEMPLATE_KEY = 1         # ... TESSERA_REPORT_KEY: the attachment's second key word
+SKIP_MAX = 64            # grants skipped, at most, after grants that reported nothing
 
 
 class ReportedSubmits:
@@ -57,6 +59,9 @@ class ReportedSubmits:
         self._lens = ffi.new("size_t[2]")
         self._error = ffi.new("int *")
         self._attached: set[tuple[int, int]] = set()   # (id(product), command buffer address) attached once
+        self._queues: tuple[tuple, bytes] = ((), b"")     # the queues granted last, and their text for C
+        self._skip = 0           # grants not attempted before the next
+        self._unproductive = 0   # grants that reported nothing, in a row
 
     def counts(self) -> str:
         counts = self.ffi.new("uint64_t[2]")
@@ -77,34 +82,35 @@ class ReportedSubmits:
                       encoder.report_template(device_address, address, product.described_rows, product.plain))
 
     def grant(self) -> None:
-        """After a wait: let C report submits while nothing else waits to be sent."""
+        """After a wait: let C report submits while nothing else waits to be sent. After grants that reported
+        nothing (a loop whose submits C cannot report), the next ones are skipped, more of them each time."""
         if not self.enabled or self.granted or any(self.capturer.pending.values()):
             return
-        transport = self.transport
+        if self._skip:
+            self._skip -= 1
+            return
         with self._lock:
-            if self.granted or not transport._writing.acquire(blocking=False):
+            if self.granted:
                 return
-            try:
-                destination = transport.destination()
-                if destination is None:
-                    return
-                queues = self._queues()
-                self.granted = bool(queues) and bool(self.lib.tessera_report_grant(
-                    destination[0], 1 if destination[1] else 0, queues, len(queues)))
-            finally:
-                transport._writing.release()
+            queues = self._queue_texts()
+            self.granted = bool(queues) and self.transport.write_elsewhere(
+                lambda fd, socket: bool(self.lib.tessera_report_grant(fd, 1 if socket else 0, queues, len(queues))))
 
-    def _queues(self) -> bytes:
-        """Each queue's address and its SUBMIT text up to its time, as tessera_report_grant takes them."""
-        out = []
+    def _queue_texts(self) -> bytes:
+        """Each queue's address and its SUBMIT text up to its time, as tessera_report_grant takes them (kept while
+        the devices' queues stay the same)."""
         with self.state.lock:
             devices = list(self.state.devices.values())
-        for dev in devices:
-            for address, q in list(dev.queues.items()):
-                prefix = encoder.submit_prefix(dev.address, q.name)
-                if len(out) < MAX_QUEUES and len(prefix) <= MAX_PREFIX:
-                    out.append(struct.pack("<QH", address, len(prefix)) + prefix)
-        return b"".join(out)
+        key = tuple((dev.address, tuple(dev.queues)) for dev in devices)
+        if key != self._queues[0]:
+            out = []
+            for dev in devices:
+                for address, q in list(dev.queues.items()):
+                    prefix = encoder.submit_prefix(dev.address, q.name)
+                    if len(out) < MAX_QUEUES and len(prefix) <= MAX_PREFIX:
+                        out.append(struct.pack("<QH", address, len(prefix)) + prefix)
+            self._queues = (key, b"".join(out))
+        return self._queues[1]
 
     def revoke(self) -> None:
         """Before Python sends or writes: end the licence, and hand what C wrote and could not write to the
@@ -114,7 +120,9 @@ class ReportedSubmits:
                 return
             self.granted = False
             out, lens, error = self._out, self._lens, self._error
-            self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error)
+            reported = self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error)
+            self._unproductive = 0 if reported else self._unproductive + 1
+            self._skip = min(2 ** min(self._unproductive, 7) // 2, SKIP_MAX)   # 0, 1, 2, 4 ... after 0, 1, 2, 3 ...
             written = self.ffi.buffer(out[0], lens[0])[:] if lens[0] else b""
             unsent = self.ffi.buffer(out[1], lens[1])[:] if lens[1] else b""
             if error[0]:

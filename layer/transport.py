@@ -297,10 +297,22 @@ class Transport:
         if conn is not None:
             conn.sock.close()
 
-    def destination(self) -> tuple[int, bool] | None:
-        """(`_writing` held) Where frames may be written outside this class while nothing is queued: the daemon's
-        socket (True) or the spool file (False), as a descriptor; None when nothing may (frames wait, or the
-        next write must try the daemon first)."""
+    def write_elsewhere(self, grant: Callable[[int, bool], bool]) -> bool:
+        """Let frames be written outside this class while nothing is queued: `grant(descriptor, socket)` is handed
+        the destination (the daemon's socket, or the spool file) unless frames wait, a write is under way or the
+        next must try the daemon first; what it returns. Whoever was granted is revoked before anything is queued
+        (`reported`), and hands over what it wrote (`adopt`)."""
+        if not self._writing.acquire(blocking=False):
+            return False
+        try:
+            destination = self._destination()
+            return destination is not None and grant(*destination)
+        finally:
+            self._writing.release()
+
+    def _destination(self) -> tuple[int, bool] | None:
+        """(`_writing` held) The daemon's socket (True) or the spool file (False), as a descriptor; None while
+        frames wait or the next write must try the daemon first."""
         if self._queue or not self._ready():
             return None
         if self._conn is not None:
@@ -313,7 +325,7 @@ class Transport:
             return None
 
     def adopt(self, written: bytes, unsent: bytes) -> None:
-        """Whole frames written outside this class to the destination it gave (`destination`): `written`, on the
+        """Whole frames written outside this class to the destination it gave (`write_elsewhere`): `written`, on the
         daemon's socket, are kept until acknowledged like the frames sent here; `unsent`, not written, go first."""
         conn = self._conn
         if written and conn is not None:

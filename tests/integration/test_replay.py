@@ -158,3 +158,35 @@ def test_a_loop_that_resets_and_re_records_without_submitting_runs_no_python(shi
     _, counts, _ = _run(tmp_path, "threads", [RECORD_COST, "threads", 50, 3, 1], "1")
     assert counts["layer in C"] == counts["icd in C"] == (150, 149, 150), counts
     assert counts["layer"] == counts["icd"] == (0,), counts   # nothing restored: nothing looked at them
+
+
+_TIMES = re.compile(rb'"(time_ns|duration_ns)":\d+')
+_HEX = re.compile(rb'"0x[0-9a-f]+"')
+
+
+def _frames(session) -> list[tuple[int, int | None, int, bytes]]:
+    """The layer's frames after its HELLO and DEVICE, as (type, sequence, tag, JSON) with host times and handles
+    (which differ between runs) replaced: each handle by the order it first appears in."""
+    handles: dict[bytes, bytes] = {}
+    out = []
+    for log in session.rglob("*.tessera-log"):
+        for frame in read_frames(log):
+            if frame.type in (MessageType.HELLO, MessageType.DEVICE):
+                continue
+            body = _TIMES.sub(rb'"\1":0', frame.body)
+            body = _HEX.sub(lambda m: handles.setdefault(m.group(0), b'"h%d"' % len(handles)), body)
+            out.append((frame.type, getattr(frame, "sequence", None), frame.tag, body))
+    return out
+
+
+@pytest.mark.parametrize("program", [pytest.param(p, id=i) for i, p, _ in CASES])
+def test_frames_reported_in_c_are_the_frames_python_sends(program, shims, tmp_path) -> None:
+    """layer/reported_submits.py: the WORKLOADS and SUBMIT frames the layer's C writes at the submit are, byte for
+    byte but for host times and handles, the frames its Python sends with it off (TESSERA_C_REPORTS=0), in the
+    same order, and C wrote most of them."""
+    _, counts, _ = _run(tmp_path, "in C", program, "1")
+    _, python_counts, _ = _run(tmp_path, "in Python", program, "1", in_c="0")
+    assert counts["reported in C"] >= FRAMES // 2 and python_counts["reported in C"] == 0, counts
+    in_c, in_python = _frames(tmp_path / "in C"), _frames(tmp_path / "in Python")
+    assert [f[0] for f in in_c].count(MessageType.SUBMIT) == FRAMES
+    assert in_c == in_python
