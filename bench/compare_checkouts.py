@@ -8,12 +8,16 @@ R runs of wall and process-CPU time per call. Each checkout must be set up (`mak
 A benchmark, not a test.
 
 Run: .venv/bin/python bench/compare_checkouts.py BEFORE_DIR [AFTER_DIR] --mode frame [--calls N] [--runs R]
-         [--config "mali icd + layer"] [--threads T] [--workloads D] [--kind dispatch|fill]
+         [--config "mali icd + layer"] [--threads T] [--workloads D] [--kind dispatch|fill] [--cpu C]
+`--cpu C` pins every run to CPU C: on a VM an idle vCPU's wake-up costs tens of microseconds of CPU, and a frame
+loop wakes the backend's queue thread and the waiting thread every frame, so unpinned, frame-loop numbers move
+with how often threads sleep rather than with the work done; pinned, they count the work.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 from pathlib import Path
@@ -52,7 +56,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="threads mode: recording threads")
     ap.add_argument("--workloads", type=int, default=8, help="frame mode: workloads per frame")
     ap.add_argument("--kind", choices=("dispatch", "fill"), default="dispatch", help="frame mode: the workloads")
+    ap.add_argument("--cpu", type=int, help="pin every run to this CPU")
     args = ap.parse_args()
+    if args.cpu is not None:
+        os.sched_setaffinity(0, {args.cpu})   # inherited by every run
     argv = [str(RECORD_COST), args.mode, str(args.calls), "1"]
     if args.mode == "threads":
         argv.append(str(args.threads))
@@ -62,7 +69,8 @@ def main() -> None:
     for _ in range(args.runs):
         for checkout in results:
             results[checkout].append(one_run(checkout.resolve(), args.config, argv))
-    print(f"record_cost {' '.join(argv[1:])} in '{args.config}', median of {args.runs} interleaved runs:")
+    pinned = "" if args.cpu is None else f", pinned to CPU {args.cpu}"
+    print(f"record_cost {' '.join(argv[1:])} in '{args.config}', median of {args.runs} interleaved runs{pinned}:")
     for checkout, runs in results.items():
         wall = statistics.median(r["ns_per_call"] for r in runs) / 1e3
         cpu = statistics.median(r["cpu_ns_per_call"] for r in runs) / 1e3

@@ -18,7 +18,7 @@ events in order.
 Taken by the timeline's jobs as before: a submit of more than one batch, with semaphores, of more than 16
 command buffers, on a queue with labels open (the layer's s<submitID> around a buffer submitted again), a
 buffer whose recording was applied in Python or has no native plan on that GPU yet, a damaged plan.
-A grant that placed nothing before it ended is not repeated for a while (`_skip`: a frame loop that
+A grant that placed nothing before it ended is not repeated for a while (submits.Licence: a frame loop that
 never qualifies pays no grant per frame).
 
 TESSERA_C_PLACEMENT=0: no licence is granted (every submit is placed by the timeline's jobs).
@@ -28,13 +28,12 @@ from __future__ import annotations
 import os
 import struct
 
-from tessera.vkapi import replay
+from tessera.vkapi import replay, submits
 
 SWITCH = "TESSERA_C_PLACEMENT"
 # runtime/placed_submits.c's state words: a head, then per GPU and per queue (its layout comment)
 HEAD, GPU_WORDS, QUEUE_WORDS = 5, 3, 10
 MAX_GPUS, MAX_QUEUES = 8, 64
-SKIP_MAX = 64   # jobs without a grant, at most, after grants that placed nothing
 
 
 class PlacedSubmits:
@@ -50,13 +49,7 @@ class PlacedSubmits:
         self._state = None       # the granted state's words, in C's memory
         self._write_error = ffi.new("int *")
         self._attached: set[tuple[int, int, int]] = set()   # (id(plan), gpu id, address) attached once
-        self._skip = 0           # grants not attempted before the next
-        self._unproductive = 0   # grants that placed nothing, in a row
-
-    def counts(self) -> str:
-        counts = self.ffi.new("uint64_t[2]")
-        self.lib.tessera_placement_counts(counts)
-        return f"submits placed in C: {counts[0]} (command buffers: {counts[1]})"
+        self.licence = submits.Licence(ffi, lib.tessera_placement_counts, "placed")
 
     def attach(self, plan, gpu_id: int, address: int, kept) -> None:
         """After `plan` was placed natively for the buffer at `address` on GPU `gpu_id` (its bytes in
@@ -77,8 +70,7 @@ class PlacedSubmits:
 
     def grant(self, tl) -> None:
         """(the timeline's `_order` held, every job handed over done) Grant the licence with `tl`'s numbers."""
-        if self._skip:
-            self._skip -= 1
+        if self.licence.skip():
             return
         trace = tl._trace
         fd = trace.appending_fd() if trace is not None else None
@@ -113,11 +105,9 @@ class PlacedSubmits:
         placed = self.lib.tessera_placement_revoke(self._state, self._layout.size // 8, self._write_error)
         if self._write_error[0]:
             tl.trace.write_failed(OSError(self._write_error[0], os.strerror(self._write_error[0])))
+        self.licence.ended(placed)
         if not placed:
-            self._unproductive += 1
-            self._skip = min(2 ** min(self._unproductive, 7) // 2, SKIP_MAX)   # 1, 2, 4 ... after 1, 2, 3 ...
             return
-        self._unproductive = 0
         state = self._layout.unpack_from(self.ffi.buffer(self._state))
         tl._submissions, tl.trace._next_event, tl._render_pass_instances = state[0], state[1], state[2]
         at = HEAD

@@ -174,7 +174,7 @@ class Submits(Feature):
         drv.timeline.settle(block=True)
         drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
         if drv.timeline.placed is not None:
-            drv.hooks.errors.log.info("%s", drv.timeline.placed.counts())
+            drv.hooks.errors.log.info("%s", drv.timeline.placed.licence.counts())
         drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
         drv.hooks.errors.log.info("%s", drv.timeline.plans.counts())
         drv.hooks.errors.log.info("%s", thread_counts(drv.ffi, drv.lib))

@@ -82,7 +82,7 @@ def install(ffi, lib) -> None:
         reporter.pull()
         log.info("%s", ledger.counts())
         if reported is not None:
-            log.info("%s", reported.counts())
+            log.info("%s", reported.licence.counts())
         log.info("%s", recorder.counts())
         log.info("%s", thread_counts(ffi, lib))
         for q in dev.queues.values():   # its queues no longer keep submits on the Python path

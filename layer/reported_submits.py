@@ -12,7 +12,7 @@ socket, or the spool file): the submit's guard (vkapi/runtime/reported_submits.c
 frames of such a submit there before the submit returns, marks its buffers read, and the wait guards
 forward without Python (the frames are already with the kernel: what the application learns has run
 keeps its metadata, as `Transport.hand_to_kernel` promises). A grant that reported nothing before it ended
-is not repeated for a while (`_skip`: a loop whose submits C cannot report pays no grant per frame).
+is not repeated for a while (submits.Licence: a loop whose submits C cannot report pays no grant per frame).
 
 The licence ends with any record the C path appends to its ledger, and before anything Python sends or
 the transport's sender writes (`revoke`, which the transport calls): what C sent on the socket joins the
@@ -34,7 +34,7 @@ import os
 import struct
 import threading
 
-from tessera.vkapi import replay
+from tessera.vkapi import replay, submits
 
 from . import encoder
 
@@ -42,7 +42,6 @@ SWITCH = "TESSERA_C_REPORTS"
 MAX_QUEUES = 64          # runtime/reported_submits.c TESSERA_REPORT_QUEUES
 MAX_PREFIX = 512         # ... TESSERA_REPORT_PREFIX
 TEMPLATE_KEY = 1         # ... TESSERA_REPORT_KEY: the attachment's second key word
-SKIP_MAX = 64            # grants skipped, at most, after grants that reported nothing
 
 
 class ReportedSubmits:
@@ -60,13 +59,7 @@ class ReportedSubmits:
         self._error = ffi.new("int *")
         self._attached: set[tuple[int, int]] = set()   # (id(product), command buffer address) attached once
         self._queues: tuple[tuple, bytes] = ((), b"")     # the queues granted last, and their text for C
-        self._skip = 0           # grants not attempted before the next
-        self._unproductive = 0   # grants that reported nothing, in a row
-
-    def counts(self) -> str:
-        counts = self.ffi.new("uint64_t[2]")
-        self.lib.tessera_report_counts(counts)
-        return f"submits reported in C: {counts[0]} (command buffers: {counts[1]})"
+        self.licence = submits.Licence(ffi, lib.tessera_report_counts, "reported")
 
     def attach(self, device_address: int, address: int, read) -> None:
         """A submit of the buffer at `address` was reported from `read` (Recorder.reading_all's, its product plain):
@@ -86,8 +79,7 @@ class ReportedSubmits:
         nothing (a loop whose submits C cannot report), the next ones are skipped, more of them each time."""
         if not self.enabled or self.granted or any(self.capturer.pending.values()):
             return
-        if self._skip:
-            self._skip -= 1
+        if self.licence.skip():
             return
         with self._lock:
             if self.granted:
@@ -120,9 +112,7 @@ class ReportedSubmits:
                 return
             self.granted = False
             out, lens, error = self._out, self._lens, self._error
-            reported = self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error)
-            self._unproductive = 0 if reported else self._unproductive + 1
-            self._skip = min(2 ** min(self._unproductive, 7) // 2, SKIP_MAX)   # 0, 1, 2, 4 ... after 0, 1, 2, 3 ...
+            self.licence.ended(self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error))
             written = self.ffi.buffer(out[0], lens[0])[:] if lens[0] else b""
             unsent = self.ffi.buffer(out[1], lens[1])[:] if lens[1] else b""
             if error[0]:

@@ -338,6 +338,36 @@ def label_fast_path(name: str) -> str:
     return (f"    if (__atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)) {{ {record} return; }}\n")
 
 
+class Licence:
+    """What both shims' licences to handle submits whole in C share (SubmitPath.in_c; icd/placed_submits.py,
+    layer/reported_submits.py): a grant that handled nothing before it ended makes the next grants wait, 1, 2,
+    4 ... up to SKIP_MAX attempts skipped (a loop C cannot handle pays no grant per frame), and the counts of
+    what C handled (`counts_fn` fills two u64: submits, and their command buffers)."""
+    SKIP_MAX = 64
+
+    def __init__(self, ffi, counts_fn, what: str) -> None:
+        self._ffi, self._counts_fn, self._what = ffi, counts_fn, what
+        self._skip = 0           # grant attempts to skip before the next
+        self._unproductive = 0   # grants that handled nothing, in a row
+
+    def skip(self) -> bool:
+        """Whether this grant attempt is skipped."""
+        if self._skip:
+            self._skip -= 1
+            return True
+        return False
+
+    def ended(self, handled: int) -> None:
+        """A grant ended, C having handled `handled` submits under it."""
+        self._unproductive = 0 if handled else self._unproductive + 1
+        self._skip = min(2 ** min(self._unproductive, 7) // 2, self.SKIP_MAX)
+
+    def counts(self) -> str:
+        counts = self._ffi.new("uint64_t[2]")
+        self._counts_fn(counts)
+        return f"submits {self._what} in C: {counts[0]} (command buffers: {counts[1]})"
+
+
 class ReadingLedger(threading.local):
     """`on` while this thread reads a shim's ledger. The hooks of a buffer's begin made in C (vkapi/lifecycle.py)
     run then, and they read the ledger first, as every begin hook does: the thread reading it already skips that."""
