@@ -28,6 +28,9 @@ Draw) waits for the driver's completion fence (vkapi/fences.py) first.
 driver calls it where the application observes completion (fence and idle
 waits) and before vkDestroyDevice; it never waits for GPU work the
 application has yet to unblock.
+Once every job handed over has run, the timeline lets the shim's C place the
+submits it can itself, at the submit, until the next job (`_license`,
+placed_submits.py): `_put` takes back what C placed before any job runs.
 """
 from __future__ import annotations
 
