@@ -22,6 +22,10 @@ A grant that placed nothing before it ended is not repeated for a while (submits
 never qualifies pays no grant per frame).
 
 TESSERA_C_PLACEMENT=0: no licence is granted (every submit is placed by the timeline's jobs).
+TESSERA_C_PLACEMENT=check: C places the submits it can but writes and changes nothing, and the submit takes the
+ledger as before; the timeline places it again from the same state and compares its packets with C's, byte
+for byte, start times included (`compare`; TESSERA_LOG=info counts them): what a test of two runs cannot
+compare, since host times differ between runs.
 """
 from __future__ import annotations
 
@@ -42,6 +46,10 @@ class PlacedSubmits:
     def __init__(self, ffi, lib) -> None:
         self.ffi, self.lib = ffi, lib
         self.enabled = os.environ.get(SWITCH) != "0"
+        self.check = os.environ.get(SWITCH) == "check"
+        self._expected: dict[int, bytes] = {}   # checking: submission id -> the packets C made for it
+        self.checked = self.differing = 0
+        self._checked_len = ffi.new("size_t *")
         self.granted = False     # granted, and not taken back yet (C may have placed since)
         self._exported: list = []   # the EmulatedGpus, then the QueueOrders, in the granted state's order
         self._gpus = 0
@@ -95,7 +103,7 @@ class PlacedSubmits:
             self._layout = struct.Struct(f"<{len(words)}q")
             self._state = self.ffi.new("int64_t[]", len(words))
         self._layout.pack_into(self.ffi.buffer(self._state), 0, *words)
-        if self.lib.tessera_placement_grant(fd, self._state, len(words)):
+        if self.lib.tessera_placement_grant(fd, self._state, len(words), 1 if self.check else 0):
             self.granted, self._exported, self._gpus = True, exported, len(gpus)
 
     def revoke(self, tl) -> None:
@@ -108,6 +116,8 @@ class PlacedSubmits:
         self.licence.ended(placed)
         if not placed:
             return
+        if self.check:
+            self._take_checked()
         state = self._layout.unpack_from(self.ffi.buffer(self._state))
         tl._submissions, tl.trace._next_event, tl._render_pass_instances = state[0], state[1], state[2]
         at = HEAD
@@ -119,3 +129,26 @@ class PlacedSubmits:
                 target.floors.update(zip(target.floors, state[at + 2:at + 6]))
                 target.ends.update(zip(target.ends, state[at + 6:at + 10]))
                 at += QUEUE_WORDS
+
+    def _take_checked(self) -> None:
+        """(checking, after a revoke) The packets C made for each submit it placed, by submission id."""
+        data = self.lib.tessera_placement_checked(self._checked_len)
+        raw = self.ffi.buffer(data, self._checked_len[0])[:] if self._checked_len[0] else b""
+        at = 0
+        while at + 16 <= len(raw):
+            submission, n = struct.unpack_from("<QQ", raw, at)
+            if len(self._expected) < MAX_QUEUES:   # bounded: one per grant, taken by the next job
+                self._expected[submission] = raw[at + 16:at + 16 + n]
+            at += 16 + n
+
+    def compare(self, submission: int, packets: bytes) -> None:
+        """(checking) The timeline placed submission `submission`: its `packets` against C's, if C placed it."""
+        expected = self._expected.pop(submission, None)
+        if expected is None:
+            return
+        self.checked += 1
+        if expected != packets:
+            self.differing += 1
+
+    def check_counts(self) -> str:
+        return f"submits placed in C and checked: {self.checked}, differing: {self.differing}"

@@ -175,6 +175,8 @@ class Submits(Feature):
         drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
         if drv.timeline.placed is not None:
             drv.hooks.errors.log.info("%s", drv.timeline.placed.licence.counts())
+            if drv.timeline.placed.check:
+                drv.hooks.errors.log.info("%s", drv.timeline.placed.check_counts())
         drv.hooks.errors.log.info("%s", drv.hooks.recorder.counts())
         drv.hooks.errors.log.info("%s", drv.timeline.plans.counts())
         drv.hooks.errors.log.info("%s", thread_counts(drv.ffi, drv.lib))

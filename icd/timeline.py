@@ -370,6 +370,8 @@ class Timeline:
         if order is None:
             order = self._orders[id(queue)] = QueueOrder()
             self._queues[id(queue)] = queue
+        checking = self.placed is not None and self.placed.check
+        mark = self.trace.mark() if checking else 0
         for b in batches:
             earliest = host
             for s, value in b.waits:
@@ -377,6 +379,8 @@ class Timeline:
             end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(b.command_buffers)
             for s, value in b.signals:
                 self._signal(s, value, max(end, earliest))
+        if checking:   # TESSERA_C_PLACEMENT=check: what C made of this submit, if it placed it
+            self.placed.compare(self._submissions, self.trace.since(mark))
         self.trace.flush()
 
 

@@ -185,6 +185,14 @@ class GpuTrace:
             sys.stderr.write(f"tessera: cannot write {self.path}: {e.strerror or e}; the GPU events from "
                              "here on are lost (what was written is kept)\n")
 
+    def mark(self) -> int:
+        """Where the next event goes until the next flush (`since`; icd/placed_submits.py's check)."""
+        return self._writer.mark()
+
+    def since(self, mark: int) -> bytes:
+        """The packets appended after `mark` and not flushed yet."""
+        return self._writer.since(mark)
+
     def appending_fd(self) -> int | None:
         """The file's descriptor, for appending whole packets elsewhere (icd/placed_submits.py) until this trace
         writes again: flushed first; None before the trace began or after a failed write."""

@@ -95,6 +95,14 @@ class PacketWriter:
                 n = os.write(self._fd, view)
                 view = view[n:]
 
+    def mark(self) -> int:
+        """Where the next packet goes among those not flushed yet (`since`)."""
+        return len(self._pending)
+
+    def since(self, mark: int) -> bytes:
+        """The framed packets written after `mark`, not flushed yet."""
+        return b"".join(self._pending[mark:])
+
     def fileno(self) -> int:
         """The descriptor (O_APPEND): whole packets may be appended through it while nothing is pending here."""
         return self._fd

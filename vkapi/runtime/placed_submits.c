@@ -5,7 +5,10 @@
    place it, while Python holds nothing back: its timeline has granted the licence (tessera_placing, submits.c)
    with a copy of what placing reads and changes (each queue's class floors and ends, each GPU's hardware queue
    free times, the submission, event and render-pass-instance counters), and takes that copy back when it
-   revokes the licence before its next job. The events' packets go to the trace file at once. */
+   revokes the licence before its next job. The events' packets go to the trace file at once.
+   Checking (TESSERA_C_PLACEMENT=check): C places a submit as above but writes and changes nothing; it keeps the
+   packets (`checked`) and the submit takes the ledger as before, so the timeline places it from the same state
+   and compares its own packets with C's, byte for byte (start times included). */
 #include <errno.h>
 #include <unistd.h>
 
@@ -25,6 +28,9 @@ static struct {
     uint64_t placed, total;     /* submits placed since the grant, and in all */
     uint64_t buffers;           /* their command buffers, in all */
     int write_error;            /* errno of a write of the trace that failed (0: none); the licence ends */
+    int check;                  /* checking: placed, kept in `checked`, not written (see above) */
+    uint8_t *checked;           /* per submit placed so: its submission id (u64), its packets' length (u64), them */
+    size_t checked_len, checked_cap;
     int64_t submissions, next_event, pass_instances;
     size_t gpus, queues;
     int64_t free_at[TESSERA_PLACED_GPUS][TESSERA_PLACED_GPU_WORDS];
@@ -34,8 +40,9 @@ static struct {
 } tessera_placement;
 
 /* Python: grant the licence with the state in `state` (`words` int64 words, the layout above) and the trace
-   file's descriptor. 0 when refused: the ledger holds a record (Python has a job), or the state is damaged. */
-int tessera_placement_grant(int fd, const int64_t *state, size_t words)
+   file's descriptor (`check`: checking, see above). 0 when refused: the ledger holds a record (Python has a
+   job), or the state is damaged. */
+int tessera_placement_grant(int fd, const int64_t *state, size_t words, int check)
 {
     if (words < TESSERA_PLACED_HEAD) return 0;
     int64_t gpus = state[3], queues = state[4];
@@ -51,6 +58,8 @@ int tessera_placement_grant(int fd, const int64_t *state, size_t words)
     int granted = l->used == 0 && l->dropped == 0;
     if (granted) {
         tessera_placement.fd = fd;
+        tessera_placement.check = check;
+        tessera_placement.checked_len = 0;
         tessera_placement.placed = 0;
         tessera_placement.write_error = 0;
         tessera_placement.submissions = state[0];
@@ -106,6 +115,14 @@ long tessera_placement_revoke(int64_t *state, size_t words, int *write_error)
     tessera_placement.write_error = 0;
     pthread_mutex_unlock(&tessera_ledger_lock);
     return (long)placed;
+}
+
+/* Python, after a revoke while checking: the submits C placed without writing them (the `checked` layout), valid
+   until the next grant. */
+const uint8_t *tessera_placement_checked(size_t *len)
+{
+    *len = tessera_placement.checked_len;
+    return tessera_placement.checked;
 }
 
 /* Python (TESSERA_LOG=info): submits placed in C so far, and their command buffers. */
@@ -180,7 +197,21 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
             size_t done = 0;
             long bytes = tessera_place_all(plans, lens, n, (const uint8_t *)texts, 8 * words, st,
                                            tessera_placement.out, tessera_placement.cap, &done);
-            if (done == n && bytes >= 0) {
+            if (done == n && bytes >= 0 && tessera_placement.check) {   /* kept; the ledger takes the submit */
+                size_t need = tessera_placement.checked_len + 16 + (size_t)bytes;
+                if (need > tessera_placement.checked_cap) {
+                    uint8_t *grown = realloc(tessera_placement.checked, need);
+                    if (grown) { tessera_placement.checked = grown; tessera_placement.checked_cap = need; }
+                }
+                if (need <= tessera_placement.checked_cap) {
+                    uint64_t head[2] = {(uint64_t)st[2], (uint64_t)bytes};
+                    memcpy(tessera_placement.checked + tessera_placement.checked_len, head, 16);
+                    memcpy(tessera_placement.checked + tessera_placement.checked_len + 16, tessera_placement.out,
+                           (size_t)bytes);
+                    tessera_placement.checked_len = need;
+                    tessera_placement.placed++;
+                }
+            } else if (done == n && bytes >= 0) {
                 int error = tessera_write_all(tessera_placement.fd, tessera_placement.out, (size_t)bytes);
                 if (error) {   /* as the trace's own failed write: the events from here on are lost */
                     tessera_placement.write_error = error;

@@ -1,0 +1,33 @@
+"""icd/placed_submits.py checked (TESSERA_C_PLACEMENT=check): the driver's C places each submit it can, writes
+nothing and changes nothing, and the timeline places the same submit again from the same state and compares
+the packets, byte for byte, start times included. Two runs cannot be compared so (their host times differ);
+this compares C with Python inside one run. The frame loops of bench/record_cost.c under `tessera run` (the
+driver and the layer, whose t<tag> labels are the plans' slots): small fills, whose starts follow the host's
+submit times; 136 dispatches of 2 µs per frame, which outlast the host's frame, so the starts follow the
+queues' and GPU's state C took at the grant; labelled render passes; 16 command buffers per submit."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from integration_support import REPO, run
+
+TESSERA = REPO / ".venv" / "bin" / "tessera"
+RECORD_COST = REPO / "build" / "bench" / "record_cost"
+FRAMES = 24
+_CHECKED = re.compile(r"icd INFO: submits placed in C and checked: (\d+), differing: (\d+)")
+CASES = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]), ("136 dispatches", ["frame", FRAMES, 1, 136, "dispatch"]),
+         ("render passes", ["passframe", FRAMES, 1]), ("16 buffers", ["buffers", FRAMES, 1])]
+
+
+@pytest.mark.parametrize("args", [pytest.param(a, id=i) for i, a in CASES])
+def test_submits_c_places_are_placed_the_same_by_the_timeline(args, shims, tmp_path) -> None:
+    env = {**os.environ, "TESSERA_LOG": "info", "TESSERA_C_PLACEMENT": "check"}
+    out = run([TESSERA, "run", "--out", tmp_path / "session", "--", RECORD_COST, *args], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    found = _CHECKED.search(out.stderr)
+    assert found, out.stderr
+    checked, differing = int(found.group(1)), int(found.group(2))
+    # every frame but the first few (the first recorded, the first read and planned, a grant backing off)
+    assert checked >= FRAMES - 4 and differing == 0, (checked, differing)
