@@ -21,7 +21,9 @@
  *             (the empty compute pipeline), D vkCmdDispatch(1,1,1) (4th argument, default FRAME_DISPATCHES:
  *             two values of D tell what one more workload costs; 5th argument "fill": D vkCmdFillBuffer of
  *             16 bytes instead, which lavapipe runs at a memset's cost), vkEndCommandBuffer,
- *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; the wall time per frame, and
+ *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences (6th argument "chained": each submit
+ *             also signals a binary semaphore the next one waits for, as frames chained by semaphores are);
+ *             the wall time per frame, and
  *             "cpu_ns_per_call" the process CPU time (every thread: the application's, the backend's, a
  *             layer's and a driver's workers) per frame.
  *   passframe N render-pass-heavy frames: a "frame" debug label around 8 labelled dynamic-rendering passes
@@ -372,15 +374,22 @@ typedef void (*record_frame_fn)(VkCommandBuffer cmd, const void *arg);
 /* Best of `reps` wall times of `calls` frames of a loop that re-records its work: `pool` reset (unless
    VK_NULL_HANDLE), then each of the `count` buffers `cmds` begun, `record`ed and ended, all of them submitted
    in one vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; `best_cpu`: the process CPU time of that
-   repetition. */
+   repetition. `chained`: each submit signals a binary semaphore, which the next one waits for. */
 static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds, uint32_t count,
-                        record_frame_fn record, const void *arg, long calls, long reps, double *best_cpu)
+                        record_frame_fn record, const void *arg, long calls, long reps, double *best_cpu,
+                        int chained)
 {
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
     VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
+    VkSemaphore chain = VK_NULL_HANDLE;
+    VkSemaphoreCreateInfo chain_info = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    if (chained)
+        VK_CHECK(vkCreateSemaphore(c->device, &chain_info, NULL, &chain));
+    VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
     VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = count,
-                           .pCommandBuffers = cmds};
+                           .pCommandBuffers = cmds, .pWaitSemaphores = &chain, .pWaitDstStageMask = &stage,
+                           .signalSemaphoreCount = chained ? 1 : 0, .pSignalSemaphores = &chain};
 
     double best = -1.0;
     for (long rep = 0; rep < reps; rep++) {
@@ -394,6 +403,7 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
                 VK_CHECK(vkEndCommandBuffer(cmds[b]));
             }
             VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
+            submit.waitSemaphoreCount = chained ? 1 : 0;   /* signalled by this submit from now on */
             VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
             VK_CHECK(vkResetFences(c->device, 1, &fence));
         }
@@ -404,15 +414,19 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
     }
 
     vkDestroyFence(c->device, fence, NULL);
+    if (chained) {   /* its last signal completed with the last fence: no operation is pending on it */
+        VK_CHECK(vkQueueWaitIdle(c->queue));
+        vkDestroySemaphore(c->device, chain, NULL);
+    }
     return best;
 }
 
 /* frames_of one command buffer of the shared pool, which is not reset. */
 static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg, long calls, long reps,
-                         double *best_cpu)
+                         double *best_cpu, int chained)
 {
     VkCommandBuffer cmd = command_buffer(c);
-    double best = frames_of(c, VK_NULL_HANDLE, &cmd, 1, record, arg, calls, reps, best_cpu);
+    double best = frames_of(c, VK_NULL_HANDLE, &cmd, 1, record, arg, calls, reps, best_cpu, chained);
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
     return best;
 }
@@ -439,7 +453,8 @@ static void record_workload_frame(VkCommandBuffer cmd, const void *arg)
         vkCmdDispatch(cmd, 1, 1, 1);
 }
 
-static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, double *best_cpu)
+static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, int chained,
+                          double *best_cpu)
 {
     struct workload_frame f = {empty_compute_pipeline(c), count, VK_NULL_HANDLE};
     VkDeviceMemory memory = VK_NULL_HANDLE;
@@ -452,7 +467,7 @@ static double bench_frame(struct ctx *c, long calls, long reps, long count, int 
         memory = allocate(c, reqs);
         VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
     }
-    double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu);
+    double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu, chained);
     if (fills) {
         vkDestroyBuffer(c->device, f.buffer, NULL);
         vkFreeMemory(c->device, memory, NULL);
@@ -685,7 +700,7 @@ static double bench_buffers(struct ctx *c, long calls, long reps, double *best_c
                                          .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                          .commandBufferCount = FRAME_BUFFERS};
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
-    double best = frames_of(c, pool, cmds, FRAME_BUFFERS, record_buffer_of_frame, &cp, calls, reps, best_cpu);
+    double best = frames_of(c, pool, cmds, FRAME_BUFFERS, record_buffer_of_frame, &cp, calls, reps, best_cpu, 0);
     vkDestroyCommandPool(c->device, pool, NULL);
     destroy_compute_pipeline(c, &cp);
     return best;
@@ -735,7 +750,7 @@ static double bench_passframe(struct ctx *c, long calls, long reps, double *best
         fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
     draw_target_create(c, &f.t);
     f.cp = empty_compute_pipeline(c);
-    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu);
+    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, 0);
     destroy_compute_pipeline(c, &f.cp);
     draw_target_destroy(c, &f.t);
     return best;
@@ -878,6 +893,7 @@ int main(int argc, char **argv)
     if (dispatches > MAX_FRAME_DISPATCHES)
         fail("at most 4096 workloads per frame");
     const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
+    const int chained = mode == MODE_FRAME && argc > 6 && strcmp(argv[6], "chained") == 0;
     if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
         fail("the frame mode's 5th argument is dispatch or fill");
 
@@ -890,7 +906,7 @@ int main(int argc, char **argv)
                   : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
-                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, &best_cpu)
+                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, chained, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)

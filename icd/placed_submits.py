@@ -7,7 +7,8 @@ from a native plan before needs nothing of Python's to be placed again: its even
 buffer and GPU), and where they land from a few numbers. So while the timeline has no job queued or
 running, it grants the driver shim's C a licence (`grant`) with those numbers: each queue's class floors
 and ends, each emulated GPU's hardware queues' free times, the submission, event and render-pass-instance
-counters, and the trace file. The submit's guard (vkapi/runtime/placed_submits.c) then places such a
+counters, the end of each binary semaphore's last signal (a submit starts no earlier than those it waits
+for, and signals its own when it ends, as `Timeline._place_submit`), and the trace file. The submit's guard (vkapi/runtime/placed_submits.c) then places such a
 submit at once, under the ledger lock, and appends its packets to the trace before the submit returns;
 the wait guards (vkQueueWaitIdle, vkDeviceWaitIdle, vkWaitForFences, vkWaitSemaphores) forward without
 Python while the licence holds, since their hooks would find nothing to place. Any record the C submit
@@ -15,8 +16,9 @@ path appends to its ledger ends the licence (a job follows), and before every jo
 it takes the numbers back (`revoke`), so Python and C never place at once and each sees the other's
 events in order.
 
-Taken by the timeline's jobs as before: a submit of more than one batch, with semaphores, of more than 16
-command buffers, on a queue with labels open (the layer's s<submitID> around a buffer submitted again), a
+Taken by the timeline's jobs as before: a submit of more than one batch or of more than 16 command buffers or
+semaphores, with a timeline semaphore (or when the timeline knows over 256 binary or 64 timeline semaphores),
+on a queue with labels open (the layer's s<submitID> around a buffer submitted again), a
 buffer whose recording was applied in Python or has no native plan on that GPU yet, a damaged plan.
 A grant that placed nothing before it ended is not repeated for a while (submits.Licence: a frame loop that
 never qualifies pays no grant per frame).
@@ -38,6 +40,8 @@ SWITCH = "TESSERA_C_PLACEMENT"
 # runtime/placed_submits.c's state words: a head, then per GPU and per queue (its layout comment)
 HEAD, GPU_WORDS, QUEUE_WORDS = 5, 3, 10
 MAX_GPUS, MAX_QUEUES = 8, 64
+MAX_SEMAPHORES, MAX_TIMELINES = 256, 64   # ... TESSERA_PLACED_SEMAPHORES, TESSERA_PLACED_TIMELINES
+_STATE_WORDS = 16   # tessera_place_events' state (TESSERA_PLAN_STATE)
 
 
 class PlacedSubmits:
@@ -47,9 +51,11 @@ class PlacedSubmits:
         self.ffi, self.lib = ffi, lib
         self.enabled = os.environ.get(SWITCH) != "0"
         self.check = os.environ.get(SWITCH) == "check"
-        self._expected: dict[int, bytes] = {}   # checking: submission id -> the packets C made for it
+        self._expected: dict[int, tuple] = {}   # checking: submission id -> what C made of it (_take_checked)
         self.checked = self.differing = 0
         self._checked_len = ffi.new("size_t *")
+        self._semaphores = ffi.new("int64_t[]", 2 * MAX_SEMAPHORES)   # (handle, time) pairs, both ways
+        self._timelines = ffi.new("uint64_t[]", MAX_TIMELINES)
         self.granted = False     # granted, and not taken back yet (C may have placed since)
         self._exported: list = []   # the EmulatedGpus, then the QueueOrders, in the granted state's order
         self._gpus = 0
@@ -103,7 +109,17 @@ class PlacedSubmits:
             self._layout = struct.Struct(f"<{len(words)}q")
             self._state = self.ffi.new("int64_t[]", len(words))
         self._layout.pack_into(self.ffi.buffer(self._state), 0, *words)
-        if self.lib.tessera_placement_grant(fd, self._state, len(words), 1 if self.check else 0):
+        # the binary semaphores' last signals (all of them, or none: then submits with semaphores take Python), and
+        # which are timeline semaphores (Python places their waits and signals)
+        binary, timelines = tl._semaphores, tl._timelines
+        nsemaphores = len(binary) if len(binary) <= MAX_SEMAPHORES and len(timelines) <= MAX_TIMELINES else -1
+        if nsemaphores > 0:
+            self._semaphores[0:2 * nsemaphores] = [x for h, t in binary.items() for x in (_signed(h), t)]
+        ntimelines = len(timelines) if nsemaphores >= 0 else 0
+        if ntimelines:
+            self._timelines[0:ntimelines] = list(timelines)
+        if self.lib.tessera_placement_grant(fd, self._state, len(words), 1 if self.check else 0, self._semaphores,
+                                            nsemaphores, self._timelines, ntimelines):
             self.granted, self._exported, self._gpus = True, exported, len(gpus)
 
     def revoke(self, tl) -> None:
@@ -129,26 +145,53 @@ class PlacedSubmits:
                 target.floors.update(zip(target.floors, state[at + 2:at + 6]))
                 target.ends.update(zip(target.ends, state[at + 6:at + 10]))
                 at += QUEUE_WORDS
+        n = self.lib.tessera_placement_semaphores(self._semaphores)
+        if n >= 0:   # C kept every binary semaphore's time, and those it signalled
+            pairs = self.ffi.unpack(self._semaphores, 2 * n)
+            tl._semaphores.clear()
+            tl._semaphores.update(zip(map(_unsigned, pairs[0::2]), pairs[1::2]))
 
     def _take_checked(self) -> None:
-        """(checking, after a revoke) The packets C made for each submit it placed, by submission id."""
+        """(checking, after a revoke) What C made of each submit it placed, by submission id: its packets, and the
+        state it would have left (runtime/placed_submits.c's `checked` layout)."""
         data = self.lib.tessera_placement_checked(self._checked_len)
         raw = self.ffi.buffer(data, self._checked_len[0])[:] if self._checked_len[0] else b""
         at = 0
-        while at + 16 <= len(raw):
-            submission, n = struct.unpack_from("<QQ", raw, at)
+        while at + 8 * (3 + _STATE_WORDS) <= len(raw):
+            submission, n, *state = struct.unpack_from(f"<{2 + _STATE_WORDS}q", raw, at)
+            at += 8 * (2 + _STATE_WORDS)
+            (nsignal,) = struct.unpack_from("<q", raw, at)
+            pairs = struct.unpack_from(f"<{2 * nsignal}q", raw, at + 8)
+            at += 8 + 16 * nsignal
             if len(self._expected) < MAX_QUEUES:   # bounded: one per grant, taken by the next job
-                self._expected[submission] = raw[at + 16:at + 16 + n]
-            at += 16 + n
+                signals = dict(zip(map(_unsigned, pairs[0::2]), pairs[1::2]))
+                self._expected[submission] = (raw[at:at + n], state, signals)
+            at += n
 
-    def compare(self, submission: int, packets: bytes) -> None:
-        """(checking) The timeline placed submission `submission`: its `packets` against C's, if C placed it."""
-        expected = self._expected.pop(submission, None)
+    def compare(self, tl, queue, gpu, order, packets: bytes) -> None:
+        """(checking) The timeline placed its submission `tl._submissions` on `queue` (its EmulatedGpu `gpu`, its
+        QueueOrder `order`), writing `packets`: against what C made of it, if C placed it."""
+        expected = self._expected.pop(tl._submissions, None)
         if expected is None:
             return
+        c_packets, st, signals = expected
         self.checked += 1
-        if expected != packets:
+        # tessera_place_events' state: [2] submission, [3] next event, [4] passes, [5..7] free times, [8..15]
+        # the class floors and ends (`earliest` and `end`, [0] and [1], are the submit's own)
+        after = [tl._submissions, tl.trace._next_event, tl._render_pass_instances, *gpu.free_at.values(),
+                 *order.floors.values(), *order.ends.values()]
+        if (c_packets != packets or after != st[2:] or
+                any(tl._semaphores.get(s) != t for s, t in signals.items())):
             self.differing += 1
 
     def check_counts(self) -> str:
         return f"submits placed in C and checked: {self.checked}, differing: {self.differing}"
+
+
+def _signed(handle: int) -> int:
+    """A u64 handle as the int64 C keeps it in (the same bits)."""
+    return handle - (1 << 64) if handle >= 1 << 63 else handle
+
+
+def _unsigned(word: int) -> int:
+    return word + (1 << 64) if word < 0 else word

@@ -380,7 +380,7 @@ class Timeline:
             for s, value in b.signals:
                 self._signal(s, value, max(end, earliest))
         if checking:   # TESSERA_C_PLACEMENT=check: what C made of this submit, if it placed it
-            self.placed.compare(self._submissions, self.trace.since(mark))
+            self.placed.compare(self, queue, gpu, order, self.trace.since(mark))
         self.trace.flush()
 
 

@@ -276,14 +276,23 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "            if (result != 0) return result;",
         "            pthread_mutex_lock(&tessera_ledger_lock);",
     ]
-    if spec.in_c:
-        # the driver places one batch without semaphores; the layer reports one batch not wrapped
-        handled = (f"!{submits}[0].{nwait} && !{submits}[0].{nsignal}"
-                   f" && tessera_place_submit(queue, boottime, placing, {submits}[0].{ncb})" if spec.place else
-                   f"!wrapped && tessera_report_submit(queue, submit_id, __atomic_load_n(&tessera_frame, "
-                   f"__ATOMIC_RELAXED), called, returned, placing, {submits}[0].{ncb})")
+    if spec.place:   # the driver places one batch, its binary semaphores' times in C too
         lines += [
-            f"            if ({count} == 1 && {handled}) {{",
+            f"            const {info} *s = &{submits}[0];",
+            f"            uint64_t waits[TESSERA_IN_C_MAX], signals[TESSERA_IN_C_MAX];",
+            f"            int in_c = {count} == 1 && s->{nwait} <= TESSERA_IN_C_MAX && s->{nsignal} <= TESSERA_IN_C_MAX;",
+            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nwait}; {j}++) waits[{j}] = (uint64_t)s->{wait % j};",
+            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nsignal}; {j}++) signals[{j}] = (uint64_t)s->{signal % j};",
+            f"            if (in_c && tessera_place_submit(queue, boottime, placing, s->{ncb}, waits, s->{nwait}, signals,"
+            f" s->{nsignal})) {{",
+        ]
+    elif spec.report:   # the layer reports one batch not wrapped
+        lines += [
+            f"            if ({count} == 1 && !wrapped && tessera_report_submit(queue, submit_id, "
+            f"__atomic_load_n(&tessera_frame, __ATOMIC_RELAXED), called, returned, placing, {submits}[0].{ncb})) {{",
+        ]
+    if spec.in_c:
+        lines += [
             "                pthread_mutex_unlock(&tessera_ledger_lock);",
             f"                for (uint32_t {j} = 0; {j} < {submits}[0].{ncb}; {j}++) placing[{j}]->submits++;",
             "                return result;",

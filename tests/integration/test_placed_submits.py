@@ -1,10 +1,13 @@
 """icd/placed_submits.py checked (TESSERA_C_PLACEMENT=check): the driver's C places each submit it can, writes
 nothing and changes nothing, and the timeline places the same submit again from the same state and compares
-the packets, byte for byte, start times included. Two runs cannot be compared so (their host times differ);
-this compares C with Python inside one run. The frame loops of bench/record_cost.c under `tessera run` (the
-driver and the layer, whose t<tag> labels are the plans' slots): small fills, whose starts follow the host's
-submit times; 136 dispatches of 2 µs per frame, which outlast the host's frame, so the starts follow the
-queues' and GPU's state C took at the grant; labelled render passes; 16 command buffers per submit."""
+the packets, byte for byte, start times included, and the state after it (counters, the GPU's free times, the
+queue's class floors and ends, the times of the semaphores it signals) with what C would have left. Two runs
+cannot be compared so (their host times differ); this compares C with Python inside one run. The frame loops
+of bench/record_cost.c under `tessera run` (the driver and the layer, whose t<tag> labels are the plans'
+slots): small fills, whose starts follow the host's submit times; 136 dispatches of 2 µs per frame, which
+outlast the host's frame, so the starts follow the state C took at the grant, and the same chained by a binary
+semaphore each submit signals and the next waits for; labelled render passes; 16 command buffers per submit.
+A start moved by 1 ns, or a semaphore's signal by 1 µs, in the C is found."""
 from __future__ import annotations
 
 import os
@@ -18,6 +21,7 @@ RECORD_COST = REPO / "build" / "bench" / "record_cost"
 FRAMES = 24
 _CHECKED = re.compile(r"icd INFO: submits placed in C and checked: (\d+), differing: (\d+)")
 CASES = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]), ("136 dispatches", ["frame", FRAMES, 1, 136, "dispatch"]),
+         ("chained by a semaphore", ["frame", FRAMES, 1, 136, "dispatch", "chained"]),
          ("render passes", ["passframe", FRAMES, 1]), ("16 buffers", ["buffers", FRAMES, 1])]
 
 

@@ -7,14 +7,17 @@
    free times, the submission, event and render-pass-instance counters), and takes that copy back when it
    revokes the licence before its next job. The events' packets go to the trace file at once.
    Checking (TESSERA_C_PLACEMENT=check): C places a submit as above but writes and changes nothing; it keeps the
-   packets (`checked`) and the submit takes the ledger as before, so the timeline places it from the same state
-   and compares its own packets with C's, byte for byte (start times included). */
+   packets and the state it would have left (`checked`) and the submit takes the ledger as before, so the
+   timeline places it from the same state and compares its own packets with C's, byte for byte (start times
+   included), and its state after it with C's. */
 #include <errno.h>
 #include <unistd.h>
 
 #define TESSERA_PLACE_TAGS 256      /* their tags, together */
 #define TESSERA_PLACED_QUEUES 64
 #define TESSERA_PLACED_GPUS 8
+#define TESSERA_PLACED_SEMAPHORES 256   /* binary semaphores' last signal times kept (more: none placed in C) */
+#define TESSERA_PLACED_TIMELINES 64     /* timeline semaphores known (more: no semaphore placed in C) */
 /* The licence's state, as int64 words (Python: icd/placed_submits.py): submissions, next event id, render pass
    instances, the GPU count G, the queue count Q; each GPU's three hardware queues' free times; each queue's
    address, its GPU's index, its four class floors and four class ends. */
@@ -23,18 +26,27 @@
 #define TESSERA_PLACED_QUEUE_WORDS 10
 
 typedef struct { uint64_t queue; int64_t gpu; int64_t floors[4], ends[4]; } tessera_placed_queue;
+typedef struct { uint64_t semaphore; int64_t time; } tessera_placed_semaphore;
 static struct {
     int fd;                     /* the trace file's */
     uint64_t placed, total;     /* submits placed since the grant, and in all */
     uint64_t buffers;           /* their command buffers, in all */
     int write_error;            /* errno of a write of the trace that failed (0: none); the licence ends */
     int check;                  /* checking: placed, kept in `checked`, not written (see above) */
-    uint8_t *checked;           /* per submit placed so: its submission id (u64), its packets' length (u64), them */
+    uint8_t *checked;           /* per submit placed so, int64 words: its submission id, its packets' length, the
+                                   TESSERA_PLAN_STATE words after it, the count of semaphores it signals and
+                                   each one's (handle, time); then its packets */
     size_t checked_len, checked_cap;
     int64_t submissions, next_event, pass_instances;
     size_t gpus, queues;
     int64_t free_at[TESSERA_PLACED_GPUS][TESSERA_PLACED_GPU_WORDS];
     tessera_placed_queue queue[TESSERA_PLACED_QUEUES];
+    /* the timeline's binary semaphores (Timeline._semaphores: the end of each one's last signal); -1: too many,
+       a submit with semaphores takes Python. A timeline semaphore (`timelines`) always does. */
+    long semaphores;
+    tessera_placed_semaphore semaphore[TESSERA_PLACED_SEMAPHORES];
+    size_t timelines;
+    uint64_t timeline[TESSERA_PLACED_TIMELINES];
     uint8_t *out;               /* the packets' buffer, grown to the largest submit's bound */
     size_t cap;
 } tessera_placement;
@@ -42,9 +54,11 @@ static struct {
 /* Python: grant the licence with the state in `state` (`words` int64 words, the layout above) and the trace
    file's descriptor (`check`: checking, see above). 0 when refused: the ledger holds a record (Python has a
    job), or the state is damaged. */
-int tessera_placement_grant(int fd, const int64_t *state, size_t words, int check)
+int tessera_placement_grant(int fd, const int64_t *state, size_t words, int check, const int64_t *semaphores,
+                            long nsemaphores, const uint64_t *timelines, size_t ntimelines)
 {
-    if (words < TESSERA_PLACED_HEAD) return 0;
+    if (words < TESSERA_PLACED_HEAD || nsemaphores > TESSERA_PLACED_SEMAPHORES || ntimelines > TESSERA_PLACED_TIMELINES)
+        return 0;
     int64_t gpus = state[3], queues = state[4];
     if (gpus < 0 || gpus > TESSERA_PLACED_GPUS || queues < 0 || queues > TESSERA_PLACED_QUEUES
             || words != TESSERA_PLACED_HEAD + (size_t)gpus * TESSERA_PLACED_GPU_WORDS
@@ -59,6 +73,13 @@ int tessera_placement_grant(int fd, const int64_t *state, size_t words, int chec
     if (granted) {
         tessera_placement.fd = fd;
         tessera_placement.check = check;
+        tessera_placement.semaphores = nsemaphores;
+        for (long i = 0; i < nsemaphores; i++) {
+            tessera_placement.semaphore[i].semaphore = (uint64_t)semaphores[2 * i];
+            tessera_placement.semaphore[i].time = semaphores[2 * i + 1];
+        }
+        tessera_placement.timelines = ntimelines;
+        memcpy(tessera_placement.timeline, timelines, ntimelines * sizeof timelines[0]);
         tessera_placement.checked_len = 0;
         tessera_placement.placed = 0;
         tessera_placement.write_error = 0;
@@ -117,6 +138,44 @@ long tessera_placement_revoke(int64_t *state, size_t words, int *write_error)
     return (long)placed;
 }
 
+/* Python, after a revoke that took back what C placed: the binary semaphores' (handle, time) pairs into `out` (room
+   for TESSERA_PLACED_SEMAPHORES); how many (-1: C kept none). */
+long tessera_placement_semaphores(int64_t *out)
+{
+    long n = tessera_placement.semaphores;
+    for (long i = 0; i < n; i++) {
+        out[2 * i] = (int64_t)tessera_placement.semaphore[i].semaphore;
+        out[2 * i + 1] = tessera_placement.semaphore[i].time;
+    }
+    return n;
+}
+
+/* The kept binary semaphore `s`, or NULL (never signalled on the emulated timeline: its time is 0). */
+static tessera_placed_semaphore *tessera_placed_semaphore_find(uint64_t s)
+{
+    for (long i = 0; i < tessera_placement.semaphores; i++)
+        if (tessera_placement.semaphore[i].semaphore == s) return &tessera_placement.semaphore[i];
+    return NULL;
+}
+
+/* Whether the submit's semaphores can be placed in C: all binary, the table complete, room for the new signals. */
+static int tessera_placed_semaphores_ok(const uint64_t *waits, uint32_t nwait, const uint64_t *signals, uint32_t nsignal)
+{
+    if (!nwait && !nsignal) return 1;
+    if (tessera_placement.semaphores < 0) return 0;
+    for (size_t t = 0; t < tessera_placement.timelines; t++) {
+        for (uint32_t i = 0; i < nwait; i++) if (waits[i] == tessera_placement.timeline[t]) return 0;
+        for (uint32_t i = 0; i < nsignal; i++) if (signals[i] == tessera_placement.timeline[t]) return 0;
+    }
+    long fresh = 0;
+    for (uint32_t i = 0; i < nsignal; i++) {
+        int known = tessera_placed_semaphore_find(signals[i]) != NULL;
+        for (uint32_t k = 0; !known && k < i; k++) known = signals[k] == signals[i];
+        fresh += !known;
+    }
+    return tessera_placement.semaphores + fresh <= TESSERA_PLACED_SEMAPHORES;
+}
+
 /* Python, after a revoke while checking: the submits C placed without writing them (the `checked` layout), valid
    until the next grant. */
 const uint8_t *tessera_placement_checked(size_t *len)
@@ -145,12 +204,22 @@ static int tessera_write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* The submit's guard, the ledger locked, after the backend accepted the submit (one batch, no semaphores, the
-   `n` command buffers `cbs` on `queue`, called at CLOCK_BOOTTIME `host`): 1 when C placed it (no ledger
-   record then), 0 when Python must (nothing changed). */
-static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const *cbs, uint32_t n)
+/* The submit's guard, the ledger locked, after the backend accepted the submit (one batch: the `n` command
+   buffers `cbs` on `queue`, called at CLOCK_BOOTTIME `host`, waiting for the semaphores `waits` and signalling
+   `signals`): 1 when C placed it (no ledger record then), 0 when Python must (nothing changed). As
+   Timeline._place_submit: it starts no earlier than the last signal of each binary semaphore it waits for, and
+   each one it signals is signalled when it ends. */
+static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const *cbs, uint32_t n,
+                                const uint64_t *waits, uint32_t nwait, const uint64_t *signals, uint32_t nsignal)
 {
-    if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX) return 0;
+    if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX
+            || !tessera_placed_semaphores_ok(waits, nwait, signals, nsignal))
+        return 0;
+    int64_t earliest = (int64_t)host;
+    for (uint32_t i = 0; i < nwait; i++) {
+        const tessera_placed_semaphore *s = tessera_placed_semaphore_find(waits[i]);
+        if (s && s->time > earliest) earliest = s->time;
+    }
     tessera_placed_queue *q = NULL;
     for (size_t i = 0; i < tessera_placement.queues; i++)
         if (tessera_placement.queue[i].queue == (uint64_t)(uintptr_t)queue) { q = &tessera_placement.queue[i]; break; }
@@ -189,7 +258,7 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         }
         if (bound <= tessera_placement.cap) {
             int64_t *free_at = tessera_placement.free_at[q->gpu];
-            int64_t st[TESSERA_PLAN_STATE] = {(int64_t)host, (int64_t)host, tessera_placement.submissions + 1,
+            int64_t st[TESSERA_PLAN_STATE] = {earliest, earliest, tessera_placement.submissions + 1,
                                               tessera_placement.next_event, tessera_placement.pass_instances,
                                               free_at[0], free_at[1], free_at[2]};
             memcpy(st + 8, q->floors, sizeof q->floors);
@@ -197,17 +266,27 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
             size_t done = 0;
             long bytes = tessera_place_all(plans, lens, n, (const uint8_t *)texts, 8 * words, st,
                                            tessera_placement.out, tessera_placement.cap, &done);
+            int64_t signalled = st[1] > earliest ? st[1] : earliest;   /* when its semaphores are signalled */
             if (done == n && bytes >= 0 && tessera_placement.check) {   /* kept; the ledger takes the submit */
-                size_t need = tessera_placement.checked_len + 16 + (size_t)bytes;
+                /* the state after it: st, each signalled semaphore's time, then the packets (`checked` layout) */
+                size_t at = tessera_placement.checked_len, words = 2 + TESSERA_PLAN_STATE + 1 + 2 * (size_t)nsignal;
+                size_t need = at + 8 * words + (size_t)bytes;
                 if (need > tessera_placement.checked_cap) {
                     uint8_t *grown = realloc(tessera_placement.checked, need);
                     if (grown) { tessera_placement.checked = grown; tessera_placement.checked_cap = need; }
                 }
                 if (need <= tessera_placement.checked_cap) {
-                    uint64_t head[2] = {(uint64_t)st[2], (uint64_t)bytes};
-                    memcpy(tessera_placement.checked + tessera_placement.checked_len, head, 16);
-                    memcpy(tessera_placement.checked + tessera_placement.checked_len + 16, tessera_placement.out,
-                           (size_t)bytes);
+                    int64_t head[2 + TESSERA_PLAN_STATE + 1 + 2 * TESSERA_IN_C_MAX];
+                    head[0] = st[2];
+                    head[1] = bytes;
+                    memcpy(head + 2, st, sizeof st);
+                    head[2 + TESSERA_PLAN_STATE] = nsignal;
+                    for (uint32_t i = 0; i < nsignal; i++) {
+                        head[3 + TESSERA_PLAN_STATE + 2 * i] = (int64_t)signals[i];
+                        head[4 + TESSERA_PLAN_STATE + 2 * i] = signalled;
+                    }
+                    memcpy(tessera_placement.checked + at, head, 8 * words);
+                    memcpy(tessera_placement.checked + at + 8 * words, tessera_placement.out, (size_t)bytes);
                     tessera_placement.checked_len = need;
                     tessera_placement.placed++;
                 }
@@ -223,6 +302,14 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                 memcpy(free_at, st + 5, 3 * sizeof free_at[0]);
                 memcpy(q->floors, st + 8, sizeof q->floors);
                 memcpy(q->ends, st + 12, sizeof q->ends);
+                for (uint32_t i = 0; i < nsignal; i++) {   /* checked room: tessera_placed_semaphores_ok */
+                    tessera_placed_semaphore *s = tessera_placed_semaphore_find(signals[i]);
+                    if (!s) {
+                        s = &tessera_placement.semaphore[tessera_placement.semaphores++];
+                        s->semaphore = signals[i];
+                    }
+                    s->time = signalled;
+                }
                 tessera_placement.placed++;
                 __atomic_add_fetch(&tessera_placement.total, 1, __ATOMIC_RELAXED);
                 __atomic_add_fetch(&tessera_placement.buffers, n, __ATOMIC_RELAXED);
