@@ -4,7 +4,10 @@ The timeline places every submit in a job, in call order (timeline.py). A submit
 buffer holds a recording C ended (vkapi/lifecycle.py) equal to a kept one that the timeline has placed
 from a native plan before needs nothing of Python's to be placed again: its events come from that plan
 (icd/placement_plans.py), attached to the kept product in C once it was made (`attach`: per command
-buffer and GPU), and where they land from a few numbers. So while the timeline has no job queued or
+buffer and GPU), and where they land from a few numbers. So does a buffer submitted again as it is
+(a pre-recorded one, as vkcube's): its plan, which holds its labels whole, is attached to that recording
+of the buffer (`attach_recording`, by the serial the C path's ledger gives each recording; the next begin
+or reset drops it). So while the timeline has no job queued or
 running, it grants the driver shim's C a licence (`grant`) with those numbers: each queue's class floors
 and ends, each emulated GPU's hardware queues' free times, the submission, event and render-pass-instance
 counters, the end of each binary semaphore's last signal (a submit starts no earlier than those it waits
@@ -19,7 +22,7 @@ events in order.
 Taken by the timeline's jobs as before: a submit of more than one batch or of more than 16 command buffers or
 semaphores, with a timeline semaphore (or when the timeline knows over 256 binary or 64 timeline semaphores),
 on a queue with labels open (the layer's s<submitID> around a buffer submitted again), a
-buffer whose recording was applied in Python or has no native plan on that GPU yet, a damaged plan.
+buffer with no native plan attached for that GPU yet, a damaged plan.
 A grant that placed nothing before it ended is not repeated for a while (submits.Licence: a frame loop that
 never qualifies pays no grant per frame).
 
@@ -62,7 +65,7 @@ class PlacedSubmits:
         self._layout: struct.Struct | None = None
         self._state = None       # the granted state's words, in C's memory
         self._write_error = ffi.new("int *")
-        self._attached: set[tuple[int, int, int]] = set()   # (id(plan), gpu id, address) attached once
+        self._attached: set[tuple] = set()   # (id(plan), gpu id, address[, serial]) attached once
         self.licence = submits.Licence(ffi, lib.tessera_placement_counts, "placed")
 
     def attach(self, plan, gpu_id: int, address: int, kept) -> None:
@@ -81,6 +84,24 @@ class PlacedSubmits:
         blob, size, fixed, slot_tokens = made
         replay.attach(self.lib, kept, (address, gpu_id), struct.pack("<QQ", fixed, slot_tokens)
                       + self.ffi.buffer(blob, size)[:])
+
+    def attach_recording(self, plan, gpu_id: int, address: int, serial: int) -> None:
+        """After `plan`, whose events carry their labels whole (no tag slots), was placed natively for the
+        recording `serial` of the buffer at `address` (a buffer submitted again as it is) on GPU `gpu_id`, with
+        no labels on entry: let C place that recording again (once per plan, GPU, buffer and recording)."""
+        made = plan.native.get((gpu_id, address))
+        if made is None or not plan.keeps_entry:
+            return
+        key = (id(plan), gpu_id, address, serial)
+        if key in self._attached:
+            return
+        if len(self._attached) >= 4 * MAX_QUEUES * MAX_GPUS:
+            self._attached.clear()
+        self._attached.add(key)
+        blob, size, fixed, slot_tokens = made
+        self.lib.tessera_cb_attach(self.ffi.cast("void *", address), serial, gpu_id,
+                                   struct.pack("<QQ", fixed, slot_tokens) + self.ffi.buffer(blob, size)[:],
+                                   16 + size)
 
     def grant(self, tl) -> None:
         """(the timeline's `_order` held, every job handed over done) Grant the licence with `tl`'s numbers."""

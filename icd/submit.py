@@ -65,7 +65,8 @@ class Submits(Feature):
         recordings = self._recordings([self.objects.by_address[a] for cbs, _, _ in s.batches for a in cbs])
         batches, at = [], 0
         for cbs, waits, signals in s.batches:
-            batches.append(Batch(recordings[at:at + len(cbs)], waits, signals))
+            batches.append(Batch(recordings[at:at + len(cbs)], waits, signals,
+                                 s.serials[at:at + len(cbs)] if s.serials else None))
             at += len(cbs)
         return SubmitMade(queue, batches, s.boottime_ns, label)
 

@@ -78,6 +78,7 @@ class Batch:
     command_buffers: list[Recording]   # (handle address, op list at submit, or a ProductOps), in order
     waits: list[tuple[int, int]]     # (semaphore, value: a timeline semaphore's, else ignored)
     signals: list[tuple[int, int]]
+    serials: list[int] | None = None   # each buffer's recording serial, as the C path's ledger gives it
 
 
 @dataclass
@@ -376,7 +377,7 @@ class Timeline:
             earliest = host
             for s, value in b.waits:
                 earliest = max(earliest, self._signalled_at(s, value))
-            end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(b.command_buffers)
+            end = _Placer(self, queue, gpu_id, gpu, order, earliest).run(b.command_buffers, b.serials)
             for s, value in b.signals:
                 self._signal(s, value, max(end, earliest))
         if checking:   # TESSERA_C_PLACEMENT=check: what C made of this submit, if it placed it
@@ -442,12 +443,15 @@ class _Placer(OpWalker):
         self.earliest = earliest
         self.end = earliest
 
-    def run(self, command_buffers: list[Recording]) -> int:
+    def run(self, command_buffers: list[Recording], serials: list[int] | None = None) -> int:
+        """`serials`: each recording's serial (a submit the C path made), so that C may place it again
+        (placed_submits.py)."""
         plans = self.tl.plans
         planned = []   # a stretch of recordings placed from their plans, together
         entry = None   # the queue's labels as the stretch's next recording finds them
         kept = []      # (plan, address, kept entry) of products kept in C, placed after no labels (attach)
-        for recording in command_buffers:
+        own = []       # (plan, address, serial) of recordings whose plans hold their tags, placed after no labels
+        for i, recording in enumerate(command_buffers):
             if self.current is None and self.suspended is None:
                 if entry is None:
                     entry = tuple(self.labels)
@@ -456,6 +460,8 @@ class _Placer(OpWalker):
                     planned.append((plan, recording.address, entry, tags))
                     if not entry and type(recording.ops) is ProductOps and recording.ops.kept is not None:
                         kept.append((plan, recording.address, recording.ops.kept))
+                    if not entry and not tags and serials is not None:
+                        own.append((plan, recording.address, serials[i]))
                     if not plan.keeps_entry:
                         self.labels[:] = entry = plan.labels_after(entry, tags)
                     continue
@@ -469,9 +475,11 @@ class _Placer(OpWalker):
         if planned:
             self._place(planned)
         placed = self.tl.placed
-        if kept and placed is not None:
+        if placed is not None:
             for plan, address, entry in kept:
                 placed.attach(plan, self.gpu_id, address, entry)
+            for plan, address, serial in own:
+                placed.attach_recording(plan, self.gpu_id, address, serial)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)
             self.suspended = None

@@ -25,9 +25,10 @@ Record layout (u64 slots, little-endian):
         queue | CLOCK_MONOTONIC_RAW at the call | ... at the return | CLOCK_BOOTTIME at the call
         submitID (0 unless the shim numbers submits) | frame | flags (bit 0: wrapped)
         per batch: counts (command buffers | waits << 21 | signals << 42), then the handles of
-        the command buffers, the wait semaphores, their values, the signal semaphores and their
-        values (a timeline semaphore's: VkTimelineSemaphoreSubmitInfo's, or VkSemaphoreSubmitInfo's
-        `value`; 0 where the submit gives none).
+        the command buffers, the serials of their recordings (runtime/recorder.c tessera_cb.serial),
+        the wait semaphores, their values, the signal semaphores and their values (a timeline
+        semaphore's: VkTimelineSemaphoreSubmitInfo's, or VkSemaphoreSubmitInfo's `value`; 0 where
+        the submit gives none).
     a queue label: queue | name length in bytes (0 for an end), then the name, padded to 8.
 
 `tessera_set_c_submits(0)` (TESSERA_C_SUBMITS=0, read by each shim at load) turns both C paths
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,7 @@ class Submission:
     frame: int
     wrapped: bool
     batches: list[tuple[list[int], list[int], list[int]]]   # (command buffers, waits, signals)
+    serials: list[int] = field(default_factory=list)   # each buffer's recording (tessera_cb.serial), in order
 
 
 RUNTIME_C = Path(__file__).with_name("runtime") / "submits.c"   # the static C of the ledger
@@ -263,7 +265,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "                reused |= c->submits != 0;",
         *(["                if (i == 0 && j < TESSERA_IN_C_MAX) placing[j] = c;"] if spec.in_c else []),
         "            }",
-        f"            slots += 1 + s->{ncb} + 2 * (size_t)s->{nwait} + 2 * (size_t)s->{nsignal};",
+        f"            slots += 1 + 2 * (size_t)s->{ncb} + 2 * (size_t)s->{nwait} + 2 * (size_t)s->{nsignal};",
         "        }",
         "        if (ok && first) {",
         "            uint64_t boottime = tessera_clock(CLOCK_BOOTTIME), called = tessera_clock(CLOCK_MONOTONIC_RAW);",
@@ -318,6 +320,8 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         f"                    *p++ = (uint64_t)s->{ncb} | ((uint64_t)s->{nwait} << {COUNT_BITS})"
         f" | ((uint64_t)s->{nsignal} << {2 * COUNT_BITS});",
         f"                    for (uint32_t {j} = 0; {j} < s->{ncb}; {j}++) *p++ = (uint64_t)(uintptr_t)s->{cb % j};",
+        f"                    for (uint32_t {j} = 0; {j} < s->{ncb}; {j}++)"
+        f" *p++ = tessera_cb_find((void *)s->{cb % j})->serial;   /* found above */",
         f"                    for (uint32_t {j} = 0; {j} < s->{nwait}; {j}++) *p++ = (uint64_t)s->{wait % j};",
         f"                    for (uint32_t {j} = 0; {j} < s->{nwait}; {j}++) *p++ = {wait_value % j};",
         f"                    for (uint32_t {j} = 0; {j} < s->{nsignal}; {j}++) *p++ = (uint64_t)s->{signal % j};",
@@ -445,20 +449,23 @@ def _decode(data: bytes) -> tuple[list[Submission | QueueLabel], int]:
             continue
         _, queue, called, returned, boottime, submit_id, frame, flags = words[at:at + header]
         pos = at + header
-        batches = []
+        batches, serials = [], []
         for _ in range((first >> 32) & 0xFFFF):
             counts = words[pos]
             cbs = pos + 1
-            waits = cbs + (counts & mask)
+            ncb = counts & mask
+            serials += words[cbs + ncb:cbs + 2 * ncb]
+            waits = cbs + 2 * ncb
             nwait, nsignal = (counts >> COUNT_BITS) & mask, counts >> (2 * COUNT_BITS)
             signals = waits + 2 * nwait
             pos = signals + 2 * nsignal
             # most batches have no semaphores: no zip for them (a third of a record's decoding)
-            batches.append((words[cbs:waits],
+            batches.append((words[cbs:cbs + ncb],
                             list(zip(words[waits:waits + nwait], words[waits + nwait:signals])) if nwait else [],
                             list(zip(words[signals:signals + nsignal], words[signals + nsignal:pos])) if nsignal
                             else []))
-        out.append(Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches))
+        out.append(Submission(queue, called, returned, boottime, submit_id, frame, bool(flags & WRAPPED), batches,
+                              serials))
         submits += 1
         at += size
     return out, submits

@@ -35,3 +35,17 @@ def test_submits_c_places_are_placed_the_same_by_the_timeline(args, shims, tmp_p
     checked, differing = int(found.group(1)), int(found.group(2))
     # every frame but the first few (the first recorded, the first read and planned, a grant backing off)
     assert checked >= FRAMES - 4 and differing == 0, (checked, differing)
+
+
+def test_vkcube_buffers_submitted_again_with_semaphores_are_placed_the_same(shims, tmp_path, xvfb_display) -> None:
+    """vkcube (the driver alone: with the layer its submits are wrapped in s<submitID> queue labels, which C does
+    not place yet): pre-recorded buffers submitted again, each submit waiting for the swapchain's acquire
+    semaphore and signalling the present's. Their plans are attached to the recordings themselves
+    (tessera_cb_attach, by the serial the ledger gives), and C places them as the timeline does."""
+    env = {**os.environ, "TESSERA_LOG": "info", "TESSERA_C_PLACEMENT": "check", "DISPLAY": xvfb_display}
+    out = run([TESSERA, "run", "--no-layer", "--out", tmp_path / "session", "--", "vkcube", "--c", FRAMES], env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    found = _CHECKED.search(out.stderr)
+    assert found, out.stderr
+    checked, differing = int(found.group(1)), int(found.group(2))
+    assert checked >= FRAMES - 8 and differing == 0, (checked, differing)

@@ -155,6 +155,38 @@ int tessera_product_attach(const tessera_device *dev, uint64_t hash, size_t size
     if (!kept) free(a);
     return kept;
 }
+/* Python: attach `n` bytes under `key` to the recording `serial` of the buffer `handle` (tessera_cb.serial, which the
+   ledger records with each submit: the driver, a placement plan of a buffer submitted again); one per recording,
+   a later one replaces it, the next begin or reset drops it. 0 when the buffer holds another recording now. */
+int tessera_cb_attach(void *handle, uint64_t serial, uint64_t key, const uint8_t *data, size_t n)
+{
+    tessera_attachment *a = malloc(sizeof(tessera_attachment) + n);
+    if (!a) return 0;
+    a->next = NULL;
+    a->key[0] = serial;
+    a->key[1] = key;
+    a->size = n;
+    memcpy(a->data, data, n);
+    int attached = 0;
+    pthread_mutex_lock(&tessera_cb_lock);   /* not unregistered meanwhile */
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (cb) {
+        pthread_mutex_lock(&tessera_ledger_lock);   /* where submits read it */
+        attached = __atomic_load_n(&cb->serial, __ATOMIC_ACQUIRE) == serial;
+        if (attached) a = __atomic_exchange_n(&cb->attached, a, __ATOMIC_ACQ_REL);   /* the one it replaces */
+        pthread_mutex_unlock(&tessera_ledger_lock);
+    }
+    pthread_mutex_unlock(&tessera_cb_lock);
+    free(a);   /* replaced, or refused */
+    return attached;
+}
+/* (the ledger locked) What is attached to `cb`'s recording under `key`, or NULL. A begin racing with an attach may
+   leave one of an earlier recording: its serial says so. */
+__attribute__((unused)) static const tessera_attachment *tessera_cb_attachment(const tessera_cb *cb, uint64_t key)
+{
+    const tessera_attachment *a = __atomic_load_n(&cb->attached, __ATOMIC_ACQUIRE);
+    return a && a->key[0] == __atomic_load_n(&cb->serial, __ATOMIC_ACQUIRE) && a->key[1] == key ? a : NULL;
+}
 /* (the thread's stripe locked) What is attached to `p` under (key0, key1), or NULL. */
 __attribute__((unused)) static const tessera_attachment *tessera_attachment_find(const tessera_product *p,
                                                                                  uint64_t key0, uint64_t key1)

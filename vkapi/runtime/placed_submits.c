@@ -234,14 +234,20 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
     uint32_t i = 0;
     for (; i < n; i++) {
         const tessera_cb *cb = cbs[i];
-        if (!(__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C) || cb->end_result != 0
-                || cb->dropped)
-            break;
+        /* a recording C ended equal to a kept one: the plan attached to that product; else one attached to the
+           recording itself (a buffer submitted again as it is: its tags are in the plan) */
         long tags = -1;
-        const tessera_product *p = tessera_product_equal(cb, cb->end_hash, texts + words + 1,
-                                                         TESSERA_PLACE_TAGS - (words - i), &tags);
-        if (!p || tags < 0) break;
-        const tessera_attachment *a = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle, (uint64_t)q->gpu);
+        const tessera_attachment *a = NULL;
+        if (__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C && cb->end_result == 0
+                && !cb->dropped) {
+            const tessera_product *p = tessera_product_equal(cb, cb->end_hash, texts + words + 1,
+                                                             TESSERA_PLACE_TAGS - (words - i), &tags);
+            if (p && tags >= 0) a = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle, (uint64_t)q->gpu);
+        }
+        if (!a) {
+            a = tessera_cb_attachment(cb, (uint64_t)q->gpu);
+            tags = 0;
+        }
         if (!a || a->size < 16) break;
         const uint64_t *head = (const uint64_t *)a->data;   /* the most bytes its packets take but the slots', and
                                                                its slot tokens (each written twice at most) */

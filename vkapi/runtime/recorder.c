@@ -46,6 +46,8 @@ typedef struct tessera_cb {
     uint64_t in_ledger;          /* the serial of the last ledger a submit of the buffer went into (submits.c) */
     uint64_t end_hash;           /* the hash of the recording an end made in C found kept (lifecycle.c) */
     uint64_t reported;           /* submits of the recording reported in C (the layer: reported_submits.c) */
+    uint64_t serial;             /* the recording's: unique in the process, a new one at every begin and reset */
+    struct tessera_attachment *attached;   /* bytes attached to this recording (lifecycle.c tessera_cb_attach) */
 } tessera_cb;
 
 typedef struct { void *key; tessera_cb *cb; } tessera_slot;
@@ -115,6 +117,8 @@ int tessera_cb_register(void *handle, tessera_device *dev, int primary, uint64_t
     cb->primary = primary;
     cb->pool = pool;
     cb->last_index = UINT32_MAX;
+    static uint64_t registered;   /* the serials' high half: each tessera_cb's own */
+    cb->serial = __atomic_add_fetch(&registered, 1, __ATOMIC_RELAXED) << 32;
     pthread_mutex_lock(&tessera_cb_lock);
     tessera_table *t = tessera_cbs;
     if (!t || (tessera_cb_used + 1) * 2 > t->mask + 1) {
@@ -138,6 +142,7 @@ int tessera_cb_register(void *handle, tessera_device *dev, int primary, uint64_t
         for (size_t i = tessera_hash(handle, t->mask);; i = (i + 1) & t->mask)
             if (t->slots[i].key == handle) { __atomic_store_n(&t->slots[i].cb, cb, __ATOMIC_RELEASE); break; }
         free(old->data);
+        free(old->attached);
         free(old);
     } else {
         tessera_table_put(t, handle, cb);
@@ -161,6 +166,7 @@ void tessera_cb_unregister(void *handle)
             __atomic_store_n(&t->slots[i].key, TESSERA_TOMBSTONE, __ATOMIC_RELEASE);
             /* Only the (externally synchronised) owner of `handle` ever reads its cb. */
             free(cb->data);
+            free(cb->attached);
             free(cb);
             __atomic_add_fetch(&tessera_cb_version, 1, __ATOMIC_RELEASE);
             break;
@@ -227,6 +233,9 @@ int tessera_cb_whole(void *handle)
 
 static void tessera_cb_begin(tessera_cb *cb)
 {
+    /* a new recording: a serial of its own (the high half says which tessera_cb), what was attached goes */
+    cb->serial = (cb->serial & ~(uint64_t)0xFFFFFFFF) | ((cb->serial + 1) & 0xFFFFFFFF);
+    free(__atomic_exchange_n(&cb->attached, NULL, __ATOMIC_ACQ_REL));
     cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
     cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->label_depth = 0; cb->pass_in_c = 0;
     cb->pass_label = 0; cb->reported = 0;
