@@ -37,6 +37,7 @@ from __future__ import annotations
 import os
 import struct
 
+from tessera.schemas.labels import TAG_LABEL
 from tessera.vkapi import replay, submits
 
 SWITCH = "TESSERA_C_PLACEMENT"
@@ -68,10 +69,10 @@ class PlacedSubmits:
         self._attached: set[tuple] = set()   # (id(plan), gpu id, address[, serial]) attached once
         self.licence = submits.Licence(ffi, lib.tessera_placement_counts, "placed")
 
-    def attach(self, plan, gpu_id: int, address: int, kept) -> None:
+    def attach(self, plan, gpu_id: int, address: int, kept, shape: int) -> None:
         """After `plan` was placed natively for the buffer at `address` on GPU `gpu_id` (its bytes in
-        `plan.native`), from a product C keeps (`kept`, vkapi/replay's entry), with no labels on entry:
-        let C place it again (once per plan, GPU and buffer)."""
+        `plan.native`), from a product C keeps (`kept`, vkapi/replay's entry), after labels of `shape`
+        (`entry_shape`): let C place it again (once per plan, GPU and buffer)."""
         made = plan.native.get((gpu_id, address))
         if made is None or not plan.keeps_entry:
             return
@@ -82,13 +83,13 @@ class PlacedSubmits:
             self._attached.clear()
         self._attached.add(key)
         blob, size, fixed, slot_tokens = made
-        replay.attach(self.lib, kept, (address, gpu_id), struct.pack("<QQ", fixed, slot_tokens)
+        replay.attach(self.lib, kept, (address, gpu_id | shape << 32), struct.pack("<QQ", fixed, slot_tokens)
                       + self.ffi.buffer(blob, size)[:])
 
-    def attach_recording(self, plan, gpu_id: int, address: int, serial: int) -> None:
+    def attach_recording(self, plan, gpu_id: int, address: int, serial: int, shape: int) -> None:
         """After `plan`, whose events carry their labels whole (no tag slots), was placed natively for the
-        recording `serial` of the buffer at `address` (a buffer submitted again as it is) on GPU `gpu_id`, with
-        no labels on entry: let C place that recording again (once per plan, GPU, buffer and recording)."""
+        recording `serial` of the buffer at `address` (a buffer submitted again as it is) on GPU `gpu_id`, after
+        labels of `shape`: let C place that recording again (once per plan, GPU, buffer and recording)."""
         made = plan.native.get((gpu_id, address))
         if made is None or not plan.keeps_entry:
             return
@@ -99,7 +100,7 @@ class PlacedSubmits:
             self._attached.clear()
         self._attached.add(key)
         blob, size, fixed, slot_tokens = made
-        self.lib.tessera_cb_attach(self.ffi.cast("void *", address), serial, gpu_id,
+        self.lib.tessera_cb_attach(self.ffi.cast("void *", address), serial, gpu_id | shape << 32,
                                    struct.pack("<QQ", fixed, slot_tokens) + self.ffi.buffer(blob, size)[:],
                                    16 + size)
 
@@ -216,3 +217,12 @@ def _signed(handle: int) -> int:
 
 def _unsigned(word: int) -> int:
     return word + (1 << 64) if word < 0 else word
+
+
+def entry_shape(entry: tuple[str, ...]) -> int | None:
+    """Which queue labels on entry C places a plan after (a plan's key says which of them are t<tag> labels:
+    Plans.of): 0 none, 1 one that is not a t<tag> label (the layer's s<submitID>, which C keeps while the
+    licence holds: runtime/placed_submits.c tessera_label_in_c); None for any other."""
+    if not entry:
+        return 0
+    return 1 if len(entry) == 1 and not TAG_LABEL.match(entry[0]) else None

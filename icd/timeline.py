@@ -53,7 +53,7 @@ from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
 from .measured_counters import pass_stats
-from .placed_submits import PlacedSubmits
+from .placed_submits import PlacedSubmits, entry_shape
 from .placement_plans import NativePlacer, Plans
 from .replay import ProductOps
 from .recording import Draw, Work
@@ -449,8 +449,8 @@ class _Placer(OpWalker):
         plans = self.tl.plans
         planned = []   # a stretch of recordings placed from their plans, together
         entry = None   # the queue's labels as the stretch's next recording finds them
-        kept = []      # (plan, address, kept entry) of products kept in C, placed after no labels (attach)
-        own = []       # (plan, address, serial) of recordings whose plans hold their tags, placed after no labels
+        kept = []      # (plan, address, kept entry, entry shape) of products kept in C (attach)
+        own = []       # (plan, address, serial, entry shape) of recordings whose plans hold their tags
         for i, recording in enumerate(command_buffers):
             if self.current is None and self.suspended is None:
                 if entry is None:
@@ -458,10 +458,11 @@ class _Placer(OpWalker):
                 plan, tags = plans.of(self, recording.ops, entry)
                 if plan is not None:
                     planned.append((plan, recording.address, entry, tags))
-                    if not entry and type(recording.ops) is ProductOps and recording.ops.kept is not None:
-                        kept.append((plan, recording.address, recording.ops.kept))
-                    if not entry and not tags and serials is not None:
-                        own.append((plan, recording.address, serials[i]))
+                    shape = entry_shape(entry)   # None: C does not place after these labels
+                    if shape is not None and type(recording.ops) is ProductOps and recording.ops.kept is not None:
+                        kept.append((plan, recording.address, recording.ops.kept, shape))
+                    if shape is not None and not tags and serials:
+                        own.append((plan, recording.address, serials[i], shape))
                     if not plan.keeps_entry:
                         self.labels[:] = entry = plan.labels_after(entry, tags)
                     continue
@@ -476,10 +477,10 @@ class _Placer(OpWalker):
             self._place(planned)
         placed = self.tl.placed
         if placed is not None:
-            for plan, address, entry in kept:
-                placed.attach(plan, self.gpu_id, address, entry)
-            for plan, address, serial in own:
-                placed.attach_recording(plan, self.gpu_id, address, serial)
+            for plan, address, entry, shape in kept:
+                placed.attach(plan, self.gpu_id, address, entry, shape)
+            for plan, address, serial, shape in own:
+                placed.attach_recording(plan, self.gpu_id, address, serial, shape)
         if self.suspended is not None:   # suspended and never resumed in this batch: it ends here
             self._emit_pass(self.suspended)
             self.suspended = None

@@ -119,7 +119,7 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] 
         if submit_path is not None and name in submits.COMMANDS:
             fast = submits.fast_path(name, index, submit_path)
         if submit_path is not None and submit_path.queue_labels and name in submits.LABEL_COMMANDS:
-            fast = submits.label_fast_path(name)
+            fast = submits.label_fast_path(name, submit_path)
         if submit_path is not None and submit_path.in_c and name in submits.WAIT_COMMANDS:
             fast = submits.wait_fast_path(name, index)
         # A Python hook of a command buffer ends C's hold on its open render pass (runtime/recorder.c).

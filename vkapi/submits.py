@@ -341,13 +341,14 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
     return "\n".join(lines) + "\n"
 
 
-def label_fast_path(name: str) -> str:
-    """C statements recording a queue label in the ledger (not forwarded: the shim consumes it)."""
-    if name == "vkQueueBeginDebugUtilsLabelEXT":
-        record = (f"tessera_ledger_label(queue, {LABEL_BEGIN}, "
-                  "pLabelInfo && pLabelInfo->pLabelName ? pLabelInfo->pLabelName : \"\");")
-    else:
-        record = f"tessera_ledger_label(queue, {LABEL_END}, NULL);"
+def label_fast_path(name: str, spec: SubmitPath) -> str:
+    """C statements recording a queue label in the ledger (not forwarded: the shim consumes it); with
+    SubmitPath.place, kept in C first where it can be (runtime/placed_submits.c tessera_label_in_c)."""
+    begin = name == "vkQueueBeginDebugUtilsLabelEXT"
+    text = "pLabelInfo && pLabelInfo->pLabelName ? pLabelInfo->pLabelName : \"\"" if begin else "NULL"
+    record = f"tessera_ledger_label(queue, {LABEL_BEGIN if begin else LABEL_END}, {text});"
+    if spec.place:
+        record = f"if (!tessera_label_in_c(queue, {text})) {record}"
     return (f"    if (__atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)) {{ {record} return; }}\n")
 
 

@@ -189,4 +189,5 @@ def test_frames_reported_in_c_are_the_frames_python_sends(program, shims, tmp_pa
     assert counts["reported in C"] >= FRAMES // 2 and python_counts["reported in C"] == 0, counts
     in_c, in_python = _frames(tmp_path / "in C"), _frames(tmp_path / "in Python")
     assert [f[0] for f in in_c].count(MessageType.SUBMIT) == FRAMES
-    assert in_c == in_python
+    first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)
+    assert in_c == in_python, (len(in_c), len(in_python), first, first is not None and (in_c[first], in_python[first]))

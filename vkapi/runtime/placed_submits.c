@@ -25,7 +25,14 @@
 #define TESSERA_PLACED_GPU_WORDS 3
 #define TESSERA_PLACED_QUEUE_WORDS 10
 
-typedef struct { uint64_t queue; int64_t gpu; int64_t floors[4], ends[4]; } tessera_placed_queue;
+#define TESSERA_PENDING_LABEL 256         /* a queue label kept in C: its longest name */
+typedef struct {
+    uint64_t queue;
+    int64_t gpu;
+    int64_t floors[4], ends[4];
+    size_t pending;                        /* a queue label begun under the licence, not ended: its length + 1 */
+    char label[TESSERA_PENDING_LABEL];     /* ... its name */
+} tessera_placed_queue;
 typedef struct { uint64_t semaphore; int64_t time; } tessera_placed_semaphore;
 static struct {
     int fd;                     /* the trace file's */
@@ -50,6 +57,57 @@ static struct {
     uint8_t *out;               /* the packets' buffer, grown to the largest submit's bound */
     size_t cap;
 } tessera_placement;
+
+/* Each queue label kept in C, written to the ledger as the begin it is (the ledger locked: before any other
+   record, and when the licence is taken back), oldest first per queue. */
+static void tessera_pending_labels_write(void)
+{
+    for (size_t i = 0; i < tessera_placement.queues; i++) {
+        tessera_placed_queue *q = &tessera_placement.queue[i];
+        if (!q->pending) continue;
+        size_t n = q->pending - 1;
+        q->pending = 0;   /* first: the record written below calls this again */
+        size_t slots = 3 + (n + 7) / 8;
+        uint64_t *r = tessera_ledger_record(slots);
+        if (r) {
+            r[0] = (uint64_t)(slots * 8) | ((uint64_t)1 << 48);   /* kind LABEL_BEGIN (submits.py) */
+            r[1] = q->queue;
+            r[2] = n;
+            if (n) memcpy(r + 3, q->label, n);
+        }
+    }
+}
+
+static tessera_placed_queue *tessera_placed_queue_of(VkQueue queue)
+{
+    for (size_t i = 0; i < tessera_placement.queues; i++)
+        if (tessera_placement.queue[i].queue == (uint64_t)(uintptr_t)queue) return &tessera_placement.queue[i];
+    return NULL;
+}
+
+/* The guard of a queue label's begin (`name`) or end (NULL): 1 when C keeps it itself under the licence (no
+   ledger record): a begin on a queue with no label open, kept pending for the submits until its end, which
+   closes it (the layer's s<submitID> around a submit). 0: the ledger takes it. */
+static int tessera_label_in_c(VkQueue queue, const char *name)
+{
+    int kept = 0;
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_placed_queue *q = __atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) ? tessera_placed_queue_of(queue)
+                                                                                 : NULL;
+    if (q && name && !q->pending) {
+        size_t n = strlen(name);
+        if (n < TESSERA_PENDING_LABEL) {
+            memcpy(q->label, name, n);
+            q->pending = n + 1;
+            kept = 1;
+        }
+    } else if (q && !name && q->pending) {
+        q->pending = 0;
+        kept = 1;
+    }
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return kept;
+}
 
 /* Python: grant the licence with the state in `state` (`words` int64 words, the layout above) and the trace
    file's descriptor (`check`: checking, see above). 0 when refused: the ledger holds a record (Python has a
@@ -96,7 +154,9 @@ int tessera_placement_grant(int fd, const int64_t *state, size_t words, int chec
             pq->gpu = w[1];
             memcpy(pq->floors, w + 2, sizeof pq->floors);
             memcpy(pq->ends, w + 6, sizeof pq->ends);
+            pq->pending = 0;
         }
+        tessera_ledger_before = tessera_pending_labels_write;
         __atomic_store_n(&tessera_placing, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&tessera_ledger_lock);
@@ -110,6 +170,7 @@ long tessera_placement_revoke(int64_t *state, size_t words, int *write_error)
 {
     pthread_mutex_lock(&tessera_ledger_lock);
     __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
+    tessera_pending_labels_write();   /* Python takes them from the ledger before its next job */
     uint64_t placed = tessera_placement.placed;
     size_t need = TESSERA_PLACED_HEAD + tessera_placement.gpus * TESSERA_PLACED_GPU_WORDS
                   + tessera_placement.queues * TESSERA_PLACED_QUEUE_WORDS;
@@ -220,14 +281,19 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         const tessera_placed_semaphore *s = tessera_placed_semaphore_find(waits[i]);
         if (s && s->time > earliest) earliest = s->time;
     }
-    tessera_placed_queue *q = NULL;
-    for (size_t i = 0; i < tessera_placement.queues; i++)
-        if (tessera_placement.queue[i].queue == (uint64_t)(uintptr_t)queue) { q = &tessera_placement.queue[i]; break; }
+    tessera_placed_queue *q = tessera_placed_queue_of(queue);
     if (!q) return 0;
-    /* each buffer's slot texts as tessera_place_all takes them: no labels on entry (a u32 0), its tags */
-    uint64_t texts[TESSERA_IN_C_MAX + TESSERA_PLACE_TAGS];
+    /* the queue's labels on entry: none, or one kept in C (not a t<tag> label: a plan's key says which) */
+    size_t label = q->pending ? q->pending - 1 : 0;
+    if (q->pending && q->label[0] == 't' && label > 1 && strspn(q->label + 1, "0123456789") == label - 1) return 0;
+    uint64_t shape = q->pending ? 1 : 0, key = (uint64_t)q->gpu | shape << 32;
+    /* each buffer's slot texts as tessera_place_all takes them: the labels on entry (u32 size, then u16 length
+       and bytes), its tags (u32 count, u64 each) */
+    uint8_t texts[TESSERA_IN_C_MAX * (4 + 2 + TESSERA_PENDING_LABEL + 4) + 8 * TESSERA_PLACE_TAGS];
+    uint64_t tags_of[TESSERA_PLACE_TAGS];
     const uint8_t *plans[TESSERA_IN_C_MAX];
-    size_t lens[TESSERA_IN_C_MAX], words = 0, bound = 0;
+    size_t lens[TESSERA_IN_C_MAX], at = 0, used = 0, bound = 0;
+    size_t longest = label > TESSERA_TAG_TEXT ? label : TESSERA_TAG_TEXT;
     int placed = 0;
     pthread_mutex_t *lock = &tessera_my_stripe()->products;   /* the kept products and their plans stay */
     pthread_mutex_lock(lock);
@@ -240,22 +306,33 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         const tessera_attachment *a = NULL;
         if (__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C && cb->end_result == 0
                 && !cb->dropped) {
-            const tessera_product *p = tessera_product_equal(cb, cb->end_hash, texts + words + 1,
-                                                             TESSERA_PLACE_TAGS - (words - i), &tags);
-            if (p && tags >= 0) a = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle, (uint64_t)q->gpu);
+            const tessera_product *p = tessera_product_equal(cb, cb->end_hash, tags_of + used,
+                                                             TESSERA_PLACE_TAGS - used, &tags);
+            if (p && tags >= 0) a = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle, key);
         }
         if (!a) {
-            a = tessera_cb_attachment(cb, (uint64_t)q->gpu);
+            a = tessera_cb_attachment(cb, key);
             tags = 0;
         }
         if (!a || a->size < 16) break;
         const uint64_t *head = (const uint64_t *)a->data;   /* the most bytes its packets take but the slots', and
                                                                its slot tokens (each written twice at most) */
-        texts[words] = (uint64_t)tags << 32;                /* u32 0 (the entry), u32 the tag count */
-        words += 1 + (size_t)tags;
+        uint32_t entry = q->pending ? (uint32_t)(2 + label) : 0, count = (uint32_t)tags;
+        uint16_t length = (uint16_t)label;
+        memcpy(texts + at, &entry, 4);
+        at += 4;
+        if (q->pending) {
+            memcpy(texts + at, &length, 2);
+            memcpy(texts + at + 2, q->label, label);
+            at += 2 + label;
+        }
+        memcpy(texts + at, &count, 4);
+        memcpy(texts + at + 4, tags_of + used, 8 * (size_t)tags);
+        at += 4 + 8 * (size_t)tags;
+        used += (size_t)tags;
         plans[i] = a->data + 16;
         lens[i] = a->size - 16;
-        bound += head[0] + 2 * head[1] * TESSERA_TAG_TEXT;
+        bound += head[0] + 2 * head[1] * longest;
     }
     if (i == n) {
         if (bound > tessera_placement.cap) {
@@ -270,7 +347,7 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
             memcpy(st + 8, q->floors, sizeof q->floors);
             memcpy(st + 12, q->ends, sizeof q->ends);
             size_t done = 0;
-            long bytes = tessera_place_all(plans, lens, n, (const uint8_t *)texts, 8 * words, st,
+            long bytes = tessera_place_all(plans, lens, n, texts, at, st,
                                            tessera_placement.out, tessera_placement.cap, &done);
             int64_t signalled = st[1] > earliest ? st[1] : earliest;   /* when its semaphores are signalled */
             if (done == n && bytes >= 0 && tessera_placement.check) {   /* kept; the ledger takes the submit */

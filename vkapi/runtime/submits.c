@@ -25,6 +25,9 @@ static int tessera_c_submits = 1;      /* 0 (TESSERA_C_SUBMITS=0): submits and q
    job queued or running and the ledger is empty, given up by any record appended here (Python has a job
    then). Written under the ledger lock; read without it by the wait guards. */
 static int tessera_placing;
+/* Called first by every record appended (under the lock): the driver writes the queue labels it kept in C
+   (placed_submits.c) before the record, so the ledger keeps call order. NULL: nothing kept. */
+static void (*tessera_ledger_before)(void);
 
 static inline uint64_t tessera_clock(clockid_t clock)
 {
@@ -37,6 +40,7 @@ static inline uint64_t tessera_clock(clockid_t clock)
 static uint64_t *tessera_ledger_record(size_t slots)
 {
     __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);   /* Python has a job: the licence ends */
+    if (tessera_ledger_before) tessera_ledger_before();
     tessera_ledger *l = tessera_ledger_active;
     size_t size = slots * 8;
     if (l->used + size > l->cap) {

@@ -31,12 +31,12 @@ def address(handle) -> int:
 
 def target(ctx, size: int, wanted: int | None = None):
     """A buffer of `size` bytes, bound to memory; with `wanted`, the handle `wanted` if one of up to
-    64 creations gets it (the others are destroyed)."""
+    1024 creations gets it (the others are destroyed)."""
     info = vk.VkBufferCreateInfo(sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=size,
                                  usage=vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
                                  sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE)
     handle, spare = vk.vkCreateBuffer(ctx.device, info, None), []
-    while wanted is not None and address(handle) != wanted and len(spare) < 64:
+    while wanted is not None and address(handle) != wanted and len(spare) < 1024:
         spare.append(handle)
         handle = vk.vkCreateBuffer(ctx.device, info, None)
     for other in spare:
