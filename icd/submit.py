@@ -173,7 +173,8 @@ class Submits(Feature):
         drv = self.drv
         drv.timeline.forget_queues(dev)   # after the device's submits: C places on none of its queues again
         drv.timeline.settle(block=True)
-        drv.hooks.errors.log.info("%s", drv.submit_ledger.counts())
+        placed = drv.timeline.placed
+        drv.hooks.errors.log.info("%s", drv.submit_ledger.counts(placed.licence.handled() if placed else 0))
         if drv.timeline.placed is not None:
             drv.hooks.errors.log.info("%s", drv.timeline.placed.licence.counts())
             if drv.timeline.placed.check:

@@ -80,7 +80,7 @@ def install(ffi, lib) -> None:
 
     def on_destroy_device(dev) -> None:
         reporter.pull()
-        log.info("%s", ledger.counts())
+        log.info("%s", ledger.counts(reported.licence.handled() if reported is not None else 0))
         if reported is not None:
             log.info("%s", reported.licence.counts())
         log.info("%s", recorder.counts())

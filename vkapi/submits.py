@@ -377,9 +377,17 @@ class Licence:
         self._skip = min(2 ** min(self._unproductive, 7) // 2, self.SKIP_MAX)
 
     def counts(self) -> str:
+        submits, buffers = self._read()
+        return f"submits {self._what} in C: {submits} (command buffers: {buffers})"
+
+    def handled(self) -> int:
+        """The submits C handled whole so far."""
+        return self._read()[0]
+
+    def _read(self) -> tuple[int, int]:
         counts = self._ffi.new("uint64_t[2]")
         self._counts_fn(counts)
-        return f"submits {self._what} in C: {counts[0]} (command buffers: {counts[1]})"
+        return counts[0], counts[1]
 
 
 class ReadingLedger(threading.local):
@@ -398,8 +406,9 @@ class SubmitLedger:
         self.made_in_python = 0  # submits the shim's Python path made (counted by the shim)
         self._serial = 0         # the serial of the ledger taken last (runtime/submits.c)
 
-    def counts(self) -> str:
-        return f"submits so far: {self.made_in_c} made in C, {self.made_in_python} through Python"
+    def counts(self, whole_in_c: int = 0) -> str:
+        """`whole_in_c`: the submits the C path made and handled whole, never recorded here (Licence.handled)."""
+        return f"submits so far: {self.made_in_c + whole_in_c} made in C, {self.made_in_python} through Python"
 
     def python_reason(self, on: bool) -> None:
         """A reason for every submit to take the Python path begins (True) or ends (False)."""
