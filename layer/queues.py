@@ -247,6 +247,8 @@ class QueueReporter:
                             self.recorder.wait(address, reading=True)
                     batches = [[dev.command_buffers[a] for a in cbs] for cbs, _, _ in s.batches]
                     plan = plan_submit(s.submit_id, q, batches)
+                    if self.reported is not None and s.serials:   # its buffers as they are, submitted again
+                        self.reported.attach_recordings(plan, s.serials)
                 self.report(dev, q, queue, plan, s.wrapped, s.called_ns, s.returned_ns - s.called_ns, s.frame)
             except Exception:
                 self.errors.report("vkQueueSubmit", "reporting a submit made in C")
@@ -274,7 +276,7 @@ class QueueReporter:
             product = read.product
             if first and product.described_rows:
                 described.append((address, product.described_rows, read.tags))
-            if first and reported is not None and not s.wrapped:
+            if reported is not None:
                 reported.attach(dev.address, address, read)
             plan.primaries.append(command_buffers[address])
             tags += map(read.tags.__getitem__, product.plain)

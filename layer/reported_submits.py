@@ -57,7 +57,7 @@ class ReportedSubmits:
         self._out = ffi.new("const uint8_t *[2]")
         self._lens = ffi.new("size_t[2]")
         self._error = ffi.new("int *")
-        self._attached: set[tuple[int, int]] = set()   # (id(product), command buffer address) attached once
+        self._attached: set[tuple] = set()   # (id(product), buffer address), ("recording", address, serial): once
         self._queues: tuple[tuple, bytes] = ((), b"")     # the queues granted last, and their text for C
         self.licence = submits.Licence(ffi, lib.tessera_report_counts, "reported")
 
@@ -73,6 +73,22 @@ class ReportedSubmits:
         self._attached.add(key)
         replay.attach(self.lib, read.kept, (address, TEMPLATE_KEY),
                       encoder.report_template(device_address, address, product.described_rows, product.plain))
+
+    def attach_recordings(self, plan, serials: list[int]) -> None:
+        """A submit the C path made was planned from its buffers' trackers (queues.plan_submit) to their tags
+        alone (`plain_tags`): let C report the next submits of those recordings (`serials`, the ledger's) as
+        they are, from their tags as the SUBMIT lists them."""
+        if plan.annexes or plan.captures or len(plan.primaries) != len(serials):
+            return
+        for t, serial in zip(plan.primaries, serials):
+            key = ("recording", t.address, serial)
+            if type(t.plain_tags) is not list or key in self._attached:
+                continue
+            if len(self._attached) >= 4096:
+                self._attached.clear()
+            self._attached.add(key)
+            text = ",".join(map(str, t.plain_tags)).encode()
+            self.lib.tessera_cb_attach(self.ffi.cast("void *", t.address), serial, TEMPLATE_KEY, text, len(text))
 
     def grant(self) -> None:
         """After a wait: let C report submits while nothing else waits to be sent. After grants that reported

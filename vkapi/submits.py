@@ -288,9 +288,9 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
             f"            if (in_c && tessera_place_submit(queue, boottime, placing, s->{ncb}, waits, s->{nwait}, signals,"
             f" s->{nsignal})) {{",
         ]
-    elif spec.report:   # the layer reports one batch not wrapped
+    elif spec.report:   # the layer reports one batch
         lines += [
-            f"            if ({count} == 1 && !wrapped && tessera_report_submit(queue, submit_id, "
+            f"            if ({count} == 1 && tessera_report_submit(queue, submit_id, wrapped, "
             f"__atomic_load_n(&tessera_frame, __ATOMIC_RELAXED), called, returned, placing, {submits}[0].{ncb})) {{",
         ]
     if spec.in_c:

@@ -191,3 +191,21 @@ def test_frames_reported_in_c_are_the_frames_python_sends(program, shims, tmp_pa
     assert [f[0] for f in in_c].count(MessageType.SUBMIT) == FRAMES
     first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)
     assert in_c == in_python, (len(in_c), len(in_python), first, first is not None and (in_c[first], in_python[first]))
+
+
+def test_vkcube_frames_reported_in_c_are_the_frames_python_sends(shims, tmp_path, xvfb_display) -> None:
+    """vkcube: pre-recorded buffers submitted again, each submit wrapped in s<submitID>; the layer's C reports
+    them from the tags attached to each recording (layer/reported_submits.py `attach_recordings`), and the
+    frames are, but host times and handles, those Python sends with it off."""
+    runs = {}
+    for name, in_c in (("in C", "1"), ("in Python", "0")):
+        env = {**os.environ, "TESSERA_LOG": "info", "TESSERA_C_PLACEMENT": in_c, "TESSERA_C_REPORTS": in_c,
+               "DISPLAY": xvfb_display}
+        out = run([TESSERA, "run", "--out", tmp_path / name, "--", "vkcube", "--c", FRAMES], env)
+        assert out.returncode == 0, out.stdout + out.stderr
+        reported = _REPORTED.search(out.stderr)
+        runs[name] = (_frames(tmp_path / name), int(reported.group(1)) if reported else None)
+    (in_c, reported), (in_python, none) = runs["in C"], runs["in Python"]
+    assert reported >= FRAMES // 2 and none == 0, (reported, none)
+    first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)
+    assert in_c == in_python, (len(in_c), len(in_python), first, first is not None and (in_c[first], in_python[first]))

@@ -195,10 +195,16 @@ static void tessera_report_write(const uint8_t *p, size_t n)
         __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
 }
 
+/* How a buffer of a submit is reported: its recording's first submit (its WORKLOADS, then its plain tags in the
+   SUBMIT), a later one (the plain tags alone), both from the template attached to the kept product its recording
+   equals; or a buffer submitted again as it is (pre-recorded), from the tags attached to the recording itself. */
+enum { TESSERA_FIRST, TESSERA_AGAIN, TESSERA_AS_IT_IS };
+
 /* The submit's guard, the ledger locked, after the next element accepted the submit (one batch: the `n`
-   command buffers `cbs` on `queue`; its submitID, the frame, MONOTONIC_RAW at the call and the return): 1 when
-   C reported it (no ledger record then), 0 when Python must (nothing changed). */
-static int tessera_report_submit(VkQueue queue, uint64_t submit_id, uint64_t frame, uint64_t called,
+   command buffers `cbs` on `queue`; its submitID, whether it was `wrapped` in s<submitID>, the frame,
+   MONOTONIC_RAW at the call and the return): 1 when C reported it (no ledger record then), 0 when Python must
+   (nothing changed). */
+static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped, uint64_t frame, uint64_t called,
                                  uint64_t returned, tessera_cb *const *cbs, uint32_t n)
 {
     if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX) return 0;
@@ -208,6 +214,7 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, uint64_t fra
     if (!q) return 0;
     uint64_t tags[TESSERA_REPORT_TAGS];
     const tessera_attachment *templates[TESSERA_IN_C_MAX];
+    int kind[TESSERA_IN_C_MAX];
     size_t tag_at[TESSERA_IN_C_MAX + 1];
     long count[TESSERA_IN_C_MAX];
     tessera_buffer *b = &tessera_report.out;
@@ -219,22 +226,33 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, uint64_t fra
     tag_at[0] = 0;
     for (; i < n; i++) {
         const tessera_cb *cb = cbs[i];
-        if (!(__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C) || cb->end_result != 0
-                || cb->dropped || cb->submits != 0)
-            break;
-        count[i] = -1;
-        const tessera_product *p = tessera_product_equal(cb, cb->end_hash, tags + tag_at[i],
-                                                         TESSERA_REPORT_TAGS - tag_at[i], &count[i]);
-        if (!p || count[i] < 0) break;
-        templates[i] = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle, TESSERA_REPORT_KEY);
+        templates[i] = NULL;
+        count[i] = 0;
+        if (__atomic_load_n(&cb->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C && cb->end_result == 0
+                && !cb->dropped) {
+            long c = -1;
+            const tessera_product *p = tessera_product_equal(cb, cb->end_hash, tags + tag_at[i],
+                                                             TESSERA_REPORT_TAGS - tag_at[i], &c);
+            if (p && c >= 0) templates[i] = tessera_attachment_find(p, (uint64_t)(uintptr_t)cb->handle,
+                                                                    TESSERA_REPORT_KEY);
+            if (templates[i]) {
+                count[i] = c;
+                kind[i] = cb->submits == 0 ? TESSERA_FIRST : TESSERA_AGAIN;
+            }
+        }
+        if (!templates[i] && cb->submits != 0) {
+            templates[i] = tessera_cb_attachment(cb, TESSERA_REPORT_KEY);
+            kind[i] = TESSERA_AS_IT_IS;
+        }
         if (!templates[i]) break;
         tag_at[i + 1] = tag_at[i] + (size_t)count[i];
     }
     if (i == n) {
-        /* each buffer's WORKLOADS, then the SUBMIT listing the plain tags of each */
+        /* the WORKLOADS of each recording submitted for the first time, then the SUBMIT */
         int ok = 1;
         char text[64];
-        for (i = 0; ok && i < n; i++) {   /* a template: the plain tags, then the WORKLOADS text */
+        for (i = 0; ok && i < n; i++) {   /* a product's template: the plain tags, then the WORKLOADS text */
+            if (kind[i] != TESSERA_FIRST) continue;
             tessera_reader t = { templates[i]->data, templates[i]->data + templates[i]->size, 0 };
             uint32_t plain = (uint32_t)tessera_read(&t, 4);
             t.at += 4 * (size_t)plain;
@@ -258,6 +276,13 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, uint64_t fra
         ok = ok && tessera_buffer_put(b, "],\"tags\":[", 10);
         int first = 1;
         for (i = 0; ok && i < n; i++) {
+            if (kind[i] == TESSERA_AS_IT_IS) {   /* its tags, as text */
+                if (templates[i]->size)
+                    ok = (first || tessera_buffer_put(b, ",", 1))
+                         && tessera_buffer_put(b, templates[i]->data, templates[i]->size);
+                first = first && !templates[i]->size;
+                continue;
+            }
             tessera_reader t = { templates[i]->data, templates[i]->data + templates[i]->size, 0 };
             uint32_t plain = (uint32_t)tessera_read(&t, 4);
             for (uint32_t k = 0; ok && k < plain; k++) {
@@ -270,12 +295,14 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, uint64_t fra
         }
         ok = ok && tessera_buffer_put(b, "],\"frame\":", 10)
              && tessera_buffer_put(b, text, tessera_decimal(text, frame))
-             && tessera_buffer_put(b, ",\"annexed\":false}", 17);
+             && (wrapped ? tessera_buffer_put(b, ",\"annexed\":true}", 16)
+                         : tessera_buffer_put(b, ",\"annexed\":false}", 17));
         if (ok) {
             uint32_t length = (uint32_t)(b->n - body);
             memcpy(b->p + head + 1 + 8 + 8, &length, 4);
             tessera_report_write(b->p, b->n);
             for (i = 0; i < n; i++) {   /* its hooks run only if something looks at it (lifecycle.c) */
+                if (kind[i] == TESSERA_AS_IT_IS) continue;   /* its hooks ran */
                 __atomic_or_fetch(&cbs[i]->deferred, TESSERA_REPORTED_IN_C, __ATOMIC_ACQ_REL);
                 cbs[i]->reported++;
             }
