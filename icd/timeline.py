@@ -273,6 +273,8 @@ class Timeline:
 
     def _hand_over(self, fn: Callable, args: tuple, completion: tuple[Any, Any] | None = None) -> None:
         with self._order:
+            if self.placed is not None and self.placed.granted:   # C writes the queue labels it kept to the
+                self.placed.revoke(self)                           # ledger: pulled before this job
             self._pull()
             self._put(fn, args, completion)
 

@@ -210,10 +210,15 @@ def frame(number: int, device_address: int, queue: str, source: str, time_ns: in
     Written as one format (every present sends one), the same bytes as json_body of the payload
     (tests/layer/test_encoder.py)."""
     shown = "" if images is None else ',"images":[' + ",".join([f'"{hex(i)}"' for i in images]) + "]"
-    name, said = _JSON_TEXTS.get(queue) or _json_text(queue), _JSON_TEXTS.get(source) or _json_text(source)
-    body = (f'{{"frame":{number},"time_ns":{time_ns},"device":"{hex(device_address)}","queue":{name},'
-            f'"source":{said}{shown}}}')
+    body = f'{{"frame":{number},"time_ns":{time_ns}{frame_middle(device_address, queue, source)}{shown}}}'
     return encode(MessageType.FRAME, body.encode())
+
+
+def frame_middle(device_address: int, queue: str, source: str) -> str:
+    """A FRAME's JSON between its time and its images, as `frame` writes it (C writes the rest of a present's:
+    vkapi/runtime/reported_submits.c)."""
+    name, said = _JSON_TEXTS.get(queue) or _json_text(queue), _JSON_TEXTS.get(source) or _json_text(source)
+    return f',"device":"{hex(device_address)}","queue":{name},"source":{said}'
 
 
 def instrumentation(submit_id: int, tag: int, device_address: int, actions: list[dict]) -> bytes:

@@ -83,6 +83,7 @@ def install(ffi, lib) -> None:
         log.info("%s", ledger.counts(reported.licence.handled() if reported is not None else 0))
         if reported is not None:
             log.info("%s", reported.licence.counts())
+            log.info("%s", reported.presents())
         log.info("%s", recorder.counts())
         log.info("%s", thread_counts(ffi, lib))
         for q in dev.queues.values():   # its queues no longer keep submits on the Python path

@@ -358,6 +358,8 @@ class QueueReporter:
     def end_frame(self, dev, q: QueueTracker, source: str, frame_id: int | None = None,
                   images: tuple[int, ...] | None = None) -> None:
         """`images`: what a present showed (the FRAME's `images`)."""
+        if self.reported is not None:
+            self.reported.revoke()   # the frames C counted first (its presents)
         session = self.session
         number = frame_id if frame_id is not None else session.frame
         self.send(encoder.frame, number, dev.address, q.name, source, encoder.now_ns(), images)
@@ -489,11 +491,15 @@ class Queues:
     def after_vkGetSwapchainImagesKHR(self, dev, result, device, swapchain, pCount, pImages):
         if pImages != self.ffi.NULL and result in (vk.VK_SUCCESS, vk.VK_INCOMPLETE):
             cast = self.ffi.cast
-            dev.swapchains[int(cast("uint64_t", swapchain))] = tuple(
+            images = dev.swapchains[int(cast("uint64_t", swapchain))] = tuple(
                 int(cast("uint64_t", pImages[i])) for i in range(pCount[0]))
+            if self.reporter.reported is not None:
+                self.reporter.reported.swapchain_images(int(cast("uint64_t", swapchain)), images)
 
     def before_vkDestroySwapchainKHR(self, dev, device, swapchain, pAllocator):
         dev.swapchains.pop(int(self.ffi.cast("uint64_t", swapchain)), None)
+        if self.reporter.reported is not None:
+            self.reporter.reported.swapchain_images(int(self.ffi.cast("uint64_t", swapchain)), ())
 
     # The application observes completion: what it knows has run keeps its metadata, whatever it does
     # next (transport.hand_to_kernel). The sender writes the frames while the driver waits; after the

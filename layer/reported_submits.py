@@ -74,6 +74,13 @@ class ReportedSubmits:
         replay.attach(self.lib, read.kept, (address, TEMPLATE_KEY),
                       encoder.report_template(device_address, address, product.described_rows, product.plain))
 
+    def swapchain_images(self, swapchain: int, images: tuple[int, ...]) -> None:
+        """vkGetSwapchainImagesKHR (`images`), vkDestroySwapchainKHR (none): what a present C reports shows."""
+        self.lib.tessera_report_swapchain_images(swapchain, list(images), len(images))
+
+    def presents(self) -> str:
+        return f"presents reported in C: {self.lib.tessera_report_presents()}"
+
     def attach_recordings(self, plan, serials: list[int]) -> None:
         """A submit the C path made was planned from its buffers' trackers (queues.plan_submit) to their tags
         alone (`plain_tags`): let C report the next submits of those recordings (`serials`, the ledger's) as
@@ -115,8 +122,10 @@ class ReportedSubmits:
             for dev in devices:
                 for address, q in list(dev.queues.items()):
                     prefix = encoder.submit_prefix(dev.address, q.name)
-                    if len(out) < MAX_QUEUES and len(prefix) <= MAX_PREFIX:
-                        out.append(struct.pack("<QH", address, len(prefix)) + prefix)
+                    present = encoder.frame_middle(dev.address, q.name, "present").encode()
+                    if len(out) < MAX_QUEUES and len(prefix) <= MAX_PREFIX and len(present) <= MAX_PREFIX:
+                        out.append(struct.pack("<QH", address, len(prefix)) + prefix
+                                   + struct.pack("<H", len(present)) + present)
             self._queues = (key, b"".join(out))
         return self._queues[1]
 
@@ -129,6 +138,8 @@ class ReportedSubmits:
             self.granted = False
             out, lens, error = self._out, self._lens, self._error
             self.licence.ended(self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error))
+            session = self.state.session   # the presents C reported counted the frames
+            session.frame = max(session.frame, self.lib.tessera_get_frame())
             written = self.ffi.buffer(out[0], lens[0])[:] if lens[0] else b""
             unsent = self.ffi.buffer(out[1], lens[1])[:] if lens[1] else b""
             if error[0]:

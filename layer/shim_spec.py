@@ -104,6 +104,8 @@ int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len);
 long tessera_report_revoke(const uint8_t **written, size_t *written_len, const uint8_t **unsent, size_t *unsent_len,
                            int *error);
 void tessera_report_counts(uint64_t *counts);
+uint64_t tessera_report_presents(void);
+void tessera_report_swapchain_images(uint64_t swapchain, const uint64_t *images, uint32_t count);
 """
 
 

@@ -122,6 +122,8 @@ def c_source(hooks: Iterable[str], recorded: dict[str, "recorder_gen.Recorded"] 
             fast = submits.label_fast_path(name, submit_path)
         if submit_path is not None and submit_path.in_c and name in submits.WAIT_COMMANDS:
             fast = submits.wait_fast_path(name, index)
+        if submit_path is not None and submit_path.report and name == submits.PRESENT:
+            fast = submits.present_fast_path(name, index)
         # A Python hook of a command buffer ends C's hold on its open render pass (runtime/recorder.c).
         seen = ("tessera_cb_python_seen((void *)commandBuffer); "
                 if name.startswith("vkCmd") and cmd.params[0].type == "VkCommandBuffer" else "")

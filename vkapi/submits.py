@@ -103,6 +103,7 @@ void tessera_ledger_give_back(tessera_ledger *l);
 void tessera_ledger_read(uint64_t serial);
 uint64_t tessera_next_submit(void);
 void tessera_set_frame(uint64_t frame);
+uint64_t tessera_get_frame(void);
 void tessera_python_reason(int64_t delta);
 void tessera_set_c_submits(int on);
 void tessera_cb_set_submit_ok(void *handle, int ok);
@@ -133,6 +134,7 @@ LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEX
 # Where the application observes completion: with SubmitPath.place, forwarded in C while the licence to place
 # holds (nothing handed over waits to be placed: the Python hooks would find nothing to do).
 WAIT_COMMANDS = ("vkDeviceWaitIdle", "vkQueueWaitIdle", "vkWaitForFences", "vkWaitSemaphores")
+PRESENT = "vkQueuePresentKHR"   # with SubmitPath.report, its FRAME is written in C while the licence holds
 # in runtime/, after submits.c and lifecycle.c: SubmitPath.place's C, and SubmitPath.report's
 PLACEMENT_C = ("reader.c", "event_packets.c", "placed_submits.c")
 REPORT_C = ("reader.c", "reported_submits.c")
@@ -213,7 +215,8 @@ def c_defines() -> str:
             f"{vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO}\n"
             f"#define TESSERA_IN_C_MAX {IN_C_MAX}\n"
             f"#define TESSERA_FRAME_WORKLOADS {int(MessageType.WORKLOADS)}\n"
-            f"#define TESSERA_FRAME_SUBMIT {int(MessageType.SUBMIT)}\n")
+            f"#define TESSERA_FRAME_SUBMIT {int(MessageType.SUBMIT)}\n"
+            f"#define TESSERA_FRAME_FRAME {int(MessageType.FRAME)}\n")
 
 
 def support_c() -> str:
@@ -225,6 +228,17 @@ def in_c_support(spec: SubmitPath) -> str:
     """The C that handles submits whole under a licence (SubmitPath.place, .report), as it is."""
     names = PLACEMENT_C if spec.place else REPORT_C if spec.report else ()
     return "".join((RUNTIME_C.parent / name).read_text() for name in names)
+
+
+def present_fast_path(name: str, index: int) -> str:
+    """C statements presenting and reporting the present's FRAME in C while the layer's licence holds
+    (runtime/reported_submits.c tessera_present_begin, tessera_present_end)."""
+    return (f"    if (tessera_present_begin(queue, pPresentInfo)) {{\n"
+            f"        PFN_{name} next = (PFN_{name})tessera_next_of({index});\n"
+            f"        VkResult result = next ? next(queue, pPresentInfo) : VK_ERROR_INITIALIZATION_FAILED;\n"
+            f"        tessera_present_end(queue, pPresentInfo);\n"
+            f"        return result;\n"
+            "    }\n")
 
 
 def wait_fast_path(name: str, index: int) -> str:

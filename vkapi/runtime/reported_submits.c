@@ -17,7 +17,17 @@
 #define TESSERA_REPORT_WRITTEN_MAX (4u << 20)   /* bytes sent that Python has yet to take: past it, no licence */
 #define TESSERA_REPORT_KEY 1             /* the attachment's second key word (the first: the buffer's address) */
 
-typedef struct { uint64_t queue; size_t n; char prefix[TESSERA_REPORT_PREFIX]; } tessera_report_queue;
+#define TESSERA_REPORT_SWAPCHAINS 16
+#define TESSERA_REPORT_IMAGES 16
+/* Each queue's SUBMIT text up to its time (`prefix`), and a present's FRAME text between its time and its images
+   (`present`: its device, queue and source). */
+typedef struct {
+    uint64_t queue;
+    size_t n, present_n;
+    char prefix[TESSERA_REPORT_PREFIX], present[TESSERA_REPORT_PREFIX];
+} tessera_report_queue;
+/* The images of each swapchain (Python fills it at vkGetSwapchainImagesKHR): what a present shows. */
+typedef struct { uint64_t swapchain; uint32_t count; uint64_t image[TESSERA_REPORT_IMAGES]; } tessera_report_swapchain;
 typedef struct { uint8_t *p; size_t n, cap; } tessera_buffer;
 static struct {
     int fd, socket;              /* the destination, and whether it is the daemon's socket (else the spool) */
@@ -28,7 +38,12 @@ static struct {
     tessera_buffer unsent;       /* not written (the socket was full, or the write failed) */
     int error;                   /* errno of a failed write (0: none) */
     uint64_t reported, total, buffers;   /* submits reported since the grant, in all, and their buffers */
+    uint64_t presents;           /* presents reported in all */
+    int presenting;              /* presents under way (between tessera_present_begin and _end): no revoke */
+    size_t swapchains;
+    tessera_report_swapchain swapchain[TESSERA_REPORT_SWAPCHAINS];
 } tessera_report;
+static pthread_cond_t tessera_presented = PTHREAD_COND_INITIALIZER;   /* `presenting` fell to 0 */
 
 static int tessera_buffer_put(tessera_buffer *b, const void *p, size_t n)
 {
@@ -46,8 +61,9 @@ static int tessera_buffer_put(tessera_buffer *b, const void *p, size_t n)
 }
 
 /* Python: grant the licence: write to `fd` (`socket`: the daemon's non-blocking socket, else the spool file);
-   `queues` (`len` bytes): per queue its address (u64) and its SUBMIT text up to its time (u16 length, bytes).
-   0 when refused: the ledger holds a record, or `queues` is damaged. */
+   `queues` (`len` bytes): per queue its address (u64), its SUBMIT text up to its time and its FRAME text of a
+   present between time and images (each u16 length, bytes). 0 when refused: the ledger holds a record, or
+   `queues` is damaged. */
 int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len)
 {
     tessera_reader r = { queues, queues + len, 0 };
@@ -56,10 +72,12 @@ int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len)
     while (r.at < r.end) {
         if (n == TESSERA_REPORT_QUEUES) return 0;
         parsed[n].queue = tessera_read(&r, 8);
-        tessera_bytes prefix = tessera_read_bytes(&r, 2);
-        if (r.bad || prefix.n > TESSERA_REPORT_PREFIX) return 0;
+        tessera_bytes prefix = tessera_read_bytes(&r, 2), present = tessera_read_bytes(&r, 2);
+        if (r.bad || prefix.n > TESSERA_REPORT_PREFIX || present.n > TESSERA_REPORT_PREFIX) return 0;
         memcpy(parsed[n].prefix, prefix.p, prefix.n);
-        parsed[n++].n = prefix.n;
+        parsed[n].n = prefix.n;
+        memcpy(parsed[n].present, present.p, present.n);
+        parsed[n++].present_n = present.n;
     }
     pthread_mutex_lock(&tessera_ledger_lock);
     tessera_ledger *l = tessera_ledger_active;
@@ -86,6 +104,8 @@ long tessera_report_revoke(const uint8_t **written, size_t *written_len, const u
 {
     pthread_mutex_lock(&tessera_ledger_lock);
     __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
+    while (tessera_report.presenting)   /* a present under way writes its FRAME first */
+        pthread_cond_wait(&tessera_presented, &tessera_ledger_lock);
     *written = tessera_report.written.p;
     *written_len = tessera_report.written.n;
     *unsent = tessera_report.unsent.p;
@@ -104,6 +124,9 @@ static inline int tessera_report_idle(void)
 {
     return __atomic_load_n(&tessera_placing, __ATOMIC_ACQUIRE);
 }
+
+/* Python (TESSERA_LOG=info): presents reported in C so far. */
+uint64_t tessera_report_presents(void) { return __atomic_load_n(&tessera_report.presents, __ATOMIC_RELAXED); }
 
 /* Python (TESSERA_LOG=info): submits reported in C so far, and their command buffers. */
 void tessera_report_counts(uint64_t *counts)
@@ -314,4 +337,93 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
     }
     pthread_mutex_unlock(lock);
     return reported;
+}
+
+
+/* Python (vkGetSwapchainImagesKHR, vkDestroySwapchainKHR): the images of `swapchain` (`count` of them; 0: it is gone),
+   what a present reported in C names; one past TESSERA_REPORT_SWAPCHAINS or TESSERA_REPORT_IMAGES is not kept (its
+   presents take Python). */
+void tessera_report_swapchain_images(uint64_t swapchain, const uint64_t *images, uint32_t count)
+{
+    pthread_mutex_lock(&tessera_ledger_lock);
+    size_t i = 0;
+    while (i < tessera_report.swapchains && tessera_report.swapchain[i].swapchain != swapchain) i++;
+    if (i < tessera_report.swapchains)   /* forgotten: replaced by the last */
+        tessera_report.swapchain[i] = tessera_report.swapchain[--tessera_report.swapchains];
+    if (count && count <= TESSERA_REPORT_IMAGES && tessera_report.swapchains < TESSERA_REPORT_SWAPCHAINS) {
+        tessera_report_swapchain *sc = &tessera_report.swapchain[tessera_report.swapchains++];
+        sc->swapchain = swapchain;
+        sc->count = count;
+        memcpy(sc->image, images, count * sizeof images[0]);
+    }
+    pthread_mutex_unlock(&tessera_ledger_lock);
+}
+
+static const tessera_report_swapchain *tessera_report_swapchain_of(uint64_t swapchain)
+{
+    for (size_t i = 0; i < tessera_report.swapchains; i++)
+        if (tessera_report.swapchain[i].swapchain == swapchain) return &tessera_report.swapchain[i];
+    return NULL;
+}
+
+/* The guard of vkQueuePresentKHR, before the call: 1 when C reports the present (its FRAME, after the call:
+   tessera_present_end): the licence holds, the queue and every swapchain are known, no VkFrameBoundaryEXT
+   (which names the frame: Python). The licence is not revoked until its FRAME is written. */
+static int tessera_present_begin(VkQueue queue, const VkPresentInfoKHR *info)
+{
+    if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || !info || info->swapchainCount > TESSERA_REPORT_SWAPCHAINS
+            || tessera_has_frame_boundary(info->pNext))
+        return 0;
+    int ok = 0;
+    pthread_mutex_lock(&tessera_ledger_lock);
+    if (__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED)) {
+        for (size_t i = 0; i < tessera_report.queues; i++)
+            if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) ok = 1;
+        for (uint32_t i = 0; ok && i < info->swapchainCount; i++)
+            ok = tessera_report_swapchain_of((uint64_t)info->pSwapchains[i]) != NULL;
+        if (ok) tessera_report.presenting++;
+    }
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return ok;
+}
+
+/* After the call that tessera_present_begin let C report: the FRAME (as layer/encoder.frame writes it: the frame
+   number, MONOTONIC_RAW now, the queue's text, each swapchain's image shown, "0x0" for one it does not have),
+   written, and the frame counted. */
+static void tessera_present_end(VkQueue queue, const VkPresentInfoKHR *info)
+{
+    uint64_t now = tessera_clock(CLOCK_MONOTONIC_RAW);
+    pthread_mutex_lock(&tessera_ledger_lock);
+    const tessera_report_queue *q = NULL;
+    for (size_t i = 0; i < tessera_report.queues; i++)
+        if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) q = &tessera_report.queue[i];
+    uint64_t frame = __atomic_load_n(&tessera_frame, __ATOMIC_RELAXED);
+    tessera_buffer *b = &tessera_report.out;
+    b->n = 0;
+    char text[64];
+    int ok = q && tessera_frame_head(b, TESSERA_FRAME_FRAME, 0, 0, 0);
+    size_t body = b->n;
+    ok = ok && tessera_buffer_put(b, "{\"frame\":", 9) && tessera_buffer_put(b, text, tessera_decimal(text, frame))
+         && tessera_buffer_put(b, ",\"time_ns\":", 11) && tessera_buffer_put(b, text, tessera_decimal(text, now))
+         && tessera_buffer_put(b, q->present, q->present_n) && tessera_buffer_put(b, ",\"images\":[", 11);
+    for (uint32_t i = 0; ok && i < info->swapchainCount; i++) {
+        const tessera_report_swapchain *sc = tessera_report_swapchain_of((uint64_t)info->pSwapchains[i]);
+        uint32_t index = info->pImageIndices[i];
+        text[0] = '"';
+        size_t k = 1 + tessera_hex(text + 1, sc && index < sc->count ? sc->image[index] : 0);
+        text[k++] = '"';
+        ok = (i == 0 || tessera_buffer_put(b, ",", 1)) && tessera_buffer_put(b, text, k);
+    }
+    ok = ok && tessera_buffer_put(b, "]}", 2);
+    if (ok) {
+        uint32_t length = (uint32_t)(b->n - body);
+        memcpy(b->p + 1 + 8, &length, 4);
+        tessera_report_write(b->p, b->n);
+        __atomic_store_n(&tessera_frame, frame + 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&tessera_report.presents, 1, __ATOMIC_RELAXED);
+    } else {   /* cannot happen but for memory: the frame is not counted, Python's next present names it */
+        __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
+    }
+    if (--tessera_report.presenting == 0) pthread_cond_broadcast(&tessera_presented);
+    pthread_mutex_unlock(&tessera_ledger_lock);
 }

@@ -92,6 +92,7 @@ void tessera_ledger_give_back(tessera_ledger *l)
 
 uint64_t tessera_next_submit(void) { return __atomic_add_fetch(&tessera_submit_id, 1, __ATOMIC_RELAXED); }
 void tessera_set_frame(uint64_t frame) { __atomic_store_n(&tessera_frame, frame, __ATOMIC_RELAXED); }
+uint64_t tessera_get_frame(void) { return __atomic_load_n(&tessera_frame, __ATOMIC_RELAXED); }
 void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_reasons, delta, __ATOMIC_RELAXED); }
 void tessera_set_c_submits(int on) { __atomic_store_n(&tessera_c_submits, on, __ATOMIC_RELAXED); }
 
