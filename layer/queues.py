@@ -493,13 +493,17 @@ class Queues:
             cast = self.ffi.cast
             images = dev.swapchains[int(cast("uint64_t", swapchain))] = tuple(
                 int(cast("uint64_t", pImages[i])) for i in range(pCount[0]))
-            if self.reporter.reported is not None:
-                self.reporter.reported.swapchain_images(int(cast("uint64_t", swapchain)), images)
+            self._swapchain_images(int(cast("uint64_t", swapchain)), images)
 
     def before_vkDestroySwapchainKHR(self, dev, device, swapchain, pAllocator):
         dev.swapchains.pop(int(self.ffi.cast("uint64_t", swapchain)), None)
-        if self.reporter.reported is not None:
-            self.reporter.reported.swapchain_images(int(self.ffi.cast("uint64_t", swapchain)), ())
+        self._swapchain_images(int(self.ffi.cast("uint64_t", swapchain)), ())
+
+    def _swapchain_images(self, swapchain: int, images: tuple[int, ...]) -> None:
+        """What a present the shim's C reports shows (reported_submits.py), when it reports them."""
+        reported = self.reporter.reported if self.reporter is not None else None
+        if reported is not None:
+            reported.swapchain_images(swapchain, images)
 
     # The application observes completion: what it knows has run keeps its metadata, whatever it does
     # next (transport.hand_to_kernel). The sender writes the frames while the driver waits; after the
