@@ -20,9 +20,15 @@ frames the daemon has yet to acknowledge (kept for the spool should it go away),
 send (a full socket, a failed write) is sent first, by Python. The sender's look for work every PULL_S
 ends it too, so that acknowledgements are read; the next wait grants it again.
 
-Taken by Python as before: a submit of more than one batch or 16 command buffers, wrapped (a buffer
-submitted again), of a buffer without a template, on a queue not granted; anything the C path never
-took (labels open, frame boundaries, instrumentation). A recording whose submit C reported runs its
+Also reported in C: a submit of a recording submitted before (its product's template, without its
+WORKLOADS again), of a buffer submitted again as it is, pre-recorded (`attach_recordings`: its tags, as
+the SUBMIT lists them, attached to that recording by the serial the C path's ledger gives it), wrapped
+in s<submitID> by the C path (`annexed`); and a present's FRAME (`swapchain_images` keeps C's copy of the
+images each swapchain shows; C counts the frame, which the revoke reads back into the session, and the
+revoke waits for a present under way to write its FRAME).
+Taken by Python as before: a submit of more than one batch or 16 command buffers, of a buffer with nothing
+attached, on a queue not granted; a present with a VkFrameBoundaryEXT or an unknown swapchain; anything the
+C path never took (labels open, frame boundaries, instrumentation). A recording whose submit C reported runs its
 hooks only if something looks at the buffer before C begins it again, as one whose submit Python read
 without them (Recorder.reported_read gives them the Read C kept no object of).
 
