@@ -1,11 +1,14 @@
 /* ---- submits placed in C (the driver; tessera.icd.placed_submits: the design is its docstring) ----
    Static C, after submits.c, lifecycle.c and event_packets.c. A submit whose every command buffer holds a
    recording C ended that equals a kept one carrying a native placement plan for that buffer on the queue's
-   GPU (tessera_product_attach) is placed at the submit, in the submit's guard, as the timeline's job would
-   place it, while Python holds nothing back: its timeline has granted the licence (tessera_placing, submits.c)
-   with a copy of what placing reads and changes (each queue's class floors and ends, each GPU's hardware queue
-   free times, the submission, event and render-pass-instance counters), and takes that copy back when it
-   revokes the licence before its next job. The events' packets go to the trace file at once.
+   GPU (tessera_product_attach), or a recording carrying one itself (tessera_cb_attach: a buffer submitted
+   again as it is), is placed at the submit, in the submit's guard, as the timeline's job would place it, while
+   Python holds nothing back: its timeline has granted the licence (tessera_placing, submits.c) with a copy of
+   what placing reads and changes (each queue's class floors and ends, each GPU's hardware queue free times,
+   the submission, event and render-pass-instance counters, each binary semaphore's last signal), and takes
+   that copy back when it revokes the licence before its next job. The events' packets go to the trace file at
+   once. A queue label begun under the licence on a queue with none open is kept here (tessera_label_in_c) as
+   the labels on entry of the submits inside it, and written to the ledger before anything else is.
    Checking (TESSERA_C_PLACEMENT=check): C places a submit as above but writes and changes nothing; it keeps the
    packets and the state it would have left (`checked`) and the submit takes the ledger as before, so the
    timeline places it from the same state and compares its own packets with C's, byte for byte (start times
@@ -13,7 +16,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#define TESSERA_PLACE_TAGS 256      /* their tags, together */
+#define TESSERA_PLACE_TAGS 256      /* a submit's buffers' tags, together */
 #define TESSERA_PLACED_QUEUES 64
 #define TESSERA_PLACED_GPUS 8
 #define TESSERA_PLACED_SEMAPHORES 256   /* binary semaphores' last signal times kept (more: none placed in C) */
@@ -352,8 +355,8 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
             int64_t signalled = st[1] > earliest ? st[1] : earliest;   /* when its semaphores are signalled */
             if (done == n && bytes >= 0 && tessera_placement.check) {   /* kept; the ledger takes the submit */
                 /* the state after it: st, each signalled semaphore's time, then the packets (`checked` layout) */
-                size_t at = tessera_placement.checked_len, words = 2 + TESSERA_PLAN_STATE + 1 + 2 * (size_t)nsignal;
-                size_t need = at + 8 * words + (size_t)bytes;
+                size_t from = tessera_placement.checked_len, words = 2 + TESSERA_PLAN_STATE + 1 + 2 * (size_t)nsignal;
+                size_t need = from + 8 * words + (size_t)bytes;
                 if (need > tessera_placement.checked_cap) {
                     uint8_t *grown = realloc(tessera_placement.checked, need);
                     if (grown) { tessera_placement.checked = grown; tessera_placement.checked_cap = need; }
@@ -364,12 +367,12 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                     head[1] = bytes;
                     memcpy(head + 2, st, sizeof st);
                     head[2 + TESSERA_PLAN_STATE] = nsignal;
-                    for (uint32_t i = 0; i < nsignal; i++) {
-                        head[3 + TESSERA_PLAN_STATE + 2 * i] = (int64_t)signals[i];
-                        head[4 + TESSERA_PLAN_STATE + 2 * i] = signalled;
+                    for (uint32_t k = 0; k < nsignal; k++) {
+                        head[3 + TESSERA_PLAN_STATE + 2 * k] = (int64_t)signals[k];
+                        head[4 + TESSERA_PLAN_STATE + 2 * k] = signalled;
                     }
-                    memcpy(tessera_placement.checked + at, head, 8 * words);
-                    memcpy(tessera_placement.checked + at + 8 * words, tessera_placement.out, (size_t)bytes);
+                    memcpy(tessera_placement.checked + from, head, 8 * words);
+                    memcpy(tessera_placement.checked + from + 8 * words, tessera_placement.out, (size_t)bytes);
                     tessera_placement.checked_len = need;
                     tessera_placement.placed++;
                 }
@@ -385,11 +388,11 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                 memcpy(free_at, st + 5, 3 * sizeof free_at[0]);
                 memcpy(q->floors, st + 8, sizeof q->floors);
                 memcpy(q->ends, st + 12, sizeof q->ends);
-                for (uint32_t i = 0; i < nsignal; i++) {   /* checked room: tessera_placed_semaphores_ok */
-                    tessera_placed_semaphore *s = tessera_placed_semaphore_find(signals[i]);
+                for (uint32_t k = 0; k < nsignal; k++) {   /* checked room: tessera_placed_semaphores_ok */
+                    tessera_placed_semaphore *s = tessera_placed_semaphore_find(signals[k]);
                     if (!s) {
                         s = &tessera_placement.semaphore[tessera_placement.semaphores++];
-                        s->semaphore = signals[i];
+                        s->semaphore = signals[k];
                     }
                     s->time = signalled;
                 }
