@@ -118,8 +118,8 @@ class ReportedSubmits:
                 lambda fd, socket: bool(self.lib.tessera_report_grant(fd, 1 if socket else 0, queues, len(queues))))
 
     def _queue_texts(self) -> bytes:
-        """Each queue's address and its SUBMIT text up to its time, as tessera_report_grant takes them (kept while
-        the devices' queues stay the same)."""
+        """Each queue's address, its SUBMIT text up to its time and a present's FRAME text between its time and its
+        images, as tessera_report_grant takes them (kept while the devices' queues stay the same)."""
         with self.state.lock:
             devices = list(self.state.devices.values())
         key = tuple((dev.address, tuple(dev.queues)) for dev in devices)
