@@ -7,12 +7,13 @@ from a native plan before needs nothing of Python's to be placed again: its even
 buffer and GPU), and where they land from a few numbers. So does a buffer submitted again as it is
 (a pre-recorded one, as vkcube's): its plan, which holds its labels whole, is attached to that recording
 of the buffer (`attach_recording`, by the serial the C path's ledger gives each recording; the next begin
-or reset drops it). So while the timeline has no job queued or
-running, it grants the driver shim's C a licence (`grant`) with those numbers: each queue's class floors
-and ends, each emulated GPU's hardware queues' free times, the submission, event and render-pass-instance
-counters, the end of each binary semaphore's last signal (a submit starts no earlier than those it waits
-for, and signals its own when it ends, as `Timeline._place_submit`), and the trace file. The submit's guard (vkapi/runtime/placed_submits.c) then places such a
-submit at once, under the ledger lock, and appends its packets to the trace before the submit returns;
+or reset drops it). So while the timeline has no job queued or running, it grants the driver shim's C a
+licence (`grant`) with those numbers: each queue's class floors and ends, each emulated GPU's hardware
+queues' free times, the submission, event and render-pass-instance counters, the end of each binary
+semaphore's last signal (a submit starts no earlier than those it waits for, and signals its own when it
+ends, as `Timeline._place_submit`), and the trace file. The submit's guard
+(vkapi/runtime/placed_submits.c) then places such a submit at once, under the ledger lock, and appends
+its packets to the trace before the submit returns;
 the wait guards (vkQueueWaitIdle, vkDeviceWaitIdle, vkWaitForFences, vkWaitSemaphores) forward without
 Python while the licence holds, since their hooks would find nothing to place. Any record the C submit
 path appends to its ledger ends the licence (a job follows), and before every job the timeline queues
@@ -73,36 +74,31 @@ class PlacedSubmits:
         """After `plan` was placed natively for the buffer at `address` on GPU `gpu_id` (its bytes in
         `plan.native`), from a product C keeps (`kept`, vkapi/replay's entry), after labels of `shape`
         (`entry_shape`): let C place it again (once per plan, GPU and buffer)."""
-        made = plan.native.get((gpu_id, address))
-        if made is None or not plan.keeps_entry:
-            return
-        key = (id(plan), gpu_id, address)
-        if key in self._attached:
-            return
-        if len(self._attached) >= 4 * MAX_QUEUES * MAX_GPUS:   # bounded: a later attach finds them attached
-            self._attached.clear()
-        self._attached.add(key)
-        blob, size, fixed, slot_tokens = made
-        replay.attach(self.lib, kept, (address, gpu_id | shape << 32), struct.pack("<QQ", fixed, slot_tokens)
-                      + self.ffi.buffer(blob, size)[:])
+        data = self._first_attach(plan, (id(plan), gpu_id, address), gpu_id, address)
+        if data is not None:
+            replay.attach(self.lib, kept, (address, gpu_id | shape << 32), data)
 
     def attach_recording(self, plan, gpu_id: int, address: int, serial: int, shape: int) -> None:
         """After `plan`, whose events carry their labels whole (no tag slots), was placed natively for the
         recording `serial` of the buffer at `address` (a buffer submitted again as it is) on GPU `gpu_id`, after
         labels of `shape`: let C place that recording again (once per plan, GPU, buffer and recording)."""
+        data = self._first_attach(plan, (id(plan), gpu_id, address, serial), gpu_id, address)
+        if data is not None:
+            self.lib.tessera_cb_attach(self.ffi.cast("void *", address), serial, gpu_id | shape << 32, data,
+                                       len(data))
+
+    def _first_attach(self, plan, key: tuple, gpu_id: int, address: int) -> bytes | None:
+        """What C keeps of `plan` for the buffer at `address` on GPU `gpu_id` (the most bytes its packets take
+        but the slots', its slot tokens, then the plan's bytes: runtime/placed_submits.c), the first time `key`
+        asks for it; None after, or when the plan was not placed natively or changes the labels."""
         made = plan.native.get((gpu_id, address))
-        if made is None or not plan.keeps_entry:
-            return
-        key = (id(plan), gpu_id, address, serial)
-        if key in self._attached:
-            return
-        if len(self._attached) >= 4 * MAX_QUEUES * MAX_GPUS:
+        if made is None or not plan.keeps_entry or key in self._attached:
+            return None
+        if len(self._attached) >= 4 * MAX_QUEUES * MAX_GPUS:   # bounded: a later attach finds them attached
             self._attached.clear()
         self._attached.add(key)
         blob, size, fixed, slot_tokens = made
-        self.lib.tessera_cb_attach(self.ffi.cast("void *", address), serial, gpu_id | shape << 32,
-                                   struct.pack("<QQ", fixed, slot_tokens) + self.ffi.buffer(blob, size)[:],
-                                   16 + size)
+        return struct.pack("<QQ", fixed, slot_tokens) + self.ffi.buffer(blob, size)[:]
 
     def grant(self, tl) -> None:
         """(the timeline's `_order` held, every job handed over done) Grant the licence with `tl`'s numbers."""

@@ -71,12 +71,8 @@ class ReportedSubmits:
         """A submit of the buffer at `address` was reported from `read` (Recorder.reading_all's, its product plain):
         let C report the next submit of a recording equal to it (once per product and buffer)."""
         product = read.product
-        key = (id(product), address)
-        if read.kept is None or key in self._attached:
+        if read.kept is None or not self._first((id(product), address)):
             return
-        if len(self._attached) >= 4096:   # bounded: a later attach finds its template attached already
-            self._attached.clear()
-        self._attached.add(key)
         replay.attach(self.lib, read.kept, (address, TEMPLATE_KEY),
                       encoder.report_template(device_address, address, product.described_rows, product.plain))
 
@@ -94,14 +90,19 @@ class ReportedSubmits:
         if plan.annexes or plan.captures or len(plan.primaries) != len(serials):
             return
         for t, serial in zip(plan.primaries, serials):
-            key = ("recording", t.address, serial)
-            if type(t.plain_tags) is not list or key in self._attached:
+            if type(t.plain_tags) is not list or not self._first(("recording", t.address, serial)):
                 continue
-            if len(self._attached) >= 4096:
-                self._attached.clear()
-            self._attached.add(key)
             text = ",".join(map(str, t.plain_tags)).encode()
             self.lib.tessera_cb_attach(self.ffi.cast("void *", t.address), serial, TEMPLATE_KEY, text, len(text))
+
+    def _first(self, key: tuple) -> bool:
+        """Whether `key` is attached for the first time (bounded: after a clear, one is attached again)."""
+        if key in self._attached:
+            return False
+        if len(self._attached) >= 4096:
+            self._attached.clear()
+        self._attached.add(key)
+        return True
 
     def grant(self) -> None:
         """After a wait: let C report submits while nothing else waits to be sent. After grants that reported

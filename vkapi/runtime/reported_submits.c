@@ -218,6 +218,14 @@ static void tessera_report_write(const uint8_t *p, size_t n)
         __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
 }
 
+/* (the ledger locked) The granted queue `queue`, or NULL. */
+static const tessera_report_queue *tessera_report_queue_of(VkQueue queue)
+{
+    for (size_t i = 0; i < tessera_report.queues; i++)
+        if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) return &tessera_report.queue[i];
+    return NULL;
+}
+
 /* How a buffer of a submit is reported: its recording's first submit (its WORKLOADS, then its plain tags in the
    SUBMIT), a later one (the plain tags alone), both from the template attached to the kept product its recording
    equals; or a buffer submitted again as it is (pre-recorded), from the tags attached to the recording itself. */
@@ -231,9 +239,7 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
                                  uint64_t returned, tessera_cb *const *cbs, uint32_t n)
 {
     if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX) return 0;
-    const tessera_report_queue *q = NULL;
-    for (size_t i = 0; i < tessera_report.queues; i++)
-        if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) { q = &tessera_report.queue[i]; break; }
+    const tessera_report_queue *q = tessera_report_queue_of(queue);
     if (!q) return 0;
     uint64_t tags[TESSERA_REPORT_TAGS];
     const tessera_attachment *templates[TESSERA_IN_C_MAX];
@@ -377,8 +383,7 @@ static int tessera_present_begin(VkQueue queue, const VkPresentInfoKHR *info)
     int ok = 0;
     pthread_mutex_lock(&tessera_ledger_lock);
     if (__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED)) {
-        for (size_t i = 0; i < tessera_report.queues; i++)
-            if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) ok = 1;
+        ok = tessera_report_queue_of(queue) != NULL;
         for (uint32_t i = 0; ok && i < info->swapchainCount; i++)
             ok = tessera_report_swapchain_of((uint64_t)info->pSwapchains[i]) != NULL;
         if (ok) tessera_report.presenting++;
@@ -394,9 +399,7 @@ static void tessera_present_end(VkQueue queue, const VkPresentInfoKHR *info)
 {
     uint64_t now = tessera_clock(CLOCK_MONOTONIC_RAW);
     pthread_mutex_lock(&tessera_ledger_lock);
-    const tessera_report_queue *q = NULL;
-    for (size_t i = 0; i < tessera_report.queues; i++)
-        if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) q = &tessera_report.queue[i];
+    const tessera_report_queue *q = tessera_report_queue_of(queue);
     uint64_t frame = __atomic_load_n(&tessera_frame, __ATOMIC_RELAXED);
     tessera_buffer *b = &tessera_report.out;
     b->n = 0;
