@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tessera.schemas import staged
 from tessera.schemas.files import AtomicOutput, OutputError, private_folder
 from tessera.schemas.perfetto import TracePacket, iter_raw
 
@@ -42,7 +43,10 @@ class ExportError(Exception):
     pass
 
 
-def _inputs(session: Path) -> tuple[list[Path], list[Path]]:
+def _inputs(session: Path) -> tuple[list[Path], list[Path], list[str]]:
+    """The session's logs and spools, its GPU traces, and what adopting its stages left (tessera.schemas.staged:
+    what processes that ended left staged joins its file first)."""
+    problems = staged.adopt(session).problems
     logs, traces = [], []
     for path in sorted(session.rglob("*")):
         if not path.is_file():
@@ -51,7 +55,7 @@ def _inputs(session: Path) -> tuple[list[Path], list[Path]]:
             logs.append(path)
         elif path.name.startswith("gpu") and path.name.endswith(TRACE_SUFFIX):
             traces.append(path)
-    return logs, traces
+    return logs, traces, problems
 
 
 def split_gpu_traces(traces: list[Path], names: dict[int, str], out: Path, result: ExportResult) -> None:
@@ -96,7 +100,7 @@ def export_arm(session: Path, out: Path | None = None) -> ExportResult:
     session = Path(session)
     if not session.is_dir():
         raise ExportError(f"{session} is not a folder")
-    logs, traces = _inputs(session)
+    logs, traces, problems = _inputs(session)
     if not logs:
         raise ExportError(f"no session log (*.tessera-log) or spool in {session}: nothing to export")
     out = Path(out) if out else session / DEFAULT_FOLDER
@@ -104,7 +108,7 @@ def export_arm(session: Path, out: Path | None = None) -> ExportResult:
         private_folder(out)
     except OSError as e:
         raise ExportError(f"cannot create {out}: {e.strerror or e}") from None
-    result = ExportResult(out)
+    result = ExportResult(out, problems=problems)
     index = MetadataIndex()
     for path in logs:
         load_file(index, path)

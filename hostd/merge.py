@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from tessera.schemas import slice_args as table
+from tessera.schemas import staged
 from tessera.schemas.files import OutputError
 from tessera.schemas.labels import tag_label
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
@@ -136,8 +137,10 @@ def _input_name(name: str) -> bool:
 
 def find_inputs(session_dir: Path) -> Inputs:
     """The inputs of a merge under `session_dir`; one named like an input that is not a regular
-    file (a folder, a FIFO, a device: never opened, a FIFO would block) is listed in `problems`."""
+    file (a folder, a FIFO, a device: never opened, a FIFO would block) is listed in `problems`.
+    What processes that ended left staged joins its file first (tessera.schemas.staged)."""
     inputs = Inputs()
+    inputs.problems += staged.adopt(session_dir).problems
     for path in sorted(Path(session_dir).rglob("*")):
         if not path.is_file():
             if _input_name(path.name):

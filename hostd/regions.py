@@ -34,9 +34,11 @@ class Instance:
 
 
 def instances(session: Path) -> list[Instance]:
+    from tessera.schemas import staged
     from tessera.schemas.frames import iter_file
     from tessera.schemas.logfile import read_frames
 
+    staged.adopt(session)   # what processes that ended left staged joins the spools first
     out = []
     # regular files only: a folder or a FIFO named like a log is no log (a FIFO's open would block)
     sources = [(log, read_frames) for log in sorted(session.rglob("*.tessera-log")) if log.is_file()]

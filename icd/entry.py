@@ -59,7 +59,7 @@ def install(ffi, lib) -> None:
                         counters=settings.counters)
     timeline.native = NativePlacer(ffi, lib)
     if settings.c_submits:   # submits placed whole in C: only where the C submit path makes them
-        timeline.placed = PlacedSubmits(ffi, lib)
+        timeline.placed = PlacedSubmits(ffi, lib, warn)
     recorder.submits_reader(timeline.pull)   # where the hooks of a submitted buffer's C-made begin and end run
     drv = Driver(ffi, lib, HookSet(errors, recorder), Objects(ffi), backend, settings.profile, timeline=timeline,
                  c_submits=settings.c_submits, submit_ledger=SubmitLedger(ffi, lib, warn),

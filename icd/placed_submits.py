@@ -13,7 +13,8 @@ queues' free times, the submission, event and render-pass-instance counters, the
 semaphore's last signal (a submit starts no earlier than those it waits for, and signals its own when it
 ends, as `Timeline._place_submit`), and the trace file. The submit's guard
 (vkapi/runtime/placed_submits.c) then places such a submit at once, under the ledger lock, and appends
-its packets to the trace before the submit returns;
+its packets to the trace before the submit returns, through the trace's stage (tessera.schemas.staged: a
+shared mapping beside it, written to the trace in 64 KiB writes and at every revoke, adopted after a crash);
 the wait guards (vkQueueWaitIdle, vkDeviceWaitIdle, vkWaitForFences, vkWaitSemaphores) forward without
 Python while the licence holds, since their hooks would find nothing to place. Any record the C submit
 path appends to its ledger ends the licence (a job follows), and before every job the timeline queues
@@ -38,6 +39,7 @@ from __future__ import annotations
 import os
 import struct
 
+from tessera.schemas import staged
 from tessera.schemas.labels import TAG_LABEL
 from tessera.vkapi import replay, submits
 
@@ -52,8 +54,8 @@ _STATE_WORDS = 16   # tessera_place_events' state (TESSERA_PLAN_STATE)
 class PlacedSubmits:
     """The licence's Python side: one per driver, used by the timeline under its `_order` lock."""
 
-    def __init__(self, ffi, lib) -> None:
-        self.ffi, self.lib = ffi, lib
+    def __init__(self, ffi, lib, warn) -> None:
+        self.ffi, self.lib, self.warn = ffi, lib, warn
         self.enabled = os.environ.get(SWITCH) != "0"
         self.check = os.environ.get(SWITCH) == "check"
         self._expected: dict[int, tuple] = {}   # checking: submission id -> what C made of it (_take_checked)
@@ -69,6 +71,7 @@ class PlacedSubmits:
         self._write_error = ffi.new("int *")
         self._attached: set[tuple] = set()   # (id(plan), gpu id, address[, serial]) attached once
         self.licence = submits.Licence(ffi, lib.tessera_placement_counts, "placed")
+        self._staged_fd: int | None = None   # the trace descriptor C's appends are staged for
 
     def attach(self, plan, gpu_id: int, address: int, kept, shape: int) -> None:
         """After `plan` was placed natively for the buffer at `address` on GPU `gpu_id` (its bytes in
@@ -109,6 +112,8 @@ class PlacedSubmits:
         gpus = list(tl._gpus.values())   # (gpu id, EmulatedGpu), in gpu id order
         if fd is None or not gpus or len(gpus) > MAX_GPUS:
             return
+        if fd != self._staged_fd:
+            self._stage(fd, trace.path)
         words = [tl._submissions, trace._next_event, tl._render_pass_instances, len(gpus), 0]
         exported = []
         for _, gpu in gpus:
@@ -139,6 +144,13 @@ class PlacedSubmits:
         if self.lib.tessera_placement_grant(fd, self._state, len(words), 1 if self.check else 0, self._semaphores,
                                             nsemaphores, self._timelines, ntimelines):
             self.granted, self._exported, self._gpus = True, exported, len(gpus)
+
+    def _stage(self, fd: int, path) -> None:
+        """Stage what C appends to the trace at `path` (open at `fd`); where that fails C writes it at once."""
+        self._staged_fd = fd
+        error = self.lib.tessera_stage_open(fd, os.fsencode(staged.stage_path(path)))
+        if error:
+            self.warn(f"the GPU trace's appends are not staged ({os.strerror(error)}): each is written at once")
 
     def revoke(self, tl) -> None:
         """(the timeline's `_order` held, before its next job) End the licence; what C placed since is taken

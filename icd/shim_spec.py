@@ -8,7 +8,7 @@ straight to the backend driver: the ICD's GetProcAddr returns the backend's own 
 from __future__ import annotations
 
 from tessera.vkapi import intercepts, paths
-from tessera.vkapi.submits import SubmitPath
+from tessera.vkapi.submits import STAGE_CDEF, SubmitPath
 
 from .submit import CALLS as SUBMIT_CALLS
 
@@ -82,7 +82,7 @@ long tessera_placement_semaphores(int64_t *out);
 const uint8_t *tessera_placement_checked(size_t *len);
 long tessera_placement_revoke(int64_t *state, size_t words, int *write_error);
 void tessera_placement_counts(uint64_t *counts);
-"""
+""" + STAGE_CDEF
 
 # cffi-only declarations: dlopen of the backend driver (the C side is <dlfcn.h>).
 DLFCN_CDEF = """

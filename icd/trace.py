@@ -4,7 +4,10 @@ One packet sequence per process, laid out as docs/formats.md says: a first
 packet with the clock snapshot and the interned queue/stage specifications
 and graphics context, then one packet per workload phase. Packets are
 buffered and appended at each flush (every queue submit), so the file is a
-valid trace at all times. Thread-safe: the timeline calls it under its lock.
+valid trace at all times; those the driver's C appends go through a stage
+that outlives the process (tessera.schemas.staged: adopted by the next reader
+if the process ends without writing it). Thread-safe: the timeline calls it
+under its lock.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from tessera.schemas import staged
 from tessera.schemas.files import private_folder
 from tessera.schemas.labels import innermost_tag
 from tessera.schemas.slice_args import LABEL, LABEL_STACK, TRANSFER
@@ -58,6 +62,7 @@ class GpuTrace:
         from . import event_packets as packets
         private_folder(session_dir)
         self.path = session_dir / "gpu.perfetto-trace"
+        staged.adopt_target(self.path)   # what a process that ended left staged comes before this one's packets
         self.pid = os.getpid()
         self.sequence = (SEQUENCE_BASE + self.pid) & 0xFFFFFFFF
         self._writer = pf.PacketWriter(self.path)

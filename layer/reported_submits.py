@@ -8,10 +8,11 @@ such a submit, the product gets the text between those numbers attached in C (`a
 buffer; layer/encoder.report_template). While nothing waits to be sent (the transport's queue is
 empty, no capture waits to be read back, the ledger is empty), the layer grants the shim's C a licence
 (`grant`) with each queue's SUBMIT text up to its time and where the transport writes (the daemon's
-socket, or the spool file): the submit's guard (vkapi/runtime/reported_submits.c) then writes the
-frames of such a submit there before the submit returns, marks its buffers read, and the wait guards
-forward without Python (the frames are already with the kernel: what the application learns has run
-keeps its metadata, as `Transport.hand_to_kernel` promises). A grant that reported nothing before it ended
+socket, or the spool file, through its stage: tessera.schemas.staged): the submit's guard
+(vkapi/runtime/reported_submits.c) then writes the frames of such a submit there before the submit
+returns, marks its buffers read, and the wait guards forward without Python (the frames are already with
+the kernel, a stage's in the page cache: what the application learns has run keeps its metadata, as
+`Transport.hand_to_kernel` promises). A grant that reported nothing before it ended
 is not repeated for a while (submits.Licence: a loop whose submits C cannot report pays no grant per frame).
 
 The licence ends with any record the C path appends to its ledger, and before anything Python sends or
@@ -40,6 +41,7 @@ import os
 import struct
 import threading
 
+from tessera.schemas import staged
 from tessera.vkapi import replay, submits
 
 from . import encoder
@@ -66,6 +68,7 @@ class ReportedSubmits:
         self._attached: set[tuple] = set()   # (id(product), buffer address), ("recording", address, serial): once
         self._queues: tuple[tuple, bytes] = ((), b"")     # the queues granted last, and their text for C
         self.licence = submits.Licence(ffi, lib.tessera_report_counts, "reported")
+        self._staged_fd: int | None = None   # the spool's descriptor C's appends are staged for
 
     def attach(self, device_address: int, address: int, read) -> None:
         """A submit of the buffer at `address` was reported from `read` (Recorder.reading_all's, its product plain):
@@ -116,7 +119,18 @@ class ReportedSubmits:
                 return
             queues = self._queue_texts()
             self.granted = bool(queues) and self.transport.write_elsewhere(
-                lambda fd, socket: bool(self.lib.tessera_report_grant(fd, 1 if socket else 0, queues, len(queues))))
+                lambda fd, socket: self._grant(fd, socket, queues))
+
+    def _grant(self, fd: int, socket: bool, queues: bytes) -> bool:
+        """(the transport's writing held) Grant C the destination `fd`: the daemon's socket, or the spool file, whose
+        appends C stages (tessera.schemas.staged; where that fails C writes each at once)."""
+        if not socket and fd != self._staged_fd:
+            self._staged_fd = fd
+            error = self.lib.tessera_stage_open(fd, os.fsencode(staged.stage_path(self.transport.spool_path)))
+            if error:
+                self.log.warning("the spool's appends are not staged (%s): each is written at once",
+                                 os.strerror(error))
+        return bool(self.lib.tessera_report_grant(fd, 1 if socket else 0, queues, len(queues)))
 
     def _queue_texts(self) -> bytes:
         """Each queue's address, its SUBMIT text up to its time and a present's FRAME text between its time and its

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tessera.vkapi import intercepts, paths
-from tessera.vkapi.submits import SubmitPath
+from tessera.vkapi.submits import STAGE_CDEF, SubmitPath
 
 LAYER_NAME = "VK_LAYER_TESSERA_timeline"
 LIBRARY = "libVkLayer_tessera_timeline.so"
@@ -106,7 +106,7 @@ long tessera_report_revoke(const uint8_t **written, size_t *written_len, const u
 void tessera_report_counts(uint64_t *counts);
 uint64_t tessera_report_presents(void);
 void tessera_report_swapchain_images(uint64_t swapchain, const uint64_t *images, uint32_t count);
-"""
+""" + STAGE_CDEF
 
 
 def spec() -> "ShimSpec":

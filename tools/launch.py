@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tessera.schemas import staged
 from tessera.schemas.files import private_folder
 from tessera.vkapi import paths
 
@@ -81,10 +82,18 @@ SESSION_FILES = ("gpu.perfetto-trace", "merged.perfetto-trace", "summary.txt", "
 SESSION_SUFFIXES = (".spool", ".perfetto-trace", ".tessera-log", ".json", ".jsonl", ".tmp", ".arm-log", ".metadata")
 
 
+def _is_session_file(name: str) -> bool:
+    """Whether `name` is one Tessera writes in a session folder (a stage: tessera.schemas.staged)."""
+    target, sep, pid = name.rpartition(staged.SUFFIX)
+    if sep and pid.isdigit():
+        name = target
+    return name in SESSION_FILES or name.endswith(SESSION_SUFFIXES)
+
+
 def _is_session_entry(path: Path) -> bool:
     if path.is_dir():   # one folder per connection: conn-<n> or <process>-<pid>-<n>
-        return all(p.is_file() and p.name.endswith(SESSION_SUFFIXES) for p in path.iterdir())
-    return path.name in SESSION_FILES or path.name.endswith(SESSION_SUFFIXES)
+        return all(p.is_file() and _is_session_file(p.name) for p in path.iterdir())
+    return _is_session_file(path.name)
 
 
 def prepare_session_dir(session: Path, force: bool = False) -> SessionLock:

@@ -136,8 +136,13 @@ LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEX
 WAIT_COMMANDS = ("vkDeviceWaitIdle", "vkQueueWaitIdle", "vkWaitForFences", "vkWaitSemaphores")
 PRESENT = "vkQueuePresentKHR"   # with SubmitPath.report, its FRAME is written in C while the licence holds
 # in runtime/, after submits.c and lifecycle.c: SubmitPath.place's C, and SubmitPath.report's
-PLACEMENT_C = ("reader.c", "event_packets.c", "placed_submits.c")
-REPORT_C = ("reader.c", "reported_submits.c")
+PLACEMENT_C = ("reader.c", "staged_appends.c", "event_packets.c", "placed_submits.c")
+REPORT_C = ("reader.c", "staged_appends.c", "reported_submits.c")
+# What the shims' Python calls of runtime/staged_appends.c (tessera.schemas.staged), with either licence's C.
+STAGE_CDEF = """
+int tessera_stage_open(int target, const char *path);
+void tessera_stage_close(void);
+"""
 
 
 def _items(count: str, item: str) -> Callable[[Any], list]:
@@ -204,7 +209,9 @@ def command_buffers(name: str, count: int, pSubmits) -> list:
 def c_defines() -> str:
     """The #defines vkapi/runtime/submits.c and what follows it need: the s<submitID> label format
     (tessera.schemas.labels), the sTypes it looks for, the most command buffers of a submit handled whole in C
-    (SubmitPath.in_c) and the message types reported_submits.c writes (tessera.schemas.frames)."""
+    (SubmitPath.in_c), the message types reported_submits.c writes (tessera.schemas.frames) and the stages'
+    layout (tessera.schemas.staged)."""
+    from tessera.schemas import staged
     from tessera.schemas.frames import MessageType
     from tessera.schemas.labels import C_SUBMIT_FORMAT
 
@@ -216,7 +223,8 @@ def c_defines() -> str:
             f"#define TESSERA_IN_C_MAX {IN_C_MAX}\n"
             f"#define TESSERA_FRAME_WORKLOADS {int(MessageType.WORKLOADS)}\n"
             f"#define TESSERA_FRAME_SUBMIT {int(MessageType.SUBMIT)}\n"
-            f"#define TESSERA_FRAME_FRAME {int(MessageType.FRAME)}\n")
+            f"#define TESSERA_FRAME_FRAME {int(MessageType.FRAME)}\n"
+            + staged.c_defines())
 
 
 def support_c() -> str:

@@ -8,9 +8,14 @@ guessed), so every count below is exact. With a timeline semaphore's host wait
 (vkWaitSemaphores) the test does not wait for the spool at all: that wait hands
 everything over before it returns, as a fence wait does (docs/programs.md), so
 the app is killed as soon as it says its last submit completed.
+
+A C frame loop whose submits both shims handle in C (their bytes staged, tessera.schemas.staged) is
+killed at a moment the test does not choose: the merge adopts what the stages held, and every submit
+is there whole, once.
 """
 from __future__ import annotations
 
+import collections
 import signal
 import subprocess
 
@@ -18,6 +23,8 @@ import pytest
 
 from hostd_process import wait_until
 from integration_support import PYTHON, REPO
+
+from tessera.schemas import staged
 
 from tessera.schemas import frames as fr
 from tessera.schemas import perfetto as pf
@@ -27,8 +34,8 @@ COMPLETED = 25
 
 
 def spooled(session) -> list[fr.Frame]:
-    """Whole frames of the spool so far (a frame being written may be cut)."""
-    return [f for p in session.glob("layer-*.spool") for f in fr.FrameDecoder().feed(p.read_bytes())]
+    """Whole frames of the spool so far, with those its stage holds (a frame being written may be cut)."""
+    return [f for p in session.glob("layer-*.spool") for f in fr.FrameDecoder().feed(staged.read_through(p))]
 
 
 @pytest.mark.parametrize("wait", ["fence", "timeline"])
@@ -58,3 +65,40 @@ def test_killed_app_leaves_a_valid_trace_with_every_completed_submit(tessera_env
     frames = list(fr.iter_file(spool))                 # whole frames only: raises on a cut one
     submits = [f.sequence for f in frames if f.type == fr.MessageType.SUBMIT]
     assert submits == list(range(1, COMPLETED + 1))    # each once, in order, none missing
+
+
+RECORD_COST = REPO / "build" / "bench" / "record_cost"
+PASS_EVENTS = 18   # record_cost passframe: 8 passes (binning and main each) and 2 dispatches per submit
+
+
+def test_killed_frame_loop_handled_in_c_loses_nothing_staged(tessera_env, tmp_path):
+    """Killed while its submits are placed and reported in C, their packets and frames waiting in the shims'
+    stages: after the merge's adoption every submit the driver placed has all its events, once, in order."""
+    from tessera.hostd.merge import merge_session
+
+    session = tmp_path / "session"
+    proc = subprocess.Popen([RECORD_COST, "passframe", "1000000", "1"], env=tessera_env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    trace = session / "gpu.perfetto-trace"
+    # killed once the stages were written many times over (C handles the frames)
+    wait_until(lambda: trace.exists() and trace.stat().st_size > 32 * staged.CAPACITY
+               and any(session.glob("layer-*.spool.staged-*")), timeout=120)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    spool = next(session.glob("layer-*.spool"))
+    files = {path: (path.read_bytes(), staged.read_through(path)) for path in (trace, spool)}
+    for path, (written, whole) in files.items():   # the stages held what the kill kept from the files
+        assert len(whole) > len(written) and whole.startswith(written), path
+
+    result = merge_session(session)
+    assert result.problems == [] and not list(session.glob(f"*{staged.SUFFIX}*"))
+    for path, (_, whole) in files.items():
+        assert path.read_bytes() == whole, path   # adopted: appended once, byte for byte
+    packets = list(pf.read_packets(trace))
+    assert pf.check_render_stages(packets).problems == []
+    per_submit = collections.Counter(p.gpu_render_stage_event.submission_id for p in packets
+                                     if p.HasField("gpu_render_stage_event"))
+    assert sorted(per_submit) == list(range(1, len(per_submit) + 1))   # none missing, in order
+    assert set(per_submit.values()) == {PASS_EVENTS}                    # each whole, none twice
+    # the layer reports a submit once the driver's call returned: the last one may lack its metadata
+    assert result.metadata_without_events == 0 and result.events_without_metadata <= PASS_EVENTS

@@ -6,9 +6,11 @@
    Python holds nothing back: its timeline has granted the licence (tessera_placing, submits.c) with a copy of
    what placing reads and changes (each queue's class floors and ends, each GPU's hardware queue free times,
    the submission, event and render-pass-instance counters, each binary semaphore's last signal), and takes
-   that copy back when it revokes the licence before its next job. The events' packets go to the trace file at
-   once. A queue label begun under the licence on a queue with none open is kept here (tessera_label_in_c) as
-   the labels on entry of the submits inside it, and written to the ledger before anything else is.
+   that copy back when it revokes the licence before its next job. The events' packets are appended to the
+   trace file at once, through its stage (staged_appends.c: a shared mapping, written to the file in large
+   writes and when the licence is revoked). A queue label begun under the licence on a queue with none open is
+   kept here (tessera_label_in_c) as the labels on entry of the submits inside it, and written to the ledger
+   before anything else is.
    Checking (TESSERA_C_PLACEMENT=check): C places a submit as above but writes and changes nothing; it keeps the
    packets and the state it would have left (`checked`) and the submit takes the ledger as before, so the
    timeline places it from the same state and compares its own packets with C's, byte for byte (start times
@@ -196,6 +198,8 @@ long tessera_placement_revoke(int64_t *state, size_t words, int *write_error)
         }
     }
     tessera_placement.placed = 0;
+    int error = tessera_stage_flush();   /* Python's next write follows what C staged */
+    if (error && !tessera_placement.write_error) tessera_placement.write_error = error;
     *write_error = tessera_placement.write_error;
     tessera_placement.write_error = 0;
     pthread_mutex_unlock(&tessera_ledger_lock);
@@ -253,19 +257,6 @@ void tessera_placement_counts(uint64_t *counts)
 {
     counts[0] = __atomic_load_n(&tessera_placement.total, __ATOMIC_RELAXED);
     counts[1] = __atomic_load_n(&tessera_placement.buffers, __ATOMIC_RELAXED);
-}
-
-/* The whole of `n` bytes to the trace file; an errno when a write fails. */
-static int tessera_write_all(int fd, const uint8_t *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return w < 0 ? errno : EIO;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 /* The submit's guard, the ledger locked, after the backend accepted the submit (one batch: the `n` command
@@ -377,7 +368,8 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                     tessera_placement.placed++;
                 }
             } else if (done == n && bytes >= 0) {
-                int error = tessera_write_all(tessera_placement.fd, tessera_placement.out, (size_t)bytes);
+                size_t done;   /* staged (staged_appends.c), or written */
+                int error = tessera_stage_append(tessera_placement.fd, tessera_placement.out, (size_t)bytes, &done);
                 if (error) {   /* as the trace's own failed write: the events from here on are lost */
                     tessera_placement.write_error = error;
                     __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);

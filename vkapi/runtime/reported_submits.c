@@ -4,8 +4,8 @@
    WORKLOADS text between its tags, and which tags a submit lists) is reported at the submit, in the submit's
    guard, while Python holds nothing back: the layer granted the licence (tessera_placing, submits.c) with each
    queue's SUBMIT text up to its time and the transport's destination (the daemon's socket or the spool
-   file). The WORKLOADS frame of each buffer, then the SUBMIT frame, are written there before the submit
-   returns; what a socket did not take waits for Python (`unsent`), and what it took is kept until Python
+   file, through its stage: staged_appends.c). The WORKLOADS frame of each buffer, then the SUBMIT frame, are
+   written there before the submit returns; what a socket did not take waits for Python (`unsent`), and what it took is kept until Python
    takes it (`written`: the transport keeps frames until the daemon acknowledges them). */
 #include <errno.h>
 #include <sys/socket.h>
@@ -110,7 +110,8 @@ long tessera_report_revoke(const uint8_t **written, size_t *written_len, const u
     *written_len = tessera_report.written.n;
     *unsent = tessera_report.unsent.p;
     *unsent_len = tessera_report.unsent.n;
-    *error = tessera_report.error;
+    int flushed = tessera_stage_flush();   /* Python's next write to the spool follows what C staged */
+    *error = tessera_report.error ? tessera_report.error : flushed;
     long reported = (long)tessera_report.reported;
     tessera_report.written.n = tessera_report.unsent.n = 0;
     tessera_report.reported = 0;
@@ -196,10 +197,18 @@ static int tessera_report_workloads(tessera_buffer *b, tessera_reader *t, const 
     return 1;
 }
 
-/* Write the frames built; what is not written waits in `unsent` and ends the licence. */
+/* Write the frames built (to the spool through its stage, staged_appends.c); what is not written waits in
+   `unsent` and ends the licence. */
 static void tessera_report_write(const uint8_t *p, size_t n)
 {
-    while (n) {
+    if (!tessera_report.socket) {
+        size_t done;
+        int error = tessera_stage_append(tessera_report.fd, p, n, &done);
+        if (error) tessera_report.error = error;
+        p += done;
+        n -= done;
+    }
+    while (n && tessera_report.socket) {
         ssize_t w = tessera_report.socket ? send(tessera_report.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT)
                                           : write(tessera_report.fd, p, n);
         if (w < 0 && errno == EINTR) continue;

@@ -1,0 +1,162 @@
+/* ---- appends staged in shared memory (tessera.schemas.staged: why, the layout, and adoption) ----
+   Static C, before placed_submits.c and reported_submits.c, which append through tessera_stage_append: the
+   driver its GPU trace, the layer its spool. One stage per shim, used with tessera_ledger_lock held. The bytes
+   go to a shared mapping of `<target>.staged-<pid>` (its pages outlive the process as a write's would) and
+   reach the target in one write when the next would not fit, when the licence is revoked (before any write of
+   Python's), and at exit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+typedef struct {
+    char magic[8];
+    uint32_t version, data_offset;
+    uint64_t capacity, length, flushing;   /* schemas/staged.py HEAD */
+} tessera_stage_head;
+#define TESSERA_STAGE_NOT_FLUSHING UINT64_MAX
+
+static struct {
+    int target;                  /* the file the stage is written to (O_APPEND); -1: no stage */
+    int fd;                      /* the stage's, flock()ed while this process runs */
+    tessera_stage_head *head;    /* its mapping: the header, then the data at TESSERA_STAGE_DATA_OFFSET */
+    char path[4096];
+} tessera_stage = { -1, -1, NULL, "" };
+
+/* The whole of `n` bytes to `fd`; an errno when a write fails, and how many were written into `*done`. */
+static int tessera_write_all(int fd, const uint8_t *p, size_t n, size_t *done)
+{
+    *done = 0;
+    while (*done < n) {
+        ssize_t w = write(fd, p + *done, n - *done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? errno : EIO;
+        *done += (size_t)w;
+    }
+    return 0;
+}
+
+/* (the ledger locked) Write what the stage holds to its target; an errno when that fails (what was not written
+   stays staged). `flushing` says, until the stage is emptied, that a write began: a process killed inside it
+   leaves the adoption to find out how much of it landed. */
+static int tessera_stage_flush(void)
+{
+    tessera_stage_head *h = tessera_stage.head;
+    if (!h || !h->length) return 0;
+    uint64_t n = h->length;
+    struct stat st;
+    __atomic_store_n(&h->flushing, fstat(tessera_stage.target, &st) == 0 ? (uint64_t)st.st_size : 0,
+                     __ATOMIC_RELEASE);
+    uint8_t *data = (uint8_t *)h + TESSERA_STAGE_DATA_OFFSET;
+    size_t done;
+    int error = tessera_write_all(tessera_stage.target, data, n, &done);
+    if (error && done) memmove(data, data + done, n - done);
+    __atomic_store_n(&h->length, n - done, __ATOMIC_RELEASE);
+    __atomic_store_n(&h->flushing, TESSERA_STAGE_NOT_FLUSHING, __ATOMIC_RELEASE);
+    return error;
+}
+
+/* (the ledger locked) Append `n` bytes to `fd`: to its stage when it has one (what the stage held is written first
+   when they would not fit), else at once. 0, or the errno of a write that failed; how many of the bytes were
+   staged or written into `*done`. */
+static int tessera_stage_append(int fd, const uint8_t *p, size_t n, size_t *done)
+{
+    tessera_stage_head *h = tessera_stage.head;
+    *done = 0;
+    if (!h || fd != tessera_stage.target) return tessera_write_all(fd, p, n, done);
+    if (h->length + n > TESSERA_STAGE_CAPACITY) {
+        int error = tessera_stage_flush();
+        if (error) return error;
+        if (n > TESSERA_STAGE_CAPACITY) return tessera_write_all(fd, p, n, done);
+    }
+    memcpy((uint8_t *)h + TESSERA_STAGE_DATA_OFFSET + h->length, p, n);
+    __atomic_store_n(&h->length, h->length + n, __ATOMIC_RELEASE);
+    *done = n;
+    return 0;
+}
+
+/* (the ledger locked) Write what the stage holds and remove it; kept for adoption if the write fails. */
+static void tessera_stage_close_locked(void)
+{
+    if (!tessera_stage.head) return;
+    int error = tessera_stage_flush();
+    if (!error) unlink(tessera_stage.path);
+    munmap(tessera_stage.head, TESSERA_STAGE_DATA_OFFSET + TESSERA_STAGE_CAPACITY);
+    close(tessera_stage.fd);   /* its lock goes with it */
+    tessera_stage.head = NULL;
+    tessera_stage.fd = tessera_stage.target = -1;
+}
+
+/* A child forked without exec shares the parent's mapping and lock: it appends at once, and lets go of the stage
+   (unmapped and closed, not written: the parent's bytes). */
+static void tessera_stage_forget(void)
+{
+    if (!tessera_stage.head) return;
+    munmap(tessera_stage.head, TESSERA_STAGE_DATA_OFFSET + TESSERA_STAGE_CAPACITY);
+    close(tessera_stage.fd);
+    tessera_stage.head = NULL;
+    tessera_stage.fd = tessera_stage.target = -1;
+}
+
+static void tessera_stage_register_fork(void) { pthread_atfork(NULL, NULL, tessera_stage_forget); }
+
+/* At exit, after the Python exit functions the shims run (which revoke the licences): what is staged written, the
+   stage removed; unless a thread holds the ledger meanwhile (a submit as the program exits): the stage then
+   stays, for adoption. */
+__attribute__((destructor)) static void tessera_stage_at_exit(void)
+{
+    for (int i = 0; tessera_stage.head && i < 100; i++) {
+        if (pthread_mutex_trylock(&tessera_ledger_lock) == 0) {
+            tessera_stage_close_locked();
+            pthread_mutex_unlock(&tessera_ledger_lock);
+            return;
+        }
+        usleep(1000);
+    }
+}
+
+/* Python: stage the appends to `target` in a new file at `path` (created exclusively, 0600, never through a link),
+   replacing a stage of another target (written first). 0, or the errno that left appends unstaged. */
+int tessera_stage_open(int target, const char *path)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    size_t size = TESSERA_STAGE_DATA_OFFSET + TESSERA_STAGE_CAPACITY, n = strlen(path);
+    if (n >= sizeof tessera_stage.path) return ENAMETOOLONG;
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return errno;
+    int error = flock(fd, LOCK_EX | LOCK_NB) ? errno : ftruncate(fd, (off_t)size) ? errno : 0;
+    void *map = error ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (!error && map == MAP_FAILED) error = errno;
+    if (error) {
+        close(fd);
+        unlink(path);
+        return error;
+    }
+    tessera_stage_head *h = map;
+    memcpy(h->magic, TESSERA_STAGE_MAGIC, 8);
+    h->version = TESSERA_STAGE_VERSION;
+    h->data_offset = TESSERA_STAGE_DATA_OFFSET;
+    h->capacity = TESSERA_STAGE_CAPACITY;
+    h->length = 0;
+    h->flushing = TESSERA_STAGE_NOT_FLUSHING;
+    pthread_once(&once, tessera_stage_register_fork);
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_stage_close_locked();
+    memcpy(tessera_stage.path, path, n + 1);
+    tessera_stage.fd = fd;
+    tessera_stage.target = target;
+    tessera_stage.head = h;
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return 0;
+}
+
+/* Python: write what the stage holds and remove it (a target about to be closed, a failed write seen). */
+void tessera_stage_close(void)
+{
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_stage_close_locked();
+    pthread_mutex_unlock(&tessera_ledger_lock);
+}
