@@ -40,9 +40,12 @@ def c_app(tmp_path_factory) -> Path:
 
 def _run_and_merge(argv: list, session: Path, *options: str) -> tuple[subprocess.CompletedProcess, object]:
     from tessera.hostd.merge import merge_session
+    from tessera.schemas.staged import SUFFIX
 
     out = run([TESSERA, "run", "--no-merge", "--out", session, *options, "--", *argv], None, timeout=180)
-    return out, merge_session(session)
+    result = merge_session(session)
+    assert not list(session.rglob(f"*{SUFFIX}*"))   # written at exit, or adopted by the merge
+    return out, result
 
 
 def _assert_every_submit_kept(out, result, ending: str, per_submit: int) -> None:

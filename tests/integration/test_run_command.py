@@ -52,6 +52,20 @@ def test_force_never_deletes_files_tessera_did_not_write(shims, tmp_path):
     assert (session / "thesis.tex").read_text() == "precious"
 
 
+def test_force_replaces_stages_a_killed_run_left_but_nothing_else(shims, tmp_path):
+    """A stage (schemas/staged.py) is Tessera's when what it stages for is: `<session file>.staged-<pid>`."""
+    session = tmp_path / "s"
+    session.mkdir()
+    for name in ("gpu.perfetto-trace", "gpu.perfetto-trace.staged-41", "layer-41.spool.staged-41"):
+        (session / name).write_bytes(b"earlier")
+    out = _run("--out", session, "--force", "--no-merge", "--", PYTHON, "-c", "pass")
+    assert out.returncode == 0, out.stderr
+    assert not list(session.glob("*.staged-*"))
+    (session / "thesis.tex.staged-1").write_text("precious")
+    out = _run("--out", session, "--force", "--", PYTHON, "-c", "pass")
+    assert out.returncode == 1 and "holds files Tessera did not write: thesis.tex.staged-1" in out.stderr
+
+
 def test_unwritable_out_is_refused_before_the_app_runs(shims, tmp_path):
     out = _run("--out", "/proc/tessera-cannot-be-here", "--", PYTHON, "-c", "print('app ran')")
     assert out.returncode == 1
