@@ -31,7 +31,8 @@ Taken by Python as before: a submit of more than one batch or 16 command buffers
 attached, on a queue not granted; a present with a VkFrameBoundaryEXT or an unknown swapchain; anything the
 C path never took (labels open, frame boundaries, instrumentation). A recording whose submit C reported runs its
 hooks only if something looks at the buffer before C begins it again, as one whose submit Python read
-without them (Recorder.reported_read gives them the Read C kept no object of).
+without them (Recorder.apply_reported gives them the Read C kept no object of; if the product went meanwhile, its
+records are applied and left as reported, its submits counted).
 
 TESSERA_C_REPORTS=0: no licence is granted.
 """

@@ -332,12 +332,12 @@ class HookSet:
             record_time, before, after = self._chains["vkEndCommandBuffer"]
             self._late_hooks("vkEndCommandBuffer", record_time, None, None, owner, (handle,), end_result)
             try:
-                if read is None and bits & lifecycle.REPORTED:   # its submits reported in C
-                    read = recorder.reported_read(owner, handle)
-                if read is None:
-                    recorder.apply(owner, handle, ended=True)
-                else:
+                if read is not None:
                     recorder.restore_read(owner, handle, read)
+                elif bits & lifecycle.REPORTED:   # its submits reported in C
+                    recorder.apply_reported(owner, handle)
+                else:
+                    recorder.apply(owner, handle, ended=True)
             except Exception:
                 errors.report("vkEndCommandBuffer", "applying the command buffer's recorded commands")
             self._late_hooks("vkEndCommandBuffer", (), before, after, owner, (handle,), end_result)

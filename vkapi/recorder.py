@@ -386,17 +386,21 @@ class Recorder:
             self.reads += len(fresh)
         return first
 
-    def reported_read(self, owner, handle) -> "Read | None":
-        """The Read of a recording whose submits the shim's C reported itself (layer/reported_submits.py: REPORTED,
-        no Read of Python's), made now that its hooks run; None when its product is no longer kept (its
-        records are applied then)."""
-        if self.replays is None:
-            return None
+    def apply_reported(self, owner, handle) -> None:
+        """The deferred end of a recording whose submits the shim's C reported itself (layer/reported_submits.py:
+        REPORTED, no Read of Python's), now that its hooks run: restored from its kept product with its tags, as a
+        Read made now would; when that is no longer kept (a resource it names changed since), its records applied,
+        and its state left as those reports left it (what they sent is not sent again, its submits counted)."""
         ffi = self.ffi
         key, tags, reported = ffi.new("uint64_t[2]"), ffi.new("uint64_t[]", replay.MAX_TAGS), ffi.new("uint64_t *")
         n = self.lib.tessera_cb_reported_product(handle, key, tags, replay.MAX_TAGS, reported)
-        entry = self.replays.kept_all(owner, [key[0], key[1]], [n])[0] if n >= 0 else None
-        return None if entry is None else Read(entry.product, ffi.unpack(tags, n), entry, reported[0])
+        entry = self.replays.kept_all(owner, [key[0], key[1]], [n])[0] if n >= 0 and self.replays else None
+        if entry is not None:
+            self.restore_read(owner, handle, Read(entry.product, ffi.unpack(tags, n), entry, reported[0]))
+            return
+        self.apply(owner, handle, ended=True)
+        if reported[0] and self.replays is not None:
+            self.replays.products.was_read(owner, handle, reported[0])
 
     def restore_read(self, owner, handle, read: "Read") -> None:
         """The deferred end of a recording read without its hooks, now run: its state is the kept product

@@ -115,6 +115,19 @@ def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp
     assert checked == off, "\n".join(differences(off, checked))
 
 
+def test_a_recording_reported_in_c_whose_kept_product_went_is_described_once(shims, tmp_path) -> None:
+    """tests/integration/apps/reported_then_read.py: the layer's C reported a re-recorded buffer's submits; then a
+    resource no recording names goes (no kept recording holds any more) and a submit Python reads runs the last
+    recording's hooks without its product: its records are applied and left as reported, so its tag is described
+    once (`_run`), and the trace is the one made with nothing handled in C."""
+    program = [PYTHON, REPO / "tests" / "integration" / "apps" / "reported_then_read.py", FRAMES]
+    on, counts, said = _run(tmp_path, "on", program, "1")
+    in_python, _, _ = _run(tmp_path, "placed in Python", program, "1", in_c="0")
+    assert f"reported_then_read: OK {FRAMES} frames" in said
+    assert counts["reported in C"] >= FRAMES - 4, counts
+    assert on == in_python, "\n".join(differences(in_python, on))
+
+
 def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp_path) -> None:
     """tests/integration/apps/lifecycle_paths.py: recordings begun (and ended) in C, with what may happen before
     Python runs their hooks: a recording begun again before anything submitted it, a reset, a secondary executed

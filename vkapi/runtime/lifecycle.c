@@ -380,7 +380,8 @@ long tessera_cb_read_product(void *handle, uint64_t *key, uint64_t *tags, size_t
 }
 /* Python, running the hooks of a recording whose submits C reported (the layer, reported_submits.c: no Read of
    Python's): as tessera_cb_read_product would have answered before the first report; the submits C reported
-   into `*reported`. */
+   into `*reported`, also when the product is no longer kept (-1: Python applies the records, and leaves them
+   counted). */
 long tessera_cb_reported_product(void *handle, uint64_t *key, uint64_t *tags, size_t max, uint64_t *reported)
 {
     tessera_cb *cb = tessera_cb_find(handle);   /* its deferred bits taken already (tessera_cb_take_deferred) */
