@@ -78,20 +78,9 @@ static int tessera_stage_append(int fd, const uint8_t *p, size_t n, size_t *done
     return 0;
 }
 
-/* (the ledger locked) Write what the stage holds and remove it; kept for adoption if the write fails. */
-static void tessera_stage_close_locked(void)
-{
-    if (!tessera_stage.head) return;
-    int error = tessera_stage_flush();
-    if (!error) unlink(tessera_stage.path);
-    munmap(tessera_stage.head, TESSERA_STAGE_DATA_OFFSET + TESSERA_STAGE_CAPACITY);
-    close(tessera_stage.fd);   /* its lock goes with it */
-    tessera_stage.head = NULL;
-    tessera_stage.fd = tessera_stage.target = -1;
-}
-
-/* A child forked without exec shares the parent's mapping and lock: it appends at once, and lets go of the stage
-   (unmapped and closed, not written: the parent's bytes). */
+/* Let go of the stage: unmapped and its descriptor closed (the lock goes with the last one), not written. Also at
+   fork, in the child: a child forked without exec shares the parent's mapping and lock, and appends at once
+   (the staged bytes are the parent's). */
 static void tessera_stage_forget(void)
 {
     if (!tessera_stage.head) return;
@@ -99,6 +88,13 @@ static void tessera_stage_forget(void)
     close(tessera_stage.fd);
     tessera_stage.head = NULL;
     tessera_stage.fd = tessera_stage.target = -1;
+}
+
+/* (the ledger locked) Write what the stage holds and remove it; kept for adoption if the write fails. */
+static void tessera_stage_close_locked(void)
+{
+    if (tessera_stage.head && !tessera_stage_flush()) unlink(tessera_stage.path);
+    tessera_stage_forget();
 }
 
 static void tessera_stage_register_fork(void) { pthread_atfork(NULL, NULL, tessera_stage_forget); }
