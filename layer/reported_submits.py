@@ -19,7 +19,7 @@ The licence ends with any record the C path appends to its ledger, and before an
 the transport's sender writes (`revoke`, which the transport calls): what C sent on the socket joins the
 frames the daemon has yet to acknowledge (kept for the spool should it go away), and what it could not
 send (a full socket, a failed write) is sent first, by Python. The sender's look for work every PULL_S
-ends it too, so that acknowledgements are read; the next wait grants it again.
+ends it too, so that acknowledgements are read, and grants it again (`renew`) if C was reporting under it.
 
 Also reported in C: a submit of a recording submitted before (its product's template, without its
 WORKLOADS again), of a buffer submitted again as it is, pre-recorded (`attach_recordings`: its tags, as
@@ -70,6 +70,7 @@ class ReportedSubmits:
         self._queues: tuple[tuple, bytes] = ((), b"")     # the queues granted last, and their text for C
         self.licence = submits.Licence(ffi, lib.tessera_report_counts, "reported")
         self._staged_fd: int | None = None   # the spool's descriptor C's appends are staged for
+        self._renew = False                  # the last revoke took back a licence C reported under
 
     def attach(self, device_address: int, address: int, read) -> None:
         """A submit of the buffer at `address` was reported from `read` (Recorder.reading_all's, its product plain):
@@ -151,6 +152,13 @@ class ReportedSubmits:
             self._queues = (key, b"".join(out))
         return self._queues[1]
 
+    def renew(self) -> None:
+        """After the sender's look took the licence back (to read acknowledgements): granted again at once when C
+        was reporting under it, rather than at the next wait, whose frame would take Python."""
+        if self._renew:
+            self._renew = False
+            self.grant()
+
     def revoke(self) -> None:
         """Before Python sends or writes: end the licence, and hand what C wrote and could not write to the
         transport."""
@@ -159,7 +167,9 @@ class ReportedSubmits:
                 return
             self.granted = False
             out, lens, error = self._out, self._lens, self._error
-            self.licence.ended(self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error))
+            reported = self.lib.tessera_report_revoke(out, lens, out + 1, lens + 1, error)
+            self.licence.ended(reported)
+            self._renew = reported > 0
             session = self.state.session   # the presents C reported counted the frames
             session.frame = max(session.frame, self.lib.tessera_get_frame())
             written = self.ffi.buffer(out[0], lens[0])[:] if lens[0] else b""

@@ -349,11 +349,16 @@ class Transport:
         while True:
             self._wake.wait(PULL_S)
             self._wake.clear()
-            if time.monotonic() - pulled >= PULL_S:   # idle or not: busy senders pull too
+            looked = time.monotonic() - pulled >= PULL_S
+            if looked:   # idle or not: busy senders pull too
                 self._pull_sources()
                 pulled = time.monotonic()
             with self._writing:
                 self._drain(helping=False)
+                if looked and (self._conn is not None or self.address):
+                    self._write([])   # acknowledgements read, a connection due tried, with nothing to send
+            if looked and self.reported is not None:
+                self.reported.renew()
 
     def _drain(self, helping: bool) -> bool:
         """(`_writing` held) Write the queued frames in order, setting each marker once the frames
