@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HEAD = struct.Struct("<8sIIQQQ")
+_LENGTH_AT = struct.calcsize("<8sIIQ")   # where HEAD's length is
 MAGIC = b"TSRSTAGE"
 VERSION = 1
 DATA_OFFSET = 4096            # the staged bytes start on their own page
@@ -98,13 +99,23 @@ def _adopt(stage: Path, target: Path, result: Adopted) -> None:
         result.problems.append(f"{stage}: cannot open it ({e.strerror}); left as it is")
         return
     try:
+        _adopt_open(stage, fd, target, result)
+    finally:
+        os.close(fd)
+
+
+def _adopt_open(stage: Path, fd: int, target: Path, result: Adopted) -> None:
+    """`_adopt`, of the stage open at `fd`."""
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             result.problems.append(f"{stage}: not a regular file; left as it is")
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            return   # its process is running: it writes its stage itself
+            return   # its process is running (it writes its stage itself), or another reader adopts it
+        if not _still_named(stage, fd):
+            return   # adopted by another reader between our open and our lock
         data, flushing, why = _staged(fd)
         if why:
             result.problems.append(f"{stage}: {why}; left as it is")
@@ -114,12 +125,21 @@ def _adopt(stage: Path, target: Path, result: Adopted) -> None:
             if rest:
                 _append(target, rest)
             result.bytes += len(rest)
+            os.pwrite(fd, bytes(8), _LENGTH_AT)   # emptied before it goes: a reader that opened it finds nothing
         os.unlink(stage)
         result.stages += 1
     except OSError as e:
         result.problems.append(f"{stage}: cannot adopt it into {target.name} ({e.strerror}); left as it is")
-    finally:
-        os.close(fd)
+
+
+def _still_named(stage: Path, fd: int) -> bool:
+    """Whether `stage` still names the file open at `fd`."""
+    try:
+        named = os.stat(stage, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _staged(fd: int) -> tuple[bytes, int, str | None]:

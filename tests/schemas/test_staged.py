@@ -86,6 +86,23 @@ def test_a_stage_whose_process_runs_is_left_alone(tmp_path):
     assert staged.adopt(tmp_path).stages == 1
 
 
+def test_a_stage_another_reader_adopted_meanwhile_is_not_appended_twice(tmp_path):
+    """Two readers open the same stage; the first adopts it before the second takes the lock."""
+    target = tmp_path / "gpu.perfetto-trace"
+    stage = make_stage(target, b"once")
+    second = os.open(stage, os.O_RDWR)
+    try:
+        assert staged.adopt(tmp_path).stages == 1
+        result = staged.Adopted()
+        staged._adopt_open(stage, second, target, result)
+        assert result == staged.Adopted() and target.read_bytes() == b"once"
+        stage.write_bytes(b"")   # the name given to another file meanwhile: still not this one
+        staged._adopt_open(stage, second, target, result)
+        assert result == staged.Adopted() and target.read_bytes() == b"once" and stage.exists()
+    finally:
+        os.close(second)
+
+
 @pytest.mark.parametrize("damage", ["magic", "length", "short"])
 def test_a_damaged_stage_is_named_and_kept(tmp_path, damage):
     target = tmp_path / "gpu.perfetto-trace"
