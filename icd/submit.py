@@ -7,8 +7,9 @@ the shim's C path (vkapi/submits.py) forwards and records them, and the
 timeline pulls the records; a buffer may take that path once its recording
 is applied and it holds nothing timed only after execution. A submit that
 does is followed by the driver's completion fence (vkapi/fences.py). Where the
-application observes completion (fence, semaphore and idle waits), the timeline
-settles first, so what the application knows has run is in the trace.
+application observes completion (fence, semaphore and idle waits, and the polls
+vkGetFenceStatus and vkGetSemaphoreCounterValue), the timeline settles first, so
+what the application knows has run is in the trace.
 """
 from __future__ import annotations
 
@@ -165,6 +166,15 @@ class Submits(Feature):
         if result == vk.VK_SUCCESS:
             self.drv.timeline.settle()
 
+    # A poll observes completion too (a program may poll its fence, then _exit): the settle finds what ran.
+    def after_vkGetFenceStatus(self, dev, result, device, fence):
+        if result == vk.VK_SUCCESS:
+            self.drv.timeline.settle()
+
+    def after_vkGetSemaphoreCounterValue(self, dev, result, device, semaphore, pValue):
+        if result == vk.VK_SUCCESS:
+            self.drv.timeline.settle()
+
 
     # ---- device lifecycle (icd/feature.py): the last feature, so the first one destroyed ----------
     def destroyed(self, dev: Device) -> None:
@@ -193,7 +203,7 @@ def register(drv: Driver) -> Submits:
     return feature
 
 
-CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences", "vkGetFenceStatus")   # vkapi/fences.py
+CALLS = ("vkCreateFence", "vkDestroyFence", "vkResetFences")   # vkapi/fences.py (vkGetFenceStatus: hooked)
 
 
 def _wrapped_submit(taken: list, at: int, queue: int) -> bool:

@@ -543,6 +543,15 @@ class Queues:
     def after_vkWaitSemaphores(self, dev, result, device, pWaitInfo, timeout):
         self._waited(dev)
 
+    # A poll observes completion too (a program may poll its fence, then _exit).
+    def after_vkGetFenceStatus(self, dev, result, device, fence):
+        if result == vk.VK_SUCCESS:
+            self._waited(dev)
+
+    def after_vkGetSemaphoreCounterValue(self, dev, result, device, semaphore, pValue):
+        if result == vk.VK_SUCCESS:
+            self._waited(dev)
+
 
 def queue_owner(state, ffi):
     """`queue_at(queue_address)` for a QueueReporter: the owner of the queue at that address (a queue

@@ -22,7 +22,7 @@ CALLS = (
     "vkGetPhysicalDeviceMemoryProperties", "vkGetBufferMemoryRequirements", "vkAllocateMemory",
     "vkGetImageMemoryRequirements",   # allocations.py
     "vkBindBufferMemory", "vkMapMemory", "vkUnmapMemory", "vkFreeMemory", "vkCmdPipelineBarrier",
-    "vkCreateFence", "vkDestroyFence", "vkResetFences", "vkGetFenceStatus",   # vkapi/fences.py
+    "vkCreateFence", "vkDestroyFence", "vkResetFences",   # vkapi/fences.py (vkGetFenceStatus: hooked)
     # --instrument (instrument.py)
     "vkCreateShaderInstrumentationARM", "vkDestroyShaderInstrumentationARM", "vkCmdBeginShaderInstrumentationARM",
     "vkCmdEndShaderInstrumentationARM",

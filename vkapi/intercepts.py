@@ -380,6 +380,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkGetDeviceQueue": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkGetDeviceQueue2": {ICD: In("vkapi.commands"), LAYER: In("vkapi.commands")},
     "vkGetDeviceTensorMemoryRequirementsARM": {ICD: In("icd.tensors.resources", emulated=True)},
+    # A poll that finds the work done observes completion as a wait does (icd/submit.py, layer/queues.py).
+    "vkGetFenceStatus": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
     "vkGetPhysicalDeviceExternalTensorPropertiesARM": {ICD: In("icd.tensors.resources", emulated=True)},
     "vkGetPhysicalDeviceFeatures": {ICD: In("icd.instance")},
     "vkGetPhysicalDeviceFeatures2": {
@@ -398,6 +400,7 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkGetPhysicalDeviceQueueFamilyDataGraphPropertiesARM": {ICD: In("icd.data_graph.physical", emulated=True)},
     "vkGetPhysicalDeviceQueueFamilyProperties": {ICD: In("icd.instance", "icd.data_graph.physical")},
     "vkGetPhysicalDeviceQueueFamilyProperties2": {ICD: In("icd.instance", "icd.data_graph.physical")},
+    "vkGetSemaphoreCounterValue": {ICD: In("icd.submit"), LAYER: In("layer.queues")},
     "vkGetShaderInstrumentationValuesARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     # The images of each swapchain, so a present names the images it shows (layer/queues.py): cold paths.
     "vkGetSwapchainImagesKHR": {LAYER: In("layer.queues")},

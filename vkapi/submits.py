@@ -131,9 +131,10 @@ _C_VALUES = {
 }
 COMMANDS = tuple(_SHAPES)
 LABEL_COMMANDS = ("vkQueueBeginDebugUtilsLabelEXT", "vkQueueEndDebugUtilsLabelEXT")
-# Where the application observes completion: with SubmitPath.place, forwarded in C while the licence to place
-# holds (nothing handed over waits to be placed: the Python hooks would find nothing to do).
-WAIT_COMMANDS = ("vkDeviceWaitIdle", "vkQueueWaitIdle", "vkWaitForFences", "vkWaitSemaphores")
+# Where the application observes completion, waits and polls: with SubmitPath.in_c, forwarded in C while the
+# shim's licence holds (nothing handed over waits to be placed or sent: the Python hooks would find nothing to do).
+WAIT_COMMANDS = ("vkDeviceWaitIdle", "vkQueueWaitIdle", "vkWaitForFences", "vkWaitSemaphores", "vkGetFenceStatus",
+                 "vkGetSemaphoreCounterValue")
 PRESENT = "vkQueuePresentKHR"   # with SubmitPath.report, its FRAME is written in C while the licence holds
 # in runtime/, after submits.c and lifecycle.c: SubmitPath.place's C, and SubmitPath.report's
 PLACEMENT_C = ("reader.c", "staged_appends.c", "event_packets.c", "placed_submits.c")

@@ -56,8 +56,8 @@ def _assert_every_submit_kept(out, result, ending: str, per_submit: int) -> None
 
 
 @pytest.mark.parametrize("work", ["plain", "indirect"])
-@pytest.mark.parametrize("ending", ["return", "exit", "wait-return", "fence-_exit", "wait-_exit", "wait-abort",
-                                    "wait-kill", "destroy", "fork-exit"])
+@pytest.mark.parametrize("ending", ["return", "exit", "wait-return", "fence-_exit", "poll-_exit", "counter-_exit",
+                                    "wait-_exit", "wait-abort", "wait-kill", "destroy", "fork-exit"])
 def test_c_program(c_app, tmp_path, ending, work):
     out, result = _run_and_merge([c_app, ending, SUBMITS, work], tmp_path / "session")
     _assert_every_submit_kept(out, result, ending, C_EVENTS[work])

@@ -10,6 +10,9 @@
  *   exit          exit(0) at once
  *   wait-return   vkQueueWaitIdle + vkDeviceWaitIdle, then returns without destroying anything
  *   fence-_exit   waits for the last submit's fence, then _exit(0) (no atexit handlers)
+ *   poll-_exit    polls the last submit's fence (vkGetFenceStatus) until it signals, then _exit(0)
+ *   counter-_exit the last submit also signals a timeline semaphore to 1; polls its value
+ *                 (vkGetSemaphoreCounterValue) until it is 1, then _exit(0)
  *   wait-_exit    vkQueueWaitIdle, then _exit(0)
  *   wait-abort    vkQueueWaitIdle, then abort()
  *   wait-kill     vkQueueWaitIdle, then SIGKILL to itself
@@ -94,8 +97,10 @@ int main(int argc, char **argv)
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO, .queueFamilyIndex = 0,
                                           .queueCount = 1, .pQueuePriorities = &priority};
-    VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
-                                   .pQueueCreateInfos = &queue_info};
+    VkPhysicalDeviceVulkan12Features v12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                            .timelineSemaphore = VK_TRUE};
+    VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &v12,
+                                   .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
     VkDevice device;
     CHECK(vkCreateDevice(physical, &dev_info, NULL, &device));
     VkQueue queue;
@@ -151,9 +156,25 @@ int main(int argc, char **argv)
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
     CHECK(vkCreateFence(device, &fence_info, NULL, &fence));
+    VkSemaphoreTypeCreateInfo timeline_info = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                               .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
+    VkSemaphoreCreateInfo sem_info = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &timeline_info};
+    VkSemaphore timeline;
+    CHECK(vkCreateSemaphore(device, &sem_info, NULL, &timeline));
+    uint64_t one = 1;
+    VkTimelineSemaphoreSubmitInfo signal_one = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                                .signalSemaphoreValueCount = 1, .pSignalSemaphoreValues = &one};
+    int counter = !strcmp(ending, "counter-_exit");
     VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
-    for (int i = 0; i < submits; i++)
-        CHECK(vkQueueSubmit(queue, 1, &submit, i == submits - 1 ? fence : VK_NULL_HANDLE));
+    for (int i = 0; i < submits; i++) {
+        int last = i == submits - 1;
+        if (last && counter) {   /* the last submit signals the timeline semaphore too */
+            submit.pNext = &signal_one;
+            submit.signalSemaphoreCount = 1;
+            submit.pSignalSemaphores = &timeline;
+        }
+        CHECK(vkQueueSubmit(queue, 1, &submit, last ? fence : VK_NULL_HANDLE));
+    }
     printf("endings: submitted %d\n", submits);
     fflush(stdout);
 
@@ -176,6 +197,19 @@ int main(int argc, char **argv)
         CHECK(vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX));
         _exit(0);
     }
+    if (counter) {
+        uint64_t value = 0;
+        while (value < 1)
+            CHECK(vkGetSemaphoreCounterValue(device, timeline, &value));
+        _exit(0);
+    }
+    if (!strcmp(ending, "poll-_exit")) {
+        VkResult status;
+        while ((status = vkGetFenceStatus(device, fence)) == VK_NOT_READY)
+            continue;
+        CHECK(status);
+        _exit(0);
+    }
     CHECK(vkQueueWaitIdle(queue));
     if (!strcmp(ending, "wait-return")) {
         CHECK(vkDeviceWaitIdle(device));
@@ -192,6 +226,7 @@ int main(int argc, char **argv)
         return 2;
     }
     vkDestroyFence(device, fence, NULL);
+    vkDestroySemaphore(device, timeline, NULL);
     vkDestroyCommandPool(device, pool, NULL);
     vkDestroyPipeline(device, pipeline, NULL);
     vkDestroyPipelineLayout(device, layout, NULL);
