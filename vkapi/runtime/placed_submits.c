@@ -368,8 +368,9 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                     tessera_placement.placed++;
                 }
             } else if (done == n && bytes >= 0) {
-                size_t done;   /* staged (staged_appends.c), or written */
-                int error = tessera_stage_append(tessera_placement.fd, tessera_placement.out, (size_t)bytes, &done);
+                size_t appended;   /* staged (staged_appends.c), or written */
+                int error = tessera_stage_append(tessera_placement.fd, tessera_placement.out, (size_t)bytes,
+                                                 &appended);
                 if (error) {   /* as the trace's own failed write: the events from here on are lost */
                     tessera_placement.write_error = error;
                     __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);

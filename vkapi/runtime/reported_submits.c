@@ -5,8 +5,9 @@
    guard, while Python holds nothing back: the layer granted the licence (tessera_placing, submits.c) with each
    queue's SUBMIT text up to its time and the transport's destination (the daemon's socket or the spool
    file, through its stage: staged_appends.c). The WORKLOADS frame of each buffer, then the SUBMIT frame, are
-   written there before the submit returns; what a socket did not take waits for Python (`unsent`), and what it took is kept until Python
-   takes it (`written`: the transport keeps frames until the daemon acknowledges them). */
+   written there before the submit returns; what a socket did not take waits for Python (`unsent`), and what
+   it took is kept until Python takes it (`written`: the transport keeps frames until the daemon acknowledges
+   them). */
 #include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -209,14 +210,13 @@ static void tessera_report_write(const uint8_t *p, size_t n)
         n -= done;
     }
     while (n && tessera_report.socket) {
-        ssize_t w = tessera_report.socket ? send(tessera_report.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT)
-                                          : write(tessera_report.fd, p, n);
+        ssize_t w = send(tessera_report.fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
             if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) tessera_report.error = errno;
             break;
         }
-        if (tessera_report.socket && !tessera_buffer_put(&tessera_report.written, p, (size_t)w)) {
+        if (!tessera_buffer_put(&tessera_report.written, p, (size_t)w)) {
             tessera_report.error = ENOMEM;   /* sent, but Python cannot keep it until acknowledged */
         }
         p += w;
