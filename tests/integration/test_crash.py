@@ -87,8 +87,11 @@ def test_killed_frame_loop_handled_in_c_loses_nothing_staged(tessera_env, tmp_pa
     proc.wait()
     spool = next(session.glob("layer-*.spool"))
     files = {path: (path.read_bytes(), staged.read_through(path)) for path in (trace, spool)}
-    for path, (written, whole) in files.items():   # the stages held what the kill kept from the files
-        assert len(whole) > len(written) and whole.startswith(written), path
+    for path, (written, whole) in files.items():   # the stages hold what the kill kept from the files
+        assert whole.startswith(written), path
+    # the trace's always (C writes it when the next append would not fit); the spool's may have been written
+    # just before the kill (the layer's sender takes its licence back every 50 ms)
+    assert len(files[trace][1]) > len(files[trace][0])
 
     result = merge_session(session)
     assert result.problems == [] and not list(session.glob(f"*{staged.SUFFIX}*"))
