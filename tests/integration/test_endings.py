@@ -11,6 +11,7 @@ so is instrumented work (--instrument).
 """
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -103,3 +104,22 @@ def test_a_full_disk_costs_the_events_not_written_and_nothing_else(c_app, small_
     # log and the driver's trace share the folder, and which writes first is a matter of timing. What was
     # written reads whole, but for at most one packet cut short by the full disk.
     assert events < 2 * 20_000 and len(problems) <= 1, problems
+
+
+def test_a_disk_too_full_for_a_stage_costs_no_signal(small_fs):
+    """A frame loop whose submits the driver places in C, on a filesystem with room for its first frames'
+    packets but not for the trace's stage (schemas/staged.py): the stage is refused when made (a write to a
+    mapping the disk cannot back would raise SIGBUS in the application), said once, and the program runs to its
+    end, the driver writing each submit's packets at once until the disk is full."""
+    session = small_fs / "session"
+    session.mkdir()
+    (small_fs / "filler").write_bytes(bytes((1 << 20) - (48 << 10)))   # less room than a stage takes
+    out = run([TESSERA, "run", "--no-layer", "--no-merge", "--out", session, "--",
+               REPO / "build" / "bench" / "record_cost", "frame", 400, 1, 8, "fill"],
+              {**os.environ, "TESSERA_LOG": "info"}, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+    refused = [line for line in out.stderr.splitlines() if "appends are not staged" in line]
+    assert len(refused) == 1 and "No space left on device" in refused[0], out.stderr
+    assert "submits placed in C: 0 " not in out.stderr, out.stderr   # C placed them, unstaged
+    assert not list(session.glob("*.staged-*"))

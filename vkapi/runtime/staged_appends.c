@@ -123,7 +123,9 @@ int tessera_stage_open(int target, const char *path)
     if (n >= sizeof tessera_stage.path) return ENAMETOOLONG;
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) return errno;
-    int error = flock(fd, LOCK_EX | LOCK_NB) ? errno : ftruncate(fd, (off_t)size) ? errno : 0;
+    /* Its blocks allocated now (a full disk refuses the stage here, where a write to the mapping would raise
+       SIGBUS in the application), its pages touched once (later writes fault on no new block). */
+    int error = flock(fd, LOCK_EX | LOCK_NB) ? errno : posix_fallocate(fd, 0, (off_t)size);
     void *map = error ? MAP_FAILED : mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (!error && map == MAP_FAILED) error = errno;
     if (error) {
@@ -131,6 +133,7 @@ int tessera_stage_open(int target, const char *path)
         unlink(path);
         return error;
     }
+    memset(map, 0, size);
     tessera_stage_head *h = map;
     memcpy(h->magic, TESSERA_STAGE_MAGIC, 8);
     h->version = TESSERA_STAGE_VERSION;
