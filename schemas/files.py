@@ -177,3 +177,14 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a file"
+
+
+def same_file(fd: int, path: str | os.PathLike) -> bool:
+    """Whether `path` (not followed if a link) still names the file open at `fd`: a lock taken on an open file
+    holds for its name only while the name is not given to another file meanwhile."""
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    opened = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)

@@ -35,6 +35,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .files import same_file
+
 HEAD = struct.Struct("<8sIIQQQ")
 _LENGTH_AT = struct.calcsize("<8sIIQ")   # where HEAD's length is
 MAGIC = b"TSRSTAGE"
@@ -114,7 +116,7 @@ def _adopt_open(stage: Path, fd: int, target: Path, result: Adopted) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return   # its process is running (it writes its stage itself), or another reader adopts it
-        if not _still_named(stage, fd):
+        if not same_file(fd, stage):
             return   # adopted by another reader between our open and our lock
         data, flushing, why = _staged(fd)
         if why:
@@ -130,16 +132,6 @@ def _adopt_open(stage: Path, fd: int, target: Path, result: Adopted) -> None:
         result.stages += 1
     except OSError as e:
         result.problems.append(f"{stage}: cannot adopt it into {target.name} ({e.strerror}); left as it is")
-
-
-def _still_named(stage: Path, fd: int) -> bool:
-    """Whether `stage` still names the file open at `fd`."""
-    try:
-        named = os.stat(stage, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    opened = os.fstat(fd)
-    return (named.st_dev, named.st_ino) == (opened.st_dev, opened.st_ino)
 
 
 def _staged(fd: int) -> tuple[bytes, int, str | None]:

@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from tessera.schemas.files import same_file
+
 LOCK_NAME = ".tessera-run.lock"
 
 
@@ -55,7 +57,7 @@ class SessionLock:
             except OSError as e:
                 os.close(fd)
                 raise LockError(f"cannot lock {path}: {e.strerror}") from e
-            if _same_file(fd, path):
+            if same_file(fd, path):
                 break
             os.close(fd)                        # its holder removed it meanwhile: take the new one
         lock = cls(path, fd)
@@ -72,7 +74,7 @@ class SessionLock:
         if self._fd is None:
             return
         try:
-            if _same_file(self._fd, self.path):
+            if same_file(self._fd, self.path):
                 os.unlink(self.path)
         except OSError:
             pass                                # a lock file left behind blocks nobody
@@ -118,10 +120,3 @@ def _read(fd: int) -> str:
     return "".join(c if c.isprintable() else "?" for c in text)   # shown in a terminal
 
 
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
