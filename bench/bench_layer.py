@@ -32,6 +32,9 @@ ICD only). A benchmark, not a test: it never fails on a number.
 
 Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
          [--frames F] [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,threads]
+         [--rounds K] [--cpu C]
+`--rounds K` runs the three environments in turn K times and prints each one's median run; `--cpu C` pins every
+run to CPU C. Both together measure a frame loop's few-microsecond differences on a small VM (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -51,12 +54,21 @@ FRAMES = ("frame", "passframe")
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 
-def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int, threads: int = 1) -> dict[str, dict]:
+def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: int, threads: int = 1,
+                 rounds: int = 1, cpu: int | None = None) -> dict[str, dict]:
     """record_cost's JSON for `mode` in each environment (best of `reps` repetitions of `calls` calls):
     ns_per_call, end_ns_per_call (the vkEndCommandBuffer that follows, per call), cpu_ns_per_call,
-    submit_ns, wait_ns."""
+    submit_ns, wait_ns. With `rounds`, the environments run in turn that many times (drift on the machine falls
+    on all of them) and each one's run of median cost is kept (process CPU for the frame modes); `cpu` pins
+    every run to that CPU (compare_checkouts.py says why)."""
     extra = [threads] if mode == "threads" else []
-    return {name: run_json([BUILD_BENCH / "record_cost", mode, calls, reps, *extra], env) for name, env in envs.items()}
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    runs: dict[str, list[dict]] = {name: [] for name in envs}
+    for _ in range(rounds):
+        for name, env in envs.items():
+            runs[name].append(run_json([*pin, BUILD_BENCH / "record_cost", mode, calls, reps, *extra], env))
+    key = "cpu_ns_per_call" if mode in FRAMES else "ns_per_call"
+    return {name: sorted(rs, key=lambda r: r[key])[len(rs) // 2] for name, rs in runs.items()}
 
 
 def print_threads(calls: int, reps: int, one: dict[str, dict], two: dict[str, dict]) -> None:
@@ -99,6 +111,9 @@ def main() -> None:
     ap.add_argument("--frames", type=int, default=300, help="frames per repetition (frame and passframe modes)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the environments in turn this many times; each one's median run is printed")
+    ap.add_argument("--cpu", type=int, help="pin every run to this CPU")
     args = ap.parse_args()
     modes = [m for m in args.modes.split(",") if m]
     if unknown := set(modes) - set(MODES):
@@ -108,10 +123,10 @@ def main() -> None:
         for mode in modes:
             calls = args.calls if mode in RECORDING else args.frames if mode in FRAMES else args.submits
             if mode == "threads":
-                print_threads(calls, args.reps, record_costs(envs, mode, calls, args.reps, 1),
-                              record_costs(envs, mode, calls, args.reps, 2))
+                print_threads(calls, args.reps, record_costs(envs, mode, calls, args.reps, 1, args.rounds, args.cpu),
+                              record_costs(envs, mode, calls, args.reps, 2, args.rounds, args.cpu))
             else:
-                print_costs(mode, calls, args.reps, record_costs(envs, mode, calls, args.reps))
+                print_costs(mode, calls, args.reps, record_costs(envs, mode, calls, args.reps, 1, args.rounds, args.cpu))
 
 
 if __name__ == "__main__":

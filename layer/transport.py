@@ -293,7 +293,8 @@ class Transport:
     def close(self, timeout: float = 10.0) -> None:
         """Flush, then end the connection (a later frame reconnects)."""
         self.flush(timeout)
-        conn, self._conn = self._conn, None   # the sender is idle after a flush
+        with self._writing:   # the sender's look may be reading acknowledgements on it
+            conn, self._conn = self._conn, None
         if conn is not None:
             conn.sock.close()
 
@@ -355,10 +356,21 @@ class Transport:
                 pulled = time.monotonic()
             with self._writing:
                 self._drain(helping=False)
-                if looked and (self._conn is not None or self.address):
-                    self._write([])   # acknowledgements read, a connection due tried, with nothing to send
-            if looked and self.reported is not None:
+            if looked:
+                self._after_look()
+
+    def _after_look(self) -> None:
+        """After the look every PULL_S took back what C wrote: the daemon's acknowledgements read (and a
+        connection that is due tried) with nothing to send, and C's licence given back when C was reporting
+        under it (ReportedSubmits.renew: else the next wait's frame would take Python)."""
+        try:
+            with self._writing:
+                if self._conn is not None or self.address:
+                    self._write([])
+            if self.reported is not None:
                 self.reported.renew()
+        except Exception:   # never let the sender die
+            self.log.exception("tessera sender: unexpected error")
 
     def _drain(self, helping: bool) -> bool:
         """(`_writing` held) Write the queued frames in order, setting each marker once the frames
