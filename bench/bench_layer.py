@@ -39,6 +39,8 @@ run to CPU C. Both together measure a frame loop's few-microsecond differences o
 from __future__ import annotations
 
 import argparse
+import shutil
+from pathlib import Path
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
@@ -67,8 +69,17 @@ def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: i
     for _ in range(rounds):
         for name, env in envs.items():
             runs[name].append(run_json([*pin, BUILD_BENCH / "record_cost", mode, calls, reps, *extra], env))
+            empty_session(env)
     key = "cpu_ns_per_call" if mode in FRAMES else "ns_per_call"
     return {name: sorted(rs, key=lambda r: r[key])[len(rs) // 2] for name, rs in runs.items()}
+
+
+def empty_session(env: dict[str, str]) -> None:
+    """Remove what a run wrote to its session folder (a frame loop writes hundreds of MB): left there, its
+    writeback's interrupts land on whichever run comes next, and count as that process's CPU."""
+    folder = env.get("TESSERA_SESSION_DIR")
+    for path in Path(folder).iterdir() if folder else ():
+        shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
 
 
 def print_threads(calls: int, reps: int, one: dict[str, dict], two: dict[str, dict]) -> None:
