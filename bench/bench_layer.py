@@ -75,8 +75,8 @@ def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: i
 
 
 def empty_session(env: dict[str, str]) -> None:
-    """Remove what a run wrote to its session folder (a frame loop writes hundreds of MB): left there, its
-    writeback's interrupts land on whichever run comes next, and count as that process's CPU."""
+    """Remove what a run wrote to its session folder (a frame loop writes a hundred MB or more): left there, later
+    runs in the folder measured up to 30 µs a frame slower (docs/benchmarks.md, Session 15)."""
     folder = env.get("TESSERA_SESSION_DIR")
     for path in Path(folder).iterdir() if folder else ():
         shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
