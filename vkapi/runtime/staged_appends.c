@@ -39,9 +39,12 @@ static int tessera_write_all(int fd, const uint8_t *p, size_t n, size_t *done)
     return 0;
 }
 
-/* (the ledger locked) Write what the stage holds to its target; an errno when that fails (what was not written
-   stays staged). `flushing` says, until the stage is emptied, that a write began: a process killed inside it
-   leaves the adoption to find out how much of it landed. */
+static void tessera_stage_forget(void);
+
+/* (the ledger locked) Write what the stage holds to its target; an errno when that fails. `flushing` says, until
+   the stage is emptied, that a write began: a process killed inside it leaves the adoption to find out how much
+   of it landed. A write that fails leaves the stage so too, for adoption, and the process lets go of it (its
+   appends are written at once from then on). */
 static int tessera_stage_flush(void)
 {
     tessera_stage_head *h = tessera_stage.head;
@@ -50,13 +53,15 @@ static int tessera_stage_flush(void)
     struct stat st;
     __atomic_store_n(&h->flushing, fstat(tessera_stage.target, &st) == 0 ? (uint64_t)st.st_size : 0,
                      __ATOMIC_RELEASE);
-    uint8_t *data = (uint8_t *)h + TESSERA_STAGE_DATA_OFFSET;
     size_t done;
-    int error = tessera_write_all(tessera_stage.target, data, n, &done);
-    if (error && done) memmove(data, data + done, n - done);
-    __atomic_store_n(&h->length, n - done, __ATOMIC_RELEASE);
+    int error = tessera_write_all(tessera_stage.target, (uint8_t *)h + TESSERA_STAGE_DATA_OFFSET, n, &done);
+    if (error) {
+        tessera_stage_forget();
+        return error;
+    }
+    __atomic_store_n(&h->length, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&h->flushing, TESSERA_STAGE_NOT_FLUSHING, __ATOMIC_RELEASE);
-    return error;
+    return 0;
 }
 
 /* (the ledger locked) Append `n` bytes to `fd`: to its stage when it has one (what the stage held is written first
@@ -93,8 +98,10 @@ static void tessera_stage_forget(void)
 /* (the ledger locked) Write what the stage holds and remove it; kept for adoption if the write fails. */
 static void tessera_stage_close_locked(void)
 {
-    if (tessera_stage.head && !tessera_stage_flush()) unlink(tessera_stage.path);
-    tessera_stage_forget();
+    if (tessera_stage.head && !tessera_stage_flush()) {
+        unlink(tessera_stage.path);
+        tessera_stage_forget();
+    }
 }
 
 static void tessera_stage_register_fork(void) { pthread_atfork(NULL, NULL, tessera_stage_forget); }
