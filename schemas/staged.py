@@ -1,8 +1,8 @@
 """Staged appends: bytes a crash must not lose, appended to their file in large writes.
 
 Why: appending a frame's ten or so KB to a file costs the kernel most where the page cache grows, page by
-page for small writes; 64 KiB writes get large folios and cost a third as much per byte (docs/benchmarks.md,
-"Session 15"). So the shims' C (vkapi/runtime/staged_appends.c) puts what it appends to the GPU trace (the
+page for small writes; 64 KiB writes get large folios and cost about half as much per byte (0.2–0.4 against
+0.5 µs per KB on the sandbox's ext4: docs/benchmarks.md, "Session 15"). So the shims' C (vkapi/runtime/staged_appends.c) puts what it appends to the GPU trace (the
 driver) and to the spool (the layer) in a *stage* first: a small file beside the target,
 `<target>.staged-<pid>`, mapped shared. Its pages hold the bytes as a write's would: they outlive the process
 (SIGKILL, _exit, a crash) in the page cache. The stage is written to the target in one write when the next
@@ -19,7 +19,8 @@ Layout (little endian; the C takes these values from `c_defines()`):
     the data offset) | u64 flushing (the target's size just before a write of the staged bytes began; all ones:
     none under way)
 A process killed inside that write may have written all, part or none of the bytes: adoption looks for them
-in the target from `flushing` on and appends only what is not there. (Should another process have appended
+in the target from `flushing` on and appends only what is not there. A write that fails (a full disk) leaves
+the stage so too: the process lets go of it and writes at once from then on. (Should another process have appended
 between a partial write and the adoption, the unit cut in two is damage that readers skip, as for any cut
 write.)
 """
