@@ -39,7 +39,6 @@ from __future__ import annotations
 import os
 import struct
 
-from tessera.schemas import staged
 from tessera.schemas.labels import TAG_LABEL
 from tessera.vkapi import replay, submits
 
@@ -112,8 +111,10 @@ class PlacedSubmits:
         gpus = list(tl._gpus.values())   # (gpu id, EmulatedGpu), in gpu id order
         if fd is None or not gpus or len(gpus) > MAX_GPUS:
             return
-        if fd != self._staged_fd:
-            self._stage(fd, trace.path)
+        if fd != self._staged_fd:   # what C appends to the trace goes through its stage
+            self._staged_fd = fd
+            if (refused := submits.open_stage(self.lib, fd, trace.path)) is not None:
+                self.warn(refused)
         words = [tl._submissions, trace._next_event, tl._render_pass_instances, len(gpus), 0]
         exported = []
         for _, gpu in gpus:
@@ -145,12 +146,6 @@ class PlacedSubmits:
                                             nsemaphores, self._timelines, ntimelines):
             self.granted, self._exported, self._gpus = True, exported, len(gpus)
 
-    def _stage(self, fd: int, path) -> None:
-        """Stage what C appends to the trace at `path` (open at `fd`); where that fails C writes it at once."""
-        self._staged_fd = fd
-        error = self.lib.tessera_stage_open(fd, os.fsencode(staged.stage_path(path)))
-        if error:
-            self.warn(f"the GPU trace's appends are not staged ({os.strerror(error)}): each is written at once")
 
     def revoke(self, tl) -> None:
         """(the timeline's `_order` held, before its next job) End the licence; what C placed since is taken

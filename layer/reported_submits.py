@@ -42,7 +42,6 @@ import os
 import struct
 import threading
 
-from tessera.schemas import staged
 from tessera.vkapi import replay, submits
 
 from . import encoder
@@ -128,10 +127,8 @@ class ReportedSubmits:
         appends C stages (tessera.schemas.staged; where that fails C writes each at once)."""
         if not socket and fd != self._staged_fd:
             self._staged_fd = fd
-            error = self.lib.tessera_stage_open(fd, os.fsencode(staged.stage_path(self.transport.spool_path)))
-            if error:
-                self.log.warning("the spool's appends are not staged (%s): each is written at once",
-                                 os.strerror(error))
+            if (refused := submits.open_stage(self.lib, fd, self.transport.spool_path)) is not None:
+                self.log.warning("%s", refused)
         return bool(self.lib.tessera_report_grant(fd, 1 if socket else 0, queues, len(queues)))
 
     def _queue_texts(self) -> bytes:

@@ -39,6 +39,7 @@ belongs to the taker until it gives it back.
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -144,6 +145,16 @@ STAGE_CDEF = """
 int tessera_stage_open(int target, const char *path);
 void tessera_stage_close(void);
 """
+
+
+def open_stage(lib, fd: int, target) -> str | None:
+    """Stage what the shim's C appends to `target` (open at `fd`: tessera.schemas.staged); None, or why C writes
+    each append at once instead."""
+    from tessera.schemas import staged
+
+    error = lib.tessera_stage_open(fd, os.fsencode(staged.stage_path(target)))
+    return f"{Path(target).name}: appends are not staged ({os.strerror(error)}): each is written at once" \
+        if error else None
 
 
 def _items(count: str, item: str) -> Callable[[Any], list]:

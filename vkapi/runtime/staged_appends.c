@@ -39,7 +39,17 @@ static int tessera_write_all(int fd, const uint8_t *p, size_t n, size_t *done)
     return 0;
 }
 
-static void tessera_stage_forget(void);
+/* Let go of the stage: unmapped and its descriptor closed (the lock goes with the last one), not written. Also at
+   fork, in the child: a child forked without exec shares the parent's mapping and lock, and appends at once
+   (the staged bytes are the parent's). */
+static void tessera_stage_forget(void)
+{
+    if (!tessera_stage.head) return;
+    munmap(tessera_stage.head, TESSERA_STAGE_DATA_OFFSET + TESSERA_STAGE_CAPACITY);
+    close(tessera_stage.fd);
+    tessera_stage.head = NULL;
+    tessera_stage.fd = tessera_stage.target = -1;
+}
 
 /* (the ledger locked) Write what the stage holds to its target; an errno when that fails. `flushing` says, until
    the stage is emptied, that a write began: a process killed inside it leaves the adoption to find out how much
@@ -81,18 +91,6 @@ static int tessera_stage_append(int fd, const uint8_t *p, size_t n, size_t *done
     __atomic_store_n(&h->length, h->length + n, __ATOMIC_RELEASE);
     *done = n;
     return 0;
-}
-
-/* Let go of the stage: unmapped and its descriptor closed (the lock goes with the last one), not written. Also at
-   fork, in the child: a child forked without exec shares the parent's mapping and lock, and appends at once
-   (the staged bytes are the parent's). */
-static void tessera_stage_forget(void)
-{
-    if (!tessera_stage.head) return;
-    munmap(tessera_stage.head, TESSERA_STAGE_DATA_OFFSET + TESSERA_STAGE_CAPACITY);
-    close(tessera_stage.fd);
-    tessera_stage.head = NULL;
-    tessera_stage.fd = tessera_stage.target = -1;
 }
 
 /* (the ledger locked) Write what the stage holds and remove it; kept for adoption if the write fails. */
