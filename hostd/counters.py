@@ -182,13 +182,10 @@ def _descriptor_gpu(event) -> str | None:
 
 def _metadata(session_dir: Path):
     from .merge import find_inputs
-    from .metadata import MetadataIndex, load_file
+    from .metadata import load
 
-    index = MetadataIndex()
     inputs = find_inputs(session_dir)
-    for path in inputs.logs + inputs.spools:
-        load_file(index, path)
-    return index
+    return load(inputs.logs + inputs.spools)
 
 
 def read_session(session_dir: Path, shader_cores: int | None = None) -> SessionCounters:

@@ -63,7 +63,7 @@ from tessera.schemas.labels import tag_label
 from tessera.schemas.perfetto import (LABEL_STACK_KEY, LABELS_KEY, SEQ_INCREMENTAL_STATE_CLEARED,
                                       TracePacket, iter_raw, varint)
 
-from .metadata import MetadataIndex, ProcessMeta, load_file
+from .metadata import MetadataIndex, ProcessMeta, load
 from . import arm_inputs, region_args, shaders
 from .counters import Tracks
 from .naming import app_labels, arg_value, describe, slice_name, split_stack, submit_of, tag_of
@@ -668,9 +668,7 @@ def _merge_session(session_dir: Path, output: Path | None, *, top: int, blocks: 
                          f"session.arm-log or gpu*.perfetto-trace"
                          + "".join(f"\n  {p}" for p in inputs.problems[:MAX_EXAMPLES]))
     result = MergeResult(output, inputs, problems=list(inputs.problems))
-    index = MetadataIndex()
-    for path in inputs.logs + inputs.spools:
-        load_file(index, path)
+    index = load(inputs.logs + inputs.spools)
     if inputs.arm:
         clock = arm_inputs.trace_clock(inputs.gpu_traces)
         for path in inputs.arm:

@@ -28,7 +28,9 @@ asks for one. Bytes are one object, not traced by the garbage collector; the
 decoded dict of a render pass is ~10x larger and a dozen tracked objects.
 A WORKLOADS batch (protocol 3, schemas/workloads.py) is expanded at load into
 the WORKLOADs it stands for, each checked on its own and kept the same way, so
-a bad entry loses only itself.
+a bad entry loses only itself. A RECORDED_AGAIN pair (protocol 5) gives its tag
+the very bytes its earlier tag has (one object for both); pairs whose earlier
+tag comes from a file read later are resolved by `MetadataIndex.finish`.
 INSTRUMENTATION (per submitID.tagID, like ANNEX) and SHADER (per device,
 pipeline, stage) payloads are kept the same way, as their distinct JSON
 bytes with their load order; shaders.py decodes them.
@@ -100,7 +102,11 @@ class ProcessMeta:
     # Per-region counters (--regions): (submitID, tagID) -> REGIONS JSON, decoded on use (region_args.py)
     regions: dict[tuple[int, int], bytes] = field(default_factory=dict)
     loaded: int = 0                                                                    # frames loaded (order)
+    repeats: batch.Repeats = field(init=False, repr=False)                             # RECORDED_AGAIN pairs
     _first_submits: tuple[int, dict[int, int]] = field(default_factory=lambda: (-1, {}), repr=False)  # first_submit
+
+    def __post_init__(self) -> None:
+        self.repeats = batch.Repeats(self.workloads)
 
     def first_submit(self, tag: int) -> int | None:
         """The lowest submitID whose SUBMIT lists `tag`: the submit of a workload whose GPU events carry no
@@ -146,6 +152,18 @@ class MetadataIndex:
 
     def workload_count(self) -> int:
         return sum(len(p.workloads) for p in self.processes.values())
+
+    def finish(self) -> None:
+        """Once every file is loaded: resolve the RECORDED_AGAIN pairs whose earlier tag a later file
+        described; a workload recorded again as a tag no file describes stays undescribed (one problem line
+        per process)."""
+        for proc in self.processes.values():
+            left = proc.repeats.finish()
+            if left:
+                tag, earlier = left[0]
+                self.problems.append(f"{proc.process or '?'}[{proc.pid}]: {len(left)} workload(s) recorded again "
+                                     f"as workloads never described (t{tag} as t{earlier}"
+                                     f"{', …' if len(left) > 1 else ''}); left undescribed")
 
 
 _MAX_NS = (1 << 63) - 1         # timestamps the merged trace can hold (int64 ns, as the schemas bound them)
@@ -280,6 +298,8 @@ def load_file(index: MetadataIndex, path: Path, max_json: int = DEFAULT_MAX_JSON
                 else:
                     index.skipped += 1
                     problem(frame.offset, f"WORKLOADS: the entry of t{tag}: unusable ({why}); entry skipped")
+        elif t == MessageType.RECORDED_AGAIN:
+            proc.repeats.add(batch.again(payload))
         elif t == MessageType.ANNEX:
             # Several annexes may describe one submitID.tagID (labels at submit, indirect sizes
             # after completion): their fields add up. A frame seen twice (resent after a lost
@@ -333,4 +353,5 @@ def load(paths) -> MetadataIndex:
     index = MetadataIndex()
     for path in paths:
         load_file(index, Path(path))
+    index.finish()
     return index

@@ -10,7 +10,8 @@ empty, no capture waits to be read back, the ledger is empty), the layer grants 
 (`grant`) with each queue's SUBMIT text up to its time and where the transport writes (the daemon's
 socket, or the spool file, through its stage: tessera.schemas.staged): the submit's guard
 (vkapi/runtime/reported_submits.c) then writes the frames of such a submit there before the submit
-returns, marks its buffers read, and the wait guards forward without Python (the frames are already with
+returns (a recording whose product's WORKLOADS C already wrote in full under this licence, into the same
+buffer, as a RECORDED_AGAIN pairing its tags with those: tessera.schemas.workloads), marks its buffers read, and the wait guards forward without Python (the frames are already with
 the kernel, a stage's in the page cache: what the application learns has run keeps its metadata, as
 `Transport.hand_to_kernel` promises). A grant that reported nothing before it ended
 is not repeated for a while (submits.Licence: a loop whose submits C cannot report pays no grant per frame).

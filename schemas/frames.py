@@ -30,9 +30,9 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-# 4: FRAME images, WORKLOAD resources reads/storage, ANNEX draws' draw (#28); 3: WORKLOADS; 2: SHADER and
-# INSTRUMENTATION (shader instrumentation); older streams stay valid
-PROTOCOL_VERSION = 4
+# 5: RECORDED_AGAIN; 4: FRAME images, WORKLOAD resources reads/storage, ANNEX draws' draw (#28); 3: WORKLOADS;
+# 2: SHADER and INSTRUMENTATION (shader instrumentation); older streams stay valid
+PROTOCOL_VERSION = 5
 SEQUENCE_BIT = 0x80
 DEFAULT_MAX_JSON = 16 << 20
 
@@ -53,6 +53,7 @@ class MessageType(enum.IntEnum):
     FRAME = 0x04      # a frame boundary (vkQueuePresentKHR / VK_EXT_frame_boundary)
     SHADER = 0x05     # an instrumented pipeline stage's basic blocks (protocol 2)
     WORKLOADS = 0x06  # the WORKLOADs of one command buffer, batched (protocol 3; schemas/workloads.py)
+    RECORDED_AGAIN = 0x07   # workloads recorded again, each described as an earlier one (protocol 5; ditto)
     SUBMIT = 0x81     # a queue submit (sequence = submitID)
     ANNEX = 0x82      # submit-time metadata of one workload (sequence = submitID, tag = tagID)
     INSTRUMENTATION = 0x83   # measured shader cost of one workload in one submit (protocol 2)

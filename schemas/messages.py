@@ -20,6 +20,7 @@ SCHEMA_FILES = {
     MessageType.DEVICE: "device.schema.json",
     MessageType.WORKLOAD: "workload.schema.json",
     MessageType.WORKLOADS: "workloads.schema.json",
+    MessageType.RECORDED_AGAIN: "recorded_again.schema.json",
     MessageType.FRAME: "frame.schema.json",
     MessageType.SUBMIT: "submit.schema.json",
     MessageType.ANNEX: "annex.schema.json",

@@ -6,6 +6,13 @@ envelope carries what they share (`SHARED`: the device and command buffer) and e
 the rest of a WORKLOAD payload plus its `tag`. Receivers expand a batch into the WORKLOADs it
 stands for (`expand`) and check each against workload.schema.json (`entry_problems`), so a bad
 entry costs itself only; the envelope has its own schema (workloads.schema.json).
+
+RECORDED_AGAIN (protocol 5) describes workloads recorded again: each pair [tag, earlier] says that the
+workload `tag` is what `earlier` was, so its WORKLOAD is earlier's (`again`). The layer's C path sends it
+for a recording equal to one whose WORKLOADS it sent in full before on the same connection or spool, into
+the same command buffer (vkapi/runtime/reported_submits.c): ~40 bytes a workload instead of ~360.
+Receivers resolve the pairs once a process's frames are read (`Repeats`), so the order in which its files
+are read does not matter.
 """
 from __future__ import annotations
 
@@ -13,11 +20,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import messages
-from .frames import MessageType
+from .frames import MessageType, json_body
 
 SHARED = ("device", "command_buffer")   # WORKLOAD fields every entry of a batch shares: on the envelope
 TAG = "tag"                             # an entry's tagID (a WORKLOAD frame has it in its header)
 BATCH = 512                             # entries per frame the layer sends at most (~100 KB of JSON)
+PAIRS = "tags"                          # RECORDED_AGAIN's field: its [tag, earlier] pairs
 
 
 def envelope(device: str, command_buffer: str, entries: list[dict]) -> dict:
@@ -39,6 +47,54 @@ def expand(payload: dict) -> Iterator[tuple[Any, dict]]:
         yield e[TAG], workload
 
 
+def recorded_again(pairs) -> dict:
+    """A RECORDED_AGAIN payload: each (tag, earlier) pair says `tag` is described by `earlier`'s WORKLOAD."""
+    return {PAIRS: [[tag, earlier] for tag, earlier in pairs]}
+
+
+def again(payload: dict) -> list[tuple[int, int]]:
+    """The (tag, earlier) pairs of a RECORDED_AGAIN payload that passed its schema."""
+    return [(tag, earlier) for tag, earlier in payload[PAIRS]]
+
+
+def again_c_text() -> tuple[str, str]:
+    """A RECORDED_AGAIN payload's JSON before its first pair and after its last, as json_body writes it
+    (vkapi/runtime/reported_submits.c writes the pairs between, `[tag,earlier]` joined by commas)."""
+    text = json_body(recorded_again([(1, 2)])).decode()
+    return text[:text.index("[1,2]")], text[text.index("[1,2]") + len("[1,2]"):]
+
+
+class Repeats:
+    """Resolves RECORDED_AGAIN pairs against what a reader keeps per tag (`described`, tag -> description):
+    a pair whose earlier tag is known takes its description at once; the rest wait for `finish`, which
+    resolves what it can (the earlier tag read later, from another file) and returns the pairs left."""
+
+    def __init__(self, described: dict) -> None:
+        self.described = described
+        self.waiting: list[tuple[int, int]] = []
+
+    def add(self, pairs) -> None:
+        described = self.described
+        for tag, earlier in pairs:
+            found = described.get(earlier)
+            if found is None:
+                self.waiting.append((tag, earlier))
+            else:
+                described[tag] = found
+
+    def finish(self) -> list[tuple[int, int]]:
+        """Resolve the waiting pairs (a chain of them in any order); those whose earlier tag is never
+        described, in their order."""
+        waiting, self.waiting = self.waiting, []
+        while waiting:
+            before = len(waiting)
+            self.add(waiting)
+            waiting, self.waiting = self.waiting, []
+            if len(waiting) == before:
+                return waiting
+        return []
+
+
 def entry_problems(workload: dict, unknown_ok: bool = False) -> list[str]:
     """Schema violations of one expanded entry (messages.problems of a WORKLOAD)."""
     return messages.problems(MessageType.WORKLOAD, workload, unknown_ok=unknown_ok, limit=3)
@@ -48,11 +104,15 @@ def described(frames) -> dict[int, dict]:
     """Tag -> WORKLOAD payload of every WORKLOAD and WORKLOADS frame of a stream (Frame objects of
     schemas.frames), for readers that take a stream as it is: no schema check, later wins."""
     out: dict[int, dict] = {}
+    repeats = Repeats(out)
     for f in frames:
         if f.type == MessageType.WORKLOAD:
             out[f.tag] = f.payload()
         elif f.type == MessageType.WORKLOADS:
             out.update(expand(f.payload()))
+        elif f.type == MessageType.RECORDED_AGAIN:
+            repeats.add(again(f.payload()))
+    repeats.finish()
     return out
 
 

@@ -41,6 +41,11 @@ def workloads(entries: list[dict], command_buffer: str = "0xcb1") -> bytes:
     return encode(MessageType.WORKLOADS, {"device": "0xd1", "command_buffer": command_buffer, "workloads": entries})
 
 
+def recorded_again(pairs: list[tuple[int, int]]) -> bytes:
+    """A RECORDED_AGAIN (protocol 5): each (tag, earlier) pair describes tag as earlier."""
+    return encode(MessageType.RECORDED_AGAIN, {"tags": [list(p) for p in pairs]})
+
+
 def submit(sid: int, time_ns: int, tags: list[int], queue: str = "0xq1", **fields) -> bytes:
     payload = {"device": "0xd1", "queue": queue, "time_ns": time_ns, "command_buffers": ["0xcb1"], "tags": tags,
                **fields}

@@ -5,7 +5,8 @@ import io
 import json
 
 import pytest
-from hostd_builders import BOOT0, RAW0, GpuTrace, annex, device, frame, hello, submit, workload, workloads
+from hostd_builders import (BOOT0, RAW0, GpuTrace, annex, device, frame, hello, recorded_again, submit, workload,
+                            workloads)
 
 from tessera.hostd.merge import MergeError, merge_session
 from tessera.hostd.naming import describe
@@ -283,3 +284,25 @@ def test_workloads_batches_merge_like_workload_frames_and_a_bad_entry_costs_itse
     assert [p for p in r.problems if "WORKLOADS" in p] == [
         f"{tmp_path / 'layer-7.spool'}: at byte {len(hello(pid=7, process='a', protocol=3))}: WORKLOADS: the entry of "
         "t2: unusable (groups: 'three' is not of type 'array'); entry skipped"]
+
+
+def test_workloads_recorded_again_merge_as_their_earlier_ones_across_files(tmp_path):
+    """RECORDED_AGAIN (protocol 5): a tag paired with an earlier one merges with that one's WORKLOAD, also when
+    the earlier one is in a file read later (a daemon log before the spool); a pair whose earlier tag nothing
+    describes leaves its workload undescribed, said once."""
+    log = tmp_path / "a-7-1" / LOG_NAME     # read before the spool
+    log.parent.mkdir()
+    log.write_bytes(hello(pid=7, process="a", protocol=5) + recorded_again([(2, 1), (3, 9)])
+                    + submit(2, RAW0 + 100, [2, 3]))
+    (tmp_path / "layer-7.spool").write_bytes(hello(pid=7, process="a", protocol=5) + workloads(
+        [{"tag": 1, "kind": "dispatch", "groups": [2, 2, 2], "items": 512}]) + submit(1, RAW0, [1]))
+    g = GpuTrace(tmp_path / "gpu.perfetto-trace", pid=7)
+    for i, tag in enumerate((1, 2, 3)):
+        g.event(BOOT0 + 10 + 10 * i, 5, "non-fragment", "compute", f"t{tag}", [f"t{tag}"])
+    g.close()
+    r = merge_session(tmp_path)
+    names = [p.gpu_render_stage_event.name for p in gpu_events(r.output)]
+    assert names == ["Dispatch 2×2×2 groups (512 items)"] * 2 + ["Compute"]
+    assert r.events_with_metadata == 2 and r.events_without_metadata == 1
+    assert [p for p in r.problems if "recorded again" in p] == [
+        "a[7]: 1 workload(s) recorded again as workloads never described (t3 as t9); left undescribed"]

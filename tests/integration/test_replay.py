@@ -21,9 +21,9 @@ import pytest
 from integration_support import PYTHON, REPO, run
 
 from tessera.hostd.ci.runs import canonical, differences, read_run
-from tessera.schemas.frames import MessageType
+from tessera.schemas.frames import Frame, MessageType
 from tessera.schemas.logfile import read_frames
-from tessera.schemas.workloads import TAG
+from tessera.schemas.workloads import TAG, again
 
 TESSERA = REPO / ".venv" / "bin" / "tessera"
 RECORD_COST = REPO / "build" / "bench" / "record_cost"
@@ -49,12 +49,15 @@ _READ = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*; of them 
 
 
 def _descriptions(session) -> collections.Counter:
-    """How many times the layer described each tag (its WORKLOADS entries, in the session's logs)."""
+    """How many times the layer described each tag (its WORKLOADS entries and RECORDED_AGAIN pairs, in the
+    session's logs)."""
     described = collections.Counter()
     for log in session.rglob("*.tessera-log"):
         for frame in read_frames(log):
             if frame.type == MessageType.WORKLOADS:
                 described.update(e[TAG] for e in json.loads(frame.body)["workloads"])
+            elif frame.type == MessageType.RECORDED_AGAIN:
+                described.update(tag for tag, _ in again(json.loads(frame.body)))
     return described
 
 
@@ -177,15 +180,32 @@ _TIMES = re.compile(rb'"(time_ns|duration_ns)":\d+')
 _HEX = re.compile(rb'"0x[0-9a-f]+"')
 
 
+def _as_workloads(body: bytes, full: dict[tuple, bytes]) -> bytes:
+    """A RECORDED_AGAIN frame's JSON as the WORKLOADS frame it stands for: the earlier frame whose tags it pairs
+    with its own, in order (`full`: each WORKLOADS frame's JSON by its tags), with its own tags."""
+    pairs = again(json.loads(body))
+    text = full[tuple(earlier for _, earlier in pairs)]
+    for tag, earlier in pairs:
+        text = text.replace(b'{"%s":%d,' % (TAG.encode(), earlier), b'{"%s":%d,' % (TAG.encode(), tag), 1)
+    return text
+
+
 def _frames(session) -> list[tuple[int, int | None, int, bytes]]:
     """The layer's frames after its HELLO and DEVICE, as (type, sequence, tag, JSON) with host times and handles
-    (which differ between runs) replaced: each handle by the order it first appears in."""
+    (which differ between runs) replaced: each handle by the order it first appears in; a RECORDED_AGAIN as the
+    WORKLOADS frame it stands for (`_as_workloads`)."""
     handles: dict[bytes, bytes] = {}
+    full: dict[tuple, bytes] = {}
     out = []
     for log in session.rglob("*.tessera-log"):
         for frame in read_frames(log):
             if frame.type in (MessageType.HELLO, MessageType.DEVICE):
                 continue
+            if frame.type == MessageType.WORKLOADS:
+                full[tuple(e[TAG] for e in json.loads(frame.body)["workloads"])] = frame.body
+            elif frame.type == MessageType.RECORDED_AGAIN:
+                frame = Frame(MessageType.WORKLOADS, None, frame.tag, _as_workloads(frame.body, full), frame.offset,
+                              frame.size)
             body = _TIMES.sub(rb'"\1":0', frame.body)
             body = _HEX.sub(lambda m: handles.setdefault(m.group(0), b'"h%d"' % len(handles)), body)
             out.append((frame.type, getattr(frame, "sequence", None), frame.tag, body))
@@ -196,10 +216,14 @@ def _frames(session) -> list[tuple[int, int | None, int, bytes]]:
 def test_frames_reported_in_c_are_the_frames_python_sends(program, shims, tmp_path) -> None:
     """layer/reported_submits.py: the WORKLOADS and SUBMIT frames the layer's C writes at the submit are, byte for
     byte but for host times and handles, the frames its Python sends with it off (TESSERA_C_REPORTS=0), in the
-    same order, and C wrote most of them."""
+    same order, and C wrote most of them; C's RECORDED_AGAIN frames are, as the WORKLOADS they stand for."""
     _, counts, _ = _run(tmp_path, "in C", program, "1")
     _, python_counts, _ = _run(tmp_path, "in Python", program, "1", in_c="0")
     assert counts["reported in C"] >= FRAMES // 2 and python_counts["reported in C"] == 0, counts
+    # C describes a recording equal to one it described in full as those workloads again (schemas/workloads.py)
+    again_frames = [f for log in (tmp_path / "in C").rglob("*.tessera-log") for f in read_frames(log)
+                    if f.type == MessageType.RECORDED_AGAIN]
+    assert again_frames, counts
     in_c, in_python = _frames(tmp_path / "in C"), _frames(tmp_path / "in Python")
     assert [f[0] for f in in_c].count(MessageType.SUBMIT) == FRAMES
     first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)

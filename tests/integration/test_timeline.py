@@ -194,7 +194,7 @@ def s(sessions) -> Session:
 # ---- the layer's stream (issue 4) ------------------------------------------------------
 def test_stream_starts_with_hello_and_device(s):
     assert [m[0] for m in s.messages[:2]] == [MessageType.HELLO, MessageType.DEVICE]
-    assert s.hello["protocol"] == PROTOCOL_VERSION == 4 and s.hello["process"] == "timeline_app.py"
+    assert s.hello["protocol"] == PROTOCOL_VERSION == 5 and s.hello["process"] == "timeline_app.py"
     device = s.messages[1][3]
     assert device["name"] == "Mali-G720 (emulated)" and "VK_EXT_frame_boundary" in device["extensions"]
 

@@ -10,6 +10,13 @@ typedef struct tessera_attachment {
     struct tessera_attachment *next;
     uint64_t key[2];
     size_t size;
+    /* (the layer, reported_submits.c) the licence under which this report template's WORKLOADS last went out in
+       full, and those workloads' tags: a recording of it submitted for the first time under that licence is
+       described as them again (RECORDED_AGAIN). Written with the ledger locked; only on a product's attachments
+       (a buffer's own, recorder.c, never has them: it frees them with free()). */
+    uint64_t sent_in;
+    uint32_t sent_count;
+    uint64_t *sent_tags;
     uint8_t data[];                    /* 8-byte aligned */
 } tessera_attachment;
 #define TESSERA_ATTACHMENTS 16         /* per product: the newest kept */
@@ -65,11 +72,33 @@ static tessera_product **tessera_product_bucket(const tessera_device *dev, uint6
     uint64_t key = hash ^ ((uint64_t)(uintptr_t)dev * 0x9E3779B97F4A7C15ull) ^ size;
     return &tessera_products[(key >> 20) & (TESSERA_PRODUCT_BUCKETS - 1)];
 }
+static tessera_attachment *tessera_attachment_new(uint64_t key0, uint64_t key1, const uint8_t *data, size_t n)
+{
+    tessera_attachment *a = malloc(sizeof(tessera_attachment) + n);
+    if (!a) return NULL;
+    a->next = NULL;
+    a->key[0] = key0;
+    a->key[1] = key1;
+    a->size = n;
+    a->sent_in = 0;
+    a->sent_count = 0;
+    a->sent_tags = NULL;
+    memcpy(a->data, data, n);
+    return a;
+}
+
+static void tessera_attachment_free(tessera_attachment *a)
+{
+    if (!a) return;
+    free(a->sent_tags);
+    free(a);
+}
+
 static void tessera_product_free(tessera_product *p)
 {
     for (tessera_attachment *a = p->attached, *next; a; a = next) {
         next = a->next;
-        free(a);
+        tessera_attachment_free(a);
     }
     free(p);
 }
@@ -125,12 +154,8 @@ void tessera_product_drop(const tessera_device *dev, uint64_t hash, size_t size)
 int tessera_product_attach(const tessera_device *dev, uint64_t hash, size_t size, uint64_t generation,
                            uint64_t key0, uint64_t key1, const uint8_t *data, size_t n)
 {
-    tessera_attachment *a = malloc(sizeof(tessera_attachment) + n);
+    tessera_attachment *a = tessera_attachment_new(key0, key1, data, n);
     if (!a) return 0;
-    a->key[0] = key0;
-    a->key[1] = key1;
-    a->size = n;
-    memcpy(a->data, data, n);
     int kept = 0;
     tessera_products_lock_all();
     for (tessera_product *p = *tessera_product_bucket(dev, hash, size); p; p = p->next) {
@@ -143,7 +168,7 @@ int tessera_product_attach(const tessera_device *dev, uint64_t hash, size_t size
             tessera_attachment *old = *link;
             if ((old->key[0] == key0 && old->key[1] == key1) || count == TESSERA_ATTACHMENTS) {
                 *link = old->next;
-                free(old);
+                tessera_attachment_free(old);
             } else {
                 link = &old->next;
                 count++;
@@ -152,7 +177,7 @@ int tessera_product_attach(const tessera_device *dev, uint64_t hash, size_t size
         break;
     }
     tessera_products_unlock_all();
-    if (!kept) free(a);
+    if (!kept) tessera_attachment_free(a);
     return kept;
 }
 /* Python: attach `n` bytes under `key` to the recording `serial` of the buffer `handle` (tessera_cb.serial, which the
@@ -160,13 +185,8 @@ int tessera_product_attach(const tessera_device *dev, uint64_t hash, size_t size
    a later one replaces it, the next begin or reset drops it. 0 when the buffer holds another recording now. */
 int tessera_cb_attach(void *handle, uint64_t serial, uint64_t key, const uint8_t *data, size_t n)
 {
-    tessera_attachment *a = malloc(sizeof(tessera_attachment) + n);
+    tessera_attachment *a = tessera_attachment_new(serial, key, data, n);
     if (!a) return 0;
-    a->next = NULL;
-    a->key[0] = serial;
-    a->key[1] = key;
-    a->size = n;
-    memcpy(a->data, data, n);
     int attached = 0;
     pthread_mutex_lock(&tessera_cb_lock);   /* not unregistered meanwhile */
     tessera_cb *cb = tessera_cb_find(handle);
@@ -177,7 +197,7 @@ int tessera_cb_attach(void *handle, uint64_t serial, uint64_t key, const uint8_t
         pthread_mutex_unlock(&tessera_ledger_lock);
     }
     pthread_mutex_unlock(&tessera_cb_lock);
-    free(a);   /* replaced, or refused */
+    tessera_attachment_free(a);   /* replaced, or refused */
     return attached;
 }
 /* (the ledger locked) What is attached to `cb`'s recording under `key`, or NULL. A begin racing with an attach may

@@ -39,6 +39,7 @@ static struct {
     tessera_buffer unsent;       /* not written (the socket was full, or the write failed) */
     int error;                   /* errno of a failed write (0: none) */
     uint64_t reported, total, buffers;   /* submits reported since the grant, in all, and their buffers */
+    uint64_t grant;              /* licences granted so far: the current one's number (tessera_attachment.sent_in) */
     uint64_t presents;           /* presents reported in all */
     int presenting;              /* presents under way (between tessera_present_begin and _end): no revoke */
     size_t swapchains;
@@ -91,6 +92,7 @@ int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len)
         tessera_report.written.n = tessera_report.unsent.n = 0;
         tessera_report.error = 0;
         tessera_report.reported = 0;
+        tessera_report.grant++;
         __atomic_store_n(&tessera_placing, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&tessera_ledger_lock);
@@ -168,34 +170,83 @@ static int tessera_frame_head(tessera_buffer *b, uint8_t type, uint64_t sequence
     return tessera_buffer_put(b, head, n);
 }
 
-/* One buffer's WORKLOADS frame from its template (`t`, after the plain tags; layer/encoder.report_template): the
-   pieces joined with the recording's tags in decimal; none when the template has no pieces. 0 when the template
-   is damaged or memory ran out. */
-static int tessera_report_workloads(tessera_buffer *b, tessera_reader *t, const uint64_t *tags, long ntags)
+/* A report template's WORKLOADS layout (layer/encoder.report_template): `t` left at its pieces; how many
+   workloads the frame describes (`*count`: its pieces but one) and, for each, the index of its tag in the
+   recording's (`index`). 0 when the template is damaged or names a tag the recording lacks. */
+static int tessera_template_workloads(const tessera_attachment *a, tessera_reader *t, uint32_t *count,
+                                      uint32_t *index, long ntags)
 {
+    *t = (tessera_reader){ a->data, a->data + a->size, 0 };
+    uint32_t plain = (uint32_t)tessera_read(t, 4);
+    if (plain > TESSERA_REPORT_TAGS) return 0;
+    t->at += 4 * (size_t)plain;
+    if (t->at > t->end) return 0;
     uint32_t pieces = (uint32_t)tessera_read(t, 4);
     if (t->bad || pieces > TESSERA_REPORT_TAGS + 1) return 0;
-    if (pieces == 0) return 1;
-    uint32_t gaps = pieces - 1;
-    uint32_t index[TESSERA_REPORT_TAGS];
-    for (uint32_t g = 0; g < gaps; g++) {
+    *count = pieces ? pieces - 1 : 0;
+    for (uint32_t g = 0; g < *count; g++) {
         index[g] = (uint32_t)tessera_read(t, 4);
-        if (index[g] >= (uint64_t)ntags) return 0;
+        if (t->bad || index[g] >= (uint64_t)ntags) return 0;
     }
+    return 1;
+}
+
+/* The description of one buffer's recording submitted for the first time, from its product's template `a` (the
+   recording's tags `tags`): a RECORDED_AGAIN frame pairing each of its tags with the one the workload had when
+   this template's WORKLOADS last went out in full under this licence, else that WORKLOADS frame (the template's
+   pieces joined with the tags in decimal; tessera_report_sent notes it once written); nothing when the template
+   describes no workload. 0 when the template is damaged or memory ran out. */
+static int tessera_report_workloads(tessera_buffer *b, const tessera_attachment *a, const uint64_t *tags, long ntags)
+{
+    tessera_reader t;
+    uint32_t gaps, index[TESSERA_REPORT_TAGS];
+    if (!tessera_template_workloads(a, &t, &gaps, index, ntags)) return 0;
+    if (gaps == 0) return 1;
+    int again = a->sent_in == tessera_report.grant && a->sent_count == gaps && a->sent_tags;
     size_t head = b->n;
-    if (!tessera_frame_head(b, TESSERA_FRAME_WORKLOADS, 0, 0, 0)) return 0;
+    if (!tessera_frame_head(b, again ? TESSERA_FRAME_RECORDED_AGAIN : TESSERA_FRAME_WORKLOADS, 0, 0, 0)) return 0;
     size_t body = b->n;
-    for (uint32_t g = 0; g <= gaps; g++) {
-        tessera_bytes piece = tessera_read_bytes(t, 4);
-        if (t->bad || !tessera_buffer_put(b, piece.p, piece.n)) return 0;
-        if (g < gaps) {
-            char digits[20];
-            if (!tessera_buffer_put(b, digits, tessera_decimal(digits, tags[index[g]]))) return 0;
+    char digits[20];
+    if (again) {
+        if (!tessera_buffer_put(b, TESSERA_AGAIN_HEAD, sizeof TESSERA_AGAIN_HEAD - 1)) return 0;
+        for (uint32_t g = 0; g < gaps; g++) {
+            if (!tessera_buffer_put(b, g ? ",[" : "[", g ? 2 : 1)
+                    || !tessera_buffer_put(b, digits, tessera_decimal(digits, tags[index[g]]))
+                    || !tessera_buffer_put(b, ",", 1)
+                    || !tessera_buffer_put(b, digits, tessera_decimal(digits, a->sent_tags[g]))
+                    || !tessera_buffer_put(b, "]", 1))
+                return 0;
+        }
+        if (!tessera_buffer_put(b, TESSERA_AGAIN_TAIL, sizeof TESSERA_AGAIN_TAIL - 1)) return 0;
+    } else {
+        for (uint32_t g = 0; g <= gaps; g++) {
+            tessera_bytes piece = tessera_read_bytes(&t, 4);
+            if (t.bad || !tessera_buffer_put(b, piece.p, piece.n)) return 0;
+            if (g < gaps && !tessera_buffer_put(b, digits, tessera_decimal(digits, tags[index[g]]))) return 0;
         }
     }
     uint32_t length = (uint32_t)(b->n - body);
     memcpy(b->p + head + 1 + 8, &length, 4);
     return 1;
+}
+
+/* After the frames of a submit went out (tessera_report_write): note, on the template `a` of a recording whose
+   WORKLOADS went out in full, this licence and that recording's tags. Without memory nothing is noted (its next
+   recording is described in full again). */
+static void tessera_report_sent(tessera_attachment *a, const uint64_t *tags, long ntags)
+{
+    tessera_reader t;
+    uint32_t gaps, index[TESSERA_REPORT_TAGS];
+    if (a->sent_in == tessera_report.grant || !tessera_template_workloads(a, &t, &gaps, index, ntags) || !gaps)
+        return;
+    if (a->sent_count != gaps) {
+        free(a->sent_tags);
+        a->sent_count = 0;
+        if (!(a->sent_tags = malloc(gaps * sizeof a->sent_tags[0]))) return;
+        a->sent_count = gaps;
+    }
+    for (uint32_t g = 0; g < gaps; g++) a->sent_tags[g] = tags[index[g]];
+    a->sent_in = tessera_report.grant;
 }
 
 /* Write the frames built (to the spool through its stage, staged_appends.c); what is not written waits in
@@ -289,14 +340,8 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
         /* the WORKLOADS of each recording submitted for the first time, then the SUBMIT */
         int ok = 1;
         char text[64];
-        for (i = 0; ok && i < n; i++) {   /* a product's template: the plain tags, then the WORKLOADS text */
-            if (kind[i] != TESSERA_FIRST) continue;
-            tessera_reader t = { templates[i]->data, templates[i]->data + templates[i]->size, 0 };
-            uint32_t plain = (uint32_t)tessera_read(&t, 4);
-            t.at += 4 * (size_t)plain;
-            ok = plain <= TESSERA_REPORT_TAGS && t.at <= t.end
-                 && tessera_report_workloads(b, &t, tags + tag_at[i], count[i]);
-        }
+        for (i = 0; ok && i < n; i++)
+            if (kind[i] == TESSERA_FIRST) ok = tessera_report_workloads(b, templates[i], tags + tag_at[i], count[i]);
         size_t head = b->n;
         ok = ok && tessera_frame_head(b, TESSERA_FRAME_SUBMIT, submit_id, 1, 0);
         size_t body = b->n;
@@ -341,6 +386,8 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
             tessera_report_write(b->p, b->n);
             for (i = 0; i < n; i++) {   /* its hooks run only if something looks at it (lifecycle.c) */
                 if (kind[i] == TESSERA_AS_IT_IS) continue;   /* its hooks ran */
+                if (kind[i] == TESSERA_FIRST)   /* the products' templates stay: the stripe is locked */
+                    tessera_report_sent((tessera_attachment *)templates[i], tags + tag_at[i], count[i]);
                 __atomic_or_fetch(&cbs[i]->deferred, TESSERA_REPORTED_IN_C, __ATOMIC_ACQ_REL);
                 cbs[i]->reported++;
             }
