@@ -23,7 +23,7 @@ from tessera.schemas.files import AtomicOutput, OutputError, private_folder
 from tessera.schemas.perfetto import TracePacket, iter_raw
 
 from .arm_metadata import METADATA_SUFFIX, arm_frames, write_metadata
-from .metadata import MetadataIndex, load_file
+from .metadata import load
 from .storage import safe_name
 
 TRACE_SUFFIX = ".perfetto-trace"
@@ -109,9 +109,7 @@ def export_arm(session: Path, out: Path | None = None) -> ExportResult:
     except OSError as e:
         raise ExportError(f"cannot create {out}: {e.strerror or e}") from None
     result = ExportResult(out, problems=problems)
-    index = MetadataIndex()
-    for path in logs:
-        load_file(index, path)
+    index = load(logs)
     result.problems.extend(index.problems)
     names = {pid: p.process or "app" for pid, p in index.processes.items()}
     try:
