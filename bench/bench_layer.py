@@ -20,6 +20,8 @@ spooling to a temporary session folder). Inputs:
             (the backend's, the driver's and the layer's workers included);
   passframe F render-pass-heavy frames: a "frame" label around 8 labelled dynamic-rendering passes of 4 draws
             and 2 dispatches, submitted with a fence and waited for: wall and process CPU per frame;
+  tlframe   F frames as `frame`, paced by a timeline semaphore instead of a fence: each submit waits for the
+            value the previous one signalled and signals the next, which the host waits for (vkWaitSemaphores);
   threads   S re-recordings (reset pool, begin, bind, 8 x vkCmdDispatch, end) by one thread, then by two
             threads at once (S each, own pools): wall and process CPU per recorded command buffer, and how
             much more two threads record per second than one.
@@ -31,7 +33,7 @@ to lavapipe, the layer-vs-ICD-only ratio and the layer's own added ns per call (
 ICD only). A benchmark, not a test: it never fails on a number.
 
 Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
-         [--frames F] [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,threads]
+         [--frames F] [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,tlframe,threads]
          [--rounds K] [--cpu C]
 `--rounds K` runs the three environments in turn K times and prints each one's median run; `--cpu C` pins every
 run to CPU C. Both together measure a frame loop's few-microsecond differences on a small VM (docs/benchmarks.md).
@@ -44,15 +46,19 @@ from pathlib import Path
 
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
-MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame", "passframe", "threads")
+MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame", "passframe", "tlframe",
+         "threads")
 WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)",
         "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
         "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit",
         "groups": "vkEnumeratePhysicalDeviceGroups",
         "frame": "frame (record 8 dispatches, submit, wait)",
         "passframe": "frame (8 labelled passes of 4 draws, 2 dispatches, submit, wait)",
+        "tlframe": "frame paced by a timeline semaphore (record 8 dispatches, submit, vkWaitSemaphores)",
         "threads": "command buffer re-recorded (reset pool, begin, bind, 8 dispatches, end)"}
-FRAMES = ("frame", "passframe")
+FRAMES = ("frame", "passframe", "tlframe")
+# A mode that is record_cost's with arguments of its own: (record_cost's mode, the arguments after N and REPS)
+ARGUMENTS = {"tlframe": ("frame", [8, "dispatch", "timeline"])}
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 
@@ -63,12 +69,12 @@ def record_costs(envs: dict[str, dict[str, str]], mode: str, calls: int, reps: i
     submit_ns, wait_ns. With `rounds`, the environments run in turn that many times (drift on the machine falls
     on all of them) and each one's run of median cost is kept (process CPU for the frame modes); `cpu` pins
     every run to that CPU (compare_checkouts.py says why)."""
-    extra = [threads] if mode == "threads" else []
+    mode_of_run, extra = ARGUMENTS.get(mode, (mode, [threads] if mode == "threads" else []))
     pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     runs: dict[str, list[dict]] = {name: [] for name in envs}
     for _ in range(rounds):
         for name, env in envs.items():
-            runs[name].append(run_json([*pin, BUILD_BENCH / "record_cost", mode, calls, reps, *extra], env))
+            runs[name].append(run_json([*pin, BUILD_BENCH / "record_cost", mode_of_run, calls, reps, *extra], env))
             empty_session(env)
     key = "cpu_ns_per_call" if mode in FRAMES else "ns_per_call"
     return {name: sorted(rs, key=lambda r: r[key])[len(rs) // 2] for name, rs in runs.items()}
@@ -119,7 +125,7 @@ def main() -> None:
     ap.add_argument("--submits", type=int, default=5_000,
                     help="vkQueueSubmit calls, recorded command buffers (per thread) and vkEnumeratePhysicalDeviceGroups "
                          "calls per repetition")
-    ap.add_argument("--frames", type=int, default=300, help="frames per repetition (frame and passframe modes)")
+    ap.add_argument("--frames", type=int, default=300, help="frames per repetition (frame, passframe, tlframe)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per process; the best is reported")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
     ap.add_argument("--rounds", type=int, default=1,

@@ -22,7 +22,10 @@
  *             two values of D tell what one more workload costs; 5th argument "fill": D vkCmdFillBuffer of
  *             16 bytes instead, which lavapipe runs at a memset's cost), vkEndCommandBuffer,
  *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences (6th argument "chained": each submit
- *             also signals a binary semaphore the next one waits for, as frames chained by semaphores are);
+ *             also signals a binary semaphore the next one waits for, as frames chained by semaphores are;
+ *             "timeline": each submit waits for the value the previous one signalled on a timeline semaphore
+ *             and signals the next, and the host waits for it with vkWaitSemaphores instead of a fence, as
+ *             engines pacing their frames with timeline semaphores do);
  *             the wall time per frame, and
  *             "cpu_ns_per_call" the process CPU time (every thread: the application's, the backend's, a
  *             layer's and a driver's workers) per frame.
@@ -86,6 +89,9 @@
 
 enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2, MODE_PASS, MODE_BUFFER,
             MODE_FRAME, MODE_THREADS, MODE_PASSFRAME, MODE_BUFFERS };
+/* How the frame mode's submits follow each other (its 6th argument): a fence each, also a binary semaphore each
+   signals and the next waits for, or a timeline semaphore instead of the fence (frames_of). */
+enum chain { CHAIN_NONE, CHAIN_BINARY, CHAIN_TIMELINE };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
                                           "buffer", "frame", "threads", "passframe", "buffers"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
@@ -142,7 +148,7 @@ static void fail(const char *message)
     exit(1);
 }
 
-static void init(struct ctx *c, enum mode mode)
+static void init(struct ctx *c, enum mode mode, enum chain chain)
 {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "record_cost",
                              .apiVersion = VK_API_VERSION_1_3};
@@ -181,8 +187,11 @@ static void init(struct ctx *c, enum mode mode)
                                           .pQueuePriorities = &priority};
     VkPhysicalDeviceVulkan13Features features13 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES,
                                                    .dynamicRendering = VK_TRUE};
+    VkPhysicalDeviceVulkan12Features features12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+                                                   .timelineSemaphore = VK_TRUE};
     VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-                                   .pNext = mode == MODE_DRAW || mode == MODE_PASS || mode == MODE_PASSFRAME ? &features13 : NULL,
+                                   .pNext = mode == MODE_DRAW || mode == MODE_PASS || mode == MODE_PASSFRAME ? &features13
+                                            : chain == CHAIN_TIMELINE ? (void *)&features12 : NULL,
                                    .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
     VK_CHECK(vkCreateDevice(c->physical, &dev_info, NULL, &c->device));
     vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
@@ -374,11 +383,14 @@ typedef void (*record_frame_fn)(VkCommandBuffer cmd, const void *arg);
 /* Best of `reps` wall times of `calls` frames of a loop that re-records its work: `pool` reset (unless
    VK_NULL_HANDLE), then each of the `count` buffers `cmds` begun, `record`ed and ended, all of them submitted
    in one vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; `best_cpu`: the process CPU time of that
-   repetition. `chained`: each submit signals a binary semaphore, which the next one waits for. */
+   repetition. `chain` CHAIN_BINARY: each submit signals a binary semaphore, which the next one waits for;
+   CHAIN_TIMELINE: each submit waits for the value the previous one signalled on a timeline semaphore and signals
+   the next value, which the host waits for (vkWaitSemaphores) instead of a fence. */
 static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds, uint32_t count,
                         record_frame_fn record, const void *arg, long calls, long reps, double *best_cpu,
-                        int chained)
+                        enum chain chain_kind)
 {
+    const int chained = chain_kind == CHAIN_BINARY;
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
     VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
@@ -390,6 +402,20 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
     VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = count,
                            .pCommandBuffers = cmds, .pWaitSemaphores = &chain, .pWaitDstStageMask = &stage,
                            .signalSemaphoreCount = chained ? 1 : 0, .pSignalSemaphores = &chain};
+    uint64_t waited = 0, signalled = 0;   /* CHAIN_TIMELINE: the values of the submit's wait and signal */
+    VkTimelineSemaphoreSubmitInfo values = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+                                            .waitSemaphoreValueCount = 1, .pWaitSemaphoreValues = &waited,
+                                            .signalSemaphoreValueCount = 1, .pSignalSemaphoreValues = &signalled};
+    VkSemaphoreWaitInfo host_wait = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, .semaphoreCount = 1,
+                                     .pSemaphores = &chain, .pValues = &signalled};
+    if (chain_kind == CHAIN_TIMELINE) {
+        VkSemaphoreTypeCreateInfo type = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                          .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
+        chain_info.pNext = &type;
+        VK_CHECK(vkCreateSemaphore(c->device, &chain_info, NULL, &chain));
+        submit.pNext = &values;
+        submit.signalSemaphoreCount = 1;
+    }
 
     double best = -1.0;
     for (long rep = 0; rep < reps; rep++) {
@@ -401,6 +427,13 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
                 begin(cmds[b], VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
                 record(cmds[b], arg);
                 VK_CHECK(vkEndCommandBuffer(cmds[b]));
+            }
+            if (chain_kind == CHAIN_TIMELINE) {
+                waited = signalled++;
+                submit.waitSemaphoreCount = waited ? 1 : 0;
+                VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, VK_NULL_HANDLE));
+                VK_CHECK(vkWaitSemaphores(c->device, &host_wait, UINT64_MAX));
+                continue;
             }
             VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
             submit.waitSemaphoreCount = chained ? 1 : 0;   /* signalled by this submit from now on */
@@ -414,7 +447,7 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
     }
 
     vkDestroyFence(c->device, fence, NULL);
-    if (chained) {   /* its last signal completed with the last fence: no operation is pending on it */
+    if (chain != VK_NULL_HANDLE) {   /* its last signal completed before the last wait returned */
         VK_CHECK(vkQueueWaitIdle(c->queue));
         vkDestroySemaphore(c->device, chain, NULL);
     }
@@ -423,10 +456,10 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
 
 /* frames_of one command buffer of the shared pool, which is not reset. */
 static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg, long calls, long reps,
-                         double *best_cpu, int chained)
+                         double *best_cpu, enum chain chain)
 {
     VkCommandBuffer cmd = command_buffer(c);
-    double best = frames_of(c, VK_NULL_HANDLE, &cmd, 1, record, arg, calls, reps, best_cpu, chained);
+    double best = frames_of(c, VK_NULL_HANDLE, &cmd, 1, record, arg, calls, reps, best_cpu, chain);
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
     return best;
 }
@@ -453,7 +486,7 @@ static void record_workload_frame(VkCommandBuffer cmd, const void *arg)
         vkCmdDispatch(cmd, 1, 1, 1);
 }
 
-static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, int chained,
+static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, enum chain chain,
                           double *best_cpu)
 {
     struct workload_frame f = {empty_compute_pipeline(c), count, VK_NULL_HANDLE};
@@ -467,7 +500,7 @@ static double bench_frame(struct ctx *c, long calls, long reps, long count, int 
         memory = allocate(c, reqs);
         VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
     }
-    double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu, chained);
+    double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu, chain);
     if (fills) {
         vkDestroyBuffer(c->device, f.buffer, NULL);
         vkFreeMemory(c->device, memory, NULL);
@@ -700,7 +733,8 @@ static double bench_buffers(struct ctx *c, long calls, long reps, double *best_c
                                          .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                          .commandBufferCount = FRAME_BUFFERS};
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
-    double best = frames_of(c, pool, cmds, FRAME_BUFFERS, record_buffer_of_frame, &cp, calls, reps, best_cpu, 0);
+    double best = frames_of(c, pool, cmds, FRAME_BUFFERS, record_buffer_of_frame, &cp, calls, reps, best_cpu,
+                            CHAIN_NONE);
     vkDestroyCommandPool(c->device, pool, NULL);
     destroy_compute_pipeline(c, &cp);
     return best;
@@ -750,7 +784,7 @@ static double bench_passframe(struct ctx *c, long calls, long reps, double *best
         fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
     draw_target_create(c, &f.t);
     f.cp = empty_compute_pipeline(c);
-    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, 0);
+    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, CHAIN_NONE);
     destroy_compute_pipeline(c, &f.cp);
     draw_target_destroy(c, &f.t);
     return best;
@@ -879,7 +913,7 @@ int main(int argc, char **argv)
     if (!known) {
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
-                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill]\n");
+                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -893,12 +927,16 @@ int main(int argc, char **argv)
     if (dispatches > MAX_FRAME_DISPATCHES)
         fail("at most 4096 workloads per frame");
     const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
-    const int chained = mode == MODE_FRAME && argc > 6 && strcmp(argv[6], "chained") == 0;
+    const enum chain chain = mode != MODE_FRAME || argc <= 6 ? CHAIN_NONE
+                             : strcmp(argv[6], "chained") == 0 ? CHAIN_BINARY
+                             : strcmp(argv[6], "timeline") == 0 ? CHAIN_TIMELINE : CHAIN_NONE;
+    if (mode == MODE_FRAME && argc > 6 && chain == CHAIN_NONE)
+        fail("the frame mode's 6th argument is chained or timeline");
     if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
         fail("the frame mode's 5th argument is dispatch or fill");
 
     struct ctx c;
-    init(&c, mode);
+    init(&c, mode, chain);
     double best_end = -1.0, best_cpu = -1.0;
     struct submit_times st = {-1.0, -1.0};
     double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps, &best_end, &st)
@@ -906,7 +944,7 @@ int main(int argc, char **argv)
                   : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
-                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, chained, &best_cpu)
+                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, chain, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)

@@ -10,8 +10,10 @@ of the buffer (`attach_recording`, by the serial the C path's ledger gives each 
 or reset drops it). So while the timeline has no job queued or running, it grants the driver shim's C a
 licence (`grant`) with those numbers: each queue's class floors and ends, each emulated GPU's hardware
 queues' free times, the submission, event and render-pass-instance counters, the end of each binary
-semaphore's last signal (a submit starts no earlier than those it waits for, and signals its own when it
-ends, as `Timeline._place_submit`), and the trace file. The submit's guard
+semaphore's last signal and each timeline semaphore's last SIGNALS_KEPT signals' values and times (a submit
+starts no earlier than its waits are met, `Timeline._signalled_at`, and signals its own when it ends, as
+`Timeline._place_submit`; a timeline wait's value comes from the submit's VkTimelineSemaphoreSubmitInfo or
+VkSemaphoreSubmitInfo), and the trace file. The submit's guard
 (vkapi/runtime/placed_submits.c) then places such a submit at once, under the ledger lock, and appends
 its packets to the trace before the submit returns, through the trace's stage (tessera.schemas.staged: a
 shared mapping beside it, written to the trace in 64 KiB writes and at every revoke, adopted after a crash);
@@ -22,7 +24,7 @@ it takes the numbers back (`revoke`), so Python and C never place at once and ea
 events in order.
 
 Taken by the timeline's jobs as before: a submit of more than one batch or of more than 16 command buffers or
-semaphores, with a timeline semaphore (or when the timeline knows over 256 binary or 64 timeline semaphores),
+semaphores, with a semaphore when the timeline knows over 256 binary or 64 timeline semaphores,
 on a queue with labels open (the layer's s<submitID> around a buffer submitted again), a
 buffer with no native plan attached for that GPU yet, a damaged plan.
 A grant that placed nothing before it ended is not repeated for a while (submits.Licence: a frame loop that
@@ -47,6 +49,10 @@ SWITCH = "TESSERA_C_PLACEMENT"
 HEAD, GPU_WORDS, QUEUE_WORDS = 5, 3, 10
 MAX_GPUS, MAX_QUEUES = 8, 64
 MAX_SEMAPHORES, MAX_TIMELINES = 256, 64   # ... TESSERA_PLACED_SEMAPHORES, TESSERA_PLACED_TIMELINES
+# A timeline semaphore's signals the timeline keeps for the waits that follow (a frame's wait names a recent
+# value): ... TESSERA_PLACED_SIGNALS
+SIGNALS_KEPT = 64
+_TIMELINE_WORDS = MAX_TIMELINES * (2 + 2 * SIGNALS_KEPT)   # (handle, count, (value, time) each): C's room
 _STATE_WORDS = 16   # tessera_place_events' state (TESSERA_PLAN_STATE)
 
 
@@ -61,7 +67,7 @@ class PlacedSubmits:
         self.checked = self.differing = 0
         self._checked_len = ffi.new("size_t *")
         self._semaphores = ffi.new("int64_t[]", 2 * MAX_SEMAPHORES)   # (handle, time) pairs, both ways
-        self._timelines = ffi.new("uint64_t[]", MAX_TIMELINES)
+        self._timelines = ffi.new("int64_t[]", _TIMELINE_WORDS)   # runtime/placed_submits.c tessera_timelines_read
         self.granted = False     # granted, and not taken back yet (C may have placed since)
         self._exported: list = []   # the EmulatedGpus, then the QueueOrders, in the granted state's order
         self._gpus = 0
@@ -133,17 +139,19 @@ class PlacedSubmits:
             self._layout = struct.Struct(f"<{len(words)}q")
             self._state = self.ffi.new("int64_t[]", len(words))
         self._layout.pack_into(self.ffi.buffer(self._state), 0, *words)
-        # the binary semaphores' last signals (all of them, or none: then submits with semaphores take Python), and
-        # which are timeline semaphores (Python places their waits and signals)
+        # the binary semaphores' last signals and the timeline semaphores' last signals (all of them, or none: then
+        # submits with semaphores take Python)
         binary, timelines = tl._semaphores, tl._timelines
         nsemaphores = len(binary) if len(binary) <= MAX_SEMAPHORES and len(timelines) <= MAX_TIMELINES else -1
         if nsemaphores > 0:
             self._semaphores[0:2 * nsemaphores] = [x for h, t in binary.items() for x in (_signed(h), t)]
         ntimelines = len(timelines) if nsemaphores >= 0 else 0
-        if ntimelines:
-            self._timelines[0:ntimelines] = list(timelines)
+        timeline_words = [x for h, signals in timelines.items()
+                          for x in (_signed(h), len(signals), *(y for v, t in signals for y in (_signed(v), t)))
+                          ] if ntimelines else []
+        self._timelines[0:len(timeline_words)] = timeline_words
         if self.lib.tessera_placement_grant(fd, self._state, len(words), 1 if self.check else 0, self._semaphores,
-                                            nsemaphores, self._timelines, ntimelines):
+                                            nsemaphores, self._timelines, len(timeline_words), ntimelines):
             self.granted, self._exported, self._gpus = True, exported, len(gpus)
 
 
@@ -175,6 +183,14 @@ class PlacedSubmits:
             pairs = self.ffi.unpack(self._semaphores, 2 * n)
             tl._semaphores.clear()
             tl._semaphores.update(zip(map(_unsigned, pairs[0::2]), pairs[1::2]))
+        n = self.lib.tessera_placement_timelines(self._timelines, _TIMELINE_WORDS)
+        if n >= 0:   # and every timeline semaphore's last signals, with those it signalled
+            words, at = self.ffi.unpack(self._timelines, n), 0
+            for _ in range(len(tl._timelines)):
+                handle, count = _unsigned(words[at]), words[at + 1]
+                pairs = words[at + 2:at + 2 + 2 * count]
+                tl._timelines[handle] = list(zip(map(_unsigned, pairs[0::2]), pairs[1::2]))
+                at += 2 + 2 * count
 
     def _take_checked(self) -> None:
         """(checking, after a revoke) What C made of each submit it placed, by submission id: its packets, and the
@@ -206,11 +222,19 @@ class PlacedSubmits:
         after = [tl._submissions, tl.trace._next_event, tl._render_pass_instances, *gpu.free_at.values(),
                  *order.floors.values(), *order.ends.values()]
         if (c_packets != packets or after != st[2:] or
-                any(tl._semaphores.get(s) != t for s, t in signals.items())):
+                any(_last_signal(tl, s) != t for s, t in signals.items())):
             self.differing += 1
 
     def check_counts(self) -> str:
         return f"submits placed in C and checked: {self.checked}, differing: {self.differing}"
+
+
+def _last_signal(tl, semaphore: int) -> int | None:
+    """The time of `semaphore`'s last signal on `tl`'s emulated GPU (None: never signalled)."""
+    signals = tl._timelines.get(semaphore)
+    if signals is None:
+        return tl._semaphores.get(semaphore)
+    return signals[-1][1] if signals else None
 
 
 def _signed(handle: int) -> int:

@@ -77,8 +77,9 @@ long tessera_place_events(const uint8_t *plan, size_t plan_len, const uint8_t *t
 long tessera_place_all(const uint8_t *const *plans, const size_t *plan_lens, size_t count, const uint8_t *texts,
                        size_t texts_len, int64_t *state, uint8_t *out, size_t cap, size_t *placed);
 int tessera_placement_grant(int fd, const int64_t *state, size_t words, int check, const int64_t *semaphores,
-                            long nsemaphores, const uint64_t *timelines, size_t ntimelines);
+                            long nsemaphores, const int64_t *timelines, size_t timelines_len, size_t ntimelines);
 long tessera_placement_semaphores(int64_t *out);
+long tessera_placement_timelines(int64_t *out, size_t room);
 const uint8_t *tessera_placement_checked(size_t *len);
 long tessera_placement_revoke(int64_t *state, size_t words, int *write_error);
 void tessera_placement_counts(uint64_t *counts);

@@ -53,7 +53,7 @@ from tessera.schemas import slice_args as A
 
 from .counters import CounterModel
 from .measured_counters import pass_stats
-from .placed_submits import PlacedSubmits, entry_shape
+from .placed_submits import SIGNALS_KEPT, PlacedSubmits, entry_shape
 from .placement_plans import NativePlacer, Plans
 from .replay import ProductOps
 from .recording import Draw, Work
@@ -65,8 +65,6 @@ from .trace import GpuTrace, boottime_ns
 # come, doubling up to the longest while none do.
 PULL_MIN_S = 0.002
 PULL_MAX_S = 0.05
-# A timeline semaphore's signals kept for the waits that follow (a frame's wait names a recent value).
-SIGNALS_KEPT = 64
 # At the program's exit, the longest wait for GPU work whose facts the driver reads back after execution.
 EXIT_WAIT_S = 5.0
 # The Workload arg of a render pass (arg names and values: schemas/slice_args.py).

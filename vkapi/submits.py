@@ -318,15 +318,25 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "            if (result != 0) return result;",
         "            pthread_mutex_lock(&tessera_ledger_lock);",
     ]
-    if spec.place:   # the driver places one batch, its binary semaphores' times in C too
+    if spec.place:   # the driver places one batch, its semaphores' times in C too (and a timeline one's values)
+        wait_value, signal_value = _C_VALUES[name]
         lines += [
             f"            const {info} *s = &{submits}[0];",
-            f"            uint64_t waits[TESSERA_IN_C_MAX], signals[TESSERA_IN_C_MAX];",
+            *(["            const VkTimelineSemaphoreSubmitInfo *tv = tessera_chain_find(s->pNext, "
+               "TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);"] if name == "vkQueueSubmit" else []),
+            "            uint64_t waits[TESSERA_IN_C_MAX], signals[TESSERA_IN_C_MAX];",
+            "            uint64_t wait_values[TESSERA_IN_C_MAX], signal_values[TESSERA_IN_C_MAX];",
             f"            int in_c = {count} == 1 && s->{nwait} <= TESSERA_IN_C_MAX && s->{nsignal} <= TESSERA_IN_C_MAX;",
-            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nwait}; {j}++) waits[{j}] = (uint64_t)s->{wait % j};",
-            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nsignal}; {j}++) signals[{j}] = (uint64_t)s->{signal % j};",
-            f"            if (in_c && tessera_place_submit(queue, boottime, placing, s->{ncb}, waits, s->{nwait}, signals,"
-            f" s->{nsignal})) {{",
+            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nwait}; {j}++) {{",
+            f"                waits[{j}] = (uint64_t)s->{wait % j};",
+            f"                wait_values[{j}] = {wait_value % j};",
+            "            }",
+            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nsignal}; {j}++) {{",
+            f"                signals[{j}] = (uint64_t)s->{signal % j};",
+            f"                signal_values[{j}] = {signal_value % j};",
+            "            }",
+            f"            if (in_c && tessera_place_submit(queue, boottime, placing, s->{ncb}, waits, wait_values,"
+            f" s->{nwait}, signals, signal_values, s->{nsignal})) {{",
         ]
     elif spec.report:   # the layer reports one batch
         lines += [

@@ -6,7 +6,9 @@ cannot be compared so (their host times differ); this compares C with Python ins
 of bench/record_cost.c under `tessera run` (the driver and the layer, whose t<tag> labels are the plans'
 slots): small fills, whose starts follow the host's submit times; 136 dispatches of 2 µs per frame, which
 outlast the host's frame, so the starts follow the state C took at the grant, and the same chained by a binary
-semaphore each submit signals and the next waits for; labelled render passes; 16 command buffers per submit.
+semaphore each submit signals and the next waits for, and by a timeline semaphore (each submit waits for the value
+the previous one signalled and signals the next, the host waits for it); labelled render passes; 16 command
+buffers per submit.
 A start moved by 1 ns, or a semaphore's signal by 1 µs, in the C is found."""
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ FRAMES = 24
 _CHECKED = re.compile(r"icd INFO: submits placed in C and checked: (\d+), differing: (\d+)")
 CASES = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]), ("136 dispatches", ["frame", FRAMES, 1, 136, "dispatch"]),
          ("chained by a semaphore", ["frame", FRAMES, 1, 136, "dispatch", "chained"]),
+         ("chained by a timeline semaphore", ["frame", FRAMES, 1, 136, "dispatch", "timeline"]),
          ("render passes", ["passframe", FRAMES, 1]), ("16 buffers", ["buffers", FRAMES, 1])]
 
 

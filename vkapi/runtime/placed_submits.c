@@ -5,7 +5,8 @@
    again as it is), is placed at the submit, in the submit's guard, as the timeline's job would place it, while
    Python holds nothing back: its timeline has granted the licence (tessera_placing, submits.c) with a copy of
    what placing reads and changes (each queue's class floors and ends, each GPU's hardware queue free times,
-   the submission, event and render-pass-instance counters, each binary semaphore's last signal), and takes
+   the submission, event and render-pass-instance counters, each binary semaphore's last signal, each timeline
+   semaphore's last signals' values and times), and takes
    that copy back when it revokes the licence before its next job. The events' packets are appended to the
    trace file at once, through its stage (staged_appends.c: a shared mapping, written to the file in large
    writes and when the licence is revoked). A queue label begun under the licence on a queue with none open is
@@ -23,6 +24,7 @@
 #define TESSERA_PLACED_GPUS 8
 #define TESSERA_PLACED_SEMAPHORES 256   /* binary semaphores' last signal times kept (more: none placed in C) */
 #define TESSERA_PLACED_TIMELINES 64     /* timeline semaphores known (more: no semaphore placed in C) */
+#define TESSERA_PLACED_SIGNALS 64       /* a timeline semaphore's last signals kept (icd/timeline.py SIGNALS_KEPT) */
 /* The licence's state, as int64 words (Python: icd/placed_submits.py): submissions, next event id, render pass
    instances, the GPU count G, the queue count Q; each GPU's three hardware queues' free times; each queue's
    address, its GPU's index, its four class floors and four class ends. */
@@ -39,6 +41,14 @@ typedef struct {
     char label[TESSERA_PENDING_LABEL];     /* ... its name */
 } tessera_placed_queue;
 typedef struct { uint64_t semaphore; int64_t time; } tessera_placed_semaphore;
+/* A timeline semaphore's last signals on the emulated GPU (Timeline._timelines), oldest first: each one's value
+   and the time it was signalled. */
+typedef struct {
+    uint64_t semaphore;
+    size_t count;
+    uint64_t value[TESSERA_PLACED_SIGNALS];
+    int64_t time[TESSERA_PLACED_SIGNALS];
+} tessera_placed_timeline;
 static struct {
     int fd;                     /* the trace file's */
     uint64_t placed, total;     /* submits placed since the grant, and in all */
@@ -53,12 +63,12 @@ static struct {
     size_t gpus, queues;
     int64_t free_at[TESSERA_PLACED_GPUS][TESSERA_PLACED_GPU_WORDS];
     tessera_placed_queue queue[TESSERA_PLACED_QUEUES];
-    /* the timeline's binary semaphores (Timeline._semaphores: the end of each one's last signal); -1: too many,
-       a submit with semaphores takes Python. A timeline semaphore (`timelines`) always does. */
+    /* the timeline's binary semaphores (Timeline._semaphores: the end of each one's last signal) and timeline
+       semaphores (Timeline._timelines); -1: too many, a submit with semaphores takes Python */
     long semaphores;
     tessera_placed_semaphore semaphore[TESSERA_PLACED_SEMAPHORES];
     size_t timelines;
-    uint64_t timeline[TESSERA_PLACED_TIMELINES];
+    tessera_placed_timeline timeline[TESSERA_PLACED_TIMELINES];
     uint8_t *out;               /* the packets' buffer, grown to the largest submit's bound */
     size_t cap;
 } tessera_placement;
@@ -114,13 +124,39 @@ static int tessera_label_in_c(VkQueue queue, const char *name)
     return kept;
 }
 
-/* Python: grant the licence with the state in `state` (`words` int64 words, the layout above) and the trace
-   file's descriptor (`check`: checking, see above). 0 when refused: the ledger holds a record (Python has a
-   job), or the state is damaged. */
-int tessera_placement_grant(int fd, const int64_t *state, size_t words, int check, const int64_t *semaphores,
-                            long nsemaphores, const uint64_t *timelines, size_t ntimelines)
+/* The timeline semaphores as int64 words (`n` of them; Python: icd/placed_submits.py): each one's handle, its signal
+   count, then each signal's value and time, oldest first. Read into `out` (room for TESSERA_PLACED_TIMELINES); 0
+   when damaged. */
+static int tessera_timelines_read(const int64_t *words, size_t len, size_t n, tessera_placed_timeline *out)
 {
-    if (words < TESSERA_PLACED_HEAD || nsemaphores > TESSERA_PLACED_SEMAPHORES || ntimelines > TESSERA_PLACED_TIMELINES)
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (at + 2 > len) return 0;
+        tessera_placed_timeline *t = &out[i];
+        t->semaphore = (uint64_t)words[at];
+        int64_t count = words[at + 1];
+        at += 2;
+        if (count < 0 || count > TESSERA_PLACED_SIGNALS || at + 2 * (size_t)count > len) return 0;
+        t->count = (size_t)count;
+        for (int64_t k = 0; k < count; k++) {
+            t->value[k] = (uint64_t)words[at++];
+            t->time[k] = words[at++];
+        }
+    }
+    return at == len;
+}
+
+/* Python: grant the licence with the state in `state` (`words` int64 words, the layout above), the binary
+   semaphores' (handle, time) pairs (`nsemaphores`; -1: too many, a submit with semaphores takes Python), the
+   timeline semaphores (`ntimelines`, in `timelines_len` words: tessera_timelines_read) and the trace file's
+   descriptor (`check`: checking, see above). 0 when refused: the ledger holds a record (Python has a job), or
+   the state is damaged. */
+int tessera_placement_grant(int fd, const int64_t *state, size_t words, int check, const int64_t *semaphores,
+                            long nsemaphores, const int64_t *timelines, size_t timelines_len, size_t ntimelines)
+{
+    static tessera_placed_timeline parsed[TESSERA_PLACED_TIMELINES];   /* read before the lock: Python's thread */
+    if (words < TESSERA_PLACED_HEAD || nsemaphores > TESSERA_PLACED_SEMAPHORES || ntimelines > TESSERA_PLACED_TIMELINES
+            || !tessera_timelines_read(timelines, timelines_len, ntimelines, parsed))
         return 0;
     int64_t gpus = state[3], queues = state[4];
     if (gpus < 0 || gpus > TESSERA_PLACED_GPUS || queues < 0 || queues > TESSERA_PLACED_QUEUES
@@ -142,7 +178,7 @@ int tessera_placement_grant(int fd, const int64_t *state, size_t words, int chec
             tessera_placement.semaphore[i].time = semaphores[2 * i + 1];
         }
         tessera_placement.timelines = ntimelines;
-        memcpy(tessera_placement.timeline, timelines, ntimelines * sizeof timelines[0]);
+        memcpy(tessera_placement.timeline, parsed, ntimelines * sizeof parsed[0]);
         tessera_placement.checked_len = 0;
         tessera_placement.placed = 0;
         tessera_placement.write_error = 0;
@@ -218,6 +254,25 @@ long tessera_placement_semaphores(int64_t *out)
     return n;
 }
 
+/* Python, after a revoke that took back what C placed: the timeline semaphores, as tessera_timelines_read reads
+   them, into `out` (room for `room` words); how many words (-1: they do not fit, or C kept none). */
+long tessera_placement_timelines(int64_t *out, size_t room)
+{
+    if (tessera_placement.semaphores < 0) return -1;
+    size_t at = 0;
+    for (size_t i = 0; i < tessera_placement.timelines; i++) {
+        const tessera_placed_timeline *t = &tessera_placement.timeline[i];
+        if (at + 2 + 2 * t->count > room) return -1;
+        out[at++] = (int64_t)t->semaphore;
+        out[at++] = (int64_t)t->count;
+        for (size_t k = 0; k < t->count; k++) {
+            out[at++] = (int64_t)t->value[k];
+            out[at++] = t->time[k];
+        }
+    }
+    return (long)at;
+}
+
 /* The kept binary semaphore `s`, or NULL (never signalled on the emulated timeline: its time is 0). */
 static tessera_placed_semaphore *tessera_placed_semaphore_find(uint64_t s)
 {
@@ -226,18 +281,40 @@ static tessera_placed_semaphore *tessera_placed_semaphore_find(uint64_t s)
     return NULL;
 }
 
-/* Whether the submit's semaphores can be placed in C: all binary, the table complete, room for the new signals. */
+/* The known timeline semaphore `s`, or NULL (a binary one). */
+static tessera_placed_timeline *tessera_placed_timeline_find(uint64_t s)
+{
+    for (size_t i = 0; i < tessera_placement.timelines; i++)
+        if (tessera_placement.timeline[i].semaphore == s) return &tessera_placement.timeline[i];
+    return NULL;
+}
+
+/* As Timeline._signalled_at: when a wait for `s` (`value`, for a timeline semaphore) is met on the emulated GPU:
+   the end of a binary semaphore's last signal; the earliest of a timeline semaphore's kept signals that reach
+   `value`; 0 when none (never signalled, a host signal, or a signal submitted later). */
+static int64_t tessera_placed_signalled_at(uint64_t s, uint64_t value)
+{
+    const tessera_placed_timeline *t = tessera_placed_timeline_find(s);
+    if (!t) {
+        const tessera_placed_semaphore *b = tessera_placed_semaphore_find(s);
+        return b ? b->time : 0;
+    }
+    int64_t at = 0;
+    int found = 0;
+    for (size_t k = 0; k < t->count; k++)
+        if (t->value[k] >= value && (!found || t->time[k] < at)) { at = t->time[k]; found = 1; }
+    return at;
+}
+
+/* Whether the submit's semaphores can be placed in C: the tables complete, room for the new binary signals. */
 static int tessera_placed_semaphores_ok(const uint64_t *waits, uint32_t nwait, const uint64_t *signals, uint32_t nsignal)
 {
+    (void)waits;
     if (!nwait && !nsignal) return 1;
     if (tessera_placement.semaphores < 0) return 0;
-    for (size_t t = 0; t < tessera_placement.timelines; t++) {
-        for (uint32_t i = 0; i < nwait; i++) if (waits[i] == tessera_placement.timeline[t]) return 0;
-        for (uint32_t i = 0; i < nsignal; i++) if (signals[i] == tessera_placement.timeline[t]) return 0;
-    }
     long fresh = 0;
     for (uint32_t i = 0; i < nsignal; i++) {
-        int known = tessera_placed_semaphore_find(signals[i]) != NULL;
+        int known = tessera_placed_timeline_find(signals[i]) || tessera_placed_semaphore_find(signals[i]);
         for (uint32_t k = 0; !known && k < i; k++) known = signals[k] == signals[i];
         fresh += !known;
     }
@@ -260,20 +337,21 @@ void tessera_placement_counts(uint64_t *counts)
 }
 
 /* The submit's guard, the ledger locked, after the backend accepted the submit (one batch: the `n` command
-   buffers `cbs` on `queue`, called at CLOCK_BOOTTIME `host`, waiting for the semaphores `waits` and signalling
-   `signals`): 1 when C placed it (no ledger record then), 0 when Python must (nothing changed). As
-   Timeline._place_submit: it starts no earlier than the last signal of each binary semaphore it waits for, and
-   each one it signals is signalled when it ends. */
+   buffers `cbs` on `queue`, called at CLOCK_BOOTTIME `host`, waiting for the semaphores `waits` (a timeline
+   one's values `wait_values`) and signalling `signals` (`signal_values`)): 1 when C placed it (no ledger record
+   then), 0 when Python must (nothing changed). As Timeline._place_submit: it starts no earlier than each wait is
+   met (tessera_placed_signalled_at), and each semaphore it signals is signalled when it ends. */
 static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const *cbs, uint32_t n,
-                                const uint64_t *waits, uint32_t nwait, const uint64_t *signals, uint32_t nsignal)
+                                const uint64_t *waits, const uint64_t *wait_values, uint32_t nwait,
+                                const uint64_t *signals, const uint64_t *signal_values, uint32_t nsignal)
 {
     if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX
             || !tessera_placed_semaphores_ok(waits, nwait, signals, nsignal))
         return 0;
     int64_t earliest = (int64_t)host;
     for (uint32_t i = 0; i < nwait; i++) {
-        const tessera_placed_semaphore *s = tessera_placed_semaphore_find(waits[i]);
-        if (s && s->time > earliest) earliest = s->time;
+        int64_t met = tessera_placed_signalled_at(waits[i], wait_values[i]);
+        if (met > earliest) earliest = met;
     }
     tessera_placed_queue *q = tessera_placed_queue_of(queue);
     if (!q) return 0;
@@ -382,6 +460,17 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                 memcpy(q->floors, st + 8, sizeof q->floors);
                 memcpy(q->ends, st + 12, sizeof q->ends);
                 for (uint32_t k = 0; k < nsignal; k++) {   /* checked room: tessera_placed_semaphores_ok */
+                    tessera_placed_timeline *t = tessera_placed_timeline_find(signals[k]);
+                    if (t) {   /* as Timeline._signal: the oldest kept signal goes past TESSERA_PLACED_SIGNALS */
+                        if (t->count == TESSERA_PLACED_SIGNALS) {
+                            memmove(t->value, t->value + 1, (t->count - 1) * sizeof t->value[0]);
+                            memmove(t->time, t->time + 1, (t->count - 1) * sizeof t->time[0]);
+                            t->count--;
+                        }
+                        t->value[t->count] = signal_values[k];
+                        t->time[t->count++] = signalled;
+                        continue;
+                    }
                     tessera_placed_semaphore *s = tessera_placed_semaphore_find(signals[k]);
                     if (!s) {
                         s = &tessera_placement.semaphore[tessera_placement.semaphores++];
