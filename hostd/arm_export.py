@@ -18,11 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tessera.schemas import staged
 from tessera.schemas.files import AtomicOutput, OutputError, private_folder
 from tessera.schemas.perfetto import TracePacket, iter_raw
 
 from .arm_metadata import METADATA_SUFFIX, arm_frames, write_metadata
+from .merge import find_inputs
 from .metadata import load
 from .storage import safe_name
 
@@ -41,21 +41,6 @@ class ExportResult:
 
 class ExportError(Exception):
     pass
-
-
-def _inputs(session: Path) -> tuple[list[Path], list[Path], list[str]]:
-    """The session's logs and spools, its GPU traces, and what adopting its stages left (tessera.schemas.staged:
-    what processes that ended left staged joins its file first)."""
-    problems = staged.adopt(session).problems
-    logs, traces = [], []
-    for path in sorted(session.rglob("*")):
-        if not path.is_file():
-            continue
-        if path.name.endswith(".tessera-log") or path.name.endswith(".spool"):
-            logs.append(path)
-        elif path.name.startswith("gpu") and path.name.endswith(TRACE_SUFFIX):
-            traces.append(path)
-    return logs, traces, problems
 
 
 def split_gpu_traces(traces: list[Path], names: dict[int, str], out: Path, result: ExportResult) -> None:
@@ -100,7 +85,8 @@ def export_arm(session: Path, out: Path | None = None) -> ExportResult:
     session = Path(session)
     if not session.is_dir():
         raise ExportError(f"{session} is not a folder")
-    logs, traces, problems = _inputs(session)
+    inputs = find_inputs(session)   # what processes that ended left staged joins its file first
+    logs, traces, problems = inputs.logs + inputs.spools, inputs.gpu_traces, inputs.problems
     if not logs:
         raise ExportError(f"no session log (*.tessera-log) or spool in {session}: nothing to export")
     out = Path(out) if out else session / DEFAULT_FOLDER
