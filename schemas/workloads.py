@@ -83,16 +83,25 @@ class Repeats:
                 described[tag] = found
 
     def finish(self) -> list[tuple[int, int]]:
-        """Resolve the waiting pairs (a chain of them in any order); those whose earlier tag is never
-        described, in their order."""
+        """Resolve the waiting pairs, chains of them in any order too (each followed once: linear in the
+        pairs, a cycle ends it); returns those whose earlier tag is never described, in their order."""
         waiting, self.waiting = self.waiting, []
-        while waiting:
-            before = len(waiting)
-            self.add(waiting)
-            waiting, self.waiting = self.waiting, []
-            if len(waiting) == before:
-                return waiting
-        return []
+        described = self.described
+        earlier_of = dict(waiting)   # a tag paired twice: its last pair
+        dead: set[int] = set()       # tags whose chain reaches no description
+        for tag in earlier_of:
+            chain, on_chain, at = [], set(), tag
+            while at not in described and at not in dead and at in earlier_of and at not in on_chain:
+                chain.append(at)
+                on_chain.add(at)
+                at = earlier_of[at]
+            found = described.get(at)
+            if found is None:
+                dead.update(chain)
+            else:
+                for t in chain:
+                    described[t] = found
+        return [(tag, earlier) for tag, earlier in waiting if tag not in described]
 
 
 def entry_problems(workload: dict, unknown_ok: bool = False) -> list[str]:

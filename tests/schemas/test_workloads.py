@@ -73,3 +73,15 @@ def test_the_c_text_of_a_recorded_again_is_its_json():
     pairs = [(12, 2), (13, 3), (18446744073709551615, 1)]
     assert (head + ",".join(f"[{t},{e}]" for t, e in pairs) + tail).encode() == \
         json_body(batch.recorded_again(pairs))
+
+
+def test_repeats_follow_a_long_chain_read_in_reverse():
+    """Pairs read before what they name, each naming the next one read: all resolved; a cycle of pairs that
+    reaches no description stays unresolved, in its order (Repeats.finish follows each link once)."""
+    n = 20_000
+    known: dict[int, str] = {0: "zero"}
+    repeats = batch.Repeats(known)
+    cycle = [(-k, -(k % n) - 1) for k in range(1, n + 1)]   # -1 as -2, ..., -n as -1
+    repeats.add([(k, k - 1) for k in range(n, 0, -1)] + cycle)
+    assert repeats.finish() == cycle
+    assert len(known) == n + 1 and known[n] == "zero"
