@@ -102,7 +102,7 @@ class ProcessMeta:
     # Per-region counters (--regions): (submitID, tagID) -> REGIONS JSON, decoded on use (region_args.py)
     regions: dict[tuple[int, int], bytes] = field(default_factory=dict)
     loaded: int = 0                                                                    # frames loaded (order)
-    repeats: batch.Repeats = field(init=False, repr=False)                             # RECORDED_AGAIN pairs
+    repeats: batch.Repeats = field(init=False, repr=False, compare=False)              # RECORDED_AGAIN pairs
     _first_submits: tuple[int, dict[int, int]] = field(default_factory=lambda: (-1, {}), repr=False)  # first_submit
 
     def __post_init__(self) -> None:

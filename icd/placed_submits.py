@@ -186,7 +186,7 @@ class PlacedSubmits:
         n = self.lib.tessera_placement_timelines(self._timelines, _TIMELINE_WORDS)
         if n >= 0:   # and every timeline semaphore's last signals, with those it signalled
             words, at = self.ffi.unpack(self._timelines, n), 0
-            for _ in range(len(tl._timelines)):
+            while at < n:
                 handle, count = _unsigned(words[at]), words[at + 1]
                 pairs = words[at + 2:at + 2 + 2 * count]
                 tl._timelines[handle] = list(zip(map(_unsigned, pairs[0::2]), pairs[1::2]))
