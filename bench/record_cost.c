@@ -23,6 +23,8 @@
  *             16 bytes instead, which lavapipe runs at a memset's cost), vkEndCommandBuffer,
  *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences (6th argument "chained": each submit
  *             also signals a binary semaphore the next one waits for, as frames chained by semaphores are;
+ *             "labelled": each submit inside two nested queue labels of the application's, "frame" and
+ *             "submit" (vkQueueBeginDebugUtilsLabelEXT), as engines mark their submits;
  *             "timeline": each submit waits for the value the previous one signalled on a timeline semaphore
  *             and signals the next, and the host waits for it with vkWaitSemaphores instead of a fence, as
  *             engines pacing their frames with timeline semaphores do);
@@ -89,9 +91,10 @@
 
 enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_COPY2, MODE_PASS, MODE_BUFFER,
             MODE_FRAME, MODE_THREADS, MODE_PASSFRAME, MODE_BUFFERS };
-/* How the frame mode's submits follow each other (its 6th argument): a fence each, also a binary semaphore each
-   signals and the next waits for, or a timeline semaphore instead of the fence (frames_of). */
-enum chain { CHAIN_NONE, CHAIN_BINARY, CHAIN_TIMELINE };
+/* How the frame mode submits (its 6th argument; frames_of): with a fence each; also signalling a binary
+   semaphore the next one waits for; paced by a timeline semaphore instead of the fence; or with a fence, inside
+   two nested queue labels of the application's. */
+enum frame_submit { SUBMIT_FENCED, SUBMIT_CHAINED, SUBMIT_TIMELINE, SUBMIT_LABELLED };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
                                           "buffer", "frame", "threads", "passframe", "buffers"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
@@ -115,6 +118,8 @@ struct ctx {
     VkQueue queue;
     uint32_t family;
     VkCommandPool pool;
+    PFN_vkQueueBeginDebugUtilsLabelEXT queue_label_begin;   /* frame mode, labelled */
+    PFN_vkQueueEndDebugUtilsLabelEXT queue_label_end;
 };
 
 static double clock_ns(clockid_t clock)
@@ -148,13 +153,13 @@ static void fail(const char *message)
     exit(1);
 }
 
-static void init(struct ctx *c, enum mode mode, enum chain chain)
+static void init(struct ctx *c, enum mode mode, enum frame_submit how)
 {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "record_cost",
                              .apiVersion = VK_API_VERSION_1_3};
-    const char *debug_utils = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;   /* passframe mode: labels */
+    const char *debug_utils = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;   /* passframe mode, labelled frames: labels */
     VkInstanceCreateInfo inst_info = {.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO, .pApplicationInfo = &app,
-                                      .enabledExtensionCount = mode == MODE_PASSFRAME ? 1 : 0,
+                                      .enabledExtensionCount = mode == MODE_PASSFRAME || how == SUBMIT_LABELLED,
                                       .ppEnabledExtensionNames = &debug_utils};
     VK_CHECK(vkCreateInstance(&inst_info, NULL, &c->instance));
     uint32_t count = 1;
@@ -191,10 +196,18 @@ static void init(struct ctx *c, enum mode mode, enum chain chain)
                                                    .timelineSemaphore = VK_TRUE};
     VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                    .pNext = mode == MODE_DRAW || mode == MODE_PASS || mode == MODE_PASSFRAME ? &features13
-                                            : chain == CHAIN_TIMELINE ? (void *)&features12 : NULL,
+                                            : how == SUBMIT_TIMELINE ? (void *)&features12 : NULL,
                                    .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
     VK_CHECK(vkCreateDevice(c->physical, &dev_info, NULL, &c->device));
     vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
+    if (how == SUBMIT_LABELLED) {
+        c->queue_label_begin = (PFN_vkQueueBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device,
+                                                                                     "vkQueueBeginDebugUtilsLabelEXT");
+        c->queue_label_end = (PFN_vkQueueEndDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device,
+                                                                                 "vkQueueEndDebugUtilsLabelEXT");
+        if (!c->queue_label_begin || !c->queue_label_end)
+            fail("no vkQueueBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
+    }
     VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                          .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                          .queueFamilyIndex = c->family};
@@ -383,14 +396,15 @@ typedef void (*record_frame_fn)(VkCommandBuffer cmd, const void *arg);
 /* Best of `reps` wall times of `calls` frames of a loop that re-records its work: `pool` reset (unless
    VK_NULL_HANDLE), then each of the `count` buffers `cmds` begun, `record`ed and ended, all of them submitted
    in one vkQueueSubmit with a fence, vkWaitForFences, vkResetFences; `best_cpu`: the process CPU time of that
-   repetition. `chain` CHAIN_BINARY: each submit signals a binary semaphore, which the next one waits for;
-   CHAIN_TIMELINE: each submit waits for the value the previous one signalled on a timeline semaphore and signals
-   the next value, which the host waits for (vkWaitSemaphores) instead of a fence. */
+   repetition. `how` SUBMIT_CHAINED: each submit signals a binary semaphore, which the next one waits for;
+   SUBMIT_TIMELINE: each submit waits for the value the previous one signalled on a timeline semaphore and signals
+   the next value, which the host waits for (vkWaitSemaphores) instead of a fence; SUBMIT_LABELLED: each submit
+   inside the application's queue labels "frame" and "submit". */
 static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds, uint32_t count,
                         record_frame_fn record, const void *arg, long calls, long reps, double *best_cpu,
-                        enum chain chain_kind)
+                        enum frame_submit how)
 {
-    const int chained = chain_kind == CHAIN_BINARY;
+    const int chained = how == SUBMIT_CHAINED;
     VkFenceCreateInfo fence_info = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkFence fence;
     VK_CHECK(vkCreateFence(c->device, &fence_info, NULL, &fence));
@@ -402,13 +416,15 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
     VkSubmitInfo submit = {.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = count,
                            .pCommandBuffers = cmds, .pWaitSemaphores = &chain, .pWaitDstStageMask = &stage,
                            .signalSemaphoreCount = chained ? 1 : 0, .pSignalSemaphores = &chain};
-    uint64_t waited = 0, signalled = 0;   /* CHAIN_TIMELINE: the values of the submit's wait and signal */
+    uint64_t waited = 0, signalled = 0;   /* SUBMIT_TIMELINE: the values of the submit's wait and signal */
+    VkDebugUtilsLabelEXT frame_label = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, .pLabelName = "frame"},
+                         submit_label = {.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, .pLabelName = "submit"};
     VkTimelineSemaphoreSubmitInfo values = {.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
                                             .waitSemaphoreValueCount = 1, .pWaitSemaphoreValues = &waited,
                                             .signalSemaphoreValueCount = 1, .pSignalSemaphoreValues = &signalled};
     VkSemaphoreWaitInfo host_wait = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, .semaphoreCount = 1,
                                      .pSemaphores = &chain, .pValues = &signalled};
-    if (chain_kind == CHAIN_TIMELINE) {
+    if (how == SUBMIT_TIMELINE) {
         VkSemaphoreTypeCreateInfo type = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                           .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
         chain_info.pNext = &type;
@@ -428,14 +444,22 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
                 record(cmds[b], arg);
                 VK_CHECK(vkEndCommandBuffer(cmds[b]));
             }
-            if (chain_kind == CHAIN_TIMELINE) {
+            if (how == SUBMIT_TIMELINE) {
                 waited = signalled++;
                 submit.waitSemaphoreCount = waited ? 1 : 0;
                 VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, VK_NULL_HANDLE));
                 VK_CHECK(vkWaitSemaphores(c->device, &host_wait, UINT64_MAX));
                 continue;
             }
+            if (how == SUBMIT_LABELLED) {
+                c->queue_label_begin(c->queue, &frame_label);
+                c->queue_label_begin(c->queue, &submit_label);
+            }
             VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
+            if (how == SUBMIT_LABELLED) {
+                c->queue_label_end(c->queue);
+                c->queue_label_end(c->queue);
+            }
             submit.waitSemaphoreCount = chained ? 1 : 0;   /* signalled by this submit from now on */
             VK_CHECK(vkWaitForFences(c->device, 1, &fence, VK_TRUE, UINT64_MAX));
             VK_CHECK(vkResetFences(c->device, 1, &fence));
@@ -456,10 +480,10 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
 
 /* frames_of one command buffer of the shared pool, which is not reset. */
 static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg, long calls, long reps,
-                         double *best_cpu, enum chain chain)
+                         double *best_cpu, enum frame_submit how)
 {
     VkCommandBuffer cmd = command_buffer(c);
-    double best = frames_of(c, VK_NULL_HANDLE, &cmd, 1, record, arg, calls, reps, best_cpu, chain);
+    double best = frames_of(c, VK_NULL_HANDLE, &cmd, 1, record, arg, calls, reps, best_cpu, how);
     vkFreeCommandBuffers(c->device, c->pool, 1, &cmd);
     return best;
 }
@@ -486,7 +510,7 @@ static void record_workload_frame(VkCommandBuffer cmd, const void *arg)
         vkCmdDispatch(cmd, 1, 1, 1);
 }
 
-static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, enum chain chain,
+static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, enum frame_submit how,
                           double *best_cpu)
 {
     struct workload_frame f = {empty_compute_pipeline(c), count, VK_NULL_HANDLE};
@@ -500,7 +524,7 @@ static double bench_frame(struct ctx *c, long calls, long reps, long count, int 
         memory = allocate(c, reqs);
         VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
     }
-    double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu, chain);
+    double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu, how);
     if (fills) {
         vkDestroyBuffer(c->device, f.buffer, NULL);
         vkFreeMemory(c->device, memory, NULL);
@@ -734,7 +758,7 @@ static double bench_buffers(struct ctx *c, long calls, long reps, double *best_c
                                          .commandBufferCount = FRAME_BUFFERS};
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
     double best = frames_of(c, pool, cmds, FRAME_BUFFERS, record_buffer_of_frame, &cp, calls, reps, best_cpu,
-                            CHAIN_NONE);
+                            SUBMIT_FENCED);
     vkDestroyCommandPool(c->device, pool, NULL);
     destroy_compute_pipeline(c, &cp);
     return best;
@@ -784,7 +808,7 @@ static double bench_passframe(struct ctx *c, long calls, long reps, double *best
         fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
     draw_target_create(c, &f.t);
     f.cp = empty_compute_pipeline(c);
-    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, CHAIN_NONE);
+    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, SUBMIT_FENCED);
     destroy_compute_pipeline(c, &f.cp);
     draw_target_destroy(c, &f.t);
     return best;
@@ -913,7 +937,7 @@ int main(int argc, char **argv)
     if (!known) {
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
-                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline]\n");
+                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -927,16 +951,17 @@ int main(int argc, char **argv)
     if (dispatches > MAX_FRAME_DISPATCHES)
         fail("at most 4096 workloads per frame");
     const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
-    const enum chain chain = mode != MODE_FRAME || argc <= 6 ? CHAIN_NONE
-                             : strcmp(argv[6], "chained") == 0 ? CHAIN_BINARY
-                             : strcmp(argv[6], "timeline") == 0 ? CHAIN_TIMELINE : CHAIN_NONE;
-    if (mode == MODE_FRAME && argc > 6 && chain == CHAIN_NONE)
-        fail("the frame mode's 6th argument is chained or timeline");
+    const enum frame_submit how = mode != MODE_FRAME || argc <= 6 ? SUBMIT_FENCED
+                             : strcmp(argv[6], "chained") == 0 ? SUBMIT_CHAINED
+                             : strcmp(argv[6], "timeline") == 0 ? SUBMIT_TIMELINE
+                             : strcmp(argv[6], "labelled") == 0 ? SUBMIT_LABELLED : SUBMIT_FENCED;
+    if (mode == MODE_FRAME && argc > 6 && how == SUBMIT_FENCED)
+        fail("the frame mode's 6th argument is chained, timeline or labelled");
     if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
         fail("the frame mode's 5th argument is dispatch or fill");
 
     struct ctx c;
-    init(&c, mode, chain);
+    init(&c, mode, how);
     double best_end = -1.0, best_cpu = -1.0;
     struct submit_times st = {-1.0, -1.0};
     double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps, &best_end, &st)
@@ -944,7 +969,7 @@ int main(int argc, char **argv)
                   : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
-                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, chain, &best_cpu)
+                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, how, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)

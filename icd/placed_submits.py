@@ -25,8 +25,10 @@ events in order.
 
 Taken by the timeline's jobs as before: a submit of more than one batch or of more than 16 command buffers or
 semaphores, with a semaphore when the timeline knows over 256 binary or 64 timeline semaphores,
-on a queue with labels open (the layer's s<submitID> around a buffer submitted again), a
-buffer with no native plan attached for that GPU yet, a damaged plan.
+on a queue with labels open when the licence was granted, or with more than MAX_PENDING_LABELS begun under
+it (C keeps those, an application's or the layer's s<submitID> around a buffer submitted again, as the
+submits' labels on entry), after a t<tag> queue label, a buffer with no native plan attached for that GPU and
+those labels yet, a damaged plan.
 A grant that placed nothing before it ended is not repeated for a while (submits.Licence: a frame loop that
 never qualifies pays no grant per frame).
 
@@ -49,6 +51,7 @@ SWITCH = "TESSERA_C_PLACEMENT"
 HEAD, GPU_WORDS, QUEUE_WORDS = 5, 3, 10
 MAX_GPUS, MAX_QUEUES = 8, 64
 MAX_SEMAPHORES, MAX_TIMELINES = 256, 64   # ... TESSERA_PLACED_SEMAPHORES, TESSERA_PLACED_TIMELINES
+MAX_PENDING_LABELS = 4    # ... TESSERA_PENDING_LABELS: queue labels C keeps on one queue
 # A timeline semaphore's signals the timeline keeps for the waits that follow (a frame's wait names a recent
 # value): ... TESSERA_PLACED_SIGNALS
 SIGNALS_KEPT = 64
@@ -248,8 +251,8 @@ def _unsigned(word: int) -> int:
 
 def entry_shape(entry: tuple[str, ...]) -> int | None:
     """Which queue labels on entry C places a plan after (a plan's key says which of them are t<tag> labels:
-    Plans.of): 0 none, 1 one that is not a t<tag> label (the layer's s<submitID>, which C keeps while the
-    licence holds: runtime/placed_submits.c tessera_label_in_c); None for any other."""
-    if not entry:
-        return 0
-    return 1 if len(entry) == 1 and not TAG_LABEL.match(entry[0]) else None
+    Plans.of): as many as C keeps while the licence holds (runtime/placed_submits.c tessera_label_in_c: an
+    application's, the layer's s<submitID>), none of them a t<tag> label: their count; None for any other."""
+    if len(entry) > MAX_PENDING_LABELS or any(TAG_LABEL.match(label) for label in entry):
+        return None
+    return len(entry)

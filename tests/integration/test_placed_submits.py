@@ -7,8 +7,9 @@ of bench/record_cost.c under `tessera run` (the driver and the layer, whose t<ta
 slots): small fills, whose starts follow the host's submit times; 136 dispatches of 2 µs per frame, which
 outlast the host's frame, so the starts follow the state C took at the grant, and the same chained by a binary
 semaphore each submit signals and the next waits for, and by a timeline semaphore (each submit waits for the value
-the previous one signalled and signals the next, the host waits for it); labelled render passes; 16 command
-buffers per submit.
+the previous one signalled and signals the next, the host waits for it), and (the driver alone) each submit
+inside two nested queue labels of the application's, which C keeps as the labels on entry; labelled render
+passes; 16 command buffers per submit.
 A start moved by 1 ns, or a semaphore's signal by 1 µs, in the C is found."""
 from __future__ import annotations
 
@@ -22,16 +23,20 @@ TESSERA = REPO / ".venv" / "bin" / "tessera"
 RECORD_COST = REPO / "build" / "bench" / "record_cost"
 FRAMES = 24
 _CHECKED = re.compile(r"icd INFO: submits placed in C and checked: (\d+), differing: (\d+)")
-CASES = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]), ("136 dispatches", ["frame", FRAMES, 1, 136, "dispatch"]),
-         ("chained by a semaphore", ["frame", FRAMES, 1, 136, "dispatch", "chained"]),
-         ("chained by a timeline semaphore", ["frame", FRAMES, 1, 136, "dispatch", "timeline"]),
-         ("render passes", ["passframe", FRAMES, 1]), ("16 buffers", ["buffers", FRAMES, 1])]
+_UNDER_THE_LAYER = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]),
+                    ("136 dispatches", ["frame", FRAMES, 1, 136, "dispatch"]),
+                    ("chained by a semaphore", ["frame", FRAMES, 1, 136, "dispatch", "chained"]),
+                    ("chained by a timeline semaphore", ["frame", FRAMES, 1, 136, "dispatch", "timeline"]),
+                    ("render passes", ["passframe", FRAMES, 1]), ("16 buffers", ["buffers", FRAMES, 1])]
+# (id, `tessera run` options, record_cost's arguments)
+CASES = [(i, [], args) for i, args in _UNDER_THE_LAYER] + [
+    ("inside queue labels, the driver alone", ["--no-layer"], ["frame", FRAMES, 1, 8, "dispatch", "labelled"])]
 
 
-@pytest.mark.parametrize("args", [pytest.param(a, id=i) for i, a in CASES])
-def test_submits_c_places_are_placed_the_same_by_the_timeline(args, shims, tmp_path) -> None:
+@pytest.mark.parametrize("options,args", [pytest.param(o, a, id=i) for i, o, a in CASES])
+def test_submits_c_places_are_placed_the_same_by_the_timeline(options, args, shims, tmp_path) -> None:
     env = {**os.environ, "TESSERA_LOG": "info", "TESSERA_C_PLACEMENT": "check"}
-    out = run([TESSERA, "run", "--out", tmp_path / "session", "--", RECORD_COST, *args], env)
+    out = run([TESSERA, "run", *options, "--out", tmp_path / "session", "--", RECORD_COST, *args], env)
     assert out.returncode == 0, out.stdout + out.stderr
     found = _CHECKED.search(out.stderr)
     assert found, out.stderr

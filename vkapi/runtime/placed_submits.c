@@ -9,9 +9,9 @@
    semaphore's last signals' values and times), and takes
    that copy back when it revokes the licence before its next job. The events' packets are appended to the
    trace file at once, through its stage (staged_appends.c: a shared mapping, written to the file in large
-   writes and when the licence is revoked). A queue label begun under the licence on a queue with none open is
-   kept here (tessera_label_in_c) as the labels on entry of the submits inside it, and written to the ledger
-   before anything else is.
+   writes and when the licence is revoked). Queue labels begun under the licence on a queue with none open
+   before it (up to TESSERA_PENDING_LABELS deep) are kept here (tessera_label_in_c) as the labels on entry of
+   the submits inside them, and written to the ledger before anything else is.
    Checking (TESSERA_C_PLACEMENT=check): C places a submit as above but writes and changes nothing; it keeps the
    packets and the state it would have left (`checked`) and the submit takes the ledger as before, so the
    timeline places it from the same state and compares its own packets with C's, byte for byte (start times
@@ -33,12 +33,14 @@
 #define TESSERA_PLACED_QUEUE_WORDS 10
 
 #define TESSERA_PENDING_LABEL 256         /* a queue label kept in C: its longest name */
+#define TESSERA_PENDING_LABELS 4          /* queue labels kept in C on one queue, at most (icd/placed_submits.py) */
 typedef struct {
     uint64_t queue;
     int64_t gpu;
     int64_t floors[4], ends[4];
-    size_t pending;                        /* a queue label begun under the licence, not ended: its length + 1 */
-    char label[TESSERA_PENDING_LABEL];     /* ... its name */
+    uint32_t pending;                      /* queue labels begun under the licence, not ended, outermost first: */
+    uint16_t length[TESSERA_PENDING_LABELS];                     /* ... each one's length */
+    char label[TESSERA_PENDING_LABELS][TESSERA_PENDING_LABEL];   /* ... and name */
 } tessera_placed_queue;
 typedef struct { uint64_t semaphore; int64_t time; } tessera_placed_semaphore;
 /* A timeline semaphore's last signals on the emulated GPU (Timeline._timelines), oldest first: each one's value
@@ -79,18 +81,27 @@ static void tessera_pending_labels_write(void)
 {
     for (size_t i = 0; i < tessera_placement.queues; i++) {
         tessera_placed_queue *q = &tessera_placement.queue[i];
-        if (!q->pending) continue;
-        size_t n = q->pending - 1;
-        q->pending = 0;   /* first: the record written below calls this again */
-        size_t slots = 3 + (n + 7) / 8;
-        uint64_t *r = tessera_ledger_record(slots);
-        if (r) {
-            r[0] = (uint64_t)(slots * 8) | ((uint64_t)1 << 48);   /* kind LABEL_BEGIN (submits.py) */
-            r[1] = q->queue;
-            r[2] = n;
-            if (n) memcpy(r + 3, q->label, n);
+        uint32_t pending = q->pending;
+        q->pending = 0;   /* first: the records written below call this again */
+        for (uint32_t k = 0; k < pending; k++) {
+            size_t n = q->length[k], slots = 3 + (n + 7) / 8;
+            uint64_t *r = tessera_ledger_record(slots);
+            if (r) {
+                r[0] = (uint64_t)(slots * 8) | ((uint64_t)1 << 48);   /* kind LABEL_BEGIN (submits.py) */
+                r[1] = q->queue;
+                r[2] = n;
+                if (n) memcpy(r + 3, q->label[k], n);
+            }
         }
     }
+}
+
+/* Whether the label `name` (`n` bytes) is a t<tag> label (tessera.schemas.labels TAG_LABEL: t and digits). */
+static int tessera_is_tag_label(const char *name, size_t n)
+{
+    if (n < 2 || name[0] != 't') return 0;
+    for (size_t i = 1; i < n; i++) if (name[i] < '0' || name[i] > '9') return 0;
+    return 1;
 }
 
 static tessera_placed_queue *tessera_placed_queue_of(VkQueue queue)
@@ -101,23 +112,24 @@ static tessera_placed_queue *tessera_placed_queue_of(VkQueue queue)
 }
 
 /* The guard of a queue label's begin (`name`) or end (NULL): 1 when C keeps it itself under the licence (no
-   ledger record): a begin on a queue with no label open, kept pending for the submits until its end, which
-   closes it (the layer's s<submitID> around a submit). 0: the ledger takes it. */
+   ledger record): a begin on a granted queue (none open when granted) with fewer than TESSERA_PENDING_LABELS
+   kept, pending for the submits until its end (an application's labels, the layer's s<submitID> around a
+   submit); an end closes the innermost kept. 0: the ledger takes it. */
 static int tessera_label_in_c(VkQueue queue, const char *name)
 {
     int kept = 0;
     pthread_mutex_lock(&tessera_ledger_lock);
     tessera_placed_queue *q = __atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) ? tessera_placed_queue_of(queue)
                                                                                  : NULL;
-    if (q && name && !q->pending) {
+    if (q && name && q->pending < TESSERA_PENDING_LABELS) {
         size_t n = strlen(name);
         if (n < TESSERA_PENDING_LABEL) {
-            memcpy(q->label, name, n);
-            q->pending = n + 1;
+            memcpy(q->label[q->pending], name, n);
+            q->length[q->pending++] = (uint16_t)n;
             kept = 1;
         }
     } else if (q && !name && q->pending) {
-        q->pending = 0;
+        q->pending--;
         kept = 1;
     }
     pthread_mutex_unlock(&tessera_ledger_lock);
@@ -355,17 +367,21 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
     }
     tessera_placed_queue *q = tessera_placed_queue_of(queue);
     if (!q) return 0;
-    /* the queue's labels on entry: none, or one kept in C (not a t<tag> label: a plan's key says which) */
-    size_t label = q->pending ? q->pending - 1 : 0;
-    if (q->pending && q->label[0] == 't' && label > 1 && strspn(q->label + 1, "0123456789") == label - 1) return 0;
-    uint64_t shape = q->pending ? 1 : 0, key = (uint64_t)q->gpu | shape << 32;
-    /* each buffer's slot texts as tessera_place_all takes them: the labels on entry (u32 size, then u16 length
-       and bytes), its tags (u32 count, u64 each) */
-    uint8_t texts[TESSERA_IN_C_MAX * (4 + 2 + TESSERA_PENDING_LABEL + 4) + 8 * TESSERA_PLACE_TAGS];
+    /* the queue's labels on entry: those kept in C, none a t<tag> label (a plan's key says which are: entry_shape) */
+    size_t longest = TESSERA_TAG_TEXT, entry_size = 0;
+    for (uint32_t k = 0; k < q->pending; k++) {
+        if (tessera_is_tag_label(q->label[k], q->length[k])) return 0;
+        if (q->length[k] > longest) longest = q->length[k];
+        entry_size += 2 + (size_t)q->length[k];
+    }
+    uint64_t shape = q->pending, key = (uint64_t)q->gpu | shape << 32;
+    /* each buffer's slot texts as tessera_place_all takes them: the labels on entry (u32 size, then each one's
+       u16 length and bytes), its tags (u32 count, u64 each) */
+    uint8_t texts[TESSERA_IN_C_MAX * (4 + TESSERA_PENDING_LABELS * (2 + TESSERA_PENDING_LABEL) + 4)
+                  + 8 * TESSERA_PLACE_TAGS];
     uint64_t tags_of[TESSERA_PLACE_TAGS];
     const uint8_t *plans[TESSERA_IN_C_MAX];
     size_t lens[TESSERA_IN_C_MAX], at = 0, used = 0, bound = 0;
-    size_t longest = label > TESSERA_TAG_TEXT ? label : TESSERA_TAG_TEXT;
     int placed = 0;
     pthread_mutex_t *lock = &tessera_my_stripe()->products;   /* the kept products and their plans stay */
     pthread_mutex_lock(lock);
@@ -389,14 +405,13 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         if (!a || a->size < 16) break;
         const uint64_t *head = (const uint64_t *)a->data;   /* the most bytes its packets take but the slots', and
                                                                its slot tokens (each written twice at most) */
-        uint32_t entry = q->pending ? (uint32_t)(2 + label) : 0, count = (uint32_t)tags;
-        uint16_t length = (uint16_t)label;
+        uint32_t entry = (uint32_t)entry_size, count = (uint32_t)tags;
         memcpy(texts + at, &entry, 4);
         at += 4;
-        if (q->pending) {
-            memcpy(texts + at, &length, 2);
-            memcpy(texts + at + 2, q->label, label);
-            at += 2 + label;
+        for (uint32_t k = 0; k < q->pending; k++) {
+            memcpy(texts + at, &q->length[k], 2);
+            memcpy(texts + at + 2, q->label[k], q->length[k]);
+            at += 2 + (size_t)q->length[k];
         }
         memcpy(texts + at, &count, 4);
         memcpy(texts + at + 4, tags_of + used, 8 * (size_t)tags);
