@@ -34,15 +34,14 @@ class Instance:
 
 
 def instances(session: Path) -> list[Instance]:
-    from tessera.schemas import staged
     from tessera.schemas.frames import iter_file
     from tessera.schemas.logfile import read_frames
 
-    staged.adopt(session)   # what processes that ended left staged joins the spools first
+    from .merge import find_inputs   # regular files only; what processes that ended left staged joins them first
+
+    inputs = find_inputs(session)
     out = []
-    # regular files only: a folder or a FIFO named like a log is no log (a FIFO's open would block)
-    sources = [(log, read_frames) for log in sorted(session.rglob("*.tessera-log")) if log.is_file()]
-    sources += [(spool, iter_file) for spool in sorted(session.rglob("*.spool")) if spool.is_file()]
+    sources = [(log, read_frames) for log in inputs.logs] + [(spool, iter_file) for spool in inputs.spools]
     for path, reader in sources:
         for frame in reader(path):
             if frame.type == REGIONS_TYPE:
