@@ -47,7 +47,8 @@ def spooled_submits(session) -> set[int]:
 def test_daemon_killed_and_restarted_mid_run(mode, shims, tmp_path):
     """`rerecord`: a buffer recorded again the same way every iteration, whose submits the layer's C reports
     itself, writing to the daemon's socket (layer/reported_submits.py): what the killed daemon had not
-    acknowledged is spooled all the same."""
+    acknowledged is spooled all the same, and each recording described as an earlier one's workloads finds
+    them, in whichever log or spool they are."""
     from tessera.tools.launch import LaunchConfig, environment
 
     session, sock = tmp_path / "session", tmp_path / "hostd.sock"
@@ -92,3 +93,7 @@ def test_daemon_killed_and_restarted_mid_run(mode, shims, tmp_path):
     if mode == "rerecord":   # most of them reported by the layer's C (the count the layer logs at vkDestroyDevice)
         reported = re.search(r"layer INFO: submits reported in C: (\d+)", said.read_text())
         assert reported and int(reported.group(1)) >= last // 2, said.read_text()
+        # described as an earlier recording's workloads (RECORDED_AGAIN), in the logs of both daemons and the
+        # spool: every one found its earlier tag
+        assert any(f.type == fr.MessageType.RECORDED_AGAIN for f in stream)
+        assert not [p for p in result.problems if "recorded again" in p], result.problems
