@@ -33,7 +33,8 @@
  *             layer's and a driver's workers) per frame.
  *   passframe N render-pass-heavy frames: a "frame" debug label around 8 labelled dynamic-rendering passes
  *             of 4 vkCmdDraw each (the draw mode's image and pipeline) and 2 vkCmdDispatch, submitted with a
- *             fence and waited for; wall and process CPU per frame, as frame.
+ *             fence and waited for; wall and process CPU per frame, as frame (4th argument "labelled": as
+ *             frame's, each submit inside two queue labels of the application's).
  *   buffers   N frames of FRAME_BUFFERS command buffers each, as engines record a frame in several: their pool
  *             reset (vkResetCommandPool), then each buffer re-recorded (vkBeginCommandBuffer, vkCmdBindPipeline
  *             with the empty compute pipeline, 2 vkCmdDispatch(1,1,1), vkEndCommandBuffer), all submitted in
@@ -799,7 +800,7 @@ static void record_pass_frame(VkCommandBuffer cmd, const void *arg)
     f->label_end(cmd);
 }
 
-static double bench_passframe(struct ctx *c, long calls, long reps, double *best_cpu)
+static double bench_passframe(struct ctx *c, long calls, long reps, enum frame_submit how, double *best_cpu)
 {
     struct pass_frame f;   /* filled in place: its draw_target points into itself */
     f.label_begin = (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdBeginDebugUtilsLabelEXT");
@@ -808,7 +809,7 @@ static double bench_passframe(struct ctx *c, long calls, long reps, double *best
         fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
     draw_target_create(c, &f.t);
     f.cp = empty_compute_pipeline(c);
-    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, SUBMIT_FENCED);
+    double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, how);
     destroy_compute_pipeline(c, &f.cp);
     draw_target_destroy(c, &f.t);
     return best;
@@ -937,7 +938,8 @@ int main(int argc, char **argv)
     if (!known) {
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
-                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n");
+                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n"
+                        "       record_cost passframe [N] [REPS] [labelled]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -951,12 +953,16 @@ int main(int argc, char **argv)
     if (dispatches > MAX_FRAME_DISPATCHES)
         fail("at most 4096 workloads per frame");
     const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
-    const enum frame_submit how = mode != MODE_FRAME || argc <= 6 ? SUBMIT_FENCED
+    const enum frame_submit how = mode == MODE_PASSFRAME ? (argc > 4 && strcmp(argv[4], "labelled") == 0
+                                                            ? SUBMIT_LABELLED : SUBMIT_FENCED)
+                             : mode != MODE_FRAME || argc <= 6 ? SUBMIT_FENCED
                              : strcmp(argv[6], "chained") == 0 ? SUBMIT_CHAINED
                              : strcmp(argv[6], "timeline") == 0 ? SUBMIT_TIMELINE
                              : strcmp(argv[6], "labelled") == 0 ? SUBMIT_LABELLED : SUBMIT_FENCED;
     if (mode == MODE_FRAME && argc > 6 && how == SUBMIT_FENCED)
         fail("the frame mode's 6th argument is chained, timeline or labelled");
+    if (mode == MODE_PASSFRAME && argc > 4 && how == SUBMIT_FENCED)
+        fail("the passframe mode's 4th argument is labelled");
     if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
         fail("the frame mode's 5th argument is dispatch or fill");
 
@@ -970,7 +976,7 @@ int main(int argc, char **argv)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
                   : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, how, &best_cpu)
-                  : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, &best_cpu)
+                  : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, how, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)

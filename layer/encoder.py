@@ -203,6 +203,29 @@ def annex(submit_id: int, tag: int, fields: dict) -> bytes:
     return encode(MessageType.ANNEX, fields, tag=tag, sequence=submit_id)
 
 
+_LABELS_ANNEX: dict[tuple[str, ...], bytes] = {}   # an ANNEX of labels alone: its JSON by the labels; bounded
+
+
+def annexes(submit_id: int, fields_of: dict[int, dict]) -> bytes:
+    """The ANNEX frames of a submit, tag -> fields, one after the other: the same bytes as `annex` of each. One
+    of labels alone (a workload inside the queue's labels) takes its JSON from those labels' kept text: a frame
+    loop inside its queue's labels annexes every workload of every frame so."""
+    out = []
+    for tag, fields in fields_of.items():
+        labels = fields.get("labels") if len(fields) == 1 else None
+        if type(labels) is list:
+            key = tuple(labels)
+            body = _LABELS_ANNEX.get(key)
+            if body is None:
+                if len(_LABELS_ANNEX) >= _EntryTexts.CACHE:
+                    _LABELS_ANNEX.clear()
+                body = _LABELS_ANNEX[key] = json_body(fields)
+            out.append(encode(MessageType.ANNEX, body, tag=tag, sequence=submit_id))
+        else:
+            out.append(annex(submit_id, tag, fields))
+    return b"".join(out)
+
+
 def frame(number: int, device_address: int, queue: str, source: str, time_ns: int,
           images: tuple[int, ...] | None = None) -> bytes:
     """`time_ns`: CLOCK_MONOTONIC_RAW when the frame ended; `images`: the frame's output images (what a

@@ -17,11 +17,13 @@ Most submits never reach Python when they are made: a command buffer whose
 submits need nothing of the queue's state (`reported_from_c`: its labels
 balance, no split pass, no capture; decided once, at vkEndCommandBuffer) is submitted by
 the shim's C path (vkapi/submits.py), which numbers the submit and wraps it
-when the buffer was submitted before, as the Python path does, while no queue
-has application labels or a suspended pass open (`python_submits`). `pull`
-reports those submits, in order, before anything they depend on changes
-(Python submits, labels, resets, frames, waits, flushes) and from the
-transport's sender when it is idle.
+when the buffer was submitted before or the queue is inside the application's
+queue labels (which the C path records in the same ledger, in order), as the
+Python path does, while no queue has a suspended pass or labels the C path
+does not know of open (`python_submits`). `pull` reports those submits and
+labels, in order, before anything they depend on changes (Python submits,
+resets, frames, waits, flushes) and from the transport's sender when it is
+idle.
 """
 from __future__ import annotations
 
@@ -240,6 +242,16 @@ class QueueReporter:
             try:
                 dev, queue = self.queue_at(s.queue)
                 q = dev.queues[s.queue]
+                if type(s) is submits.QueueLabel:   # the application's, which the layer consumes
+                    if s.name is not None:
+                        q.labels.append(s.name)
+                        q.ledger_labels += 1
+                    else:   # a pop without a push is tolerated
+                        if q.labels:
+                            q.labels.pop()
+                        q.ledger_labels -= q.ledger_labels > 0
+                    self.note_queue(q)
+                    continue
                 plan = self._read_without_hooks(dev, q, s)
                 if plan is None:
                     for cbs, _, _ in s.batches:   # their recordings, applied by the recorder's worker or begun in C
@@ -256,10 +268,12 @@ class QueueReporter:
 
     def _read_without_hooks(self, dev, q: QueueTracker, s) -> Plan | None:
         """The plan of a submit made in C whose every buffer holds a recording begun and ended in C that equals a
-        kept one planning to its tags alone (layer/replay.py `plain`), on a queue with no labels and no pass open:
-        made from those products, the recordings' hooks not run (vkapi/lifecycle.py); the WORKLOADS of each
-        recording read for the first time sent first, as its end hook would have. None: run the hooks and plan."""
-        if q.labels or q.open_pass is not None:
+        kept one planning to its tags alone (layer/replay.py `plain`), on a queue with no pass open: made from
+        those products, the recordings' hooks not run (vkapi/lifecycle.py); the WORKLOADS of each recording read
+        for the first time sent first, as its end hook would have. Inside the queue's labels, each workload's
+        ANNEX says its label stack then, as the walk's (_Planner): the queue's labels, then its own (the C path
+        wrapped the submit). None: run the hooks and plan."""
+        if q.open_pass is not None:
             return None
         recorder = self.recorder
         batches = s.batches
@@ -280,13 +294,19 @@ class QueueReporter:
                 reported.attach(dev.address, address, read)
             plan.primaries.append(command_buffers[address])
             tags += map(read.tags.__getitem__, product.plain)
+            if q.labels:
+                for k, local in zip(product.plain, product.plain_labels):
+                    plan.annexes[read.tags[k]] = {"labels": [*q.labels, *local]}
         if described:
             self.send(encoder.workloads_again, dev.address, described)
         return plan
 
     def note_queue(self, q: QueueTracker) -> None:
-        """Submits take the Python path while a queue has labels or a suspended pass open."""
-        busy = bool(q.labels) or q.open_pass is not None
+        """Submits take the Python path while a queue has a suspended pass open, or labels the C path does not know
+        of: opened by a command buffer's walk, or by the labels' Python hooks (TESSERA_C_SUBMITS=0). Inside the
+        labels its ledger recorded, the C path wraps each submit itself (its ANNEX: _read_without_hooks)."""
+        known = q.ledger_labels if self.ledger is not None and self.c_submits else 0
+        busy = q.open_pass is not None or len(q.labels) > known
         if self.ledger is not None and busy != q.python_submits:
             q.python_submits = busy
             self.ledger.python_reason(busy)
@@ -345,8 +365,8 @@ class QueueReporter:
         send = self.send
         send(encoder.submit, plan.submit_id, dev.address, q.name, [t.address for t in plan.primaries], plan.tags,
              frame, wrapped, time_ns, duration_ns)
-        for tag, fields in plan.annexes.items():
-            send(encoder.annex, plan.submit_id, tag, fields)
+        if plan.annexes:
+            send(encoder.annexes, plan.submit_id, plan.annexes)
         readers = self.instrumenter.readers(dev, plan.submit_id, plan.trackers) if self.instrumenter else []
         if plan.captures or readers:
             self.capturer.after_submit(dev, queue, plan.submit_id, plan.captures, plan.trackers, readers)

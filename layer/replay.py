@@ -40,6 +40,8 @@ class _Recording:
     plain: tuple[int, ...] | None   # the index of each tag a submit plans to when it plans to nothing else
                                     # (queues.plain_tags, in its order); None when it plans to more
     described_rows: tuple           # (tag index, workload, kind, fields, annex) of each description, in order
+    plain_labels: tuple             # with `plain`: each of those workloads' local labels (its ANNEX inside a
+                                    # queue's labels: queues._read_without_hooks)
 
 
 def _workloads(ops) -> list[Workload]:
@@ -93,7 +95,8 @@ class TrackerProducts:
         return _Recording(tuple(t.ops), tuple((w, index[w.tag]) for w in workloads), tuple(op_slots),
                           tuple((position[id(w)], tuple(rest)) for w, *rest in t.described),
                           tuple(t.labels), t.pops_below_start, t.compute_pipeline, t.index_binding, plain,
-                          tuple((index[w.tag], w, *rest) for w, *rest in t.described))
+                          tuple((index[w.tag], w, *rest) for w, *rest in t.described),
+                          tuple(tuple(w.local_labels) for w in workloads) if plain is not None else ())
 
     def fields(self, product: _Recording, tags: list[int]) -> dict:
         new = [Workload(tags[k], w.local_labels, w.pops_below_start) for w, k in product.workloads]

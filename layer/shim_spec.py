@@ -128,7 +128,7 @@ def spec() -> "ShimSpec":
         recorded=RECORDED,
         # Submits of buffers that need nothing of the queue's state skip Python (queues.py), and so does their
         # report while nothing else waits to be sent (reported_submits.py).
-        submit_path=SubmitPath(number=True, wrap=True, frame_boundary=True, report=True),
+        submit_path=SubmitPath(number=True, wrap=True, frame_boundary=True, queue_labels=True, report=True),
         manifest={
             "file_format_version": "1.2.0",
             "layer": {

@@ -118,8 +118,11 @@ class QueueTracker:
     handle: Any
     name: str
     labels: list[str] = field(default_factory=list)   # the application's label stack on this queue
+    # how deep in `labels` the C path knows the queue to be (its ledger's label records, counted as C counts
+    # them: runtime/submits.c tessera_queue_label_depth): it wraps the queue's submits while above 0
+    ledger_labels: int = 0
     open_pass: "OpenPass | None" = None                # a render pass suspended at the end of a submit
-    python_submits: bool = False   # labels or an open pass: submits take the Python path (queues.py)
+    python_submits: bool = False   # labels C does not know or an open pass: submits take the Python path
 
 
 @dataclass

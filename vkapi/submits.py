@@ -62,7 +62,7 @@ class SubmitPath:
     number: bool = False            # take a submitID from the shared counter (the layer's SUBMIT messages)
     wrap: bool = False              # a buffer submitted before: wrap the submit in an s<submitID> queue label
     frame_boundary: bool = False    # a VkFrameBoundaryEXT in a submit's chain takes the Python path
-    queue_labels: bool = False      # queue label begin/end recorded in the ledger, not forwarded (driver)
+    queue_labels: bool = False      # queue label begin/end recorded in the ledger, not forwarded (both shims)
     # The driver: a submit C may place on the emulated timeline itself is placed, not recorded (runtime/
     # placed_submits.c), and the waits skip Python while its timeline holds nothing (icd/placed_submits.py).
     place: bool = False
@@ -284,6 +284,8 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
     count, submits = cmd.params[1].name, cmd.params[2].name
     args = ", ".join(p.name for p in cmd.params)
     j = "j"
+    # a buffer submitted before; with the queue's labels in the ledger, also a submit inside them (its ANNEX)
+    wrap_if = "(reused || tessera_queue_labelled(queue))" if spec.queue_labels else "reused"
     lines = [
         f"    if ({count} > 0 && {count} < 65536 && {submits} && __atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)"
         f" && !__atomic_load_n(&tessera_python_reasons, __ATOMIC_RELAXED)) {{",
@@ -310,7 +312,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "        if (ok && first) {",
         "            uint64_t boottime = tessera_clock(CLOCK_BOOTTIME), called = tessera_clock(CLOCK_MONOTONIC_RAW);",
         f"            uint64_t submit_id = {'tessera_next_submit()' if spec.number else '0'};",
-        f"            int wrapped = {'reused ? tessera_queue_push(queue, first->dev, submit_id) : 0' if spec.wrap else '0'};",
+        f"            int wrapped = {wrap_if + ' ? tessera_queue_push(queue, first->dev, submit_id) : 0' if spec.wrap else '0'};",
         f"            PFN_{name} next = (PFN_{name})first->dev->next[{index}];",
         f"            VkResult result = next ? next({args}) : VK_ERROR_INITIALIZATION_FAILED;",
         "            uint64_t returned = tessera_clock(CLOCK_MONOTONIC_RAW);",

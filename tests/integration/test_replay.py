@@ -155,11 +155,11 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
     assert on_counts["placed in C"] > 0 and on_counts["reported in C"] > 0, on_counts
     assert on_counts["layer"][0] < 29 and on_counts["icd"][0] < 29, on_counts
     # with neither (TESSERA_C_PLACEMENT=0, TESSERA_C_REPORTS=0): read without their hooks: every reused recording the
-    # driver reads, and all but the three the layer submits in Python (their hooks run at that submit, as before);
-    # their hooks ran later for P reset with vkResetCommandBuffer (both shims) and for P submitted again (the
-    # layer, which submits it in Python; the driver reads that submit from its product again)
+    # driver reads, and all but one the layer reads (the submits inside the application's queue label too: the
+    # label is in the layer's ledger, the submit wrapped by C, its ANNEX made from the product); their hooks ran
+    # later for P reset with vkResetCommandBuffer (both shims)
     assert python_counts["layer"] == python_counts["icd"] == (29,), python_counts
-    assert python_counts["layer read"] == (26, 2) and python_counts["icd read"] == (29, 1), python_counts
+    assert python_counts["layer read"] == (28, 1) and python_counts["icd read"] == (29, 1), python_counts
     assert off["gpu_events"]
     assert on == off, "\n".join(differences(off, on))
     assert in_python == off, "\n".join(differences(off, in_python))
@@ -246,3 +246,29 @@ def test_vkcube_frames_reported_in_c_are_the_frames_python_sends(shims, tmp_path
     assert reported >= FRAMES // 2 and none == 0, (reported, none)
     first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)
     assert in_c == in_python, (len(in_c), len(in_python), first, first is not None and (in_c[first], in_python[first]))
+
+
+def test_submits_inside_the_applications_queue_labels_are_reported_as_python_reports_them(shims, tmp_path) -> None:
+    """record_cost's render-pass frame loop with each submit inside two queue labels of the application's: the C
+    path records the labels in the layer's ledger in order with the submits, wraps each submit in s<submitID>,
+    and the layer reads it from the kept product, its ANNEX frames (each workload's label stack) made from the
+    queue's labels and the workload's own, its hooks not run. Its frames are, but host times and handles, those
+    of the Python path (TESSERA_C_SUBMITS=0: the labels' and the submit's hooks), and so is the merged trace."""
+    program = [RECORD_COST, "passframe", FRAMES, 1, "labelled"]
+    runs = {}
+    for name, c_submits in (("in C", "1"), ("in Python", "0")):
+        env = {**os.environ, "TESSERA_LOG": "info", "TESSERA_C_SUBMITS": c_submits}
+        out = run([TESSERA, "run", "--out", tmp_path / name, "--", *program], env)
+        assert out.returncode == 0, out.stdout + out.stderr
+        result = read_run(tmp_path / name)
+        assert result.problems == []
+        runs[name] = (_frames(tmp_path / name), canonical(result), out.stderr)
+    (in_c, merged_c, said), (in_python, merged_python, _) = runs["in C"], runs["in Python"]
+    read = re.search(r"layer INFO: records made in C so far: .*; of them submitted and read without their hooks: "
+                     r"(\d+)", said)
+    assert read and int(read.group(1)) >= FRAMES - 2, said   # every recording but the first (applied, kept)
+    annexes = [f for f in in_c if f[0] == MessageType.ANNEX]   # 10 workloads a frame: 8 passes, 2 dispatches
+    assert len(annexes) == 10 * FRAMES and annexes[-3][3] == b'{"labels":["frame","submit","frame","ui"]}'
+    first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)
+    assert in_c == in_python, (len(in_c), len(in_python), first, first is not None and (in_c[first], in_python[first]))
+    assert merged_c == merged_python, "\n".join(differences(merged_python, merged_c))

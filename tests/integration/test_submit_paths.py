@@ -50,10 +50,10 @@ def runs(shims, tmp_path_factory) -> dict[bool, dict]:
 
 
 def test_each_submit_takes_the_path_the_docs_give(runs):
-    """Layer: A's and L's submits without a queue label (1, 2, 3, 5, 6, 7) in C; the one under the queue
-    label and O+E's (a label open across buffers) through Python. Driver: no buffer holds work timed after
-    execution, so all 8 in C. With TESSERA_C_SUBMITS=0, all through Python."""
-    assert runs[True]["paths"] == {"layer": (6, 2), "icd": (8, 0)}
+    """Layer: A's and L's submits (1 to 7; the one under the queue label too, the label recorded in its ledger
+    and the submit wrapped by C) in C; O+E's (a label open across buffers) through Python. Driver: no buffer
+    holds work timed after execution, so all 8 in C. With TESSERA_C_SUBMITS=0, all through Python."""
+    assert runs[True]["paths"] == {"layer": (7, 1), "icd": (8, 0)}
     assert runs[False]["paths"] == {"layer": (0, 8), "icd": (0, 8)}
 
 

@@ -90,3 +90,13 @@ def test_submits_equal_the_reference():
             "command_buffers": [encoder.hex_handle(a) for a in cbs], "tags": tags, "frame": frame,
             "annexed": annexed}), sequence=submit_id)
         assert encoder.submit(submit_id, device, queue, cbs, tags, frame, annexed, time_ns, duration_ns) == reference
+
+
+def test_a_submits_annexes_are_the_annex_frames_one_after_the_other():
+    """encoder.annexes: the same bytes as encoder.annex of each, labels alone (their JSON kept) or not, the kept
+    JSON never standing for other labels."""
+    fields_of = {7: {"labels": ["frame", 'shadow "0"', "ü"]}, 8: {"labels": ["frame"]},
+                 9: {"labels": ["frame"], "draw_call_count": 3, "parts": 2}, 10: {"labels": []}}
+    expected = b"".join(encoder.annex(42, tag, fields) for tag, fields in fields_of.items())
+    assert encoder.annexes(42, fields_of) == expected
+    assert encoder.annexes(43, {8: {"labels": ["frame", "x"]}}) == encoder.annex(43, 8, {"labels": ["frame", "x"]})

@@ -300,7 +300,7 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
 {
     if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX) return 0;
     const tessera_report_queue *q = tessera_report_queue_of(queue);
-    if (!q) return 0;
+    if (!q || tessera_queue_labelled_locked((uint64_t)(uintptr_t)queue)) return 0;   /* its ANNEX: Python's */
     uint64_t tags[TESSERA_REPORT_TAGS];
     const tessera_attachment *templates[TESSERA_IN_C_MAX];
     int kind[TESSERA_IN_C_MAX];

@@ -97,11 +97,53 @@ void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_r
 void tessera_set_c_submits(int on) { __atomic_store_n(&tessera_c_submits, on, __ATOMIC_RELAXED); }
 
 /* A queue label in the ledger (kind LABEL_BEGIN with its name, or LABEL_END). */
+/* Each queue's depth of the labels its ledger records hold (vkQueueBeginDebugUtilsLabelEXT less ...End), under
+   the ledger lock: the layer wraps a submit on a queue inside labels in s<submitID> (its ANNEX frames, which
+   Python writes, say each workload's label stack, and the merge finds them by that label). Past
+   TESSERA_LABELLED_QUEUES queues, every queue it does not know counts as labelled. */
+#define TESSERA_LABELLED_QUEUES 64
+static struct { uint64_t queue; uint64_t depth; } tessera_labelled[TESSERA_LABELLED_QUEUES];
+static size_t tessera_labelled_queues;
+static int tessera_labelled_full;
+
+/* (the ledger locked) Whether `queue` is inside labels the ledger recorded. */
+__attribute__((unused)) static int tessera_queue_labelled_locked(uint64_t queue)
+{
+    for (size_t i = 0; i < tessera_labelled_queues; i++)
+        if (tessera_labelled[i].queue == queue) return tessera_labelled[i].depth > 0;
+    return tessera_labelled_full;
+}
+
+__attribute__((unused)) static int tessera_queue_labelled(VkQueue queue)
+{
+    pthread_mutex_lock(&tessera_ledger_lock);
+    int labelled = tessera_queue_labelled_locked((uint64_t)(uintptr_t)queue);
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return labelled;
+}
+
+/* (the ledger locked) A label's begin (`begin`) or end recorded on `queue`. */
+static void tessera_queue_label_depth(uint64_t queue, int begin)
+{
+    size_t i = 0;
+    while (i < tessera_labelled_queues && tessera_labelled[i].queue != queue) i++;
+    if (i == tessera_labelled_queues) {
+        if (!begin) return;   /* an end without a begin: tolerated, as by the layer's Python */
+        if (i == TESSERA_LABELLED_QUEUES) { tessera_labelled_full = 1; return; }
+        tessera_labelled[i].queue = queue;
+        tessera_labelled[i].depth = 0;
+        tessera_labelled_queues++;
+    }
+    if (begin) tessera_labelled[i].depth++;
+    else if (tessera_labelled[i].depth) tessera_labelled[i].depth--;
+}
+
 __attribute__((unused)) static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
 {
     size_t n = name ? strlen(name) : 0;
     size_t slots = 3 + (n + 7) / 8;
     pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_queue_label_depth((uint64_t)(uintptr_t)queue, name != NULL);
     uint64_t *r = tessera_ledger_record(slots);
     if (r) {
         r[0] = (uint64_t)(slots * 8) | (kind << 48);

@@ -23,13 +23,15 @@ SECONDARY_VALUE = 0x77777777
 FRAME_UNSUBMITTED = 3     # P is recorded, then begun again before anything submitted it
 FRAME_RESET = 5           # P is reset with vkResetCommandBuffer after the frame
 FRAME_SECONDARY = 7       # P executes a secondary buffer (a hook in Python in the middle of the recording)
-FRAME_QUEUE_LABEL = 9     # the submit is inside a queue label (the layer submits in Python then)
+FRAME_QUEUE_LABEL = 9     # the submit is inside a queue label (the C path records the label in the layer's
+                          # ledger and wraps the submit; the layer reads it from the ledger, its ANNEX from the
+                          # kept product)
 FRAME_FREE = 11           # Q, recorded but not submitted, is freed and a new Q allocated
 FRAME_TWICE = 12          # P is named twice in the frame's submit: batches [P, Q] and [P] (P is recorded for
                           # simultaneous use every frame)
 FRAME_POOL_RESET = 13     # the pool is reset before the frame's recordings
-FRAME_SUBMIT_AGAIN = 15   # after the frame, P alone is submitted again inside a queue label (the layer submits
-                          # in Python a recording whose first submit it reported without running its hooks)
+FRAME_SUBMIT_AGAIN = 15   # after the frame, P alone is submitted again inside a queue label (a recording whose
+                          # first submit the layer reported without running its hooks)
 
 
 def allocate(ctx, pool, level: int):

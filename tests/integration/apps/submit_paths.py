@@ -10,7 +10,7 @@ order (submitIDs under the layer):
  1  A                      first submit of A: not wrapped
  2  A                      A again: wrapped in s2
  3  L                      L's first submit: not wrapped
- 4  A inside the queue label "q" (Python path while the label is open): wrapped in s4, ANNEX labels
+ 4  A inside the queue label "q" (the label in the C path's ledger): wrapped in s4, ANNEX labels
  5  vkQueueSubmit2 of A    wrapped in s5
  6  two batches [A] then [L], the second waiting for a semaphore the first signals
  7  A                      wrapped in s7
