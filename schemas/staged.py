@@ -119,6 +119,12 @@ def _adopt_open(stage: Path, fd: int, target: Path, result: Adopted) -> None:
             return   # its process is running (it writes its stage itself), or another reader adopts it
         if not same_file(fd, stage):
             return   # adopted by another reader between our open and our lock
+        if not any(os.pread(fd, HEAD.size, 0)):
+            # its process ended while making it (its header not written yet): nothing was ever staged in it; a
+            # process still making it (not yet locked) finds it gone and appends at once (staged_appends.c)
+            os.unlink(stage)
+            result.stages += 1
+            return
         data, flushing, why = _staged(fd)
         if why:
             result.problems.append(f"{stage}: {why}; left as it is")

@@ -134,3 +134,17 @@ def test_names_not_of_a_stage_are_ignored(tmp_path):
     (tmp_path / "notes.staged-x").write_bytes(b"TSRSTAGE")
     (tmp_path / "gpu.perfetto-trace.staged-").write_bytes(b"TSRSTAGE")
     assert staged.adopt(tmp_path) == staged.Adopted()
+
+
+@pytest.mark.parametrize("size", [0, staged.DATA_OFFSET + staged.CAPACITY])
+def test_a_stage_its_process_never_finished_making_is_removed(tmp_path, size):
+    """A process that ended between creating its stage and writing its header (an _exit while another thread made
+    it) leaves a file of zeros, empty or allocated: nothing was ever staged in it, so it is removed, no problem
+    said, the target untouched."""
+    target = tmp_path / "gpu.perfetto-trace"
+    target.write_bytes(b"trace")
+    stage = staged.stage_path(target, 7)
+    stage.write_bytes(bytes(size))
+    result = staged.adopt(tmp_path)
+    assert result.problems == [] and result.stages == 1 and result.bytes == 0
+    assert not stage.exists() and target.read_bytes() == b"trace"

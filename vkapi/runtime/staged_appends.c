@@ -146,6 +146,14 @@ int tessera_stage_open(int target, const char *path)
     h->capacity = TESSERA_STAGE_CAPACITY;
     h->length = 0;
     h->flushing = TESSERA_STAGE_NOT_FLUSHING;
+    /* A reader adopting stages may have removed this one before it was locked (an unlocked stage without a
+       header is one whose process ended while making it: tessera.schemas.staged): then none is used. */
+    struct stat made, named;
+    if (fstat(fd, &made) || stat(path, &named) || made.st_dev != named.st_dev || made.st_ino != named.st_ino) {
+        munmap(map, size);
+        close(fd);
+        return ENOENT;
+    }
     pthread_once(&once, tessera_stage_register_fork);
     pthread_mutex_lock(&tessera_ledger_lock);
     tessera_stage_close_locked();
