@@ -124,11 +124,15 @@ def workloads_again(device_address: int, recordings: list[tuple[int, tuple, list
     return b"".join(out)
 
 
-def report_template(device_address: int, cb_address: int, rows: tuple, plain: tuple[int, ...]) -> bytes:
+def report_template(device_address: int, cb_address: int, rows: tuple, plain: tuple[int, ...],
+                    plain_labels: tuple = ()) -> bytes:
     """What C needs to report a submit of a recording made again from a kept product (layer/reported_submits.py,
-    vkapi/runtime/reported_submits.c), the product's WORKLOADS `rows` and `plain` its tag indices a SUBMIT lists:
-    u32 the plain count and each index; u32 the WORKLOADS frame's JSON pieces (0: no frame), the tag index
-    written between each two, and each piece (u32 length, bytes) as `workloads_again` joins them."""
+    vkapi/runtime/reported_submits.c), the product's WORKLOADS `rows`, `plain` its tag indices a SUBMIT lists and
+    `plain_labels` those workloads' own labels: u32 the plain count and each index; u32 the WORKLOADS frame's
+    JSON pieces (0: no frame), the tag index written between each two, and each piece (u32 length, bytes) as
+    `workloads_again` joins them; u32 how many workloads' labels follow (the plain count, or 0), and for each
+    the JSON of its labels between the brackets of a list (u16 length, bytes): what its ANNEX adds after the
+    queue's labels (`annexes`) inside them."""
     out = [struct.pack(f"<I{len(plain)}I", len(plain), *plain)]
     if not rows:
         out.append(struct.pack("<I", 0))
@@ -139,6 +143,11 @@ def report_template(device_address: int, cb_address: int, rows: tuple, plain: tu
         _, pieces, gaps = hit
         out.append(struct.pack(f"<I{len(gaps)}I", len(pieces), *gaps))
         out += [struct.pack("<I", len(piece)) + piece for piece in pieces]
+    texts = [json_body(list(labels))[1:-1] for labels in plain_labels]
+    if len(texts) != len(plain) or any(len(t) > 0xFFFF for t in texts):
+        texts = []
+    out.append(struct.pack("<I", len(texts)))
+    out += [struct.pack("<H", len(t)) + t for t in texts]
     return b"".join(out)
 
 

@@ -79,7 +79,8 @@ class ReportedSubmits:
         if read.kept is None or not self._first((id(product), address)):
             return
         replay.attach(self.lib, read.kept, (address, TEMPLATE_KEY),
-                      encoder.report_template(device_address, address, product.described_rows, product.plain))
+                      encoder.report_template(device_address, address, product.described_rows, product.plain,
+                                              product.plain_labels))
 
     def swapchain_images(self, swapchain: int, images: tuple[int, ...]) -> None:
         """vkGetSwapchainImagesKHR (`images`), vkDestroySwapchainKHR (none): what a present C reports shows."""

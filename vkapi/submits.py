@@ -228,7 +228,11 @@ def c_defines() -> str:
     from tessera.schemas import staged
     from tessera.schemas.frames import MessageType
     from tessera.schemas.labels import C_SUBMIT_FORMAT
+    from tessera.schemas.frames import json_body
     from tessera.schemas.workloads import again_c_text
+
+    # an ANNEX of labels alone (layer/encoder.annexes), around its labels' JSON strings
+    annex_head, annex_tail = json_body({"labels": ["x"]}).decode().split('"x"')
 
     from .vkconst import vk
     return (f'#define TESSERA_SUBMIT_FORMAT "{C_SUBMIT_FORMAT}"\n'
@@ -240,6 +244,9 @@ def c_defines() -> str:
             f"#define TESSERA_FRAME_RECORDED_AGAIN {int(MessageType.RECORDED_AGAIN)}\n"
             f"#define TESSERA_AGAIN_HEAD {json.dumps(again_c_text()[0])}\n"
             f"#define TESSERA_AGAIN_TAIL {json.dumps(again_c_text()[1])}\n"
+            f"#define TESSERA_FRAME_ANNEX {int(MessageType.ANNEX)}\n"
+            f"#define TESSERA_ANNEX_LABELS_HEAD {json.dumps(annex_head)}\n"
+            f"#define TESSERA_ANNEX_LABELS_TAIL {json.dumps(annex_tail)}\n"
             f"#define TESSERA_FRAME_SUBMIT {int(MessageType.SUBMIT)}\n"
             f"#define TESSERA_FRAME_FRAME {int(MessageType.FRAME)}\n"
             + staged.c_defines())
@@ -395,12 +402,15 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
 
 def label_fast_path(name: str, spec: SubmitPath) -> str:
     """C statements recording a queue label in the ledger (not forwarded: the shim consumes it); with
-    SubmitPath.place, kept in C first where it can be (runtime/placed_submits.c tessera_label_in_c)."""
+    SubmitPath.place or .report, kept in C first where it can be (runtime/placed_submits.c tessera_label_in_c,
+    runtime/reported_submits.c tessera_report_label_in_c)."""
     begin = name == "vkQueueBeginDebugUtilsLabelEXT"
     text = "pLabelInfo && pLabelInfo->pLabelName ? pLabelInfo->pLabelName : \"\"" if begin else "NULL"
     record = f"tessera_ledger_label(queue, {LABEL_BEGIN if begin else LABEL_END}, {text});"
     if spec.place:
         record = f"if (!tessera_label_in_c(queue, {text})) {record}"
+    elif spec.report:
+        record = f"if (!tessera_report_label_in_c(queue, {text})) {record}"
     return (f"    if (__atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)) {{ {record} return; }}\n")
 
 

@@ -249,11 +249,13 @@ def test_vkcube_frames_reported_in_c_are_the_frames_python_sends(shims, tmp_path
 
 
 def test_submits_inside_the_applications_queue_labels_are_reported_as_python_reports_them(shims, tmp_path) -> None:
-    """record_cost's render-pass frame loop with each submit inside two queue labels of the application's: the C
-    path records the labels in the layer's ledger in order with the submits, wraps each submit in s<submitID>,
-    and the layer reads it from the kept product, its ANNEX frames (each workload's label stack) made from the
-    queue's labels and the workload's own, its hooks not run. Its frames are, but host times and handles, those
-    of the Python path (TESSERA_C_SUBMITS=0: the labels' and the submit's hooks), and so is the merged trace."""
+    """record_cost's render-pass frame loop with each submit inside two queue labels of the application's: the
+    layer's C keeps the labels under its licence and reports each submit inside them itself, wrapped in
+    s<submitID>, with an ANNEX frame per workload (its label stack at the submit: the queue's labels, then its
+    own, from the product's report template); outside the licence the C path records the labels in the ledger
+    in order with the submits, and the layer reads such a submit from the kept product, the same ANNEX made in
+    Python. Its frames are, but host times and handles, those of the Python path (TESSERA_C_SUBMITS=0: the labels'
+    and the submit's hooks), and so is the merged trace."""
     program = [RECORD_COST, "passframe", FRAMES, 1, "labelled"]
     runs = {}
     for name, c_submits in (("in C", "1"), ("in Python", "0")):
@@ -264,9 +266,8 @@ def test_submits_inside_the_applications_queue_labels_are_reported_as_python_rep
         assert result.problems == []
         runs[name] = (_frames(tmp_path / name), canonical(result), out.stderr)
     (in_c, merged_c, said), (in_python, merged_python, _) = runs["in C"], runs["in Python"]
-    read = re.search(r"layer INFO: records made in C so far: .*; of them submitted and read without their hooks: "
-                     r"(\d+)", said)
-    assert read and int(read.group(1)) >= FRAMES - 2, said   # every recording but the first (applied, kept)
+    reported = _REPORTED.search(said)
+    assert reported and int(reported.group(1)) >= FRAMES // 2, said
     annexes = [f for f in in_c if f[0] == MessageType.ANNEX]   # 10 workloads a frame: 8 passes, 2 dispatches
     assert len(annexes) == 10 * FRAMES and annexes[-3][3] == b'{"labels":["frame","submit","frame","ui"]}'
     first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)

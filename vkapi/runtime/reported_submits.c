@@ -20,12 +20,19 @@
 
 #define TESSERA_REPORT_SWAPCHAINS 16
 #define TESSERA_REPORT_IMAGES 16
+#define TESSERA_REPORT_LABELS 4          /* the application's queue labels C keeps on one queue, at most */
+#define TESSERA_REPORT_LABEL 128         /* ... each one's longest name */
 /* Each queue's SUBMIT text up to its time (`prefix`), and a present's FRAME text between its time and its images
-   (`present`: its device, queue and source). */
+   (`present`: its device, queue and source); the application's queue labels begun on it under the licence,
+   outermost first, each as its JSON string (`label`, `label_n`): what C keeps of them (tessera_report_label_in_c)
+   until the ledger takes them. */
 typedef struct {
     uint64_t queue;
     size_t n, present_n;
     char prefix[TESSERA_REPORT_PREFIX], present[TESSERA_REPORT_PREFIX];
+    uint32_t labels;
+    uint16_t label_n[TESSERA_REPORT_LABELS];
+    char label[TESSERA_REPORT_LABELS][TESSERA_REPORT_LABEL + 2];
 } tessera_report_queue;
 /* The images of each swapchain (Python fills it at vkGetSwapchainImagesKHR): what a present shows. */
 typedef struct { uint64_t swapchain; uint32_t count; uint64_t image[TESSERA_REPORT_IMAGES]; } tessera_report_swapchain;
@@ -62,6 +69,63 @@ static int tessera_buffer_put(tessera_buffer *b, const void *p, size_t n)
     return 1;
 }
 
+/* Each queue label C keeps, written to the ledger as the begin it is (the ledger locked: before any other record,
+   and when the licence is taken back), outermost first per queue; the queue's depth (submits.c) counted them
+   when they began. */
+static void tessera_report_labels_write(void)
+{
+    for (size_t i = 0; i < tessera_report.queues; i++) {
+        tessera_report_queue *q = &tessera_report.queue[i];
+        uint32_t labels = q->labels;
+        q->labels = 0;   /* first: the records written below call this again */
+        for (uint32_t k = 0; k < labels; k++) {
+            size_t n = q->label_n[k] - 2u, slots = 3 + (n + 7) / 8;   /* the name, without its JSON quotes */
+            uint64_t *r = tessera_ledger_record(slots);
+            if (r) {
+                r[0] = (uint64_t)(slots * 8) | ((uint64_t)1 << 48);   /* kind LABEL_BEGIN (submits.py) */
+                r[1] = q->queue;
+                r[2] = n;
+                if (n) memcpy(r + 3, q->label[k] + 1, n);
+            }
+        }
+    }
+}
+
+/* The guard of an application's queue label begin (`name`) or end (NULL), before it records it in the ledger: 1
+   when C keeps it under the licence instead (a begin on a granted queue of a name whose JSON string is itself in
+   quotes: printable ASCII but for `"` and backslash, at most TESSERA_REPORT_LABEL bytes; an end of one C kept),
+   so that the queue's submits are reported in C with their ANNEX (tessera_report_annexes). 0: the ledger takes
+   it. */
+static int tessera_report_label_in_c(VkQueue queue, const char *name)
+{
+    int kept = 0;
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_report_queue *q = NULL;
+    for (size_t i = 0; __atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) && i < tessera_report.queues; i++)
+        if (tessera_report.queue[i].queue == (uint64_t)(uintptr_t)queue) q = &tessera_report.queue[i];
+    if (q && name && q->labels < TESSERA_REPORT_LABELS) {
+        size_t n = 0;
+        while (name[n] && n <= TESSERA_REPORT_LABEL && name[n] >= 0x20 && name[n] < 0x7F && name[n] != '"'
+               && name[n] != '\\')
+            n++;
+        if (!name[n] && n <= TESSERA_REPORT_LABEL) {
+            char *text = q->label[q->labels];
+            text[0] = '"';
+            memcpy(text + 1, name, n);
+            text[n + 1] = '"';
+            q->label_n[q->labels++] = (uint16_t)(n + 2);
+            tessera_queue_label_depth(q->queue, 1);
+            kept = 1;
+        }
+    } else if (q && !name && q->labels) {
+        q->labels--;
+        tessera_queue_label_depth(q->queue, 0);
+        kept = 1;
+    }
+    pthread_mutex_unlock(&tessera_ledger_lock);
+    return kept;
+}
+
 /* Python: grant the licence: write to `fd` (`socket`: the daemon's non-blocking socket, else the spool file);
    `queues` (`len` bytes): per queue its address (u64), its SUBMIT text up to its time and its FRAME text of a
    present between time and images (each u16 length, bytes). 0 when refused: the ledger holds a record, or
@@ -79,6 +143,7 @@ int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len)
         memcpy(parsed[n].prefix, prefix.p, prefix.n);
         parsed[n].n = prefix.n;
         memcpy(parsed[n].present, present.p, present.n);
+        parsed[n].labels = 0;
         parsed[n++].present_n = present.n;
     }
     pthread_mutex_lock(&tessera_ledger_lock);
@@ -93,6 +158,7 @@ int tessera_report_grant(int fd, int socket, const uint8_t *queues, size_t len)
         tessera_report.error = 0;
         tessera_report.reported = 0;
         tessera_report.grant++;
+        tessera_ledger_before = tessera_report_labels_write;
         __atomic_store_n(&tessera_placing, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&tessera_ledger_lock);
@@ -109,6 +175,7 @@ long tessera_report_revoke(const uint8_t **written, size_t *written_len, const u
     __atomic_store_n(&tessera_placing, 0, __ATOMIC_RELEASE);
     while (tessera_report.presenting)   /* a present under way writes its FRAME first */
         pthread_cond_wait(&tessera_presented, &tessera_ledger_lock);
+    tessera_report_labels_write();   /* Python takes them from the ledger before it plans what follows */
     *written = tessera_report.written.p;
     *written_len = tessera_report.written.n;
     *unsent = tessera_report.unsent.p;
@@ -249,6 +316,61 @@ static void tessera_report_sent(tessera_attachment *a, const uint64_t *tags, lon
     a->sent_in = tessera_report.grant;
 }
 
+/* A report template's labels section (layer/encoder.report_template: after its pieces): the JSON of each plain
+   workload's own labels into `texts` (room for TESSERA_REPORT_TAGS; NULL: only whether there is one for each). 0
+   when the template holds none, or is damaged. */
+static int tessera_template_labels(const tessera_attachment *a, tessera_bytes *texts)
+{
+    tessera_reader t = { a->data, a->data + a->size, 0 };
+    uint32_t plain = (uint32_t)tessera_read(&t, 4);
+    if (plain > TESSERA_REPORT_TAGS) return 0;
+    t.at += 4 * (size_t)plain;
+    if (t.at > t.end) return 0;
+    uint32_t pieces = (uint32_t)tessera_read(&t, 4);
+    if (t.bad || pieces > TESSERA_REPORT_TAGS + 1) return 0;
+    t.at += 4 * (size_t)(pieces ? pieces - 1 : 0);
+    if (t.at > t.end) return 0;
+    for (uint32_t k = 0; k < pieces; k++) tessera_read_bytes(&t, 4);
+    uint32_t count = (uint32_t)tessera_read(&t, 4);
+    if (t.bad || count != plain) return 0;
+    for (uint32_t k = 0; k < count; k++) {
+        tessera_bytes text = tessera_read_bytes(&t, 2);
+        if (texts) texts[k] = text;
+    }
+    return !t.bad;
+}
+
+/* The ANNEX frame of each plain workload of a buffer reported inside the queue's labels C keeps (`q`), from its
+   template `a` (the recording's tags `tags`): as layer/encoder.annexes writes one, its label stack at the submit,
+   the queue's labels, then the workload's own. 0 when the template is damaged or memory ran out. */
+static int tessera_report_annexes(tessera_buffer *b, const tessera_report_queue *q, const tessera_attachment *a,
+                                  uint64_t submit_id, const uint64_t *tags, long ntags)
+{
+    tessera_bytes own[TESSERA_REPORT_TAGS];
+    if (!tessera_template_labels(a, own)) return 0;
+    tessera_reader t = { a->data, a->data + a->size, 0 };
+    uint32_t plain = (uint32_t)tessera_read(&t, 4);
+    for (uint32_t k = 0; k < plain; k++) {
+        uint32_t index = (uint32_t)tessera_read(&t, 4);
+        if (t.bad || index >= (uint64_t)ntags) return 0;
+        uint8_t head[21];
+        head[0] = TESSERA_FRAME_ANNEX;
+        memcpy(head + 1, &submit_id, 8);
+        memcpy(head + 9, &tags[index], 8);
+        size_t at = b->n;
+        if (!tessera_buffer_put(b, head, sizeof head)
+                || !tessera_buffer_put(b, TESSERA_ANNEX_LABELS_HEAD, sizeof TESSERA_ANNEX_LABELS_HEAD - 1))
+            return 0;
+        for (uint32_t l = 0; l < q->labels; l++)
+            if ((l && !tessera_buffer_put(b, ",", 1)) || !tessera_buffer_put(b, q->label[l], q->label_n[l])) return 0;
+        if (own[k].n && (!tessera_buffer_put(b, ",", 1) || !tessera_buffer_put(b, own[k].p, own[k].n))) return 0;
+        if (!tessera_buffer_put(b, TESSERA_ANNEX_LABELS_TAIL, sizeof TESSERA_ANNEX_LABELS_TAIL - 1)) return 0;
+        uint32_t length = (uint32_t)(b->n - at - sizeof head);
+        memcpy(b->p + at + 17, &length, 4);
+    }
+    return 1;
+}
+
 /* Write the frames built (to the spool through its stage, staged_appends.c); what is not written waits in
    `unsent` and ends the licence. */
 static void tessera_report_write(const uint8_t *p, size_t n)
@@ -300,7 +422,10 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
 {
     if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX) return 0;
     const tessera_report_queue *q = tessera_report_queue_of(queue);
-    if (!q || tessera_queue_labelled_locked((uint64_t)(uintptr_t)queue)) return 0;   /* its ANNEX: Python's */
+    if (!q) return 0;
+    /* inside the application's queue labels: only those C keeps (their ANNEX is known here) */
+    uint64_t depth = tessera_queue_depth_locked((uint64_t)(uintptr_t)queue);
+    if (depth && depth != q->labels) return 0;
     uint64_t tags[TESSERA_REPORT_TAGS];
     const tessera_attachment *templates[TESSERA_IN_C_MAX];
     int kind[TESSERA_IN_C_MAX];
@@ -329,11 +454,11 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
                 kind[i] = cb->submits == 0 ? TESSERA_FIRST : TESSERA_AGAIN;
             }
         }
-        if (!templates[i] && cb->submits != 0) {
+        if (!templates[i] && cb->submits != 0 && !depth) {   /* its tags alone: no ANNEX of them known */
             templates[i] = tessera_cb_attachment(cb, TESSERA_REPORT_KEY);
             kind[i] = TESSERA_AS_IT_IS;
         }
-        if (!templates[i]) break;
+        if (!templates[i] || (depth && !tessera_template_labels(templates[i], NULL))) break;
         tag_at[i + 1] = tag_at[i] + (size_t)count[i];
     }
     if (i == n) {
@@ -383,6 +508,10 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
         if (ok) {
             uint32_t length = (uint32_t)(b->n - body);
             memcpy(b->p + head + 1 + 8 + 8, &length, 4);
+        }
+        for (i = 0; ok && depth && i < n; i++)   /* then each workload's ANNEX: its label stack at the submit */
+            ok = tessera_report_annexes(b, q, templates[i], submit_id, tags + tag_at[i], count[i]);
+        if (ok) {
             tessera_report_write(b->p, b->n);
             for (i = 0; i < n; i++) {   /* its hooks run only if something looks at it (lifecycle.c) */
                 if (kind[i] == TESSERA_AS_IT_IS) continue;   /* its hooks ran */

@@ -97,21 +97,27 @@ void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_r
 void tessera_set_c_submits(int on) { __atomic_store_n(&tessera_c_submits, on, __ATOMIC_RELAXED); }
 
 /* A queue label in the ledger (kind LABEL_BEGIN with its name, or LABEL_END). */
-/* Each queue's depth of the labels its ledger records hold (vkQueueBeginDebugUtilsLabelEXT less ...End), under
-   the ledger lock: the layer wraps a submit on a queue inside labels in s<submitID> (its ANNEX frames, which
-   Python writes, say each workload's label stack, and the merge finds them by that label). Past
+/* Each queue's depth of the labels its ledger records hold, and the layer's C keeps (vkQueueBeginDebugUtilsLabelEXT
+   less ...End), under the ledger lock: the layer wraps a submit on a queue inside labels in s<submitID> (its
+   ANNEX frames say each workload's label stack, and the merge finds them by that label). Past
    TESSERA_LABELLED_QUEUES queues, every queue it does not know counts as labelled. */
 #define TESSERA_LABELLED_QUEUES 64
 static struct { uint64_t queue; uint64_t depth; } tessera_labelled[TESSERA_LABELLED_QUEUES];
 static size_t tessera_labelled_queues;
 static int tessera_labelled_full;
 
-/* (the ledger locked) Whether `queue` is inside labels the ledger recorded. */
-__attribute__((unused)) static int tessera_queue_labelled_locked(uint64_t queue)
+/* (the ledger locked) How deep `queue` is in the labels the ledger recorded (and those the layer's C keeps);
+   UINT64_MAX when it is not known (past TESSERA_LABELLED_QUEUES queues). */
+__attribute__((unused)) static uint64_t tessera_queue_depth_locked(uint64_t queue)
 {
     for (size_t i = 0; i < tessera_labelled_queues; i++)
-        if (tessera_labelled[i].queue == queue) return tessera_labelled[i].depth > 0;
-    return tessera_labelled_full;
+        if (tessera_labelled[i].queue == queue) return tessera_labelled[i].depth;
+    return tessera_labelled_full ? UINT64_MAX : 0;
+}
+
+__attribute__((unused)) static int tessera_queue_labelled_locked(uint64_t queue)
+{
+    return tessera_queue_depth_locked(queue) > 0;
 }
 
 __attribute__((unused)) static int tessera_queue_labelled(VkQueue queue)
