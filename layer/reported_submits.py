@@ -25,12 +25,18 @@ ends it too, so that acknowledgements are read, and grants it again (`renew`) if
 Also reported in C: a submit of a recording submitted before (its product's template, without its
 WORKLOADS again), of a buffer submitted again as it is, pre-recorded (`attach_recordings`: its tags, as
 the SUBMIT lists them, attached to that recording by the serial the C path's ledger gives it), wrapped
-in s<submitID> by the C path (`annexed`); and a present's FRAME (`swapchain_images` keeps C's copy of the
+in s<submitID> by the C path (`annexed`); a submit inside the application's queue labels that C kept under
+the licence (up to 4 a queue, names whose JSON string needs no escape), wrapped so too, with an ANNEX per
+workload: its label stack then, the queue's labels and its own (the template's labels section,
+`encoder.report_template`); C writes such labels to the ledger before any other record and at the revoke, so
+Python's queue follows them in order; and a present's FRAME (`swapchain_images` keeps C's copy of the
 images each swapchain shows; C counts the frame, which the revoke reads back into the session, and the
 revoke waits for a present under way to write its FRAME).
 Taken by Python as before: a submit of more than one batch or 16 command buffers, of a buffer with nothing
-attached, on a queue not granted; a present with a VkFrameBoundaryEXT or an unknown swapchain; anything the
-C path never took (labels open, frame boundaries, instrumentation). A recording whose submit C reported runs its
+attached, on a queue not granted, inside queue labels C does not keep (begun before the licence, or more of
+them), of a buffer submitted again as it is inside queue labels; a present with a VkFrameBoundaryEXT or an
+unknown swapchain; anything the C path never took (a label left open by a command buffer, frame boundaries,
+instrumentation). A recording whose submit C reported runs its
 hooks only if something looks at the buffer before C begins it again, as one whose submit Python read
 without them (Recorder.apply_reported gives them the Read C kept no object of; if the product went meanwhile, its
 records are applied and left as reported, its submits counted).
