@@ -221,14 +221,14 @@ def command_buffers(name: str, count: int, pSubmits) -> list:
 def c_defines() -> str:
     """The #defines vkapi/runtime/submits.c and what follows it need: the s<submitID> label format
     (tessera.schemas.labels), the sTypes it looks for, the most command buffers of a submit handled whole in C
-    (SubmitPath.in_c), the message types reported_submits.c writes (tessera.schemas.frames), the text around a
-    RECORDED_AGAIN's pairs (tessera.schemas.workloads) and the stages' layout (tessera.schemas.staged)."""
+    (SubmitPath.in_c), the ledger's label-begin kind (the licences write the labels they kept), the message types
+    reported_submits.c writes (tessera.schemas.frames), the text around a RECORDED_AGAIN's pairs
+    (tessera.schemas.workloads) and around an ANNEX's labels, and the stages' layout (tessera.schemas.staged)."""
     import json
 
     from tessera.schemas import staged
-    from tessera.schemas.frames import MessageType
+    from tessera.schemas.frames import MessageType, json_body
     from tessera.schemas.labels import C_SUBMIT_FORMAT
-    from tessera.schemas.frames import json_body
     from tessera.schemas.workloads import again_c_text
 
     # an ANNEX of labels alone (layer/encoder.annexes), around its labels' JSON strings
@@ -240,6 +240,7 @@ def c_defines() -> str:
             "#define TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO "
             f"{vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO}\n"
             f"#define TESSERA_IN_C_MAX {IN_C_MAX}\n"
+            f"#define TESSERA_LEDGER_LABEL_BEGIN {LABEL_BEGIN}\n"
             f"#define TESSERA_FRAME_WORKLOADS {int(MessageType.WORKLOADS)}\n"
             f"#define TESSERA_FRAME_RECORDED_AGAIN {int(MessageType.RECORDED_AGAIN)}\n"
             f"#define TESSERA_AGAIN_HEAD {json.dumps(again_c_text()[0])}\n"

@@ -87,7 +87,7 @@ static void tessera_pending_labels_write(void)
             size_t n = q->length[k], slots = 3 + (n + 7) / 8;
             uint64_t *r = tessera_ledger_record(slots);
             if (r) {
-                r[0] = (uint64_t)(slots * 8) | ((uint64_t)1 << 48);   /* kind LABEL_BEGIN (submits.py) */
+                r[0] = (uint64_t)(slots * 8) | ((uint64_t)TESSERA_LEDGER_LABEL_BEGIN << 48);
                 r[1] = q->queue;
                 r[2] = n;
                 if (n) memcpy(r + 3, q->label[k], n);
