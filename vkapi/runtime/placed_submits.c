@@ -83,16 +83,8 @@ static void tessera_pending_labels_write(void)
         tessera_placed_queue *q = &tessera_placement.queue[i];
         uint32_t pending = q->pending;
         q->pending = 0;   /* first: the records written below call this again */
-        for (uint32_t k = 0; k < pending; k++) {
-            size_t n = q->length[k], slots = 3 + (n + 7) / 8;
-            uint64_t *r = tessera_ledger_record(slots);
-            if (r) {
-                r[0] = (uint64_t)(slots * 8) | ((uint64_t)TESSERA_LEDGER_LABEL_BEGIN << 48);
-                r[1] = q->queue;
-                r[2] = n;
-                if (n) memcpy(r + 3, q->label[k], n);
-            }
-        }
+        for (uint32_t k = 0; k < pending; k++)
+            tessera_ledger_label_record(q->queue, TESSERA_LEDGER_LABEL_BEGIN, q->label[k], q->length[k]);
     }
 }
 

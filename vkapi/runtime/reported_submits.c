@@ -78,16 +78,8 @@ static void tessera_report_labels_write(void)
         tessera_report_queue *q = &tessera_report.queue[i];
         uint32_t labels = q->labels;
         q->labels = 0;   /* first: the records written below call this again */
-        for (uint32_t k = 0; k < labels; k++) {
-            size_t n = q->label_n[k] - 2u, slots = 3 + (n + 7) / 8;   /* the name, without its JSON quotes */
-            uint64_t *r = tessera_ledger_record(slots);
-            if (r) {
-                r[0] = (uint64_t)(slots * 8) | ((uint64_t)TESSERA_LEDGER_LABEL_BEGIN << 48);
-                r[1] = q->queue;
-                r[2] = n;
-                if (n) memcpy(r + 3, q->label[k] + 1, n);
-            }
-        }
+        for (uint32_t k = 0; k < labels; k++)   /* the name, without its JSON quotes */
+            tessera_ledger_label_record(q->queue, TESSERA_LEDGER_LABEL_BEGIN, q->label[k] + 1, q->label_n[k] - 2u);
     }
 }
 

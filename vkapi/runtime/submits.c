@@ -144,19 +144,24 @@ static void tessera_queue_label_depth(uint64_t queue, int begin)
     else if (tessera_labelled[i].depth) tessera_labelled[i].depth--;
 }
 
-__attribute__((unused)) static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
+/* (the ledger locked) One queue label record: its kind (LABEL_BEGIN, LABEL_END), the queue, the name's `n` bytes. */
+static void tessera_ledger_label_record(uint64_t queue, uint64_t kind, const char *name, size_t n)
 {
-    size_t n = name ? strlen(name) : 0;
     size_t slots = 3 + (n + 7) / 8;
-    pthread_mutex_lock(&tessera_ledger_lock);
-    tessera_queue_label_depth((uint64_t)(uintptr_t)queue, name != NULL);
     uint64_t *r = tessera_ledger_record(slots);
     if (r) {
         r[0] = (uint64_t)(slots * 8) | (kind << 48);
-        r[1] = (uint64_t)(uintptr_t)queue;
+        r[1] = queue;
         r[2] = n;
         if (n) memcpy(r + 3, name, n);
     }
+}
+
+__attribute__((unused)) static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
+{
+    pthread_mutex_lock(&tessera_ledger_lock);
+    tessera_queue_label_depth((uint64_t)(uintptr_t)queue, name != NULL);
+    tessera_ledger_label_record((uint64_t)(uintptr_t)queue, kind, name, name ? strlen(name) : 0);
     pthread_mutex_unlock(&tessera_ledger_lock);
 }
 
