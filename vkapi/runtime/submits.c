@@ -96,7 +96,6 @@ uint64_t tessera_get_frame(void) { return __atomic_load_n(&tessera_frame, __ATOM
 void tessera_python_reason(int64_t delta) { __atomic_add_fetch(&tessera_python_reasons, delta, __ATOMIC_RELAXED); }
 void tessera_set_c_submits(int on) { __atomic_store_n(&tessera_c_submits, on, __ATOMIC_RELAXED); }
 
-/* A queue label in the ledger (kind LABEL_BEGIN with its name, or LABEL_END). */
 /* Each queue's depth of the labels its ledger records hold, and the layer's C keeps (vkQueueBeginDebugUtilsLabelEXT
    less ...End), under the ledger lock: the layer wraps a submit on a queue inside labels in s<submitID> (its
    ANNEX frames say each workload's label stack, and the merge finds them by that label). Past
@@ -157,6 +156,7 @@ static void tessera_ledger_label_record(uint64_t queue, uint64_t kind, const cha
     }
 }
 
+/* A queue label in the ledger (kind LABEL_BEGIN with its name, or LABEL_END), counted in its queue's depth. */
 __attribute__((unused)) static void tessera_ledger_label(VkQueue queue, uint64_t kind, const char *name)
 {
     pthread_mutex_lock(&tessera_ledger_lock);
