@@ -450,13 +450,26 @@ class Context:
         return self.own(vk.vkDestroyPipeline, pipeline)
 
     # -- commands ---------------------------------------------------------
-    def command_buffer(self) -> Any:
-        """A primary command buffer in the recording state (one-time submit)."""
+    def primary(self) -> Any:
+        """A primary command buffer of the context's pool, not begun (a frame loop records it again and again)."""
         info = vk.VkCommandBufferAllocateInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=self.command_pool,
             level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1,
         )
-        cmd = vk.vkAllocateCommandBuffers(self.device, info)[0]
+        return vk.vkAllocateCommandBuffers(self.device, info)[0]
+
+    def fence(self) -> Any:
+        """An unsignalled fence (the caller destroys it)."""
+        return vk.vkCreateFence(self.device, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+
+    def cmd_labels(self) -> tuple[Any, Any]:
+        """vkCmdBeginDebugUtilsLabelEXT and vkCmdEndDebugUtilsLabelEXT of the instance."""
+        return (vk.vkGetInstanceProcAddr(self.instance, "vkCmdBeginDebugUtilsLabelEXT"),
+                vk.vkGetInstanceProcAddr(self.instance, "vkCmdEndDebugUtilsLabelEXT"))
+
+    def command_buffer(self) -> Any:
+        """A primary command buffer in the recording state (one-time submit)."""
+        cmd = self.primary()
         begin = vk.VkCommandBufferBeginInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
             flags=vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,

@@ -33,13 +33,9 @@ def main() -> None:
     unnamed = vk.vkCreateBuffer(ctx.device, vk.VkBufferCreateInfo(   # no recording names it
         sType=vk.VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, size=256, usage=vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
         sharingMode=vk.VK_SHARING_MODE_EXCLUSIVE), None)
-    cmd = vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=ctx.command_pool,
-        level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
-    fence = vk.vkCreateFence(ctx.device, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+    cmd, fence = ctx.primary(), ctx.fence()
     label = vk.VkDebugUtilsLabelEXT(sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, pLabelName="fill")
-    begin_label = vk.vkGetInstanceProcAddr(ctx.instance, "vkCmdBeginDebugUtilsLabelEXT")
-    end_label = vk.vkGetInstanceProcAddr(ctx.instance, "vkCmdEndDebugUtilsLabelEXT")
+    begin_label, end_label = ctx.cmd_labels()
     batch = vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1, pCommandBuffers=[cmd])
     for _ in range(frames):
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO))

@@ -53,13 +53,9 @@ def main() -> None:
     frames = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     ctx = vkapp.Context(vkapp.Settings.from_env(), "rerecord")
     out = ctx.buffer(max(SIZES), vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-    cmd = vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=ctx.command_pool,
-        level=vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1))[0]
-    fence = vk.vkCreateFence(ctx.device, vk.VkFenceCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FENCE_CREATE_INFO), None)
+    cmd, fence = ctx.primary(), ctx.fence()
     label = vk.VkDebugUtilsLabelEXT(sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, pLabelName="frame work")
-    begin_label = vk.vkGetInstanceProcAddr(ctx.instance, "vkCmdBeginDebugUtilsLabelEXT")
-    end_label = vk.vkGetInstanceProcAddr(ctx.instance, "vkCmdEndDebugUtilsLabelEXT")
+    begin_label, end_label = ctx.cmd_labels()
     src, memory = target(ctx, SIZES[0])
     for frame in range(frames):
         size = SIZES[0] if frame < frames // 2 else SIZES[1]
