@@ -119,8 +119,13 @@ __attribute__((unused)) static int tessera_queue_labelled_locked(uint64_t queue)
     return tessera_queue_depth_locked(queue) > 0;
 }
 
+/* The submit guard's question, before it takes the ledger: without the lock while no label was ever recorded (the
+   count only grows, under the lock; the application orders its queue's labels before its submits). */
 __attribute__((unused)) static int tessera_queue_labelled(VkQueue queue)
 {
+    if (!__atomic_load_n(&tessera_labelled_queues, __ATOMIC_ACQUIRE) && !__atomic_load_n(&tessera_labelled_full,
+                                                                                          __ATOMIC_ACQUIRE))
+        return 0;
     pthread_mutex_lock(&tessera_ledger_lock);
     int labelled = tessera_queue_labelled_locked((uint64_t)(uintptr_t)queue);
     pthread_mutex_unlock(&tessera_ledger_lock);
@@ -134,10 +139,10 @@ static void tessera_queue_label_depth(uint64_t queue, int begin)
     while (i < tessera_labelled_queues && tessera_labelled[i].queue != queue) i++;
     if (i == tessera_labelled_queues) {
         if (!begin) return;   /* an end without a begin: tolerated, as by the layer's Python */
-        if (i == TESSERA_LABELLED_QUEUES) { tessera_labelled_full = 1; return; }
+        if (i == TESSERA_LABELLED_QUEUES) { __atomic_store_n(&tessera_labelled_full, 1, __ATOMIC_RELEASE); return; }
         tessera_labelled[i].queue = queue;
         tessera_labelled[i].depth = 0;
-        tessera_labelled_queues++;
+        __atomic_store_n(&tessera_labelled_queues, tessera_labelled_queues + 1, __ATOMIC_RELEASE);
     }
     if (begin) tessera_labelled[i].depth++;
     else if (tessera_labelled[i].depth) tessera_labelled[i].depth--;
