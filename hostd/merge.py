@@ -138,7 +138,8 @@ def _input_name(name: str) -> bool:
 def find_inputs(session_dir: Path) -> Inputs:
     """The inputs of a merge under `session_dir`; one named like an input that is not a regular
     file (a folder, a FIFO, a device: never opened, a FIFO would block) is listed in `problems`.
-    What processes that ended left staged joins its file first (tessera.schemas.staged)."""
+    What processes that ended left staged joins its file first, and the blocks they reserved past its end are
+    given back once no writer has it open (tessera.schemas.staged)."""
     inputs = Inputs()
     inputs.problems += staged.adopt(session_dir).problems
     for path in sorted(Path(session_dir).rglob("*")):
@@ -155,6 +156,8 @@ def find_inputs(session_dir: Path) -> Inputs:
             inputs.gpu_traces.append(path)
         elif arm_inputs.is_arm_input(path):
             inputs.arm.append(path)
+    for path in inputs.gpu_traces + inputs.spools:
+        staged.release_reserved(path)
     return inputs
 
 

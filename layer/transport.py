@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tessera.schemas.files import private_folder
+from tessera.schemas.files import open_append, private_folder
 from tessera.schemas.frames import ACK
 
 # How long the daemon may make no progress (read nothing we send, acknowledge nothing we wait
@@ -486,7 +486,7 @@ class Transport:
             private_folder(folder)
             self.spool_path = folder / f"layer-{os.getpid()}.spool"
             # Private, as hostd's logs are: frames name the app's resources and labels.
-            fd = os.open(self.spool_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = open_append(self.spool_path)
             self._spool = open(fd, "ab", buffering=0)
             self._spool.write(self.hello)
             self.log.info("spooling layer frames to %s", self.spool_path)

@@ -16,12 +16,18 @@ would block the open, a character device such as /dev/zero never ends); it is op
 O_NONBLOCK and checked with fstat on the open descriptor, so what is checked is what is
 read, and a whole-file read is bounded.
 
+Appending (`open_append`): the session files several processes append to (the GPU trace, the
+spools) are opened O_APPEND | O_NOFOLLOW, 0600, and must be regular files. Their writers hold a
+shared flock on them while they have them open: a reader releases the blocks their writers
+reserved past the end only when none does (tessera.schemas.staged.release_reserved).
+
 Privacy: every file is 0600 and every folder hostd or a run creates 0700, as the logs
 have always been (hostd has no authentication; a trace shows what the application did).
 """
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 from pathlib import Path
@@ -133,6 +139,20 @@ def private_folder(path: str | os.PathLike) -> Path:
     path = Path(path)
     path.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
     return path
+
+
+def open_append(path: str | os.PathLike) -> int:
+    """A descriptor appending to `path` (created 0600 if missing, never through a link), with the shared lock its
+    writers hold (see above); OSError if it is not a regular file."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path}: not a regular file")
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def open_input(path: str | os.PathLike, what: str = "input") -> BinaryIO:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from .files import open_append
 from .readahead import ReadAhead
 from .slice_args import LABEL, LABEL_STACK
 
@@ -70,13 +71,13 @@ def frame_packet(packet: TracePacket) -> bytes:
 class PacketWriter:
     """Appends packets to a trace file; `flush()` makes them durable to the OS.
 
-    Opened with O_APPEND so several processes can share one file: each write
+    Opened with O_APPEND so several processes can share one file (files.open_append): each write
     is whole packets, and each process writes its own packet sequence.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = os.fspath(path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)   # private, like the logs
+        self._fd = open_append(self.path)
         self._pending: list[bytes] = []
 
     def write(self, packet: TracePacket) -> None:

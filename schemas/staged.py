@@ -36,7 +36,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import same_file
+from .files import open_append, same_file
 
 HEAD = struct.Struct("<8sIIQQQ")
 _LENGTH_AT = struct.calcsize("<8sIIQ")   # where HEAD's length is
@@ -45,6 +45,7 @@ VERSION = 1
 DATA_OFFSET = 4096            # the staged bytes start on their own page
 CAPACITY = 64 << 10           # bytes a stage holds (the size of the writes); a longer append is written at once
 MAX_CAPACITY = 16 << 20       # a stage claiming more is not one of ours
+RESERVE = 1 << 20             # the target's blocks a writing process allocates ahead of its writes, at a time
 NOT_FLUSHING = (1 << 64) - 1
 SUFFIX = ".staged-"
 _NAME = re.compile(r"^(?P<target>.+)\.staged-(?P<pid>[0-9]{1,10})$")
@@ -62,7 +63,8 @@ def c_defines() -> str:
     return (f'#define TESSERA_STAGE_MAGIC "{MAGIC.decode()}"\n'
             f"#define TESSERA_STAGE_VERSION {VERSION}\n"
             f"#define TESSERA_STAGE_DATA_OFFSET {DATA_OFFSET}\n"
-            f"#define TESSERA_STAGE_CAPACITY {CAPACITY}\n")
+            f"#define TESSERA_STAGE_CAPACITY {CAPACITY}\n"
+            f"#define TESSERA_STAGE_RESERVE {RESERVE}\n")
 
 
 @dataclass
@@ -192,14 +194,34 @@ def _written(target: Path, data: bytes, flushing: int) -> int:
 
 
 def _append(target: Path, data: bytes) -> None:
-    """`data` at the end of `target` (created 0600 if missing, never through a link)."""
-    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    """`data` at the end of `target` (files.open_append)."""
+    fd = open_append(target)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file")
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def release_reserved(target: str | os.PathLike) -> bool:
+    """Give back the blocks that writing processes reserved past the end of `target` (staged_appends.c
+    `tessera_stage_reserve`) when none of its writers has it open (each holds a shared lock: files.open_append),
+    so that no append can land between reading its size and cutting the file there. Whether it did."""
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False   # gone, a link, or not ours to write: nothing reserved by us to give back
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_blocks * 512 <= st.st_size + CAPACITY:
+            return False   # no more blocks than its bytes need (and their extents' own)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False   # a writer has it open: its reservation is still in use
+        os.ftruncate(fd, os.fstat(fd).st_size)   # the same size: only the blocks past the end go
+        return True
     finally:
         os.close(fd)
 

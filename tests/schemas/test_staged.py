@@ -148,3 +148,62 @@ def test_a_stage_its_process_never_finished_making_is_removed(tmp_path, size):
     result = staged.adopt(tmp_path)
     assert result.problems == [] and result.stages == 1 and result.bytes == 0
     assert not stage.exists() and target.read_bytes() == b"trace"
+
+
+def _reserve(fd: int, length: int) -> None:
+    """What staged_appends.c's tessera_stage_reserve does: blocks past the end, the size left alone."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long)
+    if libc.fallocate(fd, 1, os.fstat(fd).st_size, length):   # 1: FALLOC_FL_KEEP_SIZE
+        pytest.skip(f"this file system does not reserve blocks: {os.strerror(ctypes.get_errno())}")
+
+
+def test_blocks_reserved_past_the_end_are_given_back_once_no_writer_has_the_file(tmp_path):
+    from tessera.schemas.files import open_append
+    target = tmp_path / "gpu.perfetto-trace"
+    writer = open_append(target)
+    os.write(writer, b"packets")
+    _reserve(writer, staged.RESERVE)
+    assert target.stat().st_blocks * 512 >= staged.RESERVE
+    assert not staged.release_reserved(target)   # its writer has it open: the reservation is in use
+    assert target.stat().st_blocks * 512 >= staged.RESERVE
+    os.close(writer)
+    assert staged.release_reserved(target)
+    assert target.read_bytes() == b"packets"
+    assert target.stat().st_blocks * 512 <= staged.CAPACITY
+    assert not staged.release_reserved(target)   # nothing left to give back
+
+
+def test_a_file_without_reserved_blocks_is_left_as_it_is(tmp_path):
+    target = tmp_path / "layer-7.spool"
+    target.write_bytes(b"x" * 100_000)
+    before = target.stat()
+    assert not staged.release_reserved(target)
+    assert target.stat().st_mtime_ns == before.st_mtime_ns
+    assert not staged.release_reserved(tmp_path / "missing.spool")
+
+
+def test_appending_takes_the_writers_shared_lock(tmp_path):
+    """A reader cannot take the file exclusively while a writer has it open (so it never cuts an append)."""
+    from tessera.schemas.files import open_append
+    target = tmp_path / "gpu.perfetto-trace"
+    writer = open_append(target)
+    probe = os.open(target, os.O_RDONLY)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(writer)
+        fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    finally:
+        os.close(probe)
+
+
+def test_appending_never_follows_a_planted_link(tmp_path):
+    from tessera.schemas.files import open_append
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"mine")
+    (tmp_path / "layer-1.spool").symlink_to(victim)
+    with pytest.raises(OSError):
+        open_append(tmp_path / "layer-1.spool")
+    assert victim.read_bytes() == b"mine"

@@ -29,20 +29,28 @@
 
 typedef struct { uint8_t *at, *end; int full; } tessera_writer;
 
-static void tessera_put(tessera_writer *w, const void *p, size_t n)
+/* Inlined: an event's packet is some twenty puts and varints, each a few bytes. */
+static inline __attribute__((always_inline)) void tessera_put(tessera_writer *w, const void *p, size_t n)
 {
     if (w->full || (size_t)(w->end - w->at) < n) { w->full = 1; return; }
     memcpy(w->at, p, n);
     w->at += n;
 }
 
-static void tessera_varint(tessera_writer *w, uint64_t v)
+static inline __attribute__((always_inline)) void tessera_varint(tessera_writer *w, uint64_t v)
 {
-    uint8_t b[10];
-    size_t n = 0;
-    while (v >= 0x80) { b[n++] = (uint8_t)(v | 0x80); v >>= 7; }
-    b[n++] = (uint8_t)v;
-    tessera_put(w, b, n);
+    if (w->full || w->end - w->at < 10) {   /* near the end: as many bytes as it takes, or full */
+        uint8_t b[10];
+        size_t n = 0;
+        while (v >= 0x80) { b[n++] = (uint8_t)(v | 0x80); v >>= 7; }
+        b[n++] = (uint8_t)v;
+        tessera_put(w, b, n);
+        return;
+    }
+    uint8_t *at = w->at;
+    while (v >= 0x80) { *at++ = (uint8_t)(v | 0x80); v >>= 7; }
+    *at++ = (uint8_t)v;
+    w->at = at;
 }
 
 static size_t tessera_varint_size(uint64_t v)
@@ -53,7 +61,7 @@ static size_t tessera_varint_size(uint64_t v)
 }
 
 /* One extra_data entry: key, length, name part, value key, value length, value. */
-static void tessera_entry(tessera_writer *w, tessera_bytes key, tessera_bytes name, tessera_bytes value_key,
+static inline __attribute__((always_inline)) void tessera_entry(tessera_writer *w, tessera_bytes key, tessera_bytes name, tessera_bytes value_key,
                           const char *value, size_t n)
 {
     tessera_put(w, key.p, key.n);

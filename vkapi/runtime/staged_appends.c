@@ -23,8 +23,10 @@ static struct {
     int target;                  /* the file the stage is written to (O_APPEND); -1: no stage */
     int fd;                      /* the stage's, flock()ed while this process runs */
     tessera_stage_head *head;    /* its mapping: the header, then the data at TESSERA_STAGE_DATA_OFFSET */
+    uint64_t reserved_to;        /* the target's blocks up to here were reserved by this process (fallocate) */
+    int reserve_refused;         /* the target's file system refused a reservation: not asked again */
     char path[4096];
-} tessera_stage = { -1, -1, NULL, "" };
+} tessera_stage = { -1, -1, NULL, 0, 0, "" };
 
 /* The whole of `n` bytes to `fd`; an errno when a write fails, and how many were written into `*done`. */
 static int tessera_write_all(int fd, const uint8_t *p, size_t n, size_t *done)
@@ -49,6 +51,23 @@ static void tessera_stage_forget(void)
     close(tessera_stage.fd);
     tessera_stage.head = NULL;
     tessera_stage.fd = tessera_stage.target = -1;
+    tessera_stage.reserved_to = 0;
+    tessera_stage.reserve_refused = 0;
+}
+
+/* Before a write of `n` bytes at `end`, the target's end: its blocks for the next TESSERA_STAGE_RESERVE bytes
+   allocated in one call when the write would pass what this process reserved. A write into allocated blocks
+   costs the kernel about a quarter less than one that reserves them page by page (delayed allocation:
+   docs/benchmarks.md, "Session 17"); the file's size is left alone, so readers see only what was written. What
+   is reserved past the end stays the file's until a reader releases it (tessera.schemas.staged.release_reserved).
+   A file system that refuses (no fallocate, a full disk) is not asked again. */
+static void tessera_stage_reserve(uint64_t end, uint64_t n)
+{
+    if (tessera_stage.reserve_refused || end + n <= tessera_stage.reserved_to) return;
+    if (fallocate(tessera_stage.target, FALLOC_FL_KEEP_SIZE, (off_t)end, TESSERA_STAGE_RESERVE))
+        tessera_stage.reserve_refused = 1;
+    else
+        tessera_stage.reserved_to = end + TESSERA_STAGE_RESERVE;
 }
 
 /* (the ledger locked) Write what the stage holds to its target; an errno when that fails. `flushing` says, until
@@ -61,8 +80,9 @@ static int tessera_stage_flush(void)
     if (!h || !h->length) return 0;
     uint64_t n = h->length;
     struct stat st;
-    __atomic_store_n(&h->flushing, fstat(tessera_stage.target, &st) == 0 ? (uint64_t)st.st_size : 0,
-                     __ATOMIC_RELEASE);
+    int sized = fstat(tessera_stage.target, &st) == 0;
+    __atomic_store_n(&h->flushing, sized ? (uint64_t)st.st_size : 0, __ATOMIC_RELEASE);
+    if (sized) tessera_stage_reserve((uint64_t)st.st_size, n);
     size_t done;
     int error = tessera_write_all(tessera_stage.target, (uint8_t *)h + TESSERA_STAGE_DATA_OFFSET, n, &done);
     if (error) {
