@@ -148,7 +148,11 @@ def open_append(path: str | os.PathLike) -> int:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, f"{path}: not a regular file")
-        fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        except OSError as e:   # a file system without flock: no reader can take it exclusively either
+            if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise
     except BaseException:
         os.close(fd)
         raise

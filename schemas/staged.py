@@ -218,10 +218,12 @@ def release_reserved(target: str | os.PathLike) -> bool:
             return False   # no more blocks than its bytes need (and their extents' own)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False   # a writer has it open: its reservation is still in use
+        except OSError:
+            return False   # a writer has it open (its reservation is still in use), or no flock here
         os.ftruncate(fd, os.fstat(fd).st_size)   # the same size: only the blocks past the end go
         return True
+    except OSError:
+        return False   # kept: the blocks cost room, never a byte
     finally:
         os.close(fd)
 
