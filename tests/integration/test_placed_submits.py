@@ -45,13 +45,16 @@ def test_submits_c_places_are_placed_the_same_by_the_timeline(options, args, shi
     assert checked >= FRAMES - 4 and differing == 0, (checked, differing)
 
 
-def test_vkcube_buffers_submitted_again_with_semaphores_are_placed_the_same(shims, tmp_path, xvfb_display) -> None:
-    """vkcube (the driver alone: with the layer its submits are wrapped in s<submitID> queue labels, which C does
-    not place yet): pre-recorded buffers submitted again, each submit waiting for the swapchain's acquire
-    semaphore and signalling the present's. Their plans are attached to the recordings themselves
-    (tessera_cb_attach, by the serial the ledger gives), and C places them as the timeline does."""
+@pytest.mark.parametrize("options", [pytest.param(["--no-layer"], id="the driver alone"),
+                                     pytest.param([], id="under the layer")])
+def test_vkcube_buffers_submitted_again_with_semaphores_are_placed_the_same(options, shims, tmp_path,
+                                                                           xvfb_display) -> None:
+    """vkcube: pre-recorded buffers submitted again, each submit waiting for the swapchain's acquire semaphore and
+    signalling the present's. Their plans are attached to the recordings themselves (tessera_cb_attach, by the
+    serial the ledger gives), and C places them as the timeline does; under the layer, each submit inside the
+    s<submitID> queue label the layer wraps it in (a label C keeps on entry)."""
     env = {**os.environ, "TESSERA_LOG": "info", "TESSERA_C_PLACEMENT": "check", "DISPLAY": xvfb_display}
-    out = run([TESSERA, "run", "--no-layer", "--out", tmp_path / "session", "--", "vkcube", "--c", FRAMES], env)
+    out = run([TESSERA, "run", *options, "--out", tmp_path / "session", "--", "vkcube", "--c", FRAMES], env)
     assert out.returncode == 0, out.stdout + out.stderr
     found = _CHECKED.search(out.stderr)
     assert found, out.stderr
