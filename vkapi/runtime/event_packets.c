@@ -61,8 +61,9 @@ static size_t tessera_varint_size(uint64_t v)
 }
 
 /* One extra_data entry: key, length, name part, value key, value length, value. */
-static inline __attribute__((always_inline)) void tessera_entry(tessera_writer *w, tessera_bytes key, tessera_bytes name, tessera_bytes value_key,
-                          const char *value, size_t n)
+static inline __attribute__((always_inline)) void tessera_entry(tessera_writer *w, tessera_bytes key,
+                                                               tessera_bytes name, tessera_bytes value_key,
+                                                               const char *value, size_t n)
 {
     tessera_put(w, key.p, key.n);
     tessera_varint(w, name.n + value_key.n + tessera_varint_size(n) + n);

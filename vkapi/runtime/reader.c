@@ -14,7 +14,8 @@ static inline __attribute__((always_inline)) uint64_t tessera_read(tessera_reade
     return v;
 }
 
-static inline __attribute__((always_inline)) tessera_bytes tessera_read_bytes(tessera_reader *r, size_t length_size)
+static inline __attribute__((always_inline)) tessera_bytes tessera_read_bytes(tessera_reader *r,
+                                                                             size_t length_size)
 {
     tessera_bytes b = { NULL, 0 };
     size_t n = (size_t)tessera_read(r, length_size);
