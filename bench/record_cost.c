@@ -35,10 +35,11 @@
  *             of 4 vkCmdDraw each (the draw mode's image and pipeline) and 2 vkCmdDispatch, submitted with a
  *             fence and waited for; wall and process CPU per frame, as frame (4th argument "labelled": as
  *             frame's, each submit inside two queue labels of the application's).
- *   buffers   N frames of FRAME_BUFFERS command buffers each, as engines record a frame in several: their pool
- *             reset (vkResetCommandPool), then each buffer re-recorded (vkBeginCommandBuffer, vkCmdBindPipeline
- *             with the empty compute pipeline, 2 vkCmdDispatch(1,1,1), vkEndCommandBuffer), all submitted in
- *             one vkQueueSubmit with a fence and waited for; wall and process CPU per frame, as frame.
+ *   buffers   N frames of BUFFERS command buffers each (4th argument, default 16), as engines record a frame
+ *             in several: their pool reset (vkResetCommandPool), then each buffer re-recorded
+ *             (vkBeginCommandBuffer, vkCmdBindPipeline with the empty compute pipeline, 2 vkCmdDispatch(1,1,1),
+ *             vkEndCommandBuffer), all submitted in one vkQueueSubmit with a fence and waited for; wall and
+ *             process CPU per frame, as frame.
  *   threads   THREADS threads (4th argument, default 2) at once, each re-recording its own command
  *             buffer N times (vkResetCommandPool of its own pool, vkBeginCommandBuffer, vkCmdBindPipeline,
  *             8 vkCmdDispatch, vkEndCommandBuffer); wall and process CPU per recorded command buffer
@@ -106,7 +107,8 @@ static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups",
 #define MAX_THREADS 16     /* threads mode */
 #define FRAME_PASSES 8     /* passframe mode: labelled dynamic-rendering passes per frame */
 #define PASS_DRAWS 4       /* passframe mode: draws per pass */
-#define FRAME_BUFFERS 16   /* buffers mode: command buffers recorded and submitted per frame */
+#define FRAME_BUFFERS 16   /* buffers mode: command buffers recorded and submitted per frame, by default */
+#define MAX_FRAME_BUFFERS 256
 #define FILL_BYTES 16      /* submit mode: bytes each command buffer fills */
 #define COPY_BYTES 4096   /* copy modes: size of the source and destination buffers */
 #define EXTENT 64          /* draw mode: color image width and height */
@@ -744,21 +746,21 @@ static void record_buffer_of_frame(VkCommandBuffer cmd, const void *arg)
     vkCmdDispatch(cmd, 1, 1, 1);
 }
 
-/* buffers mode: FRAME_BUFFERS command buffers of their own pool, the pool reset and each buffer re-recorded
-   every frame, submitted together with a fence and waited for. */
-static double bench_buffers(struct ctx *c, long calls, long reps, double *best_cpu)
+/* buffers mode: `count` command buffers of their own pool, the pool reset and each buffer re-recorded every frame,
+   submitted together with a fence and waited for. */
+static double bench_buffers(struct ctx *c, long calls, long reps, uint32_t count, double *best_cpu)
 {
     struct compute_pipeline cp = empty_compute_pipeline(c);
     VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                          .queueFamilyIndex = c->family};
     VkCommandPool pool;
     VK_CHECK(vkCreateCommandPool(c->device, &pool_info, NULL, &pool));
-    VkCommandBuffer cmds[FRAME_BUFFERS];
+    VkCommandBuffer cmds[MAX_FRAME_BUFFERS];
     VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                          .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-                                         .commandBufferCount = FRAME_BUFFERS};
+                                         .commandBufferCount = count};
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
-    double best = frames_of(c, pool, cmds, FRAME_BUFFERS, record_buffer_of_frame, &cp, calls, reps, best_cpu,
+    double best = frames_of(c, pool, cmds, count, record_buffer_of_frame, &cp, calls, reps, best_cpu,
                             SUBMIT_FENCED);
     vkDestroyCommandPool(c->device, pool, NULL);
     destroy_compute_pipeline(c, &cp);
@@ -939,7 +941,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
                         "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n"
-                        "       record_cost passframe [N] [REPS] [labelled]\n");
+                        "       record_cost passframe [N] [REPS] [labelled]\n"
+                        "       record_cost buffers [N] [REPS] [BUFFERS]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -952,6 +955,9 @@ int main(int argc, char **argv)
     const long dispatches = mode == MODE_FRAME ? parse_arg(argc, argv, 4, FRAME_DISPATCHES) : FRAME_DISPATCHES;
     if (dispatches > MAX_FRAME_DISPATCHES)
         fail("at most 4096 workloads per frame");
+    const long buffers = mode == MODE_BUFFERS ? parse_arg(argc, argv, 4, FRAME_BUFFERS) : FRAME_BUFFERS;
+    if (buffers < 1 || buffers > MAX_FRAME_BUFFERS)
+        fail("1 to 256 command buffers per frame");
     const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
     const enum frame_submit how = mode == MODE_PASSFRAME ? (argc > 4 && strcmp(argv[4], "labelled") == 0
                                                             ? SUBMIT_LABELLED : SUBMIT_FENCED)
@@ -977,7 +983,7 @@ int main(int argc, char **argv)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
                   : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, how, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, how, &best_cpu)
-                  : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, &best_cpu)
+                  : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, (uint32_t)buffers, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)

@@ -53,7 +53,8 @@ HEADER = ("size_kind", "queue", "called_ns", "returned_ns", "boottime_ns", "subm
 SUBMIT, LABEL_BEGIN, LABEL_END = 0, 1, 2   # record kinds
 WRAPPED = 1
 COUNT_BITS = 21   # per batch, each count below 2**21 (more takes the Python path)
-IN_C_MAX = 16     # command buffers of a submit handled whole in C, at most (SubmitPath.in_c)
+IN_C_MAX = 64     # command buffers of a submit handled whole in C, at most (SubmitPath.in_c)
+IN_C_SEMAPHORES = 16   # and wait or signal semaphores of the submit the driver's C places, at most
 
 
 @dataclass(frozen=True)
@@ -240,6 +241,7 @@ def c_defines() -> str:
             "#define TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO "
             f"{vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO}\n"
             f"#define TESSERA_IN_C_MAX {IN_C_MAX}\n"
+            f"#define TESSERA_IN_C_SEMAPHORES {IN_C_SEMAPHORES}\n"
             f"#define TESSERA_LEDGER_LABEL_BEGIN {LABEL_BEGIN}\n"
             f"#define TESSERA_FRAME_WORKLOADS {int(MessageType.WORKLOADS)}\n"
             f"#define TESSERA_FRAME_RECORDED_AGAIN {int(MessageType.RECORDED_AGAIN)}\n"
@@ -334,9 +336,10 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
             f"            const {info} *s = &{submits}[0];",
             *(["            const VkTimelineSemaphoreSubmitInfo *tv = tessera_chain_find(s->pNext, "
                "TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);"] if name == "vkQueueSubmit" else []),
-            "            uint64_t waits[TESSERA_IN_C_MAX], signals[TESSERA_IN_C_MAX];",
-            "            uint64_t wait_values[TESSERA_IN_C_MAX], signal_values[TESSERA_IN_C_MAX];",
-            f"            int in_c = {count} == 1 && s->{nwait} <= TESSERA_IN_C_MAX && s->{nsignal} <= TESSERA_IN_C_MAX;",
+            "            uint64_t waits[TESSERA_IN_C_SEMAPHORES], signals[TESSERA_IN_C_SEMAPHORES];",
+            "            uint64_t wait_values[TESSERA_IN_C_SEMAPHORES], signal_values[TESSERA_IN_C_SEMAPHORES];",
+            f"            int in_c = {count} == 1 && s->{nwait} <= TESSERA_IN_C_SEMAPHORES"
+            f" && s->{nsignal} <= TESSERA_IN_C_SEMAPHORES;",
             f"            for (uint32_t {j} = 0; in_c && {j} < s->{nwait}; {j}++) {{",
             f"                waits[{j}] = (uint64_t)s->{wait % j};",
             f"                wait_values[{j}] = {wait_value % j};",

@@ -19,7 +19,9 @@ typedef struct tessera_attachment {
     uint64_t *sent_tags;
     uint8_t data[];                    /* 8-byte aligned */
 } tessera_attachment;
-#define TESSERA_ATTACHMENTS 16         /* per product: the newest kept */
+/* Per product, the newest kept: one per buffer of a submit C handles (equal recordings in several buffers share
+   a product, and each buffer has its own). */
+#define TESSERA_ATTACHMENTS TESSERA_IN_C_MAX
 /* One kept recording: the records as C made them, on one device, while its Resources generation holds. */
 typedef struct tessera_product {
     struct tessera_product *next;      /* in its bucket */

@@ -19,7 +19,7 @@
 #include <errno.h>
 #include <unistd.h>
 
-#define TESSERA_PLACE_TAGS 256      /* a submit's buffers' tags, together */
+#define TESSERA_PLACE_TAGS 1024     /* a submit's buffers' tags, together */
 #define TESSERA_PLACED_QUEUES 64
 #define TESSERA_PLACED_GPUS 8
 #define TESSERA_PLACED_SEMAPHORES 256   /* binary semaphores' last signal times kept (more: none placed in C) */
@@ -73,6 +73,8 @@ static struct {
     tessera_placed_timeline timeline[TESSERA_PLACED_TIMELINES];
     uint8_t *out;               /* the packets' buffer, grown to the largest submit's bound */
     size_t cap;
+    uint8_t *texts;             /* a submit's slot texts (tessera_place_submit), grown to the largest's */
+    size_t texts_cap;
 } tessera_placement;
 
 /* Each queue label kept in C, written to the ledger as the begin it is (the ledger locked: before any other
@@ -369,8 +371,14 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
     uint64_t shape = q->pending, key = (uint64_t)q->gpu | shape << 32;
     /* each buffer's slot texts as tessera_place_all takes them: the labels on entry (u32 size, then each one's
        u16 length and bytes), its tags (u32 count, u64 each) */
-    uint8_t texts[TESSERA_IN_C_MAX * (4 + TESSERA_PENDING_LABELS * (2 + TESSERA_PENDING_LABEL) + 4)
-                  + 8 * TESSERA_PLACE_TAGS];
+    size_t texts_need = n * (8 + entry_size) + 8 * TESSERA_PLACE_TAGS;
+    if (texts_need > tessera_placement.texts_cap) {
+        uint8_t *grown = realloc(tessera_placement.texts, texts_need);
+        if (!grown) return 0;
+        tessera_placement.texts = grown;
+        tessera_placement.texts_cap = texts_need;
+    }
+    uint8_t *texts = tessera_placement.texts;
     uint64_t tags_of[TESSERA_PLACE_TAGS];
     const uint8_t *plans[TESSERA_IN_C_MAX];
     size_t lens[TESSERA_IN_C_MAX], at = 0, used = 0, bound = 0;
@@ -438,7 +446,7 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                     if (grown) { tessera_placement.checked = grown; tessera_placement.checked_cap = need; }
                 }
                 if (need <= tessera_placement.checked_cap) {
-                    int64_t head[2 + TESSERA_PLAN_STATE + 1 + 2 * TESSERA_IN_C_MAX];
+                    int64_t head[2 + TESSERA_PLAN_STATE + 1 + 2 * TESSERA_IN_C_SEMAPHORES];
                     head[0] = st[2];
                     head[1] = bytes;
                     memcpy(head + 2, st, sizeof st);
