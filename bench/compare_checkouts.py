@@ -8,7 +8,7 @@ R runs of wall and process-CPU time per call. Each checkout must be set up (`mak
 A benchmark, not a test.
 
 Run: .venv/bin/python bench/compare_checkouts.py BEFORE_DIR [AFTER_DIR] --mode frame [--calls N] [--runs R]
-         [--config "mali icd + layer"] [--threads T] [--workloads D] [--kind dispatch|fill] [--cpu C]
+         [--config "mali icd + layer"] [--threads T] [--workloads D] [--kind dispatch|fill] [--more ARG…] [--cpu C]
 `--cpu C` pins every run to CPU C: on a VM an idle vCPU's wake-up costs tens of microseconds of CPU, and a frame
 loop wakes the backend's queue thread and the waiting thread every frame, so unpinned, frame-loop numbers move
 with how often threads sleep rather than with the work done; pinned, they count the work.
@@ -56,6 +56,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="threads mode: recording threads")
     ap.add_argument("--workloads", type=int, default=8, help="frame mode: workloads per frame")
     ap.add_argument("--kind", choices=("dispatch", "fill"), default="dispatch", help="frame mode: the workloads")
+    ap.add_argument("--more", nargs="+", default=[],
+                    help="other modes: record_cost's arguments after N and REPS (buffers: BUFFERS [batches|linked])")
     ap.add_argument("--cpu", type=int, help="pin every run to this CPU")
     args = ap.parse_args()
     if args.cpu is not None:
@@ -65,6 +67,8 @@ def main() -> None:
         argv.append(str(args.threads))
     elif args.mode == "frame":
         argv += [str(args.workloads), args.kind]
+    else:
+        argv += args.more
     results: dict[Path, list[dict]] = {args.before: [], args.after: []}
     for _ in range(args.runs):
         for checkout in results:

@@ -39,7 +39,11 @@
  *             in several: their pool reset (vkResetCommandPool), then each buffer re-recorded
  *             (vkBeginCommandBuffer, vkCmdBindPipeline with the empty compute pipeline, 2 vkCmdDispatch(1,1,1),
  *             vkEndCommandBuffer), all submitted in one vkQueueSubmit with a fence and waited for; wall and
- *             process CPU per frame, as frame.
+ *             process CPU per frame, as frame (5th argument "batches": each buffer a VkSubmitInfo of its own,
+ *             all in the one vkQueueSubmit, every other one a 16-byte vkCmdFillBuffer instead, the last batch
+ *             signalling a binary semaphore the next frame's first waits for; "linked": so, but each batch after
+ *             the first waiting for a binary semaphore the one before signals; "timeline-linked": for a value of
+ *             a timeline semaphore the one before signals).
  *   threads   THREADS threads (4th argument, default 2) at once, each re-recording its own command
  *             buffer N times (vkResetCommandPool of its own pool, vkBeginCommandBuffer, vkCmdBindPipeline,
  *             8 vkCmdDispatch, vkEndCommandBuffer); wall and process CPU per recorded command buffer
@@ -96,7 +100,8 @@ enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_
 /* How the frame mode submits (its 6th argument; frames_of): with a fence each; also signalling a binary
    semaphore the next one waits for; paced by a timeline semaphore instead of the fence; or with a fence, inside
    two nested queue labels of the application's. */
-enum frame_submit { SUBMIT_FENCED, SUBMIT_CHAINED, SUBMIT_TIMELINE, SUBMIT_LABELLED };
+enum frame_submit { SUBMIT_FENCED, SUBMIT_CHAINED, SUBMIT_TIMELINE, SUBMIT_LABELLED, SUBMIT_BATCHES, SUBMIT_LINKED,
+                    SUBMIT_TIMELINE_LINKED };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
                                           "buffer", "frame", "threads", "passframe", "buffers"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
@@ -197,9 +202,10 @@ static void init(struct ctx *c, enum mode mode, enum frame_submit how)
                                                    .dynamicRendering = VK_TRUE};
     VkPhysicalDeviceVulkan12Features features12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                                    .timelineSemaphore = VK_TRUE};
+    const int timelines = how == SUBMIT_TIMELINE || how == SUBMIT_TIMELINE_LINKED;
     VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                    .pNext = mode == MODE_DRAW || mode == MODE_PASS || mode == MODE_PASSFRAME ? &features13
-                                            : how == SUBMIT_TIMELINE ? (void *)&features12 : NULL,
+                                            : timelines ? (void *)&features12 : NULL,
                                    .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
     VK_CHECK(vkCreateDevice(c->physical, &dev_info, NULL, &c->device));
     vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
@@ -436,6 +442,42 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
         submit.signalSemaphoreCount = 1;
     }
 
+    /* SUBMIT_BATCHES: each buffer a batch of its own; the last signals a binary semaphore the first waits for in
+       the next frame. SUBMIT_LINKED: each batch but the first waits for a binary semaphore the one before signals;
+       SUBMIT_TIMELINE_LINKED: for the value of a timeline semaphore the one before signals. */
+    const int batched = how == SUBMIT_BATCHES || how == SUBMIT_LINKED || how == SUBMIT_TIMELINE_LINKED;
+    VkSubmitInfo batches[MAX_FRAME_BUFFERS];
+    VkSemaphore links[MAX_FRAME_BUFFERS];
+    VkTimelineSemaphoreSubmitInfo link_values[MAX_FRAME_BUFFERS];
+    uint64_t wait_value[MAX_FRAME_BUFFERS], signal_value[MAX_FRAME_BUFFERS];
+    if (how == SUBMIT_BATCHES)
+        VK_CHECK(vkCreateSemaphore(c->device, &chain_info, NULL, &chain));
+    if (how == SUBMIT_TIMELINE_LINKED) {
+        VkSemaphoreTypeCreateInfo type = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
+                                          .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
+        VkSemaphoreCreateInfo timeline_info = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type};
+        VK_CHECK(vkCreateSemaphore(c->device, &timeline_info, NULL, &chain));
+        for (uint32_t b = 0; b < count; b++) {
+            links[b] = chain;
+            link_values[b] = (VkTimelineSemaphoreSubmitInfo){
+                .sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO, .waitSemaphoreValueCount = b > 0,
+                .pWaitSemaphoreValues = &wait_value[b], .signalSemaphoreValueCount = b + 1 < count,
+                .pSignalSemaphoreValues = &signal_value[b]};
+        }
+    }
+    for (uint32_t b = 0; how == SUBMIT_LINKED && b + 1 < count; b++)
+        VK_CHECK(vkCreateSemaphore(c->device, &chain_info, NULL, &links[b]));
+    for (uint32_t b = 0; batched && b < count; b++)
+        batches[b] = how == SUBMIT_BATCHES
+            ? (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
+                             .pCommandBuffers = &cmds[b], .pWaitSemaphores = &chain, .pWaitDstStageMask = &stage,
+                             .signalSemaphoreCount = b == count - 1, .pSignalSemaphores = &chain}
+            : (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                             .pNext = how == SUBMIT_TIMELINE_LINKED ? &link_values[b] : NULL, .commandBufferCount = 1,
+                             .pCommandBuffers = &cmds[b], .waitSemaphoreCount = b > 0,
+                             .pWaitSemaphores = b > 0 ? &links[b - 1] : NULL, .pWaitDstStageMask = &stage,
+                             .signalSemaphoreCount = b + 1 < count, .pSignalSemaphores = &links[b]};
+
     double best = -1.0;
     for (long rep = 0; rep < reps; rep++) {
         double t0 = now_ns(), cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
@@ -458,7 +500,17 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
                 c->queue_label_begin(c->queue, &frame_label);
                 c->queue_label_begin(c->queue, &submit_label);
             }
-            VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
+            if (batched) {
+                for (uint32_t b = 0; how == SUBMIT_TIMELINE_LINKED && b < count; b++) {   /* values grow */
+                    wait_value[b] = (uint64_t)(rep * calls + i) * count + b;
+                    signal_value[b] = wait_value[b] + 1;
+                }
+                VK_CHECK(vkQueueSubmit(c->queue, count, batches, fence));
+                /* SUBMIT_BATCHES: signalled by this submit's last batch from now on */
+                batches[0].waitSemaphoreCount = how == SUBMIT_BATCHES;
+            }
+            else
+                VK_CHECK(vkQueueSubmit(c->queue, 1, &submit, fence));
             if (how == SUBMIT_LABELLED) {
                 c->queue_label_end(c->queue);
                 c->queue_label_end(c->queue);
@@ -478,6 +530,8 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
         VK_CHECK(vkQueueWaitIdle(c->queue));
         vkDestroySemaphore(c->device, chain, NULL);
     }
+    for (uint32_t b = 0; how == SUBMIT_LINKED && b + 1 < count; b++)   /* each waited for */
+        vkDestroySemaphore(c->device, links[b], NULL);
     return best;
 }
 
@@ -737,20 +791,46 @@ static double bench_threads(struct ctx *c, long calls, long reps, long threads, 
     return best / (double)threads;
 }
 
-/* buffers mode: what each buffer records, the empty compute pipeline bound and 2 vkCmdDispatch(1,1,1). */
+/* buffers mode: what each buffer records, the empty compute pipeline bound and 2 vkCmdDispatch(1,1,1); in a batch
+   of its own, every other buffer a 16-byte vkCmdFillBuffer instead, so that the batches run on the emulated Mali's
+   compute and transfer queues (the semaphores between them order what the queues would not). */
+struct buffers_frame {
+    struct compute_pipeline cp;
+    VkBuffer buffer;      /* VK_NULL_HANDLE: every buffer dispatches */
+    uint32_t count;
+    uint32_t *recorded;   /* buffers recorded so far */
+};
+
 static void record_buffer_of_frame(VkCommandBuffer cmd, const void *arg)
 {
-    const struct compute_pipeline *cp = arg;
-    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, cp->pipeline);
+    const struct buffers_frame *f = arg;
+    if (f->buffer != VK_NULL_HANDLE && (*f->recorded)++ % f->count % 2) {
+        vkCmdFillBuffer(cmd, f->buffer, 0, FILL_BYTES, 0);
+        return;
+    }
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->cp.pipeline);
     vkCmdDispatch(cmd, 1, 1, 1);
     vkCmdDispatch(cmd, 1, 1, 1);
 }
 
 /* buffers mode: `count` command buffers of their own pool, the pool reset and each buffer re-recorded every frame,
-   submitted together with a fence and waited for. */
-static double bench_buffers(struct ctx *c, long calls, long reps, uint32_t count, double *best_cpu)
+   submitted together with a fence (in one batch, or with `how` SUBMIT_BATCHES or SUBMIT_LINKED each in a batch of
+   its own) and waited for. */
+static double bench_buffers(struct ctx *c, long calls, long reps, uint32_t count, enum frame_submit how,
+                            double *best_cpu)
 {
-    struct compute_pipeline cp = empty_compute_pipeline(c);
+    uint32_t recorded = 0;
+    struct buffers_frame f = {empty_compute_pipeline(c), VK_NULL_HANDLE, count, &recorded};
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    if (how == SUBMIT_BATCHES || how == SUBMIT_LINKED || how == SUBMIT_TIMELINE_LINKED) {
+        VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = COPY_BYTES,
+                                   .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+        VK_CHECK(vkCreateBuffer(c->device, &info, NULL, &f.buffer));
+        VkMemoryRequirements reqs;
+        vkGetBufferMemoryRequirements(c->device, f.buffer, &reqs);
+        memory = allocate(c, reqs);
+        VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
+    }
     VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                          .queueFamilyIndex = c->family};
     VkCommandPool pool;
@@ -760,10 +840,13 @@ static double bench_buffers(struct ctx *c, long calls, long reps, uint32_t count
                                          .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                          .commandBufferCount = count};
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
-    double best = frames_of(c, pool, cmds, count, record_buffer_of_frame, &cp, calls, reps, best_cpu,
-                            SUBMIT_FENCED);
+    double best = frames_of(c, pool, cmds, count, record_buffer_of_frame, &f, calls, reps, best_cpu, how);
     vkDestroyCommandPool(c->device, pool, NULL);
-    destroy_compute_pipeline(c, &cp);
+    if (f.buffer != VK_NULL_HANDLE) {
+        vkDestroyBuffer(c->device, f.buffer, NULL);
+        vkFreeMemory(c->device, memory, NULL);
+    }
+    destroy_compute_pipeline(c, &f.cp);
     return best;
 }
 
@@ -942,7 +1025,7 @@ int main(int argc, char **argv)
                         "       record_cost threads [N] [REPS] [THREADS]\n"
                         "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n"
                         "       record_cost passframe [N] [REPS] [labelled]\n"
-                        "       record_cost buffers [N] [REPS] [BUFFERS]\n");
+                        "       record_cost buffers [N] [REPS] [BUFFERS] [batches|linked|timeline-linked]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -961,6 +1044,11 @@ int main(int argc, char **argv)
     const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
     const enum frame_submit how = mode == MODE_PASSFRAME ? (argc > 4 && strcmp(argv[4], "labelled") == 0
                                                             ? SUBMIT_LABELLED : SUBMIT_FENCED)
+                             : mode == MODE_BUFFERS ? (argc <= 5 ? SUBMIT_FENCED
+                                                       : strcmp(argv[5], "batches") == 0 ? SUBMIT_BATCHES
+                                                       : strcmp(argv[5], "linked") == 0 ? SUBMIT_LINKED
+                                                       : strcmp(argv[5], "timeline-linked") == 0
+                                                         ? SUBMIT_TIMELINE_LINKED : SUBMIT_FENCED)
                              : mode != MODE_FRAME || argc <= 6 ? SUBMIT_FENCED
                              : strcmp(argv[6], "chained") == 0 ? SUBMIT_CHAINED
                              : strcmp(argv[6], "timeline") == 0 ? SUBMIT_TIMELINE
@@ -969,6 +1057,8 @@ int main(int argc, char **argv)
         fail("the frame mode's 6th argument is chained, timeline or labelled");
     if (mode == MODE_PASSFRAME && argc > 4 && how == SUBMIT_FENCED)
         fail("the passframe mode's 4th argument is labelled");
+    if (mode == MODE_BUFFERS && argc > 5 && how == SUBMIT_FENCED)
+        fail("the buffers mode's 5th argument is batches, linked or timeline-linked");
     if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
         fail("the frame mode's 5th argument is dispatch or fill");
 
@@ -983,7 +1073,7 @@ int main(int argc, char **argv)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
                   : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, how, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, how, &best_cpu)
-                  : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, (uint32_t)buffers, &best_cpu)
+                  : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, (uint32_t)buffers, how, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)

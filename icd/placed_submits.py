@@ -23,8 +23,8 @@ path appends to its ledger ends the licence (a job follows), and before every jo
 it takes the numbers back (`revoke`), so Python and C never place at once and each sees the other's
 events in order.
 
-Taken by the timeline's jobs as before: a submit of more than one batch, of more than 64 command buffers or of more
-than 16 wait or signal semaphores, with a semaphore when the timeline knows over 256 binary or 64 timeline semaphores,
+Taken by the timeline's jobs as before: a submit of more than 16 batches, 64 command buffers or 16 wait or signal
+semaphores or naming a buffer twice, with a semaphore when the timeline knows over 256 binary or 64 timeline semaphores,
 on a queue with labels open when the licence was granted, or with more than MAX_PENDING_LABELS begun under
 it (C keeps those, an application's or the layer's s<submitID> around a buffer submitted again, as the
 submits' labels on entry), after a t<tag> queue label, a buffer with no native plan attached for that GPU and

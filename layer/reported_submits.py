@@ -32,8 +32,8 @@ workload: its label stack then, the queue's labels and its own (the template's l
 Python's queue follows them in order; and a present's FRAME (`swapchain_images` keeps C's copy of the
 images each swapchain shows; C counts the frame, which the revoke reads back into the session, and the
 revoke waits for a present under way to write its FRAME).
-Taken by Python as before: a submit of more than one batch or 64 command buffers, of a buffer with nothing
-attached, on a queue not granted, inside queue labels C does not keep (begun before the licence, or more of
+Taken by Python as before: a submit of more than 64 command buffers (its batches' one after another) or
+naming one twice, of a buffer with nothing attached, on a queue not granted, inside queue labels C does not keep (begun before the licence, or more of
 them), of a buffer submitted again as it is inside queue labels; a present with a VkFrameBoundaryEXT or an
 unknown swapchain; anything the C path never took (a label left open by a command buffer, frame boundaries,
 instrumentation). A recording whose submit C reported runs its

@@ -55,6 +55,7 @@ WRAPPED = 1
 COUNT_BITS = 21   # per batch, each count below 2**21 (more takes the Python path)
 IN_C_MAX = 64     # command buffers of a submit handled whole in C, at most (SubmitPath.in_c)
 IN_C_SEMAPHORES = 16   # and wait or signal semaphores of the submit the driver's C places, at most
+IN_C_BATCHES = 16       # and its batches (VkSubmitInfo), at most
 
 
 @dataclass(frozen=True)
@@ -242,6 +243,7 @@ def c_defines() -> str:
             f"{vk.VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO}\n"
             f"#define TESSERA_IN_C_MAX {IN_C_MAX}\n"
             f"#define TESSERA_IN_C_SEMAPHORES {IN_C_SEMAPHORES}\n"
+            f"#define TESSERA_IN_C_BATCHES {IN_C_BATCHES}\n"
             f"#define TESSERA_LEDGER_LABEL_BEGIN {LABEL_BEGIN}\n"
             f"#define TESSERA_FRAME_WORKLOADS {int(MessageType.WORKLOADS)}\n"
             f"#define TESSERA_FRAME_RECORDED_AGAIN {int(MessageType.RECORDED_AGAIN)}\n"
@@ -300,7 +302,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         f"    if ({count} > 0 && {count} < 65536 && {submits} && __atomic_load_n(&tessera_c_submits, __ATOMIC_RELAXED)"
         f" && !__atomic_load_n(&tessera_python_reasons, __ATOMIC_RELAXED)) {{",
         "        tessera_cb *first = NULL;",
-        *(["        tessera_cb *placing[TESSERA_IN_C_MAX];"] if spec.in_c else []),
+        *(["        tessera_cb *placing[TESSERA_IN_C_MAX];", "        uint32_t nplacing = 0;"] if spec.in_c else []),
         "        int ok = 1, reused = 0;",
         f"        size_t slots = {len(HEADER)};",
         f"        for (uint32_t i = 0; ok && i < {count}; i++) {{",
@@ -315,7 +317,10 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "                if (!c || !c->submit_ok) { ok = 0; break; }",
         "                if (!first) first = c;",
         "                reused |= c->submits != 0;",
-        *(["                if (i == 0 && j < TESSERA_IN_C_MAX) placing[j] = c;"] if spec.in_c else []),
+        *(["                for (uint32_t k = 0; k < nplacing && k < TESSERA_IN_C_MAX; k++)",
+           "                    if (placing[k] == c) nplacing = TESSERA_IN_C_MAX;   /* named twice: Python's */",
+           "                if (nplacing < TESSERA_IN_C_MAX) placing[nplacing] = c;",
+           "                nplacing++;"] if spec.in_c else []),
         "            }",
         f"            slots += 1 + 2 * (size_t)s->{ncb} + 2 * (size_t)s->{nwait} + 2 * (size_t)s->{nsignal};",
         "        }",
@@ -330,36 +335,42 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         "            if (result != 0) return result;",
         "            pthread_mutex_lock(&tessera_ledger_lock);",
     ]
-    if spec.place:   # the driver places one batch, its semaphores' times in C too (and a timeline one's values)
+    if spec.place:   # the driver places the batches, their semaphores' times in C too (and a timeline one's values)
         wait_value, signal_value = _C_VALUES[name]
         lines += [
-            f"            const {info} *s = &{submits}[0];",
-            *(["            const VkTimelineSemaphoreSubmitInfo *tv = tessera_chain_find(s->pNext, "
+            "            tessera_batches b;",
+            f"            b.count = {count};",
+            "            b.waits = b.signals = 0;",
+            "            int in_c = b.count <= TESSERA_IN_C_BATCHES;",
+            f"            for (uint32_t i = 0; in_c && i < {count}; i++) {{",
+            f"                const {info} *s = &{submits}[i];",
+            *(["                const VkTimelineSemaphoreSubmitInfo *tv = tessera_chain_find(s->pNext, "
                "TESSERA_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);"] if name == "vkQueueSubmit" else []),
-            "            uint64_t waits[TESSERA_IN_C_SEMAPHORES], signals[TESSERA_IN_C_SEMAPHORES];",
-            "            uint64_t wait_values[TESSERA_IN_C_SEMAPHORES], signal_values[TESSERA_IN_C_SEMAPHORES];",
-            f"            int in_c = {count} == 1 && s->{nwait} <= TESSERA_IN_C_SEMAPHORES"
-            f" && s->{nsignal} <= TESSERA_IN_C_SEMAPHORES;",
-            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nwait}; {j}++) {{",
-            f"                waits[{j}] = (uint64_t)s->{wait % j};",
-            f"                wait_values[{j}] = {wait_value % j};",
+            f"                in_c = b.waits + s->{nwait} <= TESSERA_IN_C_SEMAPHORES"
+            f" && b.signals + s->{nsignal} <= TESSERA_IN_C_SEMAPHORES;",
+            f"                for (uint32_t {j} = 0; in_c && {j} < s->{nwait}; {j}++, b.waits++) {{",
+            f"                    b.wait[b.waits] = (uint64_t)s->{wait % j};",
+            f"                    b.wait_value[b.waits] = {wait_value % j};",
+            "                }",
+            f"                for (uint32_t {j} = 0; in_c && {j} < s->{nsignal}; {j}++, b.signals++) {{",
+            f"                    b.signal[b.signals] = (uint64_t)s->{signal % j};",
+            f"                    b.signal_value[b.signals] = {signal_value % j};",
+            "                }",
+            f"                b.buffers[i] = s->{ncb};",
+            f"                b.nwait[i] = s->{nwait};",
+            f"                b.nsignal[i] = s->{nsignal};",
             "            }",
-            f"            for (uint32_t {j} = 0; in_c && {j} < s->{nsignal}; {j}++) {{",
-            f"                signals[{j}] = (uint64_t)s->{signal % j};",
-            f"                signal_values[{j}] = {signal_value % j};",
-            "            }",
-            f"            if (in_c && tessera_place_submit(queue, boottime, placing, s->{ncb}, waits, wait_values,"
-            f" s->{nwait}, signals, signal_values, s->{nsignal})) {{",
+            "            if (in_c && tessera_place_submit(queue, boottime, placing, nplacing, &b)) {",
         ]
-    elif spec.report:   # the layer reports one batch
+    elif spec.report:   # the layer reports the batches' buffers, one after another, as one submit
         lines += [
-            f"            if ({count} == 1 && tessera_report_submit(queue, submit_id, wrapped, "
-            f"__atomic_load_n(&tessera_frame, __ATOMIC_RELAXED), called, returned, placing, {submits}[0].{ncb})) {{",
+            "            if (tessera_report_submit(queue, submit_id, wrapped, "
+            "__atomic_load_n(&tessera_frame, __ATOMIC_RELAXED), called, returned, placing, nplacing)) {",
         ]
     if spec.in_c:
         lines += [
             "                pthread_mutex_unlock(&tessera_ledger_lock);",
-            f"                for (uint32_t {j} = 0; {j} < {submits}[0].{ncb}; {j}++) placing[{j}]->submits++;",
+            "                for (uint32_t k = 0; k < nplacing; k++) placing[k]->submits++;",
             "                return result;",
             "            }",
         ]

@@ -9,7 +9,9 @@ outlast the host's frame, so the starts follow the state C took at the grant, an
 semaphore each submit signals and the next waits for, and by a timeline semaphore (each submit waits for the value
 the previous one signalled and signals the next, the host waits for it), and (the driver alone) each submit
 inside two nested queue labels of the application's, which C keeps as the labels on entry; labelled render
-passes; 16 and 40 command buffers per submit.
+passes; 16 and 40 command buffers per submit; 4 batches per submit (compute and transfer batches in turn, on
+two of the emulated GPU's queues), apart, or each waiting for a binary semaphore or a timeline value the one
+before signals (which the timeline has by then: 72 timeline signals, past the 64 kept).
 A start moved by 1 ns, or a semaphore's signal by 1 µs, in the C is found."""
 from __future__ import annotations
 
@@ -28,7 +30,11 @@ _UNDER_THE_LAYER = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]),
                     ("chained by a semaphore", ["frame", FRAMES, 1, 136, "dispatch", "chained"]),
                     ("chained by a timeline semaphore", ["frame", FRAMES, 1, 136, "dispatch", "timeline"]),
                     ("render passes", ["passframe", FRAMES, 1]), ("16 buffers", ["buffers", FRAMES, 1]),
-                    ("40 buffers", ["buffers", FRAMES, 1, 40])]
+                    ("40 buffers", ["buffers", FRAMES, 1, 40]),
+                    ("4 batches", ["buffers", FRAMES, 1, 4, "batches"]),
+                    ("4 batches, each waiting for the one before", ["buffers", FRAMES, 1, 4, "linked"]),
+                    ("4 batches, each waiting for a timeline value the one before signals",
+                     ["buffers", FRAMES, 1, 4, "timeline-linked"])]
 # (id, `tessera run` options, record_cost's arguments)
 CASES = [(i, [], args) for i, args in _UNDER_THE_LAYER] + [
     ("inside queue labels, the driver alone", ["--no-layer"], ["frame", FRAMES, 1, 8, "dispatch", "labelled"])]

@@ -213,7 +213,8 @@ def _frames(session) -> list[tuple[int, int | None, int, bytes]]:
 
 
 @pytest.mark.parametrize("program", [pytest.param(p, id=i) for i, p, _ in CASES]
-                         + [pytest.param([RECORD_COST, "buffers", FRAMES, 1, 40], id="40 buffers")])
+                         + [pytest.param([RECORD_COST, "buffers", FRAMES, 1, 40], id="40 buffers"),
+                            pytest.param([RECORD_COST, "buffers", FRAMES, 1, 4, "linked"], id="4 batches")])
 def test_frames_reported_in_c_are_the_frames_python_sends(program, shims, tmp_path) -> None:
     """layer/reported_submits.py: the WORKLOADS and SUBMIT frames the layer's C writes at the submit are, byte for
     byte but for host times and handles, the frames its Python sends with it off (TESSERA_C_REPORTS=0), in the

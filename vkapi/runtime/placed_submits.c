@@ -295,20 +295,40 @@ static tessera_placed_timeline *tessera_placed_timeline_find(uint64_t s)
     return NULL;
 }
 
-/* As Timeline._signalled_at: when a wait for `s` (`value`, for a timeline semaphore) is met on the emulated GPU:
-   the end of a binary semaphore's last signal; the earliest of a timeline semaphore's kept signals that reach
-   `value`; 0 when none (never signalled, a host signal, or a signal submitted later). */
-static int64_t tessera_placed_signalled_at(uint64_t s, uint64_t value)
+/* A submit's batches as its guard read them, for tessera_place_submit: per batch, how many command buffers, waits
+   and signals; the waits' semaphores and values (a timeline one's), then the signals', batch after batch. */
+typedef struct {
+    uint32_t count, waits, signals;   /* batches; waits and signals of all of them */
+    uint32_t buffers[TESSERA_IN_C_BATCHES], nwait[TESSERA_IN_C_BATCHES], nsignal[TESSERA_IN_C_BATCHES];
+    uint64_t wait[TESSERA_IN_C_SEMAPHORES], wait_value[TESSERA_IN_C_SEMAPHORES];
+    uint64_t signal[TESSERA_IN_C_SEMAPHORES], signal_value[TESSERA_IN_C_SEMAPHORES];
+} tessera_batches;
+
+/* As Timeline._signalled_at: when a wait for `s` (`value`, for a timeline semaphore) is met on the emulated GPU,
+   the submit's signals so far (the first `signals` of `b`'s, at the times `signalled`) counted as the timeline
+   has them by then: the end of a binary semaphore's last signal; the earliest of a timeline semaphore's kept
+   signals that reach `value` (those of the submit appended, the oldest past TESSERA_PLACED_SIGNALS gone); 0 when
+   none (never signalled, a host signal, or a signal submitted later). */
+static int64_t tessera_placed_signalled_at(uint64_t s, uint64_t value, const tessera_batches *b, uint32_t signals,
+                                           const int64_t *signalled)
 {
     const tessera_placed_timeline *t = tessera_placed_timeline_find(s);
     if (!t) {
-        const tessera_placed_semaphore *b = tessera_placed_semaphore_find(s);
-        return b ? b->time : 0;
+        for (uint32_t k = signals; k-- > 0;)
+            if (b->signal[k] == s) return signalled[k];
+        const tessera_placed_semaphore *kept = tessera_placed_semaphore_find(s);
+        return kept ? kept->time : 0;
     }
+    size_t pending = 0;
+    for (uint32_t k = 0; k < signals; k++) pending += b->signal[k] == s;
+    size_t gone = t->count + pending > TESSERA_PLACED_SIGNALS ? t->count + pending - TESSERA_PLACED_SIGNALS : 0;
     int64_t at = 0;
     int found = 0;
-    for (size_t k = 0; k < t->count; k++)
+    for (size_t k = gone; k < t->count; k++)
         if (t->value[k] >= value && (!found || t->time[k] < at)) { at = t->time[k]; found = 1; }
+    for (uint32_t k = 0, seen = 0; k < signals; k++)
+        if (b->signal[k] == s && t->count + seen++ >= gone && b->signal_value[k] >= value
+                && (!found || signalled[k] < at)) { at = signalled[k]; found = 1; }
     return at;
 }
 
@@ -342,23 +362,17 @@ void tessera_placement_counts(uint64_t *counts)
     counts[1] = __atomic_load_n(&tessera_placement.buffers, __ATOMIC_RELAXED);
 }
 
-/* The submit's guard, the ledger locked, after the backend accepted the submit (one batch: the `n` command
-   buffers `cbs` on `queue`, called at CLOCK_BOOTTIME `host`, waiting for the semaphores `waits` (a timeline
-   one's values `wait_values`) and signalling `signals` (`signal_values`)): 1 when C placed it (no ledger record
-   then), 0 when Python must (nothing changed). As Timeline._place_submit: it starts no earlier than each wait is
-   met (tessera_placed_signalled_at), and each semaphore it signals is signalled when it ends. */
+/* The submit's guard, the ledger locked, after the backend accepted the submit (its `n` command buffers `cbs`,
+   batch after batch, on `queue`, called at CLOCK_BOOTTIME `host`, its batches `b`): 1 when C placed it (no ledger
+   record then), 0 when Python must (nothing changed). As Timeline._place_submit: one submission; each batch starts
+   no earlier than each of its waits is met (tessera_placed_signalled_at, which counts the signals of the batches
+   before it), and each semaphore it signals is signalled when it ends; the next batch follows it on the queue. */
 static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const *cbs, uint32_t n,
-                                const uint64_t *waits, const uint64_t *wait_values, uint32_t nwait,
-                                const uint64_t *signals, const uint64_t *signal_values, uint32_t nsignal)
+                                const tessera_batches *b)
 {
     if (!__atomic_load_n(&tessera_placing, __ATOMIC_RELAXED) || n == 0 || n > TESSERA_IN_C_MAX
-            || !tessera_placed_semaphores_ok(waits, nwait, signals, nsignal))
+            || !tessera_placed_semaphores_ok(b->wait, b->waits, b->signal, b->signals))
         return 0;
-    int64_t earliest = (int64_t)host;
-    for (uint32_t i = 0; i < nwait; i++) {
-        int64_t met = tessera_placed_signalled_at(waits[i], wait_values[i]);
-        if (met > earliest) earliest = met;
-    }
     tessera_placed_queue *q = tessera_placed_queue_of(queue);
     if (!q) return 0;
     /* the queue's labels on entry: those kept in C, none a t<tag> label (a plan's key says which are: entry_shape) */
@@ -369,8 +383,8 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         entry_size += 2 + (size_t)q->length[k];
     }
     uint64_t shape = q->pending, key = (uint64_t)q->gpu | shape << 32;
-    /* each buffer's slot texts as tessera_place_all takes them: the labels on entry (u32 size, then each one's
-       u16 length and bytes), its tags (u32 count, u64 each) */
+    /* each buffer's slot texts as tessera_place_all takes them (from text_at[i] on): the labels on entry (u32 size,
+       then each one's u16 length and bytes), its tags (u32 count, u64 each) */
     size_t texts_need = n * (8 + entry_size) + 8 * TESSERA_PLACE_TAGS;
     if (texts_need > tessera_placement.texts_cap) {
         uint8_t *grown = realloc(tessera_placement.texts, texts_need);
@@ -381,11 +395,12 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
     uint8_t *texts = tessera_placement.texts;
     uint64_t tags_of[TESSERA_PLACE_TAGS];
     const uint8_t *plans[TESSERA_IN_C_MAX];
-    size_t lens[TESSERA_IN_C_MAX], at = 0, used = 0, bound = 0;
+    size_t lens[TESSERA_IN_C_MAX], text_at[TESSERA_IN_C_MAX + 1], used = 0, bound = 0;
     int placed = 0;
     pthread_mutex_t *lock = &tessera_my_stripe()->products;   /* the kept products and their plans stay */
     pthread_mutex_lock(lock);
     uint32_t i = 0;
+    text_at[0] = 0;
     for (; i < n; i++) {
         const tessera_cb *cb = cbs[i];
         /* a recording C ended equal to a kept one: the plan attached to that product; else one attached to the
@@ -406,6 +421,7 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         const uint64_t *head = (const uint64_t *)a->data;   /* the most bytes its packets take but the slots', and
                                                                its slot tokens (each written twice at most) */
         uint32_t entry = (uint32_t)entry_size, count = (uint32_t)tags;
+        size_t at = text_at[i];
         memcpy(texts + at, &entry, 4);
         at += 4;
         for (uint32_t k = 0; k < q->pending; k++) {
@@ -415,7 +431,7 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         }
         memcpy(texts + at, &count, 4);
         memcpy(texts + at + 4, tags_of + used, 8 * (size_t)tags);
-        at += 4 + 8 * (size_t)tags;
+        text_at[i + 1] = at + 4 + 8 * (size_t)tags;
         used += (size_t)tags;
         plans[i] = a->data + 16;
         lens[i] = a->size - 16;
@@ -428,18 +444,38 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
         }
         if (bound <= tessera_placement.cap) {
             int64_t *free_at = tessera_placement.free_at[q->gpu];
-            int64_t st[TESSERA_PLAN_STATE] = {earliest, earliest, tessera_placement.submissions + 1,
+            int64_t st[TESSERA_PLAN_STATE] = {0, 0, tessera_placement.submissions + 1,
                                               tessera_placement.next_event, tessera_placement.pass_instances,
                                               free_at[0], free_at[1], free_at[2]};
             memcpy(st + 8, q->floors, sizeof q->floors);
             memcpy(st + 12, q->ends, sizeof q->ends);
-            size_t done = 0;
-            long bytes = tessera_place_all(plans, lens, n, texts, at, st,
-                                           tessera_placement.out, tessera_placement.cap, &done);
-            int64_t signalled = st[1] > earliest ? st[1] : earliest;   /* when its semaphores are signalled */
-            if (done == n && bytes >= 0 && tessera_placement.check) {   /* kept; the ledger takes the submit */
+            /* batch after batch on one state, as the timeline places them: each from its own earliest time, each
+               signal when its batch ends */
+            int64_t signalled[TESSERA_IN_C_SEMAPHORES];
+            long bytes = 0;
+            uint32_t first = 0, waits = 0, signals = 0, k = 0;
+            for (; k < b->count; k++) {
+                int64_t earliest = (int64_t)host;   /* the host's call, each wait met */
+                for (uint32_t end = waits + b->nwait[k]; waits < end; waits++) {
+                    int64_t met = tessera_placed_signalled_at(b->wait[waits], b->wait_value[waits], b, signals,
+                                                              signalled);
+                    if (met > earliest) earliest = met;
+                }
+                size_t done = 0;
+                st[0] = st[1] = earliest;
+                long more = tessera_place_all(plans + first, lens + first, b->buffers[k], texts + text_at[first],
+                                              text_at[first + b->buffers[k]] - text_at[first], st,
+                                              tessera_placement.out + bytes, tessera_placement.cap - (size_t)bytes,
+                                              &done);
+                if (done != b->buffers[k] || more < 0) break;
+                bytes += more;
+                first += b->buffers[k];
+                for (uint32_t end = signals + b->nsignal[k]; signals < end; signals++)
+                    signalled[signals] = st[1] > earliest ? st[1] : earliest;
+            }
+            if (k == b->count && tessera_placement.check) {   /* kept; the ledger takes the submit */
                 /* the state after it: st, each signalled semaphore's time, then the packets (`checked` layout) */
-                size_t from = tessera_placement.checked_len, words = 2 + TESSERA_PLAN_STATE + 1 + 2 * (size_t)nsignal;
+                size_t from = tessera_placement.checked_len, words = 2 + TESSERA_PLAN_STATE + 1 + 2 * (size_t)signals;
                 size_t need = from + 8 * words + (size_t)bytes;
                 if (need > tessera_placement.checked_cap) {
                     uint8_t *grown = realloc(tessera_placement.checked, need);
@@ -450,17 +486,17 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                     head[0] = st[2];
                     head[1] = bytes;
                     memcpy(head + 2, st, sizeof st);
-                    head[2 + TESSERA_PLAN_STATE] = nsignal;
-                    for (uint32_t k = 0; k < nsignal; k++) {
-                        head[3 + TESSERA_PLAN_STATE + 2 * k] = (int64_t)signals[k];
-                        head[4 + TESSERA_PLAN_STATE + 2 * k] = signalled;
+                    head[2 + TESSERA_PLAN_STATE] = signals;
+                    for (uint32_t s = 0; s < signals; s++) {
+                        head[3 + TESSERA_PLAN_STATE + 2 * s] = (int64_t)b->signal[s];
+                        head[4 + TESSERA_PLAN_STATE + 2 * s] = signalled[s];
                     }
                     memcpy(tessera_placement.checked + from, head, 8 * words);
                     memcpy(tessera_placement.checked + from + 8 * words, tessera_placement.out, (size_t)bytes);
                     tessera_placement.checked_len = need;
                     tessera_placement.placed++;
                 }
-            } else if (done == n && bytes >= 0) {
+            } else if (k == b->count) {
                 size_t appended;   /* staged (staged_appends.c), or written */
                 int error = tessera_stage_append(tessera_placement.fd, tessera_placement.out, (size_t)bytes,
                                                  &appended);
@@ -474,24 +510,24 @@ static int tessera_place_submit(VkQueue queue, uint64_t host, tessera_cb *const 
                 memcpy(free_at, st + 5, 3 * sizeof free_at[0]);
                 memcpy(q->floors, st + 8, sizeof q->floors);
                 memcpy(q->ends, st + 12, sizeof q->ends);
-                for (uint32_t k = 0; k < nsignal; k++) {   /* checked room: tessera_placed_semaphores_ok */
-                    tessera_placed_timeline *t = tessera_placed_timeline_find(signals[k]);
+                for (uint32_t s = 0; s < signals; s++) {   /* checked room: tessera_placed_semaphores_ok */
+                    tessera_placed_timeline *t = tessera_placed_timeline_find(b->signal[s]);
                     if (t) {   /* as Timeline._signal: the oldest kept signal goes past TESSERA_PLACED_SIGNALS */
                         if (t->count == TESSERA_PLACED_SIGNALS) {
                             memmove(t->value, t->value + 1, (t->count - 1) * sizeof t->value[0]);
                             memmove(t->time, t->time + 1, (t->count - 1) * sizeof t->time[0]);
                             t->count--;
                         }
-                        t->value[t->count] = signal_values[k];
-                        t->time[t->count++] = signalled;
+                        t->value[t->count] = b->signal_value[s];
+                        t->time[t->count++] = signalled[s];
                         continue;
                     }
-                    tessera_placed_semaphore *s = tessera_placed_semaphore_find(signals[k]);
-                    if (!s) {
-                        s = &tessera_placement.semaphore[tessera_placement.semaphores++];
-                        s->semaphore = signals[k];
+                    tessera_placed_semaphore *sem = tessera_placed_semaphore_find(b->signal[s]);
+                    if (!sem) {
+                        sem = &tessera_placement.semaphore[tessera_placement.semaphores++];
+                        sem->semaphore = b->signal[s];
                     }
-                    s->time = signalled;
+                    sem->time = signalled[s];
                 }
                 tessera_placement.placed++;
                 __atomic_add_fetch(&tessera_placement.total, 1, __ATOMIC_RELAXED);
