@@ -32,11 +32,11 @@ workload: its label stack then, the queue's labels and its own (the template's l
 Python's queue follows them in order; and a present's FRAME (`swapchain_images` keeps C's copy of the
 images each swapchain shows; C counts the frame, which the revoke reads back into the session, and the
 revoke waits for a present under way to write its FRAME).
-Taken by Python as before: a submit of more than 64 command buffers (its batches' one after another) or
-naming one twice, of a buffer with nothing attached, on a queue not granted, inside queue labels C does not keep (begun before the licence, or more of
-them), of a buffer submitted again as it is inside queue labels; a present with a VkFrameBoundaryEXT or an
-unknown swapchain; anything the C path never took (a label left open by a command buffer, frame boundaries,
-instrumentation). A recording whose submit C reported runs its
+Taken by Python as before: a submit of more than 64 command buffers (its batches' one after another) or naming one
+twice, of a buffer with nothing attached, on a queue not granted, inside queue labels C does not keep (begun before
+the licence, or more of them), of a buffer submitted again as it is inside queue labels; a present with a
+VkFrameBoundaryEXT or an unknown swapchain; anything the C path never took (a label left open by a command buffer,
+frame boundaries, instrumentation). A recording whose submit C reported runs its
 hooks only if something looks at the buffer before C begins it again, as one whose submit Python read
 without them (Recorder.apply_reported gives them the Read C kept no object of; if the product went meanwhile, its
 records are applied and left as reported, its submits counted).
