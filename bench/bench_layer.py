@@ -26,6 +26,8 @@ spooling to a temporary session folder). Inputs:
             re-recorded (begin, bind, 2 x vkCmdDispatch, end), all in one vkQueueSubmit with a fence, waited for;
   batchframe F frames of 4 command buffers (dispatches and fills in turn), each a batch of the one vkQueueSubmit
             waiting for a binary semaphore the batch before signals;
+  secframe  F frames of 4 secondary command buffers (bind, 2 x vkCmdDispatch) re-recorded and executed by one
+            primary, recorded again too, submitted with a fence and waited for;
   threads   S re-recordings (reset pool, begin, bind, 8 x vkCmdDispatch, end) by one thread, then by two
             threads at once (S each, own pools): wall and process CPU per recorded command buffer, and how
             much more two threads record per second than one.
@@ -39,7 +41,7 @@ ICD only). A benchmark, not a test: it never fails on a number.
 Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
          [--frames F]
          [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,tlframe,bufframe,batchframe,
-                  threads]
+                  secframe,threads]
          [--rounds K] [--cpu C]
 `--rounds K` runs the three environments in turn K times and prints each one's median run; `--cpu C` pins every
 run to CPU C. Both together measure a frame loop's few-microsecond differences on a small VM (docs/benchmarks.md).
@@ -53,7 +55,7 @@ from pathlib import Path
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
 MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame", "passframe", "tlframe",
-         "bufframe", "batchframe", "threads")
+         "bufframe", "batchframe", "secframe", "threads")
 WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)",
         "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
         "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit",
@@ -63,11 +65,12 @@ WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDr
         "tlframe": "frame paced by a timeline semaphore (record 8 dispatches, submit, vkWaitSemaphores)",
         "bufframe": "frame of 40 command buffers (reset pool, record each: bind, 2 dispatches; submit, wait)",
         "batchframe": "frame of 4 batches in one submit, each waiting for the one before (dispatches, fills)",
+        "secframe": "frame of 4 secondary command buffers (bind, 2 dispatches) executed by one primary, submitted",
         "threads": "command buffer re-recorded (reset pool, begin, bind, 8 dispatches, end)"}
-FRAMES = ("frame", "passframe", "tlframe", "bufframe", "batchframe")
+FRAMES = ("frame", "passframe", "tlframe", "bufframe", "batchframe", "secframe")
 # A mode that is record_cost's with arguments of its own: (record_cost's mode, the arguments after N and REPS)
 ARGUMENTS = {"tlframe": ("frame", [8, "dispatch", "timeline"]), "bufframe": ("buffers", [40]),
-             "batchframe": ("buffers", [4, "linked"])}
+             "batchframe": ("buffers", [4, "linked"]), "secframe": ("buffers", [4, "secondaries"])}
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 

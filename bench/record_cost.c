@@ -43,7 +43,8 @@
  *             all in the one vkQueueSubmit, every other one a 16-byte vkCmdFillBuffer instead, the last batch
  *             signalling a binary semaphore the next frame's first waits for; "linked": so, but each batch after
  *             the first waiting for a binary semaphore the one before signals; "timeline-linked": for a value of
- *             a timeline semaphore the one before signals).
+ *             a timeline semaphore the one before signals; "secondaries": the BUFFERS buffers are secondary ones,
+ *             re-recorded every frame and executed by one primary, recorded again too, which is submitted).
  *   threads   THREADS threads (4th argument, default 2) at once, each re-recording its own command
  *             buffer N times (vkResetCommandPool of its own pool, vkBeginCommandBuffer, vkCmdBindPipeline,
  *             8 vkCmdDispatch, vkEndCommandBuffer); wall and process CPU per recorded command buffer
@@ -101,7 +102,7 @@ enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_
    semaphore the next one waits for; paced by a timeline semaphore instead of the fence; or with a fence, inside
    two nested queue labels of the application's. */
 enum frame_submit { SUBMIT_FENCED, SUBMIT_CHAINED, SUBMIT_TIMELINE, SUBMIT_LABELLED, SUBMIT_BATCHES, SUBMIT_LINKED,
-                    SUBMIT_TIMELINE_LINKED };
+                    SUBMIT_TIMELINE_LINKED, SUBMIT_SECONDARIES };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
                                           "buffer", "frame", "threads", "passframe", "buffers"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
@@ -813,6 +814,28 @@ static void record_buffer_of_frame(VkCommandBuffer cmd, const void *arg)
     vkCmdDispatch(cmd, 1, 1, 1);
 }
 
+/* buffers mode, secondaries: each secondary re-recorded (as record_buffer_of_frame), then executed by the primary. */
+struct executes {
+    VkCommandBuffer *secondaries;
+    uint32_t count;
+    const struct buffers_frame *f;
+};
+
+static void record_executes(VkCommandBuffer primary, const void *arg)
+{
+    const struct executes *e = arg;
+    VkCommandBufferInheritanceInfo inheritance = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+    VkCommandBufferBeginInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                     .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+                                     .pInheritanceInfo = &inheritance};
+    for (uint32_t b = 0; b < e->count; b++) {
+        VK_CHECK(vkBeginCommandBuffer(e->secondaries[b], &info));
+        record_buffer_of_frame(e->secondaries[b], e->f);
+        VK_CHECK(vkEndCommandBuffer(e->secondaries[b]));
+    }
+    vkCmdExecuteCommands(primary, e->count, e->secondaries);
+}
+
 /* buffers mode: `count` command buffers of their own pool, the pool reset and each buffer re-recorded every frame,
    submitted together with a fence (in one batch, or with `how` SUBMIT_BATCHES or SUBMIT_LINKED each in a batch of
    its own) and waited for. */
@@ -839,8 +862,18 @@ static double bench_buffers(struct ctx *c, long calls, long reps, uint32_t count
     VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
                                          .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                          .commandBufferCount = count};
+    if (how == SUBMIT_SECONDARIES)
+        alloc.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
-    double best = frames_of(c, pool, cmds, count, record_buffer_of_frame, &f, calls, reps, best_cpu, how);
+    struct executes e = {cmds, count, &f};
+    VkCommandBuffer primary;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    if (how == SUBMIT_SECONDARIES)
+        VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, &primary));
+    double best = how == SUBMIT_SECONDARIES
+        ? frames_of(c, pool, &primary, 1, record_executes, &e, calls, reps, best_cpu, SUBMIT_FENCED)
+        : frames_of(c, pool, cmds, count, record_buffer_of_frame, &f, calls, reps, best_cpu, how);
     vkDestroyCommandPool(c->device, pool, NULL);
     if (f.buffer != VK_NULL_HANDLE) {
         vkDestroyBuffer(c->device, f.buffer, NULL);
@@ -1025,7 +1058,8 @@ int main(int argc, char **argv)
                         "       record_cost threads [N] [REPS] [THREADS]\n"
                         "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n"
                         "       record_cost passframe [N] [REPS] [labelled]\n"
-                        "       record_cost buffers [N] [REPS] [BUFFERS] [batches|linked|timeline-linked]\n");
+                        "       record_cost buffers [N] [REPS] [BUFFERS]"
+                        " [batches|linked|timeline-linked|secondaries]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -1048,7 +1082,9 @@ int main(int argc, char **argv)
                                                        : strcmp(argv[5], "batches") == 0 ? SUBMIT_BATCHES
                                                        : strcmp(argv[5], "linked") == 0 ? SUBMIT_LINKED
                                                        : strcmp(argv[5], "timeline-linked") == 0
-                                                         ? SUBMIT_TIMELINE_LINKED : SUBMIT_FENCED)
+                                                         ? SUBMIT_TIMELINE_LINKED
+                                                       : strcmp(argv[5], "secondaries") == 0 ? SUBMIT_SECONDARIES
+                                                       : SUBMIT_FENCED)
                              : mode != MODE_FRAME || argc <= 6 ? SUBMIT_FENCED
                              : strcmp(argv[6], "chained") == 0 ? SUBMIT_CHAINED
                              : strcmp(argv[6], "timeline") == 0 ? SUBMIT_TIMELINE
@@ -1058,7 +1094,7 @@ int main(int argc, char **argv)
     if (mode == MODE_PASSFRAME && argc > 4 && how == SUBMIT_FENCED)
         fail("the passframe mode's 4th argument is labelled");
     if (mode == MODE_BUFFERS && argc > 5 && how == SUBMIT_FENCED)
-        fail("the buffers mode's 5th argument is batches, linked or timeline-linked");
+        fail("the buffers mode's 5th argument is batches, linked, timeline-linked or secondaries");
     if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
         fail("the frame mode's 5th argument is dispatch or fill");
 
