@@ -34,7 +34,8 @@
  *   passframe N render-pass-heavy frames: a "frame" debug label around 8 labelled dynamic-rendering passes
  *             of 4 vkCmdDraw each (the draw mode's image and pipeline) and 2 vkCmdDispatch, submitted with a
  *             fence and waited for; wall and process CPU per frame, as frame (4th argument "labelled": as
- *             frame's, each submit inside two queue labels of the application's).
+ *             frame's, each submit inside two queue labels of the application's; "subpasses": each pass a render
+ *             pass object of two subpasses, two draws in each, instead of dynamic rendering).
  *   buffers   N frames of BUFFERS command buffers each (4th argument, default 16), as engines record a frame
  *             in several: their pool reset (vkResetCommandPool), then each buffer re-recorded
  *             (vkBeginCommandBuffer, vkCmdBindPipeline with the empty compute pipeline, 2 vkCmdDispatch(1,1,1),
@@ -605,28 +606,11 @@ struct draw_target {
     VkRenderingInfo rendering;            /* points at `color`: the struct must not be copied */
 };
 
-static void draw_target_create(struct ctx *c, struct draw_target *t)
+/* The draw target's pipeline (its shaders and layout) for subpass `subpass` of `render_pass`, or for dynamic
+   rendering (`render_pass` VK_NULL_HANDLE). */
+static VkPipeline draw_pipeline(struct ctx *c, const struct draw_target *t, VkRenderPass render_pass,
+                                uint32_t subpass)
 {
-    VkImageCreateInfo image_info = {
-        .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = COLOR_FORMAT,
-        .extent = {EXTENT, EXTENT, 1}, .mipLevels = 1, .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT,
-        .tiling = VK_IMAGE_TILING_OPTIMAL, .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
-        .sharingMode = VK_SHARING_MODE_EXCLUSIVE, .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED};
-    VK_CHECK(vkCreateImage(c->device, &image_info, NULL, &t->image));
-    VkMemoryRequirements reqs;
-    vkGetImageMemoryRequirements(c->device, t->image, &reqs);
-    t->memory = allocate(c, reqs);
-    VK_CHECK(vkBindImageMemory(c->device, t->image, t->memory, 0));
-    const VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
-    VkImageViewCreateInfo view_info = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = t->image,
-                                       .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = COLOR_FORMAT,
-                                       .subresourceRange = range};
-    VK_CHECK(vkCreateImageView(c->device, &view_info, NULL, &t->view));
-
-    t->vert = shader(c, record_tri_vert, sizeof record_tri_vert);
-    t->frag = shader(c, record_red_frag, sizeof record_red_frag);
-    VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
-    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &t->layout));
     VkPipelineShaderStageCreateInfo stages[2] = {
         {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_VERTEX_BIT,
          .module = t->vert, .pName = "main"},
@@ -658,11 +642,40 @@ static void draw_target_create(struct ctx *c, struct draw_target *t)
                                                     .colorAttachmentCount = 1,
                                                     .pColorAttachmentFormats = &color_format};
     VkGraphicsPipelineCreateInfo pipe_info = {
-        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO, .pNext = &rendering_info, .stageCount = 2,
+        .sType = VK_STRUCTURE_TYPE_GRAPHICS_PIPELINE_CREATE_INFO,
+        .pNext = render_pass == VK_NULL_HANDLE ? &rendering_info : NULL, .stageCount = 2,
         .pStages = stages, .pVertexInputState = &vertex_input, .pInputAssemblyState = &assembly,
         .pViewportState = &viewport_state, .pRasterizationState = &raster, .pMultisampleState = &multisample,
-        .pColorBlendState = &blend, .layout = t->layout, .basePipelineIndex = -1};
-    VK_CHECK(vkCreateGraphicsPipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &t->pipeline));
+        .pColorBlendState = &blend, .layout = t->layout, .renderPass = render_pass, .subpass = subpass,
+        .basePipelineIndex = -1};
+    VkPipeline pipeline;
+    VK_CHECK(vkCreateGraphicsPipelines(c->device, VK_NULL_HANDLE, 1, &pipe_info, NULL, &pipeline));
+    return pipeline;
+}
+
+static void draw_target_create(struct ctx *c, struct draw_target *t)
+{
+    VkImageCreateInfo image_info = {
+        .sType = VK_STRUCTURE_TYPE_IMAGE_CREATE_INFO, .imageType = VK_IMAGE_TYPE_2D, .format = COLOR_FORMAT,
+        .extent = {EXTENT, EXTENT, 1}, .mipLevels = 1, .arrayLayers = 1, .samples = VK_SAMPLE_COUNT_1_BIT,
+        .tiling = VK_IMAGE_TILING_OPTIMAL, .usage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE, .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED};
+    VK_CHECK(vkCreateImage(c->device, &image_info, NULL, &t->image));
+    VkMemoryRequirements reqs;
+    vkGetImageMemoryRequirements(c->device, t->image, &reqs);
+    t->memory = allocate(c, reqs);
+    VK_CHECK(vkBindImageMemory(c->device, t->image, t->memory, 0));
+    const VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
+    VkImageViewCreateInfo view_info = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = t->image,
+                                       .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = COLOR_FORMAT,
+                                       .subresourceRange = range};
+    VK_CHECK(vkCreateImageView(c->device, &view_info, NULL, &t->view));
+
+    t->vert = shader(c, record_tri_vert, sizeof record_tri_vert);
+    t->frag = shader(c, record_red_frag, sizeof record_red_frag);
+    VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+    VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &t->layout));
+    t->pipeline = draw_pipeline(c, t, VK_NULL_HANDLE, 0);
     /* The image enters COLOR_ATTACHMENT_OPTIMAL in the same command buffer, so it would be valid if submitted. */
     t->to_attachment = (VkImageMemoryBarrier){
         .sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER, .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
@@ -673,7 +686,8 @@ static void draw_target_create(struct ctx *c, struct draw_target *t)
                                        .imageLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
                                        .loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
                                        .storeOp = VK_ATTACHMENT_STORE_OP_STORE};
-    t->rendering = (VkRenderingInfo){.sType = VK_STRUCTURE_TYPE_RENDERING_INFO, .renderArea = scissor,
+    const VkRect2D area = {{0, 0}, {EXTENT, EXTENT}};
+    t->rendering = (VkRenderingInfo){.sType = VK_STRUCTURE_TYPE_RENDERING_INFO, .renderArea = area,
                                      .layerCount = 1, .colorAttachmentCount = 1, .pColorAttachments = &t->color};
 }
 
@@ -889,9 +903,69 @@ struct pass_frame {
     struct compute_pipeline cp;
     PFN_vkCmdBeginDebugUtilsLabelEXT label_begin;
     PFN_vkCmdEndDebugUtilsLabelEXT label_end;
+    /* "subpasses": a render pass of two subpasses on the target's image instead of dynamic rendering */
+    VkRenderPass render_pass;
+    VkFramebuffer framebuffer;
+    VkPipeline subpass_pipelines[2];
 };
 
-/* A "frame" label around FRAME_PASSES labelled dynamic-rendering passes of PASS_DRAWS draws each and two
+/* passframe subpasses: a render pass of two subpasses drawing into the target's image, the second after the
+   first's color writes (as a tile-local deferred pass would read them), its framebuffer and pipelines. */
+static void subpass_target_create(struct ctx *c, struct pass_frame *f)
+{
+    VkAttachmentDescription color = {.format = COLOR_FORMAT, .samples = VK_SAMPLE_COUNT_1_BIT,
+                                     .loadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE, .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+                                     .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+                                     .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+                                     .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED,
+                                     .finalLayout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+    VkAttachmentReference ref = {0, VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+    VkSubpassDescription subpasses[2] = {
+        {.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS, .colorAttachmentCount = 1, .pColorAttachments = &ref},
+        {.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS, .colorAttachmentCount = 1, .pColorAttachments = &ref}};
+    VkSubpassDependency dependency = {.srcSubpass = 0, .dstSubpass = 1,
+                                      .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                                      .dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                                      .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                                      .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                                      .dependencyFlags = VK_DEPENDENCY_BY_REGION_BIT};
+    VkRenderPassCreateInfo info = {.sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, .attachmentCount = 1,
+                                   .pAttachments = &color, .subpassCount = 2, .pSubpasses = subpasses,
+                                   .dependencyCount = 1, .pDependencies = &dependency};
+    VK_CHECK(vkCreateRenderPass(c->device, &info, NULL, &f->render_pass));
+    VkFramebufferCreateInfo fb = {.sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, .renderPass = f->render_pass,
+                                  .attachmentCount = 1, .pAttachments = &f->t.view, .width = EXTENT,
+                                  .height = EXTENT, .layers = 1};
+    VK_CHECK(vkCreateFramebuffer(c->device, &fb, NULL, &f->framebuffer));
+    for (uint32_t k = 0; k < 2; k++)
+        f->subpass_pipelines[k] = draw_pipeline(c, &f->t, f->render_pass, k);
+}
+
+/* One labelled pass of `f`: PASS_DRAWS draws by dynamic rendering, or half of them in each subpass. */
+static void record_one_pass(VkCommandBuffer cmd, const struct pass_frame *f)
+{
+    if (f->render_pass == VK_NULL_HANDLE) {
+        vkCmdBeginRendering(cmd, &f->t.rendering);
+        for (int d = 0; d < PASS_DRAWS; d++)
+            vkCmdDraw(cmd, 3, 1, 0, 0);
+        vkCmdEndRendering(cmd);
+        return;
+    }
+    VkRenderPassBeginInfo begin_info = {.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO,
+                                        .renderPass = f->render_pass, .framebuffer = f->framebuffer,
+                                        .renderArea = {{0, 0}, {EXTENT, EXTENT}}};
+    vkCmdBeginRenderPass(cmd, &begin_info, VK_SUBPASS_CONTENTS_INLINE);
+    for (uint32_t k = 0; k < 2; k++) {
+        if (k)
+            vkCmdNextSubpass(cmd, VK_SUBPASS_CONTENTS_INLINE);
+        vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_GRAPHICS, f->subpass_pipelines[k]);
+        for (int d = 0; d < PASS_DRAWS / 2; d++)
+            vkCmdDraw(cmd, 3, 1, 0, 0);
+    }
+    vkCmdEndRenderPass(cmd);
+}
+
+/* A "frame" label around FRAME_PASSES labelled passes of PASS_DRAWS draws each (record_one_pass) and two
    dispatches. */
 static void record_pass_frame(VkCommandBuffer cmd, const void *arg)
 {
@@ -906,10 +980,7 @@ static void record_pass_frame(VkCommandBuffer cmd, const void *arg)
     for (int p = 0; p < FRAME_PASSES; p++) {
         label.pLabelName = pass_names[p];
         f->label_begin(cmd, &label);
-        vkCmdBeginRendering(cmd, &f->t.rendering);
-        for (int d = 0; d < PASS_DRAWS; d++)
-            vkCmdDraw(cmd, 3, 1, 0, 0);
-        vkCmdEndRendering(cmd);
+        record_one_pass(cmd, f);
         f->label_end(cmd);
     }
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->cp.pipeline);
@@ -918,17 +989,26 @@ static void record_pass_frame(VkCommandBuffer cmd, const void *arg)
     f->label_end(cmd);
 }
 
-static double bench_passframe(struct ctx *c, long calls, long reps, enum frame_submit how, double *best_cpu)
+static double bench_passframe(struct ctx *c, long calls, long reps, enum frame_submit how, int subpasses,
+                              double *best_cpu)
 {
-    struct pass_frame f;   /* filled in place: its draw_target points into itself */
+    struct pass_frame f = {.render_pass = VK_NULL_HANDLE};   /* filled in place: its draw_target points into itself */
     f.label_begin = (PFN_vkCmdBeginDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdBeginDebugUtilsLabelEXT");
     f.label_end = (PFN_vkCmdEndDebugUtilsLabelEXT)vkGetDeviceProcAddr(c->device, "vkCmdEndDebugUtilsLabelEXT");
     if (!f.label_begin || !f.label_end)
         fail("no vkCmdBeginDebugUtilsLabelEXT (VK_EXT_debug_utils)");
     draw_target_create(c, &f.t);
+    if (subpasses)
+        subpass_target_create(c, &f);
     f.cp = empty_compute_pipeline(c);
     double best = frame_loop(c, record_pass_frame, &f, calls, reps, best_cpu, how);
     destroy_compute_pipeline(c, &f.cp);
+    if (subpasses) {
+        for (uint32_t k = 0; k < 2; k++)
+            vkDestroyPipeline(c->device, f.subpass_pipelines[k], NULL);
+        vkDestroyFramebuffer(c->device, f.framebuffer, NULL);
+        vkDestroyRenderPass(c->device, f.render_pass, NULL);
+    }
     draw_target_destroy(c, &f.t);
     return best;
 }
@@ -1057,7 +1137,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
                         "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n"
-                        "       record_cost passframe [N] [REPS] [labelled]\n"
+                        "       record_cost passframe [N] [REPS] [labelled|subpasses]\n"
                         "       record_cost buffers [N] [REPS] [BUFFERS]"
                         " [batches|linked|timeline-linked|secondaries]\n");
         return 1;
@@ -1091,8 +1171,9 @@ int main(int argc, char **argv)
                              : strcmp(argv[6], "labelled") == 0 ? SUBMIT_LABELLED : SUBMIT_FENCED;
     if (mode == MODE_FRAME && argc > 6 && how == SUBMIT_FENCED)
         fail("the frame mode's 6th argument is chained, timeline or labelled");
-    if (mode == MODE_PASSFRAME && argc > 4 && how == SUBMIT_FENCED)
-        fail("the passframe mode's 4th argument is labelled");
+    const int subpasses = mode == MODE_PASSFRAME && argc > 4 && strcmp(argv[4], "subpasses") == 0;
+    if (mode == MODE_PASSFRAME && argc > 4 && how == SUBMIT_FENCED && !subpasses)
+        fail("the passframe mode's 4th argument is labelled or subpasses");
     if (mode == MODE_BUFFERS && argc > 5 && how == SUBMIT_FENCED)
         fail("the buffers mode's 5th argument is batches, linked, timeline-linked or secondaries");
     if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
@@ -1108,7 +1189,7 @@ int main(int argc, char **argv)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
                   : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, how, &best_cpu)
-                  : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, how, &best_cpu)
+                  : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, how, subpasses, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, (uint32_t)buffers, how, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)

@@ -89,6 +89,9 @@ PASS_END = Recorded(closes_pass=True)
 _DATA_GRAPH_BIND = "pipelineBindPoint == {VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM}"
 DATA_GRAPH_AWARE = Recorded(python_if=_DATA_GRAPH_BIND)
 DATA_GRAPH_ONLY = Recorded(record=False, python_if=_DATA_GRAPH_BIND)
+# The driver's next subpass: its only hook counts a per-region capture's subpasses, and a captured pass begins in
+# Python; inside a pass C began, C forwards it (the render pass object says how many subpasses there are).
+SUBPASS = Recorded(record=False, in_c_pass=True)
 # Synchronization2 in the driver: the stage masks it orders by; icd.tensors.resources translates tensor barriers
 # (a pNext) and the tensor-aliasing layout at record time, so those calls take Python.
 DEPENDENCIES = Recorded(dependencies=True, python_layouts=("VK_IMAGE_LAYOUT_TENSOR_ALIASING_ARM",))
@@ -262,8 +265,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
     "vkCmdInsertDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL, emulated=True),
         LAYER: In("layer.commands", c=APP_LABEL_INSERT)},
-    "vkCmdNextSubpass": {ICD: In("icd.regions.hooks")},
-    "vkCmdNextSubpass2": {ICD: In("icd.regions.hooks")},
+    "vkCmdNextSubpass": {ICD: In("icd.regions.hooks", c=SUBPASS)},
+    "vkCmdNextSubpass2": {ICD: In("icd.regions.hooks", c=SUBPASS)},
     "vkCmdPipelineBarrier": {
         ICD: In("icd.recording", c=Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")))},
     "vkCmdPipelineBarrier2": {ICD: In("icd.recording", "icd.tensors.resources", c=DEPENDENCIES)},

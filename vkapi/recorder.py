@@ -123,6 +123,10 @@ class Recorded:
     # run only where the buffer takes Python (a hook that matters under an option only, such as the
     # layer's index-buffer binds for --content, which turns the C recording off).
     record: bool = True
+    # With record False: forwarded in C only inside a render pass C began (Recorded.opens_pass); in a pass that took
+    # Python (a per-region capture, a pNext chain) the hooks run (the driver's vkCmdNextSubpass: only a capture's
+    # subpass count follows it).
+    in_c_pass: bool = False
 
 
 # ---- Python: reading the records ------------------------------------------------------------

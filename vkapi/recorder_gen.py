@@ -178,6 +178,7 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
         args = ", ".join(p.name for p in cmd.params)
         # python_if: such a call takes the Python hook (e.g. a bind point only the driver knows)
         unless = f" && !({c_constants(spec.python_if)})" if spec.python_if else ""
+        unless += " && rec->pass_in_c" if spec.in_c_pass else ""
         return ("    tessera_cb *rec = tessera_cb_find((void *)commandBuffer);\n"
                 f"    if (rec && !rec->python_path{unless}) {{\n"
                 f"        PFN_{name} next = (PFN_{name})rec->dev->next[{index}];\n"

@@ -32,6 +32,7 @@ FRAMES = 12
 # the buffer was replaced)
 CASES = [("compute frame", [RECORD_COST, "frame", FRAMES, 1], FRAMES - 1),
          ("render-pass frame", [RECORD_COST, "passframe", FRAMES, 1], FRAMES - 1),
+         ("frame of two-subpass render passes", [RECORD_COST, "passframe", FRAMES, 1, "subpasses"], FRAMES - 1),
          ("replaced buffer", [PYTHON, REPO / "tests" / "integration" / "apps" / "rerecord.py", FRAMES], FRAMES - 2)]
 _COUNTS = re.compile(r"\] (layer|icd) INFO: records made in C so far: .*?; recordings reused: (\d+)"
                      r"(?:; checked instead: (\d+), differing: (\d+))?")
