@@ -20,7 +20,8 @@
  *   frame     N frames of a frame loop that re-records its work: vkBeginCommandBuffer, vkCmdBindPipeline
  *             (the empty compute pipeline), D vkCmdDispatch(1,1,1) (4th argument, default FRAME_DISPATCHES:
  *             two values of D tell what one more workload costs; 5th argument "fill": D vkCmdFillBuffer of
- *             16 bytes instead, which lavapipe runs at a memset's cost), vkEndCommandBuffer,
+ *             16 bytes instead, which lavapipe runs at a memset's cost; "pushed": each dispatch after a
+ *             vkCmdPushDescriptorSetKHR of one storage buffer, VK_KHR_push_descriptor), vkEndCommandBuffer,
  *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences (6th argument "chained": each submit
  *             also signals a binary semaphore the next one waits for, as frames chained by semaphores are;
  *             "labelled": each submit inside two nested queue labels of the application's, "frame" and
@@ -102,6 +103,7 @@ enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_
 /* How the frame mode submits (its 6th argument; frames_of): with a fence each; also signalling a binary
    semaphore the next one waits for; paced by a timeline semaphore instead of the fence; or with a fence, inside
    two nested queue labels of the application's. */
+enum workload_kind { KIND_DISPATCH, KIND_FILL, KIND_PUSHED };   /* frame mode's 5th argument */
 enum frame_submit { SUBMIT_FENCED, SUBMIT_CHAINED, SUBMIT_TIMELINE, SUBMIT_LABELLED, SUBMIT_BATCHES, SUBMIT_LINKED,
                     SUBMIT_TIMELINE_LINKED, SUBMIT_SECONDARIES };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
@@ -163,7 +165,7 @@ static void fail(const char *message)
     exit(1);
 }
 
-static void init(struct ctx *c, enum mode mode, enum frame_submit how)
+static void init(struct ctx *c, enum mode mode, enum frame_submit how, enum workload_kind kind)
 {
     VkApplicationInfo app = {.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO, .pApplicationName = "record_cost",
                              .apiVersion = VK_API_VERSION_1_3};
@@ -205,10 +207,13 @@ static void init(struct ctx *c, enum mode mode, enum frame_submit how)
     VkPhysicalDeviceVulkan12Features features12 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
                                                    .timelineSemaphore = VK_TRUE};
     const int timelines = how == SUBMIT_TIMELINE || how == SUBMIT_TIMELINE_LINKED;
+    const char *push_descriptor = VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME;   /* frame mode, pushed */
     VkDeviceCreateInfo dev_info = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
                                    .pNext = mode == MODE_DRAW || mode == MODE_PASS || mode == MODE_PASSFRAME ? &features13
                                             : timelines ? (void *)&features12 : NULL,
-                                   .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info};
+                                   .queueCreateInfoCount = 1, .pQueueCreateInfos = &queue_info,
+                                   .enabledExtensionCount = kind == KIND_PUSHED,
+                                   .ppEnabledExtensionNames = &push_descriptor};
     VK_CHECK(vkCreateDevice(c->physical, &dev_info, NULL, &c->device));
     vkGetDeviceQueue(c->device, c->family, 0, &c->queue);
     if (how == SUBMIT_LABELLED) {
@@ -547,44 +552,76 @@ static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg,
     return best;
 }
 
-/* frame mode: the empty compute pipeline bound, `count` vkCmdDispatch(1,1,1); or (`fills`) `count`
-   vkCmdFillBuffer of FILL_BYTES each into a buffer of COPY_BYTES, workloads lavapipe runs at a memset's cost. */
+/* frame mode: the empty compute pipeline bound, `count` vkCmdDispatch(1,1,1); or (KIND_FILL) `count`
+   vkCmdFillBuffer of FILL_BYTES each into a buffer of COPY_BYTES, workloads lavapipe runs at a memset's cost; or
+   (KIND_PUSHED) each dispatch after a vkCmdPushDescriptorSetKHR of that buffer as a storage buffer. */
 struct workload_frame {
     struct compute_pipeline cp;
     long count;
+    enum workload_kind kind;
     VkBuffer buffer;
+    VkDescriptorSetLayout push_set;
+    VkPipelineLayout push_layout;   /* its one set pushed */
+    PFN_vkCmdPushDescriptorSetKHR push;
 };
 
 static void record_workload_frame(VkCommandBuffer cmd, const void *arg)
 {
     const struct workload_frame *f = arg;
-    if (f->buffer != VK_NULL_HANDLE) {
+    if (f->kind == KIND_FILL) {
         for (long d = 0; d < f->count; d++)
             vkCmdFillBuffer(cmd, f->buffer, (VkDeviceSize)(d % (COPY_BYTES / FILL_BYTES)) * FILL_BYTES, FILL_BYTES,
                             (uint32_t)d);
         return;
     }
     vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->cp.pipeline);
-    for (long d = 0; d < f->count; d++)
+    VkDescriptorBufferInfo info = {f->buffer, 0, VK_WHOLE_SIZE};
+    VkWriteDescriptorSet write = {.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstBinding = 0,
+                                  .descriptorCount = 1, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                  .pBufferInfo = &info};
+    for (long d = 0; d < f->count; d++) {
+        if (f->kind == KIND_PUSHED)
+            f->push(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->push_layout, 0, 1, &write);
         vkCmdDispatch(cmd, 1, 1, 1);
+    }
 }
 
-static double bench_frame(struct ctx *c, long calls, long reps, long count, int fills, enum frame_submit how,
-                          double *best_cpu)
+static double bench_frame(struct ctx *c, long calls, long reps, long count, enum workload_kind kind,
+                          enum frame_submit how, double *best_cpu)
 {
-    struct workload_frame f = {empty_compute_pipeline(c), count, VK_NULL_HANDLE};
+    struct workload_frame f = {empty_compute_pipeline(c), count, kind, VK_NULL_HANDLE, VK_NULL_HANDLE,
+                               VK_NULL_HANDLE, NULL};
     VkDeviceMemory memory = VK_NULL_HANDLE;
-    if (fills) {
+    if (kind != KIND_DISPATCH) {
         VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = COPY_BYTES,
-                                   .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+                                   .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                   .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
         VK_CHECK(vkCreateBuffer(c->device, &info, NULL, &f.buffer));
         VkMemoryRequirements reqs;
         vkGetBufferMemoryRequirements(c->device, f.buffer, &reqs);
         memory = allocate(c, reqs);
         VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
     }
+    if (kind == KIND_PUSHED) {
+        f.push = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(c->device, "vkCmdPushDescriptorSetKHR");
+        if (!f.push)
+            fail("no vkCmdPushDescriptorSetKHR (VK_KHR_push_descriptor)");
+        VkDescriptorSetLayoutBinding binding = {0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT,
+                                                NULL};
+        VkDescriptorSetLayoutCreateInfo set_info = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+            .flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR, .bindingCount = 1, .pBindings = &binding};
+        VK_CHECK(vkCreateDescriptorSetLayout(c->device, &set_info, NULL, &f.push_set));
+        VkPipelineLayoutCreateInfo layout_info = {.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+                                                  .setLayoutCount = 1, .pSetLayouts = &f.push_set};
+        VK_CHECK(vkCreatePipelineLayout(c->device, &layout_info, NULL, &f.push_layout));
+    }
     double best = frame_loop(c, record_workload_frame, &f, calls, reps, best_cpu, how);
-    if (fills) {
+    if (kind == KIND_PUSHED) {
+        vkDestroyPipelineLayout(c->device, f.push_layout, NULL);
+        vkDestroyDescriptorSetLayout(c->device, f.push_set, NULL);
+    }
+    if (kind != KIND_DISPATCH) {
         vkDestroyBuffer(c->device, f.buffer, NULL);
         vkFreeMemory(c->device, memory, NULL);
     }
@@ -1136,7 +1173,8 @@ int main(int argc, char **argv)
     if (!known) {
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
-                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill] [chained|timeline|labelled]\n"
+                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill|pushed]"
+                        " [chained|timeline|labelled]\n"
                         "       record_cost passframe [N] [REPS] [labelled|subpasses]\n"
                         "       record_cost buffers [N] [REPS] [BUFFERS]"
                         " [batches|linked|timeline-linked|secondaries]\n");
@@ -1155,7 +1193,9 @@ int main(int argc, char **argv)
     const long buffers = mode == MODE_BUFFERS ? parse_arg(argc, argv, 4, FRAME_BUFFERS) : FRAME_BUFFERS;
     if (buffers < 1 || buffers > MAX_FRAME_BUFFERS)
         fail("1 to 256 command buffers per frame");
-    const int fills = mode == MODE_FRAME && argc > 5 && strcmp(argv[5], "fill") == 0;
+    const enum workload_kind kind = mode != MODE_FRAME || argc <= 5 ? KIND_DISPATCH
+                                    : strcmp(argv[5], "fill") == 0 ? KIND_FILL
+                                    : strcmp(argv[5], "pushed") == 0 ? KIND_PUSHED : KIND_DISPATCH;
     const enum frame_submit how = mode == MODE_PASSFRAME ? (argc > 4 && strcmp(argv[4], "labelled") == 0
                                                             ? SUBMIT_LABELLED : SUBMIT_FENCED)
                              : mode == MODE_BUFFERS ? (argc <= 5 ? SUBMIT_FENCED
@@ -1176,11 +1216,11 @@ int main(int argc, char **argv)
         fail("the passframe mode's 4th argument is labelled or subpasses");
     if (mode == MODE_BUFFERS && argc > 5 && how == SUBMIT_FENCED)
         fail("the buffers mode's 5th argument is batches, linked, timeline-linked or secondaries");
-    if (mode == MODE_FRAME && argc > 5 && !fills && strcmp(argv[5], "dispatch") != 0)
-        fail("the frame mode's 5th argument is dispatch or fill");
+    if (mode == MODE_FRAME && argc > 5 && kind == KIND_DISPATCH && strcmp(argv[5], "dispatch") != 0)
+        fail("the frame mode's 5th argument is dispatch, fill or pushed");
 
     struct ctx c;
-    init(&c, mode, how);
+    init(&c, mode, how, kind);
     double best_end = -1.0, best_cpu = -1.0;
     struct submit_times st = {-1.0, -1.0};
     double best = mode == MODE_DISPATCH ? bench_dispatch(&c, calls, reps, &best_end, &st)
@@ -1188,7 +1228,7 @@ int main(int argc, char **argv)
                   : mode == MODE_PASS   ? bench_draw(&c, 1, calls, reps, &best_end, &st)
                   : mode == MODE_GROUPS ? bench_groups(&c, calls, reps)
                   : mode == MODE_BUFFER ? bench_buffer(&c, calls, reps)
-                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, fills, how, &best_cpu)
+                  : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, kind, how, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, how, subpasses, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, (uint32_t)buffers, how, &best_cpu)
                   : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)

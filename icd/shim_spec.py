@@ -32,6 +32,11 @@ CALLS = (
 ) + SUBMIT_CALLS
 
 C_GLUE = r"""
+/* Devices on which VK_ARM_tensors is on (icd/tensors/resources.py Tensors.created, destroyed): while there is one,
+   the push-descriptor commands take their Python hooks, which translate a set with tensor bindings; while there
+   is none, C forwards them (vkapi/intercepts.py TENSOR_PUSH). */
+int tessera_tensor_devices = 0;
+
 VkResult tessera_icd_negotiate(uint32_t* pVersion);
 PFN_vkVoidFunction tessera_icd_gipa(VkInstance instance, const char* pName);
 PFN_vkVoidFunction tessera_icd_gpdpa(VkInstance instance, const char* pName);
@@ -122,7 +127,7 @@ def spec() -> "ShimSpec":
         answered=ANSWERED,
         # the driver consumes queue labels (labels.py) and places submits in C (placed_submits.py)
         submit_path=SubmitPath(queue_labels=True, place=True),
-        extra_cdef=DLFCN_CDEF + PLACEMENT_CDEF,
+        extra_cdef=DLFCN_CDEF + PLACEMENT_CDEF + "int tessera_tensor_devices;",
         manifest={"file_format_version": "1.0.1", "ICD": {"library_path": "", "api_version": "1.3.0"}},
         manifest_dir=paths.ICD_MANIFEST_DIR,
     )

@@ -89,6 +89,10 @@ PASS_END = Recorded(closes_pass=True)
 _DATA_GRAPH_BIND = "pipelineBindPoint == {VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM}"
 DATA_GRAPH_AWARE = Recorded(python_if=_DATA_GRAPH_BIND)
 DATA_GRAPH_ONLY = Recorded(record=False, python_if=_DATA_GRAPH_BIND)
+# The driver's push descriptors: its hooks translate a set with tensor bindings (icd/tensors/push.py), which only a
+# device with VK_ARM_tensors on can have; while no device has it on, C forwards them (icd/shim_spec.py's C glue).
+_TENSOR_DEVICES = "({ extern int tessera_tensor_devices; __atomic_load_n(&tessera_tensor_devices, __ATOMIC_ACQUIRE); })"
+TENSOR_PUSH = Recorded(record=False, python_if=_TENSOR_DEVICES)
 # The driver's next subpass: its only hook counts a per-region capture's subpasses, and a captured pass begins in
 # Python; inside a pass C began, C forwards it (the render pass object says how many subpasses there are).
 SUBPASS = Recorded(record=False, in_c_pass=True)
@@ -271,13 +275,13 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         ICD: In("icd.recording", c=Recorded(fields=("srcStageMask", "dstStageMask", "dependencyFlags")))},
     "vkCmdPipelineBarrier2": {ICD: In("icd.recording", "icd.tensors.resources", c=DEPENDENCIES)},
     "vkCmdPushDescriptorSet": {
-        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+        ICD: In("icd.tensors.push", c=TENSOR_PUSH), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdPushDescriptorSet2": {
-        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+        ICD: In("icd.tensors.push", c=TENSOR_PUSH), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdPushDescriptorSetWithTemplate": {
-        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+        ICD: In("icd.tensors.push", c=TENSOR_PUSH), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdPushDescriptorSetWithTemplate2": {
-        ICD: In("icd.tensors.push"), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
+        ICD: In("icd.tensors.push", c=TENSOR_PUSH), LAYER: In("layer.descriptors", c=CONTENT_FORWARDED)},
     "vkCmdResolveImage": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdResolveImage2": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdSetCullMode": {ICD: In("icd.visible_prims", c=CAPTURED_STATE)},

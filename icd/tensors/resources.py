@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -284,6 +285,8 @@ class Tensors(Feature):
         self.ffi, self.objects = drv.ffi, drv.objects
         self.log = drv.hooks.errors.log
         self.keepalive: dict[int, list] = {}   # command buffer address -> structs of its last translated barrier
+        self._devices: set[int] = set()         # the devices the extension is on for (`_count`)
+        self._devices_lock = threading.Lock()
 
     def refuse(self, command: str, message: str) -> None:
         self.log.warning("%s: %s", command, message)
@@ -300,9 +303,18 @@ class Tensors(Feature):
 
     def created(self, dev: Device, request: DeviceRequest) -> None:
         dev.tensors = DeviceTensors(wants_tensors(self.ffi, request.create_info.pNext) or Features())
+        self._count(dev, True)
 
     def destroyed(self, dev: Device) -> None:   # after descriptors.py's (icd/entry.py's order)
         teardown(self.ffi, dev)
+        self._count(dev, False)
+
+    def _count(self, dev: Device, on: bool) -> None:
+        """Tell the shim's C how many devices have the extension on: while any has, its push-descriptor commands
+        take Python (vkapi/intercepts.py TENSOR_PUSH), where a set with tensor bindings is translated."""
+        with self._devices_lock:
+            (self._devices.add if on else self._devices.discard)(id(dev))
+            self.drv.lib.tessera_tensor_devices = len(self._devices)
 
     # ---- tensors ---------------------------------------------------------------------------
     def _make_buffer(self, dev: Device, size: int, handle_types: int = 0) -> int:

@@ -3,15 +3,15 @@ and changes nothing, and the timeline places the same submit again from the same
 byte for byte, start times included, and the state after it (counters, the GPU's free times, the queue's class
 floors and ends, the times of the semaphores it signals) with what C would have left. Two runs cannot be compared so
 (their host times differ); this compares C with Python inside one run. The frame loops of bench/record_cost.c under
-`tessera run` (the driver and the layer, whose t<tag> labels are the plans' slots): small fills, whose starts follow
-the host's submit times; 136 dispatches of 2 µs per frame, which outlast the host's frame, so the starts follow the
-state C took at the grant, and the same chained by a binary semaphore each submit signals and the next waits for,
-and by a timeline semaphore (each submit waits for the value the previous one signalled and signals the next, the
-host waits for it), and (the driver alone) each submit inside two nested queue labels of the application's, which C
-keeps as the labels on entry; labelled render passes, by dynamic rendering and as render pass objects of two
-subpasses; 16 and 40 command buffers per submit; 4 batches per submit (compute and transfer batches in turn, on two
-of the emulated GPU's queues), apart, or each waiting for a binary semaphore or a timeline value the one before
-signals (which the timeline has by then: 72 timeline signals, past the 64 kept).
+`tessera run` (the driver and the layer, whose t<tag> labels are the plans' slots): small fills, dispatches after
+push descriptors, whose starts follow the host's submit times; 136 dispatches of 2 µs per frame, which outlast the
+host's frame, so the starts follow the state C took at the grant, and the same chained by a binary semaphore each
+submit signals and the next waits for, and by a timeline semaphore (each submit waits for the value the previous one
+signalled and signals the next, the host waits for it), and (the driver alone) each submit inside two nested queue
+labels of the application's, which C keeps as the labels on entry; labelled render passes, by dynamic rendering and
+as render pass objects of two subpasses; 16 and 40 command buffers per submit; 4 batches per submit (compute and
+transfer batches in turn, on two of the emulated GPU's queues), apart, or each waiting for a binary semaphore or a
+timeline value the one before signals (which the timeline has by then: 72 timeline signals, past the 64 kept).
 A start moved by 1 ns, or a semaphore's signal by 1 µs, in the C is found."""
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ RECORD_COST = REPO / "build" / "bench" / "record_cost"
 FRAMES = 24
 _CHECKED = re.compile(r"icd INFO: submits placed in C and checked: (\d+), differing: (\d+)")
 _UNDER_THE_LAYER = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]),
+                    ("8 dispatches after push descriptors", ["frame", FRAMES, 1, 8, "pushed"]),
                     ("136 dispatches", ["frame", FRAMES, 1, 136, "dispatch"]),
                     ("chained by a semaphore", ["frame", FRAMES, 1, 136, "dispatch", "chained"]),
                     ("chained by a timeline semaphore", ["frame", FRAMES, 1, 136, "dispatch", "timeline"]),

@@ -31,6 +31,7 @@ FRAMES = 12
 # (id, program, recordings that must be reused: all but the first, and for rerecord.py the first after
 # the buffer was replaced)
 CASES = [("compute frame", [RECORD_COST, "frame", FRAMES, 1], FRAMES - 1),
+         ("compute frame with push descriptors", [RECORD_COST, "frame", FRAMES, 1, 8, "pushed"], FRAMES - 1),
          ("render-pass frame", [RECORD_COST, "passframe", FRAMES, 1], FRAMES - 1),
          ("frame of two-subpass render passes", [RECORD_COST, "passframe", FRAMES, 1, "subpasses"], FRAMES - 1),
          ("replaced buffer", [PYTHON, REPO / "tests" / "integration" / "apps" / "rerecord.py", FRAMES], FRAMES - 2)]

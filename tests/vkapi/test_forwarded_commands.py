@@ -39,3 +39,24 @@ def test_the_layers_draws_fold_unless_content_mode_is_on():
     c = fast_path("vkCmdDraw", 3, CONTENT_DRAWS)
     assert "if (rec && !rec->python_path && !(({ extern int tessera_layer_content; tessera_layer_content; }))) {" in c
     assert "slot[0] += 1;" in c and formats("vkCmdDraw", CONTENT_DRAWS) == formats("vkCmdDraw", Recorded(fold=()))
+
+
+def test_the_drivers_push_descriptors_are_forwarded_while_no_device_has_tensors():
+    """Its hooks translate a set with tensor bindings, which only a device with VK_ARM_tensors on can have: while
+    none has (the shim's tessera_tensor_devices, counted by icd/tensors/resources.py), C forwards them."""
+    from tessera.vkapi.intercepts import ICD, TENSOR_PUSH
+    for name in ("vkCmdPushDescriptorSet", "vkCmdPushDescriptorSet2", "vkCmdPushDescriptorSetWithTemplate",
+                 "vkCmdPushDescriptorSetWithTemplate2"):
+        assert INTERCEPTS[name][ICD].c is TENSOR_PUSH
+    c = fast_path("vkCmdPushDescriptorSet", 9, TENSOR_PUSH)
+    assert "tessera_record(" not in c and "rec->dev->next[9]" in c
+    assert "if (rec && !rec->python_path && !(({ extern int tessera_tensor_devices;" in c
+
+
+def test_the_drivers_next_subpass_is_forwarded_only_inside_a_pass_c_began():
+    """A captured pass (per-region counters) begins in Python, where the hook counts its subpasses."""
+    from tessera.vkapi.intercepts import ICD, SUBPASS
+    for name in ("vkCmdNextSubpass", "vkCmdNextSubpass2"):
+        assert INTERCEPTS[name][ICD].c is SUBPASS
+    c = fast_path("vkCmdNextSubpass", 5, SUBPASS)
+    assert "tessera_record(" not in c and "if (rec && !rec->python_path && rec->pass_in_c) {" in c
