@@ -21,6 +21,7 @@ spooling to a temporary session folder). Inputs:
   passframe F render-pass-heavy frames: a "frame" label around 8 labelled dynamic-rendering passes of 4 draws
             and 2 dispatches, submitted with a fence and waited for: wall and process CPU per frame;
   subframe  F frames as `passframe`, each pass a render pass object of two subpasses (two draws in each);
+  pushframe F frames as `frame`, each dispatch after a vkCmdPushDescriptorSetKHR of one storage buffer;
   tlframe   F frames as `frame`, paced by a timeline semaphore instead of a fence: each submit waits for the
             value the previous one signalled and signals the next, which the host waits for (vkWaitSemaphores);
   bufframe  F frames of 40 command buffers, as engines record a frame in several: the pool reset, each buffer
@@ -41,8 +42,8 @@ ICD only). A benchmark, not a test: it never fails on a number.
 
 Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
          [--frames F]
-         [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,subframe,tlframe,bufframe,
-                  batchframe,secframe,threads]
+         [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,subframe,pushframe,tlframe,
+                  bufframe,batchframe,secframe,threads]
          [--rounds K] [--cpu C]
 `--rounds K` runs the three environments in turn K times and prints each one's median run; `--cpu C` pins every
 run to CPU C. Both together measure a frame loop's few-microsecond differences on a small VM (docs/benchmarks.md).
@@ -56,7 +57,7 @@ from pathlib import Path
 from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environments, build, run_json
 
 MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame", "passframe", "subframe",
-         "tlframe",
+         "pushframe", "tlframe",
          "bufframe", "batchframe", "secframe", "threads")
 WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)",
         "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
@@ -65,14 +66,16 @@ WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDr
         "frame": "frame (record 8 dispatches, submit, wait)",
         "passframe": "frame (8 labelled passes of 4 draws, 2 dispatches, submit, wait)",
         "subframe": "frame (8 labelled render passes of 2 subpasses of 2 draws, 2 dispatches, submit, wait)",
+        "pushframe": "frame (record 8 dispatches, each after a push descriptor, submit, wait)",
         "tlframe": "frame paced by a timeline semaphore (record 8 dispatches, submit, vkWaitSemaphores)",
         "bufframe": "frame of 40 command buffers (reset pool, record each: bind, 2 dispatches; submit, wait)",
         "batchframe": "frame of 4 batches in one submit, each waiting for the one before (dispatches, fills)",
         "secframe": "frame of 4 secondary command buffers (bind, 2 dispatches) executed by one primary, submitted",
         "threads": "command buffer re-recorded (reset pool, begin, bind, 8 dispatches, end)"}
-FRAMES = ("frame", "passframe", "subframe", "tlframe", "bufframe", "batchframe", "secframe")
+FRAMES = ("frame", "passframe", "subframe", "pushframe", "tlframe", "bufframe", "batchframe", "secframe")
 # A mode that is record_cost's with arguments of its own: (record_cost's mode, the arguments after N and REPS)
-ARGUMENTS = {"subframe": ("passframe", ["subpasses"]), "tlframe": ("frame", [8, "dispatch", "timeline"]), "bufframe": ("buffers", [40]),
+ARGUMENTS = {"subframe": ("passframe", ["subpasses"]), "pushframe": ("frame", [8, "pushed"]),
+             "tlframe": ("frame", [8, "dispatch", "timeline"]), "bufframe": ("buffers", [40]),
              "batchframe": ("buffers", [4, "linked"]), "secframe": ("buffers", [4, "secondaries"])}
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 

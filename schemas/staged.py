@@ -1,9 +1,11 @@
 """Staged appends: bytes a crash must not lose, appended to their file in large writes.
 
 Why: appending a frame's ten or so KB to a file costs the kernel most where the page cache grows, page by
-page for small writes; 64 KiB writes get large folios and cost about half as much per byte (0.2–0.4 against
-0.5 µs per KB on the sandbox's ext4: docs/benchmarks.md, "Session 15"). So the shims' C (vkapi/runtime/staged_appends.c) puts what it appends to the GPU trace (the
-driver) and to the spool (the layer) in a *stage* first: a small file beside the target,
+page for small writes; large writes get large folios and cost about half as much per byte (0.2–0.4 against
+0.5 µs per KB on the sandbox's ext4 for 64 KiB: docs/benchmarks.md, "Session 15"), and into blocks reserved
+ahead, 256 KiB writes cost 0.16 µs per KB against 64 KiB's 0.27 ("Session 17"). So the shims' C
+(vkapi/runtime/staged_appends.c) puts what it appends to the GPU trace (the driver) and to the spool (the layer)
+in a *stage* first: a small file beside the target,
 `<target>.staged-<pid>`, mapped shared. Its pages hold the bytes as a write's would: they outlive the process
 (SIGKILL, _exit, a crash) in the page cache. The stage is written to the target in one write when the next
 append would not fit in it, before any write of the shim's Python (which revokes the licence first), and at
@@ -43,7 +45,7 @@ _LENGTH_AT = struct.calcsize("<8sIIQ")   # where HEAD's length is
 MAGIC = b"TSRSTAGE"
 VERSION = 1
 DATA_OFFSET = 4096            # the staged bytes start on their own page
-CAPACITY = 64 << 10           # bytes a stage holds (the size of the writes); a longer append is written at once
+CAPACITY = 256 << 10          # bytes a stage holds (the size of the writes); a longer append is written at once
 MAX_CAPACITY = 16 << 20       # a stage claiming more is not one of ours
 RESERVE = 1 << 20             # the target's blocks a writing process allocates ahead of its writes, at a time
 NOT_FLUSHING = (1 << 64) - 1

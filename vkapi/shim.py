@@ -134,11 +134,15 @@ def _interpreter_defines(config: dict) -> str:
 
 
 def generator_fingerprint() -> str:
-    """Hash of the generator sources, every static C file of vkapi/runtime/ and the registry version."""
+    """Hash of the generator sources, every static C file of vkapi/runtime/, the values the C takes from other
+    modules (the defines: wire tags, the stage layout, …) and the registry version."""
+    from . import recorder_gen, submits
+
     h = hashlib.sha256()
     here = Path(__file__).parent
     for name in GENERATOR_FILES:
         h.update((here / name).read_bytes())
+    h.update((recorder_gen.c_defines() + submits.c_defines()).encode())
     for path in sorted(RUNTIME_DIR.iterdir()):
         if path.suffix in (".c", ".h"):
             h.update(path.name.encode())

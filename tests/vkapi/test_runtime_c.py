@@ -114,3 +114,13 @@ def test_editing_a_runtime_file_changes_the_shims_fingerprint(tmp_path, monkeypa
         assert shim.generator_fingerprint() != before, f"{path.name} is not part of the fingerprint"
         path.write_text(text)
     assert shim.generator_fingerprint() == before
+
+
+def test_a_value_the_c_takes_from_another_module_changes_the_shims_fingerprint(monkeypatch):
+    """The C's defines come from other modules (the stage's layout, wire tags): changing one rebuilds the shims, so
+    the C and the Python that reads what it writes never disagree (a stage's capacity changed in
+    schemas/staged.py did not rebuild them before)."""
+    from tessera.schemas import staged
+    before = shim.generator_fingerprint()
+    monkeypatch.setattr(staged, "CAPACITY", staged.CAPACITY * 2)
+    assert shim.generator_fingerprint() != before
