@@ -216,8 +216,9 @@ def release_reserved(target: str | os.PathLike) -> bool:
         return False   # gone, a link, or not ours to write: nothing reserved by us to give back
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_blocks * 512 <= st.st_size + CAPACITY:
-            return False   # no more blocks than its bytes need (and their extents' own)
+        block = st.st_blksize or 4096
+        if not stat.S_ISREG(st.st_mode) or st.st_blocks * 512 <= -(-st.st_size // block) * block + block:
+            return False   # no more blocks than its bytes need (and an extent block's)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

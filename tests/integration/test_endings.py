@@ -139,11 +139,12 @@ def test_blocks_the_writers_reserved_ahead_are_given_back_by_the_merge(tmp_path)
     trace = session / "gpu.perfetto-trace"
     written = trace.read_bytes()
     before = trace.stat()
-    assert before.st_size > 2 * CAPACITY   # staged writes happened: the last reservation is past the end
-    # (2.3 MB written and 3.2 MB of blocks when this was written)
-    assert before.st_blocks * 512 > before.st_size + CAPACITY, (before.st_size, before.st_blocks)
+    assert before.st_size > 2 * CAPACITY   # staged writes happened
+    # What is left reserved is anywhere up to a MiB past the end (2.3 MB written and 3.1 MB of blocks when this was
+    # written); without a reservation there is at most the last block's rest (and the extents' own blocks).
+    assert before.st_blocks * 512 > before.st_size + 3 * 4096, (before.st_size, before.st_blocks)
     result = merge_session(session)
     assert result.gpu_events == 200 * 18, result.problems
     after = trace.stat()
     assert after.st_size == before.st_size and trace.read_bytes() == written
-    assert after.st_blocks * 512 <= after.st_size + CAPACITY, (after.st_size, after.st_blocks)
+    assert after.st_blocks * 512 <= after.st_size + 3 * 4096, (after.st_size, after.st_blocks)
