@@ -21,7 +21,8 @@
  *             (the empty compute pipeline), D vkCmdDispatch(1,1,1) (4th argument, default FRAME_DISPATCHES:
  *             two values of D tell what one more workload costs; 5th argument "fill": D vkCmdFillBuffer of
  *             16 bytes instead, which lavapipe runs at a memset's cost; "pushed": each dispatch after a
- *             vkCmdPushDescriptorSetKHR of one storage buffer, VK_KHR_push_descriptor), vkEndCommandBuffer,
+ *             vkCmdPushDescriptorSetKHR of one storage buffer, VK_KHR_push_descriptor; "indirect": D
+ *             vkCmdDispatchIndirect of (1,1,1) instead), vkEndCommandBuffer,
  *             vkQueueSubmit with a fence, vkWaitForFences, vkResetFences (6th argument "chained": each submit
  *             also signals a binary semaphore the next one waits for, as frames chained by semaphores are;
  *             "labelled": each submit inside two nested queue labels of the application's, "frame" and
@@ -103,7 +104,7 @@ enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_
 /* How the frame mode submits (its 6th argument; frames_of): with a fence each; also signalling a binary
    semaphore the next one waits for; paced by a timeline semaphore instead of the fence; or with a fence, inside
    two nested queue labels of the application's. */
-enum workload_kind { KIND_DISPATCH, KIND_FILL, KIND_PUSHED };   /* frame mode's 5th argument */
+enum workload_kind { KIND_DISPATCH, KIND_FILL, KIND_PUSHED, KIND_INDIRECT };   /* frame mode's 5th argument */
 enum frame_submit { SUBMIT_FENCED, SUBMIT_CHAINED, SUBMIT_TIMELINE, SUBMIT_LABELLED, SUBMIT_BATCHES, SUBMIT_LINKED,
                     SUBMIT_TIMELINE_LINKED, SUBMIT_SECONDARIES };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
@@ -246,13 +247,14 @@ static VkShaderModule shader(struct ctx *c, const uint32_t *code, size_t size)
     return module;
 }
 
-static VkDeviceMemory allocate(struct ctx *c, VkMemoryRequirements reqs)
+/* Memory for `reqs`, of the first type with the properties `flags`. */
+static VkDeviceMemory allocate(struct ctx *c, VkMemoryRequirements reqs, VkMemoryPropertyFlags flags)
 {
     VkPhysicalDeviceMemoryProperties mem;
     vkGetPhysicalDeviceMemoryProperties(c->physical, &mem);
     uint32_t type = UINT32_MAX;
     for (uint32_t i = 0; i < mem.memoryTypeCount && type == UINT32_MAX; i++)
-        if (reqs.memoryTypeBits & (1u << i))
+        if (reqs.memoryTypeBits & (1u << i) && (mem.memoryTypes[i].propertyFlags & flags) == flags)
             type = i;
     if (type == UINT32_MAX)
         fail("no memory type fits");
@@ -554,7 +556,8 @@ static double frame_loop(struct ctx *c, record_frame_fn record, const void *arg,
 
 /* frame mode: the empty compute pipeline bound, `count` vkCmdDispatch(1,1,1); or (KIND_FILL) `count`
    vkCmdFillBuffer of FILL_BYTES each into a buffer of COPY_BYTES, workloads lavapipe runs at a memset's cost; or
-   (KIND_PUSHED) each dispatch after a vkCmdPushDescriptorSetKHR of that buffer as a storage buffer. */
+   (KIND_PUSHED) each dispatch after a vkCmdPushDescriptorSetKHR of that buffer as a storage buffer; or
+   (KIND_INDIRECT) each a vkCmdDispatchIndirect of the (1,1,1) at the start of that buffer. */
 struct workload_frame {
     struct compute_pipeline cp;
     long count;
@@ -582,7 +585,10 @@ static void record_workload_frame(VkCommandBuffer cmd, const void *arg)
     for (long d = 0; d < f->count; d++) {
         if (f->kind == KIND_PUSHED)
             f->push(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, f->push_layout, 0, 1, &write);
-        vkCmdDispatch(cmd, 1, 1, 1);
+        if (f->kind == KIND_INDIRECT)
+            vkCmdDispatchIndirect(cmd, f->buffer, 0);
+        else
+            vkCmdDispatch(cmd, 1, 1, 1);
     }
 }
 
@@ -594,13 +600,21 @@ static double bench_frame(struct ctx *c, long calls, long reps, long count, enum
     VkDeviceMemory memory = VK_NULL_HANDLE;
     if (kind != KIND_DISPATCH) {
         VkBufferCreateInfo info = {.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = COPY_BYTES,
-                                   .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT,
+                                   .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
+                                            | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT,
                                    .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
         VK_CHECK(vkCreateBuffer(c->device, &info, NULL, &f.buffer));
         VkMemoryRequirements reqs;
         vkGetBufferMemoryRequirements(c->device, f.buffer, &reqs);
-        memory = allocate(c, reqs);
+        memory = allocate(c, reqs, kind == KIND_INDIRECT ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT
+                                                           | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT : 0);
         VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
+    }
+    if (kind == KIND_INDIRECT) {   /* the arguments (1,1,1), written once */
+        uint32_t *args;
+        VK_CHECK(vkMapMemory(c->device, memory, 0, VK_WHOLE_SIZE, 0, (void **)&args));
+        args[0] = args[1] = args[2] = 1;
+        vkUnmapMemory(c->device, memory);
     }
     if (kind == KIND_PUSHED) {
         f.push = (PFN_vkCmdPushDescriptorSetKHR)vkGetDeviceProcAddr(c->device, "vkCmdPushDescriptorSetKHR");
@@ -700,7 +714,7 @@ static void draw_target_create(struct ctx *c, struct draw_target *t)
     VK_CHECK(vkCreateImage(c->device, &image_info, NULL, &t->image));
     VkMemoryRequirements reqs;
     vkGetImageMemoryRequirements(c->device, t->image, &reqs);
-    t->memory = allocate(c, reqs);
+    t->memory = allocate(c, reqs, 0);
     VK_CHECK(vkBindImageMemory(c->device, t->image, t->memory, 0));
     const VkImageSubresourceRange range = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1};
     VkImageViewCreateInfo view_info = {.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = t->image,
@@ -902,7 +916,7 @@ static double bench_buffers(struct ctx *c, long calls, long reps, uint32_t count
         VK_CHECK(vkCreateBuffer(c->device, &info, NULL, &f.buffer));
         VkMemoryRequirements reqs;
         vkGetBufferMemoryRequirements(c->device, f.buffer, &reqs);
-        memory = allocate(c, reqs);
+        memory = allocate(c, reqs, 0);
         VK_CHECK(vkBindBufferMemory(c->device, f.buffer, memory, 0));
     }
     VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -1059,7 +1073,7 @@ static VkBuffer transfer_buffer(struct ctx *c, VkDeviceMemory *memory)
     VK_CHECK(vkCreateBuffer(c->device, &info, NULL, &buffer));
     VkMemoryRequirements reqs;
     vkGetBufferMemoryRequirements(c->device, buffer, &reqs);
-    *memory = allocate(c, reqs);
+    *memory = allocate(c, reqs, 0);
     VK_CHECK(vkBindBufferMemory(c->device, buffer, *memory, 0));
     return buffer;
 }
@@ -1119,7 +1133,7 @@ static double bench_submit(struct ctx *c, long calls, long reps)
     VK_CHECK(vkCreateBuffer(c->device, &buffer_info, NULL, &buffer));
     VkMemoryRequirements reqs;
     vkGetBufferMemoryRequirements(c->device, buffer, &reqs);
-    VkDeviceMemory memory = allocate(c, reqs);
+    VkDeviceMemory memory = allocate(c, reqs, 0);
     VK_CHECK(vkBindBufferMemory(c->device, buffer, memory, 0));
 
     VkCommandBuffer cmds[RING];
@@ -1173,7 +1187,7 @@ int main(int argc, char **argv)
     if (!known) {
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
                         "       record_cost threads [N] [REPS] [THREADS]\n"
-                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill|pushed]"
+                        "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill|pushed|indirect]"
                         " [chained|timeline|labelled]\n"
                         "       record_cost passframe [N] [REPS] [labelled|subpasses]\n"
                         "       record_cost buffers [N] [REPS] [BUFFERS]"
@@ -1195,7 +1209,8 @@ int main(int argc, char **argv)
         fail("1 to 256 command buffers per frame");
     const enum workload_kind kind = mode != MODE_FRAME || argc <= 5 ? KIND_DISPATCH
                                     : strcmp(argv[5], "fill") == 0 ? KIND_FILL
-                                    : strcmp(argv[5], "pushed") == 0 ? KIND_PUSHED : KIND_DISPATCH;
+                                    : strcmp(argv[5], "pushed") == 0 ? KIND_PUSHED
+                                    : strcmp(argv[5], "indirect") == 0 ? KIND_INDIRECT : KIND_DISPATCH;
     const enum frame_submit how = mode == MODE_PASSFRAME ? (argc > 4 && strcmp(argv[4], "labelled") == 0
                                                             ? SUBMIT_LABELLED : SUBMIT_FENCED)
                              : mode == MODE_BUFFERS ? (argc <= 5 ? SUBMIT_FENCED
@@ -1217,7 +1232,7 @@ int main(int argc, char **argv)
     if (mode == MODE_BUFFERS && argc > 5 && how == SUBMIT_FENCED)
         fail("the buffers mode's 5th argument is batches, linked, timeline-linked or secondaries");
     if (mode == MODE_FRAME && argc > 5 && kind == KIND_DISPATCH && strcmp(argv[5], "dispatch") != 0)
-        fail("the frame mode's 5th argument is dispatch, fill or pushed");
+        fail("the frame mode's 5th argument is dispatch, fill, pushed or indirect");
 
     struct ctx c;
     init(&c, mode, how, kind);

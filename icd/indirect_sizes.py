@@ -49,6 +49,7 @@ in this module's slot on its object (vkapi/slots.py).
 """
 from __future__ import annotations
 
+import collections
 import struct
 import threading
 import weakref
@@ -116,11 +117,17 @@ class _Chunk:
 
 
 class SnapshotMemory:
-    """Host-visible, coherent backend buffers (TRANSFER_DST) with a first-fit allocator, per device."""
+    """Host-visible, coherent backend buffers (TRANSFER_DST) with a first-fit allocator, per device.
+
+    A snapshot's space comes back when the Snapshot is collected (weakref.finalize), which the garbage collector
+    may do on any thread at any allocation, also one made while this thread holds `lock` (a frame loop of indirect
+    dispatches deadlocked so after a few hundred frames): the release only queues it (`_released`, a deque whose
+    append needs no lock) and the next `alloc` takes the queue into the free lists under the lock."""
 
     def __init__(self, ffi, dev: Device) -> None:
         self.ffi, self.dev = ffi, dev
         self.lock = threading.Lock()
+        self._released: collections.deque[tuple[int, int, int]] = collections.deque()   # (chunk, offset, size)
         self.chunks: list[_Chunk] = []
         self.copyable: set[int] = set()     # buffers with TRANSFER_SRC usage
         self.destroyed = False
@@ -133,6 +140,7 @@ class SnapshotMemory:
         with self.lock:
             if self.destroyed:
                 return None
+            self._take_released()
             for i, chunk in enumerate(self.chunks):
                 got = _first_fit(chunk.free, size)
                 if got is not None:
@@ -150,11 +158,18 @@ class SnapshotMemory:
         return snap
 
     def _release(self, chunk: int, offset: int, size: int) -> None:
-        with self.lock:
-            if self.destroyed:
-                return
+        """(a finalizer: any thread, any moment, `lock` perhaps held by this thread) Queue the space for `alloc`."""
+        self._released.append((chunk, offset, size))
+
+    def _take_released(self) -> None:
+        """(`lock` held) The queued space back into its chunks' free lists, neighbours merged."""
+        touched = set()
+        while self._released:
+            chunk, offset, size = self._released.popleft()
+            self.chunks[chunk].free.append((offset, size))
+            touched.add(chunk)
+        for chunk in touched:
             free = self.chunks[chunk].free
-            free.append((offset, size))
             free.sort()
             merged: list[tuple[int, int]] = []
             for off, n in free:

@@ -196,7 +196,27 @@ def test_snapshot_memory_is_given_back_when_the_items_holding_it_are_gone(ffi):
     assert [(s.offset, s.size) for s in snaps] == [(0, 16), (16, 16)]     # aligned to 16 bytes
     assert mem.chunks[0].free == [(32, isz.CHUNK_BYTES - 32)]
     del snaps
-    assert mem.chunks[0].free == [(0, isz.CHUNK_BYTES)]
+    again = mem.alloc(16)   # the space comes back at the next allocation
+    assert again.offset == 0 and mem.chunks[0].free == [(16, isz.CHUNK_BYTES - 16)]
+
+
+def test_a_snapshot_collected_while_its_memory_is_locked_does_not_deadlock(ffi):
+    """The garbage collector may collect a Snapshot (its finalizer gives its space back) during any allocation,
+    also one its thread makes while it holds the memory's lock (as `snapshot` does): the release must not wait for
+    that lock (a frame loop of indirect dispatches hung so after a few hundred frames)."""
+    import threading
+    feature, cb, _, _ = setup(ffi)
+    mem = cb.device.peek(SnapshotMemory)
+    snaps = feature.snapshot(cb, cb.handle, [[(INDIRECT, 0, 12)]])
+
+    def collect_while_locked():
+        with mem.lock:
+            snaps.clear()   # the Snapshot's finalizer runs here, on this thread, the lock held
+    worker = threading.Thread(target=collect_while_locked, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "the release waited for the lock its own thread holds"
+    assert mem.alloc(16).offset == 0
 
 
 def test_binding_hooks_the_commands_of_its_rows():
