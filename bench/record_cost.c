@@ -442,11 +442,14 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
                                             .signalSemaphoreValueCount = 1, .pSignalSemaphoreValues = &signalled};
     VkSemaphoreWaitInfo host_wait = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, .semaphoreCount = 1,
                                      .pSemaphores = &chain, .pValues = &signalled};
-    if (how == SUBMIT_TIMELINE) {
+    if (how == SUBMIT_TIMELINE || how == SUBMIT_TIMELINE_LINKED) {   /* `chain` a timeline semaphore */
         VkSemaphoreTypeCreateInfo type = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
                                           .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
         chain_info.pNext = &type;
         VK_CHECK(vkCreateSemaphore(c->device, &chain_info, NULL, &chain));
+        chain_info.pNext = NULL;
+    }
+    if (how == SUBMIT_TIMELINE) {
         submit.pNext = &values;
         submit.signalSemaphoreCount = 1;
     }
@@ -462,10 +465,6 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
     if (how == SUBMIT_BATCHES)
         VK_CHECK(vkCreateSemaphore(c->device, &chain_info, NULL, &chain));
     if (how == SUBMIT_TIMELINE_LINKED) {
-        VkSemaphoreTypeCreateInfo type = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO,
-                                          .semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE};
-        VkSemaphoreCreateInfo timeline_info = {.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO, .pNext = &type};
-        VK_CHECK(vkCreateSemaphore(c->device, &timeline_info, NULL, &chain));
         for (uint32_t b = 0; b < count; b++) {
             links[b] = chain;
             link_values[b] = (VkTimelineSemaphoreSubmitInfo){
@@ -476,16 +475,16 @@ static double frames_of(struct ctx *c, VkCommandPool pool, VkCommandBuffer *cmds
     }
     for (uint32_t b = 0; how == SUBMIT_LINKED && b + 1 < count; b++)
         VK_CHECK(vkCreateSemaphore(c->device, &chain_info, NULL, &links[b]));
+    const int linked = how != SUBMIT_BATCHES;   /* each batch waits for the one before (else: the chain) */
     for (uint32_t b = 0; batched && b < count; b++)
-        batches[b] = how == SUBMIT_BATCHES
-            ? (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1,
-                             .pCommandBuffers = &cmds[b], .pWaitSemaphores = &chain, .pWaitDstStageMask = &stage,
-                             .signalSemaphoreCount = b == count - 1, .pSignalSemaphores = &chain}
-            : (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                             .pNext = how == SUBMIT_TIMELINE_LINKED ? &link_values[b] : NULL, .commandBufferCount = 1,
-                             .pCommandBuffers = &cmds[b], .waitSemaphoreCount = b > 0,
-                             .pWaitSemaphores = b > 0 ? &links[b - 1] : NULL, .pWaitDstStageMask = &stage,
-                             .signalSemaphoreCount = b + 1 < count, .pSignalSemaphores = &links[b]};
+        batches[b] = (VkSubmitInfo){.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                    .pNext = how == SUBMIT_TIMELINE_LINKED ? &link_values[b] : NULL,
+                                    .commandBufferCount = 1, .pCommandBuffers = &cmds[b],
+                                    .waitSemaphoreCount = linked && b > 0,
+                                    .pWaitSemaphores = !linked ? &chain : b > 0 ? &links[b - 1] : NULL,
+                                    .pWaitDstStageMask = &stage,
+                                    .signalSemaphoreCount = linked ? b + 1 < count : b == count - 1,
+                                    .pSignalSemaphores = linked ? &links[b] : &chain};
 
     double best = -1.0;
     for (long rep = 0; rep < reps; rep++) {

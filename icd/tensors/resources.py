@@ -313,7 +313,10 @@ class Tensors(Feature):
         """Tell the shim's C how many devices have the extension on: while any has, its push-descriptor commands
         take Python (vkapi/intercepts.py TENSOR_PUSH), where a set with tensor bindings is translated."""
         with self._devices_lock:
-            (self._devices.add if on else self._devices.discard)(id(dev))
+            if on:
+                self._devices.add(id(dev))
+            else:
+                self._devices.discard(id(dev))
             self.drv.lib.tessera_tensor_devices = len(self._devices)
 
     # ---- tensors ---------------------------------------------------------------------------
