@@ -13,8 +13,8 @@ the queue's label stack come out as `_Placer.walk` would leave them (tests/icd/t
 compares the bytes of the walk, the plans in Python and in C; tests/integration/test_replay.py the merged
 traces of the same program with reuse off and on).
 
-A plan is made only for what it can place alone: no pass suspended or resumed, no secondaries, no
-workload whose facts are read after execution or measured; which of the queue's labels on entry are
+A plan is made only for what it can place alone: no pass suspended or resumed, no secondaries executing
+secondaries, no workload whose facts are read after execution or measured; which of the queue's labels on entry are
 t<tag> labels is part of its key. Anything else is walked, and so is an op list placed for the first time.
 Bounded (Plans.CACHE). Used by the timeline's one placing thread at a time.
 """
@@ -51,6 +51,7 @@ class _Event:
     tag_at: int                      # where in `labels` the innermost t<tag> label is (innermost_tag); -1: none
     render_pass: int | None = None   # a pass's phases: the pass's handle
     follows_binning: bool = False    # a pass's main phase
+    command_buffer: int | None = None   # the secondary it was recorded in (None: the recording placed)
 
 
 @dataclass
@@ -81,7 +82,8 @@ class Plan:
             shapes = self.shapes[(placer.gpu_id, address)] = [
                 None if type(s) is not _Event else trace.shape(
                     duration_ns=s.duration_ns, queue=s.queue, stage=s.stage, gpu_id=placer.gpu_id,
-                    command_buffer=address, args=s.args, render_pass_handle=s.render_pass)
+                    command_buffer=address if s.command_buffer is None else s.command_buffer, args=s.args,
+                    render_pass_handle=s.render_pass)
                 for s in self.steps]
         free_at, floors, ends = gpu.free_at, order.floors, order.ends
         earliest, submission, end = placer.earliest, tl._submissions, placer.end
@@ -241,7 +243,8 @@ def _native_plan(plan: Plan, placer: "_Placer", address: int) -> tuple[bytes, in
             out.append(struct.pack("<BBB", 1, sum(1 << classes[c] for c in src), sum(1 << classes[c] for c in dst)))
             continue
         shape = trace.shape(duration_ns=step.duration_ns, queue=step.queue, stage=step.stage, gpu_id=placer.gpu_id,
-                            command_buffer=address, args=step.args, render_pass_handle=step.render_pass)
+                            command_buffer=address if step.command_buffer is None else step.command_buffer,
+                            args=step.args, render_pass_handle=step.render_pass)
         flags = (1 if step.render_pass is not None else 0) | (2 if step.follows_binning else 0)
         out.append(struct.pack("<BBBBqhH", 0, classes[step.cls], queues[step.queue], flags, step.duration_ns,
                                step.tag_at, len(step.labels)))
@@ -309,14 +312,15 @@ class Plans:
 def _make(placer: "_Placer", ops, tag_ops, entry_tags: tuple[bool, ...]) -> Plan | None:
     """What placing `ops` writes, as `_Placer` places them, after the queue's labels on entry (slots 0 ..,
     `entry_tags`: which are t<tag> labels), the LabelBegin ops at `tag_ops`' positions being the
-    recording's tags (slots after them); None if the ops need the walk."""
+    recording's tags (slots after them); the secondaries an Execute runs as the walk meets them, their events
+    naming their own command buffers. None if the ops need the walk."""
     from .timeline import PassRun   # the timeline imports this module
 
     first_tag = len(entry_tags)
-    tag_of = {i: first_tag + k for i, _, k in tag_ops}   # op position -> its tag's slot
+    tag_of = {at: first_tag + k for at, _, k in tag_ops}   # op position -> its tag's slot
     stack: list[Token] = list(range(first_tag))
     steps: list = []
-    run = None
+    run = labels = tag_at = run_owner = None
 
     def is_tag(token: Token) -> bool:
         if type(token) is int:   # a slot: the entry's own label, or one of the recording's tags
@@ -327,44 +331,55 @@ def _make(placer: "_Placer", ops, tag_ops, entry_tags: tuple[bool, ...]) -> Plan
         """Where innermost_tag finds the t<tag> label of `stack`; -1: nowhere."""
         return next((i for i in range(len(stack) - 1, -1, -1) if is_tag(stack[i])), -1)
 
-    for i, op in enumerate(ops):
-        kind = type(op)
-        if kind is LabelBegin:
-            stack.append(tag_of.get(i, op.name))
-        elif kind is LabelEnd:
-            if stack:
-                stack.pop()
-        elif kind is Work:
-            if op.at_completion is not None or op.measured is not None:
-                return None
-            t = placer._work_template(op)
-            cls = work_class(op.kind)
-            steps.append(_Event(cls, t.binning.queue, t.binning.duration_ns, t.binning.stage, t.binning_args,
-                                tuple(stack), innermost()))
-        elif kind is Draw:
-            if op.at_completion is not None or op.measured is not None:
-                return None
-            if run is not None:
-                run.draws.append(op)
-        elif kind is Barrier:
-            steps.append(op.scope)
-        elif kind is PassBegin:
-            if op.resuming or run is not None:
-                return None
-            run = PassRun(op.info, [], 0)
-            labels, tag_at = tuple(stack), innermost()
-        elif kind is PassEnd:
-            if op.suspending or run is None:
-                return None
-            t: _Template = placer._pass_template(run)
-            handle = run.info.handle
-            steps.append(_Event("vertex", t.binning.queue, t.binning.duration_ns, t.binning.stage, t.binning_args,
-                                labels, tag_at, handle))
-            steps.append(_Event("fragment", t.main.queue, t.main.duration_ns, t.main.stage, t.main_args,
-                                labels, tag_at, handle, follows_binning=True))
-            run = None
-        elif kind is Execute:
-            return None
+    def visit(ops, within: tuple | None, owner: int | None) -> bool:
+        """Plan `ops` (a secondary's: `within` (i, j) says where it runs, `owner` its address); False: walk them."""
+        nonlocal run, labels, tag_at, run_owner
+        for i, op in enumerate(ops):
+            kind = type(op)
+            if kind is LabelBegin:
+                stack.append(tag_of.get(i if within is None else (*within, i), op.name))
+            elif kind is LabelEnd:
+                if stack:
+                    stack.pop()
+            elif kind is Work:
+                if op.at_completion is not None or op.measured is not None:
+                    return False
+                t = placer._work_template(op)
+                cls = work_class(op.kind)
+                steps.append(_Event(cls, t.binning.queue, t.binning.duration_ns, t.binning.stage, t.binning_args,
+                                    tuple(stack), innermost(), command_buffer=owner))
+            elif kind is Draw:
+                if op.at_completion is not None or op.measured is not None:
+                    return False
+                if run is not None:
+                    run.draws.append(op)
+            elif kind is Barrier:
+                steps.append(op.scope)
+            elif kind is PassBegin:
+                if op.resuming or run is not None:
+                    return False
+                run, run_owner = PassRun(op.info, [], 0), owner
+                labels, tag_at = tuple(stack), innermost()
+            elif kind is PassEnd:
+                if op.suspending or run is None:
+                    return False
+                t: _Template = placer._pass_template(run)
+                handle = run.info.handle
+                steps.append(_Event("vertex", t.binning.queue, t.binning.duration_ns, t.binning.stage,
+                                    t.binning_args, labels, tag_at, handle, command_buffer=run_owner))
+                steps.append(_Event("fragment", t.main.queue, t.main.duration_ns, t.main.stage, t.main_args,
+                                    labels, tag_at, handle, follows_binning=True, command_buffer=run_owner))
+                run = None
+            elif kind is Execute:
+                if within is not None:   # nested secondaries: walked
+                    return False
+                for j, secondary in enumerate(op.secondaries):
+                    if not visit(secondary.ops, (i, j), secondary.address):
+                        return False
+        return True
+
+    if not visit(ops, None, None):
+        return None
     if run is not None:
         return None
     return Plan(steps, tuple(stack), tuple(stack) == tuple(range(first_tag)))

@@ -530,6 +530,8 @@ class ShadowRecording:
     def before_vkCmdExecuteCommands(self, cb, commandBuffer, count, pCommandBuffers):
         self.shadow.execute(cb, [self.objects.get(pCommandBuffers[i], CommandBuffer) for i in range(count)])
 
+    apply_vkCmdExecuteCommands = before_vkCmdExecuteCommands   # recorded in C (intercepts.EXECUTE)
+
 
 def register(drv: Driver) -> None:
     recording = drv.hooks.bind(ShadowRecording(drv))

@@ -151,6 +151,8 @@ class Commands:
         if t.part is not None:   # draws recorded in secondaries continue this render pass
             t.part.draws += sum(_draws(s) for s in secondaries)
 
+    apply_vkCmdExecuteCommands = before_vkCmdExecuteCommands   # recorded in C (intercepts.EXECUTE)
+
 
 def label_begin(t: CommandBufferTracker, name: str) -> None:
     t.ops.append(LabelBegin(name))

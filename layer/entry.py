@@ -61,7 +61,9 @@ def install(ffi, lib) -> None:
     # per-recording state of their own, nor under --content, whose descriptions read the descriptor sets
     # bound before the recording (layer/descriptors.py), nor with injected faults.
     if instrumenter is None and not settings.content and not settings.fault_commands:
-        recorder.reuse_recordings(TrackerProducts(state))
+        # a primary restored runs the hooks of the secondaries it executes as a ledger's reader would (it may be a
+        # job a reader waits for: Recorder._execute)
+        recorder.reuse_recordings(TrackerProducts(state, lambda address: recorder.wait(address, reading=True)))
 
     ledger = SubmitLedger(ffi, lib, warn)
     lib.tessera_set_c_submits(1 if settings.c_submits else 0)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from tessera.schemas.labels import submit_label
 from tessera.vkapi import structs, submits
-from tessera.vkapi.ops import LabelBegin, LabelEnd, LabelInsert, OpWalker, PassBegin, PassEnd
+from tessera.vkapi.ops import Execute, LabelBegin, LabelEnd, LabelInsert, OpWalker, PassBegin, PassEnd
 from tessera.vkapi.vkconst import vk
 
 from . import encoder
@@ -97,6 +97,7 @@ def _plain_plan(submit_id: int, batches: list[list[CommandBufferTracker]]) -> Pl
             plan.reused |= t.submits > 1
             plan.primaries.append(t)
             plan.trackers.append(t)
+            plan.trackers += _executed(t.ops)
             plan.tags += t.plain_tags
     return plan
 
@@ -106,8 +107,27 @@ def plain_tags(t: CommandBufferTracker) -> list[int] | bool:
     capture, no change to the queue's labels or open pass), in the walk's order; False otherwise."""
     if not reported_from_c(t):
         return False
-    return [op.tag if type(op) is Workload else op.info.workload.tag
-            for op in t.ops if type(op) is Workload or type(op) is PassBegin]
+    return _walk_tags(t.ops)
+
+
+def _walk_tags(ops) -> list[int]:
+    """The tags of `ops` in the walk's order (every pass part holds a workload: reported_from_c)."""
+    tags = []
+    for op in ops:
+        kind = type(op)
+        if kind is Workload:
+            tags.append(op.tag)
+        elif kind is PassBegin:
+            tags.append(op.info.workload.tag)
+        elif kind is Execute:
+            for secondary in op.secondaries:
+                tags += _walk_tags(secondary.ops)
+    return tags
+
+
+def _executed(ops) -> list[CommandBufferTracker]:
+    """The secondaries `ops` execute, in the walk's order (the walk's `entered`)."""
+    return [s for op in ops if type(op) is Execute for s in op.secondaries]
 
 
 class _Planner(OpWalker):
@@ -180,7 +200,10 @@ def reported_from_c(t: CommandBufferTracker) -> bool:
             depth -= 1
             if depth < 0:
                 return False
-        elif kind is not PassEnd and kind is not LabelInsert:   # secondaries
+        elif kind is Execute:   # their workloads' labels are the walk's when none of this buffer's is open
+            if depth != 0 or not all(reported_from_c(s) for s in op.secondaries):
+                return False
+        elif kind is not PassEnd and kind is not LabelInsert:
             return False
     return depth == 0
 
@@ -282,15 +305,23 @@ class QueueReporter:
         for read in reads:
             if read is None or read.product.plain is None:
                 return None
+        # the secondaries the products execute: their recordings, read so too, describe their workloads
+        executed = [a for read in reads for a in read.product.executes]
+        executed_reads = recorder.reading_all(dev, executed) if executed else []
+        if None in executed_reads:
+            return None
         plan = Plan(s.submit_id)
         command_buffers, tags = dev.command_buffers, plan.tags
         described = []
         reported = self.reported
+        for address, read, first in zip(executed, executed_reads, recorder.read_all(executed, executed_reads)):
+            if first and read.product.described_rows:
+                described.append((address, read.product.described_rows, read.tags))
         for address, read, first in zip(addresses, reads, recorder.read_all(addresses, reads)):
             product = read.product
             if first and product.described_rows:
                 described.append((address, product.described_rows, read.tags))
-            if reported is not None:
+            if reported is not None and not product.executes:   # C describes no secondary (reported_submits.c)
                 reported.attach(dev.address, address, read)
             plan.primaries.append(command_buffers[address])
             tags += map(read.tags.__getitem__, product.plain)
@@ -318,8 +349,11 @@ class QueueReporter:
         whose balance C checks itself (Recorded.label_depth)."""
         if self.ledger is not None and self.c_submits:
             t = dev.command_buffers[address]
-            self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None
-                                        and t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY and reported_from_c(t))
+            # A secondary's: whether a primary executing it may (runtime/lifecycle.c tessera_execute_in_c). A
+            # vkCmdExecuteCommands that took its hook holds the secondaries' trackers, which a later recording
+            # of theirs changes before the ledger is read: such a primary submits in Python, its walk at once.
+            self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None and reported_from_c(t)
+                                        and not _executed(t.ops))
 
     # ---- submits made in Python -------------------------------------------------------------
     def submit(self, dev, q: QueueTracker, queue, called_ns: int, batches_of, frame_ends, forward):

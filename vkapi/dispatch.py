@@ -287,17 +287,27 @@ class HookSet:
         self._note_next = note_next
         return pointers
 
-    def _apply_records(self, name: str, command_buffer, owner=None) -> None:
+    def _apply_records(self, name: str, command_buffer, owner=None, args: tuple = ()) -> None:
         """Apply what C recorded into `command_buffer` before a Python hook looks at it (after the
         worker has finished any job queued for it), or, for the commands that need every buffer
         finished, wait for all of the worker's jobs."""
         try:
             if name in SETTLE_ALL:
                 self.recorder.settle()
+            if name == "vkCmdExecuteCommands":   # the hooks of the secondaries' begins and ends C made
+                for i in range(args[0]):
+                    self.recorder.wait(args[1][i])
             self.recorder.wait(command_buffer)
             self.recorder.apply(owner if owner is not None else self._resolver(command_buffer), command_buffer)
         except Exception:
             self.errors.report(name, "applying the command buffer's recorded commands")
+
+    def _begun(self, command_buffer) -> None:
+        """Before vkEndCommandBuffer's hooks: the job queued for the buffer and the hooks of a begin C made of it."""
+        try:
+            self.recorder.wait(command_buffer)
+        except Exception:
+            self.errors.report("vkEndCommandBuffer", "applying the command buffer's earlier records")
 
     def _settle(self, name: str, args: tuple) -> None:
         """Before a hook that needs every recording finished (SETTLE_ALL): the recorder's queued jobs, and
@@ -372,11 +382,11 @@ class HookSet:
     def _end_later(self, owner, args, call, before, after):
         """vkEndCommandBuffer: forward now; apply the recording and run the end hooks on the worker."""
         recorder, errors = self.recorder, self.errors
-        try:
-            recorder.wait(args[0])
-        except Exception:
-            errors.report("vkEndCommandBuffer", "applying the command buffer's earlier records")
         result = call(*args)
+        try:
+            recorder.run_executed(args[0])
+        except Exception:
+            errors.report("vkEndCommandBuffer", "running the hooks of the secondaries it executes")
 
         def job() -> None:
             try:
@@ -405,7 +415,7 @@ class HookSet:
         def trampoline(*args):
             try:
                 if on_command_buffer:
-                    self._apply_records(name, args[0])
+                    self._apply_records(name, args[0], None, args[1:])
                 elif settles:
                     self._settle(name, args)
                 result = hook(*args)
@@ -437,7 +447,9 @@ class HookSet:
                 errors.report(name, "unknown handle: the call could not be forwarded")
                 return failure
             if on_command_buffer and not ends_recording:
-                self._apply_records(name, args[0], owner)
+                self._apply_records(name, args[0], owner, args[1:])
+            elif ends_recording:   # a begin C made: its hooks first, so the end's record-time hooks see this recording
+                self._begun(args[0])
             elif settles:
                 self._settle(name, args)
             clean = True   # every hook ran without an exception

@@ -64,6 +64,7 @@ APP_LABEL_INSERT = Recorded(strings={"pLabelInfo": "pLabelName"}, forward=False)
 APP_MARKER = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False, label_depth=1)
 APP_MARKER_INSERT = Recorded(strings={"pMarkerInfo": "pMarkerName"}, forward=False)
 APP_LABEL_END = Recorded(forward=False, label_depth=-1)
+EXECUTE = Recorded(executes=True)                    # secondaries C began and ended (runtime/lifecycle.c)
 COUNTED_DRAWS = Recorded(fold=())                    # consecutive draws only count (the layer; mesh tasks)
 # The layer's `tessera run --content` (layer/content.py, descriptors.py): while the shim's switch
 # tessera_layer_content is on (shim_spec.py's C glue), the commands whose parameters content metrics read at
@@ -263,8 +264,8 @@ INTERCEPTS: dict[str, dict[str, In]] = {
         LAYER: In("layer.render_passes", c=PASS_END)},
     "vkCmdEndShaderInstrumentationARM": {ICD: In("icd.instrumentation.hooks", emulated=True)},
     "vkCmdExecuteCommands": {
-        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing"),
-        LAYER: In("layer.commands", "layer.instrument")},
+        ICD: In("icd.recording", "icd.instrumentation.hooks", "icd.regions.hooks", "icd.measured_timing", c=EXECUTE),
+        LAYER: In("layer.commands", "layer.instrument", c=EXECUTE)},
     "vkCmdFillBuffer": {ICD: In("icd.recording", c=TRANSFER), LAYER: In("layer.workloads", c=TAGGED_TRANSFER)},
     "vkCmdInsertDebugUtilsLabelEXT": {
         ICD: In("icd.labels", c=LABEL, emulated=True),

@@ -69,6 +69,7 @@ void tessera_cb_read_in_python_all(const uint64_t *handles, size_t count);
 long tessera_cb_reported_product(void *handle, uint64_t *key, uint64_t *tags, size_t max, uint64_t *reported);
 int tessera_cb_attach(void *handle, uint64_t serial, uint64_t key, const uint8_t *data, size_t n);
 void tessera_lifecycle_counts(uint64_t *counts);
+size_t tessera_cb_executed(void *handle, uint64_t *out, size_t max);
 """
 
 

@@ -127,6 +127,10 @@ class Recorded:
     # Python (a per-region capture, a pNext chain) the hooks run (the driver's vkCmdNextSubpass: only a capture's
     # subpass count follows it).
     in_c_pass: bool = False
+    # vkCmdExecuteCommands: recorded in C when every secondary holds a recording C began and ended equal to a kept
+    # one (runtime/lifecycle.c tessera_execute_in_c: an X record naming them, the kept recordings' keys and their
+    # tags), applied as (owner, command buffer, count, secondaries) once each secondary's hooks have run.
+    executes: bool = False
 
 
 # ---- Python: reading the records ------------------------------------------------------------
@@ -139,6 +143,7 @@ class _Layout:
     tagged: bool
     codes: list[str]           # per parameter after the command buffer, without the tag
     folded: bool = False       # count and sums only
+    executes: bool = False     # an X record (Recorded.executes): the secondaries, the kept keys, their tags
     nslots: int = field(init=False)      # slots after the tag: one per recorded parameter
     # Every parameter a recorded scalar: the slots (tag included) read with one unpack.
     scalars: struct.Struct | None = field(init=False)
@@ -202,7 +207,9 @@ class Recorder:
             if not fmt:
                 continue
             codes = fmt.split(",")
-            if codes[0] in ("F", "D"):   # plain slots: the count and the sums, or the dependency's three
+            if codes[0] == "X":
+                self.layouts[index] = _Layout(name, False, [], executes=True)
+            elif codes[0] in ("F", "D"):   # plain slots: the count and the sums, or the dependency's three
                 self.layouts[index] = _Layout(name, False, ["Q"] * len(codes), folded=True)
             else:
                 self.layouts[index] = _Layout(name, codes[0] == "T", codes[1:])
@@ -321,6 +328,22 @@ class Recorder:
                     self.failed("vkResetCommandPool", "resetting a buffer of a pool reset made in C")
         if bits & (lifecycle.BEGUN | lifecycle.ENDED):
             self._run_deferred(handle, bits, out[3][0], out[4][0], read)
+
+    def run_executed(self, handle) -> None:
+        """Run the hooks of the begins and ends C made of the secondaries the buffer's records executed in C
+        (`_execute`), on this thread: before its records are applied by a job, which must not run them (their
+        resets and begins read the shim's ledger, whose reader may be waiting for that very job)."""
+        if not self._deferring:
+            return
+        out = getattr(self._out, "executed", None)   # per thread: buffers are ended on several at once
+        if out is None:
+            out = self._out.executed = self.ffi.new("uint64_t[]", 64)
+        count = self.lib.tessera_cb_executed(handle, out, len(out))
+        if count > len(out):
+            out = self._out.executed = self.ffi.new("uint64_t[]", count)
+            count = self.lib.tessera_cb_executed(handle, out, count)
+        for address in self.ffi.unpack(out, count):
+            self.wait(address)
 
     def keeping_records(self, handle, keep=True) -> "_Keeping":
         """While the hooks of calls C made run (a begin, or a pool reset before one): their resets of the
@@ -587,6 +610,10 @@ class Recorder:
                             "the rest of this command buffer's records are skipped")
                 return
             slots_at = offset + 8
+            if layout.executes:
+                self._execute(layout, index, owner, handle, buf, slots_at)
+                offset += size
+                continue
             if layout.scalars is not None:   # the common case (draws, dispatches, barriers): one unpack
                 values = layout.scalars.unpack_from(buf, slots_at)
                 tag = values[0] if layout.tagged else None
@@ -636,6 +663,17 @@ class Recorder:
                 pos += 8
             self._call(layout, index, owner, handle, values, tag)
             offset += size
+
+    def _execute(self, layout: _Layout, index: int, owner, handle, buf, at: int) -> None:
+        """An X record (runtime/lifecycle.c tessera_execute_in_c): the hooks of each secondary's begin and end C
+        made run first (`wait`: its kept product restored, or already read), then the appliers see the
+        secondaries as the command's hooks would."""
+        (count,) = struct.unpack_from("<Q", buf, at)
+        addresses = struct.unpack_from(f"<{4 * count}Q", buf, at + 16)[::4]
+        for address in addresses:   # nothing left to run in a job (run_executed); as a ledger's reader would
+            self.wait(address, reading=True)
+        self._call(layout, index, owner, handle, (count, self.ffi.new("VkCommandBuffer[]", [
+            self.ffi.cast("VkCommandBuffer", a) for a in addresses])), None)
 
     def _call(self, layout: _Layout, index: int, owner, handle, values, tag) -> None:
         self.applied[index] += 1

@@ -82,6 +82,10 @@ def formats(name: str, spec: Recorded) -> list[str]:
     cmd = vk.commands[name]
     if cmd.params[0].type != "VkCommandBuffer" or cmd.returnType != "void":
         raise ValueError(f"{name}: only void vkCmd* commands can be recorded")
+    if spec.executes:
+        if name != "vkCmdExecuteCommands" or spec != Recorded(executes=True):
+            raise ValueError(f"{name}: only vkCmdExecuteCommands is recorded as secondaries executed, and as nothing else")
+        return ["X"]
     if spec.fold is not None:
         if (spec.tagged or spec.fields or spec.strings or spec.label_depth or spec.dependencies
                 or spec.opens_pass or spec.closes_pass):   # python_if: such a call takes Python, not folded
@@ -170,6 +174,8 @@ def fast_path(name: str, index: int, spec: Recorded) -> str:
     vk = registry.load()
     cmd = vk.commands[name]
     codes = formats(name, spec)
+    if spec.executes:   # runtime/lifecycle.c: the secondaries' recordings are C's, or the hooks run
+        return f"    if (tessera_execute_in_c(commandBuffer, commandBufferCount, pCommandBuffers, {index})) return;\n"
     if spec.fold is not None:
         return _fold_path(name, index, spec)
     if spec.dependencies:

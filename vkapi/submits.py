@@ -406,7 +406,7 @@ def fast_path(name: str, index: int, spec: SubmitPath) -> str:
         f"            for (uint32_t i = 0; i < {count}; i++)",
         f"                for (uint32_t {j} = 0; {j} < {submits}[i].{ncb}; {j}++) {{",
         f"                    tessera_cb *c = tessera_cb_find((void *){submits}[i].{cb % j});",
-        "                    if (c) { c->submits++; __atomic_store_n(&c->in_ledger, serial, __ATOMIC_RELEASE); }",
+        "                    if (c) tessera_cb_submitted(c, serial);",
         "                }",
         "            return result;",
         "        }",

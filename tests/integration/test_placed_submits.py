@@ -11,7 +11,8 @@ signalled and signals the next, the host waits for it), and (the driver alone) e
 labels of the application's, which C keeps as the labels on entry; labelled render passes, by dynamic rendering and
 as render pass objects of two subpasses; 16 and 40 command buffers per submit; 4 batches per submit (compute and
 transfer batches in turn, on two of the emulated GPU's queues), apart, or each waiting for a binary semaphore or a
-timeline value the one before signals (which the timeline has by then: 72 timeline signals, past the 64 kept).
+timeline value the one before signals (which the timeline has by then: 72 timeline signals, past the 64 kept); 4
+secondaries re-recorded and executed by a primary (its events name the secondaries' command buffers).
 A start moved by 1 ns, or a semaphore's signal by 1 µs, in the C is found."""
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ _UNDER_THE_LAYER = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]),
                     ("4 batches", ["buffers", FRAMES, 1, 4, "batches"]),
                     ("4 batches, each waiting for the one before", ["buffers", FRAMES, 1, 4, "linked"]),
                     ("4 batches, each waiting for a timeline value the one before signals",
-                     ["buffers", FRAMES, 1, 4, "timeline-linked"])]
+                     ["buffers", FRAMES, 1, 4, "timeline-linked"]),
+                    ("4 secondaries executed by a primary", ["buffers", FRAMES, 1, 4, "secondaries"])]
 # (id, `tessera run` options, record_cost's arguments)
 CASES = [(i, [], args) for i, args in _UNDER_THE_LAYER] + [
     ("inside queue labels, the driver alone", ["--no-layer"], ["frame", FRAMES, 1, 8, "dispatch", "labelled"])]

@@ -12,7 +12,7 @@ from tessera.layer.queues import QueueReporter
 from tessera.layer.state import DeviceState, Session
 from tessera.layer.trackers import Capture, CommandBufferTracker, PassPart, QueueTracker, Workload
 from tessera.schemas.frames import FrameDecoder, MessageType
-from tessera.vkapi.ops import LABEL_END, PASS_END, PASS_SUSPEND, LabelBegin, PassBegin
+from tessera.vkapi.ops import LABEL_END, PASS_END, PASS_SUSPEND, Execute, LabelBegin, PassBegin
 from tessera.vkapi.submits import Submission
 from tessera.vkapi.vkconst import vk
 
@@ -215,18 +215,20 @@ def test_note_queue_tells_the_ledger_only_of_changes_and_nothing_without_one():
     assert bare.q.python_submits is False
 
 
-def test_end_recording_lets_only_plain_primaries_with_balanced_labels_take_the_c_path():
+def test_end_recording_lets_only_plain_buffers_with_balanced_labels_take_the_c_path():
     plain = buffer(0x10, work(1), *part(PassPart(Workload(2, (), 0), draws=1)))
     labelled = buffer(0x20, LabelBegin("a"), work(3, labels=("a",)), LABEL_END)
     secondary = buffer(0x30, work(4), level=SECONDARY)
     open_label = buffer(0x40, LabelBegin("still open"), work(5, labels=("still open",)))
     captured = buffer(0x50, work(6, capture=Capture(0, 12, "dispatch", 1, tag=7)))
-    rig = Rig(plain, labelled, secondary, open_label, captured, ledger=Ledger())
-    for t in (plain, labelled, secondary, open_label, captured):
+    executing = buffer(0x60, Execute([secondary]))   # its hook holds the secondary's tracker: planned at submit
+    rig = Rig(plain, labelled, secondary, open_label, captured, executing, ledger=Ledger())
+    for t in (plain, labelled, secondary, open_label, captured, executing):
         rig.reporter.end_recording(rig.dev, t.address, t.handle)
-    # a balanced label keeps the C path: each workload's stack at submit is its own local labels
-    assert rig.recorder.named("set_submit_ok") == [(0x11, True), (0x21, True), (0x31, False), (0x41, False),
-                                                   (0x51, False)]
+    # a balanced label keeps the C path: each workload's stack at submit is its own local labels; a plain
+    # secondary lets a primary executing it in a record C made take it (runtime/lifecycle.c tessera_execute_in_c)
+    assert rig.recorder.named("set_submit_ok") == [(0x11, True), (0x21, True), (0x31, True), (0x41, False),
+                                                   (0x51, False), (0x61, False)]
     for ledger, c_submits in ((None, True), (Ledger(), False)):
         off = Rig(plain, ledger=ledger, c_submits=c_submits)
         off.reporter.end_recording(off.dev, 0x10, 0x11)

@@ -76,13 +76,22 @@ def test_an_indirect_capture_runs_before_its_workload_and_is_read_after():
     assert plan.tags == [7, 8] and plan.captures == [(8, capture)] and plan.wrap
 
 
-def test_secondaries_run_in_place_and_keep_the_primary_off_the_c_path():
-    q = queue()
+def test_secondaries_run_in_place_and_plan_to_their_tags_alone_outside_the_primarys_labels():
     secondary = buffer(0x30, work(2), level=1)
     primary = buffer(0x10, work(1), Execute([secondary]), work(3))
-    assert not reported_from_c(primary)
-    plan = plan_submit(1, q, [[primary]])
-    assert plan.tags == [1, 2, 3] and [t.address for t in plan.trackers] == [0x10, 0x30]
+    assert reported_from_c(primary)
+    walked = plan_submit(1, queue(), [[primary]])
+    assert walked.tags == [1, 2, 3] and [t.address for t in walked.trackers] == [0x10, 0x30]
+    primary.plain_tags = None
+    plain = plan_submit(2, queue(), [[primary]])   # _plain_plan: the same tags and trackers, not walked
+    assert (plain.tags, plain.trackers, plain.annexes) == ([1, 2, 3], walked.trackers, {})
+    # inside a label the primary opened, the secondary's workload gets an ANNEX (its stack there): the walk's
+    labelled = buffer(0x20, LabelBegin("frame"), Execute([secondary]), LABEL_END)
+    assert not reported_from_c(labelled)
+    assert plan_submit(3, queue(), [[labelled]]).annexes == {2: {"labels": ["frame"]}}
+    # a secondary whose labels do not balance keeps the primary off the C path too
+    unbalanced = buffer(0x40, LabelBegin("left open"), work(4, labels=("left open",)), level=1)
+    assert not reported_from_c(buffer(0x50, Execute([unbalanced])))
 
 
 def test_what_the_c_path_reports_never_needs_the_queues_state():
@@ -91,7 +100,8 @@ def test_what_the_c_path_reports_never_needs_the_queues_state():
     plain = [buffer(0x10, work(1)),
              buffer(0x20, work(2), work(3)),
              buffer(0x30, *part(PassPart(Workload(4, (), 0), draws=6)), work(5)),
-             buffer(0x40)]
+             buffer(0x40),
+             buffer(0x50, work(6), Execute([buffer(0x60, work(7), level=1), buffer(0x70, level=1)]), work(8))]
     for cb in plain:
         assert reported_from_c(cb)
         q = queue()

@@ -358,7 +358,6 @@ static void begun_and_ended_in_c(void)
     VkResult result = -1;
     CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));   /* the device does not defer */
     dev.deferrable = 1;
-    CHECK(!tessera_begin_in_c((VkCommandBuffer)secondary, &info, 0, &result));
     info.pNext = &info;
     CHECK(!tessera_begin_in_c((VkCommandBuffer)a, &info, 0, &result));   /* a chained structure */
     info.pNext = NULL;
@@ -455,9 +454,8 @@ static void begun_and_ended_in_c(void)
     CHECK(tessera_cb_deferred(a) == TESSERA_BEGUN_IN_C && !tessera_cb_read_in_python(a)   /* not ended */
           && tessera_cb_read_product(a, read_key, read_tags, 2) == -1);
 
-    /* Pool resets: a pool with a secondary takes Python; a known pool of one primary, C (cached per thread
-       until a buffer is registered or unregistered). */
-    CHECK(!tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x600, 0, 2, &result));
+    /* Pool resets: a known pool of one buffer, C (cached per thread until a buffer is registered or
+       unregistered). */
     CHECK(!tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x700, 0, 2, &result));   /* no buffer */
     CHECK(!tessera_pool_reset_in_c(NULL, (VkCommandPool)(uintptr_t)0x500, 0, 2, &result));   /* no next */
     dev.next[2] = (PFN_vkVoidFunction)fake_pool_reset;
@@ -489,6 +487,105 @@ static void begun_and_ended_in_c(void)
     CHECK(counts[0] == 5 && counts[1] == 4 && counts[2] == 2);
     tessera_cb_unregister(a);
     tessera_cb_unregister(secondary);
+}
+
+/* vkCmdExecuteCommands recorded in C (lifecycle.c tessera_execute_in_c): into a primary C has recorded whole, of
+   secondaries C began and ended equal to a kept recording; the record names them and the kept keys and carries
+   their tags after the primary's own, so that two such frames hash alike and compare equal but for their tags. */
+static int executes;
+static void fake_execute(VkCommandBuffer commandBuffer, uint32_t count, const VkCommandBuffer *secondaries)
+{
+    (void)commandBuffer; (void)secondaries; executes += (int)count;
+}
+
+static void recorded_frame(void *p, void *s1, void *s2, uint64_t first_tag)
+{
+    VkCommandBufferBeginInfo info = {0};
+    VkResult result;
+    VkCommandBuffer both[2] = {(VkCommandBuffer)s1, (VkCommandBuffer)s2};
+    CHECK(tessera_begin_in_c((VkCommandBuffer)s1, &info, 0, &result) && tessera_begin_in_c((VkCommandBuffer)s2, &info, 0, &result));
+    record_two(s1, first_tag + 1);
+    record_two(s2, first_tag + 2);
+    CHECK(tessera_end_in_c((VkCommandBuffer)s1, 1, &result) && tessera_end_in_c((VkCommandBuffer)s2, 1, &result));
+    CHECK(tessera_begin_in_c((VkCommandBuffer)p, &info, 0, &result));
+    record_two(p, first_tag);
+    CHECK(tessera_execute_in_c((VkCommandBuffer)p, 2, both, 4));
+}
+
+static void executed_in_c(void)
+{
+    static tessera_device dev;
+    dev.next[0] = (PFN_vkVoidFunction)fake_begin;
+    dev.next[1] = (PFN_vkVoidFunction)fake_end;
+    dev.next[4] = (PFN_vkVoidFunction)fake_execute;
+    dev.deferrable = 1;
+    void *p = key(6101), *s1 = key(6102), *s2 = key(6103), *q = key(6104);
+    CHECK(tessera_cb_register(p, &dev, 1, 0x800) && tessera_cb_register(s1, &dev, 0, 0x800)
+          && tessera_cb_register(s2, &dev, 0, 0x800) && tessera_cb_register(q, &dev, 1, 0x800));
+    VkCommandBufferBeginInfo info = {0};
+    VkResult result;
+    uint32_t flags;
+    int32_t end_result;
+    VkCommandBuffer one[1] = {(VkCommandBuffer)s1};
+    /* a secondary is begun in C like a primary; Python applies its first recording and keeps it */
+    CHECK(tessera_begin_in_c((VkCommandBuffer)s1, &info, 0, &result));
+    record_two(s1, 1);
+    CHECK(!tessera_execute_in_c((VkCommandBuffer)q, 1, one, 4));   /* q holds no recording C made */
+    uint8_t *data;
+    size_t used;
+    uint64_t dropped;
+    CHECK(tessera_cb_records(s1, &data, &used, &dropped));
+    uint64_t hash = tessera_records_hash(data, used);
+    tessera_cb_find(s1)->submit_ok = 1;
+    CHECK(tessera_product_keep(s1, data, used, hash, 0));
+    CHECK(tessera_cb_take_deferred(s1, &flags, &end_result) == TESSERA_BEGUN_IN_C);
+    tessera_cb_clear(s1);
+
+    int before = executes;
+    recorded_frame(p, s1, s2, 10);
+    CHECK(executes == before + 2 && tessera_cb_whole(p) && tessera_cb_find(p)->executed_count == 2
+          && !tessera_cb_find(p)->python_submits);
+    uint64_t tags[4] = {0};
+    CHECK(tessera_cb_records(p, &data, &used, &dropped));
+    CHECK(tessera_records_tags(data, used, tags, 4) == 3 && tags[0] == 10 && tags[1] == 11 && tags[2] == 12);
+    uint64_t *x = (uint64_t *)(data + 24 + 16 + 8);   /* after record_two's records (24 and 16 bytes): the X record's slots */
+    CHECK(x[0] == 2 && x[1] == 2 && x[2] == (uint64_t)(uintptr_t)s1 && x[3] == hash && x[5] == 1 && x[6] == (uint64_t)(uintptr_t)s2
+          && x[10] == 11 && x[11] == 12);
+    uint64_t first_hash = tessera_records_hash(data, used);
+    size_t first_used = used;
+    uint8_t *first = malloc(used);
+    memcpy(first, data, used);
+
+    /* A submit of p in a ledger Python has yet to read: neither secondary is begun in C until it is read. */
+    uint64_t serial = tessera_ledger_active->serial;
+    tessera_cb_submitted(tessera_cb_find(p), serial);
+    CHECK(tessera_cb_find(s1)->in_ledger == serial && tessera_cb_find(s2)->in_ledger == serial);
+    CHECK(!tessera_begin_in_c((VkCommandBuffer)s1, &info, 0, &result));
+    tessera_ledger_read(serial);
+
+    /* the next frame: equal but for its tags */
+    tessera_cb_find(p)->deferred = 0;   /* as after Python ran the hooks (the next begin drops the records) */
+    tessera_cb_clear(p);
+    recorded_frame(p, s1, s2, 20);
+    CHECK(tessera_cb_records(p, &data, &used, &dropped) && used == first_used
+          && tessera_records_hash(data, used) == first_hash);
+    CHECK(tessera_records_same(data, first, used, tags, 4) == 3 && tags[0] == 20 && tags[1] == 21 && tags[2] == 22);
+    free(first);
+
+    /* Python's: a secondary whose recording is not kept, a primary as a secondary, a label open in the primary */
+    tessera_cb_clear(p);
+    CHECK(tessera_begin_in_c((VkCommandBuffer)p, &info, 0, &result));
+    VkCommandBuffer primary_one[1] = {(VkCommandBuffer)q};
+    CHECK(!tessera_execute_in_c((VkCommandBuffer)p, 1, primary_one, 4));
+    tessera_cb_find(p)->label_depth = 1;
+    CHECK(tessera_execute_in_c((VkCommandBuffer)p, 1, one, 4) && tessera_cb_find(p)->python_submits);
+    tessera_product_drop(&dev, hash, tessera_cb_find(s1)->used);
+    CHECK(!tessera_execute_in_c((VkCommandBuffer)p, 1, one, 4));
+    CHECK(!tessera_execute_in_c((VkCommandBuffer)p, 0, one, 4));
+    tessera_cb_unregister(p);
+    tessera_cb_unregister(s1);
+    tessera_cb_unregister(s2);
+    tessera_cb_unregister(q);
 }
 
 /* Threads recording at once: tags from per-thread blocks of the one counter, kept products read while
@@ -596,6 +693,7 @@ int main(void)
     tags();
     ledger();
     begun_and_ended_in_c();
+    executed_in_c();
     answers();
     next_functions();
     threads_at_once();

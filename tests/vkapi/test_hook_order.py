@@ -163,14 +163,14 @@ def test_the_appliers_of_a_command_reach_the_recorder_composed_in_row_order():
 
 def test_an_end_whose_recorder_fails_is_still_forwarded_and_raises_nothing_into_c():
     """vkEndCommandBuffer's trampoline: the recorder failing to run what came before (the hooks of a begin
-    made in C: vkapi/lifecycle.py) or to queue the recording is reported, and the call still returns the next
-    element's result; no exception reaches the C caller."""
+    made in C: vkapi/lifecycle.py), the hooks of the secondaries the recording executes, or to queue the recording
+    is reported, and the call still returns the next element's result; no exception reaches the C caller."""
     end = "vkEndCommandBuffer"
 
     def fail(*args):
         raise RuntimeError("recorder broken")
     recorder = SimpleNamespace(guards={end: 0}, bind_appliers=lambda appliers: None, deferred_hooks=lambda run: None,
-                               wait=fail, defer=fail)
+                               wait=fail, run_executed=fail, defer=fail)
     errors = HookErrors(logging.getLogger("test_hook_order"))
     hooks = HookSet(errors, recorder)
     hooks.after(end)(lambda owner, result, cb: None)
@@ -180,4 +180,4 @@ def test_an_end_whose_recorder_fails_is_still_forwarded_and_raises_nothing_into_
     hooks.install(ffi, _Lib([end]), lambda handle: owner, [end])
     assert ffi.externs[f"hook_{end}"]("cb") == -3
     assert calls == [("cb",)]
-    assert errors.counts == {end: 2}   # both failures reported (HookErrors logs a command's first)
+    assert errors.counts == {end: 3}   # every failure reported (HookErrors logs a command's first)

@@ -78,11 +78,11 @@ def test_runtime_runs_clean_under_address_and_undefined_sanitizers(shims, tmp_pa
     _, decls = shims["layer"]
     runtime = shim.RUNTIME_DIR
     source = ("#include <stdint.h>\n#include <stddef.h>\n" + decls.cdef
-              + "#define TESSERA_GUARD_COUNT 4\n" + recorder_gen.c_defines() + submits.c_defines()
+              + "#define TESSERA_GUARD_COUNT 5\n" + recorder_gen.c_defines() + submits.c_defines()
               + (runtime / "guards.c").read_text()
               + 'static const char *const tessera_record_formats[] = '
-                '{ "R,Q", "T,Q", "R,SVkDebugUtilsLabelEXT.pLabelName", "" };\n'
-              + "static const signed char tessera_tag_slots[] = { -1, 0, 0, -1 };\n"
+                '{ "R,Q", "T,Q", "R,SVkDebugUtilsLabelEXT.pLabelName", "", "X" };\n'
+              + "static const signed char tessera_tag_slots[] = { -1, 0, 0, -1, -1 };\n"
               + (runtime / "recorder.c").read_text() + (runtime / "submits.c").read_text()
               + (runtime / "lifecycle.c").read_text() + (runtime / "answers.c").read_text() + HARNESS.read_text())
     path = tmp_path / "runtime_harness.c"

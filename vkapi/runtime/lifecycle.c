@@ -248,12 +248,13 @@ static int tessera_product_match(tessera_cb *cb)
     return found;
 }
 
-/* Whether C may reset the buffer (`deferred` its deferred bits): a primary buffer of a device whose hooks
-   may run later (`deferrable`), with no records left for Python to apply (but those of a recording ended
-   in C, which nobody submitted: dropped) and no submit in a ledger Python has yet to read. */
+/* Whether C may reset the buffer (`deferred` its deferred bits): a buffer of a device whose hooks may run
+   later (`deferrable`), with no records left for Python to apply (but those of a recording ended in C, which
+   nobody submitted: dropped) and no submit in a ledger Python has yet to read (of the buffer, or for a
+   secondary, of a primary executing it: tessera_cb_submitted). */
 static int tessera_resettable_in_c(const tessera_cb *cb, int deferred)
 {
-    if (!cb->primary || !cb->dev->deferrable) return 0;
+    if (!cb->dev->deferrable) return 0;
     if ((cb->used || cb->dropped) && !(deferred & TESSERA_ENDED_IN_C)) return 0;
     return __atomic_load_n(&cb->in_ledger, __ATOMIC_ACQUIRE)
            <= __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_ACQUIRE);
@@ -300,6 +301,102 @@ static int tessera_end_in_c(VkCommandBuffer commandBuffer, int index, VkResult *
     __atomic_or_fetch(&cb->deferred, TESSERA_ENDED_IN_C, __ATOMIC_RELEASE);
     __atomic_add_fetch(&tessera_my_stripe()->ended_in_c, 1, __ATOMIC_RELAXED);
     return 1;
+}
+
+/* The guard of vkCmdExecuteCommands (intercepts.EXECUTE): 1 when C recorded and forwarded the call, 0 when
+   Python must. C records it into a primary buffer whose recording C has made whole so far, on a device whose
+   hooks may run later, when each secondary (1 to TESSERA_EXECUTE_MAX) holds a recording C began and ended equal
+   to a kept one on the same device. The record (format X) holds the count, the tags' total, per secondary its
+   handle, the key of the kept recording it equals (its hash and size) and its tag count, then the secondaries'
+   tags: the primary's records say all it executes but for tags, and its tags are its own and its secondaries' in
+   command order (tessera_tag_span), so that a primary re-recorded with re-recorded secondaries equals the earlier
+   one (vkapi/replay.py). A secondary whose own submits could not take the C path (submit_ok: its labels do not
+   balance...), or executed inside labels the primary opened, sends the primary's submits through Python, whose
+   walk says what each workload's labels are there. */
+#define TESSERA_EXECUTE_MAX 64
+static int tessera_execute_in_c(VkCommandBuffer commandBuffer, uint32_t count, const VkCommandBuffer *secondaries,
+                                int index)
+{
+    tessera_cb *cb = tessera_cb_find((void *)commandBuffer);
+    if (!cb || !cb->primary || !cb->whole || cb->dropped || cb->python_path || cb->python_brackets
+            || !cb->dev->deferrable || count == 0 || count > TESSERA_EXECUTE_MAX || !secondaries)
+        return 0;
+    PFN_vkCmdExecuteCommands next = (PFN_vkCmdExecuteCommands)cb->dev->next[index];
+    if (!next) return 0;
+    if (cb->executed_count + count > cb->executed_cap) {   /* room to name them first: nothing to undo later */
+        uint32_t cap = cb->executed_cap ? cb->executed_cap : 16;
+        while (cap < cb->executed_count + count) cap *= 2;
+        void **grown = realloc(cb->executed, cap * sizeof(void *));
+        if (!grown) return 0;
+        cb->executed = grown;
+        cb->executed_cap = cap;
+    }
+    tessera_cb *found[TESSERA_EXECUTE_MAX];
+    size_t used[TESSERA_EXECUTE_MAX];
+    long tags[TESSERA_EXECUTE_MAX];
+    size_t total = 0;
+    int plain = cb->label_depth == 0;
+    pthread_mutex_t *lock = &tessera_my_stripe()->products;
+    pthread_mutex_lock(lock);
+    for (uint32_t i = 0; i < count; i++) {
+        tessera_cb *s = found[i] = tessera_cb_find((void *)secondaries[i]);
+        /* Its arena holds the recording C ended until the buffer is begun again, which Vulkan does not allow while
+           a primary being recorded executes it; a reader applying it meanwhile only empties it (tessera_cb_clear). */
+        if (!s || s == cb || s->primary || s->dev != cb->dev || s->end_result != 0 || s->dropped
+                || !(__atomic_load_n(&s->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C)
+                || !tessera_product_equal(s, s->end_hash, NULL, 0, &tags[i])) {
+            pthread_mutex_unlock(lock);
+            return 0;
+        }
+        used[i] = s->used;
+        total += (size_t)tags[i];
+        plain &= s->submit_ok != 0;
+    }
+    uint64_t *slot = tessera_record(cb, (uint32_t)index, 2 + TESSERA_EXECUTE_ENTRY * (size_t)count + total, 0);
+    if (slot) {
+        slot[0] = count;
+        slot[1] = total;
+        uint64_t *entry = slot + 2, *out = entry + TESSERA_EXECUTE_ENTRY * (size_t)count;
+        for (uint32_t i = 0; i < count; i++, entry += TESSERA_EXECUTE_ENTRY) {
+            entry[0] = (uint64_t)(uintptr_t)secondaries[i];
+            entry[1] = found[i]->end_hash;
+            entry[2] = used[i];
+            entry[3] = (uint64_t)tags[i];
+            if (tessera_records_tags(found[i]->data, used[i], out, (size_t)tags[i]) != tags[i]) cb->dropped++;
+            out += tags[i];
+        }
+    }
+    pthread_mutex_unlock(lock);
+    for (uint32_t i = 0; i < count; i++) cb->executed[cb->executed_count++] = (void *)secondaries[i];
+    if (!plain) cb->python_submits = 1;
+    next(commandBuffer, count, secondaries);
+    return 1;
+}
+
+/* Python: the handles of the secondaries the buffer's recording executes in records C made (tessera_execute_in_c),
+   in order, into `out` (room for `max`); how many there are. */
+size_t tessera_cb_executed(void *handle, uint64_t *out, size_t max)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return 0;
+    for (uint32_t i = 0; i < cb->executed_count && i < max; i++) out[i] = (uint64_t)(uintptr_t)cb->executed[i];
+    return cb->executed_count;
+}
+
+/* A submit of `c` went into the ledger of serial `serial` (the C path, submits.py): none of its secondaries executed
+   in records C made (tessera_execute_in_c) is begun again in C before Python has read it (their records hold what the
+   reading of the submit reads). */
+static inline void tessera_cb_submitted(tessera_cb *c, uint64_t serial)
+{
+    c->submits++;
+    __atomic_store_n(&c->in_ledger, serial, __ATOMIC_RELEASE);
+    for (uint32_t i = 0; i < c->executed_count; i++) {
+        tessera_cb *s = tessera_cb_find(c->executed[i]);
+        if (!s) continue;
+        uint64_t was = __atomic_load_n(&s->in_ledger, __ATOMIC_ACQUIRE);   /* two primaries' submits at once: the later */
+        while (was < serial && !__atomic_compare_exchange_n(&s->in_ledger, &was, serial, 0, __ATOMIC_ACQ_REL,
+                                                            __ATOMIC_ACQUIRE)) {}
+    }
 }
 
 /* The buffers of the pool a thread reset last, while no buffer was registered or unregistered since

@@ -48,6 +48,8 @@ typedef struct tessera_cb {
     uint64_t reported;           /* submits of the recording reported in C (the layer: reported_submits.c) */
     uint64_t serial;             /* the recording's: unique in the process, a new one at every begin and reset */
     struct tessera_attachment *attached;   /* bytes attached to this recording (lifecycle.c tessera_cb_attach) */
+    void **executed;             /* the handles of the secondaries the recording executes in records C made */
+    uint32_t executed_count, executed_cap;   /* (lifecycle.c tessera_execute_in_c): its submits' readers read them */
 } tessera_cb;
 
 typedef struct { void *key; tessera_cb *cb; } tessera_slot;
@@ -143,6 +145,7 @@ int tessera_cb_register(void *handle, tessera_device *dev, int primary, uint64_t
             if (t->slots[i].key == handle) { __atomic_store_n(&t->slots[i].cb, cb, __ATOMIC_RELEASE); break; }
         free(old->data);
         free(old->attached);
+        free(old->executed);
         free(old);
     } else {
         tessera_table_put(t, handle, cb);
@@ -167,6 +170,7 @@ void tessera_cb_unregister(void *handle)
             /* Only the (externally synchronised) owner of `handle` ever reads its cb. */
             free(cb->data);
             free(cb->attached);
+            free(cb->executed);
             free(cb);
             __atomic_add_fetch(&tessera_cb_version, 1, __ATOMIC_RELEASE);
             break;
@@ -238,7 +242,7 @@ static void tessera_cb_begin(tessera_cb *cb)
     free(__atomic_exchange_n(&cb->attached, NULL, __ATOMIC_ACQ_REL));
     cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
     cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->label_depth = 0; cb->pass_in_c = 0;
-    cb->pass_label = 0; cb->reported = 0;
+    cb->pass_label = 0; cb->reported = 0; cb->executed_count = 0;
     cb->whole = 1;
 }
 
@@ -356,19 +360,28 @@ __attribute__((unused)) static uint64_t tessera_tag_label(const char *s)
     return TESSERA_TAG_BIT | value;
 }
 
-/* The tag a record carries, if any (tessera_tag_slots: its slot, or -1), masked out of comparisons. */
-static inline int tessera_tag_of(const uint8_t *record, uint64_t *tag)
+/* The tag slots of a record, masked out of comparisons: `*first` and how many (0: none). A tagged record's first slot
+   (tessera_tag_slots), a label's string slot when it holds a tag (TESSERA_TAG_BIT), and an execute record's
+   secondaries' tags, after their entries (lifecycle.c tessera_execute_in_c: count, total, then per secondary its
+   handle, kept product's hash and size and tag count, then the tags). */
+#define TESSERA_EXECUTE_ENTRY 4   /* slots per secondary of an execute record */
+static inline size_t tessera_tag_span(const uint8_t *record, size_t *first)
 {
     uint32_t index = ((const uint32_t *)record)[0];
-    int slot = index < TESSERA_GUARD_COUNT ? tessera_tag_slots[index] : -1;
-    if (slot < 0) return -1;
-    uint64_t value = ((const uint64_t *)(record + 8))[slot];
-    if (tessera_record_formats[index][0] != 'T') {   /* a label: a tag only when recorded as one */
-        if (!(value & TESSERA_TAG_BIT)) return -1;
-        value &= ~TESSERA_TAG_BIT;
+    if (index >= TESSERA_GUARD_COUNT) return 0;
+    const uint64_t *slots = (const uint64_t *)(record + 8);
+    char code = tessera_record_formats[index][0];
+    if (code == 'X') {
+        uint64_t room = (((const uint32_t *)record)[1] - 8) / 8;   /* the caller checked the size is at least 8 */
+        if (room < 2 || slots[0] > room || slots[1] > room || 2 + TESSERA_EXECUTE_ENTRY * slots[0] + slots[1] > room)
+            return 0;
+        *first = 2 + TESSERA_EXECUTE_ENTRY * (size_t)slots[0];
+        return (size_t)slots[1];
     }
-    *tag = value;
-    return slot;
+    int slot = tessera_tag_slots[index];
+    if (slot < 0 || (code != 'T' && !(slots[slot] & TESSERA_TAG_BIT))) return 0;
+    *first = (size_t)slot;
+    return 1;
 }
 
 /* Python (vkapi/replay.py): the tags of the records `a` (`n` bytes), in record order, into `tags`
@@ -379,11 +392,9 @@ long tessera_records_tags(const uint8_t *a, size_t n, uint64_t *tags, size_t max
     for (size_t at = 0; at + 8 <= n;) {
         uint32_t size = ((const uint32_t *)(a + at))[1];
         if (size < 8 || at + size > n) return -1;
-        uint64_t tag;
-        if (tessera_tag_of(a + at, &tag) >= 0) {
-            if (count == max) return -1;
-            tags[count++] = tag;
-        }
+        size_t first = 0, span = tessera_tag_span(a + at, &first);
+        if (span > max - count) return -1;
+        for (size_t k = 0; k < span; k++) tags[count++] = ((const uint64_t *)(a + at + 8))[first + k] & ~TESSERA_TAG_BIT;
         at += size;
     }
     return (long)count;
@@ -399,12 +410,11 @@ uint64_t tessera_records_hash(const uint8_t *a, size_t n)
     for (size_t at = 0; at + 8 <= n;) {
         uint32_t size = ((const uint32_t *)(a + at))[1];
         if (size < 8 || at + size > n || size % 8) return 0;
-        uint64_t tag;
-        int slot = tessera_tag_of(a + at, &tag);
-        size_t skip = slot >= 0 ? 8 + 8 * (size_t)slot : SIZE_MAX;
+        size_t first = 0, span = tessera_tag_span(a + at, &first);
+        size_t skip_from = span ? 8 + 8 * first : SIZE_MAX, skip_to = span ? skip_from + 8 * span : 0;
         for (size_t w = 0; w < size; w += 8, word++) {
             uint64_t value = 0;
-            if (w != skip) memcpy(&value, a + at + w, 8);
+            if (w < skip_from || w >= skip_to) memcpy(&value, a + at + w, 8);
             h[word & 3] = (h[word & 3] ^ value) * 0x100000001b3ull;
         }
         at += size;
@@ -421,15 +431,15 @@ long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t
     for (size_t at = 0; at + 8 <= n;) {
         uint32_t size = ((const uint32_t *)(a + at))[1];
         if (size < 8 || at + size > n || memcmp(a + at, b + at, 8) != 0) return -1;
-        uint64_t tag, other;
-        int slot = tessera_tag_of(a + at, &tag);
-        if (slot >= 0) {
-            size_t split = 8 + 8 * (size_t)slot;
-            if (tessera_tag_of(b + at, &other) != slot || (tags && count == max)
-                    || memcmp(a + at + 8, b + at + 8, split - 8) != 0
-                    || memcmp(a + at + split + 8, b + at + split + 8, size - split - 8) != 0) return -1;
-            if (tags) tags[count] = tag;
-            count++;
+        size_t first = 0, other = 0, span = tessera_tag_span(a + at, &first);
+        if (span) {
+            size_t from = 8 + 8 * first, to = from + 8 * span;
+            if (tessera_tag_span(b + at, &other) != span || other != first || (tags && span > max - count)
+                    || memcmp(a + at + 8, b + at + 8, from - 8) != 0 || memcmp(a + at + to, b + at + to, size - to) != 0)
+                return -1;
+            if (tags)
+                for (size_t k = 0; k < span; k++) tags[count + k] = ((const uint64_t *)(a + at + 8))[first + k] & ~TESSERA_TAG_BIT;
+            count += span;
         } else if (memcmp(a + at, b + at, size) != 0) {
             return -1;
         }

@@ -1,0 +1,140 @@
+"""A frame loop that re-records secondary command buffers every frame and executes them, as engines that record
+in parallel do.
+
+Run: .venv/bin/python tests/integration/apps/secondaries.py [FRAMES] [labelled]
+Each frame: the pool is reset; three secondaries are recorded: A (a label "copy" around a fill of buffer S and a
+copy of S into O), B (a fill of buffer T), D (render pass continuing: the graphics pipeline bound and two draws);
+the primary executes A and B (with `labelled`, A inside a label "frame" the primary opens, so the secondary's
+workloads run inside a label its recording does not know), then a render pass whose contents are D, then reads the
+image back; submit and wait. The fill values change with the frame's parity, so equal recordings alternate.
+Checks O, T and every pixel against numpy each frame; prints 'secondaries: OK <frames> frames'.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import vulkan as vk
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
+import vkapp  # noqa: E402
+from render_passes import (FORMAT, GREEN, R_TALL, R_WIDE, RED, H, W, Scene, clear_value, paint,  # noqa: E402
+                           to_attachment, to_transfer_src)
+
+SIZE = 1024
+CLEAR = (0, 0, 0, 255)
+VALUES = (0x11111111, 0x22222222)
+
+
+def main() -> None:
+    frames = int(sys.argv[1]) if len(sys.argv) > 1 else 8
+    labelled = "labelled" in sys.argv[2:]
+    ctx = vkapp.Context(vkapp.Settings.from_env(), "secondaries")
+    usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
+    s, o, t = (ctx.buffer(SIZE, usage) for _ in range(3))
+    scene = Scene(ctx)
+    img = ctx.image(W, H, FORMAT, vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
+                    view=True)
+    readback = ctx.buffer(W * H * 4, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
+    attachment = vk.VkAttachmentDescription(
+        format=FORMAT, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+        finalLayout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
+    ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
+    subpass = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
+                                      colorAttachmentCount=1, pColorAttachments=[ref])
+    render_pass = ctx.own(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, vk.VkRenderPassCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, attachmentCount=1, pAttachments=[attachment],
+        subpassCount=1, pSubpasses=[subpass]), None))
+    framebuffer = ctx.own(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, vk.VkFramebufferCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=render_pass, attachmentCount=1,
+        pAttachments=[img.view], width=W, height=H, layers=1), None))
+    pipeline = ctx.graphics_pipeline("quad.vert", "solid.frag", scene.solid_layout, render_pass=render_pass)
+    pool = ctx.own(vk.vkDestroyCommandPool, vk.vkCreateCommandPool(ctx.device, vk.VkCommandPoolCreateInfo(
+        sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=ctx.queue_family), None))
+
+    def allocate(level: int, count: int) -> list:
+        return vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=pool, level=level,
+            commandBufferCount=count))
+
+    a, b, d = allocate(vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY, 3)
+    (p,) = allocate(vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1)
+    get = lambda name: vk.vkGetInstanceProcAddr(ctx.instance, name)  # noqa: E731
+    label_begin, label_end = get("vkCmdBeginDebugUtilsLabelEXT"), get("vkCmdEndDebugUtilsLabelEXT")
+    labels = {name: vk.VkDebugUtilsLabelEXT(sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, pLabelName=name)
+              for name in ("copy", "frame")}
+    plain = vk.VkCommandBufferInheritanceInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO)
+    in_pass = vk.VkCommandBufferInheritanceInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO,
+                                                renderPass=render_pass, subpass=0, framebuffer=framebuffer)
+    fence = ctx.fence()
+
+    first = ctx.command_buffer()   # the image into the attachment layout once
+    to_attachment(first, img)
+    ctx.submit([first])
+
+    def begin(cmd, inheritance=None, flags: int = 0) -> None:
+        vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+            flags=flags | vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, pInheritanceInfo=inheritance))
+
+    for frame in range(frames):
+        value = VALUES[frame % 2]
+        for buffer in (o, t, readback):
+            buffer.mapped[0:len(buffer.mapped)] = bytes(len(buffer.mapped))
+        vk.vkResetCommandPool(ctx.device, pool, 0)
+        begin(a, plain)
+        label_begin(a, labels["copy"])
+        vk.vkCmdFillBuffer(a, s.handle, 0, SIZE, value)
+        vkapp.transfer_barrier(a)
+        vk.vkCmdCopyBuffer(a, s.handle, o.handle, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=SIZE)])
+        label_end(a)
+        vk.vkEndCommandBuffer(a)
+        begin(b, plain)
+        vk.vkCmdFillBuffer(b, t.handle, 0, SIZE, value ^ 0xFFFFFFFF)
+        vk.vkEndCommandBuffer(b)
+        begin(d, in_pass, vk.VK_COMMAND_BUFFER_USAGE_RENDER_PASS_CONTINUE_BIT)
+        vk.vkCmdBindPipeline(d, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline)
+        vkapp.set_viewport_scissor(d, W, H)
+        scene.draw(d, R_TALL, RED)
+        scene.draw_indexed(d, R_WIDE, GREEN)
+        vk.vkEndCommandBuffer(d)
+
+        begin(p)
+        if labelled:
+            label_begin(p, labels["frame"])
+        vk.vkCmdExecuteCommands(p, 1, [a])
+        if labelled:
+            label_end(p)
+        vk.vkCmdExecuteCommands(p, 1, [b])
+        vk.vkCmdBeginRenderPass(p, vk.VkRenderPassBeginInfo(
+            sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO, renderPass=render_pass, framebuffer=framebuffer,
+            renderArea=vk.VkRect2D(offset=vk.VkOffset2D(x=0, y=0), extent=vk.VkExtent2D(width=W, height=H)),
+            clearValueCount=1, pClearValues=[clear_value(CLEAR)]), vk.VK_SUBPASS_CONTENTS_SECONDARY_COMMAND_BUFFERS)
+        vk.vkCmdExecuteCommands(p, 1, [d])
+        vk.vkCmdEndRenderPass(p)
+        to_transfer_src(p, img)
+        vkapp.copy_image_to_buffer(p, img, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, readback)
+        vkapp.image_barrier(p, img, vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                            vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL, vk.VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            vk.VK_ACCESS_TRANSFER_READ_BIT, vk.VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                            vk.VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT)
+        vkapp.host_barrier(p)
+        vk.vkEndCommandBuffer(p)
+        vk.vkQueueSubmit(ctx.queue, 1, [vk.VkSubmitInfo(sType=vk.VK_STRUCTURE_TYPE_SUBMIT_INFO, commandBufferCount=1,
+                                                        pCommandBuffers=[p])], fence)
+        vk.vkWaitForFences(ctx.device, 1, [fence], vk.VK_TRUE, 10 * 1000**3)
+        vk.vkResetFences(ctx.device, 1, [fence])
+        vkapp.check_equal(f"frame {frame}: O", o.array(np.uint32).copy(), np.full(SIZE // 4, value, np.uint32))
+        vkapp.check_equal(f"frame {frame}: T", t.array(np.uint32).copy(),
+                          np.full(SIZE // 4, value ^ 0xFFFFFFFF, np.uint32))
+        vkapp.check_equal(f"frame {frame}: image", readback.array().reshape(H, W, 4).copy(),
+                          paint(CLEAR, [(R_TALL, RED), (R_WIDE, GREEN)]))
+    ctx.close()
+    print(f"secondaries: OK {frames} frames", flush=True)
+
+
+if __name__ == "__main__":
+    main()
