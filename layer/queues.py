@@ -317,11 +317,13 @@ class QueueReporter:
         for address, read, first in zip(executed, executed_reads, recorder.read_all(executed, executed_reads)):
             if first and read.product.described_rows:
                 described.append((address, read.product.described_rows, read.tags))
+            if reported is not None:   # C describes it with a primary's submit (reported_submits.c)
+                reported.attach(dev.address, address, read)
         for address, read, first in zip(addresses, reads, recorder.read_all(addresses, reads)):
             product = read.product
             if first and product.described_rows:
                 described.append((address, product.described_rows, read.tags))
-            if reported is not None and not product.executes:   # C describes no secondary (reported_submits.c)
+            if reported is not None:
                 reported.attach(dev.address, address, read)
             plan.primaries.append(command_buffers[address])
             tags += map(read.tags.__getitem__, product.plain)

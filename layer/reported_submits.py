@@ -79,13 +79,15 @@ class ReportedSubmits:
         self._renew = False                  # the last revoke took back a licence C reported under
 
     def attach(self, device_address: int, address: int, read) -> None:
-        """A submit of the buffer at `address` was reported from `read` (Recorder.reading_all's, its product plain):
-        let C report the next submit of a recording equal to it (once per product and buffer)."""
+        """A submit of the buffer at `address` was reported from `read` (Recorder.reading_all's, its product plain;
+        or a secondary it executes, whose WORKLOADS alone C writes): let C report the next submit of a recording
+        equal to it (once per product and buffer)."""
         product = read.product
         if read.kept is None or not self._first((id(product), address)):
             return
+        plain = product.plain if product.plain is not None else ()
         replay.attach(self.lib, read.kept, (address, TEMPLATE_KEY),
-                      encoder.report_template(device_address, address, product.described_rows, product.plain,
+                      encoder.report_template(device_address, address, product.described_rows, plain,
                                               product.plain_labels))
 
     def swapchain_images(self, swapchain: int, images: tuple[int, ...]) -> None:

@@ -290,7 +290,8 @@ class HookSet:
     def _apply_records(self, name: str, command_buffer, owner=None, args: tuple = ()) -> None:
         """Apply what C recorded into `command_buffer` before a Python hook looks at it (after the
         worker has finished any job queued for it), or, for the commands that need every buffer
-        finished, wait for all of the worker's jobs."""
+        finished, wait for all of the worker's jobs. `args`: the command's after the buffer
+        (vkCmdExecuteCommands: the secondaries, whose begins and ends C made have their hooks run)."""
         try:
             if name in SETTLE_ALL:
                 self.recorder.settle()
@@ -353,9 +354,9 @@ class HookSet:
             self._late_hooks("vkEndCommandBuffer", (), before, after, owner, (handle,), end_result)
 
     def _begin_info(self, flags: int):
-        """The begin info of a begin C made: its flags alone (C begins only primary buffers, without pNext:
-        nothing else of the info matters). One per flags value (at most the few VkCommandBufferUsageFlags
-        combinations), kept: no hook changes the info it is handed."""
+        """The begin info of a begin C made: its flags alone (C begins buffers without pNext, on devices whose
+        begin hooks may run later: none of those reads the inheritance info). One per flags value (at most the
+        few VkCommandBufferUsageFlags combinations), kept: no hook changes the info it is handed."""
         info = self._begin_infos.get(flags)
         if info is None:
             info = self._begin_infos[flags] = self._ffi.new(

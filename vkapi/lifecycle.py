@@ -5,7 +5,7 @@ ran every Python begin and end hook of both shims, and the end applied the recor
 product of an equal earlier recording: replay.py). Here C makes the two calls itself when Python need
 not act at once, and Python runs their hooks only when something looks at the buffer:
 
-- Begin (`tessera_begin_in_c`, runtime/lifecycle.c): a primary buffer of a device whose every begin hook
+- Begin (`tessera_begin_in_c`, runtime/lifecycle.c): a buffer (primary or secondary) of a device whose every begin hook
   may run later (`Products.deferrable`: nothing of the shim inserts commands or routes the buffer's
   commands to Python at its begin; re-recordings are on and not checked), a begin with no chained
   structure, no records left for Python to apply (but those of a recording ended in C that nobody
@@ -17,8 +17,17 @@ not act at once, and Python runs their hooks only when something looks at the bu
   product Python keeps on that device (the copy `Replays.remember` hands to `tessera_product_keep`,
   with the Resources generation it was made under and the submit decision its end hooks took). C
   forwards the call and sets that decision; the end is deferred too, its records kept.
+- Secondaries executed (`tessera_execute_in_c`): vkCmdExecuteCommands into a primary whose recording C has made
+  whole so far, of secondaries each holding a recording C began and ended equal to a kept one, is recorded in C:
+  its record names each secondary, the key of the kept recording it equals and its tags, which count among the
+  primary's (in command order), so that the primary's recording equals an earlier one when its secondaries'
+  do, and its product (layer/replay.py, icd/replay.py) holds what they held. A secondary is not begun again in C
+  while a submit of a primary executing it waits in a ledger (`tessera_cb_submitted`); the layer reads the
+  secondaries with their primary's submit (their descriptions are theirs). Their hooks run before anything
+  applies the primary's records (`Recorder.run_executed` at the primary's end, on the application's thread: a
+  job must not run them, as their resets and begins read the ledger, whose reader may wait for that job).
 - Pool reset (`tessera_pool_reset_in_c`): when C may reset every buffer of the pool it knows (as it may
-  begin one: a primary buffer of such a device, no records left for Python, no submit unread), C forwards
+  begin one: a buffer of such a device, no records left for Python, no submit unread), C forwards
   the call, drops their records and defers the pool's reset of each (Python's per-buffer reset:
   `Recorder.reset_later`).
 - Python runs what was deferred (`Recorder.wait`, which every Python hook of a buffer and every reading of

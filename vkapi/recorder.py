@@ -49,7 +49,10 @@ Formats (`tessera_record_format(index)`), one code per parameter after the comma
     first slot is a tag), or F (a folded record: one slot of count, then a Q per sum, no parameters),
     or D (a dependency record, `Recorded.dependencies`: three slots, the barriers, the OR of their
     source stage masks and the OR of the destination stage masks that hold no bottom-of-pipe, no
-    parameters); commands not recorded have an empty format.
+    parameters), or X (vkCmdExecuteCommands, Recorded.executes: the secondaries' count, their tags' total, per
+    secondary its handle, the hash and size of the kept recording it equals and its tag count, then the tags,
+    which are the record's tag slots: runtime/lifecycle.c tessera_execute_in_c); commands not recorded have an
+    empty format.
 
 Threads: a command buffer's arena is written by the thread recording it and read by the
 thread applying it (that thread, or the worker after vkEndCommandBuffer); Vulkan's external

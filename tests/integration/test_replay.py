@@ -267,7 +267,11 @@ def _frames(session) -> list[tuple[int, int | None, int, bytes]]:
 
 @pytest.mark.parametrize("program", [pytest.param(p, id=i) for i, p, _ in CASES]
                          + [pytest.param([RECORD_COST, "buffers", FRAMES, 1, 40], id="40 buffers"),
-                            pytest.param([RECORD_COST, "buffers", FRAMES, 1, 4, "linked"], id="4 batches")])
+                            pytest.param([RECORD_COST, "buffers", FRAMES, 1, 4, "linked"], id="4 batches"),
+                            pytest.param([RECORD_COST, "buffers", FRAMES, 1, 4, "secondaries"], id="4 secondaries"),
+                            # (more frames: C reports from the fifth frame's recordings on, once a licence holds)
+                            pytest.param([PYTHON, REPO / "tests" / "integration" / "apps" / "secondaries.py",
+                                          3 * FRAMES], id="secondaries with labels and draws")])
 def test_frames_reported_in_c_are_the_frames_python_sends(program, shims, tmp_path) -> None:
     """layer/reported_submits.py: the WORKLOADS and SUBMIT frames the layer's C writes at the submit are, byte for
     byte but for host times and handles, the frames its Python sends with it off (TESSERA_C_REPORTS=0), in the
@@ -285,7 +289,8 @@ def test_frames_reported_in_c_are_the_frames_python_sends(program, shims, tmp_pa
                     if f.type == MessageType.RECORDED_AGAIN]
     assert again_frames, counts
     in_c, in_python = _frames(tmp_path / "in C"), _frames(tmp_path / (f"in Python {attempt}" if attempt else "in Python"))
-    assert [f[0] for f in in_c].count(MessageType.SUBMIT) == FRAMES
+    frames = next(a for a in program[1:] if type(a) is int)   # and secondaries.py lays its image out first
+    assert [f[0] for f in in_c].count(MessageType.SUBMIT) == frames + ("secondaries.py" in str(program[1]))
     first = next((i for i, (a, b) in enumerate(zip(in_c, in_python)) if a != b), None)
     assert in_c == in_python, (len(in_c), len(in_python), first, first is not None and (in_c[first], in_python[first]))
 

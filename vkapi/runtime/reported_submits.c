@@ -7,7 +7,8 @@
    file, through its stage: staged_appends.c). The WORKLOADS frame of each buffer, then the SUBMIT frame, are
    written there before the submit returns; what a socket did not take waits for Python (`unsent`), and what
    it took is kept until Python takes it (`written`: the transport keeps frames until the daemon acknowledges
-   them). */
+   them). The secondaries a buffer executes in records C made are described with it the first time, from
+   templates attached to their own kept recordings (tessera_report_executed). */
 #include <errno.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -405,6 +406,50 @@ static const tessera_report_queue *tessera_report_queue_of(VkQueue queue)
    equals; or a buffer submitted again as it is (pre-recorded), from the tags attached to the recording itself. */
 enum { TESSERA_FIRST, TESSERA_AGAIN, TESSERA_AS_IT_IS };
 
+/* The secondaries a submit's primaries execute in records C made (lifecycle.c tessera_execute_in_c) whose recordings
+   no report or reading described yet: each one's template (attached to the kept recording it equals under its own
+   address), where its tags are in the submit's `tags`, and how many. */
+typedef struct {
+    size_t n;
+    tessera_cb *cbs[TESSERA_IN_C_MAX];
+    const tessera_attachment *templates[TESSERA_IN_C_MAX];
+    size_t tag_at[TESSERA_IN_C_MAX];
+    long count[TESSERA_IN_C_MAX];
+} tessera_report_secondaries;
+
+/* (the ledger and the thread's stripe locked) Into `out`, the secondaries the `n` buffers `cbs` execute that are to be
+   described with the submit (their tags into `tags` from `at`): a secondary whose recording a report or a reading
+   described already (TESSERA_REPORTED_IN_C, TESSERA_READ_IN_PYTHON; its hooks ran: not ended in C any more) is not;
+   each once. 0 when C cannot: a secondary's recording not kept (or no template attached to it), more than
+   TESSERA_IN_C_MAX of them, more tags than TESSERA_REPORT_TAGS. */
+static int tessera_report_executed(tessera_cb *const *cbs, uint32_t n, uint64_t *tags, size_t at,
+                                   tessera_report_secondaries *out)
+{
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < cbs[i]->executed_count; k++) {
+            tessera_cb *s = tessera_cb_find(cbs[i]->executed[k]);
+            if (!s) return 0;
+            int deferred = __atomic_load_n(&s->deferred, __ATOMIC_ACQUIRE);
+            if (!(deferred & TESSERA_ENDED_IN_C) || deferred & (TESSERA_REPORTED_IN_C | TESSERA_READ_IN_PYTHON))
+                continue;
+            size_t j = 0;
+            while (j < out->n && out->cbs[j] != s) j++;
+            if (j < out->n) continue;   /* executed twice */
+            if (out->n == TESSERA_IN_C_MAX || s->end_result != 0 || s->dropped) return 0;
+            long c = -1;
+            const tessera_product *p = tessera_product_equal(s, s->end_hash, tags + at, TESSERA_REPORT_TAGS - at, &c);
+            const tessera_attachment *a = p && c >= 0 ? tessera_attachment_find(p, (uint64_t)(uintptr_t)s->handle,
+                                                                               TESSERA_REPORT_KEY) : NULL;
+            if (!a) return 0;
+            out->cbs[out->n] = s;
+            out->templates[out->n] = a;
+            out->tag_at[out->n] = at;
+            out->count[out->n++] = c;
+            at += (size_t)c;
+        }
+    return 1;
+}
+
 /* The submit's guard, the ledger locked, after the next element accepted the submit (one batch: the `n`
    command buffers `cbs` on `queue`; its submitID, whether it was `wrapped` in s<submitID>, the frame,
    MONOTONIC_RAW at the call and the return): 1 when C reported it (no ledger record then), 0 when Python must
@@ -453,10 +498,15 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
         if (!templates[i] || (depth && !tessera_template_labels(templates[i], NULL))) break;
         tag_at[i + 1] = tag_at[i] + (size_t)count[i];
     }
+    tessera_report_secondaries described = { .n = 0 };
+    if (i == n && !tessera_report_executed(cbs, n, tags, tag_at[n], &described)) i = 0;   /* Python reads them */
     if (i == n) {
-        /* the WORKLOADS of each recording submitted for the first time, then the SUBMIT */
+        /* the WORKLOADS of each secondary executed and not described yet and of each recording submitted for the
+           first time, then the SUBMIT */
         int ok = 1;
         char text[64];
+        for (size_t j = 0; ok && j < described.n; j++)
+            ok = tessera_report_workloads(b, described.templates[j], tags + described.tag_at[j], described.count[j]);
         for (i = 0; ok && i < n; i++)
             if (kind[i] == TESSERA_FIRST) ok = tessera_report_workloads(b, templates[i], tags + tag_at[i], count[i]);
         size_t head = b->n;
@@ -505,6 +555,12 @@ static int tessera_report_submit(VkQueue queue, uint64_t submit_id, int wrapped,
             ok = tessera_report_annexes(b, q, templates[i], submit_id, tags + tag_at[i], count[i]);
         if (ok) {
             tessera_report_write(b->p, b->n);
+            for (size_t j = 0; j < described.n; j++) {   /* reported as its primary's buffers are, once */
+                tessera_report_sent((tessera_attachment *)described.templates[j], tags + described.tag_at[j],
+                                    described.count[j]);
+                __atomic_or_fetch(&described.cbs[j]->deferred, TESSERA_REPORTED_IN_C, __ATOMIC_ACQ_REL);
+                described.cbs[j]->reported++;
+            }
             for (i = 0; i < n; i++) {   /* its hooks run only if something looks at it (lifecycle.c) */
                 if (kind[i] == TESSERA_AS_IT_IS) continue;   /* its hooks ran */
                 if (kind[i] == TESSERA_FIRST)   /* the products' templates stay: the stripe is locked */
