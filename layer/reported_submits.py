@@ -22,6 +22,10 @@ frames the daemon has yet to acknowledge (kept for the spool should it go away),
 send (a full socket, a failed write) is sent first, by Python. The sender's look for work every PULL_S
 ends it too, so that acknowledgements are read, and grants it again (`renew`) if C was reporting under it.
 
+A primary whose vkCmdExecuteCommands C recorded (vkapi/lifecycle.py) is reported so too: the secondaries it executes
+whose recordings nothing described yet have their WORKLOADS written first, from templates attached to their own kept
+recordings (`attach`, when a submit read in Python read them), and are marked reported as the primary is.
+
 Also reported in C: a submit of a recording submitted before (its product's template, without its
 WORKLOADS again), of a buffer submitted again as it is, pre-recorded (`attach_recordings`: its tags, as
 the SUBMIT lists them, attached to that recording by the serial the C path's ledger gives it), wrapped

@@ -69,7 +69,7 @@ def main() -> None:
     plain = vk.VkCommandBufferInheritanceInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO)
     in_pass = vk.VkCommandBufferInheritanceInfo(sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO,
                                                 renderPass=render_pass, subpass=0, framebuffer=framebuffer)
-    fence = ctx.fence()
+    fence = ctx.own(vk.vkDestroyFence, ctx.fence())
 
     first = ctx.command_buffer()   # the image into the attachment layout once
     to_attachment(first, img)
