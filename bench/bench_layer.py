@@ -30,6 +30,7 @@ spooling to a temporary session folder). Inputs:
             waiting for a binary semaphore the batch before signals;
   secframe  F frames of 4 secondary command buffers (bind, 2 x vkCmdDispatch) re-recorded and executed by one
             primary, recorded again too, submitted with a fence and waited for;
+  preframe  F frames as secframe, but the 4 secondaries are recorded once, before the frames (a pool of their own);
   threads   S re-recordings (reset pool, begin, bind, 8 x vkCmdDispatch, end) by one thread, then by two
             threads at once (S each, own pools): wall and process CPU per recorded command buffer, and how
             much more two threads record per second than one.
@@ -43,7 +44,7 @@ ICD only). A benchmark, not a test: it never fails on a number.
 Run: .venv/bin/python bench/bench_layer.py [--calls N] [--submits S] [--reps R]
          [--frames F]
          [--modes draw,pass,dispatch,copy,copy2,buffer,submit,groups,frame,passframe,subframe,pushframe,tlframe,
-                  bufframe,batchframe,secframe,threads]
+                  bufframe,batchframe,secframe,preframe,threads]
          [--rounds K] [--cpu C]
 `--rounds K` runs the three environments in turn K times and prints each one's median run; `--cpu C` pins every
 run to CPU C. Both together measure a frame loop's few-microsecond differences on a small VM (docs/benchmarks.md).
@@ -58,7 +59,7 @@ from common import BUILD_BENCH, ICD_ENV, LAVAPIPE_ENV, LAYER_ENV, bench_environm
 
 MODES = ("draw", "pass", "dispatch", "copy", "copy2", "buffer", "submit", "groups", "frame", "passframe", "subframe",
          "pushframe", "tlframe",
-         "bufframe", "batchframe", "secframe", "threads")
+         "bufframe", "batchframe", "secframe", "preframe", "threads")
 WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDraw + vkCmdEndRendering)",
         "dispatch": "vkCmdDispatch", "copy": "vkCmdCopyBuffer", "copy2": "vkCmdCopyBuffer2",
         "buffer": "command buffer recorded (begin, bind, dispatch, end)", "submit": "vkQueueSubmit",
@@ -71,12 +72,14 @@ WHAT = {"draw": "vkCmdDraw", "pass": "render pass (vkCmdBeginRendering + vkCmdDr
         "bufframe": "frame of 40 command buffers (reset pool, record each: bind, 2 dispatches; submit, wait)",
         "batchframe": "frame of 4 batches in one submit, each waiting for the one before (dispatches, fills)",
         "secframe": "frame of 4 secondary command buffers (bind, 2 dispatches) executed by one primary, submitted",
+        "preframe": "frame of one primary executing 4 secondaries recorded once (bind, 2 dispatches), submitted",
         "threads": "command buffer re-recorded (reset pool, begin, bind, 8 dispatches, end)"}
-FRAMES = ("frame", "passframe", "subframe", "pushframe", "tlframe", "bufframe", "batchframe", "secframe")
+FRAMES = ("frame", "passframe", "subframe", "pushframe", "tlframe", "bufframe", "batchframe", "secframe", "preframe")
 # A mode that is record_cost's with arguments of its own: (record_cost's mode, the arguments after N and REPS)
 ARGUMENTS = {"subframe": ("passframe", ["subpasses"]), "pushframe": ("frame", [8, "pushed"]),
              "tlframe": ("frame", [8, "dispatch", "timeline"]), "bufframe": ("buffers", [40]),
-             "batchframe": ("buffers", [4, "linked"]), "secframe": ("buffers", [4, "secondaries"])}
+             "batchframe": ("buffers", [4, "linked"]), "secframe": ("buffers", [4, "secondaries"]),
+             "preframe": ("buffers", [4, "prerecorded"])}
 RECORDING = ("draw", "pass", "dispatch", "copy", "copy2")
 
 

@@ -47,7 +47,8 @@
  *             signalling a binary semaphore the next frame's first waits for; "linked": so, but each batch after
  *             the first waiting for a binary semaphore the one before signals; "timeline-linked": for a value of
  *             a timeline semaphore the one before signals; "secondaries": the BUFFERS buffers are secondary ones,
- *             re-recorded every frame and executed by one primary, recorded again too, which is submitted).
+ *             re-recorded every frame and executed by one primary, recorded again too, which is submitted;
+ *             "prerecorded": so, but the secondaries are recorded once, before the frames, in a pool of their own).
  *   threads   THREADS threads (4th argument, default 2) at once, each re-recording its own command
  *             buffer N times (vkResetCommandPool of its own pool, vkBeginCommandBuffer, vkCmdBindPipeline,
  *             8 vkCmdDispatch, vkEndCommandBuffer); wall and process CPU per recorded command buffer
@@ -106,7 +107,7 @@ enum mode { MODE_DISPATCH, MODE_DRAW, MODE_SUBMIT, MODE_GROUPS, MODE_COPY, MODE_
    two nested queue labels of the application's. */
 enum workload_kind { KIND_DISPATCH, KIND_FILL, KIND_PUSHED, KIND_INDIRECT };   /* frame mode's 5th argument */
 enum frame_submit { SUBMIT_FENCED, SUBMIT_CHAINED, SUBMIT_TIMELINE, SUBMIT_LABELLED, SUBMIT_BATCHES, SUBMIT_LINKED,
-                    SUBMIT_TIMELINE_LINKED, SUBMIT_SECONDARIES };
+                    SUBMIT_TIMELINE_LINKED, SUBMIT_SECONDARIES, SUBMIT_PRERECORDED };
 static const char *const MODE_NAMES[] = {"dispatch", "draw", "submit", "groups", "copy", "copy2", "pass",
                                           "buffer", "frame", "threads", "passframe", "buffers"};
 #define MODE_COUNT ((int)(sizeof MODE_NAMES / sizeof MODE_NAMES[0]))
@@ -878,25 +879,32 @@ static void record_buffer_of_frame(VkCommandBuffer cmd, const void *arg)
     vkCmdDispatch(cmd, 1, 1, 1);
 }
 
-/* buffers mode, secondaries: each secondary re-recorded (as record_buffer_of_frame), then executed by the primary. */
+/* buffers mode, secondaries: each secondary re-recorded (as record_buffer_of_frame), then executed by the primary;
+   prerecorded: recorded once, before the frames (`record` 0). */
 struct executes {
     VkCommandBuffer *secondaries;
     uint32_t count;
     const struct buffers_frame *f;
+    int record;
 };
 
-static void record_executes(VkCommandBuffer primary, const void *arg)
+static void record_secondaries(const struct executes *e, VkCommandBufferUsageFlags flags)
 {
-    const struct executes *e = arg;
     VkCommandBufferInheritanceInfo inheritance = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
-    VkCommandBufferBeginInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-                                     .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    VkCommandBufferBeginInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, .flags = flags,
                                      .pInheritanceInfo = &inheritance};
     for (uint32_t b = 0; b < e->count; b++) {
         VK_CHECK(vkBeginCommandBuffer(e->secondaries[b], &info));
         record_buffer_of_frame(e->secondaries[b], e->f);
         VK_CHECK(vkEndCommandBuffer(e->secondaries[b]));
     }
+}
+
+static void record_executes(VkCommandBuffer primary, const void *arg)
+{
+    const struct executes *e = arg;
+    if (e->record)
+        record_secondaries(e, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
     vkCmdExecuteCommands(primary, e->count, e->secondaries);
 }
 
@@ -920,25 +928,31 @@ static double bench_buffers(struct ctx *c, long calls, long reps, uint32_t count
     }
     VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                          .queueFamilyIndex = c->family};
-    VkCommandPool pool;
+    VkCommandPool pool, once_pool;   /* once_pool: the prerecorded secondaries' (the frames reset `pool`) */
     VK_CHECK(vkCreateCommandPool(c->device, &pool_info, NULL, &pool));
+    VK_CHECK(vkCreateCommandPool(c->device, &pool_info, NULL, &once_pool));
+    const int executed = how == SUBMIT_SECONDARIES || how == SUBMIT_PRERECORDED;
     VkCommandBuffer cmds[MAX_FRAME_BUFFERS];
     VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                         .commandPool = pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                         .commandPool = how == SUBMIT_PRERECORDED ? once_pool : pool,
+                                         .level = executed ? VK_COMMAND_BUFFER_LEVEL_SECONDARY
+                                                           : VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                          .commandBufferCount = count};
-    if (how == SUBMIT_SECONDARIES)
-        alloc.level = VK_COMMAND_BUFFER_LEVEL_SECONDARY;
     VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, cmds));
-    struct executes e = {cmds, count, &f};
+    struct executes e = {cmds, count, &f, how == SUBMIT_SECONDARIES};
+    if (how == SUBMIT_PRERECORDED)
+        record_secondaries(&e, 0);
     VkCommandBuffer primary;
+    alloc.commandPool = pool;
     alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     alloc.commandBufferCount = 1;
-    if (how == SUBMIT_SECONDARIES)
+    if (executed)
         VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, &primary));
-    double best = how == SUBMIT_SECONDARIES
+    double best = executed
         ? frames_of(c, pool, &primary, 1, record_executes, &e, calls, reps, best_cpu, SUBMIT_FENCED)
         : frames_of(c, pool, cmds, count, record_buffer_of_frame, &f, calls, reps, best_cpu, how);
     vkDestroyCommandPool(c->device, pool, NULL);
+    vkDestroyCommandPool(c->device, once_pool, NULL);
     if (f.buffer != VK_NULL_HANDLE) {
         vkDestroyBuffer(c->device, f.buffer, NULL);
         vkFreeMemory(c->device, memory, NULL);
@@ -1190,7 +1204,7 @@ int main(int argc, char **argv)
                         " [chained|timeline|labelled]\n"
                         "       record_cost passframe [N] [REPS] [labelled|subpasses]\n"
                         "       record_cost buffers [N] [REPS] [BUFFERS]"
-                        " [batches|linked|timeline-linked|secondaries]\n");
+                        " [batches|linked|timeline-linked|secondaries|prerecorded]\n");
         return 1;
     }
     const long calls = parse_arg(argc, argv, 2, mode == MODE_FRAME || mode == MODE_PASSFRAME || mode == MODE_BUFFERS ? 300
@@ -1218,6 +1232,7 @@ int main(int argc, char **argv)
                                                        : strcmp(argv[5], "timeline-linked") == 0
                                                          ? SUBMIT_TIMELINE_LINKED
                                                        : strcmp(argv[5], "secondaries") == 0 ? SUBMIT_SECONDARIES
+                                                       : strcmp(argv[5], "prerecorded") == 0 ? SUBMIT_PRERECORDED
                                                        : SUBMIT_FENCED)
                              : mode != MODE_FRAME || argc <= 6 ? SUBMIT_FENCED
                              : strcmp(argv[6], "chained") == 0 ? SUBMIT_CHAINED
@@ -1229,7 +1244,7 @@ int main(int argc, char **argv)
     if (mode == MODE_PASSFRAME && argc > 4 && how == SUBMIT_FENCED && !subpasses)
         fail("the passframe mode's 4th argument is labelled or subpasses");
     if (mode == MODE_BUFFERS && argc > 5 && how == SUBMIT_FENCED)
-        fail("the buffers mode's 5th argument is batches, linked, timeline-linked or secondaries");
+        fail("the buffers mode's 5th argument is batches, linked, timeline-linked, secondaries or prerecorded");
     if (mode == MODE_FRAME && argc > 5 && kind == KIND_DISPATCH && strcmp(argv[5], "dispatch") != 0)
         fail("the frame mode's 5th argument is dispatch, fill, pushed or indirect");
 

@@ -305,8 +305,9 @@ class QueueReporter:
         for read in reads:
             if read is None or read.product.plain is None:
                 return None
-        # the secondaries the products execute: their recordings, read so too, describe their workloads
-        executed = [a for read in reads for a in read.product.executes]
+        # the secondaries the products execute: their recordings, read so too, describe their workloads (those whose
+        # hooks ran described them then)
+        executed = recorder.ended_in_c([a for read in reads for a in read.product.executes])
         executed_reads = recorder.reading_all(dev, executed) if executed else []
         if None in executed_reads:
             return None

@@ -18,7 +18,8 @@ not act at once, and Python runs their hooks only when something looks at the bu
   with the Resources generation it was made under and the submit decision its end hooks took). C
   forwards the call and sets that decision; the end is deferred too, its records kept.
 - Secondaries executed (`tessera_execute_in_c`): vkCmdExecuteCommands into a primary whose recording C has made
-  whole so far, of secondaries each holding a recording C began and ended equal to a kept one, is recorded in C:
+  whole so far, of secondaries each holding a recording equal to a kept one, which C ended or Python applied
+  (`tessera_cb_applied` keeps a secondary's records then: one recorded once and executed every frame), is recorded in C:
   its record names each secondary, the key of the kept recording it equals and its tags, which count among the
   primary's (in command order), so that the primary's recording equals an earlier one when its secondaries'
   do, and its product (layer/replay.py, icd/replay.py) holds what they held. A secondary is not begun again in C

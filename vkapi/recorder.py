@@ -397,6 +397,11 @@ class Recorder:
             out = [first.setdefault(a, r) if r is not None else None for a, r in zip(addresses, out)]
         return out
 
+    def ended_in_c(self, addresses: list[int]) -> list[int]:
+        """Those of the buffers at `addresses` holding a recording C ended whose hooks have yet to run."""
+        ffi, deferred = self.ffi, self.lib.tessera_cb_deferred
+        return [a for a in addresses if deferred(ffi.cast("void *", a)) & lifecycle.ENDED]
+
     def read_all(self, addresses: list[int], reads: list["Read | None"]) -> list[bool]:
         """Submits of the buffers at `addresses` were reported from their `reads` (`reading_all`'s, on the same
         thread, while reading the same ledger; None: not read so): their hooks run only if something looks at
@@ -583,18 +588,20 @@ class Recorder:
             return
         base = pdata[0]
         replays = self.replays if ended and lib.tessera_cb_whole(handle) else None
+        kept = False   # C keeps a copy of a recording equal to this one: a secondary's records stay (tessera_cb_applied)
         try:
             if replays is not None:
                 key = self._key(handle)
                 if replays.reuse(owner, handle, key, base, used):
+                    kept = True
                     return
                 records = replays.records(base, used)
             if used:
                 self._apply(owner, handle, base, used)
             if replays is not None:
-                replays.remember(owner, handle, key, records)
+                kept = replays.remember(owner, handle, key, records)
         finally:
-            lib.tessera_cb_clear(handle)
+            lib.tessera_cb_applied(handle, 1 if kept else 0)
         if dropped:
             self.report(f"{dropped} command(s) of a command buffer were not recorded (out of memory); "
                         "their workloads are missing from the timeline")

@@ -148,6 +148,7 @@ def _device_struct() -> str:
 CDEF = _device_struct() + """int tessera_cb_register(void *handle, tessera_device *dev, int primary, uint64_t pool);
 void tessera_cb_unregister(void *handle);
 int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped);
+void tessera_cb_applied(void *handle, int kept);
 void tessera_cb_clear(void *handle);
 void tessera_cb_reset(void *handle);
 int tessera_cb_whole(void *handle);

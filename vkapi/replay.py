@@ -164,26 +164,27 @@ class Replays:
         copies), to keep if its product can be made again; None when too big to keep."""
         return bytes(self.ffi.buffer(base, used)) if used <= MAX_BYTES else None
 
-    def remember(self, owner, handle, key: int, records: bytes | None) -> None:
-        """After a whole recording of `handle` was applied: keep it (`records`) and its product."""
+    def remember(self, owner, handle, key: int, records: bytes | None) -> bool:
+        """After a whole recording of `handle` was applied: keep it (`records`) and its product. Whether C keeps a
+        copy (the device's buffers begin and end in C)."""
         matched = self._checking.pop(key, None)
         if records is None:
-            return
+            return False
         scratch = self._tags()
         data = self.ffi.from_buffer(records)
         n = self.lib.tessera_records_tags(data, len(records), scratch, MAX_TAGS)
         if n < 0:
-            return
+            return False
         tags = self.ffi.unpack(scratch, n)
         product = self.products.snapshot(owner, handle, tags)
         if product is None:
-            return
+            return False
         if matched is not None:   # check mode: what reuse would have restored, against what was applied
             self.checked += 1
             if self.products.fields(matched.product, tags) != self.products.fields(product, tags):
                 self.mismatches += 1
                 self.report("TESSERA_REPLAY=check: a re-recording's reused product differs from its applied one")
-            return
+            return False
         res = self.products.resources(owner)
         table = self.products.table(owner)
         digest = self.lib.tessera_records_hash(data, len(records))
@@ -194,13 +195,15 @@ class Replays:
                 self._bytes -= len(old.records)
             self._entries[found] = entry = _Entry(records, res, res.generation, product, table, digest)
             self._bytes += len(records)
-            if table is not None and table.deferrable:   # C may end an equal recording itself (lifecycle.py)
-                self.lib.tessera_product_keep(handle, data, len(records), digest, entry.generation)
+            in_c = table is not None and table.deferrable   # C may end an equal recording itself (lifecycle.py)
+            if in_c:
+                in_c = bool(self.lib.tessera_product_keep(handle, data, len(records), digest, entry.generation))
             while len(self._entries) > KEEP or self._bytes > KEEP_BYTES:
                 _, out = self._entries.popitem(last=False)
                 self._bytes -= len(out.records)
                 if out.table is not None:
                     self.lib.tessera_product_drop(out.table, out.hash, len(out.records))
+        return in_c
 
     def forget(self, key: int) -> None:
         """The command buffer is freed."""

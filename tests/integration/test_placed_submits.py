@@ -39,7 +39,8 @@ _UNDER_THE_LAYER = [("8 fills", ["frame", FRAMES, 1, 8, "fill"]),
                     ("4 batches, each waiting for the one before", ["buffers", FRAMES, 1, 4, "linked"]),
                     ("4 batches, each waiting for a timeline value the one before signals",
                      ["buffers", FRAMES, 1, 4, "timeline-linked"]),
-                    ("4 secondaries executed by a primary", ["buffers", FRAMES, 1, 4, "secondaries"])]
+                    ("4 secondaries executed by a primary", ["buffers", FRAMES, 1, 4, "secondaries"]),
+                    ("4 secondaries recorded once", ["buffers", FRAMES, 1, 4, "prerecorded"])]
 # (id, `tessera run` options, record_cost's arguments)
 CASES = [(i, [], args) for i, args in _UNDER_THE_LAYER] + [
     ("inside queue labels, the driver alone", ["--no-layer"], ["frame", FRAMES, 1, 8, "dispatch", "labelled"])]

@@ -572,6 +572,28 @@ static void executed_in_c(void)
     CHECK(tessera_records_same(data, first, used, tags, 4) == 3 && tags[0] == 20 && tags[1] == 21 && tags[2] == 22);
     free(first);
 
+    /* A secondary Python applied whose recording equals a kept one keeps its records for C (tessera_cb_applied:
+       recorded once, executed every frame), which Python no longer sees; a primary's go. */
+    void *once = key(6105);
+    CHECK(tessera_cb_register(once, &dev, 0, 0x900));
+    CHECK(tessera_begin_in_c((VkCommandBuffer)once, &info, 0, &result));
+    record_two(once, 30);
+    CHECK(tessera_cb_take_deferred(once, &flags, &end_result) == TESSERA_BEGUN_IN_C);
+    tessera_cb_applied(once, 1);
+    CHECK(tessera_cb_records(once, &data, &used, &dropped) && used == 0 && !tessera_cb_whole(once));
+    CHECK(tessera_cb_find(once)->used && tessera_cb_find(once)->end_hash == hash);
+    tessera_cb_clear(p);
+    CHECK(tessera_begin_in_c((VkCommandBuffer)p, &info, 0, &result));
+    VkCommandBuffer kept_once[1] = {(VkCommandBuffer)once};
+    CHECK(tessera_execute_in_c((VkCommandBuffer)p, 1, kept_once, 4));
+    CHECK(tessera_cb_records(p, &data, &used, &dropped) && tessera_records_tags(data, used, tags, 4) == 1
+          && tags[0] == 30);
+    tessera_cb_applied(p, 1);   /* a primary: its records go */
+    CHECK(tessera_cb_find(p)->used == 0);
+    CHECK(tessera_begin_in_c((VkCommandBuffer)once, &info, 0, &result)   /* begun again: nothing of it stays */
+          && tessera_cb_find(once)->used == 0 && !tessera_cb_find(once)->applied);
+    tessera_cb_unregister(once);
+
     /* Python's: a secondary whose recording is not kept, a primary as a secondary, a label open in the primary */
     tessera_cb_clear(p);
     CHECK(tessera_begin_in_c((VkCommandBuffer)p, &info, 0, &result));

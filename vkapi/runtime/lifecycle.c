@@ -255,7 +255,7 @@ static int tessera_product_match(tessera_cb *cb)
 static int tessera_resettable_in_c(const tessera_cb *cb, int deferred)
 {
     if (!cb->dev->deferrable) return 0;
-    if ((cb->used || cb->dropped) && !(deferred & TESSERA_ENDED_IN_C)) return 0;
+    if ((cb->used || cb->dropped) && !(deferred & TESSERA_ENDED_IN_C) && !cb->applied) return 0;
     return __atomic_load_n(&cb->in_ledger, __ATOMIC_ACQUIRE)
            <= __atomic_load_n(&tessera_ledger_read_up_to, __ATOMIC_ACQUIRE);
 }
@@ -305,8 +305,9 @@ static int tessera_end_in_c(VkCommandBuffer commandBuffer, int index, VkResult *
 
 /* The guard of vkCmdExecuteCommands (intercepts.EXECUTE): 1 when C recorded and forwarded the call, 0 when
    Python must. C records it into a primary buffer whose recording C has made whole so far, on a device whose
-   hooks may run later, when each secondary (1 to TESSERA_EXECUTE_MAX) holds a recording C began and ended equal
-   to a kept one on the same device. The record (format X) holds the count, the tags' total, per secondary its
+   hooks may run later, when each secondary (1 to TESSERA_EXECUTE_MAX) holds a recording equal to a kept one on the
+   same device, which C ended, or Python applied and C kept the records of (tessera_cb_applied: a secondary recorded
+   once and executed every frame). The record (format X) holds the count, the tags' total, per secondary its
    handle, the key of the kept recording it equals (its hash and size) and its tag count, then the secondaries'
    tags: the primary's records say all it executes but for tags, and its tags are its own and its secondaries' in
    command order (tessera_tag_span), so that a primary re-recorded with re-recorded secondaries equals the earlier
@@ -342,8 +343,9 @@ static int tessera_execute_in_c(VkCommandBuffer commandBuffer, uint32_t count, c
         tessera_cb *s = found[i] = tessera_cb_find((void *)secondaries[i]);
         /* Its arena holds the recording C ended until the buffer is begun again, which Vulkan does not allow while
            a primary being recorded executes it; a reader applying it meanwhile only empties it (tessera_cb_clear). */
-        if (!s || s == cb || s->primary || s->dev != cb->dev || s->end_result != 0 || s->dropped
-                || !(__atomic_load_n(&s->deferred, __ATOMIC_ACQUIRE) & TESSERA_ENDED_IN_C)
+        if (!s || s == cb || s->primary || s->dev != cb->dev || s->dropped
+                || !(s->applied || (s->end_result == 0 && __atomic_load_n(&s->deferred, __ATOMIC_ACQUIRE)
+                                                          & TESSERA_ENDED_IN_C))
                 || !tessera_product_equal(s, s->end_hash, NULL, 0, &tags[i])) {
             pthread_mutex_unlock(lock);
             return 0;

@@ -48,6 +48,7 @@ typedef struct tessera_cb {
     uint64_t reported;           /* submits of the recording reported in C (the layer: reported_submits.c) */
     uint64_t serial;             /* the recording's: unique in the process, a new one at every begin and reset */
     struct tessera_attachment *attached;   /* bytes attached to this recording (lifecycle.c tessera_cb_attach) */
+    int applied;                 /* Python applied the records, which stay: a secondary's, equal to a kept one */
     void **executed;             /* the handles of the secondaries the recording executes in records C made */
     uint32_t executed_count, executed_cap;   /* (lifecycle.c tessera_execute_in_c): its submits' readers read them */
 } tessera_cb;
@@ -209,13 +210,14 @@ static inline uint64_t *tessera_record(tessera_cb *cb, uint32_t index, size_t sl
     return (uint64_t *)(p + 8);
 }
 
-/* Python: the records so far (pointer, byte count, records dropped); then tessera_cb_clear. */
+/* Python: the records so far, none applied (pointer, byte count, records dropped); then tessera_cb_clear or
+   tessera_cb_applied. */
 int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dropped)
 {
     tessera_cb *cb = tessera_cb_find(handle);
     if (!cb) return 0;
     *data = cb->data;
-    *used = cb->used;
+    *used = cb->applied ? 0 : cb->used;
     *dropped = cb->dropped;
     return 1;
 }
@@ -224,7 +226,23 @@ int tessera_cb_records(void *handle, uint8_t **data, size_t *used, uint64_t *dro
 void tessera_cb_clear(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->whole = 0; }
+    if (cb) { cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->whole = 0; cb->applied = 0; }
+}
+
+/* Python: the records were applied (tessera_cb_clear), but a secondary's whole recording that equals one whose copy C
+   keeps (`kept`) keeps them, as what a vkCmdExecuteCommands recorded in C reads of it (its key, its tags:
+   lifecycle.c tessera_execute_in_c), until the buffer is begun or reset again. */
+uint64_t tessera_records_hash(const uint8_t *a, size_t n);
+void tessera_cb_applied(void *handle, int kept)
+{
+    tessera_cb *cb = tessera_cb_find(handle);
+    if (!cb) return;
+    if (kept && !cb->primary && cb->whole && !cb->dropped && cb->used) {
+        cb->end_hash = tessera_records_hash(cb->data, cb->used);
+        cb->applied = 1;
+        return;
+    }
+    tessera_cb_clear(handle);
 }
 
 /* Python: whether the arena holds the whole recording since the buffer was begun (nothing of it
@@ -232,7 +250,7 @@ void tessera_cb_clear(void *handle)
 int tessera_cb_whole(void *handle)
 {
     tessera_cb *cb = tessera_cb_find(handle);
-    return cb && cb->whole && !cb->dropped;
+    return cb && cb->whole && !cb->dropped && !cb->applied;
 }
 
 static void tessera_cb_begin(tessera_cb *cb)
@@ -242,7 +260,7 @@ static void tessera_cb_begin(tessera_cb *cb)
     free(__atomic_exchange_n(&cb->attached, NULL, __ATOMIC_ACQ_REL));
     cb->used = 0; cb->dropped = 0; cb->last_index = UINT32_MAX; cb->python_path = 0; cb->python_brackets = 0;
     cb->submit_ok = 0; cb->submits = 0; cb->python_submits = 0; cb->label_depth = 0; cb->pass_in_c = 0;
-    cb->pass_label = 0; cb->reported = 0; cb->executed_count = 0;
+    cb->pass_label = 0; cb->reported = 0; cb->executed_count = 0; cb->applied = 0;
     cb->whole = 1;
 }
 

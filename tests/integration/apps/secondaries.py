@@ -1,12 +1,13 @@
 """A frame loop that re-records secondary command buffers every frame and executes them, as engines that record
 in parallel do.
 
-Run: .venv/bin/python tests/integration/apps/secondaries.py [FRAMES] [labelled]
+Run: .venv/bin/python tests/integration/apps/secondaries.py [FRAMES] [labelled] [prerecorded]
 Each frame: the pool is reset; three secondaries are recorded: A (a label "copy" around a fill of buffer S and a
 copy of S into O), B (a fill of buffer T), D (render pass continuing: the graphics pipeline bound and two draws);
 the primary executes A and B (with `labelled`, A inside a label "frame" the primary opens, so the secondary's
 workloads run inside a label its recording does not know), then a render pass whose contents are D, then reads the
-image back; submit and wait. The fill values change with the frame's parity, so equal recordings alternate.
+image back; submit and wait. With `prerecorded`, B is recorded once, before the frames, in a pool of its own (its
+fill value then the first frame's), and executed every frame. The fill values change with the frame's parity, so equal recordings alternate.
 Checks O, T and every pixel against numpy each frame; prints 'secondaries: OK <frames> frames'.
 """
 from __future__ import annotations
@@ -29,7 +30,7 @@ VALUES = (0x11111111, 0x22222222)
 
 def main() -> None:
     frames = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-    labelled = "labelled" in sys.argv[2:]
+    labelled, prerecorded = "labelled" in sys.argv[2:], "prerecorded" in sys.argv[2:]
     ctx = vkapp.Context(vkapp.Settings.from_env(), "secondaries")
     usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
     s, o, t = (ctx.buffer(SIZE, usage) for _ in range(3))
@@ -61,6 +62,10 @@ def main() -> None:
             commandBufferCount=count))
 
     a, b, d = allocate(vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY, 3)
+    if prerecorded:   # B of a pool the frames do not reset
+        b = vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=ctx.command_pool,
+            level=vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY, commandBufferCount=1))[0]
     (p,) = allocate(vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1)
     get = lambda name: vk.vkGetInstanceProcAddr(ctx.instance, name)  # noqa: E731
     label_begin, label_end = get("vkCmdBeginDebugUtilsLabelEXT"), get("vkCmdEndDebugUtilsLabelEXT")
@@ -75,10 +80,17 @@ def main() -> None:
     to_attachment(first, img)
     ctx.submit([first])
 
-    def begin(cmd, inheritance=None, flags: int = 0) -> None:
+    def begin(cmd, inheritance=None, flags: int = vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT) -> None:
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
-            flags=flags | vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, pInheritanceInfo=inheritance))
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, flags=flags, pInheritanceInfo=inheritance))
+
+    def record_b(value: int, flags: int) -> None:
+        begin(b, plain, flags)
+        vk.vkCmdFillBuffer(b, t.handle, 0, SIZE, value ^ 0xFFFFFFFF)
+        vk.vkEndCommandBuffer(b)
+
+    if prerecorded:
+        record_b(VALUES[0], 0)
 
     for frame in range(frames):
         value = VALUES[frame % 2]
@@ -92,10 +104,10 @@ def main() -> None:
         vk.vkCmdCopyBuffer(a, s.handle, o.handle, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=SIZE)])
         label_end(a)
         vk.vkEndCommandBuffer(a)
-        begin(b, plain)
-        vk.vkCmdFillBuffer(b, t.handle, 0, SIZE, value ^ 0xFFFFFFFF)
-        vk.vkEndCommandBuffer(b)
-        begin(d, in_pass, vk.VK_COMMAND_BUFFER_USAGE_RENDER_PASS_CONTINUE_BIT)
+        if not prerecorded:
+            record_b(value, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+        begin(d, in_pass, vk.VK_COMMAND_BUFFER_USAGE_RENDER_PASS_CONTINUE_BIT
+              | vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         vk.vkCmdBindPipeline(d, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline)
         vkapp.set_viewport_scissor(d, W, H)
         scene.draw(d, R_TALL, RED)
@@ -129,7 +141,7 @@ def main() -> None:
         vk.vkResetFences(ctx.device, 1, [fence])
         vkapp.check_equal(f"frame {frame}: O", o.array(np.uint32).copy(), np.full(SIZE // 4, value, np.uint32))
         vkapp.check_equal(f"frame {frame}: T", t.array(np.uint32).copy(),
-                          np.full(SIZE // 4, value ^ 0xFFFFFFFF, np.uint32))
+                          np.full(SIZE // 4, (VALUES[0] if prerecorded else value) ^ 0xFFFFFFFF, np.uint32))
         vkapp.check_equal(f"frame {frame}: image", readback.array().reshape(H, W, 4).copy(),
                           paint(CLEAR, [(R_TALL, RED), (R_WIDE, GREEN)]))
     ctx.close()
