@@ -170,14 +170,16 @@ def test_what_comes_between_a_begin_and_end_made_in_c_and_their_hooks(shims, tmp
 
 
 @pytest.mark.parametrize("options", [pytest.param([], id="plain"), pytest.param(["labelled"], id="inside a label"),
-                                     pytest.param(["prerecorded"], id="one recorded once")])
+                                     pytest.param(["prerecorded"], id="one recorded once"),
+                                     pytest.param(["threads"], id="recorded on threads at once")])
 def test_secondaries_re_recorded_every_frame_merge_into_the_same_trace(options, shims, tmp_path) -> None:
     """tests/integration/apps/secondaries.py: three secondaries re-recorded every frame (transfers with their own
     label; a render pass's draws) and executed by a primary, whose vkCmdExecuteCommands C records
     (runtime/lifecycle.c tessera_execute_in_c): the merged trace is the one every hook run at once makes, with
     recordings reused, read without their hooks, handled in C and checked; `labelled`: one secondary runs inside a
     label the primary opened (its submits take Python: the walk gives that workload its ANNEX); `prerecorded`: one
-    is recorded once, before the frames (its records kept after Python applied them: tessera_cb_applied)."""
+    is recorded once, before the frames (its records kept after Python applied them: tessera_cb_applied); `threads`:
+    the secondaries are recorded on a thread each at once, each from a pool of its own."""
     frames = 8
     labelled, prerecorded = "labelled" in options, "prerecorded" in options
     program = [PYTHON, REPO / "tests" / "integration" / "apps" / "secondaries.py", frames, *options]
@@ -193,12 +195,15 @@ def test_secondaries_re_recorded_every_frame_merge_into_the_same_trace(options, 
     begun, ended, pool_resets = on_counts["layer in C"]
     per_frame = 3 if prerecorded else 4
     assert on_counts["icd in C"] == on_counts["layer in C"], on_counts
-    assert begun == per_frame * frames + 1 + prerecorded and pool_resets == frames, on_counts
+    pools = 4 if "threads" in options else 1
+    assert begun == per_frame * frames + 1 + prerecorded and pool_resets == pools * frames, on_counts
     assert ended >= per_frame * (frames - 4), on_counts
     assert check_counts["layer"][2] == check_counts["icd"][2] == 0, check_counts   # none differing
     if not labelled:   # read without their hooks: the primaries and the secondaries they execute
         assert python_counts["layer read"][0] >= per_frame * (frames - 4), python_counts
     assert off["gpu_events"]
+    if "threads" in options:   # which thread took which block of tags differs between runs: compared renumbered
+        off, on, in_python, checked = (_renumbered(run["gpu_events"]) for run in (off, on, in_python, checked))
     assert on == off, "\n".join(differences(off, on))
     assert in_python == off, "\n".join(differences(off, in_python))
     assert checked == off, "\n".join(differences(off, checked))
@@ -206,6 +211,25 @@ def test_secondaries_re_recorded_every_frame_merge_into_the_same_trace(options, 
     # and the primary (its render pass, D's draws in it)
     buffers = _event_buffers(tmp_path / "off")
     assert len(set(buffers)) == 3 and buffers == _event_buffers(tmp_path / "on") == _event_buffers(tmp_path / "in Python")
+
+
+def _renumbered(events: list[dict]) -> dict:
+    """Canonical GPU events with each tag (in `tag`, and as a t<tag> label in `Labels` and `Label stack`) replaced
+    by the order it first appears in."""
+    order: dict[str, str] = {}
+
+    def number(tag: str) -> str:
+        return order.setdefault(tag, str(len(order)))
+    out = []
+    for event in events:
+        args = dict(event["args"])
+        for name in ("Labels", "Label stack"):
+            if name in args:
+                args[name] = re.sub(r"\bt(\d+)\b", lambda m: "t" + number(m.group(1)), args[name])
+        if "tag" in args:
+            args["tag"] = number(args["tag"])
+        out.append({**event, "args": args})
+    return {"gpu_events": out}
 
 
 def _event_buffers(session) -> list[int]:

@@ -1,18 +1,20 @@
 """A frame loop that re-records secondary command buffers every frame and executes them, as engines that record
 in parallel do.
 
-Run: .venv/bin/python tests/integration/apps/secondaries.py [FRAMES] [labelled] [prerecorded]
+Run: .venv/bin/python tests/integration/apps/secondaries.py [FRAMES] [labelled] [prerecorded] [threads]
 Each frame: the pool is reset; three secondaries are recorded: A (a label "copy" around a fill of buffer S and a
 copy of S into O), B (a fill of buffer T), D (render pass continuing: the graphics pipeline bound and two draws);
 the primary executes A and B (with `labelled`, A inside a label "frame" the primary opens, so the secondary's
 workloads run inside a label its recording does not know), then a render pass whose contents are D, then reads the
 image back; submit and wait. With `prerecorded`, B is recorded once, before the frames, in a pool of its own (its
-fill value then the first frame's), and executed every frame. The fill values change with the frame's parity, so equal recordings alternate.
+fill value then the first frame's), and executed every frame. With `threads`, the secondaries are recorded at once
+on a thread each, each from a pool of its own (reset every frame with the primary's), as engines record in parallel. The fill values change with the frame's parity, so equal recordings alternate.
 Checks O, T and every pixel against numpy each frame; prints 'secondaries: OK <frames> frames'.
 """
 from __future__ import annotations
 
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -30,7 +32,8 @@ VALUES = (0x11111111, 0x22222222)
 
 def main() -> None:
     frames = int(sys.argv[1]) if len(sys.argv) > 1 else 8
-    labelled, prerecorded = "labelled" in sys.argv[2:], "prerecorded" in sys.argv[2:]
+    labelled, prerecorded, threaded = ("labelled" in sys.argv[2:], "prerecorded" in sys.argv[2:],
+                                       "threads" in sys.argv[2:])
     ctx = vkapp.Context(vkapp.Settings.from_env(), "secondaries")
     usage = vk.VK_BUFFER_USAGE_TRANSFER_SRC_BIT | vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT
     s, o, t = (ctx.buffer(SIZE, usage) for _ in range(3))
@@ -53,20 +56,20 @@ def main() -> None:
         sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=render_pass, attachmentCount=1,
         pAttachments=[img.view], width=W, height=H, layers=1), None))
     pipeline = ctx.graphics_pipeline("quad.vert", "solid.frag", scene.solid_layout, render_pass=render_pass)
-    pool = ctx.own(vk.vkDestroyCommandPool, vk.vkCreateCommandPool(ctx.device, vk.VkCommandPoolCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=ctx.queue_family), None))
+    def new_pool():
+        return ctx.own(vk.vkDestroyCommandPool, vk.vkCreateCommandPool(ctx.device, vk.VkCommandPoolCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, queueFamilyIndex=ctx.queue_family), None))
 
-    def allocate(level: int, count: int) -> list:
+    def allocate(pool, level: int = vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY):
         return vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=pool, level=level,
-            commandBufferCount=count))
+            commandBufferCount=1))[0]
 
-    a, b, d = allocate(vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY, 3)
-    if prerecorded:   # B of a pool the frames do not reset
-        b = vk.vkAllocateCommandBuffers(ctx.device, vk.VkCommandBufferAllocateInfo(
-            sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, commandPool=ctx.command_pool,
-            level=vk.VK_COMMAND_BUFFER_LEVEL_SECONDARY, commandBufferCount=1))[0]
-    (p,) = allocate(vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1)
+    pool = new_pool()
+    pools = [pool] + ([new_pool() for _ in range(3)] if threaded else [])   # reset every frame
+    a, d = allocate(pools[-1 if threaded else 0]), allocate(pools[-2 if threaded else 0])
+    b = allocate(ctx.command_pool if prerecorded else pools[-3 if threaded else 0])   # recorded once: not reset
+    p = allocate(pool, vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY)
     get = lambda name: vk.vkGetInstanceProcAddr(ctx.instance, name)  # noqa: E731
     label_begin, label_end = get("vkCmdBeginDebugUtilsLabelEXT"), get("vkCmdEndDebugUtilsLabelEXT")
     labels = {name: vk.VkDebugUtilsLabelEXT(sType=vk.VK_STRUCTURE_TYPE_DEBUG_UTILS_LABEL_EXT, pLabelName=name)
@@ -84,19 +87,7 @@ def main() -> None:
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(
             sType=vk.VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, flags=flags, pInheritanceInfo=inheritance))
 
-    def record_b(value: int, flags: int) -> None:
-        begin(b, plain, flags)
-        vk.vkCmdFillBuffer(b, t.handle, 0, SIZE, value ^ 0xFFFFFFFF)
-        vk.vkEndCommandBuffer(b)
-
-    if prerecorded:
-        record_b(VALUES[0], 0)
-
-    for frame in range(frames):
-        value = VALUES[frame % 2]
-        for buffer in (o, t, readback):
-            buffer.mapped[0:len(buffer.mapped)] = bytes(len(buffer.mapped))
-        vk.vkResetCommandPool(ctx.device, pool, 0)
+    def record_a(value: int) -> None:
         begin(a, plain)
         label_begin(a, labels["copy"])
         vk.vkCmdFillBuffer(a, s.handle, 0, SIZE, value)
@@ -104,8 +95,13 @@ def main() -> None:
         vk.vkCmdCopyBuffer(a, s.handle, o.handle, 1, [vk.VkBufferCopy(srcOffset=0, dstOffset=0, size=SIZE)])
         label_end(a)
         vk.vkEndCommandBuffer(a)
-        if not prerecorded:
-            record_b(value, vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
+
+    def record_b(value: int, flags: int = vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT) -> None:
+        begin(b, plain, flags)
+        vk.vkCmdFillBuffer(b, t.handle, 0, SIZE, value ^ 0xFFFFFFFF)
+        vk.vkEndCommandBuffer(b)
+
+    def record_d(value: int) -> None:
         begin(d, in_pass, vk.VK_COMMAND_BUFFER_USAGE_RENDER_PASS_CONTINUE_BIT
               | vk.VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT)
         vk.vkCmdBindPipeline(d, vk.VK_PIPELINE_BIND_POINT_GRAPHICS, pipeline)
@@ -113,6 +109,25 @@ def main() -> None:
         scene.draw(d, R_TALL, RED)
         scene.draw_indexed(d, R_WIDE, GREEN)
         vk.vkEndCommandBuffer(d)
+
+    if prerecorded:
+        record_b(VALUES[0], 0)
+    recordings = [record_a] + ([] if prerecorded else [record_b]) + [record_d]
+    for frame in range(frames):
+        value = VALUES[frame % 2]
+        for buffer in (o, t, readback):
+            buffer.mapped[0:len(buffer.mapped)] = bytes(len(buffer.mapped))
+        for each in pools:
+            vk.vkResetCommandPool(ctx.device, each, 0)
+        if threaded:   # each on its own thread, at once
+            workers = [threading.Thread(target=record, args=(value,)) for record in recordings]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join()
+        else:
+            for record in recordings:
+                record(value)
 
         begin(p)
         if labelled:
