@@ -296,6 +296,24 @@ class Context:
             img.view = self.own(vk.vkDestroyImageView, vk.vkCreateImageView(self.device, view_info, None))
         return img
 
+    def color_pass(self, image: Image, initial: int, final: int) -> tuple[Any, Any]:
+        """A render pass object of one subpass writing `image` (its view) as its one color attachment, cleared
+        at load and stored, from layout `initial` to `final`, and its framebuffer: (render pass, framebuffer)."""
+        attachment = vk.VkAttachmentDescription(
+            format=image.format, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
+            storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+            stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=initial, finalLayout=final)
+        ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
+        subpass = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
+                                          colorAttachmentCount=1, pColorAttachments=[ref])
+        render_pass = self.own(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(self.device, vk.VkRenderPassCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, attachmentCount=1, pAttachments=[attachment],
+            subpassCount=1, pSubpasses=[subpass]), None))
+        framebuffer = self.own(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(self.device, vk.VkFramebufferCreateInfo(
+            sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=render_pass, attachmentCount=1,
+            pAttachments=[image.view], width=image.width, height=image.height, layers=1), None))
+        return render_pass, framebuffer
+
     # -- shaders and pipelines -------------------------------------------
     def shader(self, name: str) -> Any:
         """A shader module from examples/shaders/<name>, compiled (cached) at run time."""

@@ -41,20 +41,8 @@ def main() -> None:
     img = ctx.image(W, H, FORMAT, vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
                     view=True)
     readback = ctx.buffer(W * H * 4, vk.VK_BUFFER_USAGE_TRANSFER_DST_BIT)
-    attachment = vk.VkAttachmentDescription(
-        format=FORMAT, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
-        finalLayout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
-    ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
-    subpass = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
-                                      colorAttachmentCount=1, pColorAttachments=[ref])
-    render_pass = ctx.own(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, vk.VkRenderPassCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, attachmentCount=1, pAttachments=[attachment],
-        subpassCount=1, pSubpasses=[subpass]), None))
-    framebuffer = ctx.own(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, vk.VkFramebufferCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=render_pass, attachmentCount=1,
-        pAttachments=[img.view], width=W, height=H, layers=1), None))
+    render_pass, framebuffer = ctx.color_pass(img, vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL,
+                                              vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
     pipeline = ctx.graphics_pipeline("quad.vert", "solid.frag", scene.solid_layout, render_pass=render_pass)
     def new_pool():
         return ctx.own(vk.vkDestroyCommandPool, vk.vkCreateCommandPool(ctx.device, vk.VkCommandPoolCreateInfo(

@@ -401,20 +401,8 @@ def fragment_stage(r: Runner) -> dict:
     r.t.write_tensors(dset, [(0, [src]), (1, [dst])])
     image = ctx.image(width, height, fmt, vk.VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | vk.VK_IMAGE_USAGE_TRANSFER_SRC_BIT,
                       view=True)
-    attachment = vk.VkAttachmentDescription(
-        format=fmt, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        finalLayout=vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL)
-    color_ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
-    subpass = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
-                                      colorAttachmentCount=1, pColorAttachments=[color_ref])
-    render_pass = ctx.own(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, vk.VkRenderPassCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, attachmentCount=1, pAttachments=[attachment],
-        subpassCount=1, pSubpasses=[subpass]), None))
-    framebuffer = ctx.own(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, vk.VkFramebufferCreateInfo(
-        sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=render_pass, attachmentCount=1,
-        pAttachments=[image.view], width=width, height=height, layers=1), None))
+    render_pass, framebuffer = ctx.color_pass(image, vk.VK_IMAGE_LAYOUT_UNDEFINED,
+                                              vk.VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL)
     modules = {}
     for name, text in (("vert", shaders.FULLSCREEN_VERTEX), ("frag", shaders.TENSOR_FRAGMENT)):
         code = vt.assemble(text)

@@ -318,20 +318,8 @@ def secondary_render_pass(app: App, scene: Scene) -> None:
     ctx = app.ctx
     t = Targets(ctx, 1)
     img = t.images[0]
-    attachment = vk.VkAttachmentDescription(
-        format=FORMAT, samples=vk.VK_SAMPLE_COUNT_1_BIT, loadOp=vk.VK_ATTACHMENT_LOAD_OP_CLEAR,
-        storeOp=vk.VK_ATTACHMENT_STORE_OP_STORE, stencilLoadOp=vk.VK_ATTACHMENT_LOAD_OP_DONT_CARE,
-        stencilStoreOp=vk.VK_ATTACHMENT_STORE_OP_DONT_CARE, initialLayout=vk.VK_IMAGE_LAYOUT_UNDEFINED,
-        finalLayout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
-    ref = vk.VkAttachmentReference(attachment=0, layout=vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
-    subpass = vk.VkSubpassDescription(pipelineBindPoint=vk.VK_PIPELINE_BIND_POINT_GRAPHICS,
-                                      colorAttachmentCount=1, pColorAttachments=[ref])
-    rp_info = vk.VkRenderPassCreateInfo(sType=vk.VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, attachmentCount=1,
-                                        pAttachments=[attachment], subpassCount=1, pSubpasses=[subpass])
-    render_pass = ctx.own(vk.vkDestroyRenderPass, vk.vkCreateRenderPass(ctx.device, rp_info, None))
-    fb_info = vk.VkFramebufferCreateInfo(sType=vk.VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, renderPass=render_pass,
-                                         attachmentCount=1, pAttachments=[img.view], width=W, height=H, layers=1)
-    framebuffer = ctx.own(vk.vkDestroyFramebuffer, vk.vkCreateFramebuffer(ctx.device, fb_info, None))
+    render_pass, framebuffer = ctx.color_pass(img, vk.VK_IMAGE_LAYOUT_UNDEFINED,
+                                              vk.VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL)
     pipeline = ctx.graphics_pipeline("quad.vert", "solid.frag", scene.solid_layout, render_pass=render_pass)
 
     alloc = vk.VkCommandBufferAllocateInfo(
