@@ -130,9 +130,9 @@ class Recorded:
     # Python (a per-region capture, a pNext chain) the hooks run (the driver's vkCmdNextSubpass: only a capture's
     # subpass count follows it).
     in_c_pass: bool = False
-    # vkCmdExecuteCommands: recorded in C when every secondary holds a recording C began and ended equal to a kept
-    # one (runtime/lifecycle.c tessera_execute_in_c: an X record naming them, the kept recordings' keys and their
-    # tags), applied as (owner, command buffer, count, secondaries) once each secondary's hooks have run.
+    # vkCmdExecuteCommands: recorded in C when every secondary holds a recording equal to a kept one, which C ended
+    # or Python applied (runtime/lifecycle.c tessera_execute_in_c: an X record naming them, the kept recordings'
+    # keys and their tags), applied as (owner, command buffer, count, secondaries) once each secondary's hooks ran.
     executes: bool = False
 
 
