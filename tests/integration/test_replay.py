@@ -103,11 +103,12 @@ def test_reused_recordings_merge_into_the_same_trace(program, reused, shims, tmp
     assert python_counts == {"layer": (reused,), "icd": (reused,), "planned": reused, "layer in C": in_c,
                              "icd in C": in_c, "layer read": (reused, 0), "icd read": (reused, 0), "placed in C": 0,
                              "reported in C": 0}
-    # ... and the driver's C places, and the layer's C reports, the submits of all but the first few of them itself
-    # (icd/placed_submits.py, layer/reported_submits.py: once one was handled in Python and the licence granted):
+    # ... and the driver's C places, and the layer's C reports, the submits of most of them itself
+    # (icd/placed_submits.py, layer/reported_submits.py: once one was handled in Python and the licence granted;
+    # how many depends on when the layer's sender looks for work, which ends a licence, on a loaded machine):
     # only the others reach Python
     placed, reported = on_counts["placed in C"], on_counts["reported in C"]
-    assert placed >= reused - 4 and reported >= reused - 4, on_counts
+    assert placed >= reused // 2 and reported >= reused // 2, on_counts
     read, layer_read = reused - placed, reused - reported
     assert on_counts == {"layer": (layer_read,), "icd": (read,), "planned": read, "layer in C": in_c,
                          "icd in C": in_c, "layer read": (layer_read, 0), "icd read": (read, 0), "placed in C": placed,
