@@ -52,7 +52,8 @@
  *   threads   THREADS threads (4th argument, default 2) at once, each re-recording its own command
  *             buffer N times (vkResetCommandPool of its own pool, vkBeginCommandBuffer, vkCmdBindPipeline,
  *             8 vkCmdDispatch, vkEndCommandBuffer); wall and process CPU per recorded command buffer
- *             (divided by N x THREADS): one thread's number against two threads' says how recording scales.
+ *             (divided by N x THREADS): one thread's number against two threads' says how recording scales
+ *             (5th argument "secondary": each thread's buffer is a secondary one, begun with inheritance info).
  *   copy      N vkCmdCopyBuffer of one 16-byte region between two 4096-byte buffers (the region's
  *             offsets cycle through the buffer), recorded into one primary command buffer.
  *   copy2     the same copies through vkCmdCopyBuffer2 (a VkCopyBufferInfo2 with one VkBufferCopy2).
@@ -805,14 +806,19 @@ struct recorder_thread {
     long calls;
     VkCommandPool pool;
     VkCommandBuffer cmd;
+    int secondary;
 };
 
 static void *rerecord(void *arg)
 {
     struct recorder_thread *r = arg;
+    VkCommandBufferInheritanceInfo inheritance = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_INHERITANCE_INFO};
+    VkCommandBufferBeginInfo info = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                     .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+                                     .pInheritanceInfo = r->secondary ? &inheritance : NULL};
     for (long i = 0; i < r->calls; i++) {
         VK_CHECK(vkResetCommandPool(r->c->device, r->pool, 0));
-        begin(r->cmd, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
+        VK_CHECK(vkBeginCommandBuffer(r->cmd, &info));
         vkCmdBindPipeline(r->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, r->pipeline);
         for (int d = 0; d < FRAME_DISPATCHES; d++)
             vkCmdDispatch(r->cmd, 1, 1, 1);
@@ -823,7 +829,7 @@ static void *rerecord(void *arg)
 
 /* Best of `reps` wall times of `threads` threads each re-recording its own command buffer `calls` times
    at once; `best_cpu`: the process CPU time of that repetition. Per call: divided by calls x threads. */
-static double bench_threads(struct ctx *c, long calls, long reps, long threads, double *best_cpu)
+static double bench_threads(struct ctx *c, long calls, long reps, long threads, int secondary, double *best_cpu)
 {
     struct compute_pipeline cp = empty_compute_pipeline(c);
     struct recorder_thread r[MAX_THREADS];
@@ -831,10 +837,12 @@ static double bench_threads(struct ctx *c, long calls, long reps, long threads, 
     for (long k = 0; k < threads; k++) {
         VkCommandPoolCreateInfo pool_info = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                              .queueFamilyIndex = c->family};
-        r[k] = (struct recorder_thread){.c = c, .pipeline = cp.pipeline, .calls = calls};
+        r[k] = (struct recorder_thread){.c = c, .pipeline = cp.pipeline, .calls = calls, .secondary = secondary};
         VK_CHECK(vkCreateCommandPool(c->device, &pool_info, NULL, &r[k].pool));
         VkCommandBufferAllocateInfo alloc = {.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-                                             .commandPool = r[k].pool, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                             .commandPool = r[k].pool,
+                                             .level = secondary ? VK_COMMAND_BUFFER_LEVEL_SECONDARY
+                                                                : VK_COMMAND_BUFFER_LEVEL_PRIMARY,
                                              .commandBufferCount = 1};
         VK_CHECK(vkAllocateCommandBuffers(c->device, &alloc, &r[k].cmd));
     }
@@ -1199,7 +1207,7 @@ int main(int argc, char **argv)
         }
     if (!known) {
         fprintf(stderr, "usage: record_cost dispatch|draw|submit|groups|copy|copy2|pass|buffer|passframe|buffers [N] [REPS]\n"
-                        "       record_cost threads [N] [REPS] [THREADS]\n"
+                        "       record_cost threads [N] [REPS] [THREADS] [secondary]\n"
                         "       record_cost frame [N] [REPS] [WORKLOADS] [dispatch|fill|pushed|indirect]"
                         " [chained|timeline|labelled]\n"
                         "       record_cost passframe [N] [REPS] [labelled|subpasses]\n"
@@ -1243,6 +1251,8 @@ int main(int argc, char **argv)
     const int subpasses = mode == MODE_PASSFRAME && argc > 4 && strcmp(argv[4], "subpasses") == 0;
     if (mode == MODE_PASSFRAME && argc > 4 && how == SUBMIT_FENCED && !subpasses)
         fail("the passframe mode's 4th argument is labelled or subpasses");
+    if (mode == MODE_THREADS && argc > 5 && strcmp(argv[5], "secondary") != 0)
+        fail("the threads mode's 5th argument is secondary");
     if (mode == MODE_BUFFERS && argc > 5 && how == SUBMIT_FENCED)
         fail("the buffers mode's 5th argument is batches, linked, timeline-linked, secondaries or prerecorded");
     if (mode == MODE_FRAME && argc > 5 && kind == KIND_DISPATCH && strcmp(argv[5], "dispatch") != 0)
@@ -1260,7 +1270,8 @@ int main(int argc, char **argv)
                   : mode == MODE_FRAME  ? bench_frame(&c, calls, reps, dispatches, kind, how, &best_cpu)
                   : mode == MODE_PASSFRAME ? bench_passframe(&c, calls, reps, how, subpasses, &best_cpu)
                   : mode == MODE_BUFFERS ? bench_buffers(&c, calls, reps, (uint32_t)buffers, how, &best_cpu)
-                  : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads, &best_cpu)
+                  : mode == MODE_THREADS ? bench_threads(&c, calls, reps, threads,
+                                                         argc > 5 && strcmp(argv[5], "secondary") == 0, &best_cpu)
                   : mode == MODE_COPY   ? bench_copy(&c, 0, calls, reps, &best_end, &st)
                   : mode == MODE_COPY2  ? bench_copy(&c, 1, calls, reps, &best_end, &st)
                                         : bench_submit(&c, calls, reps);
