@@ -51,7 +51,7 @@ from tessera.vkapi.render_passes import PassInfo
 from tessera.vkapi.submits import ReadingLedger
 from tessera.schemas import slice_args as A
 
-from .counters import CounterModel
+from .counters import CounterModel, StageCost
 from .measured_counters import pass_stats
 from .placed_submits import SIGNALS_KEPT, PlacedSubmits, entry_shape
 from .placement_plans import NativePlacer, Plans
@@ -631,9 +631,10 @@ class Templates:
     """The templates of the passes and works of recordings placed again: a recording reused (vkapi/replay.py)
     keeps its ops, so the same PassInfo, Draws and Works come back each frame and their phases, args and
     counters (pure functions of them and the profile) are made once. Keyed by the ops' identities; an
-    entry holds its ops, so no identity is reused while it lives. Not for what changes per execution: a
-    draw or work with `at_completion` (sizes read after it ran) or measured statistics. Bounded: cleared
-    at CACHE entries. Used by the timeline's one placing thread at a time."""
+    entry holds its ops, so no identity is reused while it lives. A work whose sizes were read after it ran
+    (`at_completion`: an indirect dispatch, a new Work each frame) is keyed by its fields, final once placed
+    (`_work_value`); a pass with such draws, and anything with measured statistics, is made each time. Bounded:
+    cleared at CACHE entries. Used by the timeline's one placing thread at a time."""
     CACHE = 4096
 
     def __init__(self) -> None:
@@ -654,9 +655,23 @@ class Templates:
         return self._get((id(run.info), run.parts, *map(id, draws)), (run.info, tuple(draws)), make, run)
 
     def of_work(self, work: Work, make: Callable[[Work], _Template]) -> _Template:
-        if work.at_completion is not None or work.measured is not None:
+        if work.measured is not None:
             return make(work)
+        if work.at_completion is not None:   # its sizes read at completion (now): kept by what it is
+            try:
+                return self._get(_work_value(work), (), make, work)
+            except TypeError:   # an info value that cannot be a key
+                return make(work)
         return self._get((id(work),), (work,), make, work)
+
+
+def _work_value(work: Work) -> tuple:
+    """What a Work's template is made of (Placer._work_template reads nothing else of it), as a key."""
+    cycles = work.cycles
+    return ("value", work.kind, work.stage, work.command,
+            tuple([(k, tuple(v) if type(v) is list else v) for k, v in work.info.items()]), work.invocations,
+            (float(cycles), cycles.ops, cycles.pipe_cycles) if type(cycles) is StageCost else cycles, work.nbytes,
+            work.estimated, work.primitives, work.instances)
 
 
 def _mean(weighted: list[tuple[float | None, int]]) -> float | None:
