@@ -38,7 +38,8 @@ from tessera.vkapi.vkconst import vk
 
 from . import encoder
 from .forwarding import forwarding
-from .trackers import Capture, CommandBufferTracker, OpenPass, QueueTracker, Workload
+from .trackers import (Capture, CommandBufferTracker, OpenPass, QueueTracker, Workload, executed,
+                       walked_workloads)
 from .transport import HAND_OVER_S
 
 
@@ -97,7 +98,7 @@ def _plain_plan(submit_id: int, batches: list[list[CommandBufferTracker]]) -> Pl
             plan.reused |= t.submits > 1
             plan.primaries.append(t)
             plan.trackers.append(t)
-            plan.trackers += _executed(t.ops)
+            plan.trackers += executed(t.ops)
             plan.tags += t.plain_tags
     return plan
 
@@ -107,27 +108,7 @@ def plain_tags(t: CommandBufferTracker) -> list[int] | bool:
     capture, no change to the queue's labels or open pass), in the walk's order; False otherwise."""
     if not reported_from_c(t):
         return False
-    return _walk_tags(t.ops)
-
-
-def _walk_tags(ops) -> list[int]:
-    """The tags of `ops` in the walk's order (every pass part holds a workload: reported_from_c)."""
-    tags = []
-    for op in ops:
-        kind = type(op)
-        if kind is Workload:
-            tags.append(op.tag)
-        elif kind is PassBegin:
-            tags.append(op.info.workload.tag)
-        elif kind is Execute:
-            for secondary in op.secondaries:
-                tags += _walk_tags(secondary.ops)
-    return tags
-
-
-def _executed(ops) -> list[CommandBufferTracker]:
-    """The secondaries `ops` execute, in the walk's order (the walk's `entered`)."""
-    return [s for op in ops if type(op) is Execute for s in op.secondaries]
+    return [w.tag for w in walked_workloads(t.ops)]   # every pass part holds a workload (reported_from_c)
 
 
 class _Planner(OpWalker):
@@ -307,15 +288,17 @@ class QueueReporter:
                 return None
         # the secondaries the products execute: their recordings, read so too, describe their workloads (those whose
         # hooks ran described them then)
-        executed = recorder.ended_in_c([a for read in reads for a in read.product.executes])
-        executed_reads = recorder.reading_all(dev, executed) if executed else []
-        if None in executed_reads:
+        secondaries = [a for read in reads for a in read.product.executes]
+        if secondaries:
+            secondaries = recorder.ended_in_c(secondaries)
+        secondary_reads = recorder.reading_all(dev, secondaries) if secondaries else []
+        if None in secondary_reads:
             return None
         plan = Plan(s.submit_id)
         command_buffers, tags = dev.command_buffers, plan.tags
         described = []
         reported = self.reported
-        for address, read, first in zip(executed, executed_reads, recorder.read_all(executed, executed_reads)):
+        for address, read, first in zip(secondaries, secondary_reads, recorder.read_all(secondaries, secondary_reads)):
             if first and read.product.described_rows:
                 described.append((address, read.product.described_rows, read.tags))
             if reported is not None:   # C describes it with a primary's submit (reported_submits.c)
@@ -356,7 +339,7 @@ class QueueReporter:
             # vkCmdExecuteCommands that took its hook holds the secondaries' trackers, which a later recording
             # of theirs changes before the ledger is read: such a primary submits in Python, its walk at once.
             self.recorder.set_submit_ok(handle, self.instrumenter is None and t.part is None and reported_from_c(t)
-                                        and not _executed(t.ops))
+                                        and not executed(t.ops))
 
     # ---- submits made in Python -------------------------------------------------------------
     def submit(self, dev, q: QueueTracker, queue, called_ns: int, batches_of, frame_ends, forward):

@@ -31,7 +31,7 @@ from tessera.vkapi.ops import Execute, PassBegin
 from tessera.vkapi.vkconst import vk
 
 from .queues import reported_from_c
-from .trackers import CommandBufferTracker, Workload
+from .trackers import CommandBufferTracker, Workload, executed, walked_workloads
 
 
 @dataclass(frozen=True)
@@ -52,21 +52,6 @@ class _Recording:
     continued_draws: int            # a secondary's draws inside the render pass it continues
     executes: tuple[int, ...]       # the addresses of the secondaries it executes, in order (their own recordings
                                     # describe their workloads: queues._read_without_hooks reads them too)
-
-
-def _workloads(ops) -> list[Workload]:
-    """The workloads of `ops` in the order a submit's walk meets them: the secondaries' where they are executed."""
-    found = []
-    for op in ops:
-        kind = type(op)
-        if kind is Workload:
-            found.append(op)
-        elif kind is PassBegin and op.info.workload is not None:
-            found.append(op.info.workload)
-        elif kind is Execute:
-            for secondary in op.secondaries:
-                found += _workloads(secondary.ops)
-    return found
 
 
 def _op_slots(ops, position: dict[int, int]) -> tuple:
@@ -134,9 +119,9 @@ class TrackerProducts:
         t: CommandBufferTracker = self.state.command_buffer(dev, handle)
         primary = t.level == vk.VK_COMMAND_BUFFER_LEVEL_PRIMARY
         if t.part is not None or t.label_pushed or t.shader_objects or t.deferred_captures \
-                or (not primary and any(type(op) is Execute for op in t.ops)):   # nested: not made again
+                or (not primary and executed(t.ops)):   # nested secondaries: not made again
             return None
-        workloads = _workloads(t.ops)
+        workloads = walked_workloads(t.ops)
         own = {id(op if type(op) is Workload else op.info.workload) for op in t.ops
                if type(op) is Workload or (type(op) is PassBegin and op.info.workload is not None)}
         index = {tag: i for i, tag in enumerate(tags)}
@@ -153,7 +138,7 @@ class TrackerProducts:
                           tuple((index[w.tag], w, *rest) for w, *rest in t.described),
                           tuple(tuple(w.local_labels) for w in workloads) if plain is not None else (),
                           t.continued_draws,
-                          tuple(s.address for op in t.ops if type(op) is Execute for s in op.secondaries))
+                          tuple(s.address for s in executed(t.ops)))
 
     def fields(self, product: _Recording, tags: list[int]) -> dict:
         new = [Workload(tags[k], w.local_labels, w.pops_below_start) for w, k in product.workloads]

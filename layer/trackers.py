@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tessera.vkapi.ops import PassBegin
+from tessera.vkapi.ops import Execute, PassBegin
 
 if TYPE_CHECKING:
     from tessera.vkapi.pipelines import Pipeline
@@ -111,6 +111,27 @@ class CommandBufferTracker:
     def has_captures(self) -> bool:
         return any((type(op) is Workload and op.capture) or (type(op) is PassBegin and op.info.captures)
                    for op in self.ops)
+
+
+def walked_workloads(ops) -> list[Workload]:
+    """The workloads of `ops` in the order a submit's walk meets them (queues.py): the secondaries' where they are
+    executed; a pass part that holds none is passed over."""
+    found = []
+    for op in ops:
+        kind = type(op)
+        if kind is Workload:
+            found.append(op)
+        elif kind is PassBegin and op.info.workload is not None:
+            found.append(op.info.workload)
+        elif kind is Execute:
+            for secondary in op.secondaries:
+                found += walked_workloads(secondary.ops)
+    return found
+
+
+def executed(ops) -> list:
+    """The secondaries `ops` execute, in order (their trackers, or what a restored recording holds of them)."""
+    return [s for op in ops if type(op) is Execute for s in op.secondaries]
 
 
 @dataclass

@@ -402,6 +402,12 @@ static inline size_t tessera_tag_span(const uint8_t *record, size_t *first)
     return 1;
 }
 
+/* A record's `span` tags from slot `first` into `out` (a label's without TESSERA_TAG_BIT). */
+static inline void tessera_span_tags(const uint8_t *record, size_t first, size_t span, uint64_t *out)
+{
+    for (size_t k = 0; k < span; k++) out[k] = ((const uint64_t *)(record + 8))[first + k] & ~TESSERA_TAG_BIT;
+}
+
 /* Python (vkapi/replay.py): the tags of the records `a` (`n` bytes), in record order, into `tags`
    (room for `max`). Returns how many, or -1 when there are more than `max` or a record is damaged. */
 long tessera_records_tags(const uint8_t *a, size_t n, uint64_t *tags, size_t max)
@@ -412,7 +418,8 @@ long tessera_records_tags(const uint8_t *a, size_t n, uint64_t *tags, size_t max
         if (size < 8 || at + size > n) return -1;
         size_t first = 0, span = tessera_tag_span(a + at, &first);
         if (span > max - count) return -1;
-        for (size_t k = 0; k < span; k++) tags[count++] = ((const uint64_t *)(a + at + 8))[first + k] & ~TESSERA_TAG_BIT;
+        tessera_span_tags(a + at, first, span, tags + count);
+        count += span;
         at += size;
     }
     return (long)count;
@@ -455,8 +462,7 @@ long tessera_records_same(const uint8_t *a, const uint8_t *b, size_t n, uint64_t
             if (tessera_tag_span(b + at, &other) != span || other != first || (tags && span > max - count)
                     || memcmp(a + at + 8, b + at + 8, from - 8) != 0 || memcmp(a + at + to, b + at + to, size - to) != 0)
                 return -1;
-            if (tags)
-                for (size_t k = 0; k < span; k++) tags[count + k] = ((const uint64_t *)(a + at + 8))[first + k] & ~TESSERA_TAG_BIT;
+            if (tags) tessera_span_tags(a + at, first, span, tags + count);
             count += span;
         } else if (memcmp(a + at, b + at, size) != 0) {
             return -1;
